@@ -1,0 +1,124 @@
+"""The one-call Python API: ``neardup.dedup(texts_or_records, method=..., **params)``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from neardup.errors import InputError, check_int
+from neardup.io.batch import DocumentBatch
+from neardup.methods import make_method, method_parameters
+from neardup.pipeline import ClusterConfig, Result, run
+
+__all__ = ["dedup"]
+
+_CLUSTER_PARAMS = {"cluster", "max_cluster_size", "oversized", "resolution"}
+
+
+def _in_memory_batches(
+    items: Sequence[Any], text_field: str, id_field: str | None, batch_size: int
+) -> Iterator[DocumentBatch]:
+    seen: dict[str, int] = {}
+    for start in range(0, len(items), batch_size):
+        chunk = items[start : start + batch_size]
+        texts: list[str] = []
+        ids: list[str] = []
+        for offset, item in enumerate(chunk):
+            row = start + offset
+            if isinstance(item, str):
+                text, doc_id = item, None
+            elif isinstance(item, Mapping):
+                if text_field not in item:
+                    raise InputError(
+                        f"dedup: record {row} has no text field {text_field!r}; its fields are "
+                        f"{sorted(map(str, item))}. Pass text_field= to name the right one."
+                    )
+                text = item[text_field]
+                doc_id = item.get(id_field) if id_field is not None else None
+                if id_field is not None and id_field not in item:
+                    raise InputError(f"dedup: record {row} has no id field {id_field!r}.")
+            else:
+                raise InputError(
+                    f"dedup: item {row} must be a str or a mapping with a {text_field!r} "
+                    f"field; got {type(item).__name__}."
+                )
+            if not isinstance(text, str):
+                raise InputError(
+                    f"dedup: record {row} field {text_field!r} must be a string; "
+                    f"got {type(text).__name__}: {text!r:.60}."
+                )
+            doc_id = str(row) if doc_id is None else str(doc_id)
+            if id_field is not None:
+                if doc_id in seen:
+                    raise InputError(
+                        f"dedup: duplicate id {doc_id!r} in records {seen[doc_id]} and {row}; "
+                        "ids must be unique (omit id_field to use row numbers)."
+                    )
+                seen[doc_id] = row
+            texts.append(text)
+            ids.append(doc_id)
+        rows = np.arange(start, start + len(chunk), dtype=np.int64)
+        yield DocumentBatch(ids=ids, texts=texts, dates=None, source="<memory>", rows=rows)
+
+
+def dedup(
+    texts_or_records: Sequence[str] | Sequence[Mapping[str, Any]],
+    method: str = "minhash",
+    *,
+    text_field: str = "text",
+    id_field: str | None = None,
+    keep: str = "longest",
+    batch_size: int = 10_000,
+    progress: bool | None = False,
+    **params: Any,
+) -> Result:
+    """Find near-duplicates in an in-memory corpus and cluster them.
+
+    Parameters
+    ----------
+    texts_or_records : sequence of str, or of mappings with a text field
+    method : str, default "minhash"
+        One of ``neardup.METHODS``: "exact", "ngram", "minhash", "simhash".
+    text_field : str, default "text"
+        Field holding the text, for mappings.
+    id_field : str or None, default None
+        Field holding a unique id; None uses the row number ("0", "1", ...).
+    keep : {"longest", "first"}, default "longest"
+        Which member represents each cluster.
+    batch_size : int, default 10000
+    progress : bool or None, default False
+    **params
+        Method parameters (e.g. ``threshold=0.5, num_perm=128`` for "minhash"; see each
+        method class) and clustering parameters: ``cluster`` ("components", "leiden",
+        "louvain"), ``max_cluster_size``, ``oversized`` ("flag", "split"), ``resolution``.
+        ``seed`` seeds both the method and community detection.
+
+    Returns
+    -------
+    Result
+        ``.clusters`` aligned with the input order, ``.pairs``, ``.representatives``, ...
+
+    Examples
+    --------
+    >>> import neardup
+    >>> r = neardup.dedup(["the cat sat on the mat", "the cat sat on the mat!", "a dog"],
+    ...                   method="exact")
+    >>> r.clusters.tolist()
+    [0, 0, 1]
+    """
+    if isinstance(texts_or_records, (str, bytes)):
+        raise InputError("dedup: pass a sequence of texts, not a single string.")
+    check_int("dedup", "batch_size", batch_size, low=1)
+    cluster_kwargs = {k: params.pop(k) for k in list(params) if k in _CLUSTER_PARAMS}
+    if "cluster" in cluster_kwargs:
+        cluster_kwargs["algorithm"] = cluster_kwargs.pop("cluster")
+    seed = params.get("seed", 0)
+    if "seed" in params and "seed" not in method_parameters(method):
+        params.pop("seed")
+    cluster = ClusterConfig(seed=seed, **cluster_kwargs)
+    method_obj = make_method(method, **params)
+    items = list(texts_or_records)
+    batches = _in_memory_batches(items, text_field, id_field, batch_size)
+    return run(batches, method_obj, cluster=cluster, keep=keep, progress=progress, total=len(items))

@@ -1,0 +1,86 @@
+"""Scored candidate pairs: the one currency between methods and clustering.
+
+Every method returns a :class:`Pairs`: three parallel arrays indexed by document
+*position* (0..n_docs-1 in input order), never one Python object per match. Positions
+are mapped back to document ids only when results are written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Pairs"]
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Scored, undirected document pairs.
+
+    Attributes
+    ----------
+    left, right : ndarray of int64, shape (n_pairs,)
+        Document positions; after :meth:`canonical`, ``left < right``.
+    score : ndarray of float32, shape (n_pairs,)
+        Similarity in [0, 1] (Jaccard, estimated Jaccard, 1 - hamming/bits, cosine...).
+        Higher means more alike.
+    """
+
+    left: np.ndarray
+    right: np.ndarray
+    score: np.ndarray
+
+    def __post_init__(self) -> None:
+        left = np.ascontiguousarray(self.left, dtype=np.int64)
+        right = np.ascontiguousarray(self.right, dtype=np.int64)
+        score = np.ascontiguousarray(self.score, dtype=np.float32)
+        if not (left.shape == right.shape == score.shape) or left.ndim != 1:
+            raise ValueError(
+                "Pairs: 'left', 'right' and 'score' must be 1-D arrays of one length; "
+                f"got shapes {left.shape}, {right.shape}, {score.shape}."
+            )
+        object.__setattr__(self, "left", left)
+        object.__setattr__(self, "right", right)
+        object.__setattr__(self, "score", score)
+
+    @classmethod
+    def empty(cls) -> Pairs:
+        return cls(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
+
+    def __len__(self) -> int:
+        return int(self.left.shape[0])
+
+    def canonical(self) -> Pairs:
+        """Drop self-pairs, order each pair as ``left < right``, merge repeats keeping the
+        highest score, and sort by (left, right) so output is deterministic."""
+        lo = np.minimum(self.left, self.right)
+        hi = np.maximum(self.left, self.right)
+        keep = lo != hi
+        lo, hi, score = lo[keep], hi[keep], self.score[keep]
+        if lo.size == 0:
+            return Pairs.empty()
+        # Sort by (lo, hi, -score): the first row of each (lo, hi) run has the best score.
+        order = np.lexsort((-score, hi, lo))
+        lo, hi, score = lo[order], hi[order], score[order]
+        first = np.ones(lo.size, dtype=bool)
+        first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
+        return Pairs(lo[first], hi[first], score[first])
+
+    def select(self, mask: np.ndarray) -> Pairs:
+        """Pairs where ``mask`` (bool, shape (n_pairs,)) is true."""
+        return Pairs(self.left[mask], self.right[mask], self.score[mask])
+
+    def above(self, threshold: float) -> Pairs:
+        """Pairs whose score is at least ``threshold``."""
+        return self.select(self.score >= threshold)
+
+    @staticmethod
+    def concat(parts: list[Pairs]) -> Pairs:
+        if not parts:
+            return Pairs.empty()
+        return Pairs(
+            np.concatenate([p.left for p in parts]),
+            np.concatenate([p.right for p in parts]),
+            np.concatenate([p.score for p in parts]),
+        )

@@ -1,0 +1,99 @@
+"""The shape every de-duplication method shares.
+
+A method is an estimator-like object (scikit-learn style): the constructor stores
+keyword-only parameters under their own names and does no work; :meth:`get_params` returns
+them (neardup writes them into output metadata). Work happens in two stages, so that the
+first can run on any executor (local, a process pool, Ray ``map_batches``) without change:
+
+1. :meth:`Method.sketch` — a pure function over one *batch* of raw texts returning a
+   :class:`Sketch` (signatures, fingerprints, shingle sets or embeddings), row-aligned with
+   the batch;
+2. :meth:`Method.find_pairs` — over the concatenated sketch of the whole corpus, returns
+   scored candidate :class:`~neardup.graph.Pairs` (document positions).
+
+Documents with ``n_features == 0`` (empty after normalization) are never paired.
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from neardup.graph.edges import Pairs
+from neardup.text.shingle import ShingleSets
+
+__all__ = ["Method", "Sketch"]
+
+
+@dataclass
+class Sketch:
+    """Per-document summaries of a batch or a corpus, row-aligned with its documents.
+
+    Attributes
+    ----------
+    n_features : ndarray of int64, shape (n_docs,)
+        How many features (shingles, tokens, chunks) each document had; 0 marks a document
+        that cannot be compared (empty after normalization).
+    arrays : dict of str -> ndarray, each with first dimension n_docs
+        Fixed-width summaries, e.g. ``"signature"`` (n_docs, num_perm) uint64.
+    sets : ShingleSets or None
+        Ragged per-document shingle hashes, when the method keeps them.
+    """
+
+    n_features: np.ndarray
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    sets: ShingleSets | None = None
+
+    def __len__(self) -> int:
+        return int(self.n_features.shape[0])
+
+    @staticmethod
+    def concat(parts: Sequence[Sketch]) -> Sketch:
+        """Stack batch sketches in order into one corpus sketch."""
+        if not parts:
+            return Sketch(np.zeros(0, np.int64))
+        if len(parts) == 1:
+            return parts[0]
+        arrays = {k: np.concatenate([p.arrays[k] for p in parts]) for k in parts[0].arrays}
+        sets = None
+        if parts[0].sets is not None:
+            sets = ShingleSets.concat([p.sets for p in parts])
+        return Sketch(np.concatenate([p.n_features for p in parts]), arrays, sets)
+
+
+class Method(ABC):
+    """Base class of lexical and neural de-duplication methods.
+
+    Subclasses set ``name``, accept only keyword arguments in ``__init__`` and store each
+    under its own name, validate them in ``__init__`` (the public boundary), and implement
+    :meth:`sketch` and :meth:`find_pairs`.
+    """
+
+    name: ClassVar[str]
+
+    def get_params(self) -> dict[str, Any]:
+        """Constructor parameters by name; nested configs become dicts."""
+        params = {}
+        for pname in inspect.signature(type(self).__init__).parameters:
+            if pname == "self":
+                continue
+            value = getattr(self, pname)
+            params[pname] = value.get_params() if hasattr(value, "get_params") else value
+        return params
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    @abstractmethod
+    def sketch(self, texts: Sequence[str]) -> Sketch:
+        """Summaries of one batch of raw texts (a pure function of the batch)."""
+
+    @abstractmethod
+    def find_pairs(self, sketch: Sketch) -> Pairs:
+        """Scored candidate pairs over a whole corpus sketch, canonical (left < right)."""

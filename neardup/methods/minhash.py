@@ -1,0 +1,269 @@
+"""MinHash signatures (Broder 1997) with LSH banding, computed for whole batches at once.
+
+Each shingle hash ``h`` (64-bit, from :mod:`neardup.text.shingle`) is permuted by
+``num_perm`` seeded bijections ``p_k(h) = xorshift(a_k * h + b_k)`` (``a_k`` odd, arithmetic
+modulo 2**64); a document's signature holds the minimum of each. Because shingle hashes
+are already well mixed, this cheap family behaves like random permutations in practice
+(the tests check estimates against exact Jaccard and the LSH S-curve empirically).
+
+The kernel runs over a flat array of shingle hashes with offsets, one compiled pass for the
+batch and parallel over documents — the per-document, per-token Python work that dominates
+``datasketch`` is gone.
+
+References: Broder, "On the resemblance and containment of documents" (1997); Silcock et
+al., "Noise-robust de-duplication at scale" (2022), sec. 4.3 and 6 (MinHash LSH baseline,
+10 permutations and word 3-grams; 15 bands x 2 rows for 10M documents).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit, prange, uint64
+
+from neardup.errors import check_choice, check_float, check_int
+from neardup.graph.edges import Pairs
+from neardup.methods.base import Method, Sketch
+from neardup.methods.lsh import band_keys, bucket_pairs, optimal_bands
+from neardup.text.hashing import seed_words
+from neardup.text.normalize import NormalizeConfig, normalize_batch
+from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
+
+__all__ = ["MinHash", "MinHashLSH", "jaccard_from_signatures"]
+
+_EMPTY = np.iinfo(np.uint64).max
+
+
+@njit(parallel=True, cache=True)
+def _signatures(hashes, offsets, a, b, out):
+    n_docs = offsets.shape[0] - 1
+    num_perm = a.shape[0]
+    for d in prange(n_docs):
+        row = out[d]
+        for k in range(num_perm):
+            row[k] = uint64(0xFFFFFFFFFFFFFFFF)
+        for s in range(offsets[d], offsets[d + 1]):
+            h = hashes[s]
+            for k in range(num_perm):
+                v = a[k] * h + b[k]
+                v ^= v >> uint64(29)
+                if v < row[k]:
+                    row[k] = v
+
+
+@njit(parallel=True, cache=True)
+def _pair_agreement(signatures, left, right):
+    out = np.empty(left.shape[0], dtype=np.float32)
+    num_perm = signatures.shape[1]
+    for p in prange(left.shape[0]):
+        i, j = left[p], right[p]
+        same = 0
+        for k in range(num_perm):
+            if signatures[i, k] == signatures[j, k]:
+                same += 1
+        out[p] = same / num_perm
+    return out
+
+
+def jaccard_from_signatures(
+    signatures: np.ndarray, left: np.ndarray, right: np.ndarray
+) -> np.ndarray:
+    """Estimated Jaccard of document pairs: the fraction of equal signature values.
+
+    Parameters
+    ----------
+    signatures : ndarray of uint64, shape (n_docs, num_perm)
+    left, right : ndarray of int64, shape (n_pairs,)
+
+    Returns
+    -------
+    ndarray of float32, shape (n_pairs,)
+    """
+    return _pair_agreement(
+        np.ascontiguousarray(signatures),
+        np.ascontiguousarray(left, dtype=np.int64),
+        np.ascontiguousarray(right, dtype=np.int64),
+    )
+
+
+class MinHash:
+    """MinHash signatures for batches of texts (no LSH): the building block.
+
+    Parameters
+    ----------
+    num_perm : int, default 128
+        Signature length. The standard error of a Jaccard estimate is about
+        ``sqrt(s (1 - s) / num_perm)``: 0.044 at s = 0.5 with 128.
+    normalize : NormalizeConfig, default all steps on
+    shingle : ShingleConfig, default word 3-grams
+    seed : int, default 0
+        Seeds shingle hashing and the permutations; signatures are only comparable
+        between objects with the same seed, shingling and normalization.
+
+    Examples
+    --------
+    >>> mh = MinHash(num_perm=128, seed=1)
+    >>> sig = mh.signatures(["the cat sat on the mat", "the cat sat on a mat"])
+    >>> sig.shape
+    (2, 128)
+    >>> 0.0 <= mh.jaccard(sig[0], sig[1]) <= 1.0
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        num_perm: int = 128,
+        normalize: NormalizeConfig = NormalizeConfig(),
+        shingle: ShingleConfig = ShingleConfig(),
+        seed: int = 0,
+    ) -> None:
+        self.num_perm = check_int("MinHash", "num_perm", num_perm, low=1, high=4096)
+        self.normalize = normalize
+        self.shingle = shingle
+        self.seed = check_int("MinHash", "seed", seed, low=0)
+        words = seed_words(seed, 2 * self.num_perm, salt=0x313)
+        self._a = words[: self.num_perm] | np.uint64(1)  # odd -> bijective
+        self._b = words[self.num_perm :]
+
+    def shingle_sets(self, texts: Sequence[str]) -> ShingleSets:
+        """Normalize and shingle ``texts`` the way :meth:`signatures` does."""
+        return hash_shingles(normalize_batch(texts, self.normalize), self.shingle, seed=self.seed)
+
+    def signatures_from_sets(self, sets: ShingleSets) -> np.ndarray:
+        """Signatures, uint64 shape (n_docs, num_perm), of already-hashed shingle sets.
+
+        A document without shingles gets all values 2**64 - 1.
+        """
+        out = np.empty((len(sets), self.num_perm), dtype=np.uint64)
+        _signatures(sets.hashes, sets.offsets, self._a, self._b, out)
+        return out
+
+    def signatures(self, texts: Sequence[str]) -> np.ndarray:
+        """Signatures, uint64 shape (len(texts), num_perm)."""
+        return self.signatures_from_sets(self.shingle_sets(texts))
+
+    @staticmethod
+    def jaccard(signature_a: np.ndarray, signature_b: np.ndarray) -> float:
+        """Estimated Jaccard between two signatures of equal length."""
+        a, b = np.asarray(signature_a), np.asarray(signature_b)
+        if a.shape != b.shape:
+            raise ValueError(
+                f"MinHash.jaccard: signatures must have one shape; got {a.shape} and {b.shape}."
+            )
+        return float(np.mean(a == b))
+
+    def get_params(self) -> dict:
+        return {
+            "num_perm": self.num_perm,
+            "normalize": self.normalize.get_params(),
+            "shingle": self.shingle.get_params(),
+            "seed": self.seed,
+        }
+
+
+class MinHashLSH(Method):
+    """MinHash + LSH banding near-duplicate detection (``--method minhash``).
+
+    Parameters
+    ----------
+    threshold : float, default 0.5
+        Jaccard similarity at which documents count as near-duplicates. Chooses ``bands``
+        and ``rows`` (see :func:`~neardup.methods.lsh.optimal_bands`) unless both are given,
+        and is the cut-off of ``verify``. Tune it on labelled validation data.
+    num_perm : int, default 128
+        Signature length; more is more accurate and slower (linear).
+    bands, rows : int or None, default None
+        Explicit banding, overriding the choice made from ``threshold``; ``bands * rows``
+        must not exceed ``num_perm``. Silcock et al. used 15 x 2 on 10M news articles.
+    verify : {"signature", "exact", "none"}, default "signature"
+        How candidate pairs are confirmed: "signature" keeps pairs whose estimated Jaccard
+        is >= threshold; "exact" computes exact shingle Jaccard (keeps shingle sets in
+        memory); "none" keeps every band collision (classic LSH, most recall, least
+        precision), scored by the estimate.
+    max_bucket_pairs : int, default 50
+        Buckets with more members are chained rather than fully paired, keeping pair
+        generation linear; such documents are reported as likely templates.
+    normalize : NormalizeConfig
+    shingle : ShingleConfig, default word 3-grams (best on news in Silcock et al.)
+    seed : int, default 0
+    """
+
+    name = "minhash"
+
+    def __init__(
+        self,
+        *,
+        threshold: float = 0.5,
+        num_perm: int = 128,
+        bands: int | None = None,
+        rows: int | None = None,
+        verify: str = "signature",
+        max_bucket_pairs: int = 50,
+        normalize: NormalizeConfig = NormalizeConfig(),
+        shingle: ShingleConfig = ShingleConfig(),
+        seed: int = 0,
+    ) -> None:
+        caller = "MinHashLSH"
+        self.threshold = check_float(caller, "threshold", threshold, low=0.0, high=1.0)
+        self.num_perm = check_int(caller, "num_perm", num_perm, low=1, high=4096)
+        self.bands = bands
+        self.rows = rows
+        if (bands is None) != (rows is None):
+            raise ValueError(
+                f"{caller}: parameters 'bands' and 'rows' must be given together; "
+                f"got bands={bands!r}, rows={rows!r}."
+            )
+        if bands is not None:
+            check_int(caller, "bands", bands, low=1)
+            check_int(caller, "rows", rows, low=1)
+            if bands * rows > num_perm:
+                raise ValueError(
+                    f"{caller}: parameters 'bands' * 'rows' must be <= num_perm={num_perm}; "
+                    f"got {bands} * {rows} = {bands * rows}. Did you forget to raise num_perm?"
+                )
+        self.verify = check_choice(caller, "verify", verify, ("signature", "exact", "none"))
+        self.max_bucket_pairs = check_int(caller, "max_bucket_pairs", max_bucket_pairs, low=1)
+        self.normalize = normalize
+        self.shingle = shingle
+        self.seed = check_int(caller, "seed", seed, low=0)
+        self._minhash = MinHash(num_perm=num_perm, normalize=normalize, shingle=shingle, seed=seed)
+
+    @property
+    def banding(self) -> tuple[int, int]:
+        """The ``(bands, rows)`` in use."""
+        if self.bands is not None:
+            return self.bands, self.rows
+        return optimal_bands(max(min(self.threshold, 0.99), 0.01), self.num_perm)
+
+    def sketch(self, texts: Sequence[str]) -> Sketch:
+        sets = self._minhash.shingle_sets(texts)
+        signature = self._minhash.signatures_from_sets(sets)
+        keep_sets = sets.unique() if self.verify == "exact" else None
+        return Sketch(sets.counts(), {"signature": signature}, keep_sets)
+
+    def find_pairs(self, sketch: Sketch) -> Pairs:
+        valid = np.flatnonzero(sketch.n_features > 0)
+        if valid.size < 2:
+            return Pairs.empty()
+        signature = sketch.arrays["signature"]
+        bands, rows = self.banding
+        keys = band_keys(signature[valid], bands, rows)
+        lefts, rights, oversized = [], [], []
+        for band in range(bands):
+            left, right, big = bucket_pairs(keys[band], valid, self.max_bucket_pairs)
+            lefts.append(left)
+            rights.append(right)
+            oversized.append(big)
+        self.oversized_docs_ = np.unique(np.concatenate(oversized))
+        left, right = np.concatenate(lefts), np.concatenate(rights)
+        candidates = Pairs(left, right, np.zeros(left.size, np.float32)).canonical()
+        if self.verify == "exact":
+            from neardup.methods.ngram import exact_similarity
+
+            score = exact_similarity(sketch.sets, candidates.left, candidates.right)
+        else:
+            score = jaccard_from_signatures(signature, candidates.left, candidates.right)
+        pairs = Pairs(candidates.left, candidates.right, score)
+        return pairs if self.verify == "none" else pairs.above(self.threshold)

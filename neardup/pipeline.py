@@ -1,0 +1,270 @@
+"""Compose the stages of a de-duplication run.
+
+    read batches -> method.sketch (per batch) -> method.find_pairs (corpus) ->
+    cluster_pairs -> choose representatives -> Result
+
+The per-batch stage is a pure function of a :class:`~neardup.io.DocumentBatch`, so an
+executor other than the local loop here (a process pool, Ray ``map_batches``) can run it
+unchanged; only its outputs (sketches: fixed-size arrays per document) travel to the
+corpus-wide stages. Raw text is never held beyond the batch being sketched.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from neardup.errors import check_choice, check_float, check_int
+from neardup.graph.cluster import cluster_pairs
+from neardup.graph.edges import Pairs
+from neardup.io.batch import DocumentBatch
+from neardup.methods.base import Method, Sketch
+from neardup.progress import progress_bar
+
+__all__ = ["ClusterConfig", "Result", "run", "KEEP_RULES"]
+
+KEEP_RULES = ("longest", "first")
+STATUS_OK = "ok"
+STATUS_EMPTY = "empty"
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """How scored pairs become clusters.
+
+    Parameters
+    ----------
+    algorithm : {"components", "leiden", "louvain"}, default "components"
+        Connected components (single linkage over the pairs) or community detection, which
+        cuts weak bridges between otherwise separate groups (Silcock et al. 2022 found it
+        helps n-gram methods most).
+    max_cluster_size : int or None, default None
+        Clusters larger than this are flagged as templates/boilerplate.
+    oversized : {"flag", "split"}, default "flag"
+        "flag" keeps oversized clusters and marks their members; "split" also leaves
+        their members unmerged (singletons).
+    resolution : float, default 1.0
+        Community-detection resolution (higher gives smaller communities).
+    seed : int, default 0
+    """
+
+    algorithm: str = "components"
+    max_cluster_size: int | None = None
+    oversized: str = "flag"
+    resolution: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_choice("ClusterConfig", "algorithm", self.algorithm, ("components", "leiden", "louvain"))
+        if self.max_cluster_size is not None:
+            check_int("ClusterConfig", "max_cluster_size", self.max_cluster_size, low=2)
+        check_choice("ClusterConfig", "oversized", self.oversized, ("flag", "split"))
+        check_float("ClusterConfig", "resolution", self.resolution, low=0.0)
+        check_int("ClusterConfig", "seed", self.seed, low=0)
+
+    def get_params(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Result:
+    """The outcome of a run, aligned with the input order.
+
+    Attributes
+    ----------
+    ids : ndarray of object (str), shape (n_docs,)
+    clusters : ndarray of int64, shape (n_docs,)
+        Cluster id of each document; ids are 0..n_clusters-1, numbered by each cluster's
+        first document in input order. Every document has exactly one.
+    cluster_size : ndarray of int64, shape (n_docs,)
+    representative : ndarray of bool, shape (n_docs,)
+        Exactly one true per cluster: the document kept by de-duplication.
+    status : ndarray of object (str), shape (n_docs,)
+        "ok", or "empty" for documents with nothing to compare after normalization (they
+        stay singletons).
+    template : ndarray of bool, shape (n_docs,)
+        Member of a cluster above ``max_cluster_size`` (likely template or boilerplate).
+    pairs : Pairs
+        Scored edges between document positions.
+    method : str
+    params : dict
+        Method and clustering parameters, as written into output metadata.
+    timings : dict of str -> float
+        Seconds per stage.
+    """
+
+    ids: np.ndarray
+    clusters: np.ndarray
+    cluster_size: np.ndarray
+    representative: np.ndarray
+    status: np.ndarray
+    template: np.ndarray
+    pairs: Pairs
+    method: str
+    params: dict[str, Any]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.clusters.shape[0])
+
+    @property
+    def n_clusters(self) -> int:
+        return int(self.representative.sum())
+
+    @property
+    def representatives(self) -> np.ndarray:
+        """Positions (int64) of the kept documents, in input order."""
+        return np.flatnonzero(self.representative)
+
+    def clusters_table(self) -> pa.Table:
+        """One row per input document: id, cluster, cluster_size, representative, status,
+        template."""
+        return pa.table(
+            {
+                "id": pa.array(self.ids.tolist(), pa.string()),
+                "cluster": pa.array(self.clusters, pa.int64()),
+                "cluster_size": pa.array(self.cluster_size, pa.int64()),
+                "representative": pa.array(self.representative, pa.bool_()),
+                "status": pa.array(self.status.tolist(), pa.string()),
+                "template": pa.array(self.template, pa.bool_()),
+            }
+        )
+
+    def pairs_table(self) -> pa.Table:
+        """One row per scored edge: id_a, id_b, score, method."""
+        p = self.pairs
+        return pa.table(
+            {
+                "id_a": pa.array(self.ids[p.left].tolist(), pa.string()),
+                "id_b": pa.array(self.ids[p.right].tolist(), pa.string()),
+                "score": pa.array(p.score, pa.float32()),
+                "method": pa.array([self.method] * len(p), pa.string()),
+            }
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for the end-of-run report."""
+        sizes = np.bincount(self.clusters) if self.n_docs else np.zeros(0, np.int64)
+        return {
+            "documents": self.n_docs,
+            "clusters": self.n_clusters,
+            "duplicates_removed": self.n_docs - self.n_clusters,
+            "documents_in_duplicate_clusters": int((self.cluster_size > 1).sum()),
+            "duplicate_clusters": int((sizes > 1).sum()),
+            "largest_cluster": int(sizes.max()) if sizes.size else 0,
+            "empty_documents": int((self.status == STATUS_EMPTY).sum()),
+            "template_documents": int(self.template.sum()),
+            "pairs": len(self.pairs),
+        }
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+
+def choose_representatives(labels: np.ndarray, lengths: np.ndarray, keep: str) -> np.ndarray:
+    """One representative per cluster (bool, shape (n_docs,)).
+
+    ``keep="longest"``: the member with the longest raw text, ties broken by input order;
+    ``keep="first"``: the first member in input order.
+    """
+    n = labels.shape[0]
+    out = np.zeros(n, dtype=bool)
+    if n == 0:
+        return out
+    position = np.arange(n)
+    primary = -lengths if keep == "longest" else np.zeros(n, np.int64)
+    order = np.lexsort((position, primary, labels))
+    first = np.ones(n, dtype=bool)
+    first[1:] = labels[order][1:] != labels[order][:-1]
+    out[order[first]] = True
+    return out
+
+
+def run(
+    batches: Iterable[DocumentBatch],
+    method: Method,
+    *,
+    cluster: ClusterConfig = ClusterConfig(),
+    keep: str = "longest",
+    progress: bool | None = None,
+    total: int | None = None,
+) -> Result:
+    """Run ``method`` over ``batches`` and cluster the result.
+
+    Parameters
+    ----------
+    batches : iterable of DocumentBatch
+        In input order; see :func:`neardup.io.read_corpus`.
+    method : Method
+    cluster : ClusterConfig
+    keep : {"longest", "first"}, default "longest"
+        Rule choosing each cluster's representative.
+    progress : bool or None, default None
+        Show a progress bar; None shows it when stderr is a terminal.
+    total : int or None
+        Number of documents, if known, for the progress bar.
+    """
+    check_choice("run", "keep", keep, KEEP_RULES)
+    timer = _Timer()
+    ids: list[str] = []
+    lengths: list[np.ndarray] = []
+    sketches: list[Sketch] = []
+    with progress_bar("sketching", total=total, unit="docs", enabled=progress) as advance:
+        iterator = iter(batches)
+        while True:
+            with timer.stage("read"):
+                batch = next(iterator, None)
+            if batch is None:
+                break
+            with timer.stage("sketch"):
+                sketches.append(method.sketch(batch.texts))
+            ids.extend(batch.ids)
+            lengths.append(np.fromiter(map(len, batch.texts), np.int64, len(batch.texts)))
+            advance(len(batch))
+    n_docs = len(ids)
+    with timer.stage("pairs"):
+        sketch = Sketch.concat(sketches)
+        del sketches
+        pairs = method.find_pairs(sketch) if n_docs else Pairs.empty()
+    with timer.stage("cluster"):
+        clustering = cluster_pairs(
+            pairs,
+            n_docs,
+            method=cluster.algorithm,
+            max_cluster_size=cluster.max_cluster_size,
+            oversized=cluster.oversized,
+            resolution=cluster.resolution,
+            seed=cluster.seed,
+        )
+        all_lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+        representative = choose_representatives(clustering.labels, all_lengths, keep)
+    status = np.where(sketch.n_features > 0, STATUS_OK, STATUS_EMPTY).astype(object)
+    return Result(
+        ids=np.array(ids, dtype=object),
+        clusters=clustering.labels,
+        cluster_size=clustering.sizes,
+        representative=representative,
+        status=status,
+        template=clustering.oversized,
+        pairs=pairs,
+        method=method.name,
+        params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep},
+        timings=timer.seconds,
+    )

@@ -1,0 +1,53 @@
+"""64-bit hashing primitives compiled with numba, shared by every signature kernel.
+
+``mix64`` is the SplitMix64 finalizer (Steele et al. 2014): a bijection on 64-bit integers
+with full avalanche, cheap enough to call once per shingle and per permutation. All
+arithmetic is modulo 2**64 (numba uint64 wraps), so results are identical on every
+platform and in every process: nothing depends on Python's salted ``hash``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, uint64
+
+__all__ = ["mix64", "seed_words", "encode_codepoints"]
+
+_M1 = uint64(0xBF58476D1CE4E5B9)
+_M2 = uint64(0x94D049BB133111EB)
+_GOLDEN = uint64(0x9E3779B97F4A7C15)
+
+
+@njit(inline="always", cache=True)
+def mix64(x):
+    x = uint64(x)
+    x = (x ^ (x >> uint64(30))) * _M1
+    x = (x ^ (x >> uint64(27))) * _M2
+    return x ^ (x >> uint64(31))
+
+
+def seed_words(seed: int, count: int, salt: int = 0) -> np.ndarray:
+    """``count`` well-mixed uint64 words derived from ``seed`` (and a per-use ``salt``).
+
+    Uses numpy's PCG64 so the same (seed, salt) gives the same words everywhere.
+    """
+    rng = np.random.Generator(np.random.PCG64([int(seed) & 0xFFFFFFFFFFFFFFFF, int(salt)]))
+    return rng.integers(0, 2**64, size=count, dtype=np.uint64, endpoint=False)
+
+
+def encode_codepoints(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate ``texts`` into one array of Unicode code points with offsets.
+
+    Returns
+    -------
+    codepoints : ndarray of uint32, shape (total_chars,)
+    offsets : ndarray of int64, shape (len(texts) + 1,)
+        Text ``i`` is ``codepoints[offsets[i]:offsets[i + 1]]``.
+    """
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    if texts:
+        np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
+    # One C-level encode for the whole batch; surrogatepass keeps lone surrogates (they can
+    # survive in badly decoded input) instead of failing the batch.
+    raw = "".join(texts).encode("utf-32-le", "surrogatepass")
+    return np.frombuffer(raw, dtype=np.uint32), offsets

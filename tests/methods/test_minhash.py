@@ -1,0 +1,111 @@
+import numpy as np
+import pytest
+
+from neardup.methods.lsh import band_keys, bucket_pairs, collision_probability, optimal_bands
+from neardup.methods.minhash import MinHash, MinHashLSH, jaccard_from_signatures
+from neardup.text import ShingleConfig, ShingleSets
+
+
+def _pair_sets(rng, jaccard, size=300):
+    """Two hash sets of equal size with the given exact Jaccard (up to rounding)."""
+    shared = int(round(2 * size * jaccard / (1 + jaccard)))
+    pool = rng.choice(2**62, size=2 * size - shared, replace=False).astype(np.uint64)
+    a = pool[:size]
+    b = np.concatenate([pool[:shared], pool[size:]])
+    exact = shared / (2 * size - shared)
+    return a, b, exact
+
+
+def _signatures_for(pairs, mh):
+    hashes = [h for a, b, _ in pairs for h in (a, b)]
+    offsets = np.zeros(len(hashes) + 1, np.int64)
+    np.cumsum([h.size for h in hashes], out=offsets[1:])
+    return mh.signatures_from_sets(ShingleSets(np.concatenate(hashes), offsets))
+
+
+def test_jaccard_estimates_within_expected_error():
+    rng = np.random.default_rng(0)
+    num_perm = 256
+    mh = MinHash(num_perm=num_perm, seed=3)
+    pairs = [_pair_sets(rng, j) for j in np.linspace(0.05, 0.95, 60)]
+    sig = _signatures_for(pairs, mh)
+    est = jaccard_from_signatures(sig, np.arange(0, 120, 2), np.arange(1, 120, 2))
+    exact = np.array([p[2] for p in pairs])
+    sigma = np.sqrt(exact * (1 - exact) / num_perm)
+    z = (est - exact) / sigma
+    assert np.all(np.abs(z) < 4.5)
+    assert abs(z.mean()) < 0.6  # unbiased: mean of 60 z-scores has sd ~0.13
+    assert 0.5 < z.std() < 1.6  # the estimator's spread matches the binomial model
+
+
+def test_jaccard_from_texts_and_helper():
+    mh = MinHash(num_perm=128)
+    sig = mh.signatures(["the cat sat on the mat today", "the cat sat on the mat yesterday", ""])
+    assert sig.shape == (3, 128) and sig.dtype == np.uint64
+    assert abs(mh.jaccard(sig[0], sig[1]) - 4 / 6) < 0.15
+    assert np.all(sig[2] == np.iinfo(np.uint64).max)
+    with pytest.raises(ValueError, match="one shape"):
+        mh.jaccard(sig[0], sig[1][:5])
+
+
+@pytest.mark.parametrize("s", [0.2, 0.4, 0.6, 0.8])
+def test_lsh_collision_probability_matches_s_curve(s):
+    rng = np.random.default_rng(int(s * 100))
+    bands, rows = 16, 4
+    mh = MinHash(num_perm=bands * rows, seed=11)
+    pairs = [_pair_sets(rng, s, size=150) for _ in range(400)]
+    sig = _signatures_for(pairs, mh)
+    keys = band_keys(sig, bands, rows)
+    collide = np.any(keys[:, 0::2] == keys[:, 1::2], axis=0)
+    exact = np.mean([p[2] for p in pairs])
+    expected = float(collision_probability(exact, bands, rows))
+    assert abs(collide.mean() - expected) < 0.075
+
+
+def test_optimal_bands():
+    for t in (0.3, 0.5, 0.8):
+        b, r = optimal_bands(t, 128)
+        assert b * r <= 128
+    assert optimal_bands(0.9, 128)[1] > optimal_bands(0.3, 128)[1]  # stricter -> longer bands
+
+
+def test_bucket_pairs_small_and_oversized():
+    keys = np.array([1, 2, 1, 3, 1, 2, 7, 7, 7, 7, 7], np.uint64)
+    left, right, oversized = bucket_pairs(keys, np.arange(11), max_bucket_pairs=3)
+    got = {tuple(sorted(p)) for p in zip(left.tolist(), right.tolist())}
+    assert {(0, 2), (0, 4), (2, 4), (1, 5)} <= got
+    assert sorted(oversized.tolist()) == [6, 7, 8, 9, 10]
+    assert len(got) == 4 + 4  # the 5-member bucket is chained: 4 links, not 10 pairs
+
+
+def test_lsh_finds_planted_duplicates():
+    base = [
+        f"story {i} about the {w} market where prices of {w} rose sharply on strong demand "
+        f"from buyers in region {i % 7} said traders on day {i}"
+        for i, w in enumerate(["wheat", "corn", "oil", "gold", "tin", "zinc", "rice", "sugar"])
+    ]
+    texts = base + [t.replace("sharply", "sharp1y") + " end" for t in base]
+    method = MinHashLSH(threshold=0.5, num_perm=128)
+    pairs = method.find_pairs(method.sketch(texts))
+    got = set(zip(pairs.left.tolist(), pairs.right.tolist()))
+    assert got == {(i, i + 8) for i in range(8)}
+    assert np.all(pairs.score >= 0.5)
+
+
+def test_explicit_bands_and_validation():
+    m = MinHashLSH(num_perm=30, bands=15, rows=2)
+    assert m.banding == (15, 2)
+    with pytest.raises(ValueError, match="num_perm"):
+        MinHashLSH(num_perm=10, bands=15, rows=2)
+    with pytest.raises(ValueError, match="together"):
+        MinHashLSH(bands=4)
+    with pytest.raises(ValueError, match="'threshold'"):
+        MinHashLSH(threshold=1.5)
+    with pytest.raises(ValueError, match="'verify'"):
+        MinHashLSH(verify="maybe")
+
+
+def test_get_params_round_trip():
+    m = MinHashLSH(threshold=0.7, shingle=ShingleConfig(unit="char", n=5))
+    params = m.get_params()
+    assert params["threshold"] == 0.7 and params["shingle"] == {"unit": "char", "n": 5}
