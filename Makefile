@@ -1,0 +1,41 @@
+# Two entry points do all set-up on a fresh machine:
+#   make demo   installs neardup in .venv and de-duplicates the bundled demo corpus
+#   make test   installs neardup with its test dependencies in .venv and runs the tests
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+OUT ?= out
+
+.PHONY: demo test install install-test bench clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml constraints.txt | $(VENV)/bin/python
+	$(PIP) install -c constraints.txt -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PIP) install -c constraints.txt -e '.[test,bench]'
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+demo: install
+	$(VENV)/bin/neardup dedup --method minhash \
+		--clusters-out $(OUT)/demo-clusters.parquet \
+		--pairs-out $(OUT)/demo-pairs.parquet \
+		--out $(OUT)/demo-deduped.jsonl \
+		--report $(OUT)/demo-report.json
+
+test: install-test
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+bench: install-test
+	$(PY) bench/bench_minhash_signatures.py
+	$(PY) bench/bench_dedup_scale.py
+
+clean:
+	rm -rf $(VENV) $(OUT) build *.egg-info .pytest_cache

@@ -1,0 +1,44 @@
+"""Shared helpers for the benchmarks: corpus loading, peak memory, result files."""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def reuters_texts(limit: int | None = None) -> list[str]:
+    """Texts of Reuters-21578 (title + body), or exit with a message if it is absent."""
+    from neardup.io import ReaderConfig, read_corpus
+    from neardup.io.reuters import find_reuters_dir
+
+    root = find_reuters_dir()
+    if root is None:
+        sys.exit("Reuters-21578 not found (expected ../shared/data/reuters21578 or $NEARDUP_REUTERS_DIR)")
+    files = sorted(str(p) for p in root.glob("reut2-*.sgm"))
+    texts: list[str] = []
+    for batch in read_corpus(files, ReaderConfig(limit=limit)):
+        texts.extend(batch.texts)
+    return texts
+
+
+def peak_rss_mb(children: bool = False) -> float:
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    return resource.getrusage(who).ru_maxrss / 1024.0
+
+
+def machine() -> str:
+    import os
+
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def save(name: str, payload: dict) -> Path:
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    return path

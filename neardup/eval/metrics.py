@@ -1,0 +1,207 @@
+"""Clustering agreement metrics for near-duplicate evaluation.
+
+Silcock et al. (2022), "Noise-Robust De-Duplication at Scale", score de-duplication by the
+Adjusted Rand Index (Hubert & Arabie 1985) between predicted and gold duplicate clusters;
+neardup reports it together with pairwise precision/recall/F1 and the Matthews correlation
+over document pairs, and homogeneity/completeness/V-measure (Rosenberg & Hirschberg 2007).
+
+Every pair-based number is computed from the sparse contingency table of the two
+labelings: with ``n_ij`` documents in true cluster ``i`` and predicted cluster ``j``,
+``a_i`` and ``b_j`` its row and column sums,
+
+* ``tp = sum_ij C(n_ij, 2)``: pairs together in both labelings,
+* ``fp = sum_j C(b_j, 2) - tp``: together only in the prediction,
+* ``fn = sum_i C(a_i, 2) - tp``: together only in the truth,
+* ``tn = C(n, 2) - tp - fp - fn``.
+
+No document pair is ever enumerated, so millions of documents cost one sort. Counts are
+unordered pairs (scikit-learn's ``pair_confusion_matrix`` counts ordered pairs, twice
+these numbers).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from neardup.graph.cluster import canonical_labels
+
+__all__ = ["adjusted_rand_index", "cluster_metrics", "pairwise_scores"]
+
+
+def adjusted_rand_index(true_labels: Any, pred_labels: Any) -> float:
+    """Adjusted Rand Index between two clusterings of the same documents.
+
+    Parameters
+    ----------
+    true_labels, pred_labels : array-like, shape (n_docs,)
+        Cluster label of each document; any hashable values (ints, strings). Label
+        values and numbering do not matter, only which documents share a label.
+
+    Returns
+    -------
+    float
+        1.0 for identical partitions, about 0.0 for random ones, negative when worse than
+        chance. Same value and conventions as ``sklearn.metrics.adjusted_rand_score``:
+        1.0 whenever no pair is in disagreement (``fp == fn == 0``), which covers empty
+        input, one document, all singletons in both, and one cluster in both.
+    """
+    tp, fp, fn, tn = _pair_counts(*_encode("adjusted_rand_index", true_labels, pred_labels))
+    return _ari(tp, fp, fn, tn)
+
+
+def pairwise_scores(true_labels: Any, pred_labels: Any) -> dict[str, Any]:
+    """Precision, recall and F1 over document pairs placed in the same cluster.
+
+    A pair of documents is *predicted* a duplicate when both share a predicted cluster,
+    and *truly* one when both share a true cluster.
+
+    Parameters
+    ----------
+    true_labels, pred_labels : array-like, shape (n_docs,)
+        Cluster label of each document; any hashable values.
+
+    Returns
+    -------
+    dict
+        ``"precision"``, ``"recall"``, ``"f1"`` (float) and ``"tp"``, ``"fp"``, ``"fn"``
+        (int, unordered pair counts). Conventions for empty denominators: precision is
+        1.0 when no pair is predicted (nothing claimed, nothing wrong), recall is 1.0
+        when there is no true pair (nothing to find), and F1 is their harmonic mean (0.0
+        if both are 0). So predicting no duplicates when there are some gives
+        precision 1, recall 0, F1 0; predicting some when there are none gives
+        precision 0, recall 1, F1 0; and all-singletons in both gives 1, 1, 1.
+    """
+    tp, fp, fn, _ = _pair_counts(*_encode("pairwise_scores", true_labels, pred_labels))
+    return _pairwise(tp, fp, fn)
+
+
+def cluster_metrics(true_labels: Any, pred_labels: Any) -> dict[str, Any]:
+    """All clustering metrics in one pass over the contingency table.
+
+    Parameters
+    ----------
+    true_labels, pred_labels : array-like, shape (n_docs,)
+        Cluster label of each document; any hashable values.
+
+    Returns
+    -------
+    dict
+        ``"ari"``: see :func:`adjusted_rand_index` (the primary metric).
+        ``"precision"``, ``"recall"``, ``"f1"``: pairwise, see :func:`pairwise_scores`.
+        ``"mcc"``: Matthews correlation of the pair confusion counts; 1.0 when
+        ``fp == fn == 0`` (as ARI), else 0.0 when a marginal is empty.
+        ``"homogeneity"``, ``"completeness"``, ``"v_measure"``: as in
+        ``sklearn.metrics.homogeneity_completeness_v_measure``.
+        ``"tp"``, ``"fp"``, ``"fn"``, ``"tn"``: unordered pair counts (int).
+        ``"n_docs"``, ``"n_true_clusters"``, ``"n_pred_clusters"``: int, singletons
+        counted as clusters.
+    """
+    from sklearn.metrics import homogeneity_completeness_v_measure
+
+    true_codes, pred_codes = _encode("cluster_metrics", true_labels, pred_labels)
+    tp, fp, fn, tn = _pair_counts(true_codes, pred_codes)
+    if true_codes.size:
+        homogeneity, completeness, v_measure = homogeneity_completeness_v_measure(
+            true_codes, pred_codes
+        )
+    else:
+        homogeneity = completeness = v_measure = 1.0  # sklearn's convention, no warning
+    pairwise = _pairwise(tp, fp, fn)
+    return {
+        "ari": _ari(tp, fp, fn, tn),
+        "precision": pairwise["precision"],
+        "recall": pairwise["recall"],
+        "f1": pairwise["f1"],
+        "mcc": _mcc(tp, fp, fn, tn),
+        "homogeneity": float(homogeneity),
+        "completeness": float(completeness),
+        "v_measure": float(v_measure),
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+        "n_docs": int(true_codes.size),
+        "n_true_clusters": _n_clusters(true_codes),
+        "n_pred_clusters": _n_clusters(pred_codes),
+    }
+
+
+# --------------------------------------------------------------------------- internals
+
+
+def _encode(caller: str, true_labels: Any, pred_labels: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Validate both labelings; return them as int64 codes ``0..C-1``, shape (n,)."""
+    codes = []
+    for name, labels in (("true_labels", true_labels), ("pred_labels", pred_labels)):
+        arr = np.asarray(labels)
+        if arr.ndim != 1:
+            raise ValueError(
+                f"{caller}: parameter '{name}' must be a 1-D array of cluster labels; "
+                f"got shape {arr.shape}."
+            )
+        codes.append(canonical_labels(arr))
+    if codes[0].size != codes[1].size:
+        raise ValueError(
+            f"{caller}: parameter 'pred_labels' must have one label per document, like "
+            f"'true_labels' ({codes[0].size}); got {codes[1].size} labels."
+        )
+    return codes[0], codes[1]
+
+
+def _n_clusters(codes: np.ndarray) -> int:
+    return int(codes.max()) + 1 if codes.size else 0
+
+
+def _comb2_sum(counts: np.ndarray) -> int:
+    """sum over counts of C(count, 2), exact (int64 holds it for n < 4e9)."""
+    counts = counts.astype(np.int64, copy=False)
+    return int((counts * (counts - 1) // 2).sum())
+
+
+def _pair_counts(true_codes: np.ndarray, pred_codes: np.ndarray) -> tuple[int, int, int, int]:
+    """Unordered pair confusion counts ``(tp, fp, fn, tn)`` from the contingency table."""
+    n = true_codes.size
+    if n == 0:
+        return 0, 0, 0, 0
+    table = sp.csr_matrix(
+        (np.ones(n, dtype=np.int64), (true_codes, pred_codes)),
+        shape=(_n_clusters(true_codes), _n_clusters(pred_codes)),
+    )
+    table.sum_duplicates()
+    together_both = _comb2_sum(table.data)
+    together_true = _comb2_sum(np.bincount(true_codes))
+    together_pred = _comb2_sum(np.bincount(pred_codes))
+    tp = together_both
+    fp = together_pred - tp
+    fn = together_true - tp
+    tn = n * (n - 1) // 2 - tp - fp - fn
+    return tp, fp, fn, tn
+
+
+def _ari(tp: int, fp: int, fn: int, tn: int) -> float:
+    # Pair-confusion form of ARI, as scikit-learn computes it; Python ints do not overflow.
+    # Scaling all four counts by 2 (sklearn's ordered pairs) scales numerator and
+    # denominator by powers of two, so the float result is bit-identical.
+    if fp == 0 and fn == 0:
+        return 1.0
+    return 2.0 * (tp * tn - fn * fp) / ((tp + fn) * (fn + tn) + (tp + fp) * (fp + tn))
+
+
+def _pairwise(tp: int, fp: int, fn: int) -> dict[str, Any]:
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / (tp + fn) if tp + fn else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "tp": tp, "fp": fp, "fn": fn}
+
+
+def _mcc(tp: int, fp: int, fn: int, tn: int) -> float:
+    if fp == 0 and fn == 0:
+        return 1.0  # perfect agreement, including the degenerate all-singletons case
+    denominator = math.sqrt(float(tp + fp) * float(tp + fn) * float(tn + fp) * float(tn + fn))
+    if denominator == 0.0:
+        return 0.0
+    return float(tp * tn - fp * fn) / denominator

@@ -1,0 +1,271 @@
+"""Scored pairs -> clusters: connected components, canonical labels, oversized clusters.
+
+Linking every scored pair and taking connected components is single-linkage clustering
+(Silcock et al. 2022, "Noise-Robust De-Duplication at Scale", section 4). It is exact and
+fast, but one false-positive edge merges two unrelated groups; :func:`cluster_pairs`
+therefore also offers Leiden/Louvain community detection (:mod:`neardup.graph.community`),
+which cuts such weak bridges, and flags clusters too large to be duplicates (templates,
+boilerplate) as *oversized*.
+
+Every function here returns one label per document: documents without edges are
+singletons, and no document is ever dropped. Labels are *canonical*: cluster ids are
+``0..n_clusters-1`` numbered by the first document (in input order) of each cluster, so
+results do not depend on pair order or on how a graph library numbers its output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components as _scipy_components
+
+from neardup.errors import check_choice, check_int
+from neardup.graph.edges import Pairs
+
+__all__ = [
+    "Clustering",
+    "canonical_labels",
+    "cluster_pairs",
+    "connected_components",
+]
+
+METHODS = ("components", "leiden", "louvain")
+OVERSIZED_MODES = ("flag", "split")
+
+
+@dataclass(frozen=True)
+class Clustering:
+    """One cluster label per document.
+
+    Attributes
+    ----------
+    labels : ndarray of int64, shape (n_docs,)
+        Canonical cluster id of each document: ids are ``0..n_clusters-1``, numbered by
+        the first document (in input order) of each cluster. Documents without edges
+        are singletons.
+    sizes : ndarray of int64, shape (n_docs,)
+        Size of each document's cluster (1 for singletons).
+    oversized : ndarray of bool, shape (n_docs,)
+        True when the document belongs (or, with ``oversized="split"``, belonged) to a
+        cluster larger than ``max_cluster_size``: usually templates or boilerplate
+        rather than true near-duplicates. All False when ``max_cluster_size`` is None.
+    """
+
+    labels: np.ndarray
+    sizes: np.ndarray
+    oversized: np.ndarray
+
+    @property
+    def n_docs(self) -> int:
+        """Number of documents (length of every array)."""
+        return int(self.labels.shape[0])
+
+    @property
+    def n_clusters(self) -> int:
+        """Number of clusters, singletons included."""
+        return int(self.labels.max()) + 1 if self.labels.size else 0
+
+
+def canonical_labels(labels: Any) -> np.ndarray:
+    """Renumber cluster labels as ``0..C-1`` in order of first appearance.
+
+    Two labelings that describe the same partition get identical output, whatever their
+    label values; this makes clustering output deterministic and comparable with ``==``.
+
+    Parameters
+    ----------
+    labels : array-like, shape (n,)
+        Any hashable labels: ints, strings, or a mix (mixed types fall back to a slower
+        dictionary pass).
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+        ``out[i]`` is the number of distinct labels that first appear before the first
+        occurrence of ``labels[i]``. E.g. ``[7, 7, 3, 9, 3] -> [0, 0, 1, 2, 1]``.
+    """
+    arr = np.asarray(labels)
+    if arr.ndim != 1:
+        raise ValueError(
+            f"canonical_labels: parameter 'labels' must be a 1-D array; got shape {arr.shape}."
+        )
+    if arr.size == 0:
+        return np.empty(0, dtype=np.int64)
+    try:
+        _, first, inverse = np.unique(arr, return_index=True, return_inverse=True)
+    except TypeError:
+        # Unorderable mix of label types (e.g. ints and tuples): number by first sight.
+        seen: dict[Any, int] = {}
+        return np.fromiter(
+            (seen.setdefault(x, len(seen)) for x in arr.tolist()), np.int64, count=arr.size
+        )
+    # np.unique numbers labels in sorted order; re-rank them by first occurrence.
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size, dtype=np.int64)
+    return rank[inverse.reshape(-1)]
+
+
+def connected_components(pairs: Pairs, n_docs: int) -> np.ndarray:
+    """Single-linkage clusters: the connected components of the pair graph.
+
+    Parameters
+    ----------
+    pairs : Pairs
+        Scored document pairs (positions in ``[0, n_docs)``); scores are ignored, so
+        threshold first (``pairs.above(t)``). Order, direction, self-pairs and repeats do
+        not matter.
+    n_docs : int
+        Number of documents in the corpus (>= 0). Documents without edges become
+        singletons.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_docs,)
+        Canonical component label of every document (see :func:`canonical_labels`).
+    """
+    n_docs = _check_graph_input("connected_components", pairs, n_docs)
+    return _components(pairs, n_docs)
+
+
+def cluster_pairs(
+    pairs: Pairs,
+    n_docs: int,
+    *,
+    method: str = "components",
+    max_cluster_size: int | None = None,
+    oversized: str = "flag",
+    resolution: float = 1.0,
+    seed: int = 0,
+    weighted: bool = True,
+) -> Clustering:
+    """Cluster documents from scored pairs, then flag or split oversized clusters.
+
+    Parameters
+    ----------
+    pairs : Pairs
+        Scored document pairs, positions in ``[0, n_docs)``. Threshold them first; every
+        pair given is an edge. Order, direction, self-pairs and repeats do not matter
+        (repeats keep their highest score).
+    n_docs : int
+        Number of documents in the corpus (>= 0); documents without edges are singletons.
+    method : {"components", "leiden", "louvain"}, default "components"
+        ``"components"``: connected components (single linkage); exact and fastest, but
+        one false-positive edge merges two groups. ``"leiden"`` (recommended when pairs
+        are noisy) or ``"louvain"``: community detection run inside each component,
+        which cuts weak bridges between dense groups. See
+        :func:`neardup.graph.community_labels`.
+    max_cluster_size : int or None, default None
+        Clusters with more than this many documents are *oversized* (>= 1; None
+        disables the check). Huge clusters are usually templates or boilerplate, not
+        duplicates; a value of a few hundred to a few thousand suits news-like corpora.
+    oversized : {"flag", "split"}, default "flag"
+        ``"flag"`` keeps oversized clusters and marks their documents; ``"split"`` makes
+        every member of an oversized cluster a singleton (still marked oversized), so
+        none of them is removed as a duplicate.
+    resolution : float, default 1.0
+        Community-detection resolution (>= 0), ignored by ``"components"``. Higher gives
+        more, smaller clusters; 1.0 is classic modularity; 0 returns the components.
+    seed : int, default 0
+        Seed for community detection (0 <= seed < 2**31). Same input and seed, same output.
+    weighted : bool, default True
+        Use pair scores as edge weights in community detection (scores must then be
+        finite and >= 0). Ignored by ``"components"``.
+
+    Returns
+    -------
+    Clustering
+        ``labels``, ``sizes`` and ``oversized``, each of shape (n_docs,).
+    """
+    caller = "cluster_pairs"
+    n_docs = _check_graph_input(caller, pairs, n_docs)
+    check_choice(caller, "method", method, METHODS)
+    check_choice(caller, "oversized", oversized, OVERSIZED_MODES)
+    if max_cluster_size is not None:
+        max_cluster_size = check_int(
+            caller,
+            "max_cluster_size",
+            _as_python(max_cluster_size),
+            low=1,
+            hint="Pass None to keep clusters of any size.",
+        )
+
+    if method == "components":
+        labels = _components(pairs, n_docs)
+    else:
+        from neardup.graph.community import _check_community_params, _community_labels
+
+        resolution, seed = _check_community_params(caller, pairs, resolution, seed, weighted)
+        labels = _community_labels(
+            pairs, n_docs, algorithm=method, resolution=resolution, seed=seed, weighted=weighted
+        )
+
+    sizes = _cluster_sizes(labels)
+    if max_cluster_size is None:
+        flagged = np.zeros(n_docs, dtype=bool)
+    else:
+        flagged = sizes > max_cluster_size
+        if oversized == "split" and flagged.any():
+            # Give each flagged document a fresh id past the existing ones, then renumber.
+            labels = labels.copy()
+            labels[flagged] = labels.max() + 1 + np.arange(int(flagged.sum()), dtype=np.int64)
+            labels = canonical_labels(labels)
+            sizes = _cluster_sizes(labels)
+    return Clustering(labels=labels, sizes=sizes, oversized=flagged)
+
+
+# --------------------------------------------------------------------------- internals
+
+
+def _as_python(value: Any) -> Any:
+    """NumPy scalars pass as Python numbers (``check_int`` accepts only ``int``)."""
+    return value.item() if isinstance(value, (np.integer, np.floating)) else value
+
+
+def _check_graph_input(caller: str, pairs: Any, n_docs: Any) -> int:
+    """Validate ``pairs`` and ``n_docs`` at a public boundary; return ``n_docs`` as int."""
+    if not isinstance(pairs, Pairs):
+        raise TypeError(
+            f"{caller}: parameter 'pairs' must be a neardup.graph.Pairs; "
+            f"got {type(pairs).__name__}. Build one with Pairs(left, right, score)."
+        )
+    n_docs = check_int(
+        caller, "n_docs", _as_python(n_docs), low=0, hint="Pass the number of documents."
+    )
+    if len(pairs):
+        lo = int(min(pairs.left.min(), pairs.right.min()))
+        hi = int(max(pairs.left.max(), pairs.right.max()))
+        if lo < 0 or hi >= n_docs:
+            raise ValueError(
+                f"{caller}: parameter 'pairs' must hold document positions in "
+                f"[0, n_docs) = [0, {n_docs}); got positions from {lo} to {hi}. "
+                "Pairs hold positions (0..n_docs-1 in input order), not document ids; "
+                "check that n_docs is the size of the whole corpus."
+            )
+    return n_docs
+
+
+def _adjacency(pairs: Pairs, n_docs: int) -> sp.csr_matrix:
+    """Boolean (n_docs, n_docs) adjacency; direction and repeats do not matter."""
+    data = np.ones(len(pairs), dtype=np.int8)
+    return sp.csr_matrix((data, (pairs.left, pairs.right)), shape=(n_docs, n_docs))
+
+
+def _components(pairs: Pairs, n_docs: int) -> np.ndarray:
+    """Canonical connected-component labels, int64 (n_docs,); inputs trusted."""
+    if n_docs == 0:
+        return np.empty(0, dtype=np.int64)
+    if len(pairs) == 0:
+        return np.arange(n_docs, dtype=np.int64)
+    _, labels = _scipy_components(_adjacency(pairs, n_docs), directed=False)
+    return canonical_labels(labels.astype(np.int64, copy=False))
+
+
+def _cluster_sizes(labels: np.ndarray) -> np.ndarray:
+    """Size of each document's cluster, int64 (n_docs,), for canonical ``labels``."""
+    if labels.size == 0:
+        return np.empty(0, dtype=np.int64)
+    return np.bincount(labels).astype(np.int64, copy=False)[labels]
+

@@ -1,0 +1,477 @@
+"""Corpus readers: stream documents from JSONL, Parquet, CSV/TSV, .txt directories and Reuters SGML.
+
+:func:`read_corpus` yields :class:`~neardup.io.batch.DocumentBatch` objects of at most
+``batch_size`` documents, never mixing two inputs, with memory bounded by one batch
+(plus one string per id when ids must be checked for uniqueness).
+:func:`iter_records` is the second pass: it yields each document's full original record
+in the same order, so kept documents can be written out with all their fields.
+
+Nothing is dropped in silence. A record that cannot be read (no text field, a text
+that is not a string, malformed JSON, a duplicate id, invalid UTF-8 under
+``errors="strict"``, an unparseable date) raises :class:`~neardup.errors.InputError`
+naming the file and the line (1-based, JSONL/CSV/TSV/SGML), the row (0-based, Parquet)
+or the file (``.txt`` directories). Empty and whitespace-only texts are not errors:
+they are returned as they are.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neardup.errors import InputError, check_choice, check_int
+from neardup.io._dates import DATE_FORMATS_HINT, as_datetime64, to_epoch_seconds
+from neardup.io._formats import (
+    Utf8Decoder,
+    delimited_records,
+    jsonl_records,
+    parquet_records,
+    txtdir_records,
+)
+from neardup.io.batch import DocumentBatch
+from neardup.io.reuters import reuters_records
+
+__all__ = ["SUPPORTED_FORMATS", "ReaderConfig", "detect_format", "iter_records", "read_corpus"]
+
+#: Format names returned by :func:`detect_format`.
+SUPPORTED_FORMATS = ("jsonl", "parquet", "csv", "tsv", "txtdir", "reuters")
+
+# Longest suffix first, so ".jsonl.gz" wins over ".gz".
+_SUFFIXES = (
+    (".jsonl.gz", "jsonl"),
+    (".ndjson.gz", "jsonl"),
+    (".json.gz", "jsonl"),
+    (".jsonl", "jsonl"),
+    (".ndjson", "jsonl"),
+    (".json", "jsonl"),
+    (".parquet", "parquet"),
+    (".csv", "csv"),
+    (".tsv", "tsv"),
+    (".sgm", "reuters"),
+)
+_SUPPORTED_TEXT = (
+    ".jsonl / .json / .ndjson (JSON Lines, optionally .gz), .parquet, .csv, .tsv, "
+    ".sgm (Reuters-21578 SGML), or a directory of .txt files"
+)
+# Formats whose ids, texts and dates are fixed by the format rather than by ReaderConfig.
+_NATIVE = frozenset({"txtdir", "reuters"})
+_MISSING = object()
+# Packs (input index, line or row) into one int for the duplicate-id table.
+_LOCATION_BITS = 40
+
+
+@dataclass(frozen=True)
+class ReaderConfig:
+    """How to read a corpus: which fields hold the text, id and date, and how strictly.
+
+    Parameters
+    ----------
+    text_field : str, default "text"
+        Field (JSONL key, CSV/TSV/Parquet column) holding the document text. Every
+        record must have it, as a string.
+    id_field : str or None, default None
+        Field holding a unique document id (string or integer). None numbers documents
+        by their global position: ``"0"``, ``"1"``, ... counted across all inputs in
+        order. When given, ids must be unique across all inputs.
+    date_field : str or None, default None
+        Field holding the document date, parsed to ``datetime64[s]``: ISO 8601 strings
+        (with an offset converted to UTC), plain dates, epoch seconds (integers, or
+        strings of digits), or Reuters style ``26-FEB-1987 15:01:01.79``. Null, empty or
+        (JSONL) absent means NaT; anything else that is not a date is an error. None
+        reads no dates (``DocumentBatch.dates`` is None).
+    errors : {"strict", "replace"}, default "strict"
+        Invalid UTF-8: ``"strict"`` raises an InputError naming the file and byte
+        offset; ``"replace"`` substitutes U+FFFD and warns once per input with the count.
+    batch_size : int, default 10_000
+        Maximum documents per batch; memory use grows with it. 1,000-100,000 is sensible.
+    limit : int or None, default None
+        Stop after this many documents in total (over all inputs). None reads everything.
+
+    Notes
+    -----
+    ``text_field``, ``id_field`` and ``date_field`` apply to JSONL, CSV/TSV and Parquet.
+    Directories of ``.txt`` files always use the relative path as id and the file
+    content as text (dates NaT when ``date_field`` is set); Reuters SGML always uses
+    NEWID, TITLE + BODY and DATE.
+    """
+
+    text_field: str = "text"
+    id_field: str | None = None
+    date_field: str | None = None
+    errors: str = "strict"
+    batch_size: int = 10_000
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        caller = "ReaderConfig"
+        _check_field(caller, "text_field", self.text_field, optional=False)
+        _check_field(caller, "id_field", self.id_field, optional=True)
+        _check_field(caller, "date_field", self.date_field, optional=True)
+        check_choice(caller, "errors", self.errors, ("strict", "replace"))
+        check_int(caller, "batch_size", self.batch_size, low=1)
+        if self.limit is not None:
+            check_int(caller, "limit", self.limit, low=0, hint="Use None for no limit.")
+
+
+def _check_field(caller: str, name: str, value: Any, *, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not value:
+        accepted = "a non-empty string" + (" or None" if optional else "")
+        raise ValueError(f"{caller}: parameter '{name}' must be {accepted}; got {value!r}.")
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """Name the format of an input from its extension.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file or directory. The extension is matched case-insensitively.
+
+    Returns
+    -------
+    str
+        ``"jsonl"`` (``.jsonl``, ``.json``, ``.ndjson``, each optionally ``.gz``),
+        ``"parquet"``, ``"csv"``, ``"tsv"``, ``"txtdir"`` (a directory of ``.txt``
+        files) or ``"reuters"`` (``.sgm``).
+
+    Raises
+    ------
+    InputError
+        If the path does not exist or the extension is not supported.
+    """
+    candidate = Path(path)
+    if not candidate.exists():
+        raise InputError(f"{os.fspath(path)}: no such file or directory.")
+    if candidate.is_dir():
+        return "txtdir"
+    name = candidate.name.lower()
+    for suffix, kind in _SUFFIXES:
+        if name.endswith(suffix):
+            return kind
+    suffix = "".join(candidate.suffixes[-2:]) or "(none)"
+    raise InputError(
+        f"{os.fspath(path)}: unknown extension {suffix!r}. Supported inputs: {_SUPPORTED_TEXT}."
+    )
+
+
+def _sources(
+    paths: Sequence[str | os.PathLike] | str | os.PathLike, caller: str
+) -> list[tuple[str, str]]:
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    try:
+        listed = list(paths)
+    except TypeError:
+        raise TypeError(
+            f"{caller}: parameter 'paths' must be a sequence of paths; got {paths!r}."
+        ) from None
+    return [(os.fspath(p), detect_format(p)) for p in listed]
+
+
+def _check_config(caller: str, config: Any) -> ReaderConfig:
+    if not isinstance(config, ReaderConfig):
+        raise TypeError(f"{caller}: parameter 'config' must be a ReaderConfig; got {config!r}.")
+    return config
+
+
+def _record_stream(path: str, kind: str, config: ReaderConfig, *, full: bool):
+    """The (row, line, record) stream of one input; ``full`` keeps every field."""
+    fields = (config.text_field, config.id_field, config.date_field)
+    require = () if full else tuple(dict.fromkeys(f for f in fields if f is not None))
+    if kind == "jsonl":
+        return jsonl_records(path, config.errors)
+    if kind in ("csv", "tsv"):
+        delimiter = "," if kind == "csv" else "\t"
+        return delimited_records(path, config.errors, delimiter, require)
+    if kind == "parquet":
+        columns = None if full else list(require)
+        return parquet_records(path, columns, config.batch_size, require)
+    if kind == "txtdir":
+        return txtdir_records(path, config.errors)
+    return reuters_records(path)
+
+
+def read_corpus(
+    paths: Sequence[str | os.PathLike], config: ReaderConfig = ReaderConfig()
+) -> Iterator[DocumentBatch]:
+    """Stream the documents of one or more inputs as batches.
+
+    Parameters
+    ----------
+    paths : sequence of str or os.PathLike
+        Input files or directories, read in order; the format of each comes from
+        :func:`detect_format`. A single path is accepted too.
+    config : ReaderConfig, default ReaderConfig()
+        Field names, UTF-8 policy, batch size and document limit.
+
+    Returns
+    -------
+    iterator of DocumentBatch
+        Batches of at most ``config.batch_size`` documents, each from one input, in
+        input order. ``rows`` counts records within the input from 0. ``dates`` is
+        ``datetime64[s]`` (NaT where missing) when ``config.date_field`` is set or the
+        input is Reuters SGML, else None.
+
+    Raises
+    ------
+    InputError
+        At call time for a missing path or an unsupported extension; while iterating
+        for unreadable records (see the module docstring). Documents already yielded
+        stay valid.
+
+    Warns
+    -----
+    UnicodeWarning
+        Under ``errors="replace"``, once per input that had invalid UTF-8.
+
+    Examples
+    --------
+    >>> for batch in read_corpus(["news.jsonl"], ReaderConfig(id_field="url")):  # doctest: +SKIP
+    ...     print(batch.source, len(batch))
+    """
+    config = _check_config("read_corpus", config)
+    sources = _sources(paths, "read_corpus")
+    return _batches(sources, config)
+
+
+def iter_records(
+    paths: Sequence[str | os.PathLike], config: ReaderConfig = ReaderConfig()
+) -> Iterator[dict]:
+    """Stream the full original record of each document, in :func:`read_corpus` order.
+
+    Use it for a second pass, e.g. to write the kept documents with all their fields.
+    The n-th record belongs to the n-th document :func:`read_corpus` yields for the same
+    ``paths`` and ``config`` (``limit`` applies alike).
+
+    Parameters
+    ----------
+    paths : sequence of str or os.PathLike
+        The same inputs given to :func:`read_corpus`.
+    config : ReaderConfig, default ReaderConfig()
+        The same configuration; only ``errors``, ``batch_size`` (Parquet read size) and
+        ``limit`` matter here.
+
+    Returns
+    -------
+    iterator of dict
+        JSONL: the parsed object. CSV/TSV: column -> string. Parquet: column -> value
+        (all columns). ``.txt`` directories: ``{"id", "text"}``. Reuters: see
+        :func:`neardup.io.reuters.parse_story` (``id``, ``date``, ``title``, ``body``,
+        ``text``, ``topics``, ...).
+
+    Raises
+    ------
+    InputError
+        As :func:`read_corpus`, for input that cannot be read at all. Field checks
+        (text type, ids, dates) are made by :func:`read_corpus` only.
+    """
+    config = _check_config("iter_records", config)
+    sources = _sources(paths, "iter_records")
+    return _records(sources, config)
+
+
+def _records(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[dict]:
+    remaining = config.limit
+    for path, kind in sources:
+        if remaining == 0:
+            return
+        with closing(_record_stream(path, kind, config, full=True)) as stream:
+            for _row, _line, record in stream:
+                yield record
+                if remaining is not None:
+                    remaining -= 1
+                    if remaining == 0:
+                        return
+
+
+class _IdRegistry:
+    """Remembers where each id was first seen, to report duplicates with both places."""
+
+    def __init__(self, sources: list[tuple[str, str]], id_field: str | None) -> None:
+        self.sources = sources
+        self.id_field = id_field
+        self.first: dict[str, int] = {}
+
+    def add(self, doc_id: str, source: int, row: int, line: int | None) -> None:
+        position = row if line is None else line
+        code = (source << _LOCATION_BITS) | position
+        earlier = self.first.setdefault(doc_id, code)
+        if earlier == code:
+            return
+        first_source = earlier >> _LOCATION_BITS
+        first_position = earlier & ((1 << _LOCATION_BITS) - 1)
+        first_path, first_kind = self.sources[first_source]
+        path, kind = self.sources[source]
+        if self.id_field is None:
+            hint = (
+                "Ids numbered by position clash with the native ids of a .txt directory or "
+                "Reuters file: give every input an id field, or read them separately."
+            )
+        else:
+            hint = (
+                "Ids must be unique across all inputs: choose another id_field, fix the "
+                "data, or set id_field=None to number documents by position."
+            )
+        raise InputError(
+            f"{path}, {_where(kind, row, line, doc_id)}: duplicate id {doc_id!r}, first seen "
+            f"in {first_path}, {_where_code(first_kind, first_position, doc_id)}. {hint}"
+        )
+
+
+def _where(kind: str, row: int, line: int | None, doc_id: str | None = None) -> str:
+    if line is not None:
+        return f"line {line}"
+    if kind == "txtdir" and doc_id is not None:
+        return f"file {doc_id!r}"
+    return f"row {row} (0-based)"
+
+
+def _where_code(kind: str, position: int, doc_id: str) -> str:
+    if kind in ("jsonl", "csv", "tsv", "reuters"):
+        return f"line {position}"
+    return _where(kind, position, None, doc_id)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _fields_text(record: dict) -> str:
+    names = [repr(k) for k in record]
+    if not names:
+        return "it has no fields"
+    shown = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
+    return f"it has {shown}"
+
+
+class _Extractor:
+    """Pulls (id, text, date seconds) out of one input's records, validating each."""
+
+    def __init__(self, path: str, kind: str, config: ReaderConfig) -> None:
+        self.path = path
+        self.kind = kind
+        self.config = config
+        self.binary = Utf8Decoder(path, config.errors)  # for Parquet binary text columns
+
+    def text(self, record: dict, row: int, line: int | None) -> str:
+        field = "text" if self.kind in _NATIVE else self.config.text_field
+        value = record.get(field, _MISSING)
+        if type(value) is str:
+            return value
+        where = _where(self.kind, row, line)
+        if value is _MISSING:
+            raise InputError(
+                f"{self.path}, {where}: the record has no text field {field!r}; "
+                f"{_fields_text(record)}. Set ReaderConfig(text_field=...) to the field "
+                "that holds the text."
+            )
+        if isinstance(value, str):  # a str subclass
+            return str(value)
+        if isinstance(value, bytes):  # Parquet binary column
+            return self.binary.decode(value, 0, f"{where}, field {field!r}")
+        raise InputError(
+            f"{self.path}, {where}: text field {field!r} must be a string; got "
+            f"{_type_name(value)} {_short(value)}. Store texts as strings (an empty string "
+            "for an empty document)."
+        )
+
+    def doc_id(self, record: dict, row: int, line: int | None, position: int) -> str:
+        if self.kind in _NATIVE:
+            return record["id"]
+        field = self.config.id_field
+        if field is None:
+            return str(position)
+        value = record.get(field, _MISSING)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        where = _where(self.kind, row, line)
+        if value is _MISSING:
+            raise InputError(
+                f"{self.path}, {where}: the record has no id field {field!r}; "
+                f"{_fields_text(record)}. Every record needs an id when id_field is set."
+            )
+        raise InputError(
+            f"{self.path}, {where}: id field {field!r} must be a string or an integer; got "
+            f"{_type_name(value)} {_short(value)}."
+        )
+
+    def date(self, record: dict, row: int, line: int | None) -> int | None:
+        if self.kind == "reuters":
+            return to_epoch_seconds(record["date"])  # ISO string written by parse_story
+        field = self.config.date_field
+        if self.kind == "txtdir" or field is None:
+            return None
+        value = record.get(field)
+        try:
+            return to_epoch_seconds(value)
+        except ValueError as exc:
+            raise InputError(
+                f"{self.path}, {_where(self.kind, row, line)}: date field {field!r} holds "
+                f"{_short(value)}, which is not a date ({exc}). {DATE_FORMATS_HINT}"
+            ) from None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _batches(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[DocumentBatch]:
+    track_ids = config.id_field is not None or any(kind in _NATIVE for _, kind in sources)
+    registry = _IdRegistry(sources, config.id_field) if track_ids else None
+    position = 0  # documents yielded so far, over all inputs
+    limit = config.limit
+    size = config.batch_size
+    for index, (path, kind) in enumerate(sources):
+        if limit is not None and position >= limit:
+            return
+        extractor = _Extractor(path, kind, config)
+        with_dates = kind == "reuters" or config.date_field is not None
+        ids: list[str] = []
+        texts: list[str] = []
+        seconds: list[int | None] = []
+        rows: list[int] = []
+        try:
+            with closing(_record_stream(path, kind, config, full=False)) as stream:
+                for row, line, record in stream:
+                    text = extractor.text(record, row, line)
+                    doc_id = extractor.doc_id(record, row, line, position)
+                    if registry is not None:
+                        registry.add(doc_id, index, row, line)
+                    if with_dates:
+                        seconds.append(extractor.date(record, row, line))
+                    ids.append(doc_id)
+                    texts.append(text)
+                    rows.append(row)
+                    position += 1
+                    if len(texts) == size or position == limit:
+                        yield _batch(path, ids, texts, seconds if with_dates else None, rows)
+                        ids, texts, seconds, rows = [], [], [], []
+                        if position == limit:
+                            break
+            if texts:
+                yield _batch(path, ids, texts, seconds if with_dates else None, rows)
+        finally:
+            extractor.binary.finish()
+
+
+def _batch(
+    path: str, ids: list[str], texts: list[str], seconds: list[int | None] | None, rows: list[int]
+) -> DocumentBatch:
+    return DocumentBatch(
+        ids=ids,
+        texts=texts,
+        dates=None if seconds is None else as_datetime64(seconds),
+        source=path,
+        rows=np.asarray(rows, dtype=np.int64),
+    )

@@ -1,0 +1,65 @@
+"""De-duplication methods, one module each, all with the :class:`Method` shape.
+
+``METHODS`` maps each ``--method`` name to its class; :func:`make_method` builds one from
+keyword parameters with a clear error for unknown names or parameters.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from neardup.methods.base import Method, Sketch
+from neardup.methods.exact import ExactHash
+from neardup.methods.minhash import MinHash, MinHashLSH
+from neardup.methods.ngram import NGramOverlap
+from neardup.methods.simhash import SimHash
+
+__all__ = [
+    "METHODS",
+    "ExactHash",
+    "Method",
+    "MinHash",
+    "MinHashLSH",
+    "NGramOverlap",
+    "SimHash",
+    "Sketch",
+    "make_method",
+    "method_parameters",
+]
+
+METHODS: dict[str, type[Method]] = {
+    ExactHash.name: ExactHash,
+    NGramOverlap.name: NGramOverlap,
+    MinHashLSH.name: MinHashLSH,
+    SimHash.name: SimHash,
+}
+
+
+def method_parameters(name: str) -> list[str]:
+    """Names of the keyword parameters the method ``name`` accepts."""
+    cls = _method_class(name)
+    return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+
+
+def _method_class(name: str) -> type[Method]:
+    if name not in METHODS:
+        choices = ", ".join(repr(m) for m in METHODS)
+        raise ValueError(f"make_method: parameter 'method' must be one of {choices}; got {name!r}.")
+    return METHODS[name]
+
+
+def make_method(name: str, **params: Any) -> Method:
+    """Build the method called ``name`` (see ``METHODS``) with keyword ``params``.
+
+    Unknown parameters raise a ValueError listing the accepted ones.
+    """
+    cls = _method_class(name)
+    accepted = method_parameters(name)
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(
+            f"make_method: method {name!r} does not take parameter(s) {', '.join(unknown)}; "
+            f"it accepts: {', '.join(accepted)}."
+        )
+    return cls(**params)
