@@ -198,9 +198,15 @@ def cluster_pairs(
         from neardup.graph.community import _check_community_params, _community_labels
 
         resolution, seed = _check_community_params(caller, pairs, resolution, seed, weighted)
-        labels = _community_labels(
-            pairs, n_docs, algorithm=method, resolution=resolution, seed=seed, weighted=weighted
+        # Methods link identical documents sparsely (a chain or a star, to stay linear);
+        # community detection would cut such thin paths. Contract each group joined by
+        # score-1 edges into one node first, detect on the contracted graph, expand.
+        group, n_groups, contracted = _contract_identical(pairs, n_docs)
+        group_labels = _community_labels(
+            contracted, n_groups, algorithm=method, resolution=resolution, seed=seed,
+            weighted=weighted,
         )
+        labels = canonical_labels(group_labels[group])
 
     sizes = _cluster_sizes(labels)
     if max_cluster_size is None:
@@ -217,6 +223,21 @@ def cluster_pairs(
 
 
 # --------------------------------------------------------------------------- internals
+
+
+def _contract_identical(pairs: Pairs, n_docs: int) -> tuple[np.ndarray, int, Pairs]:
+    """Merge documents joined by score >= 1 edges into one node each.
+
+    Returns the node of every document (int64, shape (n_docs,)), the number of nodes, and
+    the remaining edges between nodes (self-loops dropped, repeats keep the best score).
+    """
+    identical = pairs.select(pairs.score >= 1.0)
+    if len(identical) == 0:
+        return np.arange(n_docs, dtype=np.int64), n_docs, pairs
+    group = _components(identical, n_docs)
+    n_groups = int(group.max()) + 1 if n_docs else 0
+    contracted = Pairs(group[pairs.left], group[pairs.right], pairs.score).canonical()
+    return group, n_groups, contracted
 
 
 def _as_python(value: Any) -> Any:

@@ -5,7 +5,7 @@ edge between two groups of copies merges them. Silcock et al. (2022), "Noise-Rob
 De-Duplication at Scale" (section 4), apply Louvain community detection (Blondel et al.
 2008) to the graph to cut such bridges. neardup offers Louvain (igraph's
 ``community_multilevel``) and its refinement Leiden (Traag, Waltman & van Eck 2019, via
-``leidenalg``), which guarantees connected communities and is the recommended default.
+igraph's ``community_leiden``), which guarantees connected communities.
 
 Detection runs inside each connected component on its own: communities never span
 components anyway, the modularity null model is then that of the component (so a
@@ -57,11 +57,10 @@ def community_labels(
     n_docs : int
         Number of documents in the corpus (>= 0); documents without edges are singletons.
     algorithm : {"leiden", "louvain"}, default "leiden"
-        ``"leiden"`` (recommended for quality): leidenalg's
-        ``RBConfigurationVertexPartition``, two Leiden passes; communities are always
-        connected. ``"louvain"``:
-        igraph's ``community_multilevel``; several times faster (especially on
-        large components), but may return internally disconnected communities.
+        ``"leiden"`` (recommended for quality): igraph's ``community_leiden`` on the
+        modularity objective, two passes; communities are always connected.
+        ``"louvain"``: igraph's ``community_multilevel``; may return internally
+        disconnected communities.
     resolution : float, default 1.0
         Resolution of the modularity (>= 0). 1.0 is classic modularity (recommended);
         higher values give more, smaller clusters (try 1.0-2.0 when distinct stories
@@ -183,37 +182,29 @@ def _detector(algorithm: str, resolution: float, seed: int) -> Iterator[_Detecto
     """Yield a function running one community detection on one component's graph."""
     import igraph
 
-    if algorithm == "leiden":
-        import leidenalg
-
-        optimiser = leidenalg.Optimiser()
-
-        def leiden(n: int, edges: list, weights: list[float] | None) -> np.ndarray:
-            graph = igraph.Graph(n=n, edges=edges)
-            partition = leidenalg.RBConfigurationVertexPartition(
-                graph, weights=weights, resolution_parameter=resolution
-            )
-            optimiser.set_rng_seed(seed)
-            # Two full Leiden passes (leidenalg's default). Iterating until stable
-            # (n_iterations=-1) gains ~0.01% modularity but took 15x longer on a
-            # 135k-node component in our timing.
-            optimiser.optimise_partition(partition, n_iterations=2)
-            return np.asarray(partition.membership, dtype=np.int64)
-
-        yield leiden
-        return
-
     rng = random.Random(seed)
 
-    def louvain(n: int, edges: list, weights: list[float] | None) -> np.ndarray:
+    def detect(n: int, edges: list, weights: list[float] | None) -> np.ndarray:
         rng.seed(seed)  # reset per component: result independent of component order
         graph = igraph.Graph(n=n, edges=edges)
-        clusters = graph.community_multilevel(weights=weights, resolution=resolution)
+        if algorithm == "leiden":
+            # igraph's own Leiden: ~10x faster than leidenalg on large components (a
+            # 135k-node component: 1.6 s vs 17.8 s) with the same modularity objective.
+            # Two passes, as leidenalg's default; iterating to convergence gained ~0.01%
+            # modularity for 15x the time in our timing.
+            clusters = graph.community_leiden(
+                objective_function="modularity",
+                weights=weights,
+                resolution=resolution,
+                n_iterations=2,
+            )
+        else:
+            clusters = graph.community_multilevel(weights=weights, resolution=resolution)
         return np.asarray(clusters.membership, dtype=np.int64)
 
     # igraph has no getter for its generator; its default is the `random` module.
     igraph.set_random_number_generator(rng)
     try:
-        yield louvain
+        yield detect
     finally:
         igraph.set_random_number_generator(random)

@@ -98,7 +98,8 @@ class ReaderConfig:
     ``text_field``, ``id_field`` and ``date_field`` apply to JSONL, CSV/TSV and Parquet.
     Directories of ``.txt`` files always use the relative path as id and the file
     content as text (dates NaT when ``date_field`` is set); Reuters SGML always uses
-    NEWID, TITLE + BODY and DATE.
+    NEWID and DATE, and ``text_field`` picks one of its fields: ``"text"`` (TITLE +
+    BODY, the default), ``"body"`` or ``"title"`` (missing parts read as "").
     """
 
     text_field: str = "text"
@@ -362,10 +363,12 @@ class _Extractor:
         self.binary = Utf8Decoder(path, config.errors)  # for Parquet binary text columns
 
     def text(self, record: dict, row: int, line: int | None) -> str:
-        field = "text" if self.kind in _NATIVE else self.config.text_field
+        field = "text" if self.kind == "txtdir" else self.config.text_field
         value = record.get(field, _MISSING)
         if type(value) is str:
             return value
+        if self.kind == "reuters" and value is None:  # e.g. body of a BRIEF story
+            return ""
         where = _where(self.kind, row, line)
         if value is _MISSING:
             raise InputError(

@@ -230,3 +230,13 @@ def test_cluster_pairs_rejects_bad_parameters():
         cluster_pairs(pairs, 2, method="leiden", resolution=-1.0)
     with pytest.raises(ValueError, match="cluster_pairs: parameter 'seed'"):
         cluster_pairs(pairs, 2, method="louvain", seed=-3)
+
+
+@pytest.mark.parametrize("method", ["leiden", "louvain"])
+def test_identical_chain_is_not_cut_by_community_detection(method):
+    # Methods link identical documents as a chain (linear in group size); a long path
+    # would be cut into pieces by modularity if it were not contracted first.
+    n = 40
+    chain = Pairs(np.arange(n - 1), np.arange(1, n), np.ones(n - 1, np.float32))
+    labels = cluster_pairs(chain, n, method=method).labels
+    assert np.all(labels == 0)

@@ -1,9 +1,8 @@
-"""The ``neardup`` command line."""
+"""``neardup dedup``: find near-duplicates in files and write clusters, pairs, de-duplicated corpus."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -73,16 +72,7 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
     console.print(table)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(package_name="neardup")
-def main() -> None:
-    """neardup: find and remove near-duplicate documents in large, noisy text corpora.
-
-    Run `neardup COMMAND --help` for the options of each command.
-    """
-
-
-@main.command("dedup")
+@click.command("dedup")
 @click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--method", "method", type=click.Choice(list(METHODS)), default="minhash",
               show_default=True, help="Near-duplicate detection method.")
@@ -267,6 +257,3 @@ def _write_outputs(result, inputs, reader, opts, write_table, write_records, ite
         wrote = True
     return time.perf_counter() - start if wrote else 0.0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,0 +1,21 @@
+"""The ``neardup`` command line: one group, one module per command."""
+
+from __future__ import annotations
+
+import click
+
+from neardup.cli.dedup import dedup_command
+
+__all__ = ["main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="neardup")
+def main() -> None:
+    """neardup: find and remove near-duplicate documents in large, noisy text corpora.
+
+    Run `neardup COMMAND --help` for the options of each command.
+    """
+
+
+main.add_command(dedup_command)

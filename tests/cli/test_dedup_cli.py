@@ -1,0 +1,132 @@
+"""End-to-end: the `neardup dedup` command as a user runs it."""
+
+import json
+
+import click
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from neardup.cli import main
+from neardup.cli.dedup import dedup_command
+
+STORIES = [
+    "The central bank raised its key interest rate by half a point on Tuesday, citing "
+    "stubborn inflation and strong wage growth across the economy.",
+    "Wheat futures fell sharply in Chicago as rain improved the outlook for the winter "
+    "crop in the southern plains, traders said on Monday.",
+    "The company said first quarter profit rose to 12 mln dlrs from eight mln dlrs a year "
+    "ago on higher sales of its industrial products.",
+]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    rows = []
+    for i, story in enumerate(STORIES):
+        rows.append({"doc": f"s{i}", "body": story, "source": "wire"})
+        rows.append({"doc": f"s{i}-copy", "body": story.upper() + " (AP)", "source": "paper"})
+    rows.append({"doc": "lonely", "body": "Nothing else looks like this one at all.", "source": "x"})
+    rows.append({"doc": "blank", "body": "   ", "source": "x"})
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path, rows
+
+
+def _run(args):
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    return result
+
+
+@pytest.mark.parametrize("method", ["exact", "ngram", "minhash", "simhash"])
+def test_dedup_writes_all_outputs(tmp_path, corpus, method):
+    path, rows = corpus
+    threshold = ["--threshold", "8"] if method == "simhash" else []
+    if method == "exact":
+        threshold = []
+    out = tmp_path / "out"
+    result = _run(
+        ["dedup", str(path), "--method", method, *threshold, "--text-field", "body",
+         "--id-field", "doc", "--clusters-out", str(out / "c.parquet"),
+         "--pairs-out", str(out / "p.csv"), "--out", str(out / "d.jsonl"),
+         "--report", str(out / "r.json"), "--quiet"]
+    )
+    assert result.exit_code == 0, result.output
+    clusters = pq.read_table(out / "c.parquet").to_pylist()
+    assert [c["id"] for c in clusters] == [r["doc"] for r in rows]  # one row per doc, in order
+    by_id = {c["id"]: c for c in clusters}
+    if method != "exact":  # "(AP)" makes copies differ beyond normalization
+        for i in range(3):
+            assert by_id[f"s{i}"]["cluster"] == by_id[f"s{i}-copy"]["cluster"]
+    assert by_id["blank"]["status"] == "empty" and by_id["blank"]["cluster_size"] == 1
+    kept = [json.loads(line) for line in (out / "d.jsonl").read_text().splitlines()]
+    assert len(kept) == sum(c["representative"] for c in clusters)
+    assert all(set(k) == {"doc", "body", "source"} for k in kept)  # input record shape
+    report = json.loads((out / "r.json").read_text())
+    assert report["summary"]["documents"] == len(rows)
+    meta = json.loads(pq.read_schema(out / "c.parquet").metadata[b"neardup"])
+    assert meta["method"] == method
+
+
+@pytest.mark.parametrize("ext", ["parquet", "jsonl", "csv"])
+def test_outputs_byte_identical_across_runs(tmp_path, corpus, ext):
+    path, _ = corpus
+    outputs = []
+    for run in range(2):
+        target = tmp_path / f"run{run}"
+        args = ["dedup", str(path), "--text-field", "body", "--seed", "3", "-q",
+                "--clusters-out", str(target / f"c.{ext}"), "--pairs-out", str(target / f"p.{ext}"),
+                "--out", str(target / f"d.{ext}")]
+        assert _run(args).exit_code == 0
+        outputs.append([(target / f"{k}.{ext}").read_bytes() for k in "cpd"])
+    assert outputs[0] == outputs[1]
+
+
+def test_failed_run_leaves_no_partial_output(tmp_path, corpus):
+    path, rows = corpus
+    with path.open("a") as f:
+        f.write(json.dumps({"doc": "bad", "text_missing": "x"}) + "\n")
+    clusters = tmp_path / "c.parquet"
+    existing = tmp_path / "d.jsonl"
+    existing.write_text("previous result\n")
+    result = CliRunner().invoke(
+        main, ["dedup", str(path), "--text-field", "body", "--clusters-out", str(clusters),
+               "--out", str(existing)]
+    )
+    assert result.exit_code != 0
+    assert "no text field 'body'" in result.output and "line 9" in result.output
+    assert not clusters.exists()
+    assert existing.read_text() == "previous result\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".") or "tmp" in p.name] == []
+
+
+def test_option_that_does_not_apply_is_an_error(corpus):
+    path, _ = corpus
+    result = CliRunner().invoke(main, ["dedup", str(path), "--method", "simhash", "--bands", "4"])
+    assert result.exit_code == 2 and "--bands does not apply to --method simhash" in result.output
+
+
+def test_simhash_threshold_must_be_whole_bits(corpus):
+    path, _ = corpus
+    result = CliRunner().invoke(main, ["dedup", str(path), "--method", "simhash", "--threshold", "0.5"])
+    assert result.exit_code == 2 and "Hamming distance" in result.output
+
+
+def test_every_option_is_documented():
+    for param in dedup_command.params:
+        if isinstance(param, click.Option):
+            assert param.help, f"{param.opts} has no help"
+
+
+def test_demo_runs_without_input(tmp_path):
+    result = _run(["dedup", "--clusters-out", str(tmp_path / "c.parquet")])
+    assert result.exit_code == 0
+    assert "documents" in result.output and "clusters" in result.output
+    table = pq.read_table(tmp_path / "c.parquet")
+    assert table.num_rows > 1000
+
+
+def test_summary_printed(corpus):
+    path, _ = corpus
+    result = _run(["dedup", str(path), "--text-field", "body"])
+    assert "duplicates removed" in result.output and "time: sketch" in result.output

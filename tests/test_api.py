@@ -1,0 +1,65 @@
+import numpy as np
+import pytest
+
+import neardup
+from neardup import InputError
+
+
+def test_records_with_ids_and_representatives():
+    records = [
+        {"id": "a", "text": "short version of the story about grain exports"},
+        {"id": "b", "text": "Short version of the story -- about GRAIN exports!!!"},
+        {"id": "c", "text": "something different entirely"},
+    ]
+    r = neardup.dedup(records, method="exact", id_field="id")
+    assert r.ids.tolist() == ["a", "b", "c"]
+    assert r.clusters.tolist() == [0, 0, 1]
+    assert r.representatives.tolist() == [1, 2]  # longest text kept
+    first = neardup.dedup(records, method="exact", id_field="id", keep="first")
+    assert first.representatives.tolist() == [0, 2]
+
+
+def test_pairs_table_uses_ids():
+    r = neardup.dedup(["x y z w", "x y z w", "q"], method="exact")
+    table = r.pairs_table().to_pylist()
+    assert table == [{"id_a": "0", "id_b": "1", "score": 1.0, "method": "exact"}]
+
+
+@pytest.mark.parametrize(
+    "items,match",
+    [
+        ([{"body": "x"}], "no text field 'text'"),
+        ([{"text": 5}], "must be a string; got int"),
+        ([None], "must be a str or a mapping"),
+    ],
+)
+def test_bad_records(items, match):
+    with pytest.raises(InputError, match=match):
+        neardup.dedup(items)
+
+
+def test_duplicate_ids_rejected():
+    with pytest.raises(InputError, match="duplicate id 'a'"):
+        neardup.dedup([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}], id_field="id")
+
+
+def test_single_string_rejected():
+    with pytest.raises(InputError, match="not a single string"):
+        neardup.dedup("just a string")
+
+
+@pytest.mark.parametrize("method", sorted(neardup.METHODS))
+def test_five_megabyte_document(method):
+    rng = np.random.default_rng(0)
+    words = np.array([f"w{i}" for i in range(20000)])
+    big = " ".join(rng.choice(words, 800_000))  # ~5 MB
+    assert len(big) > 5_000_000
+    r = neardup.dedup([big, big[:1000], "tiny"], method=method)
+    assert r.n_docs == 3
+
+
+def test_community_detection_and_oversized_through_api():
+    texts = ["alpha beta gamma delta epsilon"] * 5 + ["zeta eta theta iota kappa"] * 2
+    r = neardup.dedup(texts, method="exact", cluster="leiden", max_cluster_size=3, oversized="split")
+    assert r.template.tolist() == [True] * 5 + [False] * 2
+    assert r.cluster_size.tolist() == [1] * 5 + [2] * 2
