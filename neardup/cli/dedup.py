@@ -9,10 +9,15 @@ from typing import Any
 import click
 import numpy as np
 
+from neardup.cli.options import (
+    cluster_config_from_options,
+    cluster_options,
+    method_options,
+    method_params_from_options,
+)
 from neardup.errors import NeardupError
-from neardup.methods import METHODS, make_method, method_parameters
-from neardup.pipeline import KEEP_RULES, ClusterConfig, Result, run
-from neardup.text import NormalizeConfig, ShingleConfig
+from neardup.methods import make_method
+from neardup.pipeline import KEEP_RULES, Result, run
 
 DEMO_HINT = "no INPUT given: running on the bundled demo corpus"
 
@@ -21,38 +26,6 @@ def _demo_corpus() -> Path:
     from neardup.data import demo_corpus_path
 
     return demo_corpus_path()
-
-
-def _method_params(method: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Map CLI options onto the method's constructor; reject options it does not take."""
-    accepted = set(method_parameters(method))
-    params: dict[str, Any] = {}
-    given = {k: v for k, v in options.items() if v is not None}
-    for name, value in given.items():
-        if name not in accepted:
-            flag = "--" + name.replace("_", "-")
-            raise click.UsageError(f"option {flag} does not apply to --method {method}.")
-        params[name] = value
-    if method == "simhash" and "threshold" in params:
-        value = params["threshold"]
-        if float(value) != int(value):
-            raise click.UsageError(
-                f"--threshold for simhash is a Hamming distance in bits (an integer); got {value}."
-            )
-        params["threshold"] = int(value)
-    return params
-
-
-def _normalize_config(flags: dict[str, bool]) -> NormalizeConfig:
-    return NormalizeConfig(
-        remove_invisible=not flags["keep_invisible"],
-        nfkc=not flags["no_nfkc"],
-        repair_hyphens=not flags["no_hyphen_repair"],
-        fold_homoglyphs=not flags["no_homoglyph_fold"],
-        casefold=not flags["no_casefold"],
-        strip_punctuation=not flags["keep_punctuation"],
-        collapse_whitespace=True,
-    )
 
 
 def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]) -> None:
@@ -74,40 +47,7 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
 
 @click.command("dedup")
 @click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--method", "method", type=click.Choice(list(METHODS)), default="minhash",
-              show_default=True, help="Near-duplicate detection method.")
-@click.option("--threshold", type=float, default=None,
-              help="Similarity cut-off. minhash/ngram: Jaccard (or containment) in [0, 1], "
-                   "default 0.5; simhash: maximum Hamming distance in bits, default 3. "
-                   "Tune it on labelled validation data.")
-@click.option("--num-perm", type=int, default=None,
-              help="minhash: signature length (default 128).")
-@click.option("--bands", type=int, default=None,
-              help="minhash: LSH bands; with --rows overrides the choice from --threshold.")
-@click.option("--rows", type=int, default=None, help="minhash: rows per LSH band.")
-@click.option("--verify", type=click.Choice(["signature", "exact", "none"]), default=None,
-              help="minhash: confirm candidates by estimated Jaccard (default), exact "
-                   "Jaccard, or not at all (every band collision is an edge).")
-@click.option("--max-bucket-pairs", type=int, default=None,
-              help="minhash: LSH buckets with more members are chained, not fully paired "
-                   "(default 50).")
-@click.option("--similarity", type=click.Choice(["jaccard", "containment"]), default=None,
-              help="ngram: Jaccard, or containment |A&B|/min(|A|,|B|) for abridged copies.")
-@click.option("--max-df", type=int, default=None,
-              help="ngram: shingles in more documents than this are not used to find "
-                   "candidates (default 1000); similarity stays exact.")
-@click.option("--weighting", type=click.Choice(["tf", "binary"]), default=None,
-              help="simhash: shingle votes by occurrence (tf, default) or once (binary).")
-@click.option("--shingle", "shingle_unit", type=click.Choice(["word", "char"]), default="word",
-              show_default=True, help="Shingle unit.")
-@click.option("--ngram", "ngram_n", type=int, default=None,
-              help="Shingle length in units (default 3 words; try 10-25 for --shingle char).")
-@click.option("--keep-invisible", is_flag=True, help="Do not remove zero-width/format characters.")
-@click.option("--no-nfkc", is_flag=True, help="Skip Unicode NFKC normalization.")
-@click.option("--no-hyphen-repair", is_flag=True, help="Do not join end-of-line hyphenation.")
-@click.option("--no-homoglyph-fold", is_flag=True, help="Do not fold Cyrillic/Greek look-alikes.")
-@click.option("--no-casefold", is_flag=True, help="Keep letter case.")
-@click.option("--keep-punctuation", is_flag=True, help="Keep punctuation in tokens.")
+@method_options
 @click.option("--text-field", default="text", show_default=True,
               help="Field holding the text (JSONL, Parquet, CSV/TSV).")
 @click.option("--id-field", default=None,
@@ -120,17 +60,7 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
 @click.option("--batch-size", type=int, default=10_000, show_default=True,
               help="Documents per batch (bounds memory for raw text).")
 @click.option("--limit", type=int, default=None, help="Read at most this many documents.")
-@click.option("--cluster", "cluster_algorithm",
-              type=click.Choice(["components", "leiden", "louvain"]), default="components",
-              show_default=True,
-              help="Connected components, or community detection to cut weak bridges.")
-@click.option("--resolution", type=float, default=1.0, show_default=True,
-              help="Community-detection resolution (higher: smaller communities).")
-@click.option("--max-cluster-size", type=int, default=None,
-              help="Flag clusters larger than this as templates/boilerplate.")
-@click.option("--oversized", type=click.Choice(["flag", "split"]), default="flag",
-              show_default=True,
-              help="Keep flagged oversized clusters, or leave their members unmerged.")
+@cluster_options
 @click.option("--keep", type=click.Choice(list(KEEP_RULES)), default="longest",
               show_default=True,
               help="Representative per cluster: longest text (ties: input order) or first.")
@@ -170,37 +100,10 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         inputs = (_demo_corpus(),)
         console.print(f"[dim]{DEMO_HINT} ({inputs[0].name})[/dim]")
     method = opts["method"]
-    shingle_n = opts["ngram_n"]
-    method_options = {
-        "threshold": opts["threshold"],
-        "num_perm": opts["num_perm"],
-        "bands": opts["bands"],
-        "rows": opts["rows"],
-        "verify": opts["verify"],
-        "max_bucket_pairs": opts["max_bucket_pairs"],
-        "similarity": opts["similarity"],
-        "max_df": opts["max_df"],
-        "weighting": opts["weighting"],
-    }
     try:
-        params = _method_params(method, method_options)
-        accepted = method_parameters(method)
-        if "shingle" in accepted:
-            params["shingle"] = ShingleConfig(unit=opts["shingle_unit"], n=shingle_n or 3)
-        elif shingle_n is not None or opts["shingle_unit"] != "word":
-            raise click.UsageError(f"--shingle/--ngram do not apply to --method {method}.")
-        if "normalize" in accepted:
-            params["normalize"] = _normalize_config(opts)
-        if "seed" in accepted:
-            params["seed"] = opts["seed"]
+        params = method_params_from_options(method, opts, seed=opts["seed"])
         method_obj = make_method(method, **params)
-        cluster = ClusterConfig(
-            algorithm=opts["cluster_algorithm"],
-            max_cluster_size=opts["max_cluster_size"],
-            oversized=opts["oversized"],
-            resolution=opts["resolution"],
-            seed=opts["seed"],
-        )
+        cluster = cluster_config_from_options(opts, seed=opts["seed"])
         reader = ReaderConfig(
             text_field=opts["text_field"],
             id_field=opts["id_field"],

@@ -1,0 +1,209 @@
+"""Command-line options shared by the commands that run a method (dedup, eval, tune).
+
+Each group is one decorator, so every command offers the same flags with the same help,
+and one function per group turns the parsed flags into library objects:
+
+* :func:`method_options` (``--method``, its parameters, shingling and normalization) and
+  :func:`method_params_from_options` -> keyword parameters for
+  :func:`neardup.methods.make_method`;
+* :func:`cluster_options` (``--cluster``, ``--resolution``, ``--max-cluster-size``,
+  ``--oversized``) and :func:`cluster_config_from_options` -> a
+  :class:`~neardup.pipeline.ClusterConfig`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from neardup.methods import METHODS, method_parameters
+from neardup.pipeline import ClusterConfig
+from neardup.text import NormalizeConfig, ShingleConfig
+
+__all__ = [
+    "CLUSTER_OPTION_NAMES",
+    "METHOD_OPTION_NAMES",
+    "cluster_config_from_options",
+    "cluster_options",
+    "method_options",
+    "method_params_from_options",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Options whose value goes to the method constructor under the same name (None = not given).
+_DIRECT_PARAMS = (
+    "threshold",
+    "num_perm",
+    "bands",
+    "rows",
+    "verify",
+    "max_bucket_pairs",
+    "similarity",
+    "max_df",
+    "weighting",
+)
+_NORMALIZE_FLAGS = (
+    "keep_invisible",
+    "no_nfkc",
+    "no_hyphen_repair",
+    "no_homoglyph_fold",
+    "no_casefold",
+    "keep_punctuation",
+)
+
+#: Parameter names (click destinations) of the options :func:`method_options` adds,
+#: ``method`` excepted.
+METHOD_OPTION_NAMES = (*_DIRECT_PARAMS, "shingle_unit", "ngram_n", *_NORMALIZE_FLAGS)
+#: Parameter names of the options :func:`cluster_options` adds.
+CLUSTER_OPTION_NAMES = ("cluster_algorithm", "resolution", "max_cluster_size", "oversized")
+
+_METHOD_OPTIONS = (
+    click.option("--method", "method", type=click.Choice(list(METHODS)), default="minhash",
+                 show_default=True, help="Near-duplicate detection method."),
+    click.option("--threshold", type=float, default=None,
+                 help="Similarity cut-off. minhash/ngram: Jaccard (or containment) in [0, 1], "
+                      "default 0.5; simhash: maximum Hamming distance in bits, default 3. "
+                      "Tune it on labelled validation data."),
+    click.option("--num-perm", type=int, default=None,
+                 help="minhash: signature length (default 128)."),
+    click.option("--bands", type=int, default=None,
+                 help="minhash: LSH bands; with --rows overrides the choice from --threshold."),
+    click.option("--rows", type=int, default=None, help="minhash: rows per LSH band."),
+    click.option("--verify", type=click.Choice(["signature", "exact", "none"]), default=None,
+                 help="minhash: confirm candidates by estimated Jaccard (default), exact "
+                      "Jaccard, or not at all (every band collision is an edge)."),
+    click.option("--max-bucket-pairs", type=int, default=None,
+                 help="minhash: LSH buckets with more members are chained, not fully paired "
+                      "(default 50)."),
+    click.option("--similarity", type=click.Choice(["jaccard", "containment"]), default=None,
+                 help="ngram: Jaccard, or containment |A&B|/min(|A|,|B|) for abridged copies."),
+    click.option("--max-df", type=int, default=None,
+                 help="ngram: shingles in more documents than this are not used to find "
+                      "candidates (default 1000); similarity stays exact."),
+    click.option("--weighting", type=click.Choice(["tf", "binary"]), default=None,
+                 help="simhash: shingle votes by occurrence (tf, default) or once (binary)."),
+    click.option("--shingle", "shingle_unit", type=click.Choice(["word", "char"]),
+                 default="word", show_default=True, help="Shingle unit."),
+    click.option("--ngram", "ngram_n", type=int, default=None,
+                 help="Shingle length in units (default 3 words; try 10-25 for --shingle char)."),
+    click.option("--keep-invisible", is_flag=True,
+                 help="Do not remove zero-width/format characters."),
+    click.option("--no-nfkc", is_flag=True, help="Skip Unicode NFKC normalization."),
+    click.option("--no-hyphen-repair", is_flag=True, help="Do not join end-of-line hyphenation."),
+    click.option("--no-homoglyph-fold", is_flag=True,
+                 help="Do not fold Cyrillic/Greek look-alikes."),
+    click.option("--no-casefold", is_flag=True, help="Keep letter case."),
+    click.option("--keep-punctuation", is_flag=True, help="Keep punctuation in tokens."),
+)
+
+_CLUSTER_OPTIONS = (
+    click.option("--cluster", "cluster_algorithm",
+                 type=click.Choice(["components", "leiden", "louvain"]), default="components",
+                 show_default=True,
+                 help="Connected components, or community detection to cut weak bridges."),
+    click.option("--resolution", type=float, default=1.0, show_default=True,
+                 help="Community-detection resolution (higher: smaller communities)."),
+    click.option("--max-cluster-size", type=int, default=None,
+                 help="Flag clusters larger than this as templates/boilerplate."),
+    click.option("--oversized", type=click.Choice(["flag", "split"]), default="flag",
+                 show_default=True,
+                 help="Keep flagged oversized clusters, or leave their members unmerged."),
+)
+
+
+def _apply(options: tuple[Callable[[F], F], ...], function: F) -> F:
+    # click lists options in the order their decorators appear top to bottom, i.e. the
+    # reverse of the order they are applied in.
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def method_options(function: F) -> F:
+    """Add ``--method``, the method parameters, ``--shingle``/``--ngram`` and the
+    normalization flags to a click command (in that order in ``--help``)."""
+    return _apply(_METHOD_OPTIONS, function)
+
+
+def cluster_options(function: F) -> F:
+    """Add ``--cluster``, ``--resolution``, ``--max-cluster-size`` and ``--oversized``."""
+    return _apply(_CLUSTER_OPTIONS, function)
+
+
+def _direct_params(method: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Map CLI options onto the method's constructor; reject options it does not take."""
+    accepted = set(method_parameters(method))
+    params: dict[str, Any] = {}
+    given = {k: v for k, v in options.items() if v is not None}
+    for name, value in given.items():
+        if name not in accepted:
+            flag = "--" + name.replace("_", "-")
+            raise click.UsageError(f"option {flag} does not apply to --method {method}.")
+        params[name] = value
+    if method == "simhash" and "threshold" in params:
+        value = params["threshold"]
+        if float(value) != int(value):
+            raise click.UsageError(
+                f"--threshold for simhash is a Hamming distance in bits (an integer); got {value}."
+            )
+        params["threshold"] = int(value)
+    return params
+
+
+def normalize_config(flags: dict[str, bool]) -> NormalizeConfig:
+    """The :class:`NormalizeConfig` the normalization flags describe."""
+    return NormalizeConfig(
+        remove_invisible=not flags["keep_invisible"],
+        nfkc=not flags["no_nfkc"],
+        repair_hyphens=not flags["no_hyphen_repair"],
+        fold_homoglyphs=not flags["no_homoglyph_fold"],
+        casefold=not flags["no_casefold"],
+        strip_punctuation=not flags["keep_punctuation"],
+        collapse_whitespace=True,
+    )
+
+
+def method_params_from_options(method: str, opts: dict[str, Any], *, seed: int) -> dict[str, Any]:
+    """Keyword parameters for ``make_method(method, ...)`` from the parsed options.
+
+    Parameters
+    ----------
+    method : str
+        A name in ``neardup.METHODS``.
+    opts : dict
+        The command's keyword arguments; must hold every name in
+        :data:`METHOD_OPTION_NAMES`.
+    seed : int
+        Passed on when the method takes a ``seed``.
+
+    Raises
+    ------
+    click.UsageError
+        For an option the method does not take.
+    """
+    params = _direct_params(method, {name: opts[name] for name in _DIRECT_PARAMS})
+    accepted = method_parameters(method)
+    shingle_n = opts["ngram_n"]
+    if "shingle" in accepted:
+        params["shingle"] = ShingleConfig(unit=opts["shingle_unit"], n=shingle_n or 3)
+    elif shingle_n is not None or opts["shingle_unit"] != "word":
+        raise click.UsageError(f"--shingle/--ngram do not apply to --method {method}.")
+    if "normalize" in accepted:
+        params["normalize"] = normalize_config(opts)
+    if "seed" in accepted:
+        params["seed"] = seed
+    return params
+
+
+def cluster_config_from_options(opts: dict[str, Any], *, seed: int) -> ClusterConfig:
+    """The :class:`ClusterConfig` from the options :func:`cluster_options` added."""
+    return ClusterConfig(
+        algorithm=opts["cluster_algorithm"],
+        max_cluster_size=opts["max_cluster_size"],
+        oversized=opts["oversized"],
+        resolution=opts["resolution"],
+        seed=seed,
+    )
