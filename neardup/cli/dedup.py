@@ -142,7 +142,9 @@ def _write_outputs(result, inputs, reader, opts, write_table, write_records, ite
         wrote = True
     if opts["out"] is not None:
         keep = result.representative
-        records = (rec for rec, kept in zip(iter_records(list(inputs), reader), keep) if kept)
+        records = (
+            rec for rec, kept in zip(iter_records(list(inputs), reader), keep, strict=True) if kept
+        )
         write_records(opts["out"], records)
         wrote = True
     if opts["report"] is not None:
