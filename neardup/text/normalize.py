@@ -25,6 +25,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from neardup.errors import check_int
+
 __all__ = ["NormalizeConfig", "normalize_text", "normalize_batch"]
 
 
@@ -99,6 +101,12 @@ class NormalizeConfig:
         Replace punctuation and symbols by spaces.
     collapse_whitespace : bool, default True
         Collapse runs of whitespace to one space and strip the ends.
+    spell_correct : bool, default False
+        After the steps above, replace each word by its nearest English dictionary word
+        (SymSpell; needs the ``spelling`` extra). Helps n-gram methods on OCR text
+        (Silcock et al. 2022, Table A3); slower, and English only.
+    spell_max_edit_distance : int, default 2
+        Largest edit distance spelling correction repairs.
     """
 
     remove_invisible: bool = True
@@ -108,6 +116,11 @@ class NormalizeConfig:
     casefold: bool = True
     strip_punctuation: bool = True
     collapse_whitespace: bool = True
+    spell_correct: bool = False
+    spell_max_edit_distance: int = 2
+
+    def __post_init__(self) -> None:
+        check_int("NormalizeConfig", "spell_max_edit_distance", self.spell_max_edit_distance, low=1, high=5)
 
     def get_params(self) -> dict:
         return asdict(self)
@@ -180,7 +193,7 @@ def _finish(parts: list[str], config: NormalizeConfig) -> list[str]:
 
 def normalize_text(text: str, config: NormalizeConfig = NormalizeConfig()) -> str:
     """Normalize one text; see the module docstring for the steps."""
-    return _finish([_apply(text, config)], config)[0]
+    return normalize_batch([text], config)[0]
 
 
 def normalize_batch(texts: Sequence[str], config: NormalizeConfig = NormalizeConfig()) -> list[str]:
@@ -207,4 +220,8 @@ def normalize_batch(texts: Sequence[str], config: NormalizeConfig = NormalizeCon
             parts = [_apply(t, config) for t in others]
         for i, part in zip(other_index, _finish(parts, config)):
             out[i] = part
+    if config.spell_correct:
+        from neardup.text.spelling import get_corrector
+
+        out = get_corrector(config.spell_max_edit_distance).correct_batch(out)
     return out

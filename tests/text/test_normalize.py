@@ -53,3 +53,17 @@ def test_batch_matches_single():
 
 def test_empty_batch():
     assert normalize_batch([]) == []
+
+
+def test_spelling_correction_fixes_ocr_words_and_keeps_figures():
+    pytest.importorskip("symspellpy")
+    config = NormalizeConfig(spell_correct=True)
+    assert normalize_text("The rnarket rose 5.5 pct, the govemment said", config) == (
+        "the market rose 5 5 pct the government said"
+    )
+    assert normalize_batch(["rnarket", "l987 figures"], config) == ["market", "l987 figures"]
+
+
+def test_spelling_edit_distance_validated():
+    with pytest.raises(ValueError, match="spell_max_edit_distance"):
+        NormalizeConfig(spell_max_edit_distance=9)
