@@ -197,6 +197,80 @@ def choose_representatives(labels: np.ndarray, lengths: np.ndarray, keep: str) -
     return out
 
 
+@dataclass
+class CorpusSketch:
+    """What the per-batch stage leaves of a corpus: no raw text.
+
+    Attributes
+    ----------
+    ids : ndarray of object (str), shape (n_docs,)
+    lengths : ndarray of int64, shape (n_docs,)
+        Raw text length in characters (for choosing representatives).
+    sources : ndarray of int32, shape (n_docs,)
+        Index into ``source_names`` of the file each document came from.
+    source_names : list of str
+    sketch : Sketch
+        The method's corpus sketch, with ``dates`` attached when the input had dates.
+    """
+
+    ids: np.ndarray
+    lengths: np.ndarray
+    sources: np.ndarray
+    source_names: list[str]
+    sketch: Sketch
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.lengths.shape[0])
+
+
+def sketch_corpus(
+    batches: Iterable[DocumentBatch],
+    method: Method,
+    *,
+    timer: _Timer | None = None,
+    progress: bool | None = None,
+    total: int | None = None,
+) -> CorpusSketch:
+    """Run the per-batch stage (``method.sketch``) over every batch, in order."""
+    timer = timer or _Timer()
+    ids: list[str] = []
+    lengths: list[np.ndarray] = []
+    sources: list[np.ndarray] = []
+    dates: list[np.ndarray | None] = []
+    source_names: dict[str, int] = {}
+    sketches: list[Sketch] = []
+    with progress_bar("sketching", total=total, unit="docs", enabled=progress) as advance:
+        iterator = iter(batches)
+        while True:
+            with timer.stage("read"):
+                batch = next(iterator, None)
+            if batch is None:
+                break
+            with timer.stage("sketch"):
+                sketches.append(method.sketch(batch.texts))
+            n = len(batch)
+            ids.extend(batch.ids)
+            lengths.append(np.fromiter(map(len, batch.texts), np.int64, n))
+            source = source_names.setdefault(batch.source, len(source_names))
+            sources.append(np.full(n, source, dtype=np.int32))
+            dates.append(batch.dates)
+            advance(n)
+    sketch = Sketch.concat(sketches)
+    if any(d is not None for d in dates):
+        sketch.dates = np.concatenate(
+            [d if d is not None else np.full(len(l), np.datetime64("NaT"), "datetime64[s]")
+             for d, l in zip(dates, lengths)]
+        ).astype("datetime64[s]")
+    return CorpusSketch(
+        ids=np.array(ids, dtype=object),
+        lengths=np.concatenate(lengths) if lengths else np.zeros(0, np.int64),
+        sources=np.concatenate(sources) if sources else np.zeros(0, np.int32),
+        source_names=list(source_names),
+        sketch=sketch,
+    )
+
+
 def run(
     batches: Iterable[DocumentBatch],
     method: Method,
@@ -223,25 +297,10 @@ def run(
     """
     check_choice("run", "keep", keep, KEEP_RULES)
     timer = _Timer()
-    ids: list[str] = []
-    lengths: list[np.ndarray] = []
-    sketches: list[Sketch] = []
-    with progress_bar("sketching", total=total, unit="docs", enabled=progress) as advance:
-        iterator = iter(batches)
-        while True:
-            with timer.stage("read"):
-                batch = next(iterator, None)
-            if batch is None:
-                break
-            with timer.stage("sketch"):
-                sketches.append(method.sketch(batch.texts))
-            ids.extend(batch.ids)
-            lengths.append(np.fromiter(map(len, batch.texts), np.int64, len(batch.texts)))
-            advance(len(batch))
-    n_docs = len(ids)
+    corpus = sketch_corpus(batches, method, timer=timer, progress=progress, total=total)
+    n_docs = corpus.n_docs
+    sketch = corpus.sketch
     with timer.stage("pairs"):
-        sketch = Sketch.concat(sketches)
-        del sketches
         pairs = method.find_pairs(sketch) if n_docs else Pairs.empty()
     with timer.stage("cluster"):
         clustering = cluster_pairs(
@@ -253,11 +312,10 @@ def run(
             resolution=cluster.resolution,
             seed=cluster.seed,
         )
-        all_lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
-        representative = choose_representatives(clustering.labels, all_lengths, keep)
+        representative = choose_representatives(clustering.labels, corpus.lengths, keep)
     status = np.where(sketch.n_features > 0, STATUS_OK, STATUS_EMPTY).astype(object)
     return Result(
-        ids=np.array(ids, dtype=object),
+        ids=corpus.ids,
         clusters=clustering.labels,
         cluster_size=clustering.sizes,
         representative=representative,

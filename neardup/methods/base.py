@@ -43,11 +43,16 @@ class Sketch:
         Fixed-width summaries, e.g. ``"signature"`` (n_docs, num_perm) uint64.
     sets : ShingleSets or None
         Ragged per-document shingle hashes, when the method keeps them.
+    dates : ndarray of datetime64[s], shape (n_docs,), or None
+        Document dates (NaT where unknown). Methods never set it: the pipeline attaches
+        the corpus's dates before ``find_pairs`` so date-aware methods (time windows) can
+        read them; None when the input has no dates.
     """
 
     n_features: np.ndarray
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     sets: ShingleSets | None = None
+    dates: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.n_features.shape[0])
