@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import click
 
+from neardup.cli.augment import augment_command
 from neardup.cli.dedup import dedup_command
+from neardup.cli.evaluate import eval_command, tune_command
+from neardup.cli.leakage import leakage_command
 
 __all__ = ["main"]
 
@@ -19,3 +22,7 @@ def main() -> None:
 
 
 main.add_command(dedup_command)
+main.add_command(augment_command)
+main.add_command(eval_command)
+main.add_command(tune_command)
+main.add_command(leakage_command)

@@ -14,6 +14,9 @@ from neardup.cli.options import (
     cluster_options,
     method_options,
     method_params_from_options,
+    reader_config_from_options,
+    reader_options,
+    run_options,
 )
 from neardup.errors import NeardupError
 from neardup.methods import make_method
@@ -48,18 +51,7 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
 @click.command("dedup")
 @click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
 @method_options
-@click.option("--text-field", default="text", show_default=True,
-              help="Field holding the text (JSONL, Parquet, CSV/TSV).")
-@click.option("--id-field", default=None,
-              help="Field holding a unique document id (default: the row number).")
-@click.option("--date-field", default=None, help="Field holding a date (parsed; optional).")
-@click.option("--errors", "decode_errors", type=click.Choice(["strict", "replace"]),
-              default="strict", show_default=True,
-              help="Invalid UTF-8: fail naming file and byte offset, or replace with U+FFFD "
-                   "and warn.")
-@click.option("--batch-size", type=int, default=10_000, show_default=True,
-              help="Documents per batch (bounds memory for raw text).")
-@click.option("--limit", type=int, default=None, help="Read at most this many documents.")
+@reader_options
 @cluster_options
 @click.option("--keep", type=click.Choice(list(KEEP_RULES)), default="longest",
               show_default=True,
@@ -74,11 +66,7 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
                    "fields kept): .jsonl, .jsonl.gz, .parquet or .csv.")
 @click.option("--report", type=click.Path(path_type=Path), default=None,
               help="Write the run summary, parameters and timings as JSON.")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seeds hashing, permutations and community detection.")
-@click.option("--progress/--no-progress", default=None,
-              help="Show progress bars (default: when stderr is a terminal).")
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@run_options
 def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     """Find near-duplicates in INPUT files and cluster them.
 
@@ -93,7 +81,7 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     """
     from rich.console import Console
 
-    from neardup.io import ReaderConfig, iter_records, read_corpus, write_records, write_table
+    from neardup.io import iter_records, read_corpus, write_records, write_table
 
     console = Console(stderr=True, quiet=opts["quiet"])
     if not inputs:
@@ -104,14 +92,7 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         params = method_params_from_options(method, opts, seed=opts["seed"])
         method_obj = make_method(method, **params)
         cluster = cluster_config_from_options(opts, seed=opts["seed"])
-        reader = ReaderConfig(
-            text_field=opts["text_field"],
-            id_field=opts["id_field"],
-            date_field=opts["date_field"],
-            errors=opts["decode_errors"],
-            batch_size=opts["batch_size"],
-            limit=opts["limit"],
-        )
+        reader = reader_config_from_options(opts)
         progress = False if opts["quiet"] else opts["progress"]
         result = run(read_corpus(list(inputs), reader), method_obj, cluster=cluster,
                      keep=opts["keep"], progress=progress)

@@ -13,6 +13,7 @@ and one function per group turns the parsed flags into library objects:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -29,6 +30,9 @@ __all__ = [
     "cluster_options",
     "method_options",
     "method_params_from_options",
+    "reader_config_from_options",
+    "reader_options",
+    "run_options",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -56,7 +60,15 @@ _NORMALIZE_FLAGS = (
 
 #: Parameter names (click destinations) of the options :func:`method_options` adds,
 #: ``method`` excepted.
-METHOD_OPTION_NAMES = (*_DIRECT_PARAMS, "shingle_unit", "ngram_n", *_NORMALIZE_FLAGS)
+METHOD_OPTION_NAMES = (
+    *_DIRECT_PARAMS,
+    "shingle_unit",
+    "ngram_n",
+    *_NORMALIZE_FLAGS,
+    "spell_correct",
+    "spell_max_edit_distance",
+    "extra_params",
+)
 #: Parameter names of the options :func:`cluster_options` adds.
 CLUSTER_OPTION_NAMES = ("cluster_algorithm", "resolution", "max_cluster_size", "oversized")
 
@@ -97,6 +109,16 @@ _METHOD_OPTIONS = (
                  help="Do not fold Cyrillic/Greek look-alikes."),
     click.option("--no-casefold", is_flag=True, help="Keep letter case."),
     click.option("--keep-punctuation", is_flag=True, help="Keep punctuation in tokens."),
+    click.option("--spell-correct", is_flag=True,
+                 help="Correct words to the nearest English dictionary word (SymSpell) before "
+                      "shingling; helps n-gram methods on OCR text."),
+    click.option("--spell-max-edit-distance", type=click.IntRange(1, 5), default=2,
+                 show_default=True, help="Largest edit distance --spell-correct repairs."),
+    click.option("--param", "extra_params", multiple=True, metavar="NAME=VALUE",
+                 help="Any other method parameter, by its Python name (repeatable), e.g. "
+                      "--param rare_fraction=0.25. VALUE is read as JSON when it parses "
+                      "(numbers, true/false, null, lists), else as a string. See the "
+                      "method's docstring for its parameters."),
 )
 
 _CLUSTER_OPTIONS = (
@@ -163,7 +185,31 @@ def normalize_config(flags: dict[str, bool]) -> NormalizeConfig:
         casefold=not flags["no_casefold"],
         strip_punctuation=not flags["keep_punctuation"],
         collapse_whitespace=True,
+        spell_correct=flags.get("spell_correct", False),
+        spell_max_edit_distance=flags.get("spell_max_edit_distance", 2),
     )
+
+
+def _parse_extra_params(method: str, items: tuple[str, ...]) -> dict[str, Any]:
+    """``("name=value", ...)`` -> ``{name: value}``; values parsed as JSON when possible."""
+    params: dict[str, Any] = {}
+    accepted = method_parameters(method)
+    for item in items:
+        name, sep, raw = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name:
+            raise click.UsageError(f"--param takes NAME=VALUE; got {item!r}.")
+        if name not in accepted or name in ("normalize", "shingle"):
+            usable = ", ".join(p for p in accepted if p not in ("normalize", "shingle"))
+            raise click.UsageError(
+                f"--param {name}: --method {method} has no such parameter; it takes: {usable}."
+            )
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        params[name] = tuple(value) if isinstance(value, list) else value
+    return params
 
 
 def method_params_from_options(method: str, opts: dict[str, Any], *, seed: int) -> dict[str, Any]:
@@ -195,7 +241,11 @@ def method_params_from_options(method: str, opts: dict[str, Any], *, seed: int) 
         params["normalize"] = normalize_config(opts)
     if "seed" in accepted:
         params["seed"] = seed
-    return params
+    extra = _parse_extra_params(method, tuple(opts.get("extra_params") or ()))
+    clash = sorted(set(extra) & set(params))
+    if clash:
+        raise click.UsageError(f"--param {clash[0]} repeats an option given by its own flag.")
+    return params | extra
 
 
 def cluster_config_from_options(opts: dict[str, Any], *, seed: int) -> ClusterConfig:
@@ -206,4 +256,56 @@ def cluster_config_from_options(opts: dict[str, Any], *, seed: int) -> ClusterCo
         oversized=opts["oversized"],
         resolution=opts["resolution"],
         seed=seed,
+    )
+
+
+_READER_OPTIONS = (
+    click.option("--text-field", default="text", show_default=True,
+                 help="Field holding the text (JSONL, Parquet, CSV/TSV; for Reuters SGML "
+                      "'text' = title + body, or 'body', 'title')."),
+    click.option("--id-field", default=None,
+                 help="Field holding a unique document id (default: the row number)."),
+    click.option("--date-field", default=None,
+                 help="Field holding a date (parsed; optional)."),
+    click.option("--errors", "decode_errors", type=click.Choice(["strict", "replace"]),
+                 default="strict", show_default=True,
+                 help="Invalid UTF-8: fail naming file and byte offset, or replace with "
+                      "U+FFFD and warn."),
+    click.option("--batch-size", type=click.IntRange(min=1), default=10_000,
+                 show_default=True, help="Documents per batch (bounds memory for raw text)."),
+    click.option("--limit", type=click.IntRange(min=0), default=None,
+                 help="Read at most this many documents."),
+)
+
+_RUN_OPTIONS = (
+    click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+                 help="Seeds hashing, permutations and community detection."),
+    click.option("--progress/--no-progress", default=None,
+                 help="Show progress bars (default: when stderr is a terminal)."),
+    click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors."),
+)
+
+
+def reader_options(function: F) -> F:
+    """Add ``--text-field``, ``--id-field``, ``--date-field``, ``--errors``,
+    ``--batch-size`` and ``--limit``."""
+    return _apply(_READER_OPTIONS, function)
+
+
+def run_options(function: F) -> F:
+    """Add ``--seed``, ``--progress/--no-progress`` and ``--quiet``."""
+    return _apply(_RUN_OPTIONS, function)
+
+
+def reader_config_from_options(opts: dict[str, Any]):
+    """The :class:`~neardup.io.ReaderConfig` from the options :func:`reader_options` added."""
+    from neardup.io import ReaderConfig
+
+    return ReaderConfig(
+        text_field=opts["text_field"],
+        id_field=opts["id_field"],
+        date_field=opts["date_field"],
+        errors=opts["decode_errors"],
+        batch_size=opts["batch_size"],
+        limit=opts["limit"],
     )

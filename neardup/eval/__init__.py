@@ -1,5 +1,20 @@
-"""Evaluation of near-duplicate clusterings against gold labels."""
+"""Evaluation: metrics, labeled corpora, the tune-on-validation / report-on-test protocol,
+and the noise generator for realistic benchmarks."""
 
+from neardup.eval.evaluate import evaluate, recall_at_k
+from neardup.eval.labeled import LabeledCorpus, load_labeled
 from neardup.eval.metrics import adjusted_rand_index, cluster_metrics, pairwise_scores
+from neardup.eval.tuning import TuningResult, load_tuning, tune
 
-__all__ = ["adjusted_rand_index", "cluster_metrics", "pairwise_scores"]
+__all__ = [
+    "LabeledCorpus",
+    "TuningResult",
+    "adjusted_rand_index",
+    "cluster_metrics",
+    "evaluate",
+    "load_labeled",
+    "load_tuning",
+    "pairwise_scores",
+    "recall_at_k",
+    "tune",
+]

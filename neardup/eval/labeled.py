@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +89,11 @@ class LabeledCorpus:
     def __len__(self) -> int:
         return len(self.texts)
 
+    def __repr__(self) -> str:
+        info = self.summary()
+        splits = f", splits={info['splits']}" if "splits" in info else ""
+        return f"LabeledCorpus(documents={info['documents']}, clusters={info['clusters']}{splits})"
+
     @property
     def split_names(self) -> list[str]:
         """The distinct split names, sorted (empty when there are no splits)."""
@@ -151,8 +156,7 @@ class LabeledCorpus:
 
     def summary(self) -> dict[str, Any]:
         """Counts: documents, true clusters, duplicate clusters, documents per split."""
-        _, sizes = np.unique(self.clusters.astype(str), return_counts=True) if len(self) else (
-            None, np.zeros(0, np.int64))
+        sizes = np.unique(self.clusters.astype(str), return_counts=True)[1]
         out: dict[str, Any] = {
             "documents": len(self),
             "clusters": int(sizes.size),
@@ -251,10 +255,15 @@ def load_labeled(
                 return f"{source}, record {first_row + position - start} (0-based)"
         return f"record {position}"  # pragma: no cover - every position has a batch
 
-    fields = _extra_fields(paths, config, len(ids), where, cluster_field=None
-                           if pairs_path is not None else cluster_field,
-                           split_field=split_field, date_field=date_field)
-    clusters, splits, dates = fields
+    clusters, splits, dates = _extra_fields(
+        paths,
+        config,
+        len(ids),
+        where,
+        cluster_field=None if pairs_path is not None else cluster_field,
+        split_field=split_field,
+        date_field=date_field,
+    )
     id_array = np.array(ids, dtype=object)
     if pairs_path is not None:
         clusters = _clusters_from_pairs(os.fspath(pairs_path), id_array, errors)
@@ -263,8 +272,10 @@ def load_labeled(
     return corpus
 
 
-def _label(value: Any, what: str, field: str, place: str) -> str | None:
-    """A cluster label or split name as str; None when absent (missing, null, empty)."""
+def _label(value: Any, what: str, field: str, place: Callable[[], str]) -> str | None:
+    """A cluster label, split name or id as str; None when absent (missing, null, empty).
+
+    ``place`` describes the record for an error message (called only on error)."""
     if value is _MISSING or value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, str):
@@ -272,7 +283,7 @@ def _label(value: Any, what: str, field: str, place: str) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     raise InputError(
-        f"{place}: {what} field {field!r} must be a string or an integer; got "
+        f"{place()}: {what} field {field!r} must be a string or an integer; got "
         f"{type(value).__name__} {value!r:.60}."
     )
 
@@ -287,7 +298,7 @@ def _extra_fields(paths, config, n_docs, where, *, cluster_field, split_field, d
         count += 1
         if cluster_field is not None:
             value = record.get(cluster_field, _MISSING)
-            label = _label(value, "cluster", cluster_field, where(position))
+            label = _label(value, "cluster", cluster_field, lambda: where(position))
             if label is None:
                 fields = ", ".join(repr(k) for k in list(record)[:20])
                 state = "has no" if value is _MISSING else "has an empty"
@@ -301,7 +312,7 @@ def _extra_fields(paths, config, n_docs, where, *, cluster_field, split_field, d
             clusters.append(label)
         if split_field is not None:
             name = _label(record.get(split_field, _MISSING), "split", split_field,
-                          where(position))
+                          lambda: where(position))
             has_split = has_split or name is not None
             splits.append(name)
         if date_field is not None:
@@ -381,7 +392,7 @@ def _clusters_from_pairs(path: str, ids: np.ndarray, errors: str) -> np.ndarray:
     for place, a, b in _pair_records(path, errors):
         ends = []
         for field, value in zip(PAIR_FIELDS, (a, b)):
-            doc_id = _label(value, "pair", field, place)
+            doc_id = _label(value, "pair", field, lambda: place)
             if doc_id is None:
                 raise InputError(
                     f"{place}: no id in field {field!r}. A pairs file needs the columns "
@@ -412,17 +423,18 @@ def _clusters_from_pairs(path: str, ids: np.ndarray, errors: str) -> np.ndarray:
 
 
 def _warn_cross_split(corpus: LabeledCorpus) -> None:
-    if corpus.splits is None or len(corpus) == 0:
+    if corpus.splits is None:
         return
-    labels = corpus.clusters.astype(str)
-    splits = corpus.splits.astype(str)
-    combos = np.unique(np.stack([labels, splits], axis=1), axis=0)
-    crossing, counts = np.unique(combos[:, 0], return_counts=True)
-    crossing = crossing[counts > 1]
-    if crossing.size:
+    seen: dict[str, str] = {}
+    crossing: set[str] = set()
+    for label, split in zip(corpus.clusters.tolist(), corpus.splits.tolist()):
+        if seen.setdefault(label, split) != split:
+            crossing.add(label)
+    if crossing:
+        example = min(crossing)
         warnings.warn(
-            f"load_labeled: {crossing.size} ground-truth cluster(s) span more than one split "
-            f"(e.g. {crossing[0]!r}); scores on one split ignore the duplicates in the other.",
+            f"load_labeled: {len(crossing)} ground-truth cluster(s) span more than one split "
+            f"(e.g. {example!r}); scores on one split ignore the duplicates in the other.",
             UserWarning,
             stacklevel=3,
         )

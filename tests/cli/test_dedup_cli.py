@@ -130,3 +130,39 @@ def test_summary_printed(corpus):
     path, _ = corpus
     result = _run(["dedup", str(path), "--text-field", "body"])
     assert "duplicates removed" in result.output and "time: sketch" in result.output
+
+
+def test_param_passes_any_method_parameter(tmp_path, corpus):
+    path, rows = corpus
+    out = tmp_path / "c.jsonl"
+    result = _run(["dedup", str(path), "--text-field", "body", "--param", "max_bucket_pairs=7",
+                   "--param", "verify=\"exact\"", "--clusters-out", str(out), "--report",
+                   str(tmp_path / "r.json"), "-q"])
+    assert result.exit_code == 0, result.output
+    params = json.loads((tmp_path / "r.json").read_text())["params"]["method"]
+    assert params["max_bucket_pairs"] == 7 and params["verify"] == "exact"
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--param", "nonsense=1"], "has no such parameter"),
+        (["--param", "novalue"], "NAME=VALUE"),
+        (["--param", "seed=4"], "repeats an option"),
+        (["--param", "threshold=0.3", "--threshold", "0.4"], "repeats an option"),
+    ],
+)
+def test_param_errors(corpus, args, message):
+    path, _ = corpus
+    result = CliRunner().invoke(main, ["dedup", str(path), "--text-field", "body", *args])
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_spell_correct_flag(tmp_path, corpus):
+    pytest.importorskip("symspellpy")
+    path, _ = corpus
+    result = _run(["dedup", str(path), "--text-field", "body", "--spell-correct", "--report",
+                   str(tmp_path / "r.json"), "-q"])
+    assert result.exit_code == 0, result.output
+    normalize = json.loads((tmp_path / "r.json").read_text())["params"]["method"]["normalize"]
+    assert normalize["spell_correct"] is True

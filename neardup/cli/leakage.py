@@ -1,0 +1,91 @@
+"""``neardup leakage``: test documents with exact or near-duplicates in a training corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from neardup.cli.options import (
+    method_options,
+    method_params_from_options,
+    reader_config_from_options,
+    reader_options,
+    run_options,
+)
+from neardup.errors import NeardupError
+from neardup.methods import make_method
+
+
+@click.command("leakage")
+@click.option("--train", "train", multiple=True, required=True, type=click.Path(path_type=Path),
+              help="Training corpus input (repeatable; any format `dedup` reads).")
+@click.option("--test", "test", multiple=True, required=True, type=click.Path(path_type=Path),
+              help="Test corpus input (repeatable); reported per file.")
+@method_options
+@reader_options
+@click.option("--pairs-out", type=click.Path(path_type=Path), default=None,
+              help="Write the flagged (test_id, train_id, score, kind, test_file, "
+                   "train_file) pairs: .parquet, .jsonl or .csv.")
+@click.option("--report", type=click.Path(path_type=Path), default=None,
+              help="Write the per-file counts, parameters and timings as JSON.")
+@click.option("--examples", type=click.IntRange(min=0), default=5, show_default=True,
+              help="How many flagged pairs to print.")
+@run_options
+def leakage_command(train: tuple[Path, ...], test: tuple[Path, ...], **opts: Any) -> None:
+    """Find test documents that have exact or near-duplicates in the training corpus.
+
+    Exact duplicates inside the test set are counted once ("unique texts"); test
+    documents with an exact copy in training are reported apart from those with a
+    near-duplicate found by --method.
+
+    \b
+    Example:
+      neardup leakage --train train.jsonl --test test.jsonl --method minhash \\
+          --threshold 0.8 --ngram 10 --pairs-out leaks.parquet
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from neardup.io import read_corpus, write_table
+    from neardup.io.writers import atomic_path
+    from neardup.leakage import find_leakage
+
+    try:
+        method = make_method(opts["method"], **method_params_from_options(opts["method"], opts, seed=opts["seed"]))
+        reader = reader_config_from_options(opts)
+        progress = False if opts["quiet"] else opts["progress"]
+        report = find_leakage(
+            read_corpus(list(train), reader), read_corpus(list(test), reader), method, progress=progress
+        )
+        if opts["pairs_out"] is not None:
+            write_table(opts["pairs_out"], report.pairs)
+        if opts["report"] is not None:
+            payload = {
+                "summary": report.summary(),
+                "per_file": report.per_file,
+                "method": report.method,
+                "params": report.params,
+                "timings_seconds": report.timings,
+                "train": [str(p) for p in train],
+                "test": [str(p) for p in test],
+            }
+            with atomic_path(opts["report"]) as tmp:
+                Path(tmp).write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
+    except (NeardupError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if opts["quiet"]:
+        return
+    console = Console()
+    table = Table(title=f"neardup leakage --method {report.method}")
+    for column in ("test file", "documents", "unique texts", "exact leaks", "near leaks", "leaked"):
+        table.add_column(column, justify="left" if column == "test file" else "right")
+    for f in report.per_file:
+        table.add_row(f["file"], f"{f['documents']:,}", f"{f['unique_texts']:,}", f"{f['exact_leaks']:,}",
+                      f"{f['near_leaks']:,}", f"{f['leaked']:,} ({100 * f['leaked_fraction']:.1f}%)")
+    console.print(table)
+    examples = report.pairs.slice(0, opts["examples"]).to_pylist()
+    for e in examples:
+        console.print(f"  {e['kind']:5} {e['score']:.2f}  test {e['test_id']} ~ train {e['train_id']}")

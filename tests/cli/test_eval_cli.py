@@ -1,0 +1,197 @@
+"""End-to-end: `neardup eval` and `neardup tune` as a user runs them."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import click
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from neardup.cli import main
+from neardup.cli.evaluate import eval_command, tune_command
+
+WORDS = ("wire story bank rate wheat corn oil price market senate house vote storm fire "
+         "river bridge mayor city council school board police court judge jury").split()
+
+
+def labeled_rows(seed=0, per_split=6):
+    """Planted noisy duplicates: clusters of 1-3 copies of a 40-word story per split."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for split in ("validation", "test"):
+        for c in range(per_split):
+            base = rng.choice(WORDS, 40).tolist()
+            for copy in range(int(rng.integers(1, 4))):
+                words = list(base)
+                for _ in range(2 * copy):
+                    words[int(rng.integers(len(words)))] = str(rng.choice(WORDS))
+                rows.append({"id": f"{split[0]}{c}-{copy}", "text": " ".join(words),
+                             "cluster": f"{split[0]}{c}", "split": split})
+    return rows
+
+
+@pytest.fixture
+def labeled(tmp_path):
+    path = tmp_path / "labeled.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in labeled_rows()))
+    return path
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_eval_prints_a_table(labeled):
+    result = run("eval", labeled, "--method", "minhash", "--threshold", "0.5")
+    assert result.exit_code == 0, result.output
+    for label in ("ARI", "pairwise precision", "pairwise recall", "pairwise F1", "MCC",
+                  "homogeneity", "completeness", "V-measure", "true clusters",
+                  "predicted clusters", "time: total"):
+        assert label in result.output
+
+
+def test_eval_json_on_one_split(labeled):
+    result = run("eval", labeled, "--method", "ngram", "--threshold", "0.3", "--split", "test",
+                 "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    n_test = sum(r["split"] == "test" for r in labeled_rows())
+    assert report["n_docs"] == n_test and report["split"] == "test"
+    assert report["method"] == "ngram" and report["params"]["threshold"] == 0.3
+    for key in ("ari", "precision", "recall", "f1", "mcc", "homogeneity", "completeness",
+                "v_measure", "n_true_clusters", "n_pred_clusters", "seconds"):
+        assert key in report
+    assert 0.0 < report["ari"] <= 1.0
+
+
+def test_eval_recall_at_k(labeled):
+    result = run("eval", labeled, "--method", "minhash", "--threshold", "0.2", "--k", "1,5",
+                 "--json")
+    retrieval = json.loads(result.stdout)["retrieval"]
+    assert set(retrieval) >= {"recall@1", "recall@5", "mrr", "n_queries"}
+    assert retrieval["recall@1"] <= retrieval["recall@5"]
+    table = run("eval", labeled, "--method", "exact", "--k", "1")
+    assert "Recall@1" in table.output and "MRR" in table.output
+    bad = run("eval", labeled, "--k", "0")
+    assert bad.exit_code == 2 and "every k must be >= 1" in bad.output
+
+
+def test_eval_with_pairs_file(tmp_path):
+    rows = labeled_rows()
+    corpus = tmp_path / "articles.jsonl"
+    corpus.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n"
+                              for r in rows))
+    pairs = tmp_path / "gt_edges.csv"
+    with open(pairs, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id_a", "id_b"])
+        for a in rows:
+            for b in rows:
+                if a["id"] < b["id"] and a["cluster"] == b["cluster"]:
+                    writer.writerow([a["id"], b["id"]])
+    with_pairs = json.loads(run("eval", corpus, "--pairs", pairs, "--method", "exact",
+                                "--json").stdout)
+    assert with_pairs["pairs_file"] == str(pairs)
+    labeled = tmp_path / "labeled.jsonl"
+    labeled.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with_labels = json.loads(run("eval", labeled, "--method", "exact", "--json").stdout)
+    assert with_pairs["ari"] == with_labels["ari"]
+    assert with_pairs["n_true_clusters"] == with_labels["n_true_clusters"]
+
+
+def test_tune_then_eval_on_test(labeled, tmp_path):
+    out = tmp_path / "tuning.json"
+    tuned = run("tune", labeled, "--method", "minhash", "--grid", "threshold=0.9,0.5,0.3",
+                "--out", out)
+    assert tuned.exit_code == 0, tuned.output
+    assert "threshold" in tuned.output and "ARI" in tuned.output
+    saved = json.loads(out.read_text())
+    assert saved["split"] == "validation" and len(saved["points"]) == 3
+    chosen = saved["params"]["threshold"]
+    report = run("eval", labeled, "--split", "test", "--from-tuning", out, "--json")
+    assert report.exit_code == 0, report.output
+    data = json.loads(report.stdout)
+    assert data["method"] == "minhash" and data["params"]["threshold"] == chosen
+    assert data["from_tuning"] == str(out) and data["split"] == "test"
+
+
+def test_tune_json_and_default_grid(labeled, tmp_path):
+    out = tmp_path / "t.json"
+    result = run("tune", labeled, "--method", "simhash", "--grid", "threshold=1,4",
+                 "--grid", "ngram=2,3", "--out", out, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [p["values"] for p in data["points"]] == [
+        {"threshold": 1, "shingle.n": 2}, {"threshold": 1, "shingle.n": 3},
+        {"threshold": 4, "shingle.n": 2}, {"threshold": 4, "shingle.n": 3},
+    ]
+    assert json.loads(out.read_text()) == data
+    exact = run("tune", labeled, "--method", "exact", "--out", tmp_path / "e.json", "--json")
+    assert len(json.loads(exact.stdout)["points"]) == 1
+
+
+def test_tune_refuses_the_test_split(labeled, tmp_path):
+    out = tmp_path / "tuning.json"
+    result = run("tune", labeled, "--split", "test", "--out", out)
+    assert result.exit_code == 2
+    assert "--split test is refused" in result.output
+    assert not out.exists()
+
+
+def test_tune_option_conflicts(labeled, tmp_path):
+    fixed = run("tune", labeled, "--threshold", "0.4", "--out", tmp_path / "x.json")
+    assert fixed.exit_code == 2 and "--grid threshold=" in fixed.output
+    bad = run("tune", labeled, "--grid", "threshold", "--out", tmp_path / "x.json")
+    assert bad.exit_code == 2 and "NAME=V1,V2" in bad.output
+    unknown = run("tune", labeled, "--grid", "bogus=1", "--out", tmp_path / "x.json")
+    assert unknown.exit_code == 1 and "not a parameter of method" in unknown.output
+
+
+def test_from_tuning_refuses_another_method_and_overrides(labeled, tmp_path):
+    out = tmp_path / "tuning.json"
+    assert run("tune", labeled, "--grid", "threshold=0.5", "--out", out).exit_code == 0
+    other = run("eval", labeled, "--split", "test", "--from-tuning", out, "--method", "ngram")
+    assert other.exit_code == 2 and "differs from the tuned method 'minhash'" in other.output
+    same = run("eval", labeled, "--split", "test", "--from-tuning", out, "--method", "minhash",
+               "--json")
+    assert same.exit_code == 0
+    override = run("eval", labeled, "--split", "test", "--from-tuning", out, "--threshold",
+                   "0.2")
+    assert override.exit_code == 2 and "--threshold cannot be combined" in override.output
+
+
+def test_eval_warns_when_scoring_the_tuning_split(labeled, tmp_path):
+    out = tmp_path / "tuning.json"
+    run("tune", labeled, "--grid", "threshold=0.5", "--out", out)
+    result = run("eval", labeled, "--split", "validation", "--from-tuning", out, "--json")
+    assert result.exit_code == 0
+    assert "optimistic" in result.stderr
+    assert json.loads(result.stdout)["split"] == "validation"  # the warning stays off stdout
+
+
+def test_input_errors_are_reported_cleanly(labeled, tmp_path):
+    missing = run("eval", tmp_path / "nope.jsonl")
+    assert missing.exit_code == 1 and "no such file" in missing.output
+    split = run("eval", labeled, "--split", "train")
+    assert split.exit_code == 1 and "'test', 'validation'" in split.output
+    no_labels = tmp_path / "plain.jsonl"
+    no_labels.write_text('{"id": "a", "text": "x"}\n')
+    result = run("eval", no_labels)
+    assert result.exit_code == 1 and "--pairs" in result.output
+    not_tuning = run("eval", labeled, "--from-tuning", labeled)
+    assert not_tuning.exit_code == 1 and "not a readable JSON" in not_tuning.output
+
+
+@pytest.mark.parametrize("command", [eval_command, tune_command])
+def test_every_option_is_documented(command):
+    for param in command.params:
+        if isinstance(param, click.Option):
+            assert param.help, f"{param.opts[0]} has no help text"
+    result = CliRunner().invoke(main, [command.name, "--help"])
+    assert result.exit_code == 0
+    for param in command.params:
+        if isinstance(param, click.Option):
+            assert param.opts[0] in result.output

@@ -1,0 +1,203 @@
+"""Threshold tuning (neardup/eval/tuning.py) and the protocol that keeps test data out."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from neardup.errors import InputError
+from neardup.eval.evaluate import evaluate
+from neardup.eval.labeled import LabeledCorpus
+from neardup.eval.tuning import DEFAULT_GRIDS, default_grid, load_tuning, tune
+from neardup.methods import METHODS
+
+WORDS = ("wire story bank rate wheat corn oil price market senate house vote storm fire "
+         "river bridge mayor city council school board police court judge jury").split()
+
+# Small grids keep the protocol test fast while still running every method several times.
+SMALL_GRIDS = {
+    "minhash": {"threshold": [0.3, 0.6]},
+    "ngram": {"threshold": [0.2, 0.5]},
+    "simhash": {"threshold": [3, 10]},
+    "exact": {},
+}
+
+
+def split_corpus(seed=0, per_split=6):
+    """Validation and test documents, each split with its own planted duplicate clusters;
+    every test text carries a marker word so leaks are easy to spot."""
+    rng = np.random.default_rng(seed)
+    ids, texts, labels, splits = [], [], [], []
+    for split in ("validation", "test"):
+        for c in range(per_split):
+            base = rng.choice(WORDS, 40).tolist()
+            for copy in range(int(rng.integers(1, 4))):
+                words = list(base)
+                for _ in range(2 * copy):
+                    words[int(rng.integers(len(words)))] = str(rng.choice(WORDS))
+                marker = " TESTONLY" if split == "test" else ""
+                ids.append(f"{split[0]}{c}-{copy}")
+                texts.append(" ".join(words) + marker)
+                labels.append(f"{split[0]}{c}")
+                splits.append(split)
+    return LabeledCorpus(ids=ids, texts=texts, clusters=labels, splits=splits)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return split_corpus()
+
+
+@pytest.mark.parametrize("split", ["test", "Test", " TEST "])
+def test_tuning_on_test_is_refused(corpus, split):
+    with pytest.raises(ValueError, match="must not be .*validation split"):
+        tune(corpus, "minhash", split=split)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_tune_never_shows_a_test_text_to_the_method(corpus, method, monkeypatch):
+    """The acceptance test: record every text any method sketches during tune."""
+    seen: list[str] = []
+    cls = METHODS[method]
+    original = cls.sketch
+
+    def recording_sketch(self, texts):
+        seen.extend(texts)
+        return original(self, texts)
+
+    monkeypatch.setattr(cls, "sketch", recording_sketch)
+    result = tune(corpus, method, split="validation", grid=SMALL_GRIDS[method])
+    test_texts = set(corpus.select_split("test").texts)
+    validation_texts = corpus.select_split("validation").texts
+    assert seen, "the method was never run"
+    assert not test_texts & set(seen)
+    assert not any("TESTONLY" in text for text in seen)
+    # Every point saw exactly the validation split, in order.
+    n_points = max(1, int(np.prod([len(v) for v in SMALL_GRIDS[method].values()])))
+    assert seen == validation_texts * n_points
+    assert result.n_docs == len(validation_texts)
+    assert result.data_hash == corpus.select_split("validation").content_hash()
+
+
+def test_tune_needs_a_split_when_the_corpus_has_them(corpus):
+    with pytest.raises(ValueError, match="must name the split to tune on"):
+        tune(corpus, "minhash", split=None)
+    with pytest.raises(ValueError, match="one of 'test', 'validation'"):
+        tune(corpus, "minhash", split="train")
+
+
+def test_tune_without_splits_uses_everything():
+    data = split_corpus().select_split("validation")
+    data = LabeledCorpus(data.ids, data.texts, data.clusters)  # drop the split field
+    result = tune(data, "minhash", split=None, grid={"threshold": [0.5]})
+    assert result.split is None and result.n_docs == len(data)
+
+
+def test_best_point_is_the_max_ari_and_points_match_evaluate(corpus):
+    grid = {"threshold": [0.9, 0.5, 0.2]}
+    result = tune(corpus, "minhash", grid=grid)
+    aris = [p["ari"] for p in result.points]
+    assert [p["values"] for p in result.points] == [{"threshold": t} for t in grid["threshold"]]
+    assert result.best_index == int(np.argmax(aris))
+    assert result.best_score == max(aris)
+    assert result.params["threshold"] == grid["threshold"][result.best_index]
+    # The chosen parameters reproduce the chosen score on the tuning split.
+    again = evaluate(corpus.select_split("validation"), "minhash", params=result.params,
+                     cluster=result.cluster)
+    assert again["ari"] == result.best_score
+
+
+def test_ties_go_to_the_first_point_in_grid_order():
+    # Exact copies only: every threshold finds them all, so every ARI is 1.0.
+    texts = ["alpha beta gamma delta epsilon"] * 2 + ["one two three four five six"] * 2
+    data = LabeledCorpus(ids=list("abcd"), texts=texts, clusters=list("xxyy"),
+                         splits=["validation"] * 4)
+    result = tune(data, "minhash", grid={"threshold": [0.7, 0.3, 0.5]})
+    assert [p["ari"] for p in result.points] == [1.0, 1.0, 1.0]
+    assert result.best_index == 0 and result.params["threshold"] == 0.7
+
+
+def test_grid_is_a_cartesian_product_and_dotted_names_reach_nested_configs(corpus):
+    grid = {"threshold": [0.3, 0.6], "shingle.n": [2, 4]}
+    result = tune(corpus, "ngram", grid=grid)
+    assert [p["values"] for p in result.points] == [
+        {"threshold": 0.3, "shingle.n": 2},
+        {"threshold": 0.3, "shingle.n": 4},
+        {"threshold": 0.6, "shingle.n": 2},
+        {"threshold": 0.6, "shingle.n": 4},
+    ]
+    best = result.best["values"]
+    assert result.params["shingle"] == {"unit": "word", "n": best["shingle.n"]}
+
+
+def test_base_params_are_kept_and_may_not_overlap_the_grid(corpus):
+    result = tune(corpus, "minhash", grid={"threshold": [0.5]}, base_params={"num_perm": 64})
+    assert result.params["num_perm"] == 64 and result.base_params == {"num_perm": 64}
+    with pytest.raises(ValueError, match="both fixed .* and swept"):
+        tune(corpus, "minhash", base_params={"threshold": 0.5})
+
+
+def test_bad_grid_fails_before_any_run(corpus, monkeypatch):
+    calls = []
+    cls = METHODS["minhash"]
+    original = cls.sketch
+    monkeypatch.setattr(cls, "sketch", lambda self, texts: calls.append(1) or original(self, texts))
+    with pytest.raises(ValueError, match="threshold"):
+        tune(corpus, "minhash", grid={"threshold": [0.5, 2.0]})
+    with pytest.raises(ValueError, match="not a parameter of method 'minhash'"):
+        tune(corpus, "minhash", grid={"bogus": [1]})
+    with pytest.raises(ValueError, match="non-empty list"):
+        tune(corpus, "minhash", grid={"threshold": []})
+    assert calls == []
+
+
+def test_default_grids():
+    assert default_grid("minhash")["threshold"][0] == 0.1
+    assert default_grid("minhash")["threshold"][-1] == 0.9
+    assert default_grid("ngram")["threshold"][0] == 0.05
+    assert default_grid("simhash")["threshold"] == list(range(21))
+    assert default_grid("exact") == {}
+    assert set(DEFAULT_GRIDS) == set(METHODS)
+    with pytest.raises(ValueError, match="must be one of"):
+        default_grid("nope")
+
+
+def test_exact_has_nothing_to_tune(corpus):
+    result = tune(corpus, "exact")
+    assert len(result.points) == 1 and result.points[0]["values"] == {}
+    assert result.params == evaluate(corpus, "exact")["params"]
+
+
+def test_save_and_load_round_trip(corpus, tmp_path):
+    result = tune(corpus, "simhash", grid={"threshold": [2, 6]})
+    path = tmp_path / "out" / "tuning.json"
+    result.save(path)
+    data = json.loads(path.read_text())
+    assert data["format"] == "neardup-tuning/1"
+    assert data["method"] == "simhash" and data["split"] == "validation"
+    assert data["data_hash"] == corpus.select_split("validation").content_hash()
+    loaded = load_tuning(path)
+    assert loaded == result
+    # The loaded parameters run as they are (nested configs come back from dicts).
+    test = corpus.select_split("test")
+    report = evaluate(test, loaded.method, params=loaded.params, cluster=loaded.cluster)
+    assert report["params"] == result.params
+
+
+def test_load_tuning_rejects_other_files(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        load_tuning(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InputError, match="not a readable JSON"):
+        load_tuning(bad)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"method": "minhash"}))
+    with pytest.raises(InputError, match="not a neardup tuning file"):
+        load_tuning(other)
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"format": "neardup-tuning/1", "method": "minhash"}))
+    with pytest.raises(InputError, match="malformed tuning file"):
+        load_tuning(wrong)
