@@ -27,7 +27,7 @@ from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Method, Sketch
 from neardup.progress import progress_bar
 
-__all__ = ["ClusterConfig", "Result", "run", "KEEP_RULES"]
+__all__ = ["ClusterConfig", "CorpusSketch", "KEEP_RULES", "Result", "run", "run_on_sketch", "sketch_corpus"]
 
 KEEP_RULES = ("longest", "first")
 STATUS_OK = "ok"
@@ -298,6 +298,25 @@ def run(
     check_choice("run", "keep", keep, KEEP_RULES)
     timer = _Timer()
     corpus = sketch_corpus(batches, method, timer=timer, progress=progress, total=total)
+    return run_on_sketch(corpus, method, cluster=cluster, keep=keep, timer=timer)
+
+
+def run_on_sketch(
+    corpus: CorpusSketch,
+    method: Method,
+    *,
+    cluster: ClusterConfig = ClusterConfig(),
+    keep: str = "longest",
+    timer: _Timer | None = None,
+) -> Result:
+    """The corpus-wide stages of :func:`run` over an existing corpus sketch.
+
+    ``corpus`` must come from :func:`sketch_corpus` with a method whose
+    :meth:`~neardup.methods.Method.sketch_key` equals ``method``'s, so that sweeping
+    pair-only parameters (thresholds) re-uses one sketch.
+    """
+    check_choice("run_on_sketch", "keep", keep, KEEP_RULES)
+    timer = timer or _Timer()
     n_docs = corpus.n_docs
     sketch = corpus.sketch
     with timer.stage("pairs"):

@@ -30,7 +30,7 @@ from neardup.eval.metrics import cluster_metrics
 from neardup.graph import Pairs, canonical_labels
 from neardup.io.batch import DocumentBatch
 from neardup.methods import METHODS, Method, make_method
-from neardup.pipeline import ClusterConfig, run
+from neardup.pipeline import ClusterConfig, run, run_on_sketch, sketch_corpus
 
 __all__ = ["build_method", "cluster_config", "evaluate", "recall_at_k"]
 
@@ -111,6 +111,7 @@ def evaluate(
     cluster: ClusterConfig | Mapping[str, Any] | None = None,
     ks: Iterable[int] | None = None,
     progress: bool | None = False,
+    sketch_cache: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run ``method`` on the corpus texts and score its clusters against the ground truth.
 
@@ -131,6 +132,11 @@ def evaluate(
         :func:`recall_at_k`), under ``"retrieval"``. None skips it.
     progress : bool or None, default False
         Progress bar while sketching.
+    sketch_cache : dict or None, default None
+        Corpus sketches by :meth:`~neardup.methods.Method.sketch_key`; pass the same dict
+        to repeated calls on the same corpus (as :func:`~neardup.eval.tune` does) so
+        points that differ only in pair-stage parameters such as the threshold sketch the
+        corpus once.
 
     Returns
     -------
@@ -157,8 +163,15 @@ def evaluate(
     config = cluster_config(cluster)
     method_obj = build_method(method, params)
     start = time.perf_counter()
-    result = run(_batches(corpus), method_obj, cluster=config, progress=progress,
-                 total=len(corpus))
+    if sketch_cache is None:
+        result = run(_batches(corpus), method_obj, cluster=config, progress=progress,
+                     total=len(corpus))
+    else:
+        key = method_obj.sketch_key()
+        if key not in sketch_cache:
+            sketch_cache[key] = sketch_corpus(_batches(corpus), method_obj, progress=progress,
+                                              total=len(corpus))
+        result = run_on_sketch(sketch_cache[key], method_obj, cluster=config)
     seconds = time.perf_counter() - start
     out: dict[str, Any] = {
         "method": method,

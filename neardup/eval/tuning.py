@@ -333,12 +333,13 @@ def tune(
     for params in point_params:  # fail on a bad value before hours of sweeping
         build_method(method, params)
     points: list[dict[str, Any]] = []
+    sketches: dict[str, Any] = {}  # one corpus sketch per distinct sketch_key
     best_index = 0
     best_params: dict[str, Any] = {}
     with progress_bar(f"tuning {method}", total=len(combos), unit="points",
                       enabled=progress) as advance:
         for index, (values, params) in enumerate(zip(combos, point_params)):
-            report = evaluate(data, method, params=params, cluster=config)
+            report = evaluate(data, method, params=params, cluster=config, sketch_cache=sketches)
             point = {"values": values, **{m: report[m] for m in POINT_METRICS}}
             points.append(point)
             # Strictly greater: ties keep the first point in grid order.

@@ -80,6 +80,17 @@ class Method(ABC):
     """
 
     name: ClassVar[str]
+    #: Parameters that only :meth:`find_pairs` reads. Sweeping them (e.g. a threshold)
+    #: can reuse one corpus sketch; see :meth:`sketch_key`.
+    pair_params: ClassVar[frozenset[str]] = frozenset()
+
+    def sketch_key(self) -> str:
+        """A string equal for two instances exactly when their sketches are equal: the
+        parameters except :attr:`pair_params`, as sorted JSON."""
+        import json
+
+        params = {k: v for k, v in self.get_params().items() if k not in self.pair_params}
+        return json.dumps([self.name, params], sort_keys=True, default=str)
 
     def get_params(self) -> dict[str, Any]:
         """Constructor parameters by name; nested configs become dicts."""

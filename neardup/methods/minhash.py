@@ -191,6 +191,7 @@ class MinHashLSH(Method):
     """
 
     name = "minhash"
+    pair_params = frozenset({"threshold", "bands", "rows", "max_bucket_pairs"})
 
     def __init__(
         self,

@@ -455,6 +455,7 @@ class NGramOverlap(Method):
     """
 
     name = "ngram"
+    pair_params = frozenset({"threshold", "similarity", "max_df"})
 
     def __init__(
         self,

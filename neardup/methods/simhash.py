@@ -277,6 +277,7 @@ class SimHash(Method):
     """
 
     name = "simhash"
+    pair_params = frozenset({"threshold", "max_block_size"})
 
     def __init__(
         self,

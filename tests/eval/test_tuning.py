@@ -74,9 +74,12 @@ def test_tune_never_shows_a_test_text_to_the_method(corpus, method, monkeypatch)
     assert seen, "the method was never run"
     assert not test_texts & set(seen)
     assert not any("TESTONLY" in text for text in seen)
-    # Every point saw exactly the validation split, in order.
+    # Every sketch saw exactly the validation split, in order (points that differ only
+    # in pair-stage parameters share one sketch).
     n_points = max(1, int(np.prod([len(v) for v in SMALL_GRIDS[method].values()])))
-    assert seen == validation_texts * n_points
+    n_sketches = len(seen) // len(validation_texts)
+    assert 1 <= n_sketches <= n_points
+    assert seen == validation_texts * n_sketches
     assert result.n_docs == len(validation_texts)
     assert result.data_hash == corpus.select_split("validation").content_hash()
 
@@ -201,3 +204,19 @@ def test_load_tuning_rejects_other_files(tmp_path):
     wrong.write_text(json.dumps({"format": "neardup-tuning/1", "method": "minhash"}))
     with pytest.raises(InputError, match="malformed tuning file"):
         load_tuning(wrong)
+
+
+def test_threshold_sweep_sketches_the_corpus_once(corpus, monkeypatch):
+    calls = []
+    original = METHODS["minhash"].sketch
+
+    def counting_sketch(self, texts):
+        calls.append(len(texts))
+        return original(self, texts)
+
+    monkeypatch.setattr(METHODS["minhash"], "sketch", counting_sketch)
+    tune(corpus, "minhash", grid={"threshold": [0.2, 0.5, 0.8]})
+    assert sum(calls) == len(corpus.select_split("validation"))
+    calls.clear()
+    tune(corpus, "minhash", grid={"threshold": [0.5], "num_perm": [32, 64]})
+    assert sum(calls) == 2 * len(corpus.select_split("validation"))
