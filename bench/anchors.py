@@ -33,6 +33,7 @@ class DatasketchMinHashLSH(Method):
     """
 
     name = "datasketch-lsh"
+    pair_params = frozenset({"threshold"})
 
     def __init__(self, *, threshold: float = 0.5, num_perm: int = 10, n: int = 3) -> None:
         self.threshold = check_float("DatasketchMinHashLSH", "threshold", threshold, low=0.0, high=1.0)
@@ -54,12 +55,13 @@ class DatasketchMinHashLSH(Method):
             m.update_batch([g.encode("utf-8") for g in grams])
             hashvalues[i] = m.hashvalues
             counts[i] = len(grams)
-        probe = MinHash(num_perm=self.num_perm, seed=1)
-        self.scheme_, self.dtype_ = probe.scheme, probe.hashvalues.dtype
         return Sketch(counts, {"hashvalues": hashvalues})
 
     def find_pairs(self, sketch: Sketch) -> Pairs:
-        from datasketch import LeanMinHash, MinHashLSH
+        from datasketch import LeanMinHash, MinHash, MinHashLSH
+
+        probe = MinHash(num_perm=self.num_perm, seed=1)  # the scheme the sketch was made with
+        scheme, dtype = probe.scheme, probe.hashvalues.dtype
 
         threshold = min(max(self.threshold, 0.01), 0.99)
         lsh = MinHashLSH(threshold=threshold, num_perm=self.num_perm)
@@ -67,7 +69,7 @@ class DatasketchMinHashLSH(Method):
         hv = sketch.arrays["hashvalues"]
         lefts, rights = [], []
         for i in valid.tolist():
-            m = LeanMinHash(seed=1, hashvalues=hv[i].astype(self.dtype_), scheme=self.scheme_)
+            m = LeanMinHash(seed=1, hashvalues=hv[i].astype(dtype), scheme=scheme)
             for j in lsh.query(m):
                 lefts.append(j)
                 rights.append(i)

@@ -72,6 +72,7 @@ def dedup(
     keep: str = "longest",
     batch_size: int = 10_000,
     progress: bool | None = False,
+    pair_types: bool = True,
     **params: Any,
 ) -> Result:
     """Find near-duplicates in an in-memory corpus and cluster them.
@@ -89,6 +90,9 @@ def dedup(
         Which member represents each cluster.
     batch_size : int, default 10000
     progress : bool or None, default False
+    pair_types : bool, default True
+        Give every pair its duplicate type (exact, expanded, corrected, template, near) in
+        ``Result.pair_types``; costs a second look at the paired documents' texts.
     **params
         Method parameters (e.g. ``threshold=0.5, num_perm=128`` for "minhash"; see each
         method class) and clustering parameters: ``cluster`` ("components", "leiden",
@@ -121,4 +125,6 @@ def dedup(
     method_obj = make_method(method, **params)
     items = list(texts_or_records)
     batches = _in_memory_batches(items, text_field, id_field, batch_size)
-    return run(batches, method_obj, cluster=cluster, keep=keep, progress=progress, total=len(items))
+    reread = (lambda: _in_memory_batches(items, text_field, None, batch_size)) if pair_types else None
+    return run(batches, method_obj, cluster=cluster, keep=keep, progress=progress,
+               total=len(items), reread=reread)

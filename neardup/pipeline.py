@@ -12,7 +12,7 @@ corpus-wide stages. Raw text is never held beyond the batch being sketched.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -97,6 +97,12 @@ class Result:
         Method and clustering parameters, as written into output metadata.
     timings : dict of str -> float
         Seconds per stage.
+    pair_types : ndarray of str, shape (n_pairs,), or None
+        Duplicate type of each pair (``exact``, ``expanded``, ``corrected``, ``template``,
+        ``near``; see :mod:`neardup.graph.pair_types`), when computed.
+    outside_window : Pairs
+        Pairs a date-aware method (``sanderson``) matched but left out of the clustering
+        because their dates differ by more than its time window; reported separately.
     """
 
     ids: np.ndarray
@@ -109,6 +115,8 @@ class Result:
     method: str
     params: dict[str, Any]
     timings: dict[str, float] = field(default_factory=dict)
+    pair_types: np.ndarray | None = None
+    outside_window: Pairs = field(default_factory=Pairs.empty)
 
     @property
     def n_docs(self) -> int:
@@ -138,16 +146,20 @@ class Result:
         )
 
     def pairs_table(self) -> pa.Table:
-        """One row per scored edge: id_a, id_b, score, method."""
-        p = self.pairs
-        return pa.table(
-            {
-                "id_a": pa.array(self.ids[p.left].tolist(), pa.string()),
-                "id_b": pa.array(self.ids[p.right].tolist(), pa.string()),
-                "score": pa.array(p.score, pa.float32()),
-                "method": pa.array([self.method] * len(p), pa.string()),
-            }
-        )
+        """One row per scored edge: id_a, id_b, score, method, type (when computed), and
+        outside_window (true for date-window rejects, listed after the edges)."""
+        p = Pairs.concat([self.pairs, self.outside_window])
+        n_edges, n_outside = len(self.pairs), len(self.outside_window)
+        columns = {
+            "id_a": pa.array(self.ids[p.left].tolist(), pa.string()),
+            "id_b": pa.array(self.ids[p.right].tolist(), pa.string()),
+            "score": pa.array(p.score, pa.float32()),
+            "method": pa.array([self.method] * len(p), pa.string()),
+        }
+        if self.pair_types is not None:
+            columns["type"] = pa.array(self.pair_types.tolist(), pa.string())
+        columns["outside_window"] = pa.array([False] * n_edges + [True] * n_outside, pa.bool_())
+        return pa.table(columns)
 
     def summary(self) -> dict[str, Any]:
         """Counts for the end-of-run report."""
@@ -162,6 +174,12 @@ class Result:
             "empty_documents": int((self.status == STATUS_EMPTY).sum()),
             "template_documents": int(self.template.sum()),
             "pairs": len(self.pairs),
+            **({"pairs_outside_time_window": len(self.outside_window)} if len(self.outside_window) else {}),
+            **(
+                {f"pairs_{t}": int(n) for t, n in zip(*np.unique(self.pair_types, return_counts=True))}
+                if self.pair_types is not None and self.pair_types.size
+                else {}
+            ),
         }
 
 
@@ -279,6 +297,7 @@ def run(
     keep: str = "longest",
     progress: bool | None = None,
     total: int | None = None,
+    reread: Callable[[], Iterable[DocumentBatch]] | None = None,
 ) -> Result:
     """Run ``method`` over ``batches`` and cluster the result.
 
@@ -294,11 +313,46 @@ def run(
         Show a progress bar; None shows it when stderr is a terminal.
     total : int or None
         Number of documents, if known, for the progress bar.
+    reread : callable or None, default None
+        Returns the same batches again. When given, a second pass reads the texts of the
+        paired documents (only those) to give every pair its duplicate type
+        (``Result.pair_types``); raw text is never held for the whole corpus.
     """
     check_choice("run", "keep", keep, KEEP_RULES)
     timer = _Timer()
     corpus = sketch_corpus(batches, method, timer=timer, progress=progress, total=total)
-    return run_on_sketch(corpus, method, cluster=cluster, keep=keep, timer=timer)
+    result = run_on_sketch(corpus, method, cluster=cluster, keep=keep, timer=timer)
+    if reread is not None:
+        with timer.stage("pair types"):
+            result.pair_types = pair_types(result, method, reread(), corpus.sketch.dates)
+    return result
+
+
+def pair_types(
+    result: Result, method: Method, batches: Iterable[DocumentBatch], dates: np.ndarray | None
+) -> np.ndarray:
+    """Duplicate type of each pair of ``result`` (edges first, then outside-window pairs),
+    reading from ``batches`` only the texts of documents that appear in a pair."""
+    from neardup.graph.pair_types import classify_pairs
+    from neardup.text import NormalizeConfig, normalize_batch
+
+    pairs = Pairs.concat([result.pairs, result.outside_window])
+    if len(pairs) == 0:
+        return np.empty(0, dtype=object)
+    needed = np.zeros(result.n_docs, dtype=bool)
+    needed[pairs.left] = True
+    needed[pairs.right] = True
+    config = getattr(method, "normalize", None) or NormalizeConfig()
+    texts: dict[int, str] = {}
+    start = 0
+    for batch in batches:
+        positions = np.flatnonzero(needed[start : start + len(batch)])
+        if positions.size:
+            chosen = normalize_batch([batch.texts[i] for i in positions.tolist()], config)
+            texts.update(zip((start + positions).tolist(), chosen))
+        start += len(batch)
+    types = classify_pairs(pairs, texts, dates=dates, cluster_sizes=result.cluster_size)
+    return np.asarray(types, dtype=object)
 
 
 def run_on_sketch(
@@ -341,6 +395,7 @@ def run_on_sketch(
         status=status,
         template=clustering.oversized,
         pairs=pairs,
+        outside_window=getattr(method, "outside_window_", None) or Pairs.empty(),
         method=method.name,
         params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep},
         timings=timer.seconds,

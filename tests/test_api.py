@@ -22,7 +22,8 @@ def test_records_with_ids_and_representatives():
 def test_pairs_table_uses_ids():
     r = neardup.dedup(["x y z w", "x y z w", "q"], method="exact")
     table = r.pairs_table().to_pylist()
-    assert table == [{"id_a": "0", "id_b": "1", "score": 1.0, "method": "exact"}]
+    assert table == [{"id_a": "0", "id_b": "1", "score": 1.0, "method": "exact", "type": "exact",
+                      "outside_window": False}]
 
 
 @pytest.mark.parametrize(
@@ -63,3 +64,18 @@ def test_community_detection_and_oversized_through_api():
     r = neardup.dedup(texts, method="exact", cluster="leiden", max_cluster_size=3, oversized="split")
     assert r.template.tolist() == [True] * 5 + [False] * 2
     assert r.cluster_size.tolist() == [1] * 5 + [2] * 2
+
+
+def test_pair_types_for_every_method_output():
+    story = ("The company said first quarter profit rose to 12 mln dlrs from eight mln dlrs a "
+             "year ago on higher sales of its industrial products in Europe and Asia.")
+    texts = [story, story.upper(), story + " The company also said it would expand its plant "
+             "in Ohio next year, creating jobs.", "Unrelated words about the weather today."]
+    r = neardup.dedup(texts, method="ngram", threshold=0.5, similarity="containment")
+    types = dict(zip(zip(r.pairs.left.tolist(), r.pairs.right.tolist()), r.pair_types.tolist()))
+    assert types[(0, 1)] == "exact"
+    assert types[(0, 2)] == "expanded"
+    assert "type" in r.pairs_table().column_names
+    assert r.summary()["pairs_exact"] >= 1
+    off = neardup.dedup(texts, method="ngram", pair_types=False)
+    assert off.pair_types is None and "type" not in off.pairs_table().column_names

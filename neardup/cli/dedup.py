@@ -60,7 +60,8 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
               help="Write one row per input document (id, cluster, cluster_size, "
                    "representative, status, template): .parquet, .jsonl or .csv.")
 @click.option("--pairs-out", type=click.Path(path_type=Path), default=None,
-              help="Write the scored edges (id_a, id_b, score, method).")
+              help="Write the scored edges (id_a, id_b, score, method, type = exact / "
+                   "expanded / corrected / template / near, outside_window).")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=None,
               help="Write the de-duplicated corpus (one representative per cluster, all "
                    "fields kept): .jsonl, .jsonl.gz, .parquet or .csv.")
@@ -94,8 +95,10 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         cluster = cluster_config_from_options(opts, seed=opts["seed"])
         reader = reader_config_from_options(opts)
         progress = False if opts["quiet"] else opts["progress"]
+        # Pair types need a second read of the paired documents: only when pairs are written.
+        reread = (lambda: read_corpus(list(inputs), reader)) if opts["pairs_out"] else None
         result = run(read_corpus(list(inputs), reader), method_obj, cluster=cluster,
-                     keep=opts["keep"], progress=progress)
+                     keep=opts["keep"], progress=progress, reread=reread)
         write_seconds = _write_outputs(result, inputs, reader, opts, write_table, write_records,
                                        iter_records)
     except (NeardupError, ValueError) as exc:

@@ -13,6 +13,7 @@ from neardup.methods.base import Method, Sketch
 from neardup.methods.exact import ExactHash
 from neardup.methods.minhash import MinHash, MinHashLSH
 from neardup.methods.ngram import NGramOverlap
+from neardup.methods.sanderson import Sanderson
 from neardup.methods.simhash import SimHash
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "MinHash",
     "MinHashLSH",
     "NGramOverlap",
+    "Sanderson",
     "SimHash",
     "Sketch",
     "make_method",
@@ -33,6 +35,7 @@ METHODS: dict[str, type[Method]] = {
     NGramOverlap.name: NGramOverlap,
     MinHashLSH.name: MinHashLSH,
     SimHash.name: SimHash,
+    Sanderson.name: Sanderson,
 }
 
 

@@ -62,6 +62,8 @@ def test_dedup_writes_all_outputs(tmp_path, corpus, method):
     kept = [json.loads(line) for line in (out / "d.jsonl").read_text().splitlines()]
     assert len(kept) == sum(c["representative"] for c in clusters)
     assert all(set(k) == {"doc", "body", "source"} for k in kept)  # input record shape
+    pair_rows = (out / "p.csv").read_text().splitlines()
+    assert pair_rows[0] == "id_a,id_b,score,method,type,outside_window"
     report = json.loads((out / "r.json").read_text())
     assert report["summary"]["documents"] == len(rows)
     meta = json.loads(pq.read_schema(out / "c.parquet").metadata[b"neardup"])

@@ -22,6 +22,7 @@ SMALL_GRIDS = {
     "ngram": {"threshold": [0.2, 0.5]},
     "simhash": {"threshold": [3, 10]},
     "exact": {},
+    "sanderson": {"threshold": [0.5, 0.8]},
 }
 
 

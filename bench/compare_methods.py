@@ -1,0 +1,157 @@
+"""Compare every method on the standard benchmark: tune on validation, report on test.
+
+For each entry below and each clustering (connected components, Leiden), the threshold
+(and any other listed parameter) is swept on the validation split only; the best point
+by ARI is then run once on the test split. Writes a markdown table and a plot of
+validation ARI against threshold per method.
+
+    python bench/compare_methods.py [--benchmark benchmarks/reuters-news] \
+        [--out docs/method-comparison.md] [--plot docs/ari-vs-threshold.png]
+
+Adding a method to the comparison is one line in ENTRIES.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anchors
+
+from neardup.eval import evaluate, load_labeled, tune
+from neardup.eval.tuning import default_grid
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Entry:
+    label: str
+    method: str
+    params: dict = field(default_factory=dict)
+    grid: dict | None = None  # None: the method's default grid
+
+
+PAPER_MINHASH = {"num_perm": 10, "verify": "none"}
+ENTRIES = [
+    Entry("exact (normalized hash)", "exact"),
+    Entry("ngram: exact word 3-gram Jaccard", "ngram"),
+    Entry("ngram: word 3-gram containment", "ngram", {"similarity": "containment"}),
+    Entry("minhash: paper settings (10 perms, 3-grams, band collisions)", "minhash", PAPER_MINHASH),
+    Entry("minhash: 128 perms, tuned", "minhash"),
+    Entry("minhash: char 10-grams, tuned", "minhash", {"shingle": {"unit": "char", "n": 10}}),
+    Entry("simhash: word 3-grams", "simhash"),
+    Entry("datasketch MinHashLSH (paper anchor: 10 perms, 3-grams)", "datasketch-lsh",
+          grid={"threshold": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]}),
+]
+CLUSTERINGS = {"components": {"algorithm": "components"}, "leiden": {"algorithm": "leiden"}}
+
+
+def _load(benchmark: Path):
+    files = [benchmark / f"{split}.jsonl.gz" for split in ("validation", "test")]
+    missing = [str(f) for f in files if not f.exists()]
+    if missing:
+        raise SystemExit(f"missing benchmark files: {missing}; see benchmarks/README.md")
+    return load_labeled(files)
+
+
+def _fmt_params(values: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items()) or "—"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--benchmark", type=Path, default=ROOT / "benchmarks" / "reuters-news")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "method-comparison.md")
+    parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "ari-vs-threshold.png")
+    parser.add_argument("--only", nargs="*", help="run only entries whose label contains one of these")
+    args = parser.parse_args()
+    anchors.register()
+    corpus = _load(args.benchmark)
+    validation, test = corpus.select_split("validation"), corpus.select_split("test")
+    rows, curves = [], []
+    for entry in ENTRIES:
+        if args.only and not any(o in entry.label for o in args.only):
+            continue
+        grid = entry.grid if entry.grid is not None else default_grid(entry.method)
+        for cname, cluster in CLUSTERINGS.items():
+            start = time.perf_counter()
+            tuned = tune(corpus, entry.method, split="validation", grid=grid,
+                         base_params=entry.params, cluster=cluster)
+            tune_seconds = time.perf_counter() - start
+            report = evaluate(test, entry.method, params=tuned.params, cluster=tuned.cluster)
+            chosen = tuned.best["values"]
+            rows.append({
+                "label": entry.label, "clustering": cname, "chosen": chosen,
+                "validation_ari": tuned.best_score, "test": report, "tune_seconds": tune_seconds,
+            })
+            curves.append((entry.label, cname, [p["values"] for p in tuned.points],
+                           [p["ari"] for p in tuned.points]))
+            print(f"{entry.label:60} {cname:10} val {tuned.best_score:.3f} test "
+                  f"{report['ari']:.3f} ({_fmt_params(chosen)})", flush=True)
+    _write_table(args, rows, validation, test)
+    _plot(args.plot, curves)
+
+
+def _write_table(args, rows, validation, test) -> None:
+    lines = [
+        "# Method comparison on the standard benchmark",
+        "",
+        f"Benchmark: `{args.benchmark.relative_to(ROOT)}` — validation {len(validation):,} "
+        f"documents / {len(set(validation.clusters.tolist())):,} true clusters; test "
+        f"{len(test):,} documents / {len(set(test.clusters.tolist())):,} true clusters. "
+        "Parameters are tuned on validation (max ARI), then run once on test.",
+        "",
+        "Regenerate (about ten minutes on 2 cores):",
+        "",
+        "    make install-test && .venv/bin/python bench/compare_methods.py",
+        "",
+        "| method | clustering | chosen on validation | validation ARI | test ARI | test precision | test recall | test F1 | test time (s) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        t = r["test"]
+        lines.append(
+            f"| {r['label']} | {r['clustering']} | {_fmt_params(r['chosen'])} | "
+            f"{r['validation_ari']:.3f} | **{t['ari']:.3f}** | {t['precision']:.3f} | "
+            f"{t['recall']:.3f} | {t['f1']:.3f} | {t['seconds']:.1f} |"
+        )
+    lines += ["", f"![validation ARI against threshold]({args.plot.name})", ""]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines))
+    raw = args.out.with_suffix(".json")
+    raw.write_text(json.dumps(rows, indent=2, default=str) + "\n")
+    print(f"wrote {args.out} and {raw}")
+
+
+def _plot(path: Path, curves) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    for label, cname, values, aris in curves:
+        if not values or "threshold" not in values[0]:
+            continue
+        thresholds = [v["threshold"] for v in values]
+        ax = axes[1] if label.startswith("simhash") else axes[0]
+        ax.plot(thresholds, aris, marker="o", markersize=3,
+                linestyle="-" if cname == "components" else "--", label=f"{label} [{cname}]")
+    axes[0].set_xlabel("similarity threshold (Jaccard / containment)")
+    axes[1].set_xlabel("max Hamming distance (bits)")
+    for ax in axes:
+        ax.set_ylabel("validation ARI")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.suptitle("ARI on the validation split against the threshold (solid: components, dashed: Leiden)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
