@@ -81,7 +81,8 @@ def dedup(
     ----------
     texts_or_records : sequence of str, or of mappings with a text field
     method : str, default "minhash"
-        One of ``neardup.METHODS``: "exact", "ngram", "minhash", "simhash".
+        One of ``neardup.METHODS``: "exact", "ngram", "minhash", "simhash", "sanderson",
+        "spotsigs", "wminhash".
     text_field : str, default "text"
         Field holding the text, for mappings.
     id_field : str or None, default None

@@ -15,6 +15,7 @@ from neardup.methods.minhash import MinHash, MinHashLSH
 from neardup.methods.ngram import NGramOverlap
 from neardup.methods.sanderson import Sanderson
 from neardup.methods.simhash import SimHash
+from neardup.methods.spotsigs import SpotSigs
 
 __all__ = [
     "METHODS",
@@ -25,6 +26,7 @@ __all__ = [
     "NGramOverlap",
     "Sanderson",
     "SimHash",
+    "SpotSigs",
     "Sketch",
     "make_method",
     "method_parameters",
@@ -36,6 +38,7 @@ METHODS: dict[str, type[Method]] = {
     MinHashLSH.name: MinHashLSH,
     SimHash.name: SimHash,
     Sanderson.name: Sanderson,
+    SpotSigs.name: SpotSigs,
 }
 
 

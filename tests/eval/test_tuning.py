@@ -23,6 +23,7 @@ SMALL_GRIDS = {
     "simhash": {"threshold": [3, 10]},
     "exact": {},
     "sanderson": {"threshold": [0.5, 0.8]},
+    "spotsigs": {"threshold": [0.3, 0.6]},
 }
 
 
