@@ -100,6 +100,10 @@ class Result:
     pair_types : ndarray of str, shape (n_pairs,), or None
         Duplicate type of each pair (``exact``, ``expanded``, ``corrected``, ``template``,
         ``near``; see :mod:`neardup.graph.pair_types`), when computed.
+    template_groups : ndarray of int64, shape (n_docs,), or None
+        The cluster each document had before oversized clusters were split (equal to
+        ``clusters`` unless ``oversized="split"``); groups the template clusters in
+        :meth:`template_clusters`.
     outside_window : Pairs
         Pairs a date-aware method (``sanderson``) matched but left out of the clustering
         because their dates differ by more than its time window; reported separately.
@@ -117,6 +121,7 @@ class Result:
     timings: dict[str, float] = field(default_factory=dict)
     pair_types: np.ndarray | None = None
     outside_window: Pairs = field(default_factory=Pairs.empty)
+    template_groups: np.ndarray | None = None
 
     @property
     def n_docs(self) -> int:
@@ -160,6 +165,20 @@ class Result:
             columns["type"] = pa.array(self.pair_types.tolist(), pa.string())
         columns["outside_window"] = pa.array([False] * n_edges + [True] * n_outside, pa.bool_())
         return pa.table(columns)
+
+    def template_clusters(self, examples: int = 3) -> list[dict[str, Any]]:
+        """Clusters flagged as oversized (templates, boilerplate), largest first: ``cluster``,
+        ``size`` and up to ``examples`` member ids. With ``oversized="split"`` the members
+        are singletons in ``clusters`` but are still reported here, grouped as found."""
+        if not self.template.any():
+            return []
+        members = np.flatnonzero(self.template)
+        groups = self.template_groups[members]
+        out = []
+        for group in np.unique(groups).tolist():
+            ids = self.ids[members[groups == group]]
+            out.append({"cluster": int(group), "size": int(ids.size), "examples": ids[:examples].tolist()})
+        return sorted(out, key=lambda c: (-c["size"], c["cluster"]))
 
     def summary(self) -> dict[str, Any]:
         """Counts for the end-of-run report."""
@@ -394,6 +413,7 @@ def run_on_sketch(
         representative=representative,
         status=status,
         template=clustering.oversized,
+        template_groups=clustering.groups if clustering.groups is not None else clustering.labels,
         pairs=pairs,
         outside_window=getattr(method, "outside_window_", None) or Pairs.empty(),
         method=method.name,

@@ -79,3 +79,12 @@ def test_pair_types_for_every_method_output():
     assert r.summary()["pairs_exact"] >= 1
     off = neardup.dedup(texts, method="ngram", pair_types=False)
     assert off.pair_types is None and "type" not in off.pairs_table().column_names
+
+
+def test_template_clusters_reported_separately():
+    texts = ["alpha beta gamma delta epsilon"] * 5 + ["zeta eta theta iota kappa"] * 2 + ["solo"]
+    r = neardup.dedup(texts, method="exact", max_cluster_size=3, oversized="split")
+    assert r.template_clusters() == [{"cluster": 0, "size": 5, "examples": ["0", "1", "2"]}]
+    assert r.summary()["template_documents"] == 5
+    flagged = neardup.dedup(texts, method="exact", max_cluster_size=3)
+    assert flagged.template_clusters()[0]["size"] == 5 and flagged.cluster_size[0] == 5

@@ -29,10 +29,10 @@ _ROWS = (
     ("cluster size: max", "cluster_size_max"),
     ("positive pairs", "positive_pairs"),
     ("negative pairs", "negative_pairs"),
-    ("word-3-gram Jaccard: positive pairs", "jaccard_positive_mean"),
+    ("Jaccard: positive pairs", "jaccard_positive_mean"),
     ("hard-negative pairs", "hard_negative_pairs"),
-    ("word-3-gram Jaccard: hard-negative pairs", "jaccard_hard_negative_mean"),
-    ("word-3-gram Jaccard: random negative pairs", "jaccard_random_negative_mean"),
+    ("Jaccard: hard-negative pairs", "jaccard_hard_negative_mean"),
+    ("Jaccard: random negative pairs", "jaccard_random_negative_mean"),
     ("days", "days"),
     ("source stories", "sources"),
 )
@@ -42,6 +42,8 @@ def _cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
+        if value.is_integer() and value >= 1:  # a median of sizes
+            return f"{value:,.0f}"
         return f"{value:.3f}" if value < 10 else f"{value:,.1f}"
     if isinstance(value, int):
         return f"{value:,}"
@@ -53,13 +55,15 @@ def stats_rows(stats: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[s
     (column names, rows of [label, value per split...])."""
     columns = list(stats)
     rows = [[label, *(_cell(stats[c].get(key)) for c in columns)] for label, key in _ROWS]
-    by_kind = sorted({k for c in columns for k in stats[c].get("jaccard_hard_negative_by_kind", {})})
+    by_kind = sorted(
+        {k for c in columns for k in stats[c].get("jaccard_hard_negative_by_kind", {})}
+    )
     for kind in by_kind:
-        rows.append([f"word-3-gram Jaccard: {kind}",
-                     *(_cell(stats[c]["jaccard_hard_negative_by_kind"].get(kind)) for c in columns)])  # fmt: skip
+        values = (stats[c]["jaccard_hard_negative_by_kind"].get(kind) for c in columns)
+        rows.append([f"Jaccard: {kind}", *map(_cell, values)])
     kinds = sorted({k for c in columns for k in stats[c].get("kinds", {})})
     for kind in kinds:
-        rows.append([f"documents: {kind}", *(_cell(stats[c]["kinds"].get(kind, 0)) for c in columns)])
+        rows.append([f"docs: {kind}", *(_cell(stats[c]["kinds"].get(kind, 0)) for c in columns)])
     return columns, rows
 
 
@@ -67,7 +71,10 @@ def _print_stats(stats: dict[str, dict[str, Any]], info: dict[str, Any], console
     from rich.table import Table
 
     columns, rows = stats_rows(stats)
-    table = Table(title=f"neardup augment --profile {info['profile']} --seed {info['seed']}")
+    table = Table(
+        title=f"neardup augment --profile {info['profile']} --seed {info['seed']}",
+        caption="Jaccard: mean word-3-gram Jaccard after neardup's normalization",
+    )
     table.add_column("statistic")
     for column in columns:
         table.add_column(column, justify="right")
@@ -76,7 +83,8 @@ def _print_stats(stats: dict[str, dict[str, Any]], info: dict[str, Any], console
     console.print(table)
     notes = [
         f"stories: {info['stories_used']:,} used of {info['stories_in']:,} "
-        f"({info['skipped']['short']:,} too short, {info['skipped']['empty']:,} empty)",
+        f"({info['skipped']['short']:,} too short, {info['skipped']['empty']:,} empty, "
+        f"{info['skipped']['undated']:,} undated among dated)",
         f"real duplicates: {info['duplicate_groups']:,} groups; template families: "
         f"{info['families']:,}",
         f"noise scale: {info['noise_scale']:.4g}",
@@ -88,15 +96,17 @@ def _print_stats(stats: dict[str, dict[str, Any]], info: dict[str, Any], console
             f"{calibration['estimate']:.3f} for target {calibration['target']:.3f})"
         )
     for name, split in info["splits"].items():
-        notes.append(f"{name}: days {', '.join(split['days'])}; "
-                     f"{split['other_day_stories']} stories of other days kept with their family")  # fmt: skip
+        notes.append(
+            f"{name}: days {', '.join(split['days'])}; {split['other_day_stories']} "
+            "stories of other days kept with their family"
+        )
     for note in notes:
         console.print(f"[dim]{note}[/dim]")
 
 
 def _stories(inputs: tuple[Path, ...], opts: dict[str, Any], console: Any) -> list[dict]:
     """Read INPUT (or Reuters-21578) into the story fields build_benchmark reads."""
-    from neardup.io import ReaderConfig, find_reuters_dir, iter_records
+    from neardup.io import ReaderConfig, detect_format, find_reuters_dir, iter_records
 
     paths = list(inputs)
     if not paths:
@@ -107,15 +117,20 @@ def _stories(inputs: tuple[Path, ...], opts: dict[str, Any], console: Any) -> li
         console.print(f"[dim]no INPUT given: reading Reuters-21578 from {root}[/dim]")
     fields = {"id": opts["id_field"], "text": opts["text_field"], "date": opts["date_field"],
               "topics": opts["topics_field"]}  # fmt: skip
-    stories = []
+    stories: list[dict] = []
+    limit = opts["limit"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for record in iter_records(paths, ReaderConfig(limit=opts["limit"])):
-            story = {name: record.get(key) for name, key in fields.items()}
-            for extra in ("title", "dateline", "body"):  # Reuters' parts, when present
-                if extra in record:
-                    story[extra] = record[extra]
-            stories.append(story)
+        for path in paths:
+            if limit is not None and len(stories) >= limit:
+                break
+            # Reuters stories keep headline, dateline and body apart (see prepare_stories).
+            parts = ("title", "dateline", "body") if detect_format(path) == "reuters" else ()
+            config = ReaderConfig(limit=None if limit is None else limit - len(stories))
+            for record in iter_records([path], config):
+                story = {name: record.get(key) for name, key in fields.items()}
+                story.update((part, record.get(part)) for part in parts)
+                stories.append(story)
     for warning in caught:
         console.print(f"[dim]warning: {warning.message}[/dim]")
     return stories
@@ -137,63 +152,128 @@ def _write(records: list[dict], out: Path) -> list[tuple[Path, int]]:
 
 @click.command("augment")
 @click.argument("inputs", nargs=-1, type=click.Path(exists=True, path_type=Path))
-@click.option("--profile", type=click.Choice(["news", "adversarial"]), default="news",
-              show_default=True,
-              help="news: NEWS-COPY-like newspaper reprints (headline dropped or kept, dateline "
-                   "and byline changes, missing lead, abridgement, dropped and inserted "
-                   "sentences, OCR noise). adversarial: W4NT3D-like, the clean story plus "
-                   "copies with sentence/word/character edits, typos, homoglyphs, invisible "
-                   "characters, case changes and padding.")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seeds every random choice; the same INPUT and seed give byte-identical "
-                   "output.")
-@click.option("--out", "out", type=click.Path(path_type=Path), required=True,
-              help="Output records: .jsonl, .jsonl.gz, .parquet or .csv, written atomically. "
-                   "A name containing '{split}' (e.g. 'bench/{split}.jsonl.gz') writes one "
-                   "file per split.")
-@click.option("--splits", default="validation=4000,test=4000", show_default=True,
-              help="Splits to build, NAME=SIZE joined by commas; names train, validation, "
-                   "test. SIZE: a target number of documents (int), a fraction of the "
-                   "stories (e.g. 0.1) or 'rest'. Each split takes whole days of stories "
-                   "(full-day samples); splits share no source story, duplicate group or "
-                   "template family.")
-@click.option("--mean-cluster-size", type=float, default=6.0, show_default=True,
-              help="Mean documents per cluster, singletons included (long-tailed sizes).")
-@click.option("--max-cluster-size", type=int, default=200, show_default=True,
-              help="Largest cluster.")
-@click.option("--hard-negative-share", type=float, default=0.2, show_default=True,
-              help="Share of clusters given one labelled hard negative: an updated story "
-                   "(about half its sentences replaced), a same-day story on the same topic, "
-                   "or one sharing a quoted sentence. Real template stories come on top.")
-@click.option("--target-jaccard", type=float, default=None,
-              help="Calibrate the noise so that the mean word-3-gram Jaccard of positive "
-                   "pairs in the test split is about this (default: 0.30, NEWS-COPY's, for "
-                   "news; off for adversarial). 0 turns calibration off.")
-@click.option("--noise-scale", type=float, default=None,
-              help="Fixed multiplier of the drawn noise rates instead of calibrating "
-                   "(news: OCR severity, log-uniform in [0.005, 0.08]; adversarial: edit "
-                   "rate, uniform in [0.05, 0.25]).")
-@click.option("--rate", type=float, default=None,
-              help="One fixed noise rate for every copy (news: OCR severity; adversarial: "
-                   "word- and character-level edit rate, W4NT3D uses up to 0.25); turns "
-                   "calibration off.")
-@click.option("--min-words", type=int, default=20, show_default=True,
-              help="Skip stories with fewer words.")
-@click.option("--text-field", default="text", show_default=True,
-              help="Field holding the story text (JSONL, Parquet, CSV/TSV).")
-@click.option("--id-field", default="id", show_default=True,
-              help="Field holding a unique story id (missing: the row number).")
-@click.option("--date-field", default="date", show_default=True,
-              help="Field holding an ISO 8601 date; stories without one form pseudo-days of "
-                   "250 in input order.")
-@click.option("--topics-field", default="topics", show_default=True,
-              help="Field holding a list of topic labels, used to pick same-topic hard "
-                   "negatives (optional).")
+@click.option(
+    "--profile",
+    type=click.Choice(["news", "adversarial"]),
+    default="news",
+    show_default=True,
+    help="news: NEWS-COPY-like newspaper reprints (headline dropped or kept, dateline "
+    "and byline changes, missing lead, abridgement, dropped and inserted "
+    "sentences, OCR noise). adversarial: W4NT3D-like, the clean story plus "
+    "copies with sentence/word/character edits, typos, homoglyphs, invisible "
+    "characters, case changes and padding.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seeds every random choice; the same INPUT and seed give byte-identical output.",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Output records: .jsonl, .jsonl.gz, .parquet or .csv, written atomically. "
+    "A name containing '{split}' (e.g. 'bench/{split}.jsonl.gz') writes one "
+    "file per split.",
+)
+@click.option(
+    "--splits",
+    default="validation=4000,test=4000",
+    show_default=True,
+    help="Splits to build, NAME=SIZE joined by commas; names train, validation, "
+    "test. SIZE: a target number of documents (int), a fraction of the "
+    "stories (e.g. 0.1) or 'rest'. Each split takes whole days of stories "
+    "(full-day samples); splits share no source story, duplicate group or "
+    "template family.",
+)
+@click.option(
+    "--mean-cluster-size",
+    type=float,
+    default=6.0,
+    show_default=True,
+    help="Mean documents per cluster, singletons included (long-tailed sizes).",
+)
+@click.option(
+    "--max-cluster-size", type=int, default=200, show_default=True, help="Largest cluster."
+)
+@click.option(
+    "--hard-negative-share",
+    type=float,
+    default=0.2,
+    show_default=True,
+    help="Share of clusters given one labelled hard negative: an updated story "
+    "(about half its sentences replaced), a same-day story on the same topic, "
+    "or one sharing a quoted sentence. Real template stories come on top.",
+)
+@click.option(
+    "--target-jaccard",
+    type=float,
+    default=None,
+    help="Calibrate the noise so that the mean word-3-gram Jaccard of positive "
+    "pairs in the test split is about this (default: 0.30, NEWS-COPY's, for "
+    "news; off for adversarial). 0 turns calibration off.",
+)
+@click.option(
+    "--noise-scale",
+    type=float,
+    default=None,
+    help="Fixed multiplier of the drawn noise rates instead of calibrating "
+    "(news: OCR severity, log-uniform in [0.005, 0.08]; adversarial: edit "
+    "rate, uniform in [0.05, 0.25]).",
+)
+@click.option(
+    "--rate",
+    type=float,
+    default=None,
+    help="One fixed noise rate for every copy (news: OCR severity; adversarial: "
+    "word- and character-level edit rate, W4NT3D uses up to 0.25); turns "
+    "calibration off.",
+)
+@click.option(
+    "--min-words", type=int, default=20, show_default=True, help="Skip stories with fewer words."
+)
+@click.option(
+    "--text-field",
+    default="text",
+    show_default=True,
+    help="Field holding the story text (JSONL, Parquet, CSV/TSV).",
+)
+@click.option(
+    "--id-field",
+    default="id",
+    show_default=True,
+    help="Field holding a unique story id (missing: the row number).",
+)
+@click.option(
+    "--date-field",
+    default="date",
+    show_default=True,
+    help="Field holding an ISO 8601 date. Stories without one are skipped when "
+    "others have one; if none has, stories form pseudo-days of 250 in input "
+    "order.",
+)
+@click.option(
+    "--topics-field",
+    default="topics",
+    show_default=True,
+    help="Field holding a list of topic labels, used to pick same-topic hard negatives (optional).",
+)
 @click.option("--limit", type=int, default=None, help="Read at most this many stories.")
-@click.option("--stats", "stats_out", type=click.Path(path_type=Path), default=None,
-              help="Write the statistics, the run description and the parameters as JSON.")
-@click.option("--progress/--no-progress", default=None,
-              help="Show progress bars (default: when stderr is a terminal).")
+@click.option(
+    "--stats",
+    "stats_out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the statistics, the run description and the parameters as JSON.",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show progress bars (default: when stderr is a terminal).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def augment_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     """Build a labelled near-duplicate benchmark from clean, dated stories in INPUT.

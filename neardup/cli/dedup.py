@@ -140,6 +140,7 @@ def _write_outputs(result, inputs, reader, opts, write_table, write_records, ite
             "params": result.params,
             "timings_seconds": result.timings,
             "inputs": [str(p) for p in inputs],
+            "template_clusters": result.template_clusters(),
         }
         with atomic_path(opts["report"]) as tmp:
             Path(tmp).write_text(json.dumps(report, indent=2, sort_keys=True, default=str) + "\n")

@@ -11,6 +11,11 @@ Two kinds of noise are modelled:
   substitution and transposition, plus homoglyphs, invisible characters, case changes
   and hash-busting padding as seen in spam.
 
+Two edits make *different* stories that look alike (hard negatives, Silcock et al. sec.
+3.3): :func:`replace_sentences` turns a story into an update of itself, and
+:func:`quoted_sentences` finds the quotes one story can lend another (inserted with
+:func:`insert_local_sentences`).
+
 Every function takes an explicit ``numpy.random.Generator`` and returns a new string, so
 the same text and seed always give byte-identical output. :func:`reprint` combines the
 families into one noisy copy and reports what it did; :func:`reprint_cluster_sizes` draws
@@ -48,6 +53,8 @@ __all__ = [
     "ocr_noise",
     "pad",
     "paragraph_spans",
+    "quoted_sentences",
+    "replace_sentences",
     "reprint",
     "reprint_cluster_sizes",
     "sentence_edits",
@@ -672,6 +679,78 @@ def insert_local_sentences(
         seps.insert(slot + offset, " ")
         sents.insert(slot + offset, donors[pick].strip())
     return _join(seps, sents, tail, [True] * len(sents), seps[0])
+
+
+def replace_sentences(
+    text: str,
+    rng: np.random.Generator,
+    donor_sentences: Sequence[str],
+    fraction: float = 0.5,
+) -> str:
+    """Replace a fixed share of the sentences by donor sentences, as an updated story does.
+
+    Models a wire story rewritten for breaking news (Silcock et al. 2022, sec. 3.3: such
+    updates are *different* articles): ``round(fraction * n)`` of the ``n`` sentences, at
+    positions drawn without replacement, are replaced by consecutive donor sentences
+    (starting at a random donor), so new material arrives in runs as rewritten paragraphs
+    do. At least one sentence is replaced and, when there are two or more, at least one
+    is kept. The other sentences and all separators stay as they are. Blank text or an
+    empty donor list returns ``text`` unchanged.
+
+    Parameters
+    ----------
+    text : str
+    rng : numpy.random.Generator
+    donor_sentences : sequence of str
+        Replacement sentences, in reading order, e.g. ``split_sentences`` of another story
+        on the same topic.
+    fraction : float, default 0.5
+        Share of sentences replaced, in [0, 1].
+
+    Returns
+    -------
+    str
+    """
+    caller = "replace_sentences"
+    _check_text(caller, text)
+    _check_rng(caller, rng)
+    donors = _check_strings(caller, "donor_sentences", donor_sentences)
+    fraction = check_float(caller, "fraction", fraction, low=0.0, high=1.0)
+    seps, sents, tail = _segments(text)
+    n = len(sents)
+    if n == 0 or not donors:
+        return text
+    k = min(max(1, round(fraction * n)), max(n - 1, 1))
+    positions = np.sort(rng.choice(n, size=k, replace=False)).tolist()
+    start = int(rng.integers(len(donors)))
+    for t, p in enumerate(positions):
+        sents[p] = donors[(start + t) % len(donors)].strip()
+    return _join(seps, sents, tail, [True] * n, seps[0])
+
+
+# A double-quoted passage of three words or more: "..." or “...”.
+_QUOTE = re.compile(r"\"[^\"\n]*?\S+\s+\S+\s+\S+[^\"\n]*?\"|“[^”\n]*?\S+\s+\S+\s+\S+[^”\n]*?”")
+
+
+def quoted_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` that contain a double-quoted passage of 3+ words.
+
+    Two different stories carrying the same quote are a classic false positive of
+    near-duplicate detection (Silcock et al. 2022, sec. 3.3 label them as different); these
+    are the sentences to share. Straight (``"``) and curly (``“ ”``) quotes count; a quote
+    must open and close within one line of the sentence.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    list of str
+        In reading order, as :func:`split_sentences` gives them.
+    """
+    _check_text("quoted_sentences", text)
+    return [s for s in split_sentences(text) if _QUOTE.search(s)]
 
 
 # --------------------------------------------------------------------------------------

@@ -52,11 +52,16 @@ class Clustering:
         True when the document belongs (or, with ``oversized="split"``, belonged) to a
         cluster larger than ``max_cluster_size``: usually templates or boilerplate
         rather than true near-duplicates. All False when ``max_cluster_size`` is None.
+    groups : ndarray of int64, shape (n_docs,), or None
+        The labels before oversized clusters were split (``oversized="split"``), so the
+        split-up templates can still be reported as groups; None means equal to
+        ``labels``.
     """
 
     labels: np.ndarray
     sizes: np.ndarray
     oversized: np.ndarray
+    groups: np.ndarray | None = None
 
     @property
     def n_docs(self) -> int:
@@ -209,6 +214,7 @@ def cluster_pairs(
         labels = canonical_labels(group_labels[group])
 
     sizes = _cluster_sizes(labels)
+    groups = labels
     if max_cluster_size is None:
         flagged = np.zeros(n_docs, dtype=bool)
     else:
@@ -219,7 +225,7 @@ def cluster_pairs(
             labels[flagged] = labels.max() + 1 + np.arange(int(flagged.sum()), dtype=np.int64)
             labels = canonical_labels(labels)
             sizes = _cluster_sizes(labels)
-    return Clustering(labels=labels, sizes=sizes, oversized=flagged)
+    return Clustering(labels=labels, sizes=sizes, oversized=flagged, groups=groups)
 
 
 # --------------------------------------------------------------------------- internals

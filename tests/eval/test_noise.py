@@ -78,6 +78,7 @@ FAMILIES = {
     "invisible_chars": lambda t, r: N.invisible_chars(t, r, rate=0.1),
     "case_changes": lambda t, r: N.case_changes(t, r, rate=0.3),
     "pad": lambda t, r: N.pad(t, r, amount=0.3),
+    "replace_sentences": lambda t, r: N.replace_sentences(t, r, DONORS, fraction=0.5),
     "reprint_news": lambda t, r: N.reprint(t, r, "news", DONORS)[0],
     "reprint_adversarial": lambda t, r: N.reprint(t, r, "adversarial", DONORS)[0],
 }
@@ -345,6 +346,49 @@ def test_insert_local_sentences():
     assert sentences[0] == STORY_SENTENCES[0]  # the lead stays first
     assert N.insert_local_sentences(STORY, rng(), donors, n=0) == STORY
     assert N.insert_local_sentences(STORY, rng(), [], n=3) == STORY
+
+
+@pytest.mark.parametrize("fraction", [0.3, 0.5, 0.7])
+def test_replace_sentences_replaces_that_share_in_place(fraction):
+    donors = ["NEW ONE happened.", "NEW TWO followed.", "NEW THREE ended it."]
+    out = N.replace_sentences(STORY, rng(5), donors, fraction=fraction)
+    old, new = N.split_sentences(STORY), N.split_sentences(out)
+    assert len(new) == len(old)
+    replaced = [i for i, (a, b) in enumerate(zip(old, new)) if a != b]
+    assert len(replaced) == round(fraction * len(old))
+    assert all(new[i] in donors for i in replaced)
+    # Donor sentences arrive in reading order (cyclically), as rewritten paragraphs do.
+    start = donors.index(new[replaced[0]])
+    assert [new[i] for i in replaced] == [donors[(start + t) % 3] for t in range(len(replaced))]
+    # Paragraph layout is kept: the same number of indented paragraph starts.
+    assert out.count("\n    ") == STORY.count("\n    ")
+
+
+def test_replace_sentences_bounds():
+    assert N.replace_sentences(STORY, rng(), [], 0.5) == STORY
+    assert N.replace_sentences("", rng(), ["X."], 0.5) == ""
+    # At least one replaced, at least one kept.
+    assert sum(a != b for a, b in zip(N.split_sentences(STORY), N.split_sentences(
+        N.replace_sentences(STORY, rng(), ["X y."], 0.0)))) == 1  # fmt: skip
+    out = N.split_sentences(N.replace_sentences(STORY, rng(), ["X y."], 1.0))
+    assert out.count("X y.") == len(STORY_SENTENCES) - 1
+    assert N.replace_sentences("Only one.", rng(), ["X y."], 1.0) == "X y."
+    with pytest.raises(ValueError, match="replace_sentences: parameter 'fraction'"):
+        N.replace_sentences(STORY, rng(), ["X."], 1.5)
+
+
+def test_quoted_sentences():
+    text = (
+        'Acme said profits rose. "We are very pleased with the result," Mr. Smith said.\n'
+        "    He added: “Prices will rise again next year.” Shares fell.\n"
+        '    The "so-called" plan was dropped.'
+    )
+    assert N.quoted_sentences(text) == [
+        '"We are very pleased with the result," Mr. Smith said.',
+        "He added: “Prices will rise again next year.”",
+    ]
+    assert N.quoted_sentences(STORY) == []
+    assert N.quoted_sentences("") == []
 
 
 # ----------------------------------------------------------------------------- adversarial
