@@ -44,8 +44,13 @@ ENTRIES = [
     Entry("minhash: 128 perms, tuned", "minhash"),
     Entry("minhash: char 10-grams, tuned", "minhash", {"shingle": {"unit": "char", "n": 10}}),
     Entry("simhash: word 3-grams", "simhash"),
+    Entry("wminhash: paper settings (7-word phrases, ln df, rare 50%)", "wminhash"),
+    Entry("wminhash: 3-word phrases, ln df, rare 50%", "wminhash", {"phrase_length": 3}),
+    Entry("spotsigs: antecedents is/the/said/was/there", "spotsigs"),
+    Entry("sanderson: mutual retrieval (BM25, top-20 terms)", "sanderson"),
     Entry("datasketch MinHashLSH (paper anchor: 10 perms, 3-grams)", "datasketch-lsh",
-          grid={"threshold": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]}),
+          # datasketch cannot band 10 permutations for thresholds >= 0.9 (b < 2).
+          grid={"threshold": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]}),
 ]
 CLUSTERINGS = {"components": {"algorithm": "components"}, "leiden": {"algorithm": "leiden"}}
 

@@ -57,6 +57,7 @@ DEFAULT_GRIDS: dict[str, dict[str, list]] = {
     "exact": {},
     "sanderson": {"threshold": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]},
     "spotsigs": {"threshold": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]},
+    "wminhash": {"threshold": [0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]},
 }
 
 #: Split names :func:`tune` refuses (compared case-insensitively).

@@ -16,6 +16,7 @@ from neardup.methods.ngram import NGramOverlap
 from neardup.methods.sanderson import Sanderson
 from neardup.methods.simhash import SimHash
 from neardup.methods.spotsigs import SpotSigs
+from neardup.methods.wminhash import WeightedMinHash
 
 __all__ = [
     "METHODS",
@@ -27,6 +28,7 @@ __all__ = [
     "Sanderson",
     "SimHash",
     "SpotSigs",
+    "WeightedMinHash",
     "Sketch",
     "make_method",
     "method_parameters",
@@ -39,6 +41,7 @@ METHODS: dict[str, type[Method]] = {
     SimHash.name: SimHash,
     Sanderson.name: Sanderson,
     SpotSigs.name: SpotSigs,
+    WeightedMinHash.name: WeightedMinHash,
 }
 
 

@@ -24,6 +24,7 @@ SMALL_GRIDS = {
     "exact": {},
     "sanderson": {"threshold": [0.5, 0.8]},
     "spotsigs": {"threshold": [0.3, 0.6]},
+    "wminhash": {"threshold": [0.2, 0.5]},
 }
 
 
