@@ -138,22 +138,25 @@ def _plot(path: Path, curves) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    fig, axes = plt.subplots(1, 2, figsize=(14, 8), gridspec_kw={"width_ratios": [3, 1]})
+    labels = list(dict.fromkeys(label for label, *_ in curves))
+    colors = {label: plt.cm.tab20(i % 20) for i, label in enumerate(labels)}
     for label, cname, values, aris in curves:
         if not values or "threshold" not in values[0]:
             continue
         thresholds = [v["threshold"] for v in values]
         ax = axes[1] if label.startswith("simhash") else axes[0]
-        ax.plot(thresholds, aris, marker="o", markersize=3,
-                linestyle="-" if cname == "components" else "--", label=f"{label} [{cname}]")
+        ax.plot(thresholds, aris, marker="o", markersize=3, color=colors[label],
+                linestyle="-" if cname == "components" else "--",
+                label=label if cname == "components" else None)
     axes[0].set_xlabel("similarity threshold (Jaccard / containment)")
     axes[1].set_xlabel("max Hamming distance (bits)")
     for ax in axes:
         ax.set_ylabel("validation ARI")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
+    fig.legend(loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.subplots_adjust(bottom=0.3)
     fig.suptitle("ARI on the validation split against the threshold (solid: components, dashed: Leiden)")
-    fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
 

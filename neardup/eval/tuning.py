@@ -49,15 +49,19 @@ __all__ = [
 #: minhash and ngram, Hamming distances in bits (out of 64) for simhash; exact has
 #: nothing to tune.
 DEFAULT_GRIDS: dict[str, dict[str, list]] = {
-    "minhash": {"threshold": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]},
+    "minhash": {
+        "threshold": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    },
     "ngram": {
-        "threshold": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+        "threshold": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     },
     "simhash": {"threshold": list(range(0, 21))},
     "exact": {},
-    "sanderson": {"threshold": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]},
-    "spotsigs": {"threshold": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]},
-    "wminhash": {"threshold": [0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]},
+    "sanderson": {"threshold": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]},
+    "spotsigs": {"threshold": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]},
+    "wminhash": {
+        "threshold": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    },
 }
 
 #: Split names :func:`tune` refuses (compared case-insensitively).

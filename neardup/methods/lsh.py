@@ -22,7 +22,27 @@ from numba import njit, prange, uint64
 
 from neardup.text.hashing import mix64
 
-__all__ = ["collision_probability", "optimal_bands", "band_keys", "bucket_pairs"]
+__all__ = ["band_keys", "bucket_pairs", "check_banding", "collision_probability", "optimal_bands"]
+
+
+def check_banding(caller: str, bands, rows, length: int, length_name: str) -> None:
+    """Validate explicit ``bands``/``rows`` against a signature of ``length`` values."""
+    from neardup.errors import check_int
+
+    if (bands is None) != (rows is None):
+        raise ValueError(
+            f"{caller}: parameters 'bands' and 'rows' must be given together; "
+            f"got bands={bands!r}, rows={rows!r}."
+        )
+    if bands is None:
+        return
+    check_int(caller, "bands", bands, low=1)
+    check_int(caller, "rows", rows, low=1)
+    if bands * rows > length:
+        raise ValueError(
+            f"{caller}: parameters 'bands' * 'rows' must be <= {length_name}={length}; got "
+            f"{bands} * {rows} = {bands * rows}. Did you forget to raise {length_name}?"
+        )
 
 
 def collision_probability(s: np.ndarray | float, bands: int, rows: int) -> np.ndarray:

@@ -25,7 +25,7 @@ from numba import njit, prange, uint64
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import Method, Sketch
-from neardup.methods.lsh import band_keys, bucket_pairs, optimal_bands
+from neardup.methods.lsh import band_keys, bucket_pairs, check_banding, optimal_bands
 from neardup.text.hashing import seed_words
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
@@ -211,19 +211,7 @@ class MinHashLSH(Method):
         self.num_perm = check_int(caller, "num_perm", num_perm, low=1, high=4096)
         self.bands = bands
         self.rows = rows
-        if (bands is None) != (rows is None):
-            raise ValueError(
-                f"{caller}: parameters 'bands' and 'rows' must be given together; "
-                f"got bands={bands!r}, rows={rows!r}."
-            )
-        if bands is not None:
-            check_int(caller, "bands", bands, low=1)
-            check_int(caller, "rows", rows, low=1)
-            if bands * rows > num_perm:
-                raise ValueError(
-                    f"{caller}: parameters 'bands' * 'rows' must be <= num_perm={num_perm}; "
-                    f"got {bands} * {rows} = {bands * rows}. Did you forget to raise num_perm?"
-                )
+        check_banding(caller, bands, rows, self.num_perm, "num_perm")
         self.verify = check_choice(caller, "verify", verify, ("signature", "exact", "none"))
         self.max_bucket_pairs = check_int(caller, "max_bucket_pairs", max_bucket_pairs, low=1)
         self.normalize = normalize

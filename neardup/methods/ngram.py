@@ -113,16 +113,6 @@ def _pair_similarity(hashes, offsets, left, right, containment):
 
 
 @njit(cache=True)
-def _sets_are_sorted(hashes, offsets):
-    """True if every document's hashes are strictly increasing (a ``.unique()`` set)."""
-    for d in range(offsets.shape[0] - 1):
-        for s in range(offsets[d] + 1, offsets[d + 1]):
-            if hashes[s] <= hashes[s - 1]:
-                return False
-    return True
-
-
-@njit(cache=True)
 def _scan_postings(sorted_hashes, sorted_docs, max_df, n_docs):
     """Walk postings sorted by (hash, doc) once per pass.
 
@@ -315,14 +305,6 @@ def _gather(d0, seg_start, n_kept, buf_j, buf_score):
 # --------------------------------------------------------------------------- public API
 
 
-def _require_sorted_sets(caller: str, sets: ShingleSets) -> None:
-    if not _sets_are_sorted(sets.hashes, sets.offsets):
-        raise ValueError(
-            f"{caller}: parameter 'sets' must hold sorted, duplicate-free shingle sets; "
-            "got unsorted or repeated hashes. Call ShingleSets.unique() first."
-        )
-
-
 def exact_similarity(
     sets: ShingleSets, left: np.ndarray, right: np.ndarray, kind: str = "jaccard"
 ) -> np.ndarray:
@@ -372,7 +354,7 @@ def exact_similarity(
         )
     hashes = np.ascontiguousarray(sets.hashes, dtype=np.uint64)
     offsets = np.ascontiguousarray(sets.offsets, dtype=np.int64)
-    _require_sorted_sets(caller, ShingleSets(hashes, offsets))
+    ShingleSets(hashes, offsets).require_sets(caller)
     return _pair_similarity(hashes, offsets, left, right, kind == "containment")
 
 
@@ -515,7 +497,7 @@ class NGramOverlap(Method):
             )
         hashes = np.ascontiguousarray(sets.hashes, dtype=np.uint64)
         offsets = np.ascontiguousarray(sets.offsets, dtype=np.int64)
-        _require_sorted_sets(caller, ShingleSets(hashes, offsets))
+        ShingleSets(hashes, offsets).require_sets(caller)
         n = len(sets)
         sizes = np.diff(offsets)
         stats = dict.fromkeys(

@@ -650,13 +650,7 @@ class SpotSigs(Method):
         offsets = np.ascontiguousarray(sets.offsets, dtype=np.int64)
         sizes = np.diff(offsets)
         n = sizes.shape[0]
-        inner = np.ones(max(hashes.size - 1, 0), dtype=bool)
-        inner[offsets[1:-1][(offsets[1:-1] > 0) & (offsets[1:-1] < hashes.size)] - 1] = False
-        if np.any(hashes[1:][inner] <= hashes[:-1][inner]):
-            raise ValueError(
-                f"{caller}: parameter 'sketch' must hold sorted, duplicate-free signature "
-                "sets; got unsorted or repeated hashes. Call ShingleSets.unique() first."
-            )
+        ShingleSets(hashes, offsets).require_sets(caller, "sketch")
         stats = dict.fromkeys(
             ("docs", "signatures", "frequent_signatures", "length_pruned", "candidates",
              "pruned", "merged", "pairs"),

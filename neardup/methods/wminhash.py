@@ -65,7 +65,7 @@ from numba import njit, prange, uint64
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import Method, Sketch
-from neardup.methods.lsh import band_keys, bucket_pairs, optimal_bands
+from neardup.methods.lsh import band_keys, bucket_pairs, check_banding, optimal_bands
 from neardup.methods.minhash import jaccard_from_signatures
 from neardup.text.hashing import mix64, seed_words
 from neardup.text.normalize import NormalizeConfig, normalize_batch
@@ -538,20 +538,7 @@ class WeightedMinHash(Method):
         caller = "WeightedMinHash"
         self.threshold = check_float(caller, "threshold", threshold, low=0.0, high=1.0)
         self.num_samples = check_int(caller, "num_samples", num_samples, low=1, high=4096)
-        if (bands is None) != (rows is None):
-            raise ValueError(
-                f"{caller}: parameters 'bands' and 'rows' must be given together; "
-                f"got bands={bands!r}, rows={rows!r}."
-            )
-        if bands is not None:
-            check_int(caller, "bands", bands, low=1)
-            check_int(caller, "rows", rows, low=1)
-            if bands * rows > num_samples:
-                raise ValueError(
-                    f"{caller}: parameters 'bands' * 'rows' must be <= "
-                    f"num_samples={num_samples}; got {bands} * {rows} = {bands * rows}. "
-                    "Did you forget to raise num_samples?"
-                )
+        check_banding(caller, bands, rows, self.num_samples, "num_samples")
         self.bands = bands
         self.rows = rows
         self.weighting = check_choice(caller, "weighting", weighting, WEIGHTINGS)

@@ -91,6 +91,23 @@ class ShingleSets:
         np.cumsum(np.bincount(doc_of, minlength=n), out=offsets[1:])
         return ShingleSets(hashes, offsets)
 
+    def is_sets(self) -> bool:
+        """True when every document's hashes are strictly increasing (sorted, no repeats),
+        as :meth:`unique` returns them."""
+        hashes, offsets = self.hashes, self.offsets
+        inner = np.ones(max(hashes.size - 1, 0), dtype=bool)
+        starts = offsets[1:-1]
+        inner[starts[(starts > 0) & (starts < hashes.size)] - 1] = False  # across documents
+        return not np.any(hashes[1:][inner] <= hashes[:-1][inner])
+
+    def require_sets(self, caller: str, name: str = "sets") -> None:
+        """Raise ValueError unless :meth:`is_sets`."""
+        if not self.is_sets():
+            raise ValueError(
+                f"{caller}: parameter {name!r} must hold sorted, duplicate-free sets; got "
+                "unsorted or repeated hashes. Call ShingleSets.unique() first."
+            )
+
     @staticmethod
     def concat(parts: Sequence[ShingleSets]) -> ShingleSets:
         if not parts:

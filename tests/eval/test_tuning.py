@@ -160,7 +160,7 @@ def test_bad_grid_fails_before_any_run(corpus, monkeypatch):
 
 
 def test_default_grids():
-    assert default_grid("minhash")["threshold"][0] == 0.1
+    assert default_grid("minhash")["threshold"][0] == 0.05
     assert default_grid("minhash")["threshold"][-1] == 0.9
     assert default_grid("ngram")["threshold"][0] == 0.05
     assert default_grid("simhash")["threshold"] == list(range(21))

@@ -55,3 +55,13 @@ def test_non_latin_and_surrogates():
 def test_invalid_config(bad):
     with pytest.raises(ValueError, match="ShingleConfig"):
         ShingleConfig(**bad)
+
+
+def test_is_sets_checks_each_document():
+    ok = ShingleSets(np.array([1, 5, 2, 3], np.uint64), np.array([0, 2, 4]))
+    assert ok.is_sets()  # 5 > 2 across documents is fine
+    bad = ShingleSets(np.array([1, 1, 2], np.uint64), np.array([0, 2, 3]))
+    assert not bad.is_sets()
+    with pytest.raises(ValueError, match="caller: parameter 'sets' must hold sorted"):
+        bad.require_sets("caller")
+    assert hash_shingles(["b a c a"], ShingleConfig(n=1)).unique().is_sets()
