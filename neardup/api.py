@@ -14,7 +14,9 @@ from neardup.pipeline import ClusterConfig, Result, run
 
 __all__ = ["dedup"]
 
-_CLUSTER_PARAMS = {"cluster", "max_cluster_size", "oversized", "resolution"}
+_CLUSTER_PARAMS = {
+    "cluster", "max_cluster_size", "oversized", "resolution", "linkage", "distance_threshold"
+}
 
 
 def _in_memory_batches(
@@ -97,7 +99,8 @@ def dedup(
     **params
         Method parameters (e.g. ``threshold=0.5, num_perm=128`` for "minhash"; see each
         method class) and clustering parameters: ``cluster`` ("components", "leiden",
-        "louvain"), ``max_cluster_size``, ``oversized`` ("flag", "split"), ``resolution``.
+        "louvain", "hac"), ``max_cluster_size``, ``oversized`` ("flag", "split"),
+        ``resolution``, ``linkage`` and ``distance_threshold`` (for "hac").
         ``seed`` seeds both the method and community detection.
 
     Returns

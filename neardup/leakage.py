@@ -129,7 +129,7 @@ class _CombinedSketcher(Method):
         a, b = self._first.sketch(texts), self._second.sketch(texts)
         arrays = {"a:" + k: v for k, v in a.arrays.items()} | {"b:" + k: v for k, v in b.arrays.items()}
         arrays["a:n_features"] = a.n_features
-        return Sketch(b.n_features, arrays, b.sets)
+        return Sketch(b.n_features, arrays, b.sets, ragged=b.ragged)
 
     def split(self, sketch):
         from neardup.methods.base import Sketch
@@ -144,6 +144,7 @@ class _CombinedSketcher(Method):
             {k[2:]: v for k, v in arrays.items() if k.startswith("b:")},
             sketch.sets,
             sketch.dates,
+            ragged=sketch.ragged,
         )
         return first, second
 

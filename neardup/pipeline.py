@@ -40,10 +40,10 @@ class ClusterConfig:
 
     Parameters
     ----------
-    algorithm : {"components", "leiden", "louvain"}, default "components"
-        Connected components (single linkage over the pairs) or community detection, which
+    algorithm : {"components", "leiden", "louvain", "hac"}, default "components"
+        Connected components (single linkage over the pairs), community detection, which
         cuts weak bridges between otherwise separate groups (Silcock et al. 2022 found it
-        helps n-gram methods most).
+        helps n-gram methods most), or agglomerative clustering per component.
     max_cluster_size : int or None, default None
         Clusters larger than this are flagged as templates/boilerplate.
     oversized : {"flag", "split"}, default "flag"
@@ -52,6 +52,10 @@ class ClusterConfig:
     resolution : float, default 1.0
         Community-detection resolution (higher gives smaller communities).
     seed : int, default 0
+    linkage : {"average", "single", "complete"}, default "average"
+        Linkage for ``algorithm="hac"``.
+    distance_threshold : float, default 0.2
+        For ``algorithm="hac"``: merge while linkage distance (1 - score) <= this.
     """
 
     algorithm: str = "components"
@@ -59,9 +63,15 @@ class ClusterConfig:
     oversized: str = "flag"
     resolution: float = 1.0
     seed: int = 0
+    linkage: str = "average"
+    distance_threshold: float = 0.2
 
     def __post_init__(self) -> None:
-        check_choice("ClusterConfig", "algorithm", self.algorithm, ("components", "leiden", "louvain"))
+        check_choice(
+            "ClusterConfig", "algorithm", self.algorithm, ("components", "leiden", "louvain", "hac")
+        )
+        check_choice("ClusterConfig", "linkage", self.linkage, ("average", "single", "complete"))
+        check_float("ClusterConfig", "distance_threshold", self.distance_threshold, low=0.0, high=2.0)
         if self.max_cluster_size is not None:
             check_int("ClusterConfig", "max_cluster_size", self.max_cluster_size, low=2)
         check_choice("ClusterConfig", "oversized", self.oversized, ("flag", "split"))
@@ -403,6 +413,8 @@ def run_on_sketch(
             oversized=cluster.oversized,
             resolution=cluster.resolution,
             seed=cluster.seed,
+            linkage=cluster.linkage,
+            distance_threshold=cluster.distance_threshold,
         )
         representative = choose_representatives(clustering.labels, corpus.lengths, keep)
     status = np.where(sketch.n_features > 0, STATUS_OK, STATUS_EMPTY).astype(object)

@@ -70,7 +70,10 @@ METHOD_OPTION_NAMES = (
     "extra_params",
 )
 #: Parameter names of the options :func:`cluster_options` adds.
-CLUSTER_OPTION_NAMES = ("cluster_algorithm", "resolution", "max_cluster_size", "oversized")
+CLUSTER_OPTION_NAMES = (
+    "cluster_algorithm", "linkage", "distance_threshold", "resolution", "max_cluster_size",
+    "oversized",
+)
 
 _METHOD_OPTIONS = (
     click.option("--method", "method", type=click.Choice(list(METHODS)), default="minhash",
@@ -123,9 +126,16 @@ _METHOD_OPTIONS = (
 
 _CLUSTER_OPTIONS = (
     click.option("--cluster", "cluster_algorithm",
-                 type=click.Choice(["components", "leiden", "louvain"]), default="components",
-                 show_default=True,
-                 help="Connected components, or community detection to cut weak bridges."),
+                 type=click.Choice(["components", "leiden", "louvain", "hac"]),
+                 default="components", show_default=True,
+                 help="Connected components, community detection to cut weak bridges "
+                      "(leiden, louvain), or agglomerative clustering (hac)."),
+    click.option("--linkage", type=click.Choice(["average", "single", "complete"]),
+                 default="average", show_default=True, help="--cluster hac: linkage."),
+    click.option("--hac-distance", "distance_threshold", type=click.FloatRange(0.0, 2.0),
+                 default=0.2, show_default=True,
+                 help="--cluster hac: merge while the linkage distance (1 - score) is at "
+                      "most this."),
     click.option("--resolution", type=float, default=1.0, show_default=True,
                  help="Community-detection resolution (higher: smaller communities)."),
     click.option("--max-cluster-size", type=int, default=None,
@@ -256,6 +266,8 @@ def cluster_config_from_options(opts: dict[str, Any], *, seed: int) -> ClusterCo
         oversized=opts["oversized"],
         resolution=opts["resolution"],
         seed=seed,
+        linkage=opts.get("linkage", "average"),
+        distance_threshold=opts.get("distance_threshold", 0.2),
     )
 
 

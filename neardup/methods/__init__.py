@@ -10,6 +10,7 @@ import inspect
 from typing import Any
 
 from neardup.methods.base import Method, Sketch
+from neardup.methods.embedding import BiEncoderMethod, RETSimMethod, RETSimPartialMethod
 from neardup.methods.exact import ExactHash
 from neardup.methods.minhash import MinHash, MinHashLSH
 from neardup.methods.ngram import NGramOverlap
@@ -20,6 +21,10 @@ from neardup.methods.wminhash import WeightedMinHash
 
 __all__ = [
     "METHODS",
+    "NEURAL_METHODS",
+    "BiEncoderMethod",
+    "RETSimMethod",
+    "RETSimPartialMethod",
     "ExactHash",
     "Method",
     "MinHash",
@@ -42,7 +47,13 @@ METHODS: dict[str, type[Method]] = {
     Sanderson.name: Sanderson,
     SpotSigs.name: SpotSigs,
     WeightedMinHash.name: WeightedMinHash,
+    RETSimMethod.name: RETSimMethod,
+    RETSimPartialMethod.name: RETSimPartialMethod,
+    BiEncoderMethod.name: BiEncoderMethod,
 }
+#: Methods that need the optional ``neural`` extra (onnxruntime + unisim, or
+#: sentence-transformers + torch).
+NEURAL_METHODS = frozenset({RETSimMethod.name, RETSimPartialMethod.name, BiEncoderMethod.name})
 
 
 def method_parameters(name: str) -> list[str]:

@@ -43,6 +43,10 @@ class Sketch:
         Fixed-width summaries, e.g. ``"signature"`` (n_docs, num_perm) uint64.
     sets : ShingleSets or None
         Ragged per-document shingle hashes, when the method keeps them.
+    ragged : dict of str -> ndarray
+        Arrays that are not one row per document (e.g. one row per chunk), in document
+        order; a row-aligned count in ``arrays`` says how many rows each document owns.
+        ``concat`` stacks them in order.
     dates : ndarray of datetime64[s], shape (n_docs,), or None
         Document dates (NaT where unknown). Methods never set it: the pipeline attaches
         the corpus's dates before ``find_pairs`` so date-aware methods (time windows) can
@@ -53,6 +57,7 @@ class Sketch:
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     sets: ShingleSets | None = None
     dates: np.ndarray | None = None
+    ragged: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.n_features.shape[0])
@@ -68,7 +73,8 @@ class Sketch:
         sets = None
         if parts[0].sets is not None:
             sets = ShingleSets.concat([p.sets for p in parts])
-        return Sketch(np.concatenate([p.n_features for p in parts]), arrays, sets)
+        ragged = {k: np.concatenate([p.ragged[k] for p in parts]) for k in parts[0].ragged}
+        return Sketch(np.concatenate([p.n_features for p in parts]), arrays, sets, ragged=ragged)
 
 
 class Method(ABC):

@@ -25,6 +25,9 @@ SMALL_GRIDS = {
     "sanderson": {"threshold": [0.5, 0.8]},
     "spotsigs": {"threshold": [0.3, 0.6]},
     "wminhash": {"threshold": [0.2, 0.5]},
+    "retsim": {"threshold": [0.8, 0.9]},
+    "retsim-partial": {"threshold": [0.8, 0.9]},
+    "biencoder": {"threshold": [0.8, 0.9]},
 }
 
 

