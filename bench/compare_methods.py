@@ -36,6 +36,7 @@ class Entry:
 
 
 PAPER_MINHASH = {"num_perm": 10, "verify": "none"}
+CACHE = "/tmp/neardup-embedding-cache"  # embeddings are reused across grid points and runs
 ENTRIES = [
     Entry("exact (normalized hash)", "exact"),
     Entry("ngram: exact word 3-gram Jaccard", "ngram"),
@@ -48,6 +49,9 @@ ENTRIES = [
     Entry("wminhash: 3-word phrases, ln df, rare 50%", "wminhash", {"phrase_length": 3}),
     Entry("spotsigs: antecedents is/the/said/was/there", "spotsigs"),
     Entry("sanderson: mutual retrieval (BM25, top-20 terms)", "sanderson"),
+    Entry("retsim: near-duplicate embeddings (mean of chunks)", "retsim", {"cache_dir": CACHE}),
+    Entry("retsim-partial: max cosine over 512-char chunks", "retsim-partial", {"cache_dir": CACHE}),
+    Entry("biencoder: all-MiniLM-L6-v2 off the shelf", "biencoder", {"cache_dir": CACHE}),
     Entry("datasketch MinHashLSH (paper anchor: 10 perms, 3-grams)", "datasketch-lsh",
           # datasketch cannot band 10 permutations for thresholds >= 0.9 (b < 2).
           grid={"threshold": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]}),
@@ -72,12 +76,14 @@ def main() -> None:
     parser.add_argument("--benchmark", type=Path, default=ROOT / "benchmarks" / "reuters-news")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "method-comparison.md")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "ari-vs-threshold.png")
-    parser.add_argument("--only", nargs="*", help="run only entries whose label contains one of these")
+    parser.add_argument("--only", nargs="*",
+                        help="run only entries whose label contains one of these; rows of the "
+                             "other entries are kept from the previous run's JSON")
     args = parser.parse_args()
     anchors.register()
     corpus = _load(args.benchmark)
     validation, test = corpus.select_split("validation"), corpus.select_split("test")
-    rows, curves = [], []
+    rows = []
     for entry in ENTRIES:
         if args.only and not any(o in entry.label for o in args.only):
             continue
@@ -92,13 +98,26 @@ def main() -> None:
             rows.append({
                 "label": entry.label, "clustering": cname, "chosen": chosen,
                 "validation_ari": tuned.best_score, "test": report, "tune_seconds": tune_seconds,
+                "points": [[p["values"], p["ari"]] for p in tuned.points],
             })
-            curves.append((entry.label, cname, [p["values"] for p in tuned.points],
-                           [p["ari"] for p in tuned.points]))
             print(f"{entry.label:60} {cname:10} val {tuned.best_score:.3f} test "
                   f"{report['ari']:.3f} ({_fmt_params(chosen)})", flush=True)
+    if args.only:
+        rows = _merge_previous(args.out.with_suffix(".json"), rows)
     _write_table(args, rows, validation, test)
+    curves = [(r["label"], r["clustering"], [v for v, _ in r.get("points", [])],
+               [a for _, a in r.get("points", [])])
+              for r in rows]
     _plot(args.plot, curves)
+
+
+def _merge_previous(path: Path, new_rows: list[dict]) -> list[dict]:
+    """Previous rows, with the re-run entries replaced, in ENTRIES order."""
+    previous = json.loads(path.read_text()) if path.exists() else []
+    fresh = {(r["label"], r["clustering"]) for r in new_rows}
+    merged = [r for r in previous if (r["label"], r["clustering"]) not in fresh] + new_rows
+    order = {e.label: i for i, e in enumerate(ENTRIES)}
+    return sorted(merged, key=lambda r: (order.get(r["label"], len(order)), r["clustering"]))
 
 
 def _write_table(args, rows, validation, test) -> None:
