@@ -90,3 +90,10 @@ def test_template_clusters_reported_separately():
     assert r.summary()["template_documents"] == 5
     flagged = neardup.dedup(texts, method="exact", max_cluster_size=3)
     assert flagged.template_clusters()[0]["size"] == 5 and flagged.cluster_size[0] == 5
+
+
+def test_hac_clustering_through_api():
+    texts = ["alpha beta gamma delta epsilon zeta eta"] * 3 + ["theta iota kappa lambda mu nu xi"] * 2
+    r = neardup.dedup(texts, method="minhash", cluster="hac", linkage="average", distance_threshold=0.2)
+    assert r.clusters.tolist() == [0, 0, 0, 1, 1]
+    assert r.params["cluster"]["algorithm"] == "hac"

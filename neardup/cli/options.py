@@ -48,6 +48,7 @@ _DIRECT_PARAMS = (
     "similarity",
     "max_df",
     "weighting",
+    "model",
 )
 _NORMALIZE_FLAGS = (
     "keep_invisible",
@@ -100,6 +101,9 @@ _METHOD_OPTIONS = (
                       "candidates (default 1000); similarity stays exact."),
     click.option("--weighting", type=click.Choice(["tf", "binary"]), default=None,
                  help="simhash: shingle votes by occurrence (tf, default) or once (binary)."),
+    click.option("--model", default=None,
+                 help="biencoder: a shipped model name (all-MiniLM-L6-v2) or a local "
+                      "sentence-transformers model directory."),
     click.option("--shingle", "shingle_unit", type=click.Choice(["word", "char"]),
                  default="word", show_default=True, help="Shingle unit."),
     click.option("--ngram", "ngram_n", type=int, default=None,
