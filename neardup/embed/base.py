@@ -12,7 +12,6 @@ float32 and L2-normalized, so that a dot product is a cosine similarity.
 
 from __future__ import annotations
 
-import inspect
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -20,15 +19,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from neardup._params import ParamsMixin
+
 __all__ = ["Embedder"]
 
 
-class Embedder(ABC):
+class Embedder(ParamsMixin, ABC):
     """Base class of neural text encoders.
 
-    Subclasses set ``name``, accept only keyword arguments in ``__init__`` and store each
-    under its own name, validate them there, and implement :attr:`dim`, :meth:`_load` (build
-    the model; called at most once, under a lock) and :meth:`encode`.
+    Subclasses set ``name``, accept only keyword arguments in ``__init__`` (calling
+    ``super().__init__()`` first) and store each under its own name, validate them there,
+    and implement :attr:`dim`, :meth:`_load` (build the model; called at most once, under a
+    lock, on first access to :attr:`model`) and :meth:`encode`.
     """
 
     name: ClassVar[str]
@@ -36,22 +38,6 @@ class Embedder(ABC):
     def __init__(self) -> None:
         self._model: Any = None
         self._model_lock = threading.Lock()
-
-    # -- parameters ---------------------------------------------------------------------
-
-    def get_params(self) -> dict[str, Any]:
-        """Constructor parameters by name (written into output metadata)."""
-        params = {}
-        for pname in inspect.signature(type(self).__init__).parameters:
-            if pname == "self":
-                continue
-            value = getattr(self, pname)
-            params[pname] = value.get_params() if hasattr(value, "get_params") else value
-        return params
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
     # -- model life cycle ---------------------------------------------------------------
 

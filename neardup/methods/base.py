@@ -16,7 +16,6 @@ Documents with ``n_features == 0`` (empty after normalization) are never paired.
 
 from __future__ import annotations
 
-import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from neardup._params import ParamsMixin
 from neardup.graph.edges import Pairs
 from neardup.text.shingle import ShingleSets
 
@@ -77,7 +77,7 @@ class Sketch:
         return Sketch(np.concatenate([p.n_features for p in parts]), arrays, sets, ragged=ragged)
 
 
-class Method(ABC):
+class Method(ParamsMixin, ABC):
     """Base class of lexical and neural de-duplication methods.
 
     Subclasses set ``name``, accept only keyword arguments in ``__init__`` and store each
@@ -97,20 +97,6 @@ class Method(ABC):
 
         params = {k: v for k, v in self.get_params().items() if k not in self.pair_params}
         return json.dumps([self.name, params], sort_keys=True, default=str)
-
-    def get_params(self) -> dict[str, Any]:
-        """Constructor parameters by name; nested configs become dicts."""
-        params = {}
-        for pname in inspect.signature(type(self).__init__).parameters:
-            if pname == "self":
-                continue
-            value = getattr(self, pname)
-            params[pname] = value.get_params() if hasattr(value, "get_params") else value
-        return params
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
     @abstractmethod
     def sketch(self, texts: Sequence[str]) -> Sketch:

@@ -22,7 +22,14 @@ from numba import njit, prange, uint64
 
 from neardup.text.hashing import mix64
 
-__all__ = ["band_keys", "bucket_pairs", "check_banding", "collision_probability", "optimal_bands"]
+__all__ = [
+    "band_keys",
+    "banded_candidates",
+    "bucket_pairs",
+    "check_banding",
+    "collision_probability",
+    "optimal_bands",
+]
 
 
 def check_banding(caller: str, bands, rows, length: int, length_name: str) -> None:
@@ -175,3 +182,36 @@ def bucket_pairs(
     else:
         oversized = np.empty(0, np.int64)
     return left, right, oversized
+
+
+def banded_candidates(
+    signatures: np.ndarray, valid: np.ndarray, bands: int, rows: int, max_bucket_pairs: int
+):
+    """Candidate pairs of the ``valid`` documents that share any band of ``signatures``.
+
+    Parameters
+    ----------
+    signatures : ndarray of uint64, shape (n_docs, >= bands * rows)
+        All documents' signatures (MinHash values, weighted samples...).
+    valid : ndarray of int64
+        Positions of the documents that may be paired.
+
+    Returns
+    -------
+    candidates : Pairs
+        Canonical, unscored (score 0).
+    oversized : ndarray of int64
+        Documents that sat in a bucket too large to pair fully (likely templates).
+    """
+    from neardup.graph.edges import Pairs
+
+    keys = band_keys(signatures[valid], bands, rows)
+    lefts, rights, oversized = [], [], []
+    for band in range(bands):
+        left, right, big = bucket_pairs(keys[band], valid, max_bucket_pairs)
+        lefts.append(left)
+        rights.append(right)
+        oversized.append(big)
+    left, right = np.concatenate(lefts), np.concatenate(rights)
+    candidates = Pairs(left, right, np.zeros(left.size, np.float32)).canonical()
+    return candidates, np.unique(np.concatenate(oversized))

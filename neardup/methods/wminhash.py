@@ -65,7 +65,7 @@ from numba import njit, prange, uint64
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import Method, Sketch
-from neardup.methods.lsh import band_keys, bucket_pairs, check_banding, optimal_bands
+from neardup.methods.lsh import banded_candidates, check_banding, optimal_bands
 from neardup.methods.minhash import jaccard_from_signatures
 from neardup.text.hashing import mix64, seed_words
 from neardup.text.normalize import NormalizeConfig, normalize_batch
@@ -701,16 +701,9 @@ class WeightedMinHash(Method):
             return Pairs.empty()
         samples = _icws_log(sets.hashes, sets.offsets, log_w, self.num_samples, self.seed)
         bands, rows = self.banding
-        keys = band_keys(samples[valid], bands, rows)
-        lefts, rights, oversized = [], [], []
-        for band in range(bands):
-            left, right, big = bucket_pairs(keys[band], valid, self.max_bucket_pairs)
-            lefts.append(left)
-            rights.append(right)
-            oversized.append(big)
-        self.oversized_docs_ = np.unique(np.concatenate(oversized))
-        left, right = np.concatenate(lefts), np.concatenate(rights)
-        candidates = Pairs(left, right, np.zeros(left.size, np.float32)).canonical()
+        candidates, self.oversized_docs_ = banded_candidates(
+            samples, valid, bands, rows, self.max_bucket_pairs
+        )
         if self.verify == "exact":
             weights = np.exp(log_w)
             score = _pair_generalized_jaccard(
