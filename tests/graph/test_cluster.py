@@ -217,7 +217,7 @@ def test_cluster_pairs_rejects_bad_parameters():
     with pytest.raises(
         ValueError,
         match="cluster_pairs: parameter 'method' must be one of 'components', 'leiden', "
-        "'louvain'; got 'dbscan'",
+        "'louvain', 'hac'; got 'dbscan'",
     ):
         cluster_pairs(pairs, 2, method="dbscan")
     with pytest.raises(ValueError, match="parameter 'oversized' must be one of 'flag', 'split'"):
