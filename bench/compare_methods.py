@@ -168,7 +168,7 @@ def _plot(path: Path, curves) -> None:
         ax.plot(thresholds, aris, marker="o", markersize=3, color=colors[label],
                 linestyle="-" if cname == "components" else "--",
                 label=label if cname == "components" else None)
-    axes[0].set_xlabel("similarity threshold (Jaccard / containment)")
+    axes[0].set_xlabel("similarity threshold (Jaccard, containment, normalized score or cosine)")
     axes[1].set_xlabel("max Hamming distance (bits)")
     for ax in axes:
         ax.set_ylabel("validation ARI")
