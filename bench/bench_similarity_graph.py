@@ -6,7 +6,8 @@ singletons and the rest in clusters of 2-20 noisy copies (copies have median cos
 Pairs are taken at cosine >= 0.9. Each (size, index) case runs in a fresh process whose
 peak-RSS mark is reset (Linux /proc/self/clear_refs) just before the call: "peak RSS" is
 the process's peak during ``similarity_pairs`` (interpreter, libraries and the n * 256 * 4
-bytes of embeddings included), "search MB" that peak minus the RSS before the call.
+bytes of embeddings included), "search MB" that peak minus the RSS before the call
+(after a small warm-up call, so one-time BLAS/OpenMP buffers are not counted).
 Recall is measured against the flat (exact) result of the same size. "hnsw" builds its
 graph with one thread (``deterministic=True``, the default), "hnsw-par" with all.
 
@@ -69,18 +70,26 @@ def reset_peak_rss() -> bool:
         return False
 
 
-def run_case(n: int, index: str, out: str, threads: int | None) -> dict:
+def run_case(n: int, index: str, out: str, args: argparse.Namespace) -> dict:
+    import faiss  # noqa: F401 - loaded before the peak is reset: ~80 MB of libraries
+
     from neardup.graph.similarity import similarity_pairs
 
     x, true_pairs = clustered_embeddings(n)
+    # Warm-up: BLAS and OpenMP allocate their per-thread buffers on first use.
+    similarity_pairs(x[:2000], threshold=THRESHOLD, index="flat", progress=False)
     rss_before = _status_mb("VmRSS")
     if not reset_peak_rss():  # the peak then includes building the corpus
         print("warning: cannot reset peak RSS; peaks include corpus generation", file=sys.stderr)
     options = {"deterministic": False} if index == "hnsw-par" else {}
+    if args.k is not None:
+        options["k"] = args.k
+    if args.ef_search is not None:
+        options["ef_search"] = args.ef_search
     kind = "hnsw" if index == "hnsw-par" else index
     start = time.perf_counter()
     pairs = similarity_pairs(
-        x, threshold=THRESHOLD, index=kind, threads=threads, progress=False, **options
+        x, threshold=THRESHOLD, index=kind, threads=args.threads, progress=False, **options
     )
     seconds = time.perf_counter() - start
     peak = _status_mb("VmHWM")
@@ -88,6 +97,8 @@ def run_case(n: int, index: str, out: str, threads: int | None) -> dict:
     return {
         "docs": n,
         "index": index,
+        "k": args.k,
+        "ef_search": args.ef_search,
         "seconds": seconds,
         "pairs": len(pairs),
         "true_pairs": true_pairs,
@@ -108,12 +119,17 @@ def main() -> None:
     parser.add_argument("--indexes", nargs="+", default=["flat", "hnsw", "hnsw-par", "ivf"],
                         help="flat, hnsw (one-thread build), hnsw-par (parallel build), ivf")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--k", type=int, default=None,
+                        help="neighbours per document (default: range search / 100)")
+    parser.add_argument("--ef-search", type=int, default=None, help="HNSW efSearch (default 128)")
+    parser.add_argument("--name", default="similarity_graph",
+                        help="results go to bench/results/NAME.json")
     parser.add_argument("--case", nargs=3, metavar=("N", "INDEX", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.case:  # child process: one measurement, JSON on stdout
         n, index, out = int(args.case[0]), args.case[1], args.case[2]
-        print(json.dumps(run_case(n, index, out, args.threads)))
+        print(json.dumps(run_case(n, index, out, args)))
         return
 
     import faiss
@@ -125,8 +141,10 @@ def main() -> None:
             for index in args.indexes:
                 out = str(Path(tmp) / f"{n}-{index}.npz")
                 cmd = [sys.executable, __file__, "--case", str(n), index, out]
-                if args.threads:
-                    cmd += ["--threads", str(args.threads)]
+                for flag, value in (("--threads", args.threads), ("--k", args.k),
+                                    ("--ef-search", args.ef_search)):
+                    if value is not None:
+                        cmd += [flag, str(value)]
                 child = subprocess.run(cmd, check=True, capture_output=True, text=True)
                 result = json.loads(child.stdout)
                 keys = pair_keys(out, n)
@@ -138,7 +156,8 @@ def main() -> None:
                 rows.append(result)
                 print(f"{n} {index}: {result['seconds']:.1f} s", file=sys.stderr, flush=True)
 
-    print(f"\nsimilarity_pairs, {DIM}-d clustered embeddings, threshold {THRESHOLD}; "
+    settings = f"k={args.k or 'range/100'}, efSearch={args.ef_search or 128}"
+    print(f"\nsimilarity_pairs, {DIM}-d clustered embeddings, threshold {THRESHOLD}, {settings}; "
           f"faiss {faiss.__version__}; {machine()}\n")
     print("| docs | index | time (s) | pairs | recall vs flat | peak RSS (MB) | search (MB) |")
     print("|---:|---|---:|---:|---:|---:|---:|")
@@ -146,7 +165,7 @@ def main() -> None:
         recall = "-" if r["recall"] is None else f"{r['recall']:.4f}"
         print(f"| {r['docs']:,} | {r['index']} | {r['seconds']:.1f} | {r['pairs']:,} | {recall} | "
               f"{r['peak_rss_mb']:.0f} | {r['search_mb']:.0f} |")
-    path = save("similarity_graph", {"machine": machine(), "faiss": faiss.__version__, "dim": DIM,
+    path = save(args.name, {"machine": machine(), "faiss": faiss.__version__, "dim": DIM,
                                      "threshold": THRESHOLD, "rows": rows})
     print(f"\nwrote {path}", file=sys.stderr)
 

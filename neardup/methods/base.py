@@ -62,6 +62,21 @@ class Sketch:
     def __len__(self) -> int:
         return int(self.n_features.shape[0])
 
+    def require_sets(self, caller: str, what: str, built_by: str) -> ShingleSets:
+        """The sketch's sets as contiguous arrays, checked to be sorted, duplicate-free sets;
+        ValueError naming ``built_by`` when the sketch has none."""
+        if self.sets is None:
+            raise ValueError(
+                f"{caller}: parameter 'sketch' must carry {what} sets; got a Sketch without "
+                f"sets. Build it with {built_by}."
+            )
+        sets = ShingleSets(
+            np.ascontiguousarray(self.sets.hashes, dtype=np.uint64),
+            np.ascontiguousarray(self.sets.offsets, dtype=np.int64),
+        )
+        sets.require_sets(caller, "sketch")
+        return sets
+
     @staticmethod
     def concat(parts: Sequence[Sketch]) -> Sketch:
         """Stack batch sketches in order into one corpus sketch."""

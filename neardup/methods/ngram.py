@@ -489,15 +489,8 @@ class NGramOverlap(Method):
             Canonical (``left < right``, sorted), scored by exact similarity (float32).
         """
         caller = "NGramOverlap.find_pairs"
-        sets = sketch.sets
-        if sets is None:
-            raise ValueError(
-                f"{caller}: parameter 'sketch' must carry shingle sets; got a Sketch "
-                "without sets. Build it with NGramOverlap.sketch."
-            )
-        hashes = np.ascontiguousarray(sets.hashes, dtype=np.uint64)
-        offsets = np.ascontiguousarray(sets.offsets, dtype=np.int64)
-        ShingleSets(hashes, offsets).require_sets(caller)
+        sets = sketch.require_sets(caller, "shingle", "NGramOverlap.sketch")
+        hashes, offsets = sets.hashes, sets.offsets
         n = len(sets)
         sizes = np.diff(offsets)
         stats = dict.fromkeys(

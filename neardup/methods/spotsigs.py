@@ -640,17 +640,10 @@ class SpotSigs(Method):
             Canonical (``left < right``, sorted), scored by exact Jaccard (float32).
         """
         caller = "SpotSigs.find_pairs"
-        sets = sketch.sets
-        if sets is None:
-            raise ValueError(
-                f"{caller}: parameter 'sketch' must carry signature sets; got a Sketch "
-                "without sets. Build it with SpotSigs.sketch."
-            )
-        hashes = np.ascontiguousarray(sets.hashes, dtype=np.uint64)
-        offsets = np.ascontiguousarray(sets.offsets, dtype=np.int64)
+        sets = sketch.require_sets(caller, "signature", "SpotSigs.sketch")
+        hashes, offsets = sets.hashes, sets.offsets
         sizes = np.diff(offsets)
         n = sizes.shape[0]
-        ShingleSets(hashes, offsets).require_sets(caller, "sketch")
         stats = dict.fromkeys(
             ("docs", "signatures", "frequent_signatures", "length_pruned", "candidates",
              "pruned", "merged", "pairs"),
