@@ -1,5 +1,6 @@
 """Scored edges -> clusters: connected components, Leiden/Louvain, agglomerative clustering,
-oversized-cluster flags; faiss similarity graphs over embeddings; duplicate types of pairs."""
+oversized-cluster flags; faiss similarity graphs over embeddings. Duplicate types of pairs
+are in :mod:`neardup.graph.pair_types`."""
 
 from neardup.graph.agglomerative import agglomerative_labels
 from neardup.graph.cluster import (
@@ -10,17 +11,14 @@ from neardup.graph.cluster import (
 )
 from neardup.graph.community import community_labels
 from neardup.graph.edges import Pairs
-from neardup.graph.pair_types import PAIR_TYPES, classify_pairs
 from neardup.graph.similarity import chunk_similarity_pairs, similarity_pairs
 
 __all__ = [
-    "PAIR_TYPES",
     "Clustering",
     "Pairs",
     "agglomerative_labels",
     "canonical_labels",
     "chunk_similarity_pairs",
-    "classify_pairs",
     "cluster_pairs",
     "community_labels",
     "connected_components",
