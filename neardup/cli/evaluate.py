@@ -16,7 +16,9 @@ from click.core import ParameterSource
 
 from neardup.cli.options import (
     CLUSTER_OPTION_NAMES,
+    DECODE_ERRORS_OPTION,
     METHOD_OPTION_NAMES,
+    apply_options,
     cluster_config_from_options,
     cluster_options,
     method_options,
@@ -51,14 +53,9 @@ def _labeled_options(function):
                      help="Field holding each document's split (e.g. validation, test)."),
         click.option("--date-field", default=None,
                      help="Field holding a date (parsed; optional, not used for scoring)."),
-        click.option("--errors", "decode_errors", type=click.Choice(["strict", "replace"]),
-                     default="strict", show_default=True,
-                     help="Invalid UTF-8: fail naming file and byte offset, or replace with "
-                          "U+FFFD and warn."),
+        DECODE_ERRORS_OPTION,
     )
-    for option in reversed(options):
-        function = option(function)
-    return function
+    return apply_options(options, function)
 
 
 def _run_options(function):
@@ -71,9 +68,7 @@ def _run_options(function):
         click.option("--progress/--no-progress", default=None,
                      help="Show progress bars (default: when stderr is a terminal)."),
     )
-    for option in reversed(options):
-        function = option(function)
-    return function
+    return apply_options(options, function)
 
 
 def _load(opts: dict[str, Any]):

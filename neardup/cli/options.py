@@ -25,7 +25,9 @@ from neardup.text import NormalizeConfig, ShingleConfig
 
 __all__ = [
     "CLUSTER_OPTION_NAMES",
+    "DECODE_ERRORS_OPTION",
     "METHOD_OPTION_NAMES",
+    "apply_options",
     "cluster_config_from_options",
     "cluster_options",
     "method_options",
@@ -150,7 +152,7 @@ _CLUSTER_OPTIONS = (
 )
 
 
-def _apply(options: tuple[Callable[[F], F], ...], function: F) -> F:
+def apply_options(options: tuple[Callable[[F], F], ...], function: F) -> F:
     # click lists options in the order their decorators appear top to bottom, i.e. the
     # reverse of the order they are applied in.
     for option in reversed(options):
@@ -161,12 +163,12 @@ def _apply(options: tuple[Callable[[F], F], ...], function: F) -> F:
 def method_options(function: F) -> F:
     """Add ``--method``, the method parameters, ``--shingle``/``--ngram`` and the
     normalization flags to a click command (in that order in ``--help``)."""
-    return _apply(_METHOD_OPTIONS, function)
+    return apply_options(_METHOD_OPTIONS, function)
 
 
 def cluster_options(function: F) -> F:
     """Add ``--cluster``, ``--resolution``, ``--max-cluster-size`` and ``--oversized``."""
-    return _apply(_CLUSTER_OPTIONS, function)
+    return apply_options(_CLUSTER_OPTIONS, function)
 
 
 def _direct_params(method: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -275,6 +277,13 @@ def cluster_config_from_options(opts: dict[str, Any], *, seed: int) -> ClusterCo
     )
 
 
+#: ``--errors``: what to do with invalid UTF-8 (every command that reads files).
+DECODE_ERRORS_OPTION = click.option(
+    "--errors", "decode_errors", type=click.Choice(["strict", "replace"]), default="strict",
+    show_default=True,
+    help="Invalid UTF-8: fail naming file and byte offset, or replace with U+FFFD and warn.",
+)
+
 _READER_OPTIONS = (
     click.option("--text-field", default="text", show_default=True,
                  help="Field holding the text (JSONL, Parquet, CSV/TSV; for Reuters SGML "
@@ -283,10 +292,7 @@ _READER_OPTIONS = (
                  help="Field holding a unique document id (default: the row number)."),
     click.option("--date-field", default=None,
                  help="Field holding a date (parsed; optional)."),
-    click.option("--errors", "decode_errors", type=click.Choice(["strict", "replace"]),
-                 default="strict", show_default=True,
-                 help="Invalid UTF-8: fail naming file and byte offset, or replace with "
-                      "U+FFFD and warn."),
+    DECODE_ERRORS_OPTION,
     click.option("--batch-size", type=click.IntRange(min=1), default=10_000,
                  show_default=True, help="Documents per batch (bounds memory for raw text)."),
     click.option("--limit", type=click.IntRange(min=0), default=None,
@@ -305,12 +311,12 @@ _RUN_OPTIONS = (
 def reader_options(function: F) -> F:
     """Add ``--text-field``, ``--id-field``, ``--date-field``, ``--errors``,
     ``--batch-size`` and ``--limit``."""
-    return _apply(_READER_OPTIONS, function)
+    return apply_options(_READER_OPTIONS, function)
 
 
 def run_options(function: F) -> F:
     """Add ``--seed``, ``--progress/--no-progress`` and ``--quiet``."""
-    return _apply(_RUN_OPTIONS, function)
+    return apply_options(_RUN_OPTIONS, function)
 
 
 def reader_config_from_options(opts: dict[str, Any]):
