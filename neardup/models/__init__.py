@@ -1,0 +1,67 @@
+"""Models shipped inside the neardup package, and how ``--model`` finds them.
+
+Each shipped model is a folder ``neardup/models/<name>/`` holding the weights, a
+``model.json`` (``{"kind": ..., "files": ..., "base": ...}``) and a ``README.md`` model
+card (base model, training data command, loss, epochs, CPU time, validation and test
+scores, the command that reproduces it). ``kind`` says which component loads it:
+
+* ``"retsim"``: an ONNX file with RETSim's interface, for ``--method retsim`` /
+  ``retsim-partial``;
+* ``"biencoder"``: a text encoder, for ``--method biencoder``;
+* ``"cross-encoder"``: a pair classifier, for ``--method rerank``;
+* ``"verifier"``: the light pair-feature classifier, for ``--method rerank``.
+
+:func:`resolve_model` turns a ``--model`` value (a shipped name or a directory) into a
+directory, checking that its kind matches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+__all__ = ["MODELS_DIR", "resolve_model", "shipped_models"]
+
+MODELS_DIR = Path(__file__).resolve().parent
+KINDS = ("retsim", "biencoder", "cross-encoder", "verifier")
+
+
+def shipped_models(kind: str | None = None) -> dict[str, dict]:
+    """Shipped models by name (their ``model.json``), optionally only one ``kind``."""
+    found: dict[str, dict] = {}
+    for meta_path in sorted(MODELS_DIR.glob("*/model.json")):
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if kind is None or meta.get("kind") == kind:
+            found[meta_path.parent.name] = meta
+    return found
+
+
+def resolve_model(model: str | os.PathLike, kind: str) -> Path:
+    """Directory of ``model``: a shipped model's name, or a directory path.
+
+    Raises
+    ------
+    ValueError
+        ``kind`` is unknown, or ``model`` names a shipped model of another kind.
+    FileNotFoundError
+        ``model`` is neither a shipped name nor an existing directory (lists the shipped
+        names of this kind).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"resolve_model: parameter 'kind' must be one of {KINDS}; got {kind!r}.")
+    if isinstance(model, str) and (MODELS_DIR / model / "model.json").is_file():
+        meta = json.loads((MODELS_DIR / model / "model.json").read_text(encoding="utf-8"))
+        if meta.get("kind") != kind:
+            raise ValueError(
+                f"Shipped model {model!r} is a {meta.get('kind')} model, not a {kind} model."
+            )
+        return MODELS_DIR / model
+    path = Path(model)
+    if path.is_dir():
+        return path
+    names = ", ".join(shipped_models(kind)) or "none"
+    raise FileNotFoundError(
+        f"Model {str(model)!r} is neither a shipped {kind} model (shipped: {names}) nor an "
+        "existing directory."
+    )

@@ -1,0 +1,147 @@
+"""Pieces every trainer shares: seeding, atomic checkpoints, the epoch log, early stopping.
+
+A trainer runs epochs; after each it scores the validation split
+(:mod:`neardup.train.validate`), appends an :class:`EpochRecord` to a
+:class:`TrainingLog`, saves a checkpoint (model + optimizer + scheduler + RNG states +
+log) atomically, and keeps a copy of the best model so far. Re-running the same command
+resumes from the last checkpoint; the log then says so. Training stops after
+``patience`` epochs without a better validation ARI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neardup.io.writers import atomic_path
+
+__all__ = [
+    "EpochRecord",
+    "TrainingLog",
+    "cpu_seconds",
+    "load_checkpoint",
+    "save_checkpoint",
+    "seed_everything",
+]
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, numpy and torch (when installed) so runs repeat."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.manual_seed(seed)
+
+
+def cpu_seconds() -> float:
+    """CPU time (user + system) used by this process so far, in seconds."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclass
+class EpochRecord:
+    epoch: int
+    train_loss: float
+    validation_ari: float
+    threshold: float
+    seconds: float
+    cpu_seconds: float
+
+
+@dataclass
+class TrainingLog:
+    """What happened, epoch by epoch; saved as ``training.json`` beside the model."""
+
+    config: dict[str, Any]
+    epochs: list[EpochRecord] = field(default_factory=list)
+    resumed_at: list[int] = field(default_factory=list)
+    started: float = field(default_factory=time.time)
+
+    @property
+    def best(self) -> EpochRecord | None:
+        if not self.epochs:
+            return None
+        return max(self.epochs, key=lambda r: (r.validation_ari, -r.epoch))
+
+    def add(self, record: EpochRecord) -> bool:
+        """Append an epoch; True when it is the best so far."""
+        self.epochs.append(record)
+        return self.best is record
+
+    def should_stop(self, patience: int) -> bool:
+        """True after ``patience`` epochs in a row without a better validation ARI."""
+        best = self.best
+        return best is not None and self.epochs[-1].epoch - best.epoch >= patience
+
+    def total_cpu_seconds(self) -> float:
+        return float(sum(r.cpu_seconds for r in self.epochs))
+
+    def to_dict(self) -> dict[str, Any]:
+        best = self.best
+        return {
+            "config": self.config,
+            "epochs": [asdict(r) for r in self.epochs],
+            "best_epoch": None if best is None else best.epoch,
+            "best_validation_ari": None if best is None else best.validation_ari,
+            "best_threshold": None if best is None else best.threshold,
+            "cpu_seconds": round(self.total_cpu_seconds(), 1),
+            "resumed_at": self.resumed_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainingLog:
+        log = cls(config=data["config"], resumed_at=list(data.get("resumed_at", [])))
+        log.epochs = [EpochRecord(**r) for r in data.get("epochs", [])]
+        return log
+
+    def save(self, path: str | os.PathLike) -> None:
+        with atomic_path(path) as tmp:
+            tmp.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
+
+
+def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
+    """``torch.save`` to a temporary file, then move it into place (never half-written)."""
+    import torch
+
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+
+
+def load_checkpoint(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The checkpoint at ``path``, or None when there is none."""
+    import torch
+
+    if not Path(path).is_file():
+        return None
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def rng_states() -> dict[str, Any]:
+    """Python, numpy and torch RNG states, to store in a checkpoint."""
+    import torch
+
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+    }
+
+
+def restore_rng_states(states: dict[str, Any]) -> None:
+    import torch
+
+    random.setstate(states["python"])
+    np.random.set_state(states["numpy"])
+    torch.set_rng_state(states["torch"])
