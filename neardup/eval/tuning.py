@@ -93,7 +93,7 @@ class TuningResult:
         Chosen method parameters, complete and JSON-ready (nested configs as dicts):
         pass them to :func:`neardup.eval.evaluate` or ``build_method``.
     cluster : dict
-        Clustering parameters used throughout (:class:`ClusterConfig` fields).
+        Clustering parameters of the chosen point (:class:`ClusterConfig` fields).
     grid : dict of str -> list
         The values swept, by parameter ("shingle.n" names a field of a nested config).
     base_params : dict
@@ -252,6 +252,29 @@ def _check_grid(method: str, grid: Mapping[str, Sequence], base: dict[str, Any])
     return checked
 
 
+_CLUSTER_PREFIX = "cluster."
+
+
+def _check_cluster_grid(grid: Mapping[str, Sequence], names: list[str]) -> dict:
+    """Validate "cluster.<field>" grid entries against :class:`ClusterConfig`'s fields."""
+    fields = set(ClusterConfig().get_params())
+    checked: dict[str, list] = {}
+    for name in names:
+        field_name = name[len(_CLUSTER_PREFIX):]
+        if field_name not in fields:
+            raise ValueError(
+                f"tune: grid parameter {name!r} is not a clustering parameter; clustering "
+                f"accepts: {', '.join(sorted(fields))}."
+            )
+        values = grid[name]
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+            raise ValueError(
+                f"tune: grid values for {name!r} must be a non-empty list; got {values!r:.60}."
+            )
+        checked[name] = list(values)
+    return checked
+
+
 def _point_params(method: str, base: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     params = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
     for name, value in values.items():
@@ -289,13 +312,16 @@ def tune(
     grid : dict of str -> list, or None
         Values to sweep, by parameter name; several parameters give their Cartesian
         product, in the order given (the last varies fastest). A dotted name sweeps a
-        field of a nested config, e.g. ``{"shingle.n": [3, 5, 7]}``. None uses
+        field of a nested config, e.g. ``{"shingle.n": [3, 5, 7]}``; a ``cluster.`` name
+        sweeps a clustering parameter, e.g. ``{"cluster.distance_threshold": [0.1, 0.2]}``
+        with ``cluster={"algorithm": "hac"}``. None uses
         :func:`default_grid`; ``{}`` evaluates ``base_params`` once (nothing to tune,
         as for "exact").
     base_params : dict or None
         Fixed method parameters (nested configs as objects or dicts).
     cluster : ClusterConfig, dict or None
-        Clustering for every point (default: connected components).
+        Clustering for every point (default: connected components); ``cluster.`` grid
+        names override its fields point by point.
     progress : bool or None, default False
         Progress bar over grid points.
 
@@ -338,10 +364,24 @@ def tune(
     del corpus
     config = cluster_config(cluster)
     base = _json_params(method, base_params)
-    sweep = _check_grid(method, default_grid(method) if grid is None else grid, base)
+    given = default_grid(method) if grid is None else grid
+    # "cluster.<field>" names sweep a clustering parameter (e.g. HAC's distance threshold)
+    # together with the method's own.
+    cluster_names = [name for name in given if name.startswith(_CLUSTER_PREFIX)]
+    method_grid = {k: v for k, v in given.items() if k not in cluster_names}
+    sweep = {**_check_grid(method, method_grid, base), **_check_cluster_grid(given, cluster_names)}
     names = list(sweep)
     combos = [dict(zip(names, combo)) for combo in itertools.product(*sweep.values())]
-    point_params = [_point_params(method, base, values) for values in combos]
+    point_params = [
+        _point_params(method, base, {k: v for k, v in values.items() if k not in cluster_names})
+        for values in combos
+    ]
+    point_configs = [
+        cluster_config({**config.get_params(), **{
+            k[len(_CLUSTER_PREFIX):]: v for k, v in values.items() if k in cluster_names
+        }})
+        for values in combos
+    ]
     for params in point_params:  # fail on a bad value before hours of sweeping
         build_method(method, params)
     points: list[dict[str, Any]] = []
@@ -350,14 +390,19 @@ def tune(
     best_params: dict[str, Any] = {}
     with progress_bar(f"tuning {method}", total=len(combos), unit="points",
                       enabled=progress) as advance:
-        for index, (values, params) in enumerate(zip(combos, point_params)):
-            report = evaluate(data, method, params=params, cluster=config, sketch_cache=sketches)
+        for index, (values, params, point_config) in enumerate(
+            zip(combos, point_params, point_configs)
+        ):
+            report = evaluate(
+                data, method, params=params, cluster=point_config, sketch_cache=sketches
+            )
             point = {"values": values, **{m: report[m] for m in POINT_METRICS}}
             points.append(point)
             # Strictly greater: ties keep the first point in grid order.
             if index == 0 or _score(point) > _score(points[best_index]):
                 best_index = index
                 best_params = report["params"]
+                config = point_config
             advance(1)
     return TuningResult(
         method=method,

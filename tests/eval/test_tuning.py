@@ -141,6 +141,24 @@ def test_grid_is_a_cartesian_product_and_dotted_names_reach_nested_configs(corpu
     assert result.params["shingle"] == {"unit": "word", "n": best["shingle.n"]}
 
 
+def test_cluster_parameters_are_swept_with_the_method_parameters(corpus):
+    grid = {"threshold": [0.2], "cluster.distance_threshold": [0.05, 0.9]}
+    result = tune(corpus, "ngram", grid=grid, cluster={"algorithm": "hac"})
+    assert [p["values"] for p in result.points] == [
+        {"threshold": 0.2, "cluster.distance_threshold": 0.05},
+        {"threshold": 0.2, "cluster.distance_threshold": 0.9},
+    ]
+    best = result.best["values"]["cluster.distance_threshold"]
+    assert result.cluster["algorithm"] == "hac"
+    assert result.cluster["distance_threshold"] == best
+    # The chosen clustering reproduces the chosen score.
+    again = evaluate(corpus.select_split("validation"), "ngram", params=result.params,
+                     cluster=result.cluster)
+    assert again["ari"] == result.best_score
+    with pytest.raises(ValueError, match="clustering parameter"):
+        tune(corpus, "ngram", grid={"cluster.nonsense": [1]})
+
+
 def test_base_params_are_kept_and_may_not_overlap_the_grid(corpus):
     result = tune(corpus, "minhash", grid={"threshold": [0.5]}, base_params={"num_perm": 64})
     assert result.params["num_perm"] == 64 and result.base_params == {"num_perm": 64}
