@@ -31,7 +31,12 @@ __all__ = ["eval_command", "tune_command"]
 # Short grid names for the nested shingling config, matching the --ngram/--shingle flags.
 _GRID_ALIASES = {"ngram": "shingle.n", "shingle": "shingle.unit"}
 # The command-line option that sets a grid parameter, where its name differs.
-_GRID_OPTION = {"shingle.n": "ngram_n", "shingle.unit": "shingle_unit"}
+_GRID_OPTION = {
+    "shingle.n": "ngram_n",
+    "shingle.unit": "shingle_unit",
+    "cluster.distance_threshold": "distance_threshold",
+    "cluster.resolution": "resolution",
+}
 
 
 def _labeled_options(function):
@@ -325,8 +330,9 @@ def _parse_grid(entries: tuple[str, ...]) -> dict[str, list] | None:
                    "as a whole (a held-out validation file).")
 @click.option("--grid", "grid", multiple=True, metavar="NAME=V1,V2,...",
               help="Values to sweep for one method parameter, e.g. threshold=0.2,0.4,0.6 or "
-                   "ngram=3,5,7 (shingle length); repeat for several parameters (all "
-                   "combinations are run). Default: the method's threshold, minhash 0.1-0.9, "
+                   "ngram=3,5,7 (shingle length), or a clustering parameter such as "
+                   "cluster.distance_threshold=0.1,0.2 (with --cluster hac); repeat for "
+                   "several parameters (all combinations are run). Default: the method's threshold, minhash 0.1-0.9, "
                    "ngram 0.05-0.9, simhash 0-20 bits; exact has nothing to tune.")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("tuning.json"),
               show_default=True,
