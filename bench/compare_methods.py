@@ -1,7 +1,8 @@
 """Compare every method on the standard benchmark: tune on validation, report on test.
 
-For each entry below and each clustering (connected components, Leiden), the threshold
-(and any other listed parameter) is swept on the validation split only; the best point
+For each entry below and each of its clusterings (connected components, Leiden; also
+average-linkage HAC for the neural methods, sweeping its distance threshold too), the
+threshold (and any other listed parameter) is swept on the validation split only; the best point
 by ARI is then run once on the test split. Writes a markdown table and a plot of
 validation ARI against threshold per method.
 
@@ -33,6 +34,7 @@ class Entry:
     method: str
     params: dict = field(default_factory=dict)
     grid: dict | None = None  # None: the method's default grid
+    clusterings: tuple[str, ...] = ("components", "leiden")
 
 
 PAPER_MINHASH = {"num_perm": 10, "verify": "none"}
@@ -49,14 +51,24 @@ ENTRIES = [
     Entry("wminhash: 3-word phrases, ln df, rare 50%", "wminhash", {"phrase_length": 3}),
     Entry("spotsigs: antecedents is/the/said/was/there", "spotsigs"),
     Entry("sanderson: mutual retrieval (BM25, top-20 terms)", "sanderson"),
-    Entry("retsim: near-duplicate embeddings (mean of chunks)", "retsim", {"cache_dir": CACHE}),
-    Entry("retsim-partial: max cosine over 512-char chunks", "retsim-partial", {"cache_dir": CACHE}),
-    Entry("biencoder: all-MiniLM-L6-v2 off the shelf", "biencoder", {"cache_dir": CACHE}),
+    Entry("retsim: near-duplicate embeddings (mean of chunks)", "retsim", {"cache_dir": CACHE},
+          clusterings=ALL_CLUSTERINGS),
+    Entry("retsim-partial: max cosine over 512-char chunks", "retsim-partial", {"cache_dir": CACHE},
+          clusterings=ALL_CLUSTERINGS),
+    Entry("biencoder: all-MiniLM-L6-v2 off the shelf", "biencoder", {"cache_dir": CACHE},
+          clusterings=ALL_CLUSTERINGS),
     Entry("datasketch MinHashLSH (paper anchor: 10 perms, 3-grams)", "datasketch-lsh",
           # datasketch cannot band 10 permutations for thresholds >= 0.9 (b < 2).
           grid={"threshold": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]}),
 ]
-CLUSTERINGS = {"components": {"algorithm": "components"}, "leiden": {"algorithm": "leiden"}}
+CLUSTERINGS = {
+    "components": {"algorithm": "components"},
+    "leiden": {"algorithm": "leiden"},
+    "hac": {"algorithm": "hac", "linkage": "average"},
+}
+# HAC also sweeps its distance threshold (merge while average distance 1 - cosine <= d).
+CLUSTER_GRIDS = {"hac": {"cluster.distance_threshold": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3]}}
+ALL_CLUSTERINGS = ("components", "leiden", "hac")
 
 
 def _load(benchmark: Path):
@@ -88,9 +100,11 @@ def main() -> None:
         if args.only and not any(o in entry.label for o in args.only):
             continue
         grid = entry.grid if entry.grid is not None else default_grid(entry.method)
-        for cname, cluster in CLUSTERINGS.items():
+        for cname in entry.clusterings:
+            cluster = CLUSTERINGS[cname]
             start = time.perf_counter()
-            tuned = tune(corpus, entry.method, split="validation", grid=grid,
+            tuned = tune(corpus, entry.method, split="validation",
+                         grid={**grid, **CLUSTER_GRIDS.get(cname, {})},
                          base_params=entry.params, cluster=cluster)
             tune_seconds = time.perf_counter() - start
             report = evaluate(test, entry.method, params=tuned.params, cluster=tuned.cluster)
@@ -161,7 +175,7 @@ def _plot(path: Path, curves) -> None:
     labels = list(dict.fromkeys(label for label, *_ in curves))
     colors = {label: plt.cm.tab20(i % 20) for i, label in enumerate(labels)}
     for label, cname, values, aris in curves:
-        if not values or "threshold" not in values[0]:
+        if not values or "threshold" not in values[0] or cname == "hac":
             continue
         thresholds = [v["threshold"] for v in values]
         ax = axes[1] if label.startswith("simhash") else axes[0]

@@ -8,6 +8,7 @@ from neardup.cli.augment import augment_command
 from neardup.cli.dedup import dedup_command
 from neardup.cli.evaluate import eval_command, tune_command
 from neardup.cli.leakage import leakage_command
+from neardup.cli.train import train_command
 
 __all__ = ["main"]
 
@@ -26,3 +27,4 @@ main.add_command(augment_command)
 main.add_command(eval_command)
 main.add_command(tune_command)
 main.add_command(leakage_command)
+main.add_command(train_command)

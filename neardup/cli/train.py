@@ -1,0 +1,211 @@
+"""``neardup train``: fine-tune de-duplication models on labeled clusters.
+
+One subcommand per model kind (``retsim``, ``biencoder``, ``cross-encoder``,
+``verifier``); each calls the matching trainer in :mod:`neardup.train` with the options
+given, and writes the model, its checkpoints and ``training.json`` (the epoch log) to
+``--out``. Re-running the same command resumes from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from neardup.cli.options import apply_options
+from neardup.errors import NeardupError
+
+__all__ = ["train_command"]
+
+# kind -> (module, function) of the trainer.
+_TRAINERS = {
+    "retsim": ("neardup.train.retsim_trainer", "train_retsim"),
+    "biencoder": ("neardup.train.biencoder", "train_biencoder"),
+    "cross-encoder": ("neardup.train.cross_encoder", "train_cross_encoder"),
+    "verifier": ("neardup.train.verifier", "train_verifier"),
+}
+
+
+def _data_options(function):
+    options = (
+        click.option("--train", "train", multiple=True, type=click.Path(path_type=Path),
+                     help="Labeled training data (repeatable; the format `neardup eval` reads: "
+                          "text, cluster, optional split, date and negative_of fields). "
+                          "Default: the standard benchmark's train split "
+                          "(benchmarks/reuters-news/train.jsonl.gz, or $NEARDUP_BENCHMARK_DIR), "
+                          "generated from the Reuters-21578 train days by `neardup augment`. "
+                          "Test-split documents are refused."),
+        click.option("--validation", "validation", multiple=True, type=click.Path(path_type=Path),
+                     help="Labeled validation data, scored every epoch for early stopping "
+                          "and model selection (its 'validation' split when it has splits). "
+                          "Default: the standard benchmark's validation split."),
+        click.option("--out", "output_dir", required=True, type=click.Path(path_type=Path),
+                     help="Directory for the model, checkpoints and training.json; an "
+                          "existing run there is resumed."),
+        click.option("--seed", type=int, default=0, show_default=True,
+                     help="Seeds data sampling, augmentation and initialisation."),
+        click.option("--epochs", type=click.IntRange(min=1), default=None,
+                     help="Maximum epochs (default: the trainer's)."),
+        click.option("--patience", type=click.IntRange(min=1), default=None,
+                     help="Stop after this many epochs without a better validation ARI."),
+        click.option("--threads", type=click.IntRange(min=1), default=None,
+                     help="CPU threads for the model (default: the library's choice)."),
+        click.option("--quiet", is_flag=True, help="No progress bar and no summary."),
+    )
+    return apply_options(options, function)
+
+
+def _model_options(function):
+    """Options of the neural trainers (not the verifier)."""
+    options = (
+        click.option("--batch-size", "batch_size", type=click.IntRange(min=2), default=None,
+                     help="Examples per optimizer step (default: the trainer's)."),
+        click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Peak learning rate (default: the trainer's)."),
+    )
+    return apply_options(options, function)
+
+
+def _transformer_options(function):
+    options = (
+        click.option("--base", default=None,
+                     help="Base model: a shipped name (default all-MiniLM-L6-v2) or a local "
+                          "sentence-transformers / transformers directory."),
+        click.option("--max-tokens", "max_tokens", type=click.IntRange(min=8), default=None,
+                     help="Tokens kept per text (default: the trainer's)."),
+        click.option("--max-pairs", "max_pairs", type=click.IntRange(min=1), default=None,
+                     help="Training pairs per epoch at most (CPU time grows with it)."),
+        click.option("--warmup", type=click.FloatRange(0, 1), default=None,
+                     help="Share of the steps with a linear learning-rate warm-up."),
+    )
+    return apply_options(options, function)
+
+
+def _load_validation(paths: tuple[Path, ...]):
+    from neardup.eval.labeled import load_labeled
+    from neardup.train.data import default_benchmark_dir
+
+    if not paths:
+        root = default_benchmark_dir()
+        if root is None or not (root / "validation.jsonl.gz").is_file():
+            raise click.UsageError(
+                "No --validation given and the standard benchmark's validation split was not "
+                "found (benchmarks/reuters-news/validation.jsonl.gz or $NEARDUP_BENCHMARK_DIR)."
+            )
+        paths = (root / "validation.jsonl.gz",)
+    corpus = load_labeled([str(p) for p in paths])
+    if corpus.splits is not None:
+        if "test" in set(corpus.splits.tolist()) and "validation" not in set(corpus.splits.tolist()):
+            raise click.UsageError("--validation holds test-split documents only; give validation data.")
+        if "validation" in set(corpus.splits.tolist()):
+            corpus = corpus.select_split("validation")
+    return corpus
+
+
+def _run(kind: str, opts: dict[str, Any]) -> None:
+    from rich.console import Console
+
+    from neardup.train.data import load_training_corpus
+
+    module_name, function_name = _TRAINERS[kind]
+    try:
+        trainer = getattr(importlib.import_module(module_name), function_name)
+    except ImportError as exc:
+        raise click.ClickException(
+            f"`neardup train {kind}` needs optional dependencies: {exc}. Install them with: "
+            "pip install 'neardup[neural,train]'"
+        ) from exc
+    quiet = opts.pop("quiet")
+    train_paths = [str(p) for p in opts.pop("train")] or None
+    validation_paths = opts.pop("validation")
+    try:
+        train_corpus, negative_of = load_training_corpus(train_paths)
+        validation = _load_validation(validation_paths)
+        accepted = inspect.signature(trainer).parameters
+        kwargs = {k: v for k, v in opts.items() if v is not None and k in accepted}
+        if "negative_of" in accepted:
+            kwargs["negative_of"] = negative_of
+        if "progress" in accepted:
+            kwargs["progress"] = False if quiet else None
+        report = trainer(train_corpus, validation, **kwargs)
+    except (NeardupError, ValueError, FileNotFoundError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if quiet:
+        return
+    console = Console(stderr=True)
+    summary = {k: report.get(k) for k in ("best_epoch", "best_validation_ari", "best_threshold",
+                                          "cpu_seconds") if k in report}
+    console.print(f"[bold]{kind}[/bold] model written to {opts['output_dir']}")
+    console.print(json.dumps(summary, indent=2, default=str))
+
+
+@click.group("train")
+def train_command() -> None:
+    """Fine-tune a de-duplication model on labeled clusters (CPU or GPU).
+
+    Each subcommand writes the model to --out with training.json (loss, validation ARI
+    and threshold per epoch, CPU time) and resumable checkpoints. The validation split is
+    used for early stopping and model selection only; the test split never enters
+    training. Use the result with `neardup dedup --method M --model DIR`.
+
+    \b
+    Examples:
+      neardup train retsim --out models/retsim-news
+      neardup train biencoder --loss online-contrastive --out models/biencoder-news
+      neardup train cross-encoder --out models/cross-encoder-news
+      neardup train verifier --out models/verifier-news
+    """
+
+
+@train_command.command("retsim")
+@_data_options
+@_model_options
+@click.option("--per-cluster", "per_cluster", type=click.IntRange(min=2), default=None,
+              help="Documents drawn from each cluster into a batch (multi-similarity loss "
+                   "needs positives in every batch).")
+@click.option("--no-augment", "augment", flag_value=False, default=None,
+              help="Do not add noisy copies (OCR errors, typos, abridgement) of training "
+                   "texts as extra positives.")
+def retsim_train_command(**opts: Any) -> None:
+    """RETSim (536k parameters) fine-tuned with multi-similarity loss (alpha 4, beta 40,
+    base 0.5; Zhang et al. 2023), exported to ONNX for `--method retsim --model DIR`."""
+    _run("retsim", opts)
+
+
+@train_command.command("biencoder")
+@_data_options
+@_model_options
+@_transformer_options
+@click.option("--loss", type=click.Choice(["online-contrastive", "mnrl", "supcon"]), default=None,
+              help="online-contrastive: cosine distance, margin 0.2 (Silcock et al.'s best; the "
+                   "default); mnrl: multiple-negatives ranking; supcon: supervised contrastive.")
+@click.option("--margin", type=click.FloatRange(0, 2), default=None,
+              help="Online contrastive margin (default 0.2).")
+def biencoder_train_command(**opts: Any) -> None:
+    """Sentence-transformers bi-encoder fine-tuned contrastively for de-duplication."""
+    _run("biencoder", opts)
+
+
+@train_command.command("cross-encoder")
+@_data_options
+@_model_options
+@_transformer_options
+def cross_encoder_train_command(**opts: Any) -> None:
+    """Cross-encoder pair classifier for `--method rerank` (positive and hard-negative
+    pairs, binary cross-entropy)."""
+    _run("cross-encoder", opts)
+
+
+@train_command.command("verifier")
+@_data_options
+@click.option("--classifier", type=click.Choice(["hgb", "logistic"]), default=None,
+              help="hgb: histogram gradient boosting (default); logistic: logistic regression.")
+def verifier_train_command(**opts: Any) -> None:
+    """Light verifier for `--method rerank`: a scikit-learn classifier over pair features
+    (word/char n-gram Jaccard and containment, RETSim cosines, length ratio, alignment
+    score, date difference)."""
+    _run("verifier", opts)
