@@ -37,6 +37,7 @@ class Entry:
     clusterings: tuple[str, ...] = ("components", "leiden")
 
 
+ALL_CLUSTERINGS = ("components", "leiden", "hac")
 PAPER_MINHASH = {"num_perm": 10, "verify": "none"}
 CACHE = "/tmp/neardup-embedding-cache"  # embeddings are reused across grid points and runs
 ENTRIES = [
@@ -68,7 +69,6 @@ CLUSTERINGS = {
 }
 # HAC also sweeps its distance threshold (merge while average distance 1 - cosine <= d).
 CLUSTER_GRIDS = {"hac": {"cluster.distance_threshold": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3]}}
-ALL_CLUSTERINGS = ("components", "leiden", "hac")
 
 
 def _load(benchmark: Path):
