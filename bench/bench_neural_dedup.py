@@ -1,0 +1,79 @@
+"""End-to-end `neardup dedup` with the neural methods on the first N Reuters-21578 stories.
+
+Each configuration runs the whole command in a child process (reading, embedding or
+signatures, similarity graph, clustering, writing the clusters); wall time and peak RSS
+are measured with ``os.wait4``. Embedding caches are off, so every run embeds from
+scratch. MinHash runs first as the reference; compare rows of one run (the load average
+is printed).
+
+    python bench/bench_neural_dedup.py [--docs 20000] [--only retsim retsim-news ...]
+
+Results go to bench/results/neural_dedup.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _common import machine, save
+from bench_dedup_scale import derived_corpus
+
+from neardup.io.reuters import find_reuters_dir
+
+# label -> `neardup dedup` options (the method and its model).
+CONFIGS = {
+    "minhash": ["--method", "minhash"],
+    "retsim": ["--method", "retsim"],
+    "retsim-news": ["--method", "retsim", "--model", "retsim-news"],
+    "biencoder": ["--method", "biencoder"],
+    "biencoder-news": ["--method", "biencoder", "--model", "biencoder-news"],
+    "rerank-verifier": ["--method", "rerank", "--param", "scorer=verifier"],
+    "rerank-cross-encoder": ["--method", "rerank", "--param", "scorer=cross-encoder"],
+}
+
+
+def _run(args: list[str]) -> dict:
+    cmd = [sys.executable, "-m", "neardup", "dedup", *args]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    return {
+        "ok": status == 0,
+        "seconds": round(seconds, 1),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024.0),
+        "command": "neardup dedup " + " ".join(args),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=20_000)
+    parser.add_argument("--only", nargs="*", choices=list(CONFIGS), default=None)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/neardup-bench"))
+    args = parser.parse_args()
+    if find_reuters_dir() is None:
+        raise SystemExit("Reuters-21578 not found")
+    args.work.mkdir(parents=True, exist_ok=True)
+    corpus = derived_corpus(args.work / f"reuters-derived-{args.docs}.jsonl", args.docs)
+    print(f"{machine()}; load average {os.getloadavg()[0]:.2f}; {args.docs:,} documents")
+    rows = {}
+    for label in args.only or list(CONFIGS):
+        out = args.work / f"neural-{label}.parquet"
+        row = _run([str(corpus), *CONFIGS[label], "--clusters-out", str(out), "-q"])
+        row["docs_per_s"] = round(args.docs / row["seconds"], 1)
+        rows[label] = row
+        status = "" if row["ok"] else "  FAILED"
+        print(f"{label:22s} {row['seconds']:8.1f} s {row['docs_per_s']:8.1f} docs/s "
+              f"{row['peak_rss_mb']:6d} MB{status}", flush=True)
+    save("neural_dedup", {"machine": machine(), "docs": args.docs,
+                          "load_average": os.getloadavg()[0], "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
