@@ -38,8 +38,24 @@ def _corpus():
     return texts, labels
 
 
+def _skip_unavailable(name):
+    """Skip methods whose optional dependencies or shipped model are missing."""
+    if name == "rerank":
+        import importlib.util
+
+        from neardup.methods.rerank import DEFAULT_MODELS
+        from neardup.models import shipped_models
+
+        for module in ("onnxruntime", "unisim", "rapidfuzz", "faiss"):
+            if importlib.util.find_spec(module) is None:
+                pytest.skip(f"rerank needs {module}")
+        if DEFAULT_MODELS["verifier"] not in shipped_models("verifier"):
+            pytest.skip("the shipped verifier model is missing")
+
+
 @pytest.fixture(params=sorted(METHODS))
 def method(request):
+    _skip_unavailable(request.param)
     return request.param
 
 

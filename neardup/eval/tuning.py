@@ -67,6 +67,10 @@ DEFAULT_GRIDS: dict[str, dict[str, list]] = {
     "wminhash": {
         "threshold": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     },
+    # Duplicate probability; the scorer runs once per sweep (scores are cached on the sketch).
+    "rerank": {
+        "threshold": [0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98]
+    },
 }
 
 #: Split names :func:`tune` refuses (compared case-insensitively).

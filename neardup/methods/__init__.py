@@ -14,6 +14,7 @@ from neardup.methods.embedding import BiEncoderMethod, RETSimMethod, RETSimParti
 from neardup.methods.exact import ExactHash
 from neardup.methods.minhash import MinHash, MinHashLSH
 from neardup.methods.ngram import NGramOverlap
+from neardup.methods.rerank import RerankMethod
 from neardup.methods.sanderson import Sanderson
 from neardup.methods.simhash import SimHash
 from neardup.methods.spotsigs import SpotSigs
@@ -30,6 +31,7 @@ __all__ = [
     "MinHash",
     "MinHashLSH",
     "NGramOverlap",
+    "RerankMethod",
     "Sanderson",
     "SimHash",
     "SpotSigs",
@@ -50,10 +52,13 @@ METHODS: dict[str, type[Method]] = {
     RETSimMethod.name: RETSimMethod,
     RETSimPartialMethod.name: RETSimPartialMethod,
     BiEncoderMethod.name: BiEncoderMethod,
+    RerankMethod.name: RerankMethod,
 }
 #: Methods that need the optional ``neural`` extra (onnxruntime + unisim, or
-#: sentence-transformers + torch).
-NEURAL_METHODS = frozenset({RETSimMethod.name, RETSimPartialMethod.name, BiEncoderMethod.name})
+#: sentence-transformers + torch; rerank: rapidfuzz and its candidate method's needs).
+NEURAL_METHODS = frozenset(
+    {RETSimMethod.name, RETSimPartialMethod.name, BiEncoderMethod.name, RerankMethod.name}
+)
 
 
 def method_parameters(name: str) -> list[str]:

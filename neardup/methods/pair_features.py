@@ -1,0 +1,287 @@
+"""Pair features for the light verifier (``--method rerank --param scorer=verifier``).
+
+A pair of documents becomes one row of numbers that a small scikit-learn classifier
+(:mod:`neardup.train.verifier`) turns into a duplicate probability. Every feature is
+computed for all pairs at once: texts are normalized, shingled and hashed once per
+*document* (:func:`neardup.text.hash_shingles`), and each pair costs one merge of two
+sorted hash arrays (:func:`neardup.methods.ngram.exact_similarity`, compiled) or one
+C++ alignment (rapidfuzz ``process.cpdist``); there is no Python loop over pairs.
+
+Features (names as in :data:`FEATURES`; a model records the names it was trained on):
+
+* ``word{n}_jaccard`` / ``word{n}_containment`` (n = 1, 2, 3, 5) and ``char{n}_jaccard`` /
+  ``char{n}_containment`` (n = 4, 8): ``|A ∩ B| / |A ∪ B|`` and ``|A ∩ B| / min(|A|, |B|)``
+  of the two documents' n-gram sets. Containment stays high for abridged copies and
+  excerpts; character n-grams survive OCR noise inside words.
+* ``masked3_jaccard``: word 3-gram Jaccard with digits masked, and ``numbers_jaccard``:
+  Jaccard of the sets of number tokens. Template stories (same wording, other figures)
+  have a high masked but a low number Jaccard; reprints have both high.
+* ``length_ratio`` (shorter / longer normalized text, in characters), ``log_length_min``,
+  ``log_length_max``.
+* ``align_ratio``: rapidfuzz ``fuzz.ratio`` (normalized Indel similarity, in [0, 1]) of
+  the two normalized texts, each cut to ``align_chars`` characters, and ``align_partial``:
+  ``fuzz.partial_ratio`` of the two heads (the shorter head aligned inside the longer),
+  which tolerates a dropped headline or lead.
+* ``date_days`` (absolute date difference in days, capped at 365) and ``date_missing``
+  (1 when either date is unknown; ``date_days`` is then 0). Reprints appear within days.
+* ``retsim_near`` / ``retsim_partial`` (optional, need onnxruntime and unisim): RETSim
+  cosine of the mean chunk embeddings and best cosine over chunk pairs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit, prange
+
+from neardup.errors import check_int
+from neardup.methods.ngram import exact_similarity
+from neardup.text import NormalizeConfig, ShingleConfig, hash_shingles, normalize_batch
+
+__all__ = [
+    "FEATURES",
+    "LEXICAL_FEATURES",
+    "RETSIM_FEATURES",
+    "default_features",
+    "pair_features",
+    "retsim_available",
+]
+
+_WORD_N = (1, 2, 3, 5)
+_CHAR_N = (4, 8)
+LEXICAL_FEATURES: tuple[str, ...] = (
+    *(f"word{n}_{k}" for n in _WORD_N for k in ("jaccard", "containment")),
+    *(f"char{n}_{k}" for n in _CHAR_N for k in ("jaccard", "containment")),
+    "masked3_jaccard",
+    "numbers_jaccard",
+    "length_ratio",
+    "log_length_min",
+    "log_length_max",
+    "align_ratio",
+    "align_partial",
+    "date_days",
+    "date_missing",
+)
+RETSIM_FEATURES: tuple[str, ...] = ("retsim_near", "retsim_partial")
+#: Every feature :func:`pair_features` can compute, in column order.
+FEATURES: tuple[str, ...] = LEXICAL_FEATURES + RETSIM_FEATURES
+
+#: Characters of each normalized text aligned by ``align_ratio`` (Indel alignment costs
+#: about len_a * len_b / 64 word operations, so the cap bounds the worst pair).
+_ALIGN_CHARS = 4000
+#: Head lengths for ``align_partial`` (the shorter head is slid along the longer one).
+_PARTIAL_SHORT, _PARTIAL_LONG = 300, 1500
+_DATE_CAP_DAYS = 365.0
+_DIGITS = re.compile(r"\d")
+_NUMBER_TOKEN = re.compile(r"\S*\d\S*")
+
+
+def retsim_available() -> bool:
+    """True when the RETSim features can be computed (onnxruntime and unisim installed)."""
+    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "unisim"))
+
+
+def default_features(*, retsim: bool | None = None) -> tuple[str, ...]:
+    """The lexical features, plus the RETSim ones when ``retsim`` (None: when available)."""
+    use = retsim_available() if retsim is None else bool(retsim)
+    return FEATURES if use else LEXICAL_FEATURES
+
+
+def _set_similarity(texts: list[str], config: ShingleConfig, left, right, out, prefix) -> None:
+    sets = hash_shingles(texts, config).unique()
+    out[f"{prefix}_jaccard"] = exact_similarity(sets, left, right, "jaccard")
+    out[f"{prefix}_containment"] = exact_similarity(sets, left, right, "containment")
+
+
+@njit(parallel=True, cache=True)
+def _best_chunk_cosine(chunks, offsets, left, right):
+    """Per pair, the largest dot product between a chunk of ``left`` and one of ``right``
+    (NaN when either has no chunk)."""
+    out = np.empty(left.shape[0], dtype=np.float32)
+    dim = chunks.shape[1]
+    for p in prange(left.shape[0]):
+        a0, a1 = offsets[left[p]], offsets[left[p] + 1]
+        b0, b1 = offsets[right[p]], offsets[right[p] + 1]
+        best = -np.inf
+        for a in range(a0, a1):
+            for b in range(b0, b1):
+                s = 0.0
+                for d in range(dim):
+                    s += chunks[a, d] * chunks[b, d]
+                if s > best:
+                    best = s
+        out[p] = best if a1 > a0 and b1 > b0 else np.nan
+    return out
+
+
+def _retsim_features(texts: list[str], left, right, *, threads: int | None) -> dict[str, np.ndarray]:
+    from neardup.embed.retsim import RETSim
+
+    chunks, offsets = RETSim(batch_size=32, threads=threads).encode_chunks(texts, progress=False)
+    counts = np.diff(offsets)
+    # The near-duplicate embedding from the same forward pass: mean of the chunks,
+    # renormalized (RETSim.encode also averages a trailing padding chunk in rare cases).
+    sums = np.zeros((len(texts), chunks.shape[1]), np.float64)
+    has = counts > 0
+    if chunks.shape[0]:
+        np.add.at(sums, np.repeat(np.arange(len(texts)), counts), chunks)
+    norms = np.linalg.norm(sums, axis=1, keepdims=True)
+    near = np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
+    cos = np.einsum("ij,ij->i", near[left], near[right]).astype(np.float32)
+    ok = has[left] & has[right]
+    partial = _best_chunk_cosine(np.ascontiguousarray(chunks, np.float32), offsets, left, right)
+    return {
+        "retsim_near": np.where(ok, cos, 0.0).astype(np.float32),
+        "retsim_partial": np.where(ok, np.nan_to_num(partial, nan=0.0), 0.0).astype(np.float32),
+    }
+
+
+def pair_features(
+    texts: Sequence[str],
+    left: np.ndarray,
+    right: np.ndarray,
+    *,
+    dates: np.ndarray | None = None,
+    features: Sequence[str] = LEXICAL_FEATURES,
+    align_chars: int = _ALIGN_CHARS,
+    threads: int | None = None,
+) -> np.ndarray:
+    """Feature matrix of document pairs.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        Raw texts by document position (normalized here with neardup's defaults).
+    left, right : array-like of int, shape (n_pairs,)
+        Positions in ``texts`` of the two documents of each pair.
+    dates : ndarray of datetime64, shape (len(texts),), or None
+        Document dates (NaT where unknown); None: every pair gets ``date_missing = 1``.
+    features : sequence of str, default LEXICAL_FEATURES
+        Names from :data:`FEATURES`, in the column order wanted (a trained model passes
+        the names it was trained on).
+    align_chars : int, default 4000
+        Characters of each normalized text compared by ``align_ratio``.
+    threads : int or None, default None
+        Threads for rapidfuzz and RETSim (None: all cores for rapidfuzz, ONNX Runtime's
+        default for RETSim).
+
+    Returns
+    -------
+    ndarray of float32, shape (n_pairs, len(features))
+
+    Raises
+    ------
+    ValueError
+        Unknown feature names, mismatched ``left``/``right``, positions out of range.
+    ImportError
+        RETSim features asked for without onnxruntime/unisim, or the alignment features
+        without rapidfuzz (both in the ``neural`` extra).
+    """
+    caller = "pair_features"
+    features = list(features)
+    unknown = [f for f in features if f not in FEATURES]
+    if unknown:
+        raise ValueError(
+            f"{caller}: parameter 'features' must name features of {', '.join(FEATURES)}; "
+            f"got unknown {unknown}."
+        )
+    check_int(caller, "align_chars", align_chars, low=1)
+    left = np.asarray(left, dtype=np.int64).ravel()
+    right = np.asarray(right, dtype=np.int64).ravel()
+    if left.shape != right.shape:
+        raise ValueError(
+            f"{caller}: parameters 'left' and 'right' must have one length; got {left.size} "
+            f"and {right.size}."
+        )
+    n_pairs = left.size
+    out_matrix = np.zeros((n_pairs, len(features)), np.float32)
+    if n_pairs == 0:
+        return out_matrix
+    if min(left.min(), right.min()) < 0 or max(left.max(), right.max()) >= len(texts):
+        raise ValueError(f"{caller}: parameters 'left' and 'right' must be positions in 'texts'.")
+    # Work on the documents the pairs touch only, renumbered 0..m-1.
+    docs, local = np.unique(np.concatenate([left, right]), return_inverse=True)
+    a, b = local[:n_pairs], local[n_pairs:]
+    norm = normalize_batch([texts[i] for i in docs.tolist()], NormalizeConfig())
+    wanted = set(features)
+    cols: dict[str, np.ndarray] = {}
+
+    for n in _WORD_N:
+        if {f"word{n}_jaccard", f"word{n}_containment"} & wanted:
+            _set_similarity(norm, ShingleConfig("word", n), a, b, cols, f"word{n}")
+    for n in _CHAR_N:
+        if {f"char{n}_jaccard", f"char{n}_containment"} & wanted:
+            _set_similarity(norm, ShingleConfig("char", n), a, b, cols, f"char{n}")
+    if "masked3_jaccard" in wanted:
+        masked = [_DIGITS.sub("0", t) for t in norm]
+        sets = hash_shingles(masked, ShingleConfig("word", 3)).unique()
+        cols["masked3_jaccard"] = exact_similarity(sets, a, b, "jaccard")
+    if "numbers_jaccard" in wanted:
+        numbers = [" ".join(_NUMBER_TOKEN.findall(t)) for t in norm]
+        sets = hash_shingles(numbers, ShingleConfig("word", 1)).unique()
+        has = np.diff(sets.offsets) > 0
+        sim = exact_similarity(sets, a, b, "jaccard")
+        # Two texts without numbers do not disagree on figures.
+        cols["numbers_jaccard"] = np.where(~has[a] & ~has[b], 1.0, sim).astype(np.float32)
+
+    lengths = np.fromiter(map(len, norm), np.float64, len(norm))
+    lo, hi = np.minimum(lengths[a], lengths[b]), np.maximum(lengths[a], lengths[b])
+    cols["length_ratio"] = np.divide(lo, hi, out=np.zeros_like(lo), where=hi > 0)
+    cols["log_length_min"] = np.log1p(lo)
+    cols["log_length_max"] = np.log1p(hi)
+
+    if {"align_ratio", "align_partial"} & wanted:
+        try:
+            from rapidfuzz import fuzz, process
+        except ImportError as err:
+            raise ImportError(
+                f"{caller}: the alignment features need the 'rapidfuzz' package, part of "
+                "neardup's optional 'neural' extra: pip install 'neardup[neural]'."
+            ) from err
+        workers = -1 if threads is None else threads
+        if "align_ratio" in wanted:
+            cut = [t[:align_chars] for t in norm]
+            cols["align_ratio"] = process.cpdist(
+                [cut[i] for i in a.tolist()], [cut[i] for i in b.tolist()],
+                scorer=fuzz.ratio, workers=workers, dtype=np.float32,
+            ) / 100.0
+        if "align_partial" in wanted:
+            # Shorter head first: partial_ratio aligns the shorter string inside the longer.
+            short = [t[:_PARTIAL_SHORT] for t in norm]
+            long = [t[:_PARTIAL_LONG] for t in norm]
+            first_short = lengths[a] <= lengths[b]
+            q = np.where(first_short, a, b).tolist()
+            c = np.where(first_short, b, a).tolist()
+            cols["align_partial"] = process.cpdist(
+                [short[i] for i in q], [long[i] for i in c],
+                scorer=fuzz.partial_ratio, workers=workers, dtype=np.float32,
+            ) / 100.0
+
+    if {"date_days", "date_missing"} & wanted:
+        if dates is None:
+            cols["date_days"] = np.zeros(n_pairs)
+            cols["date_missing"] = np.ones(n_pairs)
+        else:
+            d = np.asarray(dates, dtype="datetime64[s]")[docs]
+            da, db = d[a], d[b]
+            missing = np.isnat(da) | np.isnat(db)
+            seconds = np.abs((da - db).astype("timedelta64[s]").astype(np.float64))
+            days = np.where(missing, 0.0, np.minimum(seconds / 86400.0, _DATE_CAP_DAYS))
+            cols["date_days"] = days
+            cols["date_missing"] = missing.astype(np.float64)
+
+    if set(RETSIM_FEATURES) & wanted:
+        if not retsim_available():
+            raise ImportError(
+                f"{caller}: the RETSim features need 'onnxruntime' and 'unisim', part of "
+                "neardup's optional 'neural' extra: pip install 'neardup[neural]'."
+            )
+        docs_texts = [texts[i] for i in docs.tolist()]
+        cols.update(_retsim_features(docs_texts, a, b, threads=threads))
+
+    for j, name in enumerate(features):
+        out_matrix[:, j] = cols[name]
+    return out_matrix

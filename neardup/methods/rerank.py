@@ -1,0 +1,443 @@
+"""Re-ranking (``--method rerank``): fast candidates, re-scored by a pair classifier.
+
+Silcock et al. (2022, sec. 4.2) make a cross-encoder affordable by scoring only the
+pairs a cheap bi-encoder ranks as close: every document's nearest neighbours go to the
+cross-encoder, and the pairs it calls duplicates (probability above a threshold) are
+clustered. This method does the same with any fast method as the retriever:
+
+1. ``candidates`` ("retsim", "minhash" or "biencoder") finds candidate pairs with a
+   deliberately permissive setting (a low cosine or Jaccard threshold, ``k`` neighbours),
+   so that recall is high and precision does not matter;
+2. ``scorer`` re-scores every candidate with a duplicate probability:
+
+   * ``"cross-encoder"``: a transformer reading both texts at once (the first
+     ``max_tokens`` tokens of each); ONNX Runtime (int8) when the model folder holds an
+     ONNX file, else PyTorch;
+   * ``"verifier"``: a scikit-learn classifier over pair features
+     (:mod:`neardup.methods.pair_features`: n-gram Jaccard and containment, alignment,
+     length ratio, date difference, optionally RETSim cosines): thousands of pairs per
+     second;
+
+3. pairs with probability >= ``threshold`` are the edges clustered as usual.
+
+The sketch keeps each document's raw text (UTF-8, cut to ``max_chars`` characters)
+beside the candidate method's sketch, because re-scoring reads text; re-ranking is meant
+for corpora of moderate size, where accuracy matters most (the paper's words). Re-scored
+candidates are cached on the corpus sketch, so a threshold sweep (``neardup tune``) runs
+the scorer once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neardup.errors import check_choice, check_float, check_int
+from neardup.graph.edges import Pairs
+from neardup.methods.base import Method, Sketch
+
+__all__ = [
+    "CANDIDATE_DEFAULTS",
+    "CrossEncoderScorer",
+    "RerankMethod",
+    "VerifierScorer",
+    "candidate_method",
+    "load_scorer",
+]
+
+#: Permissive defaults of each candidate method: many pairs, high recall. On the
+#: reuters-news validation split, retsim below gives ~5 candidates per document, among
+#: which the true pairs alone would score ARI 0.976 (minhash: ~12 per document, 0.994).
+CANDIDATE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "retsim": {"threshold": 0.7, "k": 10},
+    "minhash": {"threshold": 0.1},
+    "biencoder": {"threshold": 0.5, "k": 10},
+}
+SCORERS = ("cross-encoder", "verifier")
+#: Shipped model used when ``model`` is None.
+DEFAULT_MODELS = {"cross-encoder": "cross-encoder-news", "verifier": "verifier-news"}
+#: Characters of a text read per wanted token when cutting heads before tokenizing
+#: (news averages 4-5 characters per WordPiece token, OCR noise fewer).
+_CHARS_PER_TOKEN = 10
+_TEXT_KEY, _TEXT_LEN = "rerank_text", "rerank_text_bytes"
+_CACHE_ATTR = "_rerank_scores"
+
+
+def candidate_method(candidates: str, params: dict[str, Any] | None = None) -> Method:
+    """The fast method that proposes candidates, with :data:`CANDIDATE_DEFAULTS` under
+    ``params``."""
+    from neardup.methods import make_method
+
+    check_choice("candidate_method", "candidates", candidates, tuple(CANDIDATE_DEFAULTS))
+    return make_method(candidates, **{**CANDIDATE_DEFAULTS[candidates], **(params or {})})
+
+
+# -- scorers -----------------------------------------------------------------------------
+
+
+def _read_meta(directory: Path, kind: str) -> dict[str, Any]:
+    path = directory / "model.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{directory}: no model.json; not a neardup {kind} model folder.")
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    if meta.get("kind") != kind:
+        raise ValueError(f"{directory}: model.json says kind {meta.get('kind')!r}, not {kind!r}.")
+    return meta
+
+
+def pair_heads(tokenizer: Any, text_a: Sequence[str], text_b: Sequence[str], max_tokens: int,
+               **kwargs: Any) -> dict[str, Any]:
+    """Tokenize pairs as ``[CLS] a [SEP] b [SEP]``, about ``max_tokens`` tokens of each.
+
+    Texts are first cut to ``max_tokens * 10`` characters (tokenizing a long text to keep
+    its head is wasted time), then "longest_first" truncation to ``2 * max_tokens + 3``
+    tokens gives each text ``max_tokens`` when both are long, and a short text's spare
+    room to the other.
+    """
+    cut = max_tokens * _CHARS_PER_TOKEN
+    return tokenizer(
+        [t[:cut] for t in text_a], [t[:cut] for t in text_b],
+        truncation="longest_first", max_length=2 * max_tokens + 3, padding=True, **kwargs,
+    )
+
+
+def _length_batches(text_a: Sequence[str], text_b: Sequence[str], batch_size: int, cut: int):
+    """Pair positions in batches of similar length (less padding), longest first."""
+    lengths = np.fromiter(
+        (min(len(a), cut) + min(len(b), cut) for a, b in zip(text_a, text_b)), np.int64, len(text_a)
+    )
+    order = np.argsort(-lengths, kind="stable")
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+class CrossEncoderScorer:
+    """Duplicate probability of text pairs from a cross-encoder model folder.
+
+    Parameters
+    ----------
+    model : str or path
+        A shipped cross-encoder name or a folder with ``model.json`` (kind
+        ``"cross-encoder"``): ``"format": "onnx"`` (an ONNX file named in ``"onnx"``, run
+        with ONNX Runtime) or ``"format": "transformers"`` (a transformers
+        sequence-classification model with one logit, run with PyTorch).
+    batch_size : int, default 32
+    threads : int or None, default None
+        Intra-op threads of ONNX Runtime / PyTorch.
+    """
+
+    def __init__(self, model: str | os.PathLike, *, batch_size: int = 32,
+                 threads: int | None = None) -> None:
+        from neardup.models import resolve_model
+
+        self.directory = resolve_model(model, "cross-encoder")
+        self.meta = _read_meta(self.directory, "cross-encoder")
+        self.max_tokens = int(self.meta.get("max_tokens", 128))
+        self.batch_size = check_int("CrossEncoderScorer", "batch_size", batch_size, low=1)
+        self.threads = threads
+        self._runner: Any = None
+        self._tokenizer: Any = None
+
+    def _load(self) -> None:
+        if self.meta.get("format") == "onnx" and (self.directory / "onnx.json").is_file():
+            # Written by neardup.embed.onnx_encoder.export_transformer (task
+            # "classification"): its runner tokenizes with the bundled tokenizer.json.
+            from neardup.embed.onnx_encoder import OnnxTransformer
+
+            self._runner = ("onnx-transformer", OnnxTransformer(self.directory, threads=self.threads))
+        elif self.meta.get("format") == "onnx":
+            import onnxruntime as ort
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(self.directory, local_files_only=True)
+
+            options = ort.SessionOptions()
+            if self.threads is not None:
+                options.intra_op_num_threads = self.threads
+                options.inter_op_num_threads = 1
+            session = ort.InferenceSession(
+                str(self.directory / self.meta["onnx"]), options, providers=["CPUExecutionProvider"]
+            )
+            names = [i.name for i in session.get_inputs()]
+
+            def run(enc: dict[str, np.ndarray]) -> np.ndarray:
+                feed = {n: enc[n].astype(np.int64) for n in names if n in enc}
+                return session.run(None, feed)[0].reshape(-1)
+
+            self._runner = ("onnx", run)
+        else:
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(self.directory, local_files_only=True)
+            net = AutoModelForSequenceClassification.from_pretrained(
+                self.directory, local_files_only=True
+            ).eval()
+            self._runner = ("torch", net)
+
+    def logits(self, text_a: Sequence[str], text_b: Sequence[str]) -> np.ndarray:
+        """One logit per pair, float32 (sigmoid gives the probability)."""
+        if self._runner is None:
+            self._load()
+        out = np.zeros(len(text_a), np.float32)
+        if not len(text_a):
+            return out
+        backend, runner = self._runner
+        if backend == "onnx-transformer":
+            cut = self.max_tokens * _CHARS_PER_TOKEN
+            pairs = [(a[:cut], b[:cut]) for a, b in zip(text_a, text_b)]
+            return runner.logits(pairs, max_tokens=2 * self.max_tokens + 3,
+                                 batch_size=self.batch_size)[:, 0].astype(np.float32)
+        batches = _length_batches(text_a, text_b, self.batch_size, self.max_tokens * _CHARS_PER_TOKEN)
+        if backend == "onnx":
+            for idx in batches:
+                enc = pair_heads(self._tokenizer, [text_a[i] for i in idx], [text_b[i] for i in idx],
+                                 self.max_tokens, return_tensors="np")
+                out[idx] = runner(dict(enc))
+            return out
+        return torch_logits(runner, self._tokenizer, text_a, text_b, self.max_tokens,
+                            batch_size=self.batch_size, threads=self.threads)
+
+    def score(self, text_a: Sequence[str], text_b: Sequence[str]) -> np.ndarray:
+        """Duplicate probability of each pair, float32 in [0, 1]."""
+        return _sigmoid(self.logits(text_a, text_b))
+
+
+def torch_logits(net: Any, tokenizer: Any, text_a: Sequence[str], text_b: Sequence[str],
+                 max_tokens: int, *, batch_size: int = 32, threads: int | None = None) -> np.ndarray:
+    """Logits of a PyTorch sequence-classification model over pairs (eval mode, no grad)."""
+    import torch
+
+    out = np.zeros(len(text_a), np.float32)
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    was_training = net.training
+    net.eval()
+    try:
+        with torch.inference_mode():
+            for idx in _length_batches(text_a, text_b, batch_size, max_tokens * _CHARS_PER_TOKEN):
+                enc = pair_heads(tokenizer, [text_a[i] for i in idx], [text_b[i] for i in idx],
+                                 max_tokens, return_tensors="pt")
+                out[idx] = net(**enc).logits.reshape(-1).float().numpy()
+    finally:
+        net.train(was_training)
+        torch.set_num_threads(before)
+    return out
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return (1.0 / (1.0 + np.exp(-np.clip(x, -60, 60)))).astype(np.float32)
+
+
+class VerifierScorer:
+    """Duplicate probability of document pairs from a verifier model folder
+    (``model.json`` kind ``"verifier"``, the classifier pickled with joblib).
+
+    Parameters
+    ----------
+    model : str or path
+        A shipped verifier name or a folder written by
+        :func:`neardup.train.verifier.train_verifier`.
+    threads : int or None, default None
+        Threads for the alignment and RETSim features.
+    """
+
+    def __init__(self, model: str | os.PathLike, *, threads: int | None = None) -> None:
+        from neardup.models import resolve_model
+
+        self.directory = resolve_model(model, "verifier")
+        self.meta = _read_meta(self.directory, "verifier")
+        self.features = tuple(self.meta["features"])
+        self.threads = threads
+        self._classifier: Any = None
+
+    @property
+    def classifier(self) -> Any:
+        if self._classifier is None:
+            import joblib
+
+            self._classifier = joblib.load(self.directory / self.meta["file"])
+        return self._classifier
+
+    def score_positions(self, texts: Sequence[str], left: np.ndarray, right: np.ndarray,
+                        dates: np.ndarray | None = None) -> np.ndarray:
+        """Probability of each pair (``left[i]``, ``right[i]``) of positions in ``texts``."""
+        from neardup.methods.pair_features import pair_features
+
+        if len(left) == 0:
+            return np.zeros(0, np.float32)
+        from threadpoolctl import threadpool_limits
+
+        x = pair_features(texts, left, right, dates=dates, features=self.features,
+                          threads=self.threads)
+        with threadpool_limits(limits=self.threads):
+            return self.classifier.predict_proba(x)[:, 1].astype(np.float32)
+
+    def score(self, text_a: Sequence[str], text_b: Sequence[str]) -> np.ndarray:
+        """Probability of each pair of texts (no dates: the date features say missing)."""
+        n = len(text_a)
+        texts = list(text_a) + list(text_b)
+        return self.score_positions(texts, np.arange(n), np.arange(n, 2 * n))
+
+
+def load_scorer(scorer: str, model: str | os.PathLike | None = None, *, batch_size: int = 32,
+                threads: int | None = None) -> CrossEncoderScorer | VerifierScorer:
+    """A :class:`CrossEncoderScorer` or :class:`VerifierScorer` (``model`` None: the
+    shipped default of that scorer)."""
+    check_choice("load_scorer", "scorer", scorer, SCORERS)
+    model = DEFAULT_MODELS[scorer] if model is None else model
+    if scorer == "cross-encoder":
+        return CrossEncoderScorer(model, batch_size=batch_size, threads=threads)
+    return VerifierScorer(model, threads=threads)
+
+
+# -- the method ---------------------------------------------------------------------------
+
+
+class RerankMethod(Method):
+    """Candidates from a fast method, re-scored by a cross-encoder or a light verifier
+    (``--method rerank``; see the module docstring).
+
+    Parameters
+    ----------
+    scorer : {"verifier", "cross-encoder"}, default "verifier"
+        What re-scores the candidates.
+    model : str or None, default None
+        A shipped model name or a model folder of the scorer's kind; None: the shipped
+        default (``verifier-news`` or ``cross-encoder-news``).
+    threshold : float in [0, 1], default 0.5
+        Duplicate probability at which a candidate becomes an edge. Tune it on validation
+        data (``neardup tune --method rerank``).
+    candidates : {"retsim", "minhash", "biencoder"}, default "retsim"
+        The fast method proposing candidate pairs.
+    candidate_params : dict or None, default None
+        Its parameters, over :data:`CANDIDATE_DEFAULTS` (e.g. ``{"threshold": 0.6,
+        "k": 20}``; on the command line ``--param 'candidate_params={"k": 20}'``).
+    max_chars : int, default 20000
+        Characters of each raw text kept for re-scoring (the cross-encoder reads only the
+        first ``max_tokens`` tokens; the verifier's n-gram features read all it is given).
+    batch_size : int, default 32
+        Pairs per cross-encoder call.
+    threads : int or None, default None
+        Threads for the scorer (and the candidate method when it takes ``threads``).
+
+    Examples
+    --------
+    >>> m = RerankMethod(scorer="verifier", threshold=0.5)        # doctest: +SKIP
+    >>> m.find_pairs(m.sketch(["Oil rose 2 pct.", "Oil rose 2 pct!", "Snow in Alps."]))  # doctest: +SKIP
+    """
+
+    name = "rerank"
+    pair_params = frozenset({"threshold"})
+
+    def __init__(
+        self,
+        *,
+        scorer: str = "verifier",
+        model: str | None = None,
+        threshold: float = 0.5,
+        candidates: str = "retsim",
+        candidate_params: dict[str, Any] | None = None,
+        max_chars: int = 20_000,
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> None:
+        caller = "RerankMethod"
+        self.scorer = check_choice(caller, "scorer", scorer, SCORERS)
+        if model is not None and not isinstance(model, (str, os.PathLike)):
+            raise ValueError(f"{caller}: parameter 'model' must be a model name or folder; got {model!r}.")
+        self.model = None if model is None else str(model)
+        self.threshold = check_float(caller, "threshold", threshold, low=0.0, high=1.0)
+        self.candidates = check_choice(caller, "candidates", candidates, tuple(CANDIDATE_DEFAULTS))
+        if candidate_params is not None and not isinstance(candidate_params, dict):
+            raise ValueError(
+                f"{caller}: parameter 'candidate_params' must be a dict of {candidates} "
+                f"parameters or None; got {candidate_params!r}."
+            )
+        self.candidate_params = None if candidate_params is None else dict(candidate_params)
+        self.max_chars = check_int(caller, "max_chars", max_chars, low=1)
+        self.batch_size = check_int(caller, "batch_size", batch_size, low=1)
+        self.threads = None if threads is None else check_int(caller, "threads", threads, low=1)
+        # Built now so that bad candidate parameters fail here, not after sketching.
+        params = dict(self.candidate_params or {})
+        from neardup.methods import method_parameters
+
+        if "threads" in method_parameters(candidates) and self.threads is not None:
+            params.setdefault("threads", self.threads)
+        self._candidate = candidate_method(candidates, params)
+        self._scorer: Any = None
+
+    @property
+    def candidate(self) -> Method:
+        """The candidate method instance."""
+        return self._candidate
+
+    def _get_scorer(self) -> CrossEncoderScorer | VerifierScorer:
+        if self._scorer is None:
+            self._scorer = load_scorer(self.scorer, self.model, batch_size=self.batch_size,
+                                       threads=self.threads)
+        return self._scorer
+
+    def sketch(self, texts: Sequence[str]) -> Sketch:
+        sketch = self._candidate.sketch(texts)
+        # Raw text as UTF-8 bytes, ragged: one row-aligned length, one flat byte array,
+        # which Sketch.concat stacks in order like any other ragged array.
+        encoded = [t[: self.max_chars].encode("utf-8", "surrogatepass") for t in texts]
+        sketch.arrays[_TEXT_LEN] = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        sketch.ragged[_TEXT_KEY] = np.frombuffer(b"".join(encoded), np.uint8).copy()
+        return sketch
+
+    @staticmethod
+    def _texts(sketch: Sketch, docs: np.ndarray) -> dict[int, str]:
+        sizes = sketch.arrays[_TEXT_LEN]
+        offsets = np.zeros(sizes.size + 1, np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        data = sketch.ragged[_TEXT_KEY]
+        return {
+            int(d): data[offsets[d] : offsets[d + 1]].tobytes().decode("utf-8", "surrogatepass")
+            for d in docs.tolist()
+        }
+
+    def scored_candidates(self, sketch: Sketch) -> Pairs:
+        """Every candidate pair with its duplicate probability (before ``threshold``),
+        computed once per sketch and cached on it."""
+        if _TEXT_KEY not in sketch.ragged:
+            raise ValueError(
+                "RerankMethod.find_pairs: parameter 'sketch' must come from "
+                "RerankMethod.sketch (it keeps the texts re-scoring reads); got another "
+                "method's sketch."
+            )
+        key = self.sketch_key()
+        cache = getattr(sketch, _CACHE_ATTR, None)
+        if cache is not None and cache[0] == key:
+            return cache[1]
+        candidates = self._candidate.find_pairs(sketch).canonical()
+        if len(candidates) == 0:
+            scored = Pairs.empty()
+        else:
+            docs = np.unique(np.concatenate([candidates.left, candidates.right]))
+            texts = self._texts(sketch, docs)
+            scorer = self._get_scorer()
+            if isinstance(scorer, VerifierScorer):
+                local = np.searchsorted(docs, np.concatenate([candidates.left, candidates.right]))
+                m = len(candidates)
+                dates = None if sketch.dates is None else sketch.dates[docs]
+                prob = scorer.score_positions([texts[d] for d in docs.tolist()], local[:m],
+                                              local[m:], dates)
+            else:
+                prob = scorer.score([texts[d] for d in candidates.left.tolist()],
+                                    [texts[d] for d in candidates.right.tolist()])
+            scored = Pairs(candidates.left, candidates.right, prob)
+        # A plain attribute on the sketch object: it lives exactly as long as the sketch,
+        # and every threshold of a sweep shares it (the scorer dominates the cost).
+        setattr(sketch, _CACHE_ATTR, (key, scored))
+        return scored
+
+    def find_pairs(self, sketch: Sketch) -> Pairs:
+        if len(sketch) < 2:
+            return Pairs.empty()
+        return self.scored_candidates(sketch).above(self.threshold)

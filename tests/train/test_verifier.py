@@ -1,0 +1,93 @@
+"""The light verifier: pair features and training (tiny synthetic corpus, seconds)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rapidfuzz")
+
+from neardup.methods.pair_features import (  # noqa: E402
+    FEATURES,
+    LEXICAL_FEATURES,
+    pair_features,
+    retsim_available,
+)
+from neardup.methods.rerank import VerifierScorer  # noqa: E402
+from neardup.train.verifier import train_verifier  # noqa: E402
+from rerank_fixtures import make_corpus  # noqa: E402
+
+_FAST = {"candidates": "minhash", "candidate_params": {"threshold": 0.05},
+         "features": LEXICAL_FEATURES, "threads": 1}
+
+
+def test_pair_features_values():
+    texts = ["The cat sat on the mat today.", "The cat sat on the mat today!",
+             "The cat sat on the mat today. And then it slept for a long while.",
+             "Completely different words here.", ""]
+    x = pair_features(texts, [0, 0, 0, 0], [1, 2, 3, 4], features=LEXICAL_FEATURES)
+    col = {name: x[:, j] for j, name in enumerate(LEXICAL_FEATURES)}
+    assert x.shape == (4, len(LEXICAL_FEATURES)) and x.dtype == np.float32
+    assert col["word3_jaccard"][0] == 1.0 and col["align_ratio"][0] == 1.0
+    assert col["word3_containment"][1] == 1.0 and col["word3_jaccard"][1] < 1.0  # excerpt
+    assert col["word1_jaccard"][2] == 0.0 or col["word1_jaccard"][2] < 0.2
+    assert np.all(col["date_missing"] == 1.0) and np.all(col["date_days"] == 0.0)
+    assert col["length_ratio"][3] == 0.0  # the empty text
+    assert np.all((x[:, :14] >= 0) & (x[:, :14] <= 1))
+
+
+def test_pair_features_dates_and_order():
+    texts = ["a b c d", "a b c e", "x y z"]
+    dates = np.array(["1987-03-01", "1987-03-04", "NaT"], dtype="datetime64[s]")
+    x = pair_features(texts, [0, 0], [1, 2], dates=dates, features=["date_days", "date_missing"])
+    assert x.tolist() == [[3.0, 0.0], [0.0, 1.0]]
+    swapped = pair_features(texts, [1], [0], features=LEXICAL_FEATURES)
+    assert np.allclose(swapped, pair_features(texts, [0], [1], features=LEXICAL_FEATURES))
+    assert pair_features(texts, [], [], features=LEXICAL_FEATURES).shape == (0, len(LEXICAL_FEATURES))
+
+
+def test_pair_features_rejects_bad_input():
+    with pytest.raises(ValueError, match="features"):
+        pair_features(["a", "b"], [0], [1], features=["nope"])
+    with pytest.raises(ValueError, match="positions"):
+        pair_features(["a", "b"], [0], [5])
+    with pytest.raises(ValueError, match="one length"):
+        pair_features(["a", "b"], [0, 1], [1])
+
+
+@pytest.mark.skipif(not retsim_available(), reason="RETSim needs onnxruntime and unisim")
+def test_retsim_features():
+    texts = ["Oil prices rose sharply on Monday.", "Oil prices rose sharply on Monday!",
+             "Heavy snow closed the mountain roads.", ""]
+    x = pair_features(texts, [0, 0, 0], [1, 2, 3], features=FEATURES[-2:], threads=1)
+    assert x[0, 0] > 0.9 and x[0, 0] > x[1, 0] and x[2].tolist() == [0.0, 0.0]
+    assert np.all(x[:, 1] >= x[:, 0] - 1e-5)  # best chunk pair >= mean for one chunk
+
+
+@pytest.mark.parametrize("classifier", ["hgb", "logistic"])
+def test_train_verifier(tmp_path, classifier):
+    train = make_corpus(seed=0, split="train")
+    validation = make_corpus(seed=1, split="validation")
+    report = train_verifier(train, validation, output_dir=tmp_path, classifier=classifier, **_FAST)
+    meta = json.loads((tmp_path / "model.json").read_text())
+    assert meta["kind"] == "verifier" and meta["features"] == list(LEXICAL_FEATURES)
+    assert (tmp_path / "model.joblib").is_file() and (tmp_path / "training.json").is_file()
+    assert report["best_validation_ari"] > 0.8
+    assert report["pair_counts"]["candidate"] > 0 and report["pair_counts"]["positive"] > 0
+    scorer = VerifierScorer(tmp_path)
+    copy = validation.texts[0]
+    prob = scorer.score([copy, copy], [validation.texts[1], validation.texts[-1]])
+    assert prob.dtype == np.float32 and np.all((prob >= 0) & (prob <= 1))
+
+
+def test_train_verifier_refuses_test_split_and_bad_params(tmp_path):
+    train = make_corpus(seed=0, split="train")
+    test = make_corpus(seed=1, split="test")
+    with pytest.raises(ValueError, match="test"):
+        train_verifier(train, test, output_dir=tmp_path, **_FAST)
+    with pytest.raises(ValueError, match="classifier"):
+        train_verifier(train, train, output_dir=tmp_path, classifier="svm", **_FAST)
+    with pytest.raises(ValueError, match="features"):
+        train_verifier(train, train, output_dir=tmp_path, **{**_FAST, "features": ["nope"]})
