@@ -173,11 +173,11 @@ def test_recall_check_can_fail(clustered_corpus):
     assert recall(pair_set(weak), exact) < 0.99
 
 
-def test_auto_switches_to_hnsw_above_exact_limit(clustered_corpus):
+def test_auto_switches_to_ivf_above_exact_limit(clustered_corpus):
     x, _ = clustered_corpus
     auto = similarity_pairs(x, threshold=0.9, exact_limit=1000)
-    hnsw = similarity_pairs(x, threshold=0.9, index="hnsw")
-    assert pair_set(auto) == pair_set(hnsw)
+    ivf = similarity_pairs(x, threshold=0.9, index="ivf")
+    assert pair_set(auto) == pair_set(ivf)
     flat = similarity_pairs(x, threshold=0.9, exact_limit=len(x))
     assert pair_set(flat) == pair_set(similarity_pairs(x, threshold=0.9, index="flat"))
 
