@@ -204,6 +204,9 @@ def cross_encoder_train_command(**opts: Any) -> None:
 @_data_options
 @click.option("--classifier", type=click.Choice(["hgb", "logistic"]), default=None,
               help="hgb: histogram gradient boosting (default); logistic: logistic regression.")
+@click.option("--candidates", type=click.Choice(["retsim", "minhash", "biencoder"]), default=None,
+              help="Fast method whose candidate pairs on the training data join the training "
+                   "pairs, so the verifier learns the pairs it will re-score (default retsim).")
 def verifier_train_command(**opts: Any) -> None:
     """Light verifier for `--method rerank`: a scikit-learn classifier over pair features
     (word/char n-gram Jaccard and containment, RETSim cosines, length ratio, alignment

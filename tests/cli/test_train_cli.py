@@ -1,0 +1,57 @@
+"""``neardup train``: the command line around the trainers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from neardup.cli import main
+from neardup.io import write_records
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
+from rerank_fixtures import make_corpus  # noqa: E402
+
+
+def _write(path: Path, corpus, split: str) -> Path:
+    write_records(path, (
+        {"id": i, "text": t, "cluster": c, "split": split, "date": str(d)}
+        for i, t, c, d in zip(corpus.ids, corpus.texts, corpus.clusters, corpus.dates)
+    ))
+    return path
+
+
+def test_every_subcommand_documents_its_options():
+    runner = CliRunner()
+    for kind in ("retsim", "biencoder", "cross-encoder", "verifier"):
+        result = runner.invoke(main, ["train", kind, "--help"])
+        assert result.exit_code == 0, result.output
+        assert "--out" in result.output and "--train" in result.output
+
+
+def test_train_verifier_from_files(tmp_path):
+    pytest.importorskip("rapidfuzz")
+    train = _write(tmp_path / "train.jsonl", make_corpus(seed=0), "train")
+    validation = _write(tmp_path / "validation.jsonl", make_corpus(seed=1), "validation")
+    out = tmp_path / "model"
+    result = CliRunner().invoke(main, [
+        "train", "verifier", "--train", str(train), "--validation", str(validation),
+        "--out", str(out), "--candidates", "minhash", "--threads", "1", "--quiet",
+    ])
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "model.json").read_text())["kind"] == "verifier"
+    log = json.loads((out / "training.json").read_text())
+    assert log["best_validation_ari"] > 0.5
+
+
+def test_test_split_training_data_is_refused(tmp_path):
+    test = _write(tmp_path / "test.jsonl", make_corpus(seed=0), "test")
+    result = CliRunner().invoke(main, [
+        "train", "verifier", "--train", str(test), "--validation", str(test),
+        "--out", str(tmp_path / "m"), "--quiet",
+    ])
+    assert result.exit_code != 0
+    assert "test" in result.output
