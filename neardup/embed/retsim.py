@@ -63,7 +63,7 @@ from neardup.embed.binarizer import CODE_BITS, Chunks, binarize_codes, chunk_tex
 from neardup.errors import check_int
 from neardup.progress import progress_bar
 
-__all__ = ["RETSim", "default_model_path", "partial_similarity"]
+__all__ = ["RETSim", "default_model_path", "partial_similarity", "resolve_model_file"]
 
 _EXTRA = "pip install 'neardup[neural]'"
 #: The model file inside the installed unisim package.
@@ -112,6 +112,46 @@ def default_model_path() -> Path:
     )
 
 
+def resolve_model_file(model: str | os.PathLike | None) -> Path:
+    """The ONNX file of a RETSim model given as a file, a directory or a shipped name.
+
+    Parameters
+    ----------
+    model : str, os.PathLike or None
+        None: the v1 model of the unisim package (:func:`default_model_path`). A path to
+        an ONNX file. A shipped model's name (``neardup/models/<name>/``, kind "retsim",
+        e.g. ``"retsim-news"``) or a directory: its ``model.onnx`` (or the ``.onnx`` file
+        its ``model.json`` lists under ``files``).
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing found (the message lists the shipped RETSim models).
+    ValueError
+        ``model`` names a shipped model of another kind.
+    """
+    if model is None:
+        return default_model_path()
+    path = Path(model)
+    if path.is_file():
+        return path
+    if path.suffix == ".onnx":
+        raise FileNotFoundError(f"RETSim: model file {str(path)!r} does not exist.")
+    import json
+
+    from neardup.models import resolve_model
+
+    directory = resolve_model(model, "retsim")
+    name = "model.onnx"
+    meta = directory / "model.json"
+    if meta.is_file():
+        files = json.loads(meta.read_text(encoding="utf-8")).get("files") or []
+        name = next((f for f in files if str(f).endswith(".onnx")), name)
+    if not (directory / name).is_file():
+        raise FileNotFoundError(f"RETSim: model directory {str(directory)!r} has no {name}.")
+    return directory / name
+
+
 @dataclass(frozen=True)
 class _Session:
     session: Any  # onnxruntime.InferenceSession
@@ -136,7 +176,10 @@ class RETSim(Embedder):
         core). Use 1 when running one encoder per core in separate processes.
     model_path : str, os.PathLike or None, default None
         An ONNX file with RETSim's interface (input (batch, 512, 24) float32, output
-        (batch, 256) float32). None: the v1 model inside the installed unisim package.
+        (batch, 256) float32), a directory holding one as ``model.onnx``, or the name
+        of a shipped fine-tuned model (e.g. ``"retsim-news"``; see
+        :func:`resolve_model_file`). None: the v1 model inside the installed unisim
+        package.
 
     Notes
     -----
@@ -173,9 +216,7 @@ class RETSim(Embedder):
 
     def _load(self) -> _Session:
         ort = _require("onnxruntime", "to run the model")
-        path = Path(self.model_path) if self.model_path is not None else default_model_path()
-        if not path.is_file():
-            raise FileNotFoundError(f"RETSim: model file {str(path)!r} does not exist.")
+        path = resolve_model_file(self.model_path)
         options = ort.SessionOptions()
         if self.threads is not None:
             options.intra_op_num_threads = self.threads

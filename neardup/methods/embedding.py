@@ -18,6 +18,7 @@ characters only) are not embedded and never paired.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -153,13 +154,28 @@ class EmbeddingMethod(Method):
 class RETSimMethod(EmbeddingMethod):
     """RETSim near-duplicate embeddings + cosine threshold (``--method retsim``).
 
-    Parameters are those of :class:`EmbeddingMethod`; ``threshold`` defaults to 0.9.
-    Needs the ``neural`` extra (onnxruntime and the unisim package, which ships the model).
+    Parameters
+    ----------
+    model : str, os.PathLike or None, default None
+        Which RETSim: None for the v1 model of the unisim package; a shipped fine-tuned
+        model's name (``"retsim-news"``, see :mod:`neardup.models`), a directory holding
+        a ``model.onnx``, or an ONNX file with RETSim's interface (e.g. written by
+        ``neardup.train.retsim_trainer.train_retsim``).
+    threshold : float, default 0.9
+        Others as :class:`EmbeddingMethod`. Needs the ``neural`` extra (onnxruntime, and
+        the unisim package for the default model).
+
+    Notes
+    -----
+    Embedding caches (``cache_dir``) are keyed by the model file's content, so a
+    fine-tuned model never reads the embeddings of another model, even one saved under
+    the same path.
 
     Examples
     --------
     >>> m = RETSimMethod(threshold=0.9)                         # doctest: +SKIP
     >>> m.find_pairs(m.sketch(["Hello world!", "Helo wrld!"]))  # doctest: +SKIP
+    >>> RETSimMethod(model="retsim-news", threshold=0.85)        # doctest: +SKIP
     """
 
     name = "retsim"
@@ -167,6 +183,7 @@ class RETSimMethod(EmbeddingMethod):
     def __init__(
         self,
         *,
+        model: str | os.PathLike | None = None,
         threshold: float = 0.9,
         k: int | None = None,
         index: str = "auto",
@@ -175,19 +192,57 @@ class RETSimMethod(EmbeddingMethod):
         threads: int | None = None,
         cache_dir: str | os.PathLike | None = None,
     ) -> None:
+        caller = type(self).__name__
+        if model is not None:
+            if not isinstance(model, (str, os.PathLike)):
+                raise ValueError(
+                    f"{caller}: parameter 'model' must be a shipped model name, a path or "
+                    f"None; got {model!r}."
+                )
+            from neardup.embed.retsim import resolve_model_file
+
+            resolve_model_file(model)  # fail here, naming the shipped models, not mid-run
+            model = str(model)
+        self.model = model
         super().__init__(threshold=threshold, k=k, index=index, exact_limit=exact_limit,
                          batch_size=batch_size, threads=threads, cache_dir=cache_dir)
+
+    def sketch_key(self) -> str:
+        # The file's digest, not only its name: retraining into the same directory must
+        # not reuse cached embeddings, nor may the default model's.
+        return json.dumps([super().sketch_key(), _model_digest(self.model)])
 
     def _make_embedder(self) -> Any:
         from neardup.embed.retsim import RETSim
 
-        return RETSim(batch_size=self.batch_size, threads=self.threads)
+        return RETSim(batch_size=self.batch_size, threads=self.threads, model_path=self.model)
+
+
+def _model_digest(model: str | None) -> str | None:
+    """SHA-256 of a RETSim model's ONNX file (None when it cannot be found: encoding then
+    fails with the real error)."""
+    try:
+        from neardup.embed.retsim import resolve_model_file
+
+        path = resolve_model_file(model)
+    except (ImportError, FileNotFoundError, ValueError):
+        return None
+    stat = path.stat()
+    return _file_digest(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    # Keyed by size and mtime too, so a file rewritten in place is hashed again.
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 class RETSimPartialMethod(RETSimMethod):
     """RETSim partial-duplicate matching (``--method retsim-partial``): two documents are
     linked when the cosine of their closest chunk pair (512 characters each) is at least
-    ``threshold``. Finds excerpts, abridged copies and documents sharing a passage."""
+    ``threshold``. Finds excerpts, abridged copies and documents sharing a passage. Takes
+    the parameters of :class:`RETSimMethod`, ``model`` included."""
 
     name = "retsim-partial"
     embedding_key = "chunks"
