@@ -46,7 +46,7 @@ def _skip_unavailable(name):
         from neardup.methods.rerank import DEFAULT_MODELS
         from neardup.models import shipped_models
 
-        for module in ("onnxruntime", "unisim", "rapidfuzz", "faiss"):
+        for module in ("rapidfuzz", "joblib"):
             if importlib.util.find_spec(module) is None:
                 pytest.skip(f"rerank needs {module}")
         if DEFAULT_MODELS["verifier"] not in shipped_models("verifier"):

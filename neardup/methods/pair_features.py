@@ -117,7 +117,8 @@ def _best_chunk_cosine(chunks, offsets, left, right):
     return out
 
 
-def _retsim_features(texts: list[str], left, right, *, threads: int | None) -> dict[str, np.ndarray]:
+def _retsim_features(texts: list[str], left, right, *,
+                     threads: int | None) -> dict[str, np.ndarray]:
     from neardup.embed.retsim import RETSim
 
     chunks, offsets = RETSim(batch_size=32, threads=threads).encode_chunks(texts, progress=False)

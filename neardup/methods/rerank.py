@@ -5,9 +5,10 @@ pairs a cheap bi-encoder ranks as close: every document's nearest neighbours go 
 cross-encoder, and the pairs it calls duplicates (probability above a threshold) are
 clustered. This method does the same with any fast method as the retriever:
 
-1. ``candidates`` ("retsim", "minhash" or "biencoder") finds candidate pairs with a
-   deliberately permissive setting (a low cosine or Jaccard threshold, ``k`` neighbours),
-   so that recall is high and precision does not matter;
+1. ``candidates`` ("minhash", "retsim" or "biencoder"; by default MinHash for the
+   verifier, RETSim for the cross-encoder) finds candidate pairs with a deliberately
+   permissive setting (a low Jaccard or cosine threshold, ``k`` neighbours), so that
+   recall is high and precision does not matter;
 2. ``scorer`` re-scores every candidate with a duplicate probability:
 
    * ``"cross-encoder"``: a transformer reading both texts at once (the first
@@ -25,6 +26,13 @@ beside the candidate method's sketch, because re-scoring reads text; re-ranking 
 for corpora of moderate size, where accuracy matters most (the paper's words). Re-scored
 candidates are cached on the corpus sketch, so a threshold sweep (``neardup tune``) runs
 the scorer once.
+
+On the reuters-news test split (threshold tuned on validation, connected components):
+the shipped verifier scores ARI 0.976 over MinHash candidates and 0.974 over RETSim ones,
+against 0.814 for MinHash, 0.862 for RETSim and 0.689 for the off-the-shelf bi-encoder
+alone; the shipped cross-encoder (MiniLM-L6, 64 tokens per text, int8 ONNX) scores 0.881
+over RETSim candidates. The verifier re-scores about 1,400 pairs per CPU-second, the
+cross-encoder about 43.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from neardup.methods.base import Method, Sketch
 __all__ = [
     "CANDIDATE_DEFAULTS",
     "CrossEncoderScorer",
+    "DEFAULT_CANDIDATES",
     "RerankMethod",
     "VerifierScorer",
     "candidate_method",
@@ -61,6 +70,10 @@ CANDIDATE_DEFAULTS: dict[str, dict[str, Any]] = {
 SCORERS = ("cross-encoder", "verifier")
 #: Shipped model used when ``model`` is None.
 DEFAULT_MODELS = {"cross-encoder": "cross-encoder-news", "verifier": "verifier-news"}
+#: Candidate method used when ``candidates`` is None: the verifier is cheap per pair, so
+#: it takes MinHash's larger, higher-recall candidate set (no neural model at all); the
+#: cross-encoder's cost grows with the pairs, so it takes RETSim's smaller one.
+DEFAULT_CANDIDATES = {"cross-encoder": "retsim", "verifier": "minhash"}
 #: Characters of a text read per wanted token when cutting heads before tokenizing
 #: (news averages 4-5 characters per WordPiece token, OCR noise fewer).
 _CHARS_PER_TOKEN = 10
@@ -122,9 +135,12 @@ class CrossEncoderScorer:
     ----------
     model : str or path
         A shipped cross-encoder name or a folder with ``model.json`` (kind
-        ``"cross-encoder"``): ``"format": "onnx"`` (an ONNX file named in ``"onnx"``, run
-        with ONNX Runtime) or ``"format": "transformers"`` (a transformers
-        sequence-classification model with one logit, run with PyTorch).
+        ``"cross-encoder"``, ``"max_tokens"`` per text): ``"format": "onnx"`` (an ONNX
+        file named in ``"onnx"`` and the tokenizer files, run with ONNX Runtime; written
+        by :func:`neardup.train.cross_encoder.export_onnx`, or an
+        :func:`neardup.embed.onnx_encoder.export_transformer` folder with ``onnx.json``)
+        or ``"format": "transformers"`` (a sequence-classification model with one logit,
+        run with PyTorch; written by :func:`neardup.train.cross_encoder.train_cross_encoder`).
     batch_size : int, default 32
     threads : int or None, default None
         Intra-op threads of ONNX Runtime / PyTorch.
@@ -148,7 +164,8 @@ class CrossEncoderScorer:
             # "classification"): its runner tokenizes with the bundled tokenizer.json.
             from neardup.embed.onnx_encoder import OnnxTransformer
 
-            self._runner = ("onnx-transformer", OnnxTransformer(self.directory, threads=self.threads))
+            runner = OnnxTransformer(self.directory, threads=self.threads)
+            self._runner = ("onnx-transformer", runner)
         elif self.meta.get("format") == "onnx":
             import onnxruntime as ort
             from transformers import AutoTokenizer
@@ -191,11 +208,12 @@ class CrossEncoderScorer:
             pairs = [(a[:cut], b[:cut]) for a, b in zip(text_a, text_b)]
             return runner.logits(pairs, max_tokens=2 * self.max_tokens + 3,
                                  batch_size=self.batch_size)[:, 0].astype(np.float32)
-        batches = _length_batches(text_a, text_b, self.batch_size, self.max_tokens * _CHARS_PER_TOKEN)
+        cut = self.max_tokens * _CHARS_PER_TOKEN
+        batches = _length_batches(text_a, text_b, self.batch_size, cut)
         if backend == "onnx":
             for idx in batches:
-                enc = pair_heads(self._tokenizer, [text_a[i] for i in idx], [text_b[i] for i in idx],
-                                 self.max_tokens, return_tensors="np")
+                enc = pair_heads(self._tokenizer, [text_a[i] for i in idx],
+                                 [text_b[i] for i in idx], self.max_tokens, return_tensors="np")
                 out[idx] = runner(dict(enc))
             return out
         return torch_logits(runner, self._tokenizer, text_a, text_b, self.max_tokens,
@@ -207,7 +225,8 @@ class CrossEncoderScorer:
 
 
 def torch_logits(net: Any, tokenizer: Any, text_a: Sequence[str], text_b: Sequence[str],
-                 max_tokens: int, *, batch_size: int = 32, threads: int | None = None) -> np.ndarray:
+                 max_tokens: int, *, batch_size: int = 32,
+                 threads: int | None = None) -> np.ndarray:
     """Logits of a PyTorch sequence-classification model over pairs (eval mode, no grad)."""
     import torch
 
@@ -312,8 +331,11 @@ class RerankMethod(Method):
     threshold : float in [0, 1], default 0.5
         Duplicate probability at which a candidate becomes an edge. Tune it on validation
         data (``neardup tune --method rerank``).
-    candidates : {"retsim", "minhash", "biencoder"}, default "retsim"
-        The fast method proposing candidate pairs.
+    candidates : {"retsim", "minhash", "biencoder"} or None, default None
+        The fast method proposing candidate pairs; None: "minhash" for the verifier,
+        "retsim" for the cross-encoder (see :data:`DEFAULT_CANDIDATES`). On the
+        reuters-news validation split, MinHash at Jaccard 0.1 proposes ~50,000 pairs
+        (12 per document) and RETSim ~20,000.
     candidate_params : dict or None, default None
         Its parameters, over :data:`CANDIDATE_DEFAULTS` (e.g. ``{"threshold": 0.6,
         "k": 20}``; on the command line ``--param 'candidate_params={"k": 20}'``).
@@ -328,7 +350,8 @@ class RerankMethod(Method):
     Examples
     --------
     >>> m = RerankMethod(scorer="verifier", threshold=0.5)        # doctest: +SKIP
-    >>> m.find_pairs(m.sketch(["Oil rose 2 pct.", "Oil rose 2 pct!", "Snow in Alps."]))  # doctest: +SKIP
+    >>> texts = ["Oil rose 2 pct.", "Oil rose 2 pct!", "Snow in Alps."]   # doctest: +SKIP
+    >>> m.find_pairs(m.sketch(texts))                             # doctest: +SKIP
     """
 
     name = "rerank"
@@ -340,7 +363,7 @@ class RerankMethod(Method):
         scorer: str = "verifier",
         model: str | None = None,
         threshold: float = 0.5,
-        candidates: str = "retsim",
+        candidates: str | None = None,
         candidate_params: dict[str, Any] | None = None,
         max_chars: int = 20_000,
         batch_size: int = 32,
@@ -349,13 +372,18 @@ class RerankMethod(Method):
         caller = "RerankMethod"
         self.scorer = check_choice(caller, "scorer", scorer, SCORERS)
         if model is not None and not isinstance(model, (str, os.PathLike)):
-            raise ValueError(f"{caller}: parameter 'model' must be a model name or folder; got {model!r}.")
+            raise ValueError(
+                f"{caller}: parameter 'model' must be a model name or folder; got {model!r}."
+            )
         self.model = None if model is None else str(model)
         self.threshold = check_float(caller, "threshold", threshold, low=0.0, high=1.0)
-        self.candidates = check_choice(caller, "candidates", candidates, tuple(CANDIDATE_DEFAULTS))
+        if candidates is not None:
+            check_choice(caller, "candidates", candidates, tuple(CANDIDATE_DEFAULTS))
+        self.candidates = candidates
+        effective = DEFAULT_CANDIDATES[self.scorer] if candidates is None else candidates
         if candidate_params is not None and not isinstance(candidate_params, dict):
             raise ValueError(
-                f"{caller}: parameter 'candidate_params' must be a dict of {candidates} "
+                f"{caller}: parameter 'candidate_params' must be a dict of {effective} "
                 f"parameters or None; got {candidate_params!r}."
             )
         self.candidate_params = None if candidate_params is None else dict(candidate_params)
@@ -366,9 +394,9 @@ class RerankMethod(Method):
         params = dict(self.candidate_params or {})
         from neardup.methods import method_parameters
 
-        if "threads" in method_parameters(candidates) and self.threads is not None:
+        if "threads" in method_parameters(effective) and self.threads is not None:
             params.setdefault("threads", self.threads)
-        self._candidate = candidate_method(candidates, params)
+        self._candidate = candidate_method(effective, params)
         self._scorer: Any = None
 
     @property

@@ -318,7 +318,9 @@ def train_cross_encoder(
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
     except ImportError as err:
-        raise ImportError(f"{caller} needs torch and transformers: pip install 'neardup[neural]'.") from err
+        raise ImportError(
+            f"{caller} needs torch and transformers: pip install 'neardup[neural]'."
+        ) from err
     from neardup.progress import progress_bar
     from neardup.train.validate import pairs_ari
 
@@ -329,7 +331,10 @@ def train_cross_encoder(
     config = {
         "base": base, "epochs": epochs, "batch_size": batch_size, "lr": lr, "warmup": warmup,
         "max_tokens": max_tokens, "max_pairs": max_pairs, "candidate_share": candidate_share,
-        "candidates": candidates, "candidate_params": candidate_params,
+        "candidates": candidates,
+        # Run-time settings (a cache folder, threads) do not change the model.
+        "candidate_params": {k: v for k, v in (candidate_params or {}).items()
+                             if k not in ("cache_dir", "threads")} or None,
         "validation_docs": validation_docs, "seed": seed, "patience": patience,
         "train_docs": len(train_corpus), "train_hash": train_corpus.content_hash(),
         "validation_hash": validation_corpus.content_hash(),
@@ -361,7 +366,8 @@ def train_cross_encoder(
     left, right = np.where(flip, right, left), np.where(flip, left, right)
 
     # Validation subset and its candidates (fixed for the whole run).
-    subset = validation_corpus.select(day_aligned_subset(validation_corpus, validation_docs, seed=seed))
+    subset = validation_corpus.select(
+        day_aligned_subset(validation_corpus, validation_docs, seed=seed))
     val_pairs = _candidates(subset, candidates, candidate_params, threads)
     val_labels = np.asarray(subset.clusters).astype(str)
     val_a = [subset.texts[i] for i in val_pairs.left.tolist()]
@@ -509,7 +515,8 @@ def export_onnx(model_dir: str | os.PathLike, output_dir: str | os.PathLike, *,
     meta = json.loads((src / "model.json").read_text())
     if meta.get("kind") != "cross-encoder" or meta.get("format") != "transformers":
         raise ValueError(f"export_onnx: parameter 'model_dir' must be a transformers "
-                         f"cross-encoder folder; {src} has {meta.get('kind')}/{meta.get('format')}.")
+                         f"cross-encoder folder; {src} has "
+                         f"{meta.get('kind')}/{meta.get('format')}.")
     dst.mkdir(parents=True, exist_ok=True)
     model = AutoModelForSequenceClassification.from_pretrained(src, local_files_only=True).eval()
     tokenizer = AutoTokenizer.from_pretrained(src, local_files_only=True)

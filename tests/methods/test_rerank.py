@@ -149,3 +149,36 @@ def test_cross_encoder_scorer(tiny_cross_encoder, corpus):
 def test_wrong_model_kind(verifier_dir, tiny_cross_encoder):
     with pytest.raises(ValueError, match="cross-encoder"):
         VerifierScorer(tiny_cross_encoder)
+
+
+def _shipped(name, kind):
+    from neardup.models import shipped_models
+
+    return name in shipped_models(kind)
+
+
+@pytest.mark.skipif(not _shipped("cross-encoder-news", "cross-encoder")
+                    or importlib.util.find_spec("onnxruntime") is None
+                    or importlib.util.find_spec("transformers") is None,
+                    reason="needs the shipped cross-encoder, onnxruntime and transformers")
+def test_shipped_cross_encoder_separates_copies_from_other_stories():
+    from neardup.methods.rerank import load_scorer
+
+    story = ("Oil prices rose sharply on Monday after the cartel agreed to extend its output "
+             "cuts through the summer, traders in London said.")
+    copy = "LONDON - 0il prices rose sharpiy on Monday after the cartel agreed to extend its output"
+    other = "Wheat futures fell in Chicago as rain improved the outlook for the winter crop."
+    prob = load_scorer("cross-encoder", threads=1).score([story, story], [copy, other])
+    assert prob[0] > 0.5 > prob[1]
+
+
+@pytest.mark.skipif(not _shipped("verifier-news", "verifier"), reason="no shipped verifier")
+def test_shipped_verifier_separates_copies_from_templates():
+    from neardup.methods.rerank import load_scorer
+
+    story = ("The company said first quarter profit rose to 12 mln dlrs from eight mln dlrs a "
+             "year ago on sales of 140 mln dlrs, up from 120 mln dlrs.")
+    copy = story.replace("said", "sa1d") + " Reuters"
+    template = story.replace("12", "31").replace("eight", "25").replace("140", "410")
+    prob = load_scorer("verifier", threads=1).score([story, story], [copy, template])
+    assert prob[0] > 0.5 and prob[0] > prob[1]
