@@ -58,6 +58,25 @@ ENTRIES = [
           clusterings=ALL_CLUSTERINGS),
     Entry("biencoder: all-MiniLM-L6-v2 off the shelf", "biencoder", {"cache_dir": CACHE},
           clusterings=ALL_CLUSTERINGS),
+    # Fine-tuned models shipped in neardup/models (trained on the train split only).
+    Entry("retsim fine-tuned: retsim-news (multi-similarity loss)", "retsim",
+          {"model": "retsim-news", "cache_dir": CACHE}, clusterings=ALL_CLUSTERINGS),
+    Entry("retsim-partial fine-tuned: retsim-news", "retsim-partial",
+          {"model": "retsim-news", "cache_dir": CACHE}),
+    Entry("biencoder fine-tuned: biencoder-news (online contrastive, int8 ONNX)", "biencoder",
+          {"model": "biencoder-news", "cache_dir": CACHE}, clusterings=ALL_CLUSTERINGS),
+    Entry("rerank: minhash candidates + verifier-news", "rerank", {"scorer": "verifier"}),
+    Entry("rerank: retsim candidates + cross-encoder-news", "rerank",
+          {"scorer": "cross-encoder"}),
+    # Loss ablation (Silcock et al. table A1): same base, data, steps and max_tokens; the
+    # models come from `neardup train biencoder --loss L --epochs 1 --max-pairs 2000
+    # --max-tokens 128 --out out/ablation-biencoder-L` (not shipped).
+    Entry("ablation: biencoder fine-tuned, online contrastive loss", "biencoder",
+          {"model": str(ROOT / "out/biencoder-news/onnx"), "cache_dir": CACHE}),
+    Entry("ablation: biencoder fine-tuned, MNRL loss", "biencoder",
+          {"model": str(ROOT / "out/biencoder-news-mnrl/onnx"), "cache_dir": CACHE}),
+    Entry("ablation: biencoder fine-tuned, SupCon loss", "biencoder",
+          {"model": str(ROOT / "out/ablation-biencoder-supcon/onnx"), "cache_dir": CACHE}),
     Entry("datasketch MinHashLSH (paper anchor: 10 perms, 3-grams)", "datasketch-lsh",
           # datasketch cannot band 10 permutations for thresholds >= 0.9 (b < 2).
           grid={"threshold": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]}),
@@ -71,7 +90,7 @@ CLUSTERINGS = {
 # Its candidate pairs come from a low cosine threshold: a pair left out counts as distance
 # 1 in the averages, so the graph must hold the weak pairs too (as a dense matrix would).
 CLUSTER_GRIDS = {"hac": {"threshold": [0.3, 0.5, 0.7],
-                         "cluster.distance_threshold": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3]}}
+                         "cluster.distance_threshold": [0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5]}}
 
 
 def _load(benchmark: Path):
