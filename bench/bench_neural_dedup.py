@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 from _common import machine, save
-from bench_dedup_scale import derived_corpus
+from bench_dedup_scale import derived_corpus, run_cli
 
 from neardup.io.reuters import find_reuters_dir
 
@@ -38,17 +35,9 @@ CONFIGS = {
 
 
 def _run(args: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "neardup", "dedup", *args]
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    return {
-        "ok": status == 0,
-        "seconds": round(seconds, 1),
-        "peak_rss_mb": round(usage.ru_maxrss / 1024.0),
-        "command": "neardup dedup " + " ".join(args),
-    }
+    row = run_cli(args)  # exits with the command on failure
+    return {"seconds": round(row["seconds"], 1), "peak_rss_mb": round(row["peak_rss_mb"]),
+            "command": "neardup dedup " + " ".join(args)}
 
 
 def main() -> None:
@@ -68,9 +57,8 @@ def main() -> None:
         row = _run([str(corpus), *CONFIGS[label], "--clusters-out", str(out), "-q"])
         row["docs_per_s"] = round(args.docs / row["seconds"], 1)
         rows[label] = row
-        status = "" if row["ok"] else "  FAILED"
         print(f"{label:22s} {row['seconds']:8.1f} s {row['docs_per_s']:8.1f} docs/s "
-              f"{row['peak_rss_mb']:6d} MB{status}", flush=True)
+              f"{row['peak_rss_mb']:6d} MB", flush=True)
     save("neural_dedup", {"machine": machine(), "docs": args.docs,
                           "load_average": os.getloadavg()[0], "rows": rows})
 
