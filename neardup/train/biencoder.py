@@ -1,0 +1,761 @@
+"""Contrastive fine-tuning of a sentence-transformers bi-encoder for de-duplication.
+
+After Silcock et al. 2022 (sec. 4.1, A.1): an S-BERT model is trained so that copies of
+one story embed close together and different stories (above all the hard negatives:
+updates, same-topic stories, shared quotes, templates) embed apart, then documents are
+linked when their cosine is above a threshold tuned on validation data. Three losses:
+
+* ``"online-contrastive"`` (the paper's choice): labeled pairs from
+  :func:`neardup.train.data.make_pairs` (positives plus negatives, about two thirds hard),
+  sentence-transformers' ``OnlineContrastiveLoss`` with cosine distance and a margin
+  (0.2): within each batch, only the hard pairs count -- positives farther apart than
+  the closest negative are pulled together, negatives closer than the farthest positive
+  are pushed to a cosine distance of at least ``margin``.
+* ``"mnrl"``: multiple-negatives ranking loss (InfoNCE) on cluster batches
+  (:func:`neardup.train.data.cluster_batches`, two documents per cluster): each
+  document's copy must outrank every other document of the batch.
+* ``"supcon"``: supervised contrastive loss (Khosla et al. 2020) on cluster batches of
+  four documents per cluster: every same-cluster document is a positive of every other,
+  the rest of the batch are negatives (temperature 0.1).
+
+The loop is plain torch (no ``datasets``/``SentenceTransformerTrainer``): tokenize with
+``model.tokenize``, embed with ``model(features)["sentence_embedding"]``, AdamW with
+linear warm-up then linear decay. After every epoch the model embeds a validation subset
+(whole days, at most ``max_validation_docs`` documents) and the best cosine threshold's
+ARI is logged (:func:`neardup.train.validate.embedding_ari`); the best epoch's model is
+kept, training stops after ``patience`` epochs without improvement, and the best model is
+exported to int8 ONNX (:mod:`neardup.embed.onnx_encoder`), the form neardup ships.
+
+Output directory
+    ``checkpoint.pt``  resumable state (model, optimizer, scheduler, RNG, position in the
+    epoch); written every ten minutes and after each epoch. Re-running the same call
+    resumes; a finished run returns its result without training again.
+    ``best/``          the best epoch's model, a sentence-transformers directory.
+    ``onnx/``          the best model as ONNX, int8 (``export="int8"``) or float32, with
+    ``tokenizer.json``; ``BiEncoder(model=<that directory>)`` runs it.
+    ``training.json``  the epoch log (:class:`neardup.train.loop.TrainingLog`) and the
+    result of this function.
+
+Example
+-------
+>>> from neardup.eval import load_labeled                      # doctest: +SKIP
+>>> from neardup.train.data import load_training_corpus
+>>> from neardup.train.biencoder import train_biencoder
+>>> corpus, negative_of = load_training_corpus()
+>>> validation = load_labeled("benchmarks/reuters-news/validation.jsonl.gz")
+>>> result = train_biencoder(corpus, validation, output_dir="out/biencoder",
+...                          negative_of=negative_of, epochs=2, max_pairs=3000, threads=1)
+>>> result["best_validation_ari"], result["onnx_dir"]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neardup.errors import check_choice, check_float, check_int
+from neardup.eval.labeled import LabeledCorpus
+from neardup.progress import progress_bar
+from neardup.train.loop import (
+    EpochRecord,
+    TrainingLog,
+    cpu_seconds,
+    load_checkpoint,
+    restore_rng_states,
+    rng_states,
+    save_checkpoint,
+    seed_everything,
+)
+
+__all__ = ["LOSSES", "train_biencoder"]
+
+LOSSES = ("online-contrastive", "mnrl", "supcon")
+_EXPORTS = ("int8", "fp32")
+_CALLER = "train_biencoder"
+#: Documents per cluster in a cluster batch: MNRL needs exactly an (anchor, copy) pair;
+#: SupCon gains from more positives per anchor.
+_PER_CLUSTER = {"mnrl": 2, "supcon": 4}
+_SUPCON_TEMPERATURE = 0.1
+#: Mid-epoch checkpoints, so an interrupted epoch loses at most this much work.
+_CHECKPOINT_SECONDS = 600.0
+#: Texts per call when embedding the validation subset (no gradients: larger is fine).
+_VALIDATION_BATCH = 64
+_WEIGHT_DECAY = 0.01
+#: The best model's validation-subset embeddings, kept in ``best/`` for the export check.
+_REFERENCE = "validation_embeddings.npy"
+
+
+def train_biencoder(
+    train_corpus: LabeledCorpus,
+    validation_corpus: LabeledCorpus,
+    *,
+    output_dir: str | os.PathLike,
+    negative_of: np.ndarray | None = None,
+    base: str | os.PathLike = "all-MiniLM-L6-v2",
+    loss: str = "online-contrastive",
+    margin: float = 0.2,
+    epochs: int = 2,
+    batch_size: int = 32,
+    lr: float = 2e-5,
+    warmup: float = 0.1,
+    max_tokens: int = 128,
+    max_pairs: int = 3000,
+    seed: int = 0,
+    patience: int = 2,
+    max_validation_docs: int = 2000,
+    export: str | None = "int8",
+    threads: int | None = None,
+    progress: bool | None = None,
+) -> dict[str, Any]:
+    """Fine-tune a bi-encoder contrastively on labeled clusters; see the module docstring.
+
+    Parameters
+    ----------
+    train_corpus : LabeledCorpus
+        Training documents with their true clusters, e.g. from
+        :func:`neardup.train.data.load_training_corpus`. Test-split documents are refused.
+    validation_corpus : LabeledCorpus
+        Documents for per-epoch model selection (the validation split; never test).
+    output_dir : str or os.PathLike
+        Where checkpoints, the best model, its ONNX export and the log go (see the module
+        docstring). Re-running with the same directory and settings resumes.
+    negative_of : ndarray or None, default None
+        Per training document, the cluster it is a hard negative of (None entries
+        elsewhere), from :func:`~neardup.train.data.load_training_corpus`. Only the
+        ``"online-contrastive"`` loss uses it; without it hard negatives are mined only.
+    base : str or os.PathLike, default "all-MiniLM-L6-v2"
+        The model to start from: a shipped sentence-transformers model name (see
+        :data:`neardup.embed.biencoder.SHIPPED_MODELS`) or a local sentence-transformers
+        directory. Nothing is downloaded.
+    loss : {"online-contrastive", "mnrl", "supcon"}, default "online-contrastive"
+    margin : float, default 0.2
+        Online contrastive loss: cosine distance negatives are pushed beyond.
+    epochs : int, default 2
+        Epochs at most (early stopping may end sooner).
+    batch_size : int, default 32
+        Pairs per step (online contrastive) or documents per cluster batch (MNRL, SupCon).
+    lr : float, default 2e-5
+        Peak AdamW learning rate (weight decay 0.01).
+    warmup : float in [0, 1], default 0.1
+        Share of all steps over which the learning rate rises linearly from 0; it then
+        decays linearly to 0 at the last step. (The paper warms up over all steps of a
+        16-epoch run; a short run needs the decay.)
+    max_tokens : int, default 128
+        Tokens read per document, special tokens included, in training and validation.
+        Training cost grows about linearly with it.
+    max_pairs : int, default 3000
+        Pairs per epoch at most (a seeded random subset of the pairs), or, for the cluster
+        losses, documents per epoch at most ``2 * max_pairs`` (the same model inputs).
+    seed : int, default 0
+        Seeds pair sampling, batch order, dropout and the validation subset.
+    patience : int, default 2
+        Stop after this many epochs without a better validation ARI.
+    max_validation_docs : int, default 2000
+        Validation documents embedded per epoch at most: whole days (by the ``date``
+        field; whole clusters when there are no dates), taken in date order while they fit.
+    export : {"int8", "fp32"} or None, default "int8"
+        Export the best model to ONNX in ``output_dir/onnx`` (dynamically quantized to
+        int8, or float32), and measure the export against the torch model on the
+        validation subset; None skips it.
+    threads : int or None, default None
+        Torch intra-op threads while training (restored afterwards); None keeps torch's
+        setting. Use 1 on a machine shared with other jobs.
+    progress : bool or None, default None
+        Progress bar over the steps, with the running loss; None: on when stderr is an
+        interactive terminal.
+
+    Returns
+    -------
+    dict
+        The log (:meth:`TrainingLog.to_dict`: config, per-epoch ``train_loss``,
+        ``validation_ari``, ``threshold``, ``seconds``, ``cpu_seconds``; ``best_epoch``,
+        ``best_validation_ari``, ``best_threshold``, total ``cpu_seconds``,
+        ``resumed_at``) plus ``model_dir`` (the best model), ``onnx_dir`` (or None),
+        ``export_check`` (cosine agreement and validation ARI of the export, or None),
+        ``training_data`` (pair or batch counts), ``validation_docs``, ``stopped_early``,
+        and this call's ``wall_seconds`` and ``call_cpu_seconds`` (data preparation,
+        training, validation and export).
+
+    Raises
+    ------
+    ValueError
+        A parameter is invalid, a corpus holds test-split documents, or ``output_dir``
+        holds a checkpoint of a run with other settings.
+    ImportError
+        torch or sentence-transformers is missing (the ``neural`` extra); onnx or
+        onnxruntime for ``export`` (the ``train`` extra).
+    """
+    config = _check_params(
+        train_corpus, validation_corpus, negative_of=negative_of, base=base, loss=loss,
+        margin=margin, epochs=epochs, batch_size=batch_size, lr=lr, warmup=warmup,
+        max_tokens=max_tokens, max_pairs=max_pairs, seed=seed, patience=patience,
+        max_validation_docs=max_validation_docs, export=export, threads=threads,
+        progress=progress,
+    )
+    out = Path(output_dir)
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+    except ImportError as err:
+        raise ImportError(
+            "train_biencoder needs torch and sentence-transformers, part of neardup's "
+            "optional 'neural' extra. Install it with: pip install 'neardup[neural]'"
+        ) from err
+    base_path = _base_path(base)
+    config["data"] = {
+        "train": _fingerprint(train_corpus),
+        "validation": _fingerprint(validation_corpus),
+        "negative_of": None if negative_of is None else int(sum(v is not None for v in negative_of)),
+    }
+    started, started_cpu = time.time(), cpu_seconds()
+    with _torch_threads(threads):
+        seed_everything(seed)
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        model = SentenceTransformer(str(base_path), device=device, local_files_only=True)
+        model.max_seq_length = max_tokens
+        validation = _validation_subset(validation_corpus, max_validation_docs)
+        plan = _TrainingData(train_corpus, negative_of, config)
+
+        checkpoint_path = out / "checkpoint.pt"
+        state = load_checkpoint(checkpoint_path)
+        if state is not None and state["config"] != _comparable(config):
+            raise ValueError(
+                f"{_CALLER}: parameter 'output_dir' holds a checkpoint of a run with other "
+                f"settings ({checkpoint_path}); got {str(out)!r}. Use another output_dir, "
+                "or delete it to start over."
+            )
+        trainer = _Trainer(model, plan, config, out, device, progress)
+        trainer.validation_subset = validation
+        if state is None:
+            log = TrainingLog(config=_comparable(config))
+        else:
+            log = trainer.restore(state)
+        if not (state is not None and state.get("finished")):
+            trainer.run(log)
+        result = log.to_dict()
+        result.update(
+            model_dir=str(out / "best"),
+            training_data=plan.counts,
+            validation_docs=len(validation),
+            stopped_early=len(log.epochs) < epochs,
+        )
+        onnx_dir, check = None, None
+        if export is not None:
+            onnx_dir, check = _export(out, validation, export, max_tokens, threads)
+        result.update(onnx_dir=None if onnx_dir is None else str(onnx_dir), export_check=check)
+    result["wall_seconds"] = round(time.time() - started, 1)
+    # This call only (a resumed run's earlier calls are in the epoch log's cpu_seconds).
+    result["call_cpu_seconds"] = round(cpu_seconds() - started_cpu, 1)
+    (out / "training.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    return result
+
+
+# -- parameters ------------------------------------------------------------------------
+
+
+def _check_params(
+    train_corpus: Any, validation_corpus: Any, **params: Any
+) -> dict[str, Any]:
+    """Validate every parameter (one message shape, see neardup.errors); the config."""
+    for name, corpus in (("train_corpus", train_corpus), ("validation_corpus", validation_corpus)):
+        if not isinstance(corpus, LabeledCorpus):
+            raise ValueError(
+                f"{_CALLER}: parameter '{name}' must be a LabeledCorpus (neardup.eval."
+                f"load_labeled or neardup.train.data.load_training_corpus); got "
+                f"{type(corpus).__name__}."
+            )
+        if corpus.splits is not None and np.any(corpus.splits == "test"):
+            raise ValueError(
+                f"{_CALLER}: parameter '{name}' must hold no test-split documents; got "
+                f"{int(np.sum(corpus.splits == 'test'))}. Train on the train split, select "
+                "on validation, and report on test only at the end."
+            )
+        if len(corpus) < 2 or len(set(corpus.clusters.tolist())) == len(corpus):
+            raise ValueError(
+                f"{_CALLER}: parameter '{name}' must hold at least one cluster of two or "
+                f"more documents; got {len(corpus)} documents, all in different clusters."
+            )
+    negative_of = params["negative_of"]
+    if negative_of is not None and (
+        not hasattr(negative_of, "__len__") or len(negative_of) != len(train_corpus)
+    ):
+        raise ValueError(
+            f"{_CALLER}: parameter 'negative_of' must be None or hold one entry per training "
+            f"document ({len(train_corpus)}); got {type(negative_of).__name__}"
+            + (f" of length {len(negative_of)}." if hasattr(negative_of, "__len__") else ".")
+        )
+    base = params["base"]
+    if not isinstance(base, (str, os.PathLike)):
+        raise ValueError(
+            f"{_CALLER}: parameter 'base' must be a shipped model name or a "
+            f"sentence-transformers directory; got {base!r}."
+        )
+    loss = check_choice(_CALLER, "loss", params["loss"], LOSSES)
+    batch_low = 2 if loss == "online-contrastive" else 2 * _PER_CLUSTER[loss]
+    export = params["export"]
+    if export is not None:
+        check_choice(_CALLER, "export", export, _EXPORTS, hint="Or None for no export.")
+    threads = params["threads"]
+    if threads is not None:
+        check_int(_CALLER, "threads", threads, low=1, hint="Use None for torch's default.")
+    if params["progress"] not in (None, True, False):
+        raise ValueError(f"{_CALLER}: parameter 'progress' must be True, False or None; "
+                         f"got {params['progress']!r}.")
+    return {
+        "base": os.fspath(base),
+        "loss": loss,
+        "margin": check_float(_CALLER, "margin", params["margin"], low=1e-6, high=2.0),
+        "epochs": check_int(_CALLER, "epochs", params["epochs"], low=1),
+        "batch_size": check_int(_CALLER, "batch_size", params["batch_size"], low=batch_low,
+                                hint=None if loss == "online-contrastive" else
+                                f"A cluster batch holds {_PER_CLUSTER[loss]} documents per "
+                                "cluster and needs two clusters at least."),
+        "lr": check_float(_CALLER, "lr", params["lr"], low=1e-9, high=1.0),
+        "warmup": check_float(_CALLER, "warmup", params["warmup"], low=0.0, high=1.0),
+        "max_tokens": check_int(_CALLER, "max_tokens", params["max_tokens"], low=8, high=512),
+        "max_pairs": check_int(_CALLER, "max_pairs", params["max_pairs"], low=2),
+        "seed": check_int(_CALLER, "seed", params["seed"], low=0),
+        "patience": check_int(_CALLER, "patience", params["patience"], low=1),
+        "max_validation_docs": check_int(_CALLER, "max_validation_docs",
+                                         params["max_validation_docs"], low=2),
+        "export": export,
+        "threads": threads,
+    }
+
+
+def _comparable(config: dict[str, Any]) -> dict[str, Any]:
+    """The settings a checkpoint must share to be resumed (threads and export may change)."""
+    return {k: v for k, v in config.items() if k not in ("threads", "export")}
+
+
+def _fingerprint(corpus: LabeledCorpus) -> dict[str, Any]:
+    """Size and a hash of ids, clusters and texts: resuming on other data is refused."""
+    digest = hashlib.sha256()
+    for doc_id, cluster, text in zip(corpus.ids, corpus.clusters, corpus.texts):
+        digest.update(f"{doc_id}\0{cluster}\0".encode("utf-8", "surrogatepass"))
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\1")
+    return {"docs": len(corpus), "sha256": digest.hexdigest()[:16]}
+
+
+def _base_path(base: str | os.PathLike) -> Path:
+    from neardup.embed.biencoder import _ALIASES, SHIPPED_MODELS, shipped_model_path
+
+    name = os.fspath(base)
+    if name in SHIPPED_MODELS or name in _ALIASES:
+        return shipped_model_path(name)
+    path = Path(name)
+    if (path / "modules.json").is_file() or (path / "config.json").is_file():
+        return path
+    raise ValueError(
+        f"{_CALLER}: parameter 'base' must be a shipped model name "
+        f"({', '.join(map(repr, SHIPPED_MODELS))}) or a sentence-transformers directory "
+        f"(with modules.json or config.json); got {name!r}. ONNX models cannot be trained."
+    )
+
+
+@contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+# -- data ----------------------------------------------------------------------------------
+
+
+def _validation_subset(corpus: LabeledCorpus, max_docs: int) -> LabeledCorpus:
+    """Whole days of ``corpus`` (in date order, each kept if it still fits), at most
+    ``max_docs`` documents; whole clusters when there are no dates or no day fits.
+
+    Whole days keep each day's duplicates and hard negatives together, as a real corpus
+    has them; a random sample would leave mostly singletons.
+    """
+    if len(corpus) <= max_docs:
+        return corpus
+    keep: list[np.ndarray] = []
+    if corpus.dates is not None and not np.all(np.isnat(corpus.dates)):
+        days = corpus.dates.astype("datetime64[D]").astype(str)  # NaT becomes "NaT"
+        groups = np.unique(days)
+        keys = days
+    else:
+        groups, keys = np.array([]), None
+    taken = 0
+    for day in groups:
+        members = np.flatnonzero(keys == day)
+        if taken + len(members) <= max_docs:
+            keep.append(members)
+            taken += len(members)
+    if taken < 2:
+        keep, taken = [], 0
+        clusters = corpus.clusters.astype(str)
+        for label in dict.fromkeys(clusters.tolist()):  # first-appearance order
+            members = np.flatnonzero(clusters == label)
+            if taken + len(members) <= max_docs:
+                keep.append(members)
+                taken += len(members)
+    return corpus.select(np.sort(np.concatenate(keep)))
+
+
+class _TrainingData:
+    """The epoch's batches: pair batches (online contrastive) or cluster batches."""
+
+    def __init__(self, corpus: LabeledCorpus, negative_of: Any, config: dict[str, Any]) -> None:
+        from neardup.train.data import make_pairs
+
+        self.corpus = corpus
+        self.config = config
+        self.loss = config["loss"]
+        seed = config["seed"]
+        if self.loss == "online-contrastive":
+            pairs = make_pairs(corpus, negative_of=negative_of, seed=seed)
+            if len(pairs) > config["max_pairs"]:
+                rng = np.random.default_rng([seed, 1])
+                pairs = pairs.select(np.sort(rng.choice(len(pairs), config["max_pairs"], replace=False)))
+            if not np.any(pairs.label == 1) or not np.any(pairs.label == 0):
+                raise ValueError(
+                    f"{_CALLER}: parameter 'train_corpus' must yield both positive and "
+                    f"negative pairs; got {pairs.counts()}."
+                )
+            self.pairs = pairs
+            self.counts = {"pairs": len(pairs), **pairs.counts()}
+            self.steps = -(-len(pairs) // config["batch_size"])
+        else:
+            self.codes = np.unique(corpus.clusters.astype(str), return_inverse=True)[1]
+            first = self.batches(0)
+            self.counts = {"batches": len(first), "docs": int(sum(len(b) for b in first))}
+            self.steps = len(first)
+
+    def batches(self, epoch: int) -> list[np.ndarray]:
+        """Positions (pairs or documents) of each step of ``epoch``: seeded by the epoch
+        alone, so a resumed epoch sees the same batches."""
+        size = self.config["batch_size"]
+        seed = self.config["seed"]
+        if self.loss == "online-contrastive":
+            order = np.random.default_rng([seed, 2, epoch]).permutation(len(self.pairs))
+            return [order[i : i + size] for i in range(0, len(order), size)]
+        from neardup.train.data import cluster_batches
+
+        # Every epoch draws other documents of each cluster (cluster_batches' own seed).
+        batches = cluster_batches(
+            self.corpus.clusters, batch_size=size, per_cluster=_PER_CLUSTER[self.loss],
+            seed=seed * 1000 + epoch,
+        )
+        budget, kept = 2 * self.config["max_pairs"], []
+        for batch in batches:
+            if self.loss == "mnrl":
+                batch = _anchor_positive(batch, self.codes)
+            if len(batch) < 2:
+                continue
+            if budget < len(batch):
+                break
+            kept.append(batch)
+            budget -= len(batch)
+        return kept
+
+
+def _anchor_positive(batch: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The batch as [anchors..., positives...]: the first two documents of each cluster
+    with two in the batch (singletons dropped: MNRL has no use for them)."""
+    first: dict[int, int] = {}
+    anchors, positives = [], []
+    for doc in batch.tolist():
+        code = int(codes[doc])
+        if code not in first:
+            first[code] = doc
+        elif first[code] >= 0:
+            anchors.append(first[code])
+            positives.append(doc)
+            first[code] = -1
+    return np.asarray(anchors + positives, np.int64)
+
+
+# -- the loop -------------------------------------------------------------------------------
+
+
+def _supcon_loss(embeddings: Any, labels: Any, temperature: float) -> Any:
+    """Supervised contrastive loss (Khosla et al. 2020, L_out) over one batch.
+
+    Each document with at least one same-cluster partner in the batch is an anchor; its
+    loss is the mean over its partners of -log softmax of the partner's scaled cosine
+    among all other documents of the batch.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    z = F.normalize(embeddings, dim=1)
+    logits = z @ z.T / temperature
+    eye = torch.eye(len(z), dtype=torch.bool, device=z.device)
+    logits = logits.masked_fill(eye, float("-inf"))
+    log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
+    positive = (labels[:, None] == labels[None, :]) & ~eye
+    count = positive.sum(dim=1)
+    anchors = count > 0
+    if not bool(anchors.any()):
+        return z.sum() * 0.0  # no positives: a zero loss that keeps the graph
+    per_anchor = log_prob.masked_fill(~positive, 0.0).sum(dim=1)[anchors] / count[anchors]
+    return -per_anchor.mean()
+
+
+class _Trainer:
+    def __init__(
+        self, model: Any, plan: _TrainingData, config: dict[str, Any], out: Path, device: str,
+        progress: bool | None,
+    ) -> None:
+        import torch
+
+        self.model = model
+        self.plan = plan
+        self.config = config
+        self.out = out
+        self.device = device
+        self.progress = progress
+        self.validation_subset: LabeledCorpus | None = None
+        self.start_epoch = 0
+        self.start_step = 0
+        self.partial: dict[str, float] = {"loss_sum": 0.0, "steps": 0, "seconds": 0.0, "cpu": 0.0}
+        self.optimizer = torch.optim.AdamW(
+            model.parameters(), lr=config["lr"], weight_decay=_WEIGHT_DECAY
+        )
+        total = max(1, plan.steps * config["epochs"])
+        warm = int(round(config["warmup"] * total))
+
+        def schedule(step: int) -> float:  # warm up linearly, then decay linearly to 0
+            if step < warm:
+                return (step + 1) / (warm + 1)
+            return max(0.0, (total - step) / max(1, total - warm))
+
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, schedule)
+        self.loss_fn = self._make_loss()
+
+    def _make_loss(self) -> Any:
+        loss = self.config["loss"]
+        if loss == "online-contrastive":
+            from sentence_transformers.sentence_transformer.losses import (
+                OnlineContrastiveLoss,
+                SiameseDistanceMetric,
+            )
+
+            return OnlineContrastiveLoss(
+                self.model, distance_metric=SiameseDistanceMetric.COSINE_DISTANCE,
+                margin=self.config["margin"],
+            )
+        if loss == "mnrl":
+            from sentence_transformers.sentence_transformer.losses import (
+                MultipleNegativesRankingLoss,
+            )
+
+            return MultipleNegativesRankingLoss(self.model)
+        return None  # supcon: _supcon_loss
+
+    # -- checkpoints ------------------------------------------------------------------
+
+    def restore(self, state: dict[str, Any]) -> TrainingLog:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        restore_rng_states(state["rng"])
+        self.start_epoch = int(state["epoch"])
+        self.start_step = int(state["step"])
+        self.partial = dict(state["partial"])
+        log = TrainingLog.from_dict(state["log"])
+        log.started = time.time()
+        if not state.get("finished"):
+            log.resumed_at.append(self.start_epoch + 1)  # the (1-based) epoch resumed in
+        return log
+
+    def _save(self, log: TrainingLog, epoch: int, step: int, *, finished: bool = False) -> None:
+        save_checkpoint(self.out / "checkpoint.pt", {
+            "config": _comparable(self.config),
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "rng": rng_states(),
+            "epoch": epoch,
+            "step": step,
+            "partial": dict(self.partial),
+            "log": log.to_dict(),
+            "finished": finished,
+        })
+
+    # -- training ----------------------------------------------------------------------
+
+    def _step_loss(self, batch: np.ndarray) -> Any:
+        import torch
+
+        plan = self.plan
+        if plan.loss == "online-contrastive":
+            texts = [plan.pairs.text_a[i] for i in batch] + [plan.pairs.text_b[i] for i in batch]
+            labels = torch.as_tensor(plan.pairs.label[batch], device=self.device)
+        else:
+            texts = [plan.corpus.texts[i] for i in batch]
+            labels = torch.as_tensor(plan.codes[batch], device=self.device)
+        # One forward for both sides of the pairs: one padding, one call.
+        prepare = getattr(self.model, "preprocess", None) or self.model.tokenize
+        features = {k: v.to(self.device) if hasattr(v, "to") else v
+                    for k, v in prepare(texts).items()}
+        embeddings = self.model(features)["sentence_embedding"]
+        if plan.loss == "supcon":
+            return _supcon_loss(embeddings, labels, _SUPCON_TEMPERATURE)
+        half = len(batch) if plan.loss == "online-contrastive" else len(batch) // 2
+        return self.loss_fn.compute_loss_from_embeddings(
+            [embeddings[:half], embeddings[half:]], labels[:half]
+        )
+
+    def run(self, log: TrainingLog) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        epochs = self.config["epochs"]
+        for epoch in range(self.start_epoch, epochs):
+            if log.should_stop(self.config["patience"]):
+                break
+            start_step = self.start_step if epoch == self.start_epoch else 0
+            if start_step == 0:
+                self.partial = {"loss_sum": 0.0, "steps": 0, "seconds": 0.0, "cpu": 0.0}
+            self._train_epoch(log, epoch, start_step)
+            record = self._validate(epoch)
+            if log.add(record):
+                self._save_best()
+            self._save(log, epoch + 1, 0)
+            log.save(self.out / "training.json")
+        self._save(log, epochs, 0, finished=True)
+
+    def _train_epoch(self, log: TrainingLog, epoch: int, start_step: int) -> None:
+        batches = self.plan.batches(epoch)
+        self.model.train()
+        wall, cpu, last_save = time.time(), cpu_seconds(), time.time()
+        description = f"epoch {epoch + 1}/{self.config['epochs']}"
+        with progress_bar(description, total=len(batches), unit="steps",
+                          enabled=self.progress) as advance:
+            advance(start_step)
+            for step in range(start_step, len(batches)):
+                loss = self._step_loss(batches[step])
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                self.optimizer.step()
+                self.scheduler.step()
+                value = float(loss.detach())
+                if not np.isfinite(value):
+                    raise FloatingPointError(
+                        f"{_CALLER}: the loss became {value} at epoch {epoch + 1}, step "
+                        f"{step + 1}; lower 'lr'."
+                    )
+                self.partial["loss_sum"] += value
+                self.partial["steps"] += 1
+                advance(1, status=f"loss {self.partial['loss_sum'] / self.partial['steps']:.4f}")
+                if time.time() - last_save > _CHECKPOINT_SECONDS and step + 1 < len(batches):
+                    self._account(wall, cpu)
+                    wall, cpu, last_save = time.time(), cpu_seconds(), time.time()
+                    self._save(log, epoch, step + 1)
+        self._account(wall, cpu)
+
+    def _account(self, wall: float, cpu: float) -> None:
+        self.partial["seconds"] += time.time() - wall
+        self.partial["cpu"] += cpu_seconds() - cpu
+
+    def _validate(self, epoch: int) -> EpochRecord:
+        from neardup.train.validate import embedding_ari
+
+        wall, cpu = time.time(), cpu_seconds()
+        embeddings = _embed(self.model, self.validation_subset.texts)
+        self.last_embeddings = embeddings
+        score = embedding_ari(embeddings, self.validation_subset.clusters)
+        self._account(wall, cpu)
+        steps = max(1, int(self.partial["steps"]))
+        return EpochRecord(
+            epoch=epoch + 1,
+            train_loss=round(self.partial["loss_sum"] / steps, 6),
+            validation_ari=round(float(score.ari), 6),
+            threshold=float(score.threshold),
+            seconds=round(self.partial["seconds"], 1),
+            cpu_seconds=round(self.partial["cpu"], 1),
+        )
+
+    def _save_best(self) -> None:
+        """Replace ``best/`` with the current model (written beside it, then swapped)."""
+        best = self.out / "best"
+        tmp = self.out / "best.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        self.model.save(str(tmp))
+        # The export check compares against these instead of embedding the subset again.
+        np.save(tmp / _REFERENCE, self.last_embeddings)
+        old = self.out / "best.old"
+        shutil.rmtree(old, ignore_errors=True)
+        if best.exists():
+            best.rename(old)
+        tmp.rename(best)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _embed(model: Any, texts: list[str]) -> np.ndarray:
+    """Unit-norm embeddings with dropout off; the model is left in training mode."""
+    import torch
+
+    model.eval()
+    try:
+        with torch.no_grad():
+            emb = model.encode(
+                texts, batch_size=_VALIDATION_BATCH, convert_to_numpy=True,
+                normalize_embeddings=True, show_progress_bar=False,
+            )
+    finally:
+        model.train()
+    return np.asarray(emb, np.float32)
+
+
+# -- export -------------------------------------------------------------------------------------
+
+
+def _export(
+    out: Path, validation: LabeledCorpus, export: str, max_tokens: int, threads: int | None
+) -> tuple[Path, dict[str, Any]]:
+    """Export ``out/best`` to ONNX in ``out/onnx`` and compare it with the torch model on
+    the validation subset (mean and minimum embedding cosine, validation ARI of both)."""
+    from sentence_transformers import SentenceTransformer
+
+    from neardup.embed.onnx_encoder import OnnxTransformer, export_transformer
+    from neardup.train.validate import embedding_ari
+
+    best = out / "best"
+    model = SentenceTransformer(str(best), device="cpu", local_files_only=True)
+    model.max_seq_length = max_tokens
+    onnx_dir = out / "onnx"
+    export_transformer(
+        model[0].auto_model, model.tokenizer, onnx_dir, task="embedding",
+        quantize=export == "int8", max_tokens=max_tokens,
+    )
+    reference_path = best / _REFERENCE
+    reference = np.load(reference_path) if reference_path.is_file() else None
+    if reference is None or len(reference) != len(validation):
+        reference = _embed(model, validation.texts)
+    runner = OnnxTransformer(onnx_dir, threads=threads)
+    exported = runner.embed(validation.texts, max_tokens=max_tokens)
+    cosine = np.sum(reference * exported, axis=1)
+    torch_score = embedding_ari(reference, validation.clusters)
+    onnx_score = embedding_ari(exported, validation.clusters)
+    check = {
+        "format": export,
+        "docs": len(validation),
+        "cosine_mean": round(float(cosine.mean()), 6),
+        "cosine_min": round(float(cosine.min()), 6),
+        "torch_validation_ari": round(float(torch_score.ari), 6),
+        "torch_threshold": torch_score.threshold,
+        "onnx_validation_ari": round(float(onnx_score.ari), 6),
+        "onnx_threshold": onnx_score.threshold,
+        "size_bytes": int((onnx_dir / "model.onnx").stat().st_size),
+    }
+    return onnx_dir, check
