@@ -185,6 +185,10 @@ def retsim_train_command(**opts: Any) -> None:
                    "default); mnrl: multiple-negatives ranking; supcon: supervised contrastive.")
 @click.option("--margin", type=click.FloatRange(0, 2), default=None,
               help="Online contrastive margin (default 0.2).")
+@click.option("--no-hard-negatives", "hard_negatives", flag_value=False, default=None,
+              help="mnrl/supcon: only random in-batch negatives (by default each batch also "
+                   "holds documents of its clusters' hard negatives: negative_of links and "
+                   "mined lexical neighbours).")
 def biencoder_train_command(**opts: Any) -> None:
     """Sentence-transformers bi-encoder fine-tuned contrastively for de-duplication."""
     _run("biencoder", opts)

@@ -13,10 +13,17 @@ linked when their cosine is above a threshold tuned on validation data. Three lo
   are pushed to a cosine distance of at least ``margin``.
 * ``"mnrl"``: multiple-negatives ranking loss (InfoNCE) on cluster batches
   (:func:`neardup.train.data.cluster_batches`, two documents per cluster): each
-  document's copy must outrank every other document of the batch.
+  document's copy must outrank every other document of the batch. With
+  ``hard_negatives=True`` (the default) every (anchor, copy) pair also brings a document
+  of one of the anchor's hard-negative clusters (a ``negative_of`` link or a mined
+  lexical neighbour, :func:`neardup.train.data.hard_negative_links`), which the copy must
+  outrank too: random in-batch negatives are easy, and the model must learn to tell an
+  update or a template from a copy.
 * ``"supcon"``: supervised contrastive loss (Khosla et al. 2020) on cluster batches of
   four documents per cluster: every same-cluster document is a positive of every other,
-  the rest of the batch are negatives (temperature 0.1).
+  the rest of the batch are negatives (temperature 0.1); with ``hard_negatives=True``,
+  two documents of hard-negative clusters of the batch's clusters are added per
+  cluster, up to half the batch (:func:`neardup.train.data.add_hard_negatives`).
 
 The loop is plain torch (no ``datasets``/``SentenceTransformerTrainer``): tokenize with
 ``model.tokenize``, embed with ``model(features)["sentence_embedding"]``, AdamW with
@@ -102,6 +109,7 @@ def train_biencoder(
     negative_of: np.ndarray | None = None,
     base: str | os.PathLike = "all-MiniLM-L6-v2",
     loss: str = "online-contrastive",
+    hard_negatives: bool = True,
     margin: float = 0.2,
     epochs: int = 2,
     batch_size: int = 32,
@@ -130,13 +138,17 @@ def train_biencoder(
         docstring). Re-running with the same directory and settings resumes.
     negative_of : ndarray or None, default None
         Per training document, the cluster it is a hard negative of (None entries
-        elsewhere), from :func:`~neardup.train.data.load_training_corpus`. Only the
-        ``"online-contrastive"`` loss uses it; without it hard negatives are mined only.
+        elsewhere), from :func:`~neardup.train.data.load_training_corpus`. Without it
+        hard negatives are mined only.
     base : str or os.PathLike, default "all-MiniLM-L6-v2"
         The model to start from: a shipped sentence-transformers model name (see
         :data:`neardup.embed.biencoder.SHIPPED_MODELS`) or a local sentence-transformers
         directory. Nothing is downloaded.
     loss : {"online-contrastive", "mnrl", "supcon"}, default "online-contrastive"
+    hard_negatives : bool, default True
+        MNRL and SupCon: put documents of hard-negative clusters (``negative_of`` links
+        and mined lexical neighbours) into the batches, see the module docstring. The
+        pair loss always has them (:func:`~neardup.train.data.make_pairs`).
     margin : float, default 0.2
         Online contrastive loss: cosine distance negatives are pushed beyond.
     epochs : int, default 2
@@ -196,7 +208,7 @@ def train_biencoder(
     """
     config = _check_params(
         train_corpus, validation_corpus, negative_of=negative_of, base=base, loss=loss,
-        margin=margin, epochs=epochs, batch_size=batch_size, lr=lr, warmup=warmup,
+        hard_negatives=hard_negatives, margin=margin, epochs=epochs, batch_size=batch_size, lr=lr, warmup=warmup,
         max_tokens=max_tokens, max_pairs=max_pairs, seed=seed, patience=patience,
         max_validation_docs=max_validation_docs, export=export, threads=threads,
         progress=progress,
@@ -313,6 +325,7 @@ def _check_params(
     return {
         "base": os.fspath(base),
         "loss": loss,
+        "hard_negatives": _check_bool("hard_negatives", params["hard_negatives"]),
         "margin": check_float(_CALLER, "margin", params["margin"], low=1e-6, high=2.0),
         "epochs": check_int(_CALLER, "epochs", params["epochs"], low=1),
         "batch_size": check_int(_CALLER, "batch_size", params["batch_size"], low=batch_low,
@@ -330,6 +343,12 @@ def _check_params(
         "export": export,
         "threads": threads,
     }
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{_CALLER}: parameter '{name}' must be True or False; got {value!r}.")
+    return bool(value)
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
@@ -436,7 +455,13 @@ class _TrainingData:
             self.counts = {"pairs": len(pairs), **pairs.counts()}
             self.steps = -(-len(pairs) // config["batch_size"])
         else:
+            from neardup.train.data import hard_negative_links, mine_hard_negatives
+
             self.codes = np.unique(corpus.clusters.astype(str), return_inverse=True)[1]
+            self.links: dict[int, np.ndarray] = {}
+            if config["hard_negatives"]:
+                mined = mine_hard_negatives(corpus.texts, corpus.clusters.astype(str), seed=seed)
+                self.links = hard_negative_links(corpus.clusters, negative_of, mined_pairs=mined)
             first = self.batches(0)
             self.counts = {"batches": len(first), "docs": int(sum(len(b) for b in first))}
             self.steps = len(first)
@@ -449,24 +474,57 @@ class _TrainingData:
         if self.loss == "online-contrastive":
             order = np.random.default_rng([seed, 2, epoch]).permutation(len(self.pairs))
             return [order[i : i + size] for i in range(0, len(order), size)]
-        from neardup.train.data import cluster_batches
+        from neardup.train.data import add_hard_negatives, cluster_batches
 
         # Every epoch draws other documents of each cluster (cluster_batches' own seed).
+        batch_seed = seed * 1000 + epoch
         batches = cluster_batches(
             self.corpus.clusters, batch_size=size, per_cluster=_PER_CLUSTER[self.loss],
-            seed=seed * 1000 + epoch,
+            seed=batch_seed,
         )
+        if self.loss == "supcon":
+            batches = add_hard_negatives(batches, self.corpus.clusters, self.links, seed=batch_seed)
+        rng = np.random.default_rng([seed, 3, epoch])
+        # Documents per (anchor, copy) pair: the budget counts model inputs.
         budget, kept = 2 * self.config["max_pairs"], []
         for batch in batches:
             if self.loss == "mnrl":
                 batch = _anchor_positive(batch, self.codes)
-            if len(batch) < 2:
+                if self.links and len(batch) >= 2:
+                    batch = self._with_negatives(batch, rng)
+            if batch is None or len(batch) < 2:
                 continue
             if budget < len(batch):
                 break
             kept.append(batch)
             budget -= len(batch)
         return kept
+
+
+    def _with_negatives(self, batch: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
+        """[anchors, copies] -> [anchors, copies, negatives]: per anchor, a document of
+        one of its hard-negative clusters, or of a random other cluster when it has none
+        outside the batch (never of a cluster of the batch: that would be a copy of
+        another anchor). None when every cluster is in the batch."""
+        if not hasattr(self, "_members"):
+            order = np.argsort(self.codes, kind="stable")
+            self._members = (order, np.searchsorted(self.codes[order], np.arange(int(self.codes.max()) + 2)))
+        order, bounds = self._members
+        k = len(batch) // 2
+        present = set(self.codes[batch].tolist())
+        outside = np.setdiff1d(np.arange(len(bounds) - 1), np.fromiter(present, np.int64))
+        if len(outside) == 0:
+            return None
+        negatives = []
+        for anchor in batch[:k].tolist():
+            options = [c for c in self.links.get(int(self.codes[anchor]), ()).tolist() if c not in present]
+            if options:
+                c = options[int(rng.integers(len(options)))]
+            else:
+                c = int(outside[int(rng.integers(len(outside)))])
+            members = order[bounds[c] : bounds[c + 1]]
+            negatives.append(int(members[int(rng.integers(len(members)))]))
+        return np.concatenate([batch, np.asarray(negatives, np.int64)])
 
 
 def _anchor_positive(batch: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -612,9 +670,16 @@ class _Trainer:
         embeddings = self.model(features)["sentence_embedding"]
         if plan.loss == "supcon":
             return _supcon_loss(embeddings, labels, _SUPCON_TEMPERATURE)
-        half = len(batch) if plan.loss == "online-contrastive" else len(batch) // 2
+        if plan.loss == "online-contrastive":
+            half = len(batch)
+            return self.loss_fn.compute_loss_from_embeddings(
+                [embeddings[:half], embeddings[half:]], labels[:half]
+            )
+        # MNRL: [anchors, copies] or [anchors, copies, hard negatives].
+        columns = 3 if plan.links else 2
+        k = len(batch) // columns
         return self.loss_fn.compute_loss_from_embeddings(
-            [embeddings[:half], embeddings[half:]], labels[:half]
+            [embeddings[i * k : (i + 1) * k] for i in range(columns)], labels[:k]
         )
 
     def run(self, log: TrainingLog) -> None:

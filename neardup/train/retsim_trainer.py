@@ -48,7 +48,7 @@ import numpy as np
 from neardup.errors import check_float, check_int
 from neardup.eval.labeled import LabeledCorpus
 from neardup.progress import progress_bar
-from neardup.train.data import cluster_batches
+from neardup.train.data import add_hard_negatives, cluster_batches, hard_negative_links
 from neardup.train.loop import (
     EpochRecord,
     TrainingLog,
@@ -88,56 +88,18 @@ def _codes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(np.asarray(labels).astype(str), return_inverse=True)
 
 
-def _hard_negative_links(
-    codes: np.ndarray, labels: np.ndarray, negative_of: np.ndarray | None
-) -> dict[int, np.ndarray]:
-    """Per cluster code, the codes of the clusters that are hard negatives of it (the
-    clusters of documents whose ``negative_of`` names it)."""
-    if negative_of is None:
-        return {}
-    links = np.asarray(["" if v is None else str(v) for v in negative_of], dtype=object).astype(str)
-    pos = np.clip(np.searchsorted(labels, links), 0, len(labels) - 1)
-    # A link to a cluster of the training data other than the document's own.
-    known = (links != "") & (labels[pos] == links) & (pos != codes)
-    pairs = np.unique(np.stack([pos[known], codes[known]], axis=1), axis=0)
-    if pairs.size == 0:
-        return {}
-    anchors, starts = np.unique(pairs[:, 0], return_index=True)
-    return dict(zip(anchors.tolist(), np.split(pairs[:, 1], starts[1:])))
-
-
 def _epoch_batches(
-    codes: np.ndarray,
+    clusters: np.ndarray,
     links: dict[int, np.ndarray],
     *,
     batch_size: int,
     per_cluster: int,
     seed: int,
 ) -> list[np.ndarray]:
-    """This epoch's batches: :func:`cluster_batches`, then, for clusters of a batch that
-    have hard negatives, two documents of such a hard-negative cluster added to the batch
-    (at most half of ``batch_size`` documents per batch)."""
-    batches = cluster_batches(codes, batch_size=batch_size, per_cluster=per_cluster, seed=seed)
-    if not links:
-        return batches
-    rng = np.random.default_rng([seed, 1])
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(int(codes.max()) + 2))
-    cap = max(2, int(batch_size * _HARD_SHARE))
-    out = []
-    for batch in batches:
-        present = np.unique(codes[batch])
-        found = [links[c] for c in present.tolist() if c in links]
-        if not found:
-            out.append(batch)
-            continue
-        candidates = np.setdiff1d(np.concatenate(found), present)
-        extra: list[np.ndarray] = []
-        for c in rng.permutation(candidates)[: cap // 2].tolist():
-            members = order[bounds[c] : bounds[c + 1]]
-            extra.append(rng.choice(members, min(2, len(members)), replace=False))
-        out.append(np.concatenate([batch, *extra]).astype(np.int64))
-    return out
+    """This epoch's batches: :func:`cluster_batches`, then two documents of hard-negative
+    clusters of the batch's clusters added (at most half the batch size in all)."""
+    batches = cluster_batches(clusters, batch_size=batch_size, per_cluster=per_cluster, seed=seed)
+    return add_hard_negatives(batches, clusters, links, max_share=_HARD_SHARE, seed=seed)
 
 
 def _noisy_copy(text: str, rng: np.random.Generator) -> str:
@@ -395,11 +357,11 @@ def train_retsim(
     # -- data -------------------------------------------------------------------------
     train_texts = list(train_corpus.texts)
     train_labels, train_codes = _codes(train_corpus.clusters)
-    links = _hard_negative_links(train_codes, train_labels, negative_of)
+    links = hard_negative_links(train_corpus.clusters, negative_of)
     keep = _validation_subset(validation_corpus, max_validation_docs, seed)
     val_texts = [validation_corpus.texts[i] for i in keep.tolist()]
     val_clusters = np.asarray(validation_corpus.clusters)[keep]
-    n_batches = len(_epoch_batches(train_codes, links, batch_size=batch_size,
+    n_batches = len(_epoch_batches(train_corpus.clusters, links, batch_size=batch_size,
                                    per_cluster=per_cluster, seed=seed))
 
     base_path = base_model
@@ -508,7 +470,7 @@ def train_retsim(
     while epoch < epochs and not log.should_stop(patience):
         epoch += 1
         t0, c0 = time.time(), cpu_seconds()
-        batches = _epoch_batches(train_codes, links, batch_size=batch_size,
+        batches = _epoch_batches(train_corpus.clusters, links, batch_size=batch_size,
                                  per_cluster=per_cluster, seed=seed * 1000 + epoch)
         rng = np.random.default_rng([seed, epoch])
         total_loss, steps = 0.0, 0

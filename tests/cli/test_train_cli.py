@@ -55,3 +55,25 @@ def test_test_split_training_data_is_refused(tmp_path):
     ])
     assert result.exit_code != 0
     assert "test" in result.output
+
+
+def test_biencoder_options_reach_the_trainer(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from neardup.train import biencoder
+
+    seen = {}
+
+    def fake_trainer(train_corpus, validation_corpus, **kwargs):
+        seen.update(kwargs)
+        return {"best_epoch": 1}
+
+    fake_trainer.__wrapped__ = biencoder.train_biencoder  # the real signature filters options
+    monkeypatch.setattr(biencoder, "train_biencoder", fake_trainer)
+    train = _write(tmp_path / "train.jsonl", make_corpus(seed=0), "train")
+    validation = _write(tmp_path / "validation.jsonl", make_corpus(seed=1), "validation")
+    args = ["train", "biencoder", "--train", str(train), "--validation", str(validation),
+            "--out", str(tmp_path / "m"), "--quiet", "--loss", "mnrl"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    assert seen["loss"] == "mnrl" and "hard_negatives" not in seen  # the trainer's default
+    assert CliRunner().invoke(main, [*args, "--no-hard-negatives"]).exit_code == 0
+    assert seen["hard_negatives"] is False

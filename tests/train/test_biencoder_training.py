@@ -117,6 +117,29 @@ def test_cluster_batch_losses_train(tmp_path, loss):
     assert result["training_data"]["batches"] >= 1
 
 
+def test_mnrl_batches_add_a_hard_negative_per_anchor_from_outside_the_batch():
+    # s5's documents are hard negatives of s0 (say, an update of that story).
+    negative_of = np.array(["s0" if c == "s5" else None for c in TRAIN.clusters], dtype=object)
+    config = dict(loss="mnrl", hard_negatives=True, seed=0, batch_size=8, max_pairs=100)
+    plan = trainer._TrainingData(TRAIN, negative_of, config)
+    codes = np.unique(TRAIN.clusters.astype(str), return_inverse=True)[1]
+    s0, s5 = (int(np.flatnonzero(np.unique(TRAIN.clusters.astype(str)) == c)[0]) for c in ("s0", "s5"))
+    assert s5 in plan.links[s0].tolist()
+    batches = plan.batches(0)
+    assert batches
+    for batch in batches:
+        k = len(batch) // 3
+        anchors, copies, negatives = batch[:k], batch[k : 2 * k], batch[2 * k :]
+        assert len(negatives) == k
+        assert np.array_equal(codes[anchors], codes[copies])
+        assert not set(codes[negatives].tolist()) & set(codes[anchors].tolist())
+        for a, n in zip(codes[anchors].tolist(), codes[negatives].tolist()):
+            if a == s0 and s5 not in codes[anchors].tolist():
+                assert n == s5
+    plain = trainer._TrainingData(TRAIN, negative_of, dict(config, hard_negatives=False))
+    assert all(len(b) % 2 == 0 for b in plain.batches(0)) and not plain.links
+
+
 def test_supcon_loss_prefers_clustered_embeddings():
     import torch
 

@@ -7,7 +7,9 @@ import pytest
 
 from neardup.eval.labeled import LabeledCorpus
 from neardup.train.data import (
+    add_hard_negatives,
     cluster_batches,
+    hard_negative_links,
     default_benchmark_dir,
     load_training_corpus,
     make_pairs,
@@ -92,6 +94,31 @@ def test_cluster_batches_cover_each_cluster_once():
                 assert count == 2  # a positive pair for in-batch losses
     with pytest.raises(ValueError, match="per_cluster"):
         cluster_batches(corpus.clusters, per_cluster=1)
+
+
+def test_hard_negative_links_join_linked_and_mined_clusters():
+    clusters = np.array(["b", "b", "a", "a", "c", "d"], dtype=object)  # numbered a=0 b=1 c=2 d=3
+    negative_of = np.array([None, None, None, None, "a", "zzz"], dtype=object)  # zzz: unknown
+    mined = np.array([[0, 5], [2, 3]])  # b~d across clusters; a-a inside one cluster: ignored
+    links = hard_negative_links(clusters, negative_of, mined_pairs=mined)
+    assert {k: v.tolist() for k, v in links.items()} == {0: [2], 1: [3], 3: [1]}
+    assert hard_negative_links(clusters) == {}
+
+
+def test_add_hard_negatives_brings_linked_clusters_into_the_batch():
+    clusters = np.repeat(np.array([f"c{i:02d}" for i in range(12)], dtype=object), 3)
+    links = {0: np.array([11])}  # c11 mimics c00
+    batches = cluster_batches(clusters, batch_size=6, per_cluster=2, seed=5)
+    added = add_hard_negatives(batches, clusters, links, seed=5)
+    codes = np.unique(clusters, return_inverse=True)[1]
+    for before, after in zip(batches, added):
+        assert np.array_equal(after[: len(before)], before)  # appended, nothing replaced
+        assert len(np.unique(after)) == len(after)
+        if 0 in codes[before] and 11 not in codes[before]:
+            assert (codes[after] == 11).sum() == 2
+        else:
+            assert len(after) == len(before)
+    assert add_hard_negatives(batches, clusters, {}) is batches
 
 
 def test_training_corpus_refuses_the_test_split():

@@ -17,6 +17,7 @@ if importlib.util.find_spec("unisim") is None:
 
 from neardup.eval.labeled import LabeledCorpus  # noqa: E402
 from neardup.train import retsim_trainer  # noqa: E402
+from neardup.train.data import hard_negative_links  # noqa: E402
 from neardup.train.retsim_trainer import train_retsim  # noqa: E402
 
 _COMMON = "the of and to in said it was for on that with by at from has its will would year".split()
@@ -146,9 +147,9 @@ def test_batches_hold_hard_negatives_and_noisy_copies():
     codes = np.repeat(np.arange(10), 3)
     labels = np.array([f"c{i}" for i in range(10)])
     negative_of = np.array([None] * 27 + ["c0", "c0", "c0"], dtype=object)  # c9 mimics c0
-    links = retsim_trainer._hard_negative_links(codes, labels, negative_of)
+    links = hard_negative_links(labels[codes], negative_of)
     assert {k: v.tolist() for k, v in links.items()} == {0: [9]}
-    batches = retsim_trainer._epoch_batches(codes, links, batch_size=6, per_cluster=2, seed=3)
+    batches = retsim_trainer._epoch_batches(labels[codes], links, batch_size=6, per_cluster=2, seed=3)
     with_c0 = next(b for b in batches if 0 in codes[b])
     assert (codes[with_c0] == 9).sum() >= 2
     assert all(len(np.unique(b)) == len(b) for b in batches)
