@@ -162,8 +162,13 @@ class RETSimMethod(EmbeddingMethod):
         a ``model.onnx``, or an ONNX file with RETSim's interface (e.g. written by
         ``neardup.train.retsim_trainer.train_retsim``).
     threshold : float, default 0.9
-        Others as :class:`EmbeddingMethod`. Needs the ``neural`` extra (onnxruntime, and
-        the unisim package for the default model).
+    batch_size : int, default 16
+        512-character chunks per model call. Small batches are as fast on CPU and keep
+        ONNX Runtime's memory arena small: on 1,000 Reuters stories, 16 a call peak at
+        ~440 MB, 256 at ~4 GB and run slower (see docs/benchmarks.md).
+
+    Other parameters as :class:`EmbeddingMethod`. Needs the ``neural`` extra
+    (onnxruntime, and the unisim package for the default model).
 
     Notes
     -----
@@ -188,7 +193,7 @@ class RETSimMethod(EmbeddingMethod):
         k: int | None = None,
         index: str = "auto",
         exact_limit: int = 50_000,
-        batch_size: int = 256,
+        batch_size: int = 16,
         threads: int | None = None,
         cache_dir: str | os.PathLike | None = None,
     ) -> None:
