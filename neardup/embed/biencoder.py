@@ -65,6 +65,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import json
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -91,6 +92,8 @@ SHIPPED_MODELS: dict[str, tuple[str, str, str]] = {
 _ALIASES = {"sentence-transformers/all-MiniLM-L6-v2": "all-MiniLM-L6-v2"}
 
 _LONG_DOCUMENTS = ("truncate", "chunk")
+#: Tokens per input when a model's files do not say (all-MiniLM-L6-v2's training length).
+_DEFAULT_MAX_TOKENS = 256
 #: A text's head is first cut to this many characters per wanted token. English averages
 #: about 4-5 characters per WordPiece token, so one cut nearly always suffices; the head is
 #: re-cut 4x longer whenever it turns out to hold too few tokens.
@@ -154,6 +157,25 @@ def model_path(model: str | os.PathLike) -> Path:
     return resolve_model(name, "biencoder")
 
 
+def trained_max_tokens(model: str | os.PathLike) -> int:
+    """Tokens per input ``model`` was trained with, from its files: ``max_tokens`` of
+    ``model.json`` (neardup's shipped models) or ``onnx.json`` (neardup's ONNX exports),
+    or sentence-transformers' ``max_seq_length``; 256 when none says."""
+    try:
+        folder = model_path(model)
+    except (OSError, ValueError, ImportError):  # unresolvable: loading reports why
+        return _DEFAULT_MAX_TOKENS
+    for name, key in (("model.json", "max_tokens"), ("onnx.json", "max_tokens"),
+                      ("sentence_bert_config.json", "max_seq_length")):
+        try:
+            value = json.loads((folder / name).read_text(encoding="utf-8")).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(value, int) and value >= 8:
+            return value
+    return _DEFAULT_MAX_TOKENS
+
+
 #: Files whose bytes decide a model's output (weights, tokenizer, pooling/config).
 _IDENTITY_FILES = (
     "model.onnx", "onnx.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json",
@@ -200,10 +222,12 @@ class BiEncoder(Embedder):
         (written by :func:`neardup.embed.onnx_encoder.export_transformer`). Nothing is
         ever downloaded. A shipped name wins over a directory of the same name; write
         "./all-MiniLM-L6-v2" to mean the directory.
-    max_tokens : int, default 256
+    max_tokens : int or None, default None
         Tokens the model reads per input, counting its special tokens (sentence-transformers'
-        ``max_seq_length``). At most the model's position limit (512 for BERT models);
-        all-MiniLM-L6-v2 was trained on 256, the recommended value.
+        ``max_seq_length``). At most the model's position limit (512 for BERT models).
+        None: the length the model was fine-tuned for when its ``model.json`` says
+        (``max_tokens``: 128 for "biencoder-news"), else 256 (all-MiniLM-L6-v2's
+        training length).
     long_documents : {"truncate", "chunk"}, default "truncate"
         What to do with texts longer than ``max_tokens``. "truncate" embeds the head only
         (as Silcock et al.; right for news, whose lead carries the story). "chunk" cuts the
@@ -241,7 +265,7 @@ class BiEncoder(Embedder):
         self,
         *,
         model: str | os.PathLike = "all-MiniLM-L6-v2",
-        max_tokens: int = 256,
+        max_tokens: int | None = None,
         long_documents: str = "truncate",
         batch_size: int = 32,
         device: str | None = None,
@@ -249,6 +273,8 @@ class BiEncoder(Embedder):
     ) -> None:
         super().__init__()
         self._model_name = _check_model(model)
+        if max_tokens is None:
+            max_tokens = trained_max_tokens(self._model_name)
         self.max_tokens = check_int("BiEncoder", "max_tokens", max_tokens, low=8)
         self.long_documents = check_choice(
             "BiEncoder", "long_documents", long_documents, _LONG_DOCUMENTS

@@ -289,8 +289,10 @@ class BiEncoderMethod(EmbeddingMethod):
         ("biencoder-news": all-MiniLM-L6-v2 fine-tuned for news de-duplication, int8 ONNX),
         or a local sentence-transformers or ONNX model directory (see
         :class:`neardup.embed.BiEncoder`).
-    max_tokens : int, default 256
-        Tokens read per document (or per window with ``long_documents="chunk"``).
+    max_tokens : int or None, default None
+        Tokens read per document (or per window with ``long_documents="chunk"``). None:
+        the length the model was trained with (128 for "biencoder-news", 256 for
+        all-MiniLM-L6-v2; see :func:`neardup.embed.biencoder.trained_max_tokens`).
     long_documents : {"truncate", "chunk"}, default "truncate"
         Embed the first ``max_tokens`` tokens, or average the embeddings of windows.
     threshold : float, default 0.9
@@ -303,7 +305,7 @@ class BiEncoderMethod(EmbeddingMethod):
         self,
         *,
         model: str = "all-MiniLM-L6-v2",
-        max_tokens: int = 256,
+        max_tokens: int | None = None,
         long_documents: str = "truncate",
         threshold: float = 0.9,
         k: int | None = None,
@@ -314,7 +316,8 @@ class BiEncoderMethod(EmbeddingMethod):
         cache_dir: str | os.PathLike | None = None,
     ) -> None:
         self.model = str(model)
-        self.max_tokens = check_int("BiEncoderMethod", "max_tokens", max_tokens, low=8)
+        self.max_tokens = None if max_tokens is None else check_int(
+            "BiEncoderMethod", "max_tokens", max_tokens, low=8)
         self.long_documents = check_choice(
             "BiEncoderMethod", "long_documents", long_documents, ("truncate", "chunk")
         )

@@ -213,3 +213,14 @@ def test_shipped_biencoder_news_loads_by_name():
     assert emb.shape == (3 + len(HOSTILE), 384) and np.all(np.isfinite(emb))
     assert encoder.device_ == "cpu"
     assert emb[0] @ emb[1] > emb[0] @ emb[2]
+
+
+def test_an_export_is_read_with_the_length_it_was_trained_for(exports):
+    from neardup.embed.biencoder import trained_max_tokens
+
+    assert trained_max_tokens(exports["int8"]) == 64  # the export's onnx.json
+    assert BiEncoder(model=exports["int8"]).max_tokens == 64
+    assert BiEncoder(model=exports["int8"], max_tokens=32).max_tokens == 32  # explicit wins
+    assert trained_max_tokens("biencoder-news") == 128  # shipped: model.json
+    assert trained_max_tokens("all-MiniLM-L6-v2") == 256
+    assert trained_max_tokens("/no/such/model") == 256  # loading reports the bad path
