@@ -51,10 +51,10 @@ def main() -> None:
     from neardup.graph.edges import Pairs
     from neardup.methods.rerank import CrossEncoderScorer
     from neardup.train.cross_encoder import (
-        PROBABILITY_THRESHOLDS, _candidates, day_aligned_subset, export_onnx,
+        PROBABILITY_THRESHOLDS, _candidates, export_onnx,
         train_cross_encoder)
     from neardup.train.data import load_training_corpus
-    from neardup.train.validate import pairs_ari
+    from neardup.train.validate import pairs_ari, whole_days
 
     train, negative_of = load_training_corpus()
     validation = load_labeled(str(ROOT / "benchmarks/reuters-news/validation.jsonl.gz"))
@@ -72,7 +72,7 @@ def main() -> None:
     # int8 ONNX for shipping, checked against fp32 on the same validation subset.
     SHIPPED.mkdir(parents=True, exist_ok=True)
     exported = export_onnx(args.work, SHIPPED)
-    subset = validation.select(day_aligned_subset(validation, 300))
+    subset = validation.select(whole_days(validation, 300, at_least=True))
     pairs = _candidates(subset, "retsim", candidate_params, args.threads)
     labels = np.asarray(subset.clusters).astype(str)
     a = [subset.texts[i] for i in pairs.left.tolist()]

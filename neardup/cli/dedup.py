@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import numpy as np
 
 from neardup.cli.options import (
     cluster_config_from_options,

@@ -12,7 +12,7 @@ from neardup.train.data import (
     make_pairs,
     mine_hard_negatives,
 )
-from neardup.train.validate import ValidationScore, embedding_ari, pairs_ari
+from neardup.train.validate import ValidationScore, embedding_ari, pairs_ari, whole_days
 
 __all__ = [
     "TrainingPairs",
@@ -24,4 +24,5 @@ __all__ = [
     "make_pairs",
     "mine_hard_negatives",
     "pairs_ari",
+    "whole_days",
 ]

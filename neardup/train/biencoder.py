@@ -72,6 +72,7 @@ import numpy as np
 from neardup.errors import check_choice, check_float, check_int
 from neardup.eval.labeled import LabeledCorpus
 from neardup.progress import progress_bar
+from neardup.train.validate import whole_days
 from neardup.train.loop import (
     EpochRecord,
     TrainingLog,
@@ -234,7 +235,7 @@ def train_biencoder(
         device = "cuda" if torch.cuda.is_available() else "cpu"
         model = SentenceTransformer(str(base_path), device=device, local_files_only=True)
         model.max_seq_length = max_tokens
-        validation = _validation_subset(validation_corpus, max_validation_docs)
+        validation = validation_corpus.select(whole_days(validation_corpus, max_validation_docs))
         plan = _TrainingData(train_corpus, negative_of, config)
 
         checkpoint_path = out / "checkpoint.pt"
@@ -396,39 +397,6 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
 
 
 # -- data ----------------------------------------------------------------------------------
-
-
-def _validation_subset(corpus: LabeledCorpus, max_docs: int) -> LabeledCorpus:
-    """Whole days of ``corpus`` (in date order, each kept if it still fits), at most
-    ``max_docs`` documents; whole clusters when there are no dates or no day fits.
-
-    Whole days keep each day's duplicates and hard negatives together, as a real corpus
-    has them; a random sample would leave mostly singletons.
-    """
-    if len(corpus) <= max_docs:
-        return corpus
-    keep: list[np.ndarray] = []
-    if corpus.dates is not None and not np.all(np.isnat(corpus.dates)):
-        days = corpus.dates.astype("datetime64[D]").astype(str)  # NaT becomes "NaT"
-        groups = np.unique(days)
-        keys = days
-    else:
-        groups, keys = np.array([]), None
-    taken = 0
-    for day in groups:
-        members = np.flatnonzero(keys == day)
-        if taken + len(members) <= max_docs:
-            keep.append(members)
-            taken += len(members)
-    if taken < 2:
-        keep, taken = [], 0
-        clusters = corpus.clusters.astype(str)
-        for label in dict.fromkeys(clusters.tolist()):  # first-appearance order
-            members = np.flatnonzero(clusters == label)
-            if taken + len(members) <= max_docs:
-                keep.append(members)
-                taken += len(members)
-    return corpus.select(np.sort(np.concatenate(keep)))
 
 
 class _TrainingData:

@@ -45,6 +45,7 @@ import numpy as np
 from neardup.errors import check_choice, check_float, check_int
 from neardup.eval.labeled import LabeledCorpus
 from neardup.graph.edges import Pairs
+from neardup.train.validate import whole_days
 from neardup.train.loop import (
     EpochRecord,
     TrainingLog,
@@ -56,7 +57,7 @@ from neardup.train.loop import (
     seed_everything,
 )
 
-__all__ = ["day_aligned_subset", "export_onnx", "train_cross_encoder", "training_pairs"]
+__all__ = ["export_onnx", "train_cross_encoder", "training_pairs"]
 
 _CHECKPOINT = "checkpoint.pt"
 _LOG = "training.json"
@@ -79,38 +80,6 @@ def _resolve_base(base: str) -> Path:
             f"train_cross_encoder: parameter 'base' must be a shipped model "
             f"({', '.join(SHIPPED_MODELS)}) or a local transformers directory; got {base!r}."
         ) from None
-
-
-def day_aligned_subset(corpus: LabeledCorpus, docs: int, *, seed: int = 0) -> np.ndarray:
-    """Positions of a subset of whole days (earliest first) of at least ``docs`` documents.
-
-    Duplicates of news appear within days, so whole days keep nearly every cluster whole
-    and the subset has the full mix of same-day negatives. Without dates: whole clusters
-    in random order (``seed``) until ``docs`` documents.
-    """
-    n = len(corpus)
-    if docs >= n:
-        return np.arange(n)
-    if corpus.dates is not None and not np.all(np.isnat(corpus.dates)):
-        day = corpus.dates.astype("datetime64[D]")
-        days = np.unique(day[~np.isnat(day)])
-        chosen: list[np.datetime64] = []
-        count = 0
-        for d in days:
-            chosen.append(d)
-            count += int((day == d).sum())
-            if count >= docs:
-                break
-        return np.flatnonzero(np.isin(day, np.asarray(chosen)))
-    labels = np.asarray(corpus.clusters).astype(str)
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(np.unique(labels))
-    keep = np.zeros(n, bool)
-    for label in order:
-        keep |= labels == label
-        if keep.sum() >= docs:
-            break
-    return np.flatnonzero(keep)
 
 
 def _candidates(corpus: LabeledCorpus, candidates: str, params: dict | None,
@@ -367,7 +336,7 @@ def train_cross_encoder(
 
     # Validation subset and its candidates (fixed for the whole run).
     subset = validation_corpus.select(
-        day_aligned_subset(validation_corpus, validation_docs, seed=seed))
+        whole_days(validation_corpus, validation_docs, at_least=True))
     val_pairs = _candidates(subset, candidates, candidate_params, threads)
     val_labels = np.asarray(subset.clusters).astype(str)
     val_a = [subset.texts[i] for i in val_pairs.left.tolist()]

@@ -59,7 +59,7 @@ from neardup.train.loop import (
     save_checkpoint,
     seed_everything,
 )
-from neardup.train.validate import embedding_ari
+from neardup.train.validate import embedding_ari, whole_days
 
 __all__ = ["MS_ALPHA", "MS_BASE", "MS_BETA", "MINER_EPSILON", "train_retsim"]
 
@@ -152,29 +152,6 @@ def _document_embeddings(model: Any, texts: Sequence[str]) -> Any:
 
 
 # -- validation ----------------------------------------------------------------------------
-
-
-def _validation_subset(corpus: LabeledCorpus, max_docs: int, seed: int) -> np.ndarray:
-    """Positions of whole days of ``corpus`` (whole clusters when it has no dates), in a
-    seeded order, as many as fit in ``max_docs``; all documents when they fit."""
-    n = len(corpus)
-    if n <= max_docs:
-        return np.arange(n)
-    if corpus.dates is not None and not np.all(np.isnat(corpus.dates)):
-        groups = corpus.dates.astype("datetime64[D]").astype(str)
-    else:
-        groups = np.asarray(corpus.clusters).astype(str)
-    names, codes = np.unique(groups, return_inverse=True)
-    sizes = np.bincount(codes, minlength=len(names))
-    chosen = np.zeros(len(names), bool)
-    total = 0
-    for g in np.random.default_rng(seed).permutation(len(names)):
-        if total + sizes[g] <= max_docs:
-            chosen[g] = True
-            total += sizes[g]
-    if total == 0:  # every day is too big: take one, cut
-        return np.flatnonzero(codes == int(np.argmin(sizes)))[:max_docs]
-    return np.flatnonzero(chosen[codes])
 
 
 def _validate(
@@ -352,13 +329,12 @@ def train_retsim(
         mixed_precision = _native_bf16()
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    started_wall = time.time()
 
     # -- data -------------------------------------------------------------------------
     train_texts = list(train_corpus.texts)
     train_labels, train_codes = _codes(train_corpus.clusters)
     links = hard_negative_links(train_corpus.clusters, negative_of)
-    keep = _validation_subset(validation_corpus, max_validation_docs, seed)
+    keep = whole_days(validation_corpus, max_validation_docs, seed=seed)
     val_texts = [validation_corpus.texts[i] for i in keep.tolist()]
     val_clusters = np.asarray(validation_corpus.clusters)[keep]
     n_batches = len(_epoch_batches(train_corpus.clusters, links, batch_size=batch_size,

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neardup.eval.labeled import LabeledCorpus
 from neardup.eval.metrics import adjusted_rand_index
 from neardup.graph import Pairs
 from neardup.graph.cluster import connected_components
 
-__all__ = ["ValidationScore", "embedding_ari", "pairs_ari"]
+__all__ = ["ValidationScore", "embedding_ari", "pairs_ari", "whole_days"]
 
 #: Default cosine / probability thresholds swept each epoch.
 DEFAULT_THRESHOLDS = tuple(np.round(np.arange(0.50, 0.995, 0.01), 2).tolist())
@@ -64,3 +65,42 @@ def embedding_ari(
         np.ascontiguousarray(embeddings, np.float32), threshold=min(thresholds), progress=False
     )
     return pairs_ari(pairs, clusters, thresholds=thresholds)
+
+
+def whole_days(
+    corpus: LabeledCorpus, docs: int, *, seed: int | None = None, at_least: bool = False
+) -> np.ndarray:
+    """Sorted positions of whole days of ``corpus``: a validation subset small enough to
+    score every epoch.
+
+    Duplicates of news appear within days, so whole days keep each day's clusters and
+    hard negatives together, as a real corpus has them; a random sample of documents
+    would leave mostly singletons. Days are visited earliest first (``seed=None``) or in
+    a seeded random order. Each day is taken if it still fits in ``docs`` documents, or,
+    with ``at_least``, days are taken until there are at least ``docs``. Without dates,
+    whole clusters stand in for days; if no day fits, whole clusters are tried, and then
+    the smallest group is cut. All positions when the corpus has at most ``docs``.
+    """
+    n = len(corpus)
+    if n <= docs:
+        return np.arange(n)
+    clusters = np.asarray(corpus.clusters).astype(str)
+    groupings = [clusters]
+    if corpus.dates is not None and not np.all(np.isnat(corpus.dates)):
+        groupings.insert(0, corpus.dates.astype("datetime64[D]").astype(str))  # NaT: "NaT"
+    for groups in groupings:
+        names, codes = np.unique(groups, return_inverse=True)
+        sizes = np.bincount(codes, minlength=len(names))
+        order = (np.arange(len(names)) if seed is None
+                 else np.random.default_rng(seed).permutation(len(names)))
+        chosen = np.zeros(len(names), bool)
+        total = 0
+        for g in order.tolist():
+            if at_least or total + sizes[g] <= docs:
+                chosen[g] = True
+                total += int(sizes[g])
+                if at_least and total >= docs:
+                    break
+        if total >= 2:
+            return np.flatnonzero(chosen[codes])
+    return np.flatnonzero(codes == int(np.argmin(sizes)))[:docs]

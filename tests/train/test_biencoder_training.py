@@ -22,7 +22,7 @@ pytest.importorskip("faiss")
 
 from neardup.eval.labeled import LabeledCorpus  # noqa: E402
 from neardup.train import biencoder as trainer  # noqa: E402
-from neardup.train.biencoder import _validation_subset, train_biencoder  # noqa: E402
+from neardup.train.biencoder import train_biencoder  # noqa: E402
 
 STORIES = [
     "Crude oil prices rose sharply on Monday after OPEC agreed to cut output",
@@ -148,13 +148,6 @@ def test_supcon_loss_prefers_clustered_embeddings():
     mixed = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.99, 0.1], [0.1, 0.99]])
     assert trainer._supcon_loss(tight, labels, 0.1) < trainer._supcon_loss(mixed, labels, 0.1)
 
-
-def test_validation_subset_keeps_whole_days():
-    subset = _validation_subset(VALIDATION, 12)
-    days = set(subset.dates.astype("datetime64[D]").tolist())
-    full_days = VALIDATION.dates.astype("datetime64[D]")
-    assert len(subset) == sum(int(np.sum(full_days == d)) for d in days) <= 12
-    assert _validation_subset(VALIDATION, 1000) is VALIDATION
 
 
 @pytest.mark.parametrize(

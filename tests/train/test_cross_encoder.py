@@ -80,18 +80,6 @@ def test_invalid_parameters(tmp_path, corpora):
         ce.train_cross_encoder(train, validation, output_dir=tmp_path, base="no-such-model", **_TINY)
 
 
-def test_day_aligned_subset(corpora):
-    _, validation = corpora
-    picked = ce.day_aligned_subset(validation, 5)
-    days = validation.dates[picked].astype("datetime64[D]")
-    # whole days, earliest first
-    first = np.unique(days)
-    assert first[0] == validation.dates.astype("datetime64[D]").min()
-    for d in first:
-        assert np.sum(days == d) == np.sum(validation.dates.astype("datetime64[D]") == d)
-    assert len(ce.day_aligned_subset(validation, 10_000)) == len(validation)
-
-
 @pytest.mark.skipif(importlib.util.find_spec("onnx") is None
                     or importlib.util.find_spec("onnxruntime") is None,
                     reason="ONNX export needs onnx and onnxruntime")

@@ -159,16 +159,6 @@ def test_batches_hold_hard_negatives_and_noisy_copies():
     assert len(out) == 6 and sorted(out_labels[4:].tolist()) == [1, 2]
 
 
-def test_validation_subset_takes_whole_days():
-    corpus = _corpus(3)
-    days = np.array([f"1987-03-0{1 + i % 3}" for i in range(len(corpus))], dtype="datetime64[s]")
-    dated = LabeledCorpus(ids=corpus.ids, texts=corpus.texts, clusters=corpus.clusters, dates=days)
-    keep = retsim_trainer._validation_subset(dated, 17, seed=0)
-    chosen = set(days[keep].tolist())
-    assert 0 < len(keep) <= 17
-    assert len(keep) == sum(int((days == d).sum()) for d in chosen)
-
-
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -7,7 +7,8 @@ import pytest
 
 from neardup.graph import Pairs
 from neardup.train.loop import EpochRecord, TrainingLog
-from neardup.train.validate import pairs_ari
+from neardup.eval.labeled import LabeledCorpus
+from neardup.train.validate import pairs_ari, whole_days
 
 
 def test_pairs_ari_picks_the_threshold_that_separates_clusters():
@@ -43,3 +44,35 @@ def test_training_log_early_stopping_and_round_trip(tmp_path):
 
     again = TrainingLog.from_dict(json.loads((tmp_path / "training.json").read_text()))
     assert again.best.epoch == 2 and again.to_dict()["cpu_seconds"] == 8.0
+
+
+def _dated_corpus(days_per_doc: list[int]) -> LabeledCorpus:
+    n = len(days_per_doc)
+    dates = np.array([f"1987-03-{1 + d:02d}T0{i % 10}:00" for i, d in enumerate(days_per_doc)],
+                     dtype="datetime64[s]")
+    return LabeledCorpus(ids=[f"d{i}" for i in range(n)], texts=[f"text {i}" for i in range(n)],
+                         clusters=np.array([f"c{i // 2}" for i in range(n)]), dates=dates)
+
+
+@pytest.mark.parametrize("seed", [None, 0, 7])
+@pytest.mark.parametrize("at_least", [False, True])
+def test_whole_days_takes_whole_days(seed, at_least):
+    corpus = _dated_corpus([0] * 5 + [1] * 9 + [2] * 4 + [3] * 6 + [4] * 3)
+    keep = whole_days(corpus, 10, seed=seed, at_least=at_least)
+    day = corpus.dates.astype("datetime64[D]")
+    chosen = np.unique(day[keep])
+    assert np.array_equal(keep, np.sort(keep))
+    assert len(keep) == sum(int(np.sum(day == d)) for d in chosen)  # whole days only
+    assert len(keep) >= 10 if at_least else 2 <= len(keep) <= 10
+    if seed is None:  # earliest first
+        assert chosen[0] == day.min()
+    assert np.array_equal(keep, whole_days(corpus, 10, seed=seed, at_least=at_least))
+
+
+def test_whole_days_falls_back_to_clusters_then_cuts():
+    corpus = _dated_corpus([0] * 6 + [1] * 6)
+    assert np.array_equal(whole_days(corpus, 100), np.arange(12))  # everything fits
+    keep = whole_days(corpus, 4)  # no day fits: whole clusters (pairs) instead
+    assert len(keep) == 4 and set(np.asarray(corpus.clusters)[keep]) == {"c0", "c1"}
+    undated = LabeledCorpus(ids=corpus.ids, texts=corpus.texts, clusters=np.array(["a"] * 12))
+    assert len(whole_days(undated, 5)) == 5  # one group bigger than the budget: cut
