@@ -8,16 +8,18 @@ is printed).
 
     python bench/bench_neural_dedup.py [--docs 20000] [--only retsim retsim-news ...]
 
-Results go to bench/results/neural_dedup.json.
+Results go to bench/results/neural_dedup.json (with --only, the other configurations'
+rows of an earlier run on as many documents are kept).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 
-from _common import machine, save
+from _common import RESULTS, machine, save
 from bench_dedup_scale import derived_corpus, run_cli
 
 from neardup.io.reuters import find_reuters_dir
@@ -59,6 +61,11 @@ def main() -> None:
         rows[label] = row
         print(f"{label:22s} {row['seconds']:8.1f} s {row['docs_per_s']:8.1f} docs/s "
               f"{row['peak_rss_mb']:6d} MB", flush=True)
+    if args.only:  # keep the other configurations' rows of an earlier run on as many docs
+        previous = RESULTS / "neural_dedup.json"
+        earlier = json.loads(previous.read_text()) if previous.exists() else {}
+        if earlier.get("docs") == args.docs:
+            rows = {**earlier["rows"], **rows}
     save("neural_dedup", {"machine": machine(), "docs": args.docs,
                           "load_average": os.getloadavg()[0], "rows": rows})
 

@@ -397,9 +397,19 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
     err.print(
         f"chosen: {values} (ARI {result.best_score:.4f} on split {result.split!r}, "
         f"{result.n_docs:,} documents); written to {opts['out']}.\n"
-        f"report on test: neardup eval {' '.join(str(p) for p in opts['labeled'])} "
+        f"report on test: neardup eval {' '.join(_test_files(opts['labeled']))} "
         f"--split test --from-tuning {opts['out']}"
     )
+
+
+def _test_files(paths) -> list[str]:
+    """The files to report on: a sibling test file stands in for a validation file
+    (benchmarks/x/validation.jsonl.gz -> benchmarks/x/test.jsonl.gz) where one exists."""
+    files = []
+    for path in map(Path, paths):
+        sibling = path.with_name(path.name.replace("validation", "test"))
+        files.append(str(sibling if sibling != path and sibling.exists() else path))
+    return list(dict.fromkeys(files))
 
 
 def _print_sweep(result, console) -> None:

@@ -83,8 +83,11 @@ _METHOD_OPTIONS = (
                  show_default=True, help="Near-duplicate detection method."),
     click.option("--threshold", type=float, default=None,
                  help="Similarity cut-off. minhash/ngram: Jaccard (or containment) in [0, 1], "
-                      "default 0.5; simhash: maximum Hamming distance in bits, default 3. "
-                      "Tune it on labelled validation data."),
+                      "default 0.5; simhash: maximum Hamming distance in bits, default 3; "
+                      "retsim/biencoder: cosine, default the shipped model's threshold tuned "
+                      "on validation (biencoder-news 0.68, retsim-news 0.75), else 0.9; "
+                      "rerank: duplicate probability, default the scorer's tuned threshold "
+                      "(0.9 with its default candidates). Tune it on labelled validation data."),
     click.option("--num-perm", type=int, default=None,
                  help="minhash: signature length (default 128)."),
     click.option("--bands", type=int, default=None,

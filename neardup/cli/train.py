@@ -155,7 +155,7 @@ def train_command() -> None:
     \b
     Examples:
       neardup train retsim --out models/retsim-news
-      neardup train biencoder --loss online-contrastive --out models/biencoder-news
+      neardup train biencoder --loss mnrl --epochs 3 --out models/biencoder-news
       neardup train cross-encoder --out models/cross-encoder-news
       neardup train verifier --out models/verifier-news
     """

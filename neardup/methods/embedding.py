@@ -31,10 +31,13 @@ import numpy as np
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import Method, Sketch
+from neardup.models import tuned_threshold
 
 __all__ = ["BiEncoderMethod", "EmbeddingMethod", "RETSimMethod", "RETSimPartialMethod"]
 
 _INDEXES = ("auto", "flat", "hnsw", "ivf")
+#: Cosine threshold when neither the caller nor the model's validation tuning gives one.
+_DEFAULT_THRESHOLD = 0.9
 
 
 def _visible_lengths(texts: Sequence[str]) -> np.ndarray:
@@ -51,8 +54,10 @@ class EmbeddingMethod(Method):
 
     Parameters
     ----------
-    threshold : float, default per method
+    threshold : float or None
         Cosine similarity at which two documents are linked. Tune it on validation data.
+        None (the subclasses' default): the threshold tuned on validation for the chosen
+        shipped model (:func:`neardup.models.tuned_threshold`), else 0.9.
     k : int or None, default None
         Search the ``k`` nearest neighbours and keep those above ``threshold`` instead of
         an exact range search (Silcock et al. used k=900 on GPU).
@@ -69,12 +74,15 @@ class EmbeddingMethod(Method):
     """
 
     embedding_key: ClassVar[str] = "embedding"
+    #: The kind of model ``model`` names (:data:`neardup.models.KINDS`).
+    model_kind: ClassVar[str]
+    model: str | None
     pair_params = frozenset({"threshold", "k", "index", "exact_limit"})
 
     def __init__(
         self,
         *,
-        threshold: float,
+        threshold: float | None,
         k: int | None,
         index: str,
         exact_limit: int,
@@ -83,7 +91,10 @@ class EmbeddingMethod(Method):
         cache_dir: str | os.PathLike | None,
     ) -> None:
         caller = type(self).__name__
-        self.threshold = check_float(caller, "threshold", threshold, low=-1.0, high=1.0)
+        if threshold is None:
+            threshold = tuned_threshold(self.model, self.model_kind, self.name)
+        self.threshold = check_float(caller, "threshold", _DEFAULT_THRESHOLD
+                                     if threshold is None else threshold, low=-1.0, high=1.0)
         self.k = None if k is None else check_int(caller, "k", k, low=1)
         self.index = check_choice(caller, "index", index, _INDEXES)
         self.exact_limit = check_int(caller, "exact_limit", exact_limit, low=1)
@@ -161,7 +172,9 @@ class RETSimMethod(EmbeddingMethod):
         model's name (``"retsim-news"``, see :mod:`neardup.models`), a directory holding
         a ``model.onnx``, or an ONNX file with RETSim's interface (e.g. written by
         ``neardup.train.retsim_trainer.train_retsim``).
-    threshold : float, default 0.9
+    threshold : float or None, default None
+        Cosine at which documents are linked; None: the threshold tuned on validation for
+        a shipped model (0.75 for "retsim-news", 0.70 with ``retsim-partial``), else 0.9.
     batch_size : int, default 16
         512-character chunks per model call. Small batches are as fast on CPU and keep
         ONNX Runtime's memory arena small: on 1,000 Reuters stories, 16 a call peak at
@@ -184,12 +197,13 @@ class RETSimMethod(EmbeddingMethod):
     """
 
     name = "retsim"
+    model_kind = "retsim"
 
     def __init__(
         self,
         *,
         model: str | os.PathLike | None = None,
-        threshold: float = 0.9,
+        threshold: float | None = None,
         k: int | None = None,
         index: str = "auto",
         exact_limit: int = 50_000,
@@ -295,11 +309,14 @@ class BiEncoderMethod(EmbeddingMethod):
         all-MiniLM-L6-v2; see :func:`neardup.embed.biencoder.trained_max_tokens`).
     long_documents : {"truncate", "chunk"}, default "truncate"
         Embed the first ``max_tokens`` tokens, or average the embeddings of windows.
-    threshold : float, default 0.9
+    threshold : float or None, default None
+        Cosine at which documents are linked; None: the threshold tuned on validation for
+        a shipped model (0.68 for "biencoder-news"), else 0.9.
     Others as :class:`EmbeddingMethod`. Needs the ``neural`` extra.
     """
 
     name = "biencoder"
+    model_kind = "biencoder"
 
     def __init__(
         self,
@@ -307,7 +324,7 @@ class BiEncoderMethod(EmbeddingMethod):
         model: str = "all-MiniLM-L6-v2",
         max_tokens: int | None = None,
         long_documents: str = "truncate",
-        threshold: float = 0.9,
+        threshold: float | None = None,
         k: int | None = None,
         index: str = "auto",
         exact_limit: int = 50_000,

@@ -48,6 +48,7 @@ import numpy as np
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import Method, Sketch
+from neardup.models import tuned_threshold
 
 __all__ = [
     "CANDIDATE_DEFAULTS",
@@ -328,9 +329,11 @@ class RerankMethod(Method):
     model : str or None, default None
         A shipped model name or a model folder of the scorer's kind; None: the shipped
         default (``verifier-news`` or ``cross-encoder-news``).
-    threshold : float in [0, 1], default 0.5
+    threshold : float in [0, 1] or None, default None
         Duplicate probability at which a candidate becomes an edge. Tune it on validation
-        data (``neardup tune --method rerank``).
+        data (``neardup tune --method rerank``). None: the threshold tuned on validation
+        for the scorer's model and candidates (0.9 for both shipped scorers with their
+        default candidates), else 0.5.
     candidates : {"retsim", "minhash", "biencoder"} or None, default None
         The fast method proposing candidate pairs; None: "minhash" for the verifier,
         "retsim" for the cross-encoder (see :data:`DEFAULT_CANDIDATES`). On the
@@ -362,7 +365,7 @@ class RerankMethod(Method):
         *,
         scorer: str = "verifier",
         model: str | None = None,
-        threshold: float = 0.5,
+        threshold: float | None = None,
         candidates: str | None = None,
         candidate_params: dict[str, Any] | None = None,
         max_chars: int = 20_000,
@@ -376,11 +379,15 @@ class RerankMethod(Method):
                 f"{caller}: parameter 'model' must be a model name or folder; got {model!r}."
             )
         self.model = None if model is None else str(model)
-        self.threshold = check_float(caller, "threshold", threshold, low=0.0, high=1.0)
         if candidates is not None:
             check_choice(caller, "candidates", candidates, tuple(CANDIDATE_DEFAULTS))
         self.candidates = candidates
         effective = DEFAULT_CANDIDATES[self.scorer] if candidates is None else candidates
+        if threshold is None:
+            threshold = tuned_threshold(self.model or DEFAULT_MODELS[self.scorer],
+                                        self.scorer, effective)
+        self.threshold = check_float(caller, "threshold", 0.5 if threshold is None
+                                     else threshold, low=0.0, high=1.0)
         if candidate_params is not None and not isinstance(candidate_params, dict):
             raise ValueError(
                 f"{caller}: parameter 'candidate_params' must be a dict of {effective} "

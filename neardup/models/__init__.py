@@ -12,7 +12,10 @@ scores, the command that reproduces it). ``kind`` says which component loads it:
 * ``"verifier"``: the light pair-feature classifier, for ``--method rerank``.
 
 :func:`resolve_model` turns a ``--model`` value (a shipped name or a directory) into a
-directory, checking that its kind matches.
+directory, checking that its kind matches. A ``model.json`` may also hold
+``tuned_thresholds``: per setting (the method using the model, or a scorer's candidate
+method), the threshold ``neardup tune`` chose on the validation split;
+:func:`tuned_threshold` reads it, and the methods use it when no threshold is given.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["MODELS_DIR", "resolve_model", "shipped_models"]
+__all__ = ["MODELS_DIR", "resolve_model", "shipped_models", "tuned_threshold"]
 
 MODELS_DIR = Path(__file__).resolve().parent
 KINDS = ("retsim", "biencoder", "cross-encoder", "verifier")
@@ -65,3 +68,18 @@ def resolve_model(model: str | os.PathLike, kind: str) -> Path:
         f"Model {str(model)!r} is neither a shipped {kind} model (shipped: {names}) nor an "
         "existing directory."
     )
+
+
+def tuned_threshold(model: str | os.PathLike | None, kind: str, setting: str) -> float | None:
+    """The threshold tuned on validation for ``model`` used in ``setting`` (its
+    ``model.json``'s ``tuned_thresholds[setting]``), or None when the model is None, does
+    not resolve, or has none for that setting (its users then keep their generic
+    default; loading reports a bad model)."""
+    if model is None:
+        return None
+    try:
+        meta = json.loads((resolve_model(model, kind) / "model.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = meta.get("tuned_thresholds", {}).get(setting) if isinstance(meta, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None

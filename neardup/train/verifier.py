@@ -210,6 +210,8 @@ def train_verifier(
         "validation_ari": round(float(score.ari), 4),
         "validation_accuracy_at_0.5": round(accuracy, 4),
         "candidates": candidates, "candidate_params": described,
+        # With its default candidates, --method rerank starts from this threshold.
+        "tuned_thresholds": {} if candidate_params else {candidates: float(score.threshold)},
         "sklearn": __import__("sklearn").__version__,
         "files": [_MODEL_FILE, "model.json", "training.json"],
     }

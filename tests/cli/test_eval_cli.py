@@ -118,6 +118,21 @@ def test_tune_then_eval_on_test(labeled, tmp_path):
     assert data["from_tuning"] == str(out) and data["split"] == "test"
 
 
+def test_tune_suggests_the_test_file_next_to_a_validation_file(tmp_path):
+    rows = labeled_rows()
+    for split in ("validation", "test"):
+        (tmp_path / f"{split}.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in rows if r["split"] == split))
+    result = run("tune", tmp_path / "validation.jsonl", "--method", "exact",
+                 "--out", tmp_path / "t.json")
+    assert result.exit_code == 0, result.output
+    hint = " ".join(result.output.split())  # rich may wrap the line
+    assert f"neardup eval {tmp_path / 'test.jsonl'} --split test" in hint
+    report = run("eval", tmp_path / "test.jsonl", "--split", "test",
+                 "--from-tuning", tmp_path / "t.json")
+    assert report.exit_code == 0, report.output
+
+
 def test_tune_json_and_default_grid(labeled, tmp_path):
     out = tmp_path / "t.json"
     result = run("tune", labeled, "--method", "simhash", "--grid", "threshold=1,4",

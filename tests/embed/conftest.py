@@ -1,4 +1,4 @@
-"""Shared fixtures for the embedding tests: one model per test session, sample texts.
+"""Shared fixtures for the embedding tests: one model per test session.
 
 Tests that need onnxruntime or unisim skip cleanly when they are absent; the model is
 loaded once (session scope) because every load costs a graph optimization pass.
@@ -9,39 +9,6 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-
-# Texts that stress the binarizer and the model: scripts, sizes around the chunk rules
-# (512 per chunk, a last partial chunk of <= 256 characters dropped), odd code points.
-_VARIED_TEXTS = (
-    "",
-    "a",
-    "\x00",
-    " ",
-    "The quick brown fox jumps over the lazy dog.",
-    "The quikc brown fox jumsp over the lazy dgo!",
-    "东京是日本的首都，也是世界上人口最多的城市之一。",
-    "مرحبا بالعالم، هذه جملة عربية للاختبار.",
-    "Съешь же ещё этих мягких французских булок, да выпей чаю.",
-    "😀😃😄😁👩‍👩‍👧‍👦🇫🇷🏳️‍🌈",
-    "Mixed: naïve café, 北京, Ελληνικά, עברית, हिन्दी, 한국어 — ok?",
-    "e\u0301\u0301 combining \u200b\u200d\ufeff zero-width",
-    "\x01\x02\x1b[31mcontrol\x7f\x85\u2028\u2029",
-    "\ud800 lone surrogate \udfff",
-    "z" * 255,
-    "y" * 511,
-    "x" * 512,  # the reference adds a chunk of pure padding
-    "w" * 513,  # remainder 1 is dropped: one chunk
-    "v" * 768,  # remainder 256 is dropped
-    "u" * 769,  # remainder 257 is padded: two chunks
-    "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 40,  # several chunks
-    "\U0010ffff" * 600,  # the largest code point
-)
-
-
-@pytest.fixture(scope="session")
-def varied_texts() -> list[str]:
-    return list(_VARIED_TEXTS)
-
 
 def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None

@@ -182,3 +182,20 @@ def test_shipped_verifier_separates_copies_from_templates():
     template = story.replace("12", "31").replace("eight", "25").replace("140", "410")
     prob = load_scorer("verifier", threads=1).score([story, story], [copy, template])
     assert prob[0] > 0.5 and prob[0] > prob[1]
+
+
+def test_threshold_defaults_to_the_scorers_tuned_one(verifier_dir, tmp_path):
+    import json
+    import shutil
+
+    # Trained with non-default candidate parameters: no tuned threshold, the generic 0.5.
+    assert RerankMethod(model=str(verifier_dir), **_CANDIDATES).threshold == 0.5
+    tuned = tmp_path / "tuned"
+    shutil.copytree(verifier_dir, tuned)
+    meta = json.loads((tuned / "model.json").read_text())
+    (tuned / "model.json").write_text(json.dumps({**meta, "tuned_thresholds": {"minhash": 0.7}}))
+    assert RerankMethod(model=str(tuned), candidates="minhash").threshold == 0.7
+    assert RerankMethod(model=str(tuned), candidates="minhash", threshold=0.2).threshold == 0.2
+    assert RerankMethod(model=str(tuned), candidates="retsim").threshold == 0.5
+    if _shipped("verifier-news", "verifier"):
+        assert RerankMethod().threshold == 0.9  # tuned with MinHash candidates

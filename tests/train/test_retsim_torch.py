@@ -23,27 +23,6 @@ from neardup.train.retsim_torch import (  # noqa: E402
     toeplitz,
 )
 
-# Scripts, sizes around the chunk rules, odd code points (as tests/embed/conftest.py).
-TEXTS = [
-    "",
-    "a",
-    "\x00",
-    "The quick brown fox jumps over the lazy dog.",
-    "The quikc brown fox jumsp over the lazy dgo!",
-    "东京是日本的首都，也是世界上人口最多的城市之一。",
-    "مرحبا بالعالم، هذه جملة عربية للاختبار.",
-    "Съешь же ещё этих мягких французских булок, да выпей чаю.",
-    "😀😃😄😁👩‍👩‍👧‍👦🇫🇷🏳️‍🌈",
-    "Mixed: naïve café, 北京, Ελληνικά, עברית, हिन्दी, 한국어 — ok?",
-    "e\u0301\u0301 combining \u200b\u200d\ufeff zero-width",
-    "\ud800 lone surrogate \udfff",
-    "x" * 512,
-    "u" * 769,
-    "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 20,
-    "\U0010ffff" * 600,
-]
-
-
 @pytest.fixture(scope="module")
 def ported():
     torch.set_num_threads(1)
@@ -60,8 +39,8 @@ def _cos(a, b):
     return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
-def test_chunk_embeddings_match_the_onnx_model(ported):
-    inputs, _ = binarize(TEXTS)
+def test_chunk_embeddings_match_the_onnx_model(ported, varied_texts):
+    inputs, _ = binarize(varied_texts)
     reference = RETSim(threads=1).model.run(inputs)
     with torch.no_grad():
         ours = ported(torch.from_numpy(inputs)).numpy()
@@ -71,12 +50,12 @@ def test_chunk_embeddings_match_the_onnx_model(ported):
     np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
 
 
-def test_exported_model_runs_in_retsim_like_the_original(exported):
-    original = RETSim(threads=1).encode(TEXTS)
-    again = RETSim(threads=1, model_path=exported).encode(TEXTS)
+def test_exported_model_runs_in_retsim_like_the_original(exported, varied_texts):
+    original = RETSim(threads=1).encode(varied_texts)
+    again = RETSim(threads=1, model_path=exported).encode(varied_texts)
     assert _cos(original, again).min() > 0.9999
-    near = RETSim(threads=1, model_path=exported).encode_chunks(TEXTS)
-    ref = RETSim(threads=1).encode_chunks(TEXTS)
+    near = RETSim(threads=1, model_path=exported).encode_chunks(varied_texts)
+    ref = RETSim(threads=1).encode_chunks(varied_texts)
     np.testing.assert_array_equal(near[1], ref[1])
     assert _cos(near[0], ref[0]).min() > 0.9999
 
@@ -110,9 +89,9 @@ def test_gradients_reach_every_parameter(ported):
     assert missing == []
 
 
-def test_bf16_blocks_stay_close_and_export_in_float32(tmp_path):
+def test_bf16_blocks_stay_close_and_export_in_float32(tmp_path, varied_texts):
     model = from_onnx()
-    inputs = torch.from_numpy(binarize(TEXTS[:8])[0])
+    inputs = torch.from_numpy(binarize(varied_texts[:8])[0])
     with torch.no_grad():
         full = model(inputs)
         model.bf16_blocks = True
@@ -121,8 +100,8 @@ def test_bf16_blocks_stay_close_and_export_in_float32(tmp_path):
     assert _cos(full.numpy(), fast.numpy()).min() > 0.99
     export_onnx(model, tmp_path / "m.onnx")
     assert model.bf16_blocks is True  # restored after export
-    ref = RETSim(threads=1).encode(TEXTS[:8])
-    again = RETSim(threads=1, model_path=tmp_path / "m.onnx").encode(TEXTS[:8])
+    ref = RETSim(threads=1).encode(varied_texts[:8])
+    again = RETSim(threads=1, model_path=tmp_path / "m.onnx").encode(varied_texts[:8])
     assert _cos(ref, again).min() > 0.9999
 
 
@@ -174,10 +153,10 @@ def perturbed(tmp_path_factory):
     return directory
 
 
-def test_retsim_method_takes_a_model_file_or_directory(perturbed):
+def test_retsim_method_takes_a_model_file_or_directory(perturbed, varied_texts):
     from neardup.methods import RETSimMethod
 
-    texts = TEXTS[3:8]
+    texts = varied_texts[4:9]  # plain sentences in four scripts
     direct = RETSim(threads=1, model_path=perturbed / "model.onnx").encode(texts)
     for model in (perturbed, str(perturbed / "model.onnx")):
         method = RETSimMethod(model=model, threads=1)
@@ -186,12 +165,12 @@ def test_retsim_method_takes_a_model_file_or_directory(perturbed):
     assert RETSimMethod().get_params()["model"] is None
 
 
-def test_embedding_cache_is_keyed_by_the_model_file(perturbed, tmp_path):
+def test_embedding_cache_is_keyed_by_the_model_file(perturbed, tmp_path, varied_texts):
     import shutil
 
     from neardup.methods import RETSimMethod
 
-    texts = TEXTS[3:8]
+    texts = varied_texts[4:9]  # plain sentences in four scripts
     cache = tmp_path / "cache"
     default = RETSimMethod(threads=1, cache_dir=cache).sketch(texts).arrays["embedding"]
     tuned_dir = tmp_path / "model"
