@@ -6,9 +6,9 @@ are measured with ``os.wait4``. Embedding caches are off, so every run embeds fr
 scratch. MinHash runs first as the reference; compare rows of one run (the load average
 is printed).
 
-    python bench/bench_neural_dedup.py [--docs 20000] [--only retsim retsim-news ...]
+    python bench/bench_neural_dedup.py [--docs 20000] [--only retsim retsim-news ...] [--name N]
 
-Results go to bench/results/neural_dedup.json (with --only, the other configurations'
+Results go to bench/results/neural_dedup.json (or N.json; with --only, the other configurations'
 rows of an earlier run on as many documents are kept).
 """
 
@@ -29,6 +29,11 @@ CONFIGS = {
     "minhash": ["--method", "minhash"],
     "retsim": ["--method", "retsim"],
     "retsim-news": ["--method", "retsim", "--model", "retsim-news"],
+    # RETSim's chunks per model call (default 16): speed and ONNX Runtime's arena size.
+    "retsim-news-batch256": ["--method", "retsim", "--model", "retsim-news",
+                             "--param", "batch_size=256"],
+    "retsim-news-batch8": ["--method", "retsim", "--model", "retsim-news",
+                           "--param", "batch_size=8"],
     "biencoder": ["--method", "biencoder"],
     "biencoder-news": ["--method", "biencoder", "--model", "biencoder-news"],
     "rerank-verifier": ["--method", "rerank", "--param", "scorer=verifier"],
@@ -47,6 +52,8 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=20_000)
     parser.add_argument("--only", nargs="*", choices=list(CONFIGS), default=None)
     parser.add_argument("--work", type=Path, default=Path("/tmp/neardup-bench"))
+    parser.add_argument("--name", default="neural_dedup",
+                        help="results file: bench/results/NAME.json")
     args = parser.parse_args()
     if find_reuters_dir() is None:
         raise SystemExit("Reuters-21578 not found")
@@ -62,11 +69,11 @@ def main() -> None:
         print(f"{label:22s} {row['seconds']:8.1f} s {row['docs_per_s']:8.1f} docs/s "
               f"{row['peak_rss_mb']:6d} MB", flush=True)
     if args.only:  # keep the other configurations' rows of an earlier run on as many docs
-        previous = RESULTS / "neural_dedup.json"
+        previous = RESULTS / f"{args.name}.json"
         earlier = json.loads(previous.read_text()) if previous.exists() else {}
         if earlier.get("docs") == args.docs:
             rows = {**earlier["rows"], **rows}
-    save("neural_dedup", {"machine": machine(), "docs": args.docs,
+    save(args.name, {"machine": machine(), "docs": args.docs,
                           "load_average": os.getloadavg()[0], "rows": rows})
 
 

@@ -178,7 +178,7 @@ class RETSimMethod(EmbeddingMethod):
     batch_size : int, default 16
         512-character chunks per model call. Small batches are as fast on CPU and keep
         ONNX Runtime's memory arena small: on 1,000 Reuters stories, 16 a call peak at
-        ~440 MB, 256 at ~4 GB and run slower (see docs/benchmarks.md).
+        ~500 MB, 256 at ~4.2 GB and run 1.5x slower (see docs/benchmarks.md).
 
     Other parameters as :class:`EmbeddingMethod`. Needs the ``neural`` extra
     (onnxruntime, and the unisim package for the default model).
