@@ -16,13 +16,13 @@ arrays (no Python object per shingle or per document):
    equal hashes is a posting list whose length is the shingle's document frequency (df).
 2. Shingles with ``df > max_df`` (boilerplate: datelines, bylines, templates) are dropped
    from candidate generation, but each document remembers how many it had (``frequent``).
-3. Documents are processed in blocks sized so that at most ``_BLOCK_PAIRS`` (i, j)
+3. Documents are processed in blocks sized so that at most ``BLOCK_PAIRS`` (i, j)
    emissions are buffered at once (memory stays bounded whatever the corpus). For each
    document ``i`` of a block, a compiled kernel (parallel over documents) emits every
    ``j > i`` that follows ``i`` in one of its posting lists and reduces them to the
    distinct candidates ``(i, j)`` with the number of rare shingles they share: with a
    per-thread dense counter indexed by ``j`` (a direct-address hash table, reset as it is
-   read) while that fits in ``_DENSE_BYTES``, else by sorting ``i``'s emissions and
+   read) while that fits in ``DENSE_BYTES``, else by sorting ``i``'s emissions and
    counting runs (the sort/unique of pair codes ``i * n + j``, segmented by ``i`` so no
    global sort is needed). Both give the same pairs; the counter is about 3x faster.
 4. Since ``|A ∩ B| <= shared_rare + min(frequent_A, frequent_B)`` (and ``<= min(|A|, |B|)``),
@@ -39,7 +39,8 @@ is every pair with positive similarity at or above the threshold; with a smaller
 pairs linked only by boilerplate shingles are not reported.
 
 :func:`exact_similarity` (exact Jaccard or containment of given pairs) is public: MinHash
-LSH uses it to verify its candidates.
+LSH uses it to verify its candidates. Steps 3-5 are shared with SpotSigs
+(:mod:`neardup.methods.overlap_kernels`).
 
 References: Silcock, Arora, D'Amico-Wong & Dell, "Noise-robust de-duplication at scale"
 (2022), sec. 4.3; Broder, "On the resemblance and containment of documents" (1997).
@@ -50,54 +51,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import get_num_threads, get_thread_id, njit, prange
+from numba import njit, prange
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import Method, Sketch
+from neardup.methods.overlap_kernels import indexed_pairs, intersection_size, set_similarity
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
 
 __all__ = ["NGramOverlap", "exact_similarity"]
 
 _KINDS = ("jaccard", "containment")
-# Candidate (i, j) emissions held in memory at once by find_pairs (12 bytes each); a single
-# document needing more gets a block of its own.
-_BLOCK_PAIRS = 1 << 22
-# Largest dense candidate counter (4 bytes per thread and document) find_pairs allocates;
-# beyond it, candidates are reduced by sorting instead (about 3x slower, no O(n) memory).
-_DENSE_BYTES = 1 << 28
 
 
 # --------------------------------------------------------------------------- kernels
-
-
-@njit(cache=True)
-def _similarity(inter, size_a, size_b, containment):
-    """Exact similarity from integer counts, in float64 (0 for two empty sets)."""
-    if containment:
-        low = min(size_a, size_b)
-        return inter / low if low > 0 else 0.0
-    union = size_a + size_b - inter
-    return inter / union if union > 0 else 0.0
-
-
-@njit(inline="always", cache=True)
-def _intersect(hashes, a0, a1, b0, b1):
-    """Size of the intersection of two sorted, duplicate-free runs of ``hashes``."""
-    inter = 0
-    while a0 < a1 and b0 < b1:
-        x = hashes[a0]
-        y = hashes[b0]
-        if x == y:
-            inter += 1
-            a0 += 1
-            b0 += 1
-        elif x < y:
-            a0 += 1
-        else:
-            b0 += 1
-    return inter
 
 
 @njit(parallel=True, cache=True)
@@ -107,8 +75,8 @@ def _pair_similarity(hashes, offsets, left, right, containment):
         i = left[p]
         j = right[p]
         a0, a1, b0, b1 = offsets[i], offsets[i + 1], offsets[j], offsets[j + 1]
-        inter = _intersect(hashes, a0, a1, b0, b1)
-        out[p] = _similarity(inter, a1 - a0, b1 - b0, containment)
+        inter = intersection_size(hashes, a0, a1, b0, b1)
+        out[p] = set_similarity(inter, a1 - a0, b1 - b0, containment)
     return out
 
 
@@ -174,132 +142,6 @@ def _postings_by_doc(keep_doc, keep_end, n_docs):
         fill[d] += 1
         emits[d] += keep_end[p] - p - 1  # docs after d in this posting list
     return ptr, posts, emits
-
-
-@njit(inline="always", cache=True)
-def _verify(i, j, shared, sizes, frequent, hashes, offsets, threshold, containment):
-    """Bound, then exact similarity of candidate (i, j) sharing ``shared`` rare shingles.
-
-    Returns ``(how, sim)``: ``how`` is 0 if the intersection was known without merging,
-    1 if the bound pruned the pair (``sim`` is then meaningless), 2 if the shingle arrays
-    were merged.
-    """
-    size_i = sizes[i]
-    size_j = sizes[j]
-    slack = min(frequent[i], frequent[j])
-    bound = min(shared + slack, min(size_i, size_j))
-    # Similarity is monotone in the intersection, so the bound's similarity is an upper
-    # bound of the exact one (same float64 formula: no tolerance needed).
-    if _similarity(bound, size_i, size_j, containment) < threshold:
-        return 1, 0.0
-    if slack == 0:  # one side had no frequent shingle: nothing shared was dropped
-        return 0, _similarity(shared, size_i, size_j, containment)
-    inter = _intersect(hashes, offsets[i], offsets[i + 1], offsets[j], offsets[j + 1])
-    return 2, _similarity(inter, size_i, size_j, containment)
-
-
-@njit(parallel=True, cache=True)
-def _block_pairs(
-    d0, d1, seg_start, doc_ptr, doc_posts, keep_doc, keep_end,
-    sizes, frequent, hashes, offsets, threshold, containment,
-    acc, buf_j, buf_score, n_kept, counts,
-):  # fmt: skip
-    """Candidates, bound and exact check for documents d0..d1-1, in parallel.
-
-    Document ``i`` emits every ``j > i`` following it in one of its posting lists and owns
-    ``buf_j[seg_start[i - d0]:]`` (room for all its emissions). Distinct candidates and
-    their shared counts come from one of two reductions:
-
-    * ``acc`` of shape (n_threads, n_docs): a dense per-thread counter indexed by ``j``
-      (a direct-address hash table); first sightings go to the segment, and counters are
-      reset while reading them back. No sort, O(1) per emission.
-    * ``acc`` of shape (0, 0): the segment holds all emissions, is sorted, and runs of
-      equal ``j`` are counted (the sort/unique of pair codes ``i * n + j``, segmented by
-      ``i``). Used when dense counters would take too much memory.
-
-    Kept pairs are written back to the front of the segment (writes never pass the read
-    position) with ``buf_score``; ``n_kept[i - d0]`` says how many. ``counts[i - d0]``
-    receives the numbers of distinct candidates, of bound-pruned ones and of merges.
-    """
-    dense = acc.shape[0] > 0
-    for i in prange(d0, d1):
-        r = i - d0
-        base = seg_start[r]
-        counts[r, 0] = 0
-        counts[r, 1] = 0
-        counts[r, 2] = 0
-        w = 0
-        if dense:
-            tally = acc[get_thread_id()]
-            m = 0
-            for q in range(doc_ptr[i], doc_ptr[i + 1]):
-                p = doc_posts[q]
-                for t in range(p + 1, keep_end[p]):
-                    j = keep_doc[t]
-                    if tally[j] == 0:
-                        buf_j[base + m] = j
-                        m += 1
-                    tally[j] += 1
-            for t in range(m):
-                j = buf_j[base + t]
-                shared = tally[j]
-                tally[j] = 0
-                how, sim = _verify(
-                    i, j, shared, sizes, frequent, hashes, offsets, threshold, containment
-                )
-                if how:
-                    counts[r, how] += 1
-                if how != 1 and sim >= threshold:
-                    buf_j[base + w] = j
-                    buf_score[base + w] = sim
-                    w += 1
-            counts[r, 0] = m
-        else:
-            m = 0
-            for q in range(doc_ptr[i], doc_ptr[i + 1]):
-                p = doc_posts[q]
-                for t in range(p + 1, keep_end[p]):
-                    buf_j[base + m] = keep_doc[t]
-                    m += 1
-            seg = buf_j[base : base + m]
-            seg.sort()
-            run = 1
-            for t in range(1, m + 1):
-                if t < m and seg[t] == seg[t - 1]:
-                    run += 1
-                    continue
-                j = seg[t - 1]
-                how, sim = _verify(
-                    i, j, run, sizes, frequent, hashes, offsets, threshold, containment
-                )
-                run = 1
-                counts[r, 0] += 1
-                if how:
-                    counts[r, how] += 1
-                if how != 1 and sim >= threshold:
-                    seg[w] = j  # w <= t - 1
-                    buf_score[base + w] = sim
-                    w += 1
-        n_kept[r] = w
-
-
-@njit(cache=True)
-def _gather(d0, seg_start, n_kept, buf_j, buf_score):
-    total = 0
-    for r in range(n_kept.shape[0]):
-        total += n_kept[r]
-    left = np.empty(total, dtype=np.int64)
-    right = np.empty(total, dtype=np.int64)
-    score = np.empty(total, dtype=np.float32)
-    k = 0
-    for r in range(n_kept.shape[0]):
-        base = seg_start[r]
-        for t in range(n_kept[r]):
-            left[k] = d0 + r
-            right[k] = buf_j[base + t]
-            score[k] = buf_score[base + t]
-            k += 1
-    return left, right, score
 
 
 # --------------------------------------------------------------------------- public API
@@ -515,40 +357,11 @@ class NGramOverlap(Method):
         del sorted_hashes, sorted_docs
         doc_ptr, doc_posts, emits = _postings_by_doc(keep_doc, keep_end, n)
 
-        # Blocks of consecutive docs emitting at most _BLOCK_PAIRS (i, j) between them.
-        cum = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(emits, out=cum[1:])
-        capacity = max(_BLOCK_PAIRS, int(emits.max(initial=0)))
-        buf_j = np.empty(capacity, dtype=np.int64)
-        buf_score = np.empty(capacity, dtype=np.float32)
-        # Dense per-thread counters when they fit in _DENSE_BYTES, else segment sorts.
-        threads = get_num_threads()
-        if threads * n * 4 <= _DENSE_BYTES:
-            acc = np.zeros((threads, n), dtype=np.int32)
-        else:
-            acc = np.zeros((0, 0), dtype=np.int32)
-        containment = self.similarity == "containment"
-        parts = []
-        d0 = 0
-        while d0 < n:
-            d1 = int(np.searchsorted(cum, cum[d0] + capacity, side="right")) - 1
-            d1 = min(max(d1, d0 + 1), n)
-            if cum[d1] > cum[d0]:
-                seg_start = cum[d0:d1] - cum[d0]
-                width = d1 - d0
-                n_kept = np.empty(width, np.int64)
-                counts = np.empty((width, 3), np.int64)
-                _block_pairs(
-                    d0, d1, seg_start, doc_ptr, doc_posts, keep_doc, keep_end,
-                    sizes, frequent, hashes, offsets, self.threshold, containment,
-                    acc, buf_j, buf_score, n_kept, counts,
-                )  # fmt: skip
-                parts.append(Pairs(*_gather(d0, seg_start, n_kept, buf_j, buf_score)))
-                totals = counts.sum(axis=0)
-                stats["candidates"] += int(totals[0])
-                stats["pruned"] += int(totals[1])
-                stats["merged"] += int(totals[2])
-            d0 = d1
-        pairs = Pairs.concat(parts).canonical()
+        pairs = indexed_pairs(
+            doc_ptr=doc_ptr, doc_posts=doc_posts, keep=keep_doc, keep_end=keep_end,
+            emits=emits, sizes=sizes, frequent=frequent, order=np.arange(n, dtype=np.int64),
+            hashes=hashes, offsets=offsets, threshold=self.threshold,
+            containment=self.similarity == "containment", stats=stats,
+        )
         stats["pairs"] = len(pairs)
         return pairs

@@ -56,11 +56,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numba import get_num_threads, get_thread_id, njit, prange, uint64
+from numba import njit, uint64
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import Method, Sketch
+from neardup.methods.overlap_kernels import indexed_pairs, set_similarity
 from neardup.text.hashing import mix64, seed_words
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
@@ -95,12 +96,6 @@ ENGLISH_STOPWORDS: tuple[str, ...] = tuple(
     """.split()
 )
 
-# Candidate (i, j) emissions buffered at once by find_pairs (12 bytes each); a document
-# needing more gets a block of its own.
-_BLOCK_PAIRS = 1 << 22
-# Largest dense per-thread candidate counter (4 bytes per document and thread); beyond it
-# candidates are reduced by sorting each document's emissions instead.
-_DENSE_BYTES = 1 << 28
 _MULT = uint64(0x9E3779B97F4A7C15)  # odd multiplier chaining token hashes
 _TOKEN = re.compile(r"[^\x00-\x20]+")  # the word tokens of hash_shingles (split at <= 32)
 
@@ -201,12 +196,6 @@ def _spot_chains(tokens, offsets, is_ante, is_skip, chain_length, distance, key,
     return out[:k], out_offsets, out_pos[: k if positions else 0]
 
 
-@njit(inline="always", cache=True)
-def _jaccard(inter, size_a, size_b):
-    union = size_a + size_b - inter
-    return inter / union if union > 0 else 0.0
-
-
 @njit(cache=True)
 def _build_index(sorted_hashes, sorted_ranks, sizes, max_df, threshold):
     """Inverted index over documents ranked by size, with the SpotSigs length window.
@@ -259,7 +248,7 @@ def _build_index(sorted_hashes, sorted_ranks, sizes, max_df, threshold):
                 hi = end
                 while lo < hi:
                     mid = (lo + hi) // 2
-                    if _jaccard(sizes[i], sizes[i], sizes[keep_rank[mid]]) >= threshold:
+                    if set_similarity(sizes[i], sizes[i], sizes[keep_rank[mid]], False) >= threshold:
                         lo = mid + 1
                     else:
                         hi = mid
@@ -278,132 +267,6 @@ def _build_index(sorted_hashes, sorted_ranks, sizes, max_df, threshold):
         doc_posts[fill[i]] = p
         fill[i] += 1
     return frequent, keep_rank, keep_stop, doc_ptr, doc_posts, emits, n_frequent, skipped
-
-
-@njit(inline="always", cache=True)
-def _verify(i, j, shared, sizes, frequent, order, hashes, offsets, threshold):
-    """(how, jaccard) of ranks i < j sharing ``shared`` rare signatures; ``how`` is 0 when
-    the intersection is known without merging, 1 when the count bound pruned the pair,
-    2 when the two signature arrays were merged."""
-    size_i = sizes[i]
-    size_j = sizes[j]
-    slack = min(frequent[i], frequent[j])
-    bound = min(shared + slack, size_i)
-    if _jaccard(bound, size_i, size_j) < threshold:
-        return 1, 0.0
-    if slack == 0:  # one side has no frequent signature: nothing shared went unseen
-        return 0, _jaccard(shared, size_i, size_j)
-    a0 = offsets[order[i]]
-    a1 = offsets[order[i] + 1]
-    b0 = offsets[order[j]]
-    b1 = offsets[order[j] + 1]
-    inter = 0
-    while a0 < a1 and b0 < b1:
-        x = hashes[a0]
-        y = hashes[b0]
-        if x == y:
-            inter += 1
-            a0 += 1
-            b0 += 1
-        elif x < y:
-            a0 += 1
-        else:
-            b0 += 1
-    return 2, _jaccard(inter, size_i, size_j)
-
-
-@njit(parallel=True, cache=True)
-def _block_pairs(
-    r0, r1, seg_start, doc_ptr, doc_posts, keep_rank, keep_stop,
-    sizes, frequent, order, hashes, offsets, threshold,
-    tally, buf_j, buf_score, n_kept, counts,
-):  # fmt: skip
-    """Candidates of ranks r0..r1-1 (in parallel), reduced, bounded and verified.
-
-    Rank ``i`` owns ``buf_j[seg_start[i - r0]:]``, room for all its emissions (partners in
-    its length windows). They are reduced to distinct partners with a per-thread dense
-    counter ``tally`` (shape (threads, n); reset while read back), or, when ``tally`` has
-    no rows, by sorting the segment and counting runs. Kept partners and scores go to the
-    front of the segment (writes never pass reads); ``n_kept`` says how many, ``counts``
-    receives (distinct candidates, bound-pruned, merged).
-    """
-    dense = tally.shape[0] > 0
-    for i in prange(r0, r1):
-        r = i - r0
-        base = seg_start[r]
-        counts[r, 0] = 0
-        counts[r, 1] = 0
-        counts[r, 2] = 0
-        m = 0
-        w = 0
-        if dense:
-            acc = tally[get_thread_id()]
-            for q in range(doc_ptr[i], doc_ptr[i + 1]):
-                p = doc_posts[q]
-                for t in range(p + 1, keep_stop[p]):
-                    j = keep_rank[t]
-                    if acc[j] == 0:
-                        buf_j[base + m] = j
-                        m += 1
-                    acc[j] += 1
-            for t in range(m):
-                j = buf_j[base + t]
-                shared = acc[j]
-                acc[j] = 0
-                how, sim = _verify(i, j, shared, sizes, frequent, order, hashes, offsets, threshold)
-                if how:
-                    counts[r, how] += 1
-                if how != 1 and sim >= threshold:
-                    buf_j[base + w] = j
-                    buf_score[base + w] = sim
-                    w += 1
-            counts[r, 0] = m
-        else:
-            for q in range(doc_ptr[i], doc_ptr[i + 1]):
-                p = doc_posts[q]
-                for t in range(p + 1, keep_stop[p]):
-                    buf_j[base + m] = keep_rank[t]
-                    m += 1
-            seg = buf_j[base : base + m]
-            seg.sort()
-            run = 1
-            for t in range(1, m + 1):
-                if t < m and seg[t] == seg[t - 1]:
-                    run += 1
-                    continue
-                j = seg[t - 1]
-                how, sim = _verify(i, j, run, sizes, frequent, order, hashes, offsets, threshold)
-                run = 1
-                counts[r, 0] += 1
-                if how:
-                    counts[r, how] += 1
-                if how != 1 and sim >= threshold:
-                    seg[w] = j  # w <= t - 1: already read
-                    buf_score[base + w] = sim
-                    w += 1
-        n_kept[r] = w
-
-
-@njit(cache=True)
-def _gather(r0, seg_start, n_kept, buf_j, buf_score, order):
-    """Kept pairs of a block as document positions (not ranks)."""
-    total = 0
-    for r in range(n_kept.shape[0]):
-        total += n_kept[r]
-    left = np.empty(total, dtype=np.int64)
-    right = np.empty(total, dtype=np.int64)
-    score = np.empty(total, dtype=np.float32)
-    k = 0
-    for r in range(n_kept.shape[0]):
-        for t in range(n_kept[r]):
-            left[k] = order[r0 + r]
-            right[k] = order[buf_j[seg_start[r] + t]]
-            score[k] = buf_score[seg_start[r] + t]
-            k += 1
-    return left, right, score
-
-
-# --------------------------------------------------------------------------- the method
 
 
 class SpotSigs(Method):
@@ -667,36 +530,10 @@ class SpotSigs(Method):
         del by, post_rank
         stats.update(frequent_signatures=int(n_frequent), length_pruned=int(skipped))
 
-        # Blocks of consecutive ranks emitting at most _BLOCK_PAIRS (i, j) between them.
-        cum = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(emits, out=cum[1:])
-        capacity = max(_BLOCK_PAIRS, int(emits.max(initial=0)))
-        buf_j = np.empty(capacity, dtype=np.int64)
-        buf_score = np.empty(capacity, dtype=np.float32)
-        threads = get_num_threads()
-        shape = (threads, n) if threads * n * 4 <= _DENSE_BYTES else (0, 0)
-        tally = np.zeros(shape, dtype=np.int32)
-        sizes_ranked = sizes[order]
-        parts = []
-        r0 = 0
-        while r0 < n:
-            r1 = int(np.searchsorted(cum, cum[r0] + capacity, side="right")) - 1
-            r1 = min(max(r1, r0 + 1), n)
-            if cum[r1] > cum[r0]:
-                seg_start = cum[r0:r1] - cum[r0]
-                n_kept = np.empty(r1 - r0, np.int64)
-                counts = np.empty((r1 - r0, 3), np.int64)
-                _block_pairs(
-                    r0, r1, seg_start, doc_ptr, doc_posts, keep_rank, keep_stop,
-                    sizes_ranked, frequent, order, hashes, offsets, self.threshold,
-                    tally, buf_j, buf_score, n_kept, counts,
-                )  # fmt: skip
-                parts.append(Pairs(*_gather(r0, seg_start, n_kept, buf_j, buf_score, order)))
-                totals = counts.sum(axis=0)
-                stats["candidates"] += int(totals[0])
-                stats["pruned"] += int(totals[1])
-                stats["merged"] += int(totals[2])
-            r0 = r1
-        pairs = Pairs.concat(parts).canonical()
+        pairs = indexed_pairs(
+            doc_ptr=doc_ptr, doc_posts=doc_posts, keep=keep_rank, keep_end=keep_stop,
+            emits=emits, sizes=sizes[order], frequent=frequent, order=order, hashes=hashes,
+            offsets=offsets, threshold=self.threshold, containment=False, stats=stats,
+        )
         stats["pairs"] = len(pairs)
         return pairs

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neardup.methods.ngram as ngram_module
+import neardup.methods.overlap_kernels as overlap_kernels
 from neardup.graph.edges import Pairs
 from neardup.methods.base import Sketch
 from neardup.methods.ngram import NGramOverlap, exact_similarity
@@ -99,7 +100,7 @@ def assert_matches(pairs: Pairs, expected: dict[tuple[int, int], float]) -> None
 def reduction(request, monkeypatch):
     """Run a test with each candidate reduction: dense counters, or segment sorts."""
     if request.param == "sort":
-        monkeypatch.setattr(ngram_module, "_DENSE_BYTES", 0)
+        monkeypatch.setattr(overlap_kernels, "DENSE_BYTES", 0)
     return request.param
 
 
@@ -154,9 +155,9 @@ def test_blocks_and_reductions_agree(corpus, monkeypatch, kind):
     whole = method.find_pairs(sketch)
     stats = dict(method.stats_)
     assert len(whole) > 100
-    for block, dense in ((7, ngram_module._DENSE_BYTES), (10**9, 0), (7, 0)):
-        monkeypatch.setattr(ngram_module, "_BLOCK_PAIRS", block)  # 7: many tiny blocks
-        monkeypatch.setattr(ngram_module, "_DENSE_BYTES", dense)  # 0: sort path
+    for block, dense in ((7, overlap_kernels.DENSE_BYTES), (10**9, 0), (7, 0)):
+        monkeypatch.setattr(overlap_kernels, "BLOCK_PAIRS", block)  # 7: many tiny blocks
+        monkeypatch.setattr(overlap_kernels, "DENSE_BYTES", dense)  # 0: sort path
         other = method.find_pairs(sketch)
         np.testing.assert_array_equal(whole.left, other.left)
         np.testing.assert_array_equal(whole.right, other.right)
@@ -180,12 +181,12 @@ def test_random_sets_agree_with_brute_force(docs, threshold, kind, max_df):
     method = NGramOverlap(threshold=threshold, similarity=kind, max_df=max_df)
     expected = brute_force(docs, threshold, kind, max_df)
     assert_matches(method.find_pairs(sketch), expected)
-    dense_bytes = ngram_module._DENSE_BYTES
+    dense_bytes = overlap_kernels.DENSE_BYTES
     try:  # the sort reduction too (hypothesis forbids function-scoped fixtures here)
-        ngram_module._DENSE_BYTES = 0
+        overlap_kernels.DENSE_BYTES = 0
         assert_matches(method.find_pairs(sketch), expected)
     finally:
-        ngram_module._DENSE_BYTES = dense_bytes
+        overlap_kernels.DENSE_BYTES = dense_bytes
 
 
 # --------------------------------------------------------------------------- exact_similarity

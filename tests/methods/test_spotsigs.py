@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neardup.methods.spotsigs as spotsigs_module
+import neardup.methods.overlap_kernels as overlap_kernels
 from neardup.graph.edges import Pairs
 from neardup.methods.base import Sketch
 from neardup.methods.spotsigs import ANTECEDENT_PRESETS, ENGLISH_STOPWORDS, SpotSigs
@@ -107,7 +108,7 @@ def corpus():
 def reduction(request, monkeypatch):
     """Run a test with each candidate reduction: dense counters, or segment sorts."""
     if request.param == "sort":
-        monkeypatch.setattr(spotsigs_module, "_DENSE_BYTES", 0)
+        monkeypatch.setattr(overlap_kernels, "DENSE_BYTES", 0)
     return request.param
 
 
@@ -264,9 +265,9 @@ def test_blocks_and_reductions_agree(corpus, monkeypatch):
     whole = method.find_pairs(sketch)
     stats = dict(method.stats_)
     assert len(whole) > 100
-    for block, dense in ((7, spotsigs_module._DENSE_BYTES), (10**9, 0), (7, 0)):
-        monkeypatch.setattr(spotsigs_module, "_BLOCK_PAIRS", block)
-        monkeypatch.setattr(spotsigs_module, "_DENSE_BYTES", dense)
+    for block, dense in ((7, overlap_kernels.DENSE_BYTES), (10**9, 0), (7, 0)):
+        monkeypatch.setattr(overlap_kernels, "BLOCK_PAIRS", block)
+        monkeypatch.setattr(overlap_kernels, "DENSE_BYTES", dense)
         other = method.find_pairs(sketch)
         np.testing.assert_array_equal(whole.left, other.left)
         np.testing.assert_array_equal(whole.right, other.right)
@@ -289,14 +290,14 @@ def test_blocks_and_reductions_agree(corpus, monkeypatch):
 def test_length_pruning_never_drops_a_true_pair(docs, threshold, max_df):
     sketch = sets_sketch(docs)
     expected = brute_force(docs, threshold, max_df)
-    dense_bytes = spotsigs_module._DENSE_BYTES
+    dense_bytes = overlap_kernels.DENSE_BYTES
     try:  # both reductions (hypothesis forbids function-scoped fixtures here)
         for dense in (dense_bytes, 0):
-            spotsigs_module._DENSE_BYTES = dense
+            overlap_kernels.DENSE_BYTES = dense
             method = SpotSigs(threshold=threshold, max_df=max_df)
             assert_matches(method.find_pairs(sketch), expected)
     finally:
-        spotsigs_module._DENSE_BYTES = dense_bytes
+        overlap_kernels.DENSE_BYTES = dense_bytes
 
 
 def test_find_pairs_edge_cases():
