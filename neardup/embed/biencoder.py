@@ -67,7 +67,6 @@ import importlib
 import importlib.util
 import json
 import os
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -76,6 +75,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from neardup.embed.base import Embedder
+from neardup.embed.onnx_encoder import replace_lone_surrogates
 from neardup.errors import check_choice, check_int
 from neardup.progress import progress_bar
 
@@ -100,7 +100,6 @@ _DEFAULT_MAX_TOKENS = 256
 _HEAD_CHARS_PER_TOKEN = 16
 #: Texts tokenized at once when cutting chunk windows (bounds the memory of offset lists).
 _TOKENIZE_BLOCK = 256
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _WHITESPACE = (" ", "\n", "\t", "\r")
 
 
@@ -500,17 +499,6 @@ def _position_limit(st: Any) -> int | None:
 # -- text to model input ----------------------------------------------------------------
 
 
-def _clean(text: str) -> str:
-    """Replace lone surrogates (which the Rust tokenizer cannot encode) with U+FFFD."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
-
-
 def _count_tokens(tokenizer: Any, text: str) -> int:
     ids = tokenizer(
         text,
@@ -536,11 +524,11 @@ def _head(text: str, tokenizer: Any, max_tokens: int) -> str:
         prefix = text[:budget]
         cut = max(prefix.rfind(ch) for ch in _WHITESPACE)
         if cut > 0:
-            head = _clean(prefix[:cut])
+            head = replace_lone_surrogates(prefix[:cut])
             if _count_tokens(tokenizer, head) >= max_tokens:
                 return head
         budget *= 4
-    return _clean(text)
+    return replace_lone_surrogates(text)
 
 
 def _windows(
@@ -558,7 +546,7 @@ def _windows(
     weights: list[int] = []
     offsets = np.zeros(len(texts) + 1, np.int64)
     for lo in range(0, len(texts), _TOKENIZE_BLOCK):
-        block = [_clean(t) for t in texts[lo : lo + _TOKENIZE_BLOCK]]
+        block = [replace_lone_surrogates(t) for t in texts[lo : lo + _TOKENIZE_BLOCK]]
         spans = tokenizer(
             block,
             add_special_tokens=False,

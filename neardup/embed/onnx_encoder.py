@@ -84,8 +84,9 @@ def is_onnx_model_dir(path: str | os.PathLike) -> bool:
     return all((path / name).is_file() for name in (MODEL, TOKENIZER, CONFIG))
 
 
-def _clean(text: str) -> str:
-    """Replace lone surrogates (the Rust tokenizer cannot encode them) with U+FFFD."""
+def replace_lone_surrogates(text: str) -> str:
+    """``text`` with lone surrogates (the Rust tokenizers cannot encode them) replaced by
+    U+FFFD; the same object when there are none."""
     if text.isascii():
         return text
     try:
@@ -343,7 +344,7 @@ class _Tokenizer:
         return_offsets_mapping: bool = False, **ignored: Any,
     ) -> dict[str, Any]:
         single = isinstance(text, str)
-        texts = [_clean(text)] if single else [_clean(t) for t in text]
+        texts = [replace_lone_surrogates(text)] if single else [replace_lone_surrogates(t) for t in text]
         encodings = self._tok.encode_batch(texts, add_special_tokens=add_special_tokens)
         result: dict[str, Any] = {"input_ids": [e.ids for e in encodings]}
         if return_offsets_mapping:
@@ -477,7 +478,7 @@ class OnnxTransformer:
                              "use logits().")
         max_tokens = self._check_max_tokens("OnnxTransformer.embed", max_tokens)
         batch_size = check_int("OnnxTransformer.embed", "batch_size", batch_size, low=1)
-        texts = [_clean(t) for t in texts]
+        texts = [replace_lone_surrogates(t) for t in texts]
         if not texts:
             return np.zeros((0, self.dim), np.float32)
         emb = self._run(texts, max_tokens, batch_size)
@@ -515,7 +516,7 @@ class OnnxTransformer:
                     "OnnxTransformer.logits: parameter 'pairs' must hold (str, str) pairs; "
                     f"got item {i}: {pair!r:.60}."
                 )
-            cleaned.append((_clean(pair[0]), _clean(pair[1])))
+            cleaned.append((replace_lone_surrogates(pair[0]), replace_lone_surrogates(pair[1])))
         if not cleaned:
             return np.zeros((0, self.dim), np.float32)
         return self._run(cleaned, max_tokens, batch_size)

@@ -72,7 +72,6 @@ import numpy as np
 from neardup.errors import check_choice, check_float, check_int
 from neardup.eval.labeled import LabeledCorpus
 from neardup.progress import progress_bar
-from neardup.train.validate import whole_days
 from neardup.train.loop import (
     EpochRecord,
     TrainingLog,
@@ -83,6 +82,7 @@ from neardup.train.loop import (
     save_checkpoint,
     seed_everything,
 )
+from neardup.train.validate import whole_days
 
 __all__ = ["LOSSES", "train_biencoder"]
 

@@ -45,7 +45,6 @@ import numpy as np
 from neardup.errors import check_choice, check_float, check_int
 from neardup.eval.labeled import LabeledCorpus
 from neardup.graph.edges import Pairs
-from neardup.train.validate import whole_days
 from neardup.train.loop import (
     EpochRecord,
     TrainingLog,
@@ -56,6 +55,7 @@ from neardup.train.loop import (
     save_checkpoint,
     seed_everything,
 )
+from neardup.train.validate import whole_days
 
 __all__ = ["export_onnx", "train_cross_encoder", "training_pairs"]
 
