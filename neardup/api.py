@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from neardup.errors import InputError, check_int
+from neardup.io._dates import DATE_FORMATS_HINT, as_datetime64, to_epoch_seconds
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method, method_parameters
 from neardup.pipeline import ClusterConfig, Result, run
@@ -15,18 +16,40 @@ from neardup.pipeline import ClusterConfig, Result, run
 __all__ = ["dedup"]
 
 _CLUSTER_PARAMS = {
-    "cluster", "max_cluster_size", "oversized", "resolution", "linkage", "distance_threshold"
+    "cluster", "max_cluster_size", "oversized", "resolution", "linkage", "distance_threshold",
+    "time_window_hours",
 }
 
 
+def _record_date(item: Any, row: int, date_field: str) -> int | None:
+    if not isinstance(item, Mapping):
+        raise InputError(
+            f"dedup: item {row} must be a mapping with a {date_field!r} field when "
+            f"date_field is given; got {type(item).__name__}."
+        )
+    value = item.get(date_field)
+    try:
+        return to_epoch_seconds(value)
+    except ValueError as exc:
+        raise InputError(
+            f"dedup: record {row} field {date_field!r} holds {value!r:.60}, which is not a "
+            f"date ({exc}). {DATE_FORMATS_HINT}"
+        ) from None
+
+
 def _in_memory_batches(
-    items: Sequence[Any], text_field: str, id_field: str | None, batch_size: int
+    items: Sequence[Any],
+    text_field: str,
+    id_field: str | None,
+    batch_size: int,
+    date_field: str | None = None,
 ) -> Iterator[DocumentBatch]:
     seen: dict[str, int] = {}
     for start in range(0, len(items), batch_size):
         chunk = items[start : start + batch_size]
         texts: list[str] = []
         ids: list[str] = []
+        seconds: list[int | None] = []
         for offset, item in enumerate(chunk):
             row = start + offset
             if isinstance(item, str):
@@ -61,8 +84,11 @@ def _in_memory_batches(
                 seen[doc_id] = row
             texts.append(text)
             ids.append(doc_id)
+            if date_field is not None:
+                seconds.append(_record_date(item, row, date_field))
         rows = np.arange(start, start + len(chunk), dtype=np.int64)
-        yield DocumentBatch(ids=ids, texts=texts, dates=None, source="<memory>", rows=rows)
+        dates = as_datetime64(seconds) if date_field is not None else None
+        yield DocumentBatch(ids=ids, texts=texts, dates=dates, source="<memory>", rows=rows)
 
 
 def dedup(
@@ -71,6 +97,7 @@ def dedup(
     *,
     text_field: str = "text",
     id_field: str | None = None,
+    date_field: str | None = None,
     keep: str = "longest",
     batch_size: int = 10_000,
     progress: bool | None = False,
@@ -89,6 +116,9 @@ def dedup(
         Field holding the text, for mappings.
     id_field : str or None, default None
         Field holding a unique id; None uses the row number ("0", "1", ...).
+    date_field : str or None, default None
+        Field holding each record's date (ISO 8601 string, datetime, epoch seconds;
+        missing values allowed), for ``time_window_hours`` and the ``sanderson`` method.
     keep : {"longest", "first"}, default "longest"
         Which member represents each cluster.
     batch_size : int, default 10000
@@ -100,7 +130,9 @@ def dedup(
         Method parameters (e.g. ``threshold=0.5, num_perm=128`` for "minhash"; see each
         method class) and clustering parameters: ``cluster`` ("components", "leiden",
         "louvain", "hac"), ``max_cluster_size``, ``oversized`` ("flag", "split"),
-        ``resolution``, ``linkage`` and ``distance_threshold`` (for "hac").
+        ``resolution``, ``linkage`` and ``distance_threshold`` (for "hac"), and
+        ``time_window_hours`` (do not merge documents dated further apart; needs
+        ``date_field``; "sanderson" takes it as its own parameter).
         ``seed`` seeds both the method and community detection.
 
     Returns
@@ -119,16 +151,23 @@ def dedup(
     if isinstance(texts_or_records, (str, bytes)):
         raise InputError("dedup: pass a sequence of texts, not a single string.")
     check_int("dedup", "batch_size", batch_size, low=1)
-    cluster_kwargs = {k: params.pop(k) for k in list(params) if k in _CLUSTER_PARAMS}
+    own = method_parameters(method)  # a method's own parameter wins (sanderson's window)
+    cluster_kwargs = {
+        k: params.pop(k) for k in list(params) if k in _CLUSTER_PARAMS and k not in own
+    }
     if "cluster" in cluster_kwargs:
         cluster_kwargs["algorithm"] = cluster_kwargs.pop("cluster")
     seed = params.get("seed", 0)
-    if "seed" in params and "seed" not in method_parameters(method):
+    if "seed" in params and "seed" not in own:
         params.pop("seed")
     cluster = ClusterConfig(seed=seed, **cluster_kwargs)
     method_obj = make_method(method, **params)
     items = list(texts_or_records)
-    batches = _in_memory_batches(items, text_field, id_field, batch_size)
-    reread = (lambda: _in_memory_batches(items, text_field, None, batch_size)) if pair_types else None
+    batches = _in_memory_batches(items, text_field, id_field, batch_size, date_field)
+    reread = (
+        (lambda: _in_memory_batches(items, text_field, None, batch_size, date_field))
+        if pair_types
+        else None
+    )
     return run(batches, method_obj, cluster=cluster, keep=keep, progress=progress,
                total=len(items), reread=reread)

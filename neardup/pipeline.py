@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.cluster import cluster_pairs
-from neardup.graph.edges import Pairs
+from neardup.graph.edges import Pairs, check_time_window, outside_time_window
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Method, Sketch
 from neardup.progress import progress_bar
@@ -56,6 +56,12 @@ class ClusterConfig:
         Linkage for ``algorithm="hac"``.
     distance_threshold : float, default 0.2
         For ``algorithm="hac"``: merge while linkage distance (1 - score) <= this.
+    time_window_hours : float > 0 or None, default None
+        Pairs whose documents are dated more than this many hours apart are not merged
+        but reported in ``Result.outside_window`` (Sanderson 1997's window, for any
+        method): news copies appear within a day or two of the story, while recurring
+        reports (daily market figures, weekly notices) reuse its wording days apart.
+        Needs document dates; a pair with an unknown date on either side stays in.
     """
 
     algorithm: str = "components"
@@ -65,6 +71,7 @@ class ClusterConfig:
     seed: int = 0
     linkage: str = "average"
     distance_threshold: float = 0.2
+    time_window_hours: float | None = None
 
     def __post_init__(self) -> None:
         check_choice(
@@ -77,6 +84,7 @@ class ClusterConfig:
         check_choice("ClusterConfig", "oversized", self.oversized, ("flag", "split"))
         check_float("ClusterConfig", "resolution", self.resolution, low=0.0)
         check_int("ClusterConfig", "seed", self.seed, low=0)
+        check_time_window("ClusterConfig", self.time_window_hours)
 
     def get_params(self) -> dict:
         return asdict(self)
@@ -115,8 +123,9 @@ class Result:
         ``clusters`` unless ``oversized="split"``); groups the template clusters in
         :meth:`template_clusters`.
     outside_window : Pairs
-        Pairs a date-aware method (``sanderson``) matched but left out of the clustering
-        because their dates differ by more than its time window; reported separately.
+        Pairs the method matched but left out of the clustering because their dates
+        differ by more than the time window (``ClusterConfig.time_window_hours``, or
+        ``sanderson``'s own); reported separately.
     """
 
     ids: np.ndarray
@@ -404,6 +413,18 @@ def run_on_sketch(
     sketch = corpus.sketch
     with timer.stage("pairs"):
         pairs = method.find_pairs(sketch) if n_docs else Pairs.empty()
+        outside_window = getattr(method, "outside_window_", None) or Pairs.empty()
+        if cluster.time_window_hours is not None:
+            if sketch.dates is None:
+                raise ValueError(
+                    "run: a time window (time_window_hours="
+                    f"{cluster.time_window_hours!r}) needs document dates, and the input has "
+                    "none. Give the documents' dates (--date-field; date_field= in "
+                    "neardup.dedup) or drop the window."
+                )
+            far = outside_time_window(pairs, sketch.dates, cluster.time_window_hours)
+            outside_window = Pairs.concat([outside_window, pairs.select(far)])
+            pairs = pairs.select(~far)
     with timer.stage("cluster"):
         clustering = cluster_pairs(
             pairs,
@@ -427,7 +448,7 @@ def run_on_sketch(
         template=clustering.oversized,
         template_groups=clustering.groups if clustering.groups is not None else clustering.labels,
         pairs=pairs,
-        outside_window=getattr(method, "outside_window_", None) or Pairs.empty(),
+        outside_window=outside_window,
         method=method.name,
         params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep},
         timings=timer.seconds,

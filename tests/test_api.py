@@ -97,3 +97,41 @@ def test_hac_clustering_through_api():
     r = neardup.dedup(texts, method="minhash", cluster="hac", linkage="average", distance_threshold=0.2)
     assert r.clusters.tolist() == [0, 0, 0, 1, 1]
     assert r.params["cluster"]["algorithm"] == "hac"
+
+
+def test_time_window_keeps_days_apart_copies_unmerged():
+    report = "The Treasury's operating cash balance totaled 10.6 billion dlrs on the day."
+    records = [
+        {"id": "mon", "text": report, "date": "1987-03-11T10:00:00"},
+        {"id": "mon-copy", "text": report + " (AP)", "date": "1987-03-11T15:00:00"},
+        {"id": "tue", "text": report, "date": "1987-03-12T10:00:00"},
+    ]
+    plain = neardup.dedup(records, method="ngram", id_field="id", date_field="date")
+    assert len(set(plain.clusters.tolist())) == 1
+    r = neardup.dedup(records, method="ngram", id_field="id", date_field="date",
+                      time_window_hours=12)
+    # Monday's two copies stay together; Tuesday's report is 24 hours from both.
+    assert r.clusters.tolist() == [0, 0, 1]
+    table = r.pairs_table().to_pylist()
+    outside = {(row["id_a"], row["id_b"]) for row in table if row["outside_window"]}
+    assert outside == {("mon", "tue"), ("mon-copy", "tue")}
+    assert r.summary()["pairs_outside_time_window"] == 2
+    assert r.params["cluster"]["time_window_hours"] == 12
+
+
+def test_time_window_needs_dates_and_valid_hours():
+    with pytest.raises(ValueError, match="needs document dates"):
+        neardup.dedup(["a b c d", "a b c d"], method="exact", time_window_hours=24)
+    with pytest.raises(ValueError, match="time_window_hours"):
+        neardup.dedup([{"text": "a", "d": None}], method="exact", date_field="d", time_window_hours=0)
+    with pytest.raises(InputError, match="record 1 field 'd' holds 'soon'"):
+        neardup.dedup([{"text": "a", "d": None}, {"text": "b", "d": "soon"}], date_field="d")
+    with pytest.raises(InputError, match="must be a mapping"):
+        neardup.dedup(["plain text"], date_field="d")
+
+
+def test_sanderson_takes_time_window_as_its_own_parameter():
+    r = neardup.dedup([{"text": "a b c", "d": "1987-03-11"}], method="sanderson", date_field="d",
+                      time_window_hours=12)
+    assert r.params["method"]["time_window_hours"] == 12
+    assert r.params["cluster"]["time_window_hours"] is None

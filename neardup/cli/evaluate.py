@@ -86,7 +86,8 @@ def _load(opts: dict[str, Any]):
         id_field=opts["id_field"],
         cluster_field=opts["cluster_field"],
         split_field=opts["split_field"],
-        date_field=opts["date_field"],
+        # Labeled files carry dates in "date" (the evaluation kit's format) unless told.
+        date_field=opts["date_field"] if opts["date_field"] is not None else "date",
         errors=opts["decode_errors"],
     )
 
@@ -291,6 +292,8 @@ def _print_eval(report: dict[str, Any], console) -> None:
 
 def _parse_value(text: str) -> Any:
     text = text.strip()
+    if text.lower() in ("none", "null"):
+        return None
     for kind in (int, float):
         try:
             return kind(text)
@@ -331,9 +334,11 @@ def _parse_grid(entries: tuple[str, ...]) -> dict[str, list] | None:
 @click.option("--grid", "grid", multiple=True, metavar="NAME=V1,V2,...",
               help="Values to sweep for one method parameter, e.g. threshold=0.2,0.4,0.6 or "
                    "ngram=3,5,7 (shingle length), or a clustering parameter such as "
-                   "cluster.distance_threshold=0.1,0.2 (with --cluster hac); repeat for "
-                   "several parameters (all combinations are run). Default: the method's threshold, minhash 0.1-0.9, "
-                   "ngram 0.05-0.9, simhash 0-20 bits; exact has nothing to tune.")
+                   "cluster.distance_threshold=0.1,0.2 (with --cluster hac) or "
+                   "cluster.time_window_hours=none,24,48; 'none' is no value. Repeat for "
+                   "several parameters (all combinations are run). Default: the method's "
+                   "threshold, minhash 0.1-0.9, ngram 0.05-0.9, simhash 0-20 bits; exact has "
+                   "nothing to tune.")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("tuning.json"),
               show_default=True,
               help="Write the sweep and the chosen parameters here (JSON), for `neardup eval "

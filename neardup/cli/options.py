@@ -7,7 +7,7 @@ and one function per group turns the parsed flags into library objects:
   :func:`method_params_from_options` -> keyword parameters for
   :func:`neardup.methods.make_method`;
 * :func:`cluster_options` (``--cluster``, ``--resolution``, ``--max-cluster-size``,
-  ``--oversized``) and :func:`cluster_config_from_options` -> a
+  ``--oversized``, ``--time-window``) and :func:`cluster_config_from_options` -> a
   :class:`~neardup.pipeline.ClusterConfig`.
 """
 
@@ -75,7 +75,7 @@ METHOD_OPTION_NAMES = (
 #: Parameter names of the options :func:`cluster_options` adds.
 CLUSTER_OPTION_NAMES = (
     "cluster_algorithm", "linkage", "distance_threshold", "resolution", "max_cluster_size",
-    "oversized",
+    "oversized", "time_window_hours",
 )
 
 _METHOD_OPTIONS = (
@@ -152,6 +152,14 @@ _CLUSTER_OPTIONS = (
     click.option("--oversized", type=click.Choice(["flag", "split"]), default="flag",
                  show_default=True,
                  help="Keep flagged oversized clusters, or leave their members unmerged."),
+    click.option("--time-window", "time_window_hours",
+                 type=click.FloatRange(min=0.0, min_open=True), default=None,
+                 metavar="HOURS",
+                 help="Do not merge documents dated more than HOURS apart; such pairs are "
+                      "listed in --pairs-out with outside_window=true. News copies appear "
+                      "within a day or two, recurring reports reuse wording days apart "
+                      "(Sanderson 1997 used 48). Needs dates (--date-field; Reuters SGML "
+                      "has them)."),
 )
 
 
@@ -170,7 +178,8 @@ def method_options(function: F) -> F:
 
 
 def cluster_options(function: F) -> F:
-    """Add ``--cluster``, ``--resolution``, ``--max-cluster-size`` and ``--oversized``."""
+    """Add ``--cluster``, ``--resolution``, ``--max-cluster-size``, ``--oversized`` and
+    ``--time-window``."""
     return apply_options(_CLUSTER_OPTIONS, function)
 
 
@@ -277,6 +286,7 @@ def cluster_config_from_options(opts: dict[str, Any], *, seed: int) -> ClusterCo
         seed=seed,
         linkage=opts.get("linkage", "average"),
         distance_threshold=opts.get("distance_threshold", 0.2),
+        time_window_hours=opts.get("time_window_hours"),
     )
 
 

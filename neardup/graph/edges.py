@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Pairs"]
+from neardup.errors import check_float
+
+__all__ = ["Pairs", "check_time_window", "outside_time_window"]
 
 
 @dataclass(frozen=True)
@@ -84,3 +86,31 @@ class Pairs:
             np.concatenate([p.right for p in parts]),
             np.concatenate([p.score for p in parts]),
         )
+
+
+def check_time_window(caller: str, hours: float | None) -> float | None:
+    """``hours`` as a float if it is a finite number > 0, or None (no time window)."""
+    if hours is None:
+        return None
+    check_float(caller, "time_window_hours", hours, low=0.0, hint="Use None for no time window.")
+    if hours <= 0 or hours == float("inf"):
+        raise ValueError(
+            f"{caller}: parameter 'time_window_hours' must be a finite number > 0 or None; "
+            f"got {hours!r}. Use None for no time window."
+        )
+    return float(hours)
+
+
+def outside_time_window(pairs: Pairs, dates: np.ndarray | None, hours: float | None) -> np.ndarray:
+    """True (bool, shape (n_pairs,)) where the two documents' dates are more than ``hours``
+    apart. A pair with an unknown date (NaT) on either side, or no dates or window at all,
+    counts as inside: a missing date never splits duplicates."""
+    outside = np.zeros(len(pairs), dtype=bool)
+    if dates is None or hours is None or not len(pairs):
+        return outside
+    seconds = np.asarray(dates).astype("datetime64[s]")
+    a, b = seconds[pairs.left], seconds[pairs.right]
+    known = ~(np.isnat(a) | np.isnat(b))
+    gap = np.abs((a[known] - b[known]).astype(np.int64))
+    outside[known] = gap > hours * 3600.0
+    return outside

@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from neardup.errors import check_float, check_int
-from neardup.graph.edges import Pairs
+from neardup.graph.edges import Pairs, check_time_window, outside_time_window
 from neardup.methods.ngram import exact_similarity
 from neardup.text.shingle import ShingleConfig, hash_shingles
 
@@ -237,14 +237,7 @@ def classify_pairs(
     ):
         check_float(caller, pname, value, low=0.0, high=1.0)
     check_int(caller, "large_cluster", large_cluster, low=2)
-    if time_window_hours is not None:
-        hours = check_float(caller, "time_window_hours", time_window_hours, low=0.0,
-                            hint="Use None for no time window.")  # fmt: skip
-        if hours <= 0:
-            raise ValueError(
-                f"{caller}: parameter 'time_window_hours' must be a number > 0 or None; "
-                f"got {time_window_hours!r}."
-            )
+    time_window_hours = check_time_window(caller, time_window_hours)
     top = int(max(pairs.left.max(initial=-1), pairs.right.max(initial=-1)))
     if dates is not None:
         dates = np.asarray(dates)
@@ -270,13 +263,7 @@ def classify_pairs(
     masked = features["masked_jaccard"].astype(np.float64)
 
     template = (masked >= template_masked_min) & (masked - jaccard >= template_gain)
-    if dates is not None and time_window_hours is not None and len(pairs):
-        seconds = dates.astype("datetime64[s]")
-        a, b = seconds[pairs.left], seconds[pairs.right]
-        known = ~(np.isnat(a) | np.isnat(b))
-        far = np.zeros(len(pairs), dtype=bool)
-        far[known] = np.abs((a[known] - b[known]).astype(np.int64)) > time_window_hours * 3600.0
-        template |= far
+    template |= outside_time_window(pairs, dates, time_window_hours)
     if cluster_sizes is not None and len(pairs):
         size = np.maximum(cluster_sizes[pairs.left], cluster_sizes[pairs.right])
         template |= size >= large_cluster

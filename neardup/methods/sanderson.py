@@ -57,7 +57,7 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from neardup.errors import check_choice, check_float, check_int
-from neardup.graph.edges import Pairs
+from neardup.graph.edges import Pairs, check_time_window, outside_time_window
 from neardup.methods.base import Method, Sketch
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
@@ -305,16 +305,7 @@ class Sanderson(Method):
             caller, "margin", margin, low=1.0, hint="It is a score ratio; 1 disables the test."
         )
         self.threshold = check_float(caller, "threshold", threshold, low=0.0, high=1.0)
-        if time_window_hours is not None:
-            check_float(
-                caller, "time_window_hours", time_window_hours, low=0.0,
-                hint="Use None for no time window.",
-            )  # fmt: skip
-            if time_window_hours <= 0 or time_window_hours == float("inf"):
-                raise ValueError(
-                    f"{caller}: parameter 'time_window_hours' must be a finite number > 0 "
-                    f"or None; got {time_window_hours!r}. Use None for no time window."
-                )
+        check_time_window(caller, time_window_hours)
         self.time_window_hours = time_window_hours
         if not isinstance(normalize, NormalizeConfig):
             raise ValueError(
@@ -487,13 +478,7 @@ class Sanderson(Method):
         self.mutual_ = Pairs(src[forward], dst[forward], score).canonical()
         self.one_way_ = Pairs(src[~mutual], dst[~mutual], np.clip(norm[~mutual], 0, 1)).canonical()
 
-        outside = np.zeros(len(self.mutual_), dtype=bool)
-        if dates is not None and self.time_window_hours is not None and len(self.mutual_):
-            seconds = dates.astype("datetime64[s]")
-            a, c = seconds[self.mutual_.left], seconds[self.mutual_.right]
-            known = ~(np.isnat(a) | np.isnat(c))
-            gap = np.abs((a[known] - c[known]).astype(np.int64))
-            outside[known] = gap > self.time_window_hours * 3600.0
+        outside = outside_time_window(self.mutual_, dates, self.time_window_hours)
         self.outside_window_mask_ = outside
         self.outside_window_ = self.mutual_.select(outside)
         pairs = self.mutual_.select(~outside)

@@ -168,3 +168,29 @@ def test_spell_correct_flag(tmp_path, corpus):
     assert result.exit_code == 0, result.output
     normalize = json.loads((tmp_path / "r.json").read_text())["params"]["method"]["normalize"]
     assert normalize["spell_correct"] is True
+
+
+def test_time_window_option(tmp_path):
+    story = STORIES[0]
+    rows = [
+        {"doc": "mon", "body": story, "day": "1987-03-11T10:00:00"},
+        {"doc": "mon-copy", "body": story.upper(), "day": "1987-03-11T16:00:00"},
+        {"doc": "fri", "body": story, "day": "1987-03-15T10:00:00"},
+    ]
+    path = tmp_path / "dated.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    args = ["dedup", str(path), "--method", "ngram", "--text-field", "body", "--id-field", "doc",
+            "--clusters-out", str(out / "c.parquet"), "--pairs-out", str(out / "p.parquet"),
+            "--quiet", "--time-window", "48"]
+    undated = _run(args)
+    assert undated.exit_code != 0 and "needs document dates" in undated.output
+    assert not (out / "c.parquet").exists()
+    result = _run([*args, "--date-field", "day"])
+    assert result.exit_code == 0, result.output
+    clusters = {c["id"]: c["cluster"] for c in pq.read_table(out / "c.parquet").to_pylist()}
+    assert clusters["mon"] == clusters["mon-copy"] != clusters["fri"]
+    pairs = pq.read_table(out / "p.parquet").to_pylist()
+    assert sorted((p["id_a"], p["id_b"]) for p in pairs if p["outside_window"]) == [
+        ("mon", "fri"), ("mon-copy", "fri")]
+    assert _run([*args[:-1], "0"]).exit_code == 2  # hours must be > 0

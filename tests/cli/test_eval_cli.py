@@ -210,3 +210,34 @@ def test_every_option_is_documented(command):
     for param in command.params:
         if isinstance(param, click.Option):
             assert param.opts[0] in result.output
+
+
+def test_time_window_in_eval_and_tune(tmp_path):
+    # Each story's copies share a day; every story is also re-sent a week later as a new
+    # cluster (a template: same words, another event).
+    rows = []
+    for split in ("validation", "test"):
+        for r in labeled_rows(per_split=4):
+            if r["split"] != split:
+                continue
+            rows.append({**r, "date": "1987-03-02T09:00:00"})
+            rows.append({**r, "id": r["id"] + "-week", "cluster": r["cluster"] + "-week",
+                         "date": "1987-03-09T09:00:00"})
+    path = tmp_path / "dated.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def ari(*extra):
+        result = run("eval", path, "--split", "test", "--method", "ngram", "--threshold", "0.3",
+                     "--json", *extra)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)["ari"]
+
+    assert ari("--time-window", "48") == 1.0 > ari()  # dates come from "date" unasked
+    out = tmp_path / "tuning.json"
+    tuned = run("tune", path, "--method", "ngram", "--grid", "threshold=0.3",
+                "--grid", "cluster.time_window_hours=none,48", "--out", out)
+    assert tuned.exit_code == 0, tuned.output
+    saved = json.loads(out.read_text())
+    assert saved["cluster"]["time_window_hours"] == 48
+    again = run("eval", path, "--split", "test", "--from-tuning", out, "--json")
+    assert json.loads(again.stdout)["ari"] == 1.0

@@ -1,0 +1,35 @@
+import numpy as np
+import pytest
+
+from neardup.graph.edges import Pairs, check_time_window, outside_time_window
+
+
+def _dates(*values):
+    return np.array(values, dtype="datetime64[s]")
+
+
+def test_outside_time_window_by_gap_with_unknown_dates_inside():
+    dates = _dates("1987-03-11T10:00", "1987-03-11T22:00", "1987-03-13T10:00", "NaT")
+    pairs = Pairs(np.array([0, 0, 1, 0]), np.array([1, 2, 2, 3]), np.ones(4, np.float32))
+    # 12 h, 48 h, 36 h apart; the last pair has an unknown date and stays in.
+    assert outside_time_window(pairs, dates, 12.0).tolist() == [False, True, True, False]
+    assert outside_time_window(pairs, dates, 48.0).tolist() == [False, False, False, False]
+    assert outside_time_window(pairs, dates, 11.5).tolist() == [True, True, True, False]
+
+
+def test_no_dates_or_no_window_keeps_every_pair():
+    pairs = Pairs(np.array([0]), np.array([1]), np.ones(1, np.float32))
+    assert outside_time_window(pairs, None, 1.0).tolist() == [False]
+    assert outside_time_window(pairs, _dates("2000-01-01", "2001-01-01"), None).tolist() == [False]
+    assert outside_time_window(Pairs.empty(), _dates("2000-01-01"), 1.0).tolist() == []
+
+
+@pytest.mark.parametrize("hours", [0, -1, float("inf"), float("nan"), "48", True])
+def test_check_time_window_rejects(hours):
+    with pytest.raises(ValueError, match="time_window_hours"):
+        check_time_window("caller", hours)
+
+
+def test_check_time_window_accepts():
+    assert check_time_window("caller", None) is None
+    assert check_time_window("caller", 48) == 48.0
