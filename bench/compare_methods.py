@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,9 +176,8 @@ def _merge_previous(path: Path, new_rows: list[dict]) -> list[dict]:
 
 def _write_table(args, rows, validation, test) -> None:
     window = args.time_window
-    command = ".venv/bin/python bench/compare_methods.py"
-    if window is not None:
-        command += f" --time-window {window:g}"
+    # The command as run; with --only, the other rows come from an earlier run's JSON.
+    command = shlex.join([".venv/bin/python", "bench/compare_methods.py", *sys.argv[1:]])
     lines = [
         "# Method comparison on the standard benchmark"
         + (f", with a {window:g}-hour time window" if window is not None else ""),
@@ -192,7 +193,8 @@ def _write_table(args, rows, validation, test) -> None:
             "merged. The window is fixed, not tuned.",
         ] if window is not None else []),
         "",
-        "Regenerate (about ten minutes on 2 cores):",
+        "Regenerate (about 40 minutes on 2 cores with the neural entries; the "
+        "`ablation:` entries need the models trained as in docs/benchmarks.md):",
         "",
         f"    make install-test && {command}",
         "",

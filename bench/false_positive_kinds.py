@@ -8,7 +8,10 @@ on validation can over-link on test: a kind of hard negative that validation bar
 is never penalised there.
 
     python bench/false_positive_kinds.py --method biencoder --param model=biencoder-news \\
-        --param threshold=0.68 [--cache-dir /tmp/neardup-embedding-cache]
+        --param threshold=0.68 [--time-window 48] [--cache-dir /tmp/neardup-embedding-cache]
+
+``--time-window H`` drops pairs dated more than H hours apart first, as
+``--time-window`` does before clustering.
 
 Prints a table per split and writes bench/results/false_positive_kinds.json.
 """
@@ -25,6 +28,7 @@ import numpy as np
 from _common import machine, save
 
 from neardup.eval import load_labeled
+from neardup.graph.edges import outside_time_window
 from neardup.methods import make_method
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,19 +53,23 @@ def main() -> None:
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="a method parameter (repeatable), e.g. threshold=0.68")
     parser.add_argument("--cache-dir", default=None, help="embedding cache (neural methods)")
+    parser.add_argument("--time-window", type=float, default=None, metavar="HOURS",
+                        help="drop pairs dated more than HOURS apart")
     args = parser.parse_args()
     params = dict(p.split("=", 1) for p in args.param)
     params = {k: _value(v) for k, v in params.items()}
     if args.cache_dir:
         params["cache_dir"] = args.cache_dir
     report = {"machine": machine(), "method": args.method,
-              "params": {k: v for k, v in params.items() if k != "cache_dir"}, "splits": {}}
+              "params": {k: v for k, v in params.items() if k != "cache_dir"},
+              "time_window_hours": args.time_window, "splits": {}}
     for split in ("validation", "test"):
         path = args.benchmark / f"{split}.jsonl.gz"
         corpus = load_labeled(str(path))
         kinds = _kinds(path)
         method = make_method(args.method, **params)
         pairs = method.find_pairs(method.sketch(list(corpus.texts)))
+        pairs = pairs.select(~outside_time_window(pairs, corpus.dates, args.time_window))
         labels = np.asarray(corpus.clusters).astype(str)
         wrong = labels[pairs.left] != labels[pairs.right]
         by_kinds = Counter(" + ".join(sorted((kinds[a], kinds[b])))
@@ -76,7 +84,8 @@ def main() -> None:
         print("  documents by kind: " + ", ".join(f"{k} {v:,}" for k, v in docs.most_common()))
         for pair_kinds, count in by_kinds.most_common(6):
             print(f"  {count:8,}  {pair_kinds}")
-    print(f"wrote {save('false_positive_kinds', report)}")
+    name = "false_positive_kinds" + (f"_window{args.time_window:g}h" if args.time_window else "")
+    print(f"wrote {save(name, report)}")
 
 
 if __name__ == "__main__":
