@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from neardup.errors import InputError, check_int
-from neardup.io._dates import DATE_FORMATS_HINT, as_datetime64, to_epoch_seconds
+from neardup.io._dates import as_datetime64, field_epoch_seconds
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method, method_parameters
 from neardup.pipeline import ClusterConfig, Result, run
@@ -27,14 +27,7 @@ def _record_date(item: Any, row: int, date_field: str) -> int | None:
             f"dedup: item {row} must be a mapping with a {date_field!r} field when "
             f"date_field is given; got {type(item).__name__}."
         )
-    value = item.get(date_field)
-    try:
-        return to_epoch_seconds(value)
-    except ValueError as exc:
-        raise InputError(
-            f"dedup: record {row} field {date_field!r} holds {value!r:.60}, which is not a "
-            f"date ({exc}). {DATE_FORMATS_HINT}"
-        ) from None
+    return field_epoch_seconds(item, date_field, f"dedup: record {row}")
 
 
 def _in_memory_batches(

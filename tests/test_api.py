@@ -124,7 +124,7 @@ def test_time_window_needs_dates_and_valid_hours():
         neardup.dedup(["a b c d", "a b c d"], method="exact", time_window_hours=24)
     with pytest.raises(ValueError, match="time_window_hours"):
         neardup.dedup([{"text": "a", "d": None}], method="exact", date_field="d", time_window_hours=0)
-    with pytest.raises(InputError, match="record 1 field 'd' holds 'soon'"):
+    with pytest.raises(InputError, match="record 1: date field 'd' holds 'soon'"):
         neardup.dedup([{"text": "a", "d": None}, {"text": "b", "d": "soon"}], date_field="d")
     with pytest.raises(InputError, match="must be a mapping"):
         neardup.dedup(["plain text"], date_field="d")

@@ -31,7 +31,7 @@ import numpy as np
 from neardup.errors import InputError
 from neardup.graph import Pairs, connected_components
 from neardup.io import ReaderConfig, detect_format, iter_records, read_corpus
-from neardup.io._dates import DATE_FORMATS_HINT, as_datetime64, to_epoch_seconds
+from neardup.io._dates import as_datetime64, field_epoch_seconds
 
 __all__ = ["LabeledCorpus", "load_labeled"]
 
@@ -316,15 +316,8 @@ def _extra_fields(paths, config, n_docs, where, *, cluster_field, split_field, d
             has_split = has_split or name is not None
             splits.append(name)
         if date_field is not None:
-            value = record.get(date_field)
-            has_date = has_date or value is not None
-            try:
-                seconds.append(to_epoch_seconds(value))
-            except ValueError as exc:
-                raise InputError(
-                    f"{where(position)}: date field {date_field!r} holds {value!r:.60}, which "
-                    f"is not a date ({exc}). {DATE_FORMATS_HINT}"
-                ) from None
+            has_date = has_date or record.get(date_field) is not None
+            seconds.append(field_epoch_seconds(record, date_field, where(position)))
     if count != n_docs:  # iter_records mirrors read_corpus; a mismatch is a bug, not bad data
         raise RuntimeError(
             f"load_labeled: read {n_docs} documents but {count} records; please report this."

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from neardup.errors import InputError
+
 __all__ = ["NAT", "DATE_FORMATS_HINT", "to_epoch_seconds", "reuters_epoch_seconds", "as_datetime64"]
 
 #: The int64 value numpy uses for NaT.
@@ -136,3 +138,18 @@ def as_datetime64(seconds: list[int | None]) -> np.ndarray:
     """Turn a list of epoch seconds (None = missing) into a datetime64[s] array."""
     raw = np.fromiter((NAT if s is None else s for s in seconds), dtype=np.int64, count=len(seconds))
     return raw.view("datetime64[s]")
+
+
+def field_epoch_seconds(record: Any, field: str, where: str) -> int | None:
+    """The date in ``record[field]`` as epoch seconds (None when missing); an InputError
+    naming ``where`` (file and row, or record number) when the value is not a date."""
+    value = record.get(field)
+    try:
+        return to_epoch_seconds(value)
+    except ValueError as exc:
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise InputError(
+            f"{where}: date field {field!r} holds {shown}, which is not a date ({exc}). "
+            f"{DATE_FORMATS_HINT}"
+        ) from None

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from neardup.errors import InputError, check_choice, check_int
-from neardup.io._dates import DATE_FORMATS_HINT, as_datetime64, to_epoch_seconds
+from neardup.io._dates import as_datetime64, field_epoch_seconds, to_epoch_seconds
 from neardup.io._formats import (
     Utf8Decoder,
     delimited_records,
@@ -414,14 +414,7 @@ class _Extractor:
         field = self.config.date_field
         if self.kind == "txtdir" or field is None:
             return None
-        value = record.get(field)
-        try:
-            return to_epoch_seconds(value)
-        except ValueError as exc:
-            raise InputError(
-                f"{self.path}, {_where(self.kind, row, line)}: date field {field!r} holds "
-                f"{_short(value)}, which is not a date ({exc}). {DATE_FORMATS_HINT}"
-            ) from None
+        return field_epoch_seconds(record, field, f"{self.path}, {_where(self.kind, row, line)}")
 
 
 def _short(value: Any) -> str:
