@@ -389,7 +389,11 @@ def pair_types(
             chosen = normalize_batch([batch.texts[i] for i in positions.tolist()], config)
             texts.update(zip((start + positions).tolist(), chosen))
         start += len(batch)
-    types = classify_pairs(pairs, texts, dates=dates, cluster_sizes=result.cluster_size)
+    # A run's own time window decides which pairs are too far apart (template); without
+    # one, classify_pairs applies Sanderson's 48 hours.
+    window = result.params.get("cluster", {}).get("time_window_hours")
+    extra = {} if window is None else {"time_window_hours": window}
+    types = classify_pairs(pairs, texts, dates=dates, cluster_sizes=result.cluster_size, **extra)
     return np.asarray(types, dtype=object)
 
 

@@ -116,6 +116,10 @@ def test_time_window_keeps_days_apart_copies_unmerged():
     outside = {(row["id_a"], row["id_b"]) for row in table if row["outside_window"]}
     assert outside == {("mon", "tue"), ("mon-copy", "tue")}
     assert r.summary()["pairs_outside_time_window"] == 2
+    # A pair a window keeps apart is typed by that window, not by the default 48 hours:
+    # "template" (same wording, another day) unless the texts are identical.
+    types = {(row["id_a"], row["id_b"]): row["type"] for row in table if row["outside_window"]}
+    assert types == {("mon", "tue"): "exact", ("mon-copy", "tue"): "template"}
     assert r.params["cluster"]["time_window_hours"] == 12
 
 
