@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import click
 
 from neardup.cli.augment import augment_command
@@ -20,6 +22,16 @@ def main() -> None:
 
     Run `neardup COMMAND --help` for the options of each command.
     """
+    warnings.showwarning = _show_warning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Our own warnings (about the user's input) as one line, without a source location."""
+    if issubclass(category, UserWarning) and "neardup" in filename:
+        click.echo(f"warning: {message}", err=True)
+    else:
+        click.echo(warnings.formatwarning(message, category, filename, lineno, line), err=True,
+                   nl=False)
 
 
 main.add_command(dedup_command)

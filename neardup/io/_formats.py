@@ -345,17 +345,20 @@ def txtdir_records(path: str, errors: str) -> Iterator[Record]:
     files = sorted(
         (p.relative_to(root).as_posix(), p) for p in root.rglob("*.txt") if p.is_file()
     )
+    sgm = sum(1 for p in root.rglob("*.sgm") if p.is_file())
+    hint = (f" It holds {sgm} .sgm file(s), which a directory read skips: pass them "
+            f"({path.rstrip('/')}/*.sgm) to read Reuters-21578 SGML.") if sgm else ""
     if not files:
         others = sum(1 for p in root.rglob("*") if p.is_file())
-        hint = ""
-        if any(root.rglob("*.sgm")):
-            hint = " It holds .sgm files: pass those files to read Reuters-21578 SGML."
         warnings.warn(
             f"{path}: the directory holds no .txt files ({others} other file(s)), so it "
             f"yields no documents.{hint}",
             UserWarning,
             stacklevel=3,
         )
+    elif sgm:
+        warnings.warn(f"{path}: reading its {len(files)} .txt file(s) only.{hint}",
+                      UserWarning, stacklevel=3)
     decoder = Utf8Decoder(path, errors)
     try:
         for row, (relative, file) in enumerate(files):

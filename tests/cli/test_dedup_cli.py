@@ -194,3 +194,14 @@ def test_time_window_option(tmp_path):
     assert sorted((p["id_a"], p["id_b"]) for p in pairs if p["outside_window"]) == [
         ("mon", "fri"), ("mon-copy", "fri")]
     assert _run([*args[:-1], "0"]).exit_code == 2  # hours must be > 0
+
+
+def test_input_warnings_are_one_line(tmp_path):
+    folder = tmp_path / "reuters"
+    folder.mkdir()
+    (folder / "reut2-000.sgm").write_text("")
+    (folder / "README.txt").write_text("about the collection")
+    result = CliRunner().invoke(main, ["dedup", str(folder), "--method", "exact", "--quiet"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if ".sgm" in line]
+    assert lines and lines[0].startswith("warning: ") and "UserWarning" not in result.stderr

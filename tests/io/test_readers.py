@@ -199,8 +199,16 @@ def test_txt_directory_recursive_sorted_relative_ids(tmp_path):
 
 def test_txt_directory_without_txt_files_warns(tmp_path):
     (tmp_path / "reut2-000.sgm").write_text("")
-    with pytest.warns(UserWarning, match=r"no \.txt files.*pass those files"):
+    with pytest.warns(UserWarning, match=r"no \.txt files.*1 \.sgm file\(s\).*pass them"):
         assert read_all([tmp_path]) == []
+
+
+def test_txt_directory_beside_sgm_files_warns(tmp_path):
+    # The Reuters-21578 folder: 22 .sgm files next to README.txt and category lists.
+    (tmp_path / "reut2-000.sgm").write_text("")
+    (tmp_path / "README.txt").write_text("about the collection")
+    with pytest.warns(UserWarning, match=r"reading its 1 \.txt file\(s\) only.*\*\.sgm"):
+        assert flat(read_all([tmp_path]), "ids") == ["README.txt"]
 
 
 def test_two_directories_with_the_same_relative_path(tmp_path):
