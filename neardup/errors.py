@@ -17,6 +17,7 @@ __all__ = [
     "check_choice",
     "check_int",
     "check_float",
+    "short_repr",
 ]
 
 
@@ -95,3 +96,9 @@ def _range_text(kind: str, low: float | None, high: float | None) -> str:
     if high is not None:
         return f"{kind} <= {high}"
     return kind
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters (ending in "...") for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -362,15 +362,23 @@ def run(
     result = run_on_sketch(corpus, method, cluster=cluster, keep=keep, timer=timer)
     if reread is not None:
         with timer.stage("pair types"):
-            result.pair_types = pair_types(result, method, reread(), corpus.sketch.dates)
+            result.pair_types = pair_types(result, method, reread(), corpus.sketch.dates,
+                                           time_window_hours=cluster.time_window_hours)
     return result
 
 
 def pair_types(
-    result: Result, method: Method, batches: Iterable[DocumentBatch], dates: np.ndarray | None
+    result: Result,
+    method: Method,
+    batches: Iterable[DocumentBatch],
+    dates: np.ndarray | None,
+    *,
+    time_window_hours: float | None = None,
 ) -> np.ndarray:
     """Duplicate type of each pair of ``result`` (edges first, then outside-window pairs),
-    reading from ``batches`` only the texts of documents that appear in a pair."""
+    reading from ``batches`` only the texts of documents that appear in a pair. Pairs
+    dated further apart than the run's ``time_window_hours`` (default: Sanderson's 48
+    hours) are templates unless identical."""
     from neardup.graph.pair_types import classify_pairs
     from neardup.text import NormalizeConfig, normalize_batch
 
@@ -389,11 +397,8 @@ def pair_types(
             chosen = normalize_batch([batch.texts[i] for i in positions.tolist()], config)
             texts.update(zip((start + positions).tolist(), chosen))
         start += len(batch)
-    # A run's own time window decides which pairs are too far apart (template); without
-    # one, classify_pairs applies Sanderson's 48 hours.
-    window = result.params.get("cluster", {}).get("time_window_hours")
-    extra = {} if window is None else {"time_window_hours": window}
-    types = classify_pairs(pairs, texts, dates=dates, cluster_sizes=result.cluster_size, **extra)
+    window = {} if time_window_hours is None else {"time_window_hours": time_window_hours}
+    types = classify_pairs(pairs, texts, dates=dates, cluster_sizes=result.cluster_size, **window)
     return np.asarray(types, dtype=object)
 
 
@@ -415,17 +420,17 @@ def run_on_sketch(
     timer = timer or _Timer()
     n_docs = corpus.n_docs
     sketch = corpus.sketch
+    if cluster.time_window_hours is not None and sketch.dates is None:
+        # Before the pairs stage, which can be the longest (neural similarity search).
+        raise ValueError(
+            f"run: a time window (time_window_hours={cluster.time_window_hours!r}) needs "
+            "document dates, and the input has none. Give the documents' dates "
+            "(--date-field; date_field= in neardup.dedup) or drop the window."
+        )
     with timer.stage("pairs"):
         pairs = method.find_pairs(sketch) if n_docs else Pairs.empty()
         outside_window = getattr(method, "outside_window_", None) or Pairs.empty()
         if cluster.time_window_hours is not None:
-            if sketch.dates is None:
-                raise ValueError(
-                    "run: a time window (time_window_hours="
-                    f"{cluster.time_window_hours!r}) needs document dates, and the input has "
-                    "none. Give the documents' dates (--date-field; date_field= in "
-                    "neardup.dedup) or drop the window."
-                )
             far = outside_time_window(pairs, sketch.dates, cluster.time_window_hours)
             outside_window = Pairs.concat([outside_window, pairs.select(far)])
             pairs = pairs.select(~far)

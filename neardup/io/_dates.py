@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from neardup.errors import InputError
+from neardup.errors import InputError, short_repr
 
 __all__ = ["NAT", "DATE_FORMATS_HINT", "to_epoch_seconds", "reuters_epoch_seconds", "as_datetime64"]
 
@@ -147,9 +147,7 @@ def field_epoch_seconds(record: Any, field: str, where: str) -> int | None:
     try:
         return to_epoch_seconds(value)
     except ValueError as exc:
-        shown = repr(value)
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
         raise InputError(
-            f"{where}: date field {field!r} holds {shown}, which is not a date ({exc}). "
+            f"{where}: date field {field!r} holds {short_repr(value)}, which is not a date ({exc}). "
             f"{DATE_FORMATS_HINT}"
         ) from None

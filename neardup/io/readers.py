@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from neardup.errors import InputError, check_choice, check_int
+from neardup.errors import InputError, check_choice, check_int, short_repr
 from neardup.io._dates import as_datetime64, field_epoch_seconds, to_epoch_seconds
 from neardup.io._formats import (
     Utf8Decoder,
@@ -382,7 +382,7 @@ class _Extractor:
             return self.binary.decode(value, 0, f"{where}, field {field!r}")
         raise InputError(
             f"{self.path}, {where}: text field {field!r} must be a string; got "
-            f"{_type_name(value)} {_short(value)}. Store texts as strings (an empty string "
+            f"{_type_name(value)} {short_repr(value)}. Store texts as strings (an empty string "
             "for an empty document)."
         )
 
@@ -405,7 +405,7 @@ class _Extractor:
             )
         raise InputError(
             f"{self.path}, {where}: id field {field!r} must be a string or an integer; got "
-            f"{_type_name(value)} {_short(value)}."
+            f"{_type_name(value)} {short_repr(value)}."
         )
 
     def date(self, record: dict, row: int, line: int | None) -> int | None:
@@ -415,11 +415,6 @@ class _Extractor:
         if self.kind == "txtdir" or field is None:
             return None
         return field_epoch_seconds(record, field, f"{self.path}, {_where(self.kind, row, line)}")
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _batches(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[DocumentBatch]:
