@@ -36,6 +36,13 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--max-pairs", type=int, default=2400)
     parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--candidate-share", type=float, default=0.5,
+                        help="Share of the pairs from RETSim candidates of the train split.")
+    parser.add_argument("--linked-share", type=float, default=0.0,
+                        help="Share of the pairs from the train split's hard-negative links "
+                             "(templates, updates, same-topic stories, shared quotes).")
+    parser.add_argument("--shipped-dir", type=Path, default=SHIPPED,
+                        help="Where the int8 ONNX model goes (default: the shipped folder).")
     parser.add_argument("--lr", type=float, default=8e-5,
                         help="Peak learning rate (the paper's 2e-5 suits 5 epochs of a large "
                              "set; with a few hundred steps the new head needs more).")
@@ -63,6 +70,7 @@ def main() -> None:
     report = train_cross_encoder(
         train, validation, output_dir=args.work, negative_of=negative_of,
         epochs=args.epochs, max_pairs=args.max_pairs, max_tokens=args.max_tokens, lr=args.lr,
+        candidate_share=args.candidate_share, linked_share=args.linked_share,
         candidate_params=candidate_params, threads=args.threads, seed=0,
     )
     print(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
@@ -70,15 +78,16 @@ def main() -> None:
         return
 
     # int8 ONNX for shipping, checked against fp32 on the same validation subset.
-    SHIPPED.mkdir(parents=True, exist_ok=True)
-    exported = export_onnx(args.work, SHIPPED)
+    shipped = args.shipped_dir
+    shipped.mkdir(parents=True, exist_ok=True)
+    exported = export_onnx(args.work, shipped)
     subset = validation.select(whole_days(validation, 300, at_least=True))
     pairs = _candidates(subset, "retsim", candidate_params, args.threads)
     labels = np.asarray(subset.clusters).astype(str)
     a = [subset.texts[i] for i in pairs.left.tolist()]
     b = [subset.texts[i] for i in pairs.right.tolist()]
     check = {}
-    for name, folder in (("fp32", args.work), ("int8", SHIPPED)):
+    for name, folder in (("fp32", args.work), ("int8", shipped)):
         scorer = CrossEncoderScorer(folder, threads=args.threads)
         start = time.perf_counter()
         prob = scorer.score(a, b)
@@ -91,8 +100,8 @@ def main() -> None:
     check["max_abs_probability_difference"] = round(diff, 4)
     check["onnx_bytes"] = exported["bytes"]
     print(json.dumps(check, indent=2))
-    shutil.copy(args.work / "training.json", SHIPPED / "training.json")
-    (SHIPPED / "onnx_check.json").write_text(json.dumps(check, indent=2) + "\n")
+    shutil.copy(args.work / "training.json", shipped / "training.json")
+    (shipped / "onnx_check.json").write_text(json.dumps(check, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -198,6 +198,14 @@ def biencoder_train_command(**opts: Any) -> None:
 @_data_options
 @_model_options
 @_transformer_options
+@click.option("--candidate-share", "candidate_share", type=click.FloatRange(0, 1), default=None,
+              help="Share of the training pairs taken from a RETSim candidate search on the "
+                   "training data, so the model learns the pairs it will re-score (default 0.5).")
+@click.option("--linked-share", "linked_share", type=click.FloatRange(0, 1), default=None,
+              help="Share of the training pairs taken from the data's hard-negative links "
+                   "(negative_of: templates, updates, same-topic stories, shared quotes), "
+                   "each paired with a document of the cluster it is a hard negative of "
+                   "(default 0; candidate share + linked share <= 1).")
 def cross_encoder_train_command(**opts: Any) -> None:
     """Cross-encoder pair classifier for `--method rerank` (positive and hard-negative
     pairs, binary cross-entropy)."""

@@ -102,6 +102,7 @@ def training_pairs(
     negative_of: np.ndarray | None = None,
     max_pairs: int | None = None,
     candidate_share: float = 0.5,
+    linked_share: float = 0.0,
     candidates: str = "retsim",
     candidate_params: dict | None = None,
     seed: int = 0,
@@ -120,6 +121,14 @@ def training_pairs(
     candidate_share : float in [0, 1], default 0.5
         Share of ``max_pairs`` taken from the candidates, drawn evenly over 8 equal-width
         candidate-score bins (bins short of pairs give their quota to the others).
+    linked_share : float in [0, 1], default 0.0
+        Share of ``max_pairs`` taken from the generator's hard-negative links
+        (``negative_of``: templates, updates, same-topic stories, shared quotes): a linked
+        document paired with a random document of the cluster it is a hard negative of,
+        at most 3 per linked document, drawn at random. Through ``make_pairs`` alone
+        these are a few percent of the pairs, yet they are the pairs a candidate method
+        hands the reranker that it gets wrong (real Reuters templates differ only in
+        names and figures). ``candidate_share + linked_share`` must be at most 1.
     candidates, candidate_params
         The candidate method (see :func:`neardup.methods.rerank.candidate_method`).
     seed : int, default 0
@@ -129,10 +138,15 @@ def training_pairs(
     -------
     dict
         ``left``, ``right`` (int64 positions in ``corpus``), ``label`` (float32 0/1),
-        ``kind`` (str: "candidate" or a ``make_pairs`` kind) and ``counts`` by kind.
+        ``kind`` (str: "candidate", "linked_negative" or a ``make_pairs`` kind) and
+        ``counts`` by kind.
     """
     from neardup.train.data import make_pairs
 
+    if candidate_share + linked_share > 1.0 + 1e-9:
+        raise ValueError(
+            "training_pairs: parameters 'candidate_share' + 'linked_share' must be at most 1; "
+            f"got {candidate_share} + {linked_share}.")
     rng = np.random.default_rng(seed)
     labels = np.asarray(corpus.clusters).astype(str)
     found = _candidates(corpus, candidates, candidate_params, threads)
@@ -151,6 +165,13 @@ def training_pairs(
             remaining -= min(quota, len(m))
         pick = np.sort(np.concatenate(take))
         c_left, c_right = c_left[pick], c_right[pick]
+    l_left = l_right = np.zeros(0, np.int64)
+    # Drawn only when asked for, so runs without them keep their pairs (and random state).
+    if linked_share > 0:
+        l_left, l_right = _linked_pairs(labels, negative_of, rng)
+        if max_pairs is not None:
+            pick = np.sort(rng.permutation(len(l_left))[: int(round(max_pairs * linked_share))])
+            l_left, l_right = l_left[pick], l_right[pick]
     # make_pairs returns texts; positions are recovered through an index of the texts
     # (exact duplicate texts map to one position, which has the same label anyway).
     made = make_pairs(corpus, negative_of=negative_of, seed=seed)
@@ -159,18 +180,42 @@ def training_pairs(
     m_right = np.fromiter((position[t] for t in made.text_b), np.int64, len(made))
     m_kind = made.kind.astype(str)
     if max_pairs is not None:
-        rest = max(0, max_pairs - len(c_left))
+        rest = max(0, max_pairs - len(c_left) - len(l_left))
         pick = np.sort(rng.permutation(len(made))[:rest])
         m_left, m_right, m_kind = m_left[pick], m_right[pick], m_kind[pick]
-    left = np.concatenate([c_left, m_left]).astype(np.int64)
-    right = np.concatenate([c_right, m_right]).astype(np.int64)
-    kind = np.concatenate([np.full(len(c_left), "candidate", dtype=object), m_kind.astype(object)])
+    left = np.concatenate([c_left, l_left, m_left]).astype(np.int64)
+    right = np.concatenate([c_right, l_right, m_right]).astype(np.int64)
+    kind = np.concatenate([np.full(len(c_left), "candidate", dtype=object),
+                           np.full(len(l_left), "linked_negative", dtype=object),
+                           m_kind.astype(object)])
     label = (labels[left] == labels[right]).astype(np.float32)
     order = rng.permutation(len(left))
     left, right, label, kind = left[order], right[order], label[order], kind[order]
     kinds, counts = np.unique(kind.astype(str), return_counts=True)
     return {"left": left, "right": right, "label": label, "kind": kind,
             "counts": {str(k): int(c) for k, c in zip(kinds, counts)}}
+
+
+def _linked_pairs(labels: np.ndarray, negative_of: np.ndarray | None,
+                  rng: np.random.Generator, per_doc: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Every linked document with up to ``per_doc`` random documents of its target cluster."""
+    empty = np.zeros(0, np.int64)
+    if negative_of is None:
+        return empty, empty
+    order = np.argsort(labels, kind="stable")
+    sorted_labels = labels[order]
+    left: list[int] = []
+    right: list[int] = []
+    for i, target in enumerate(negative_of):
+        if target is None or str(target) == labels[i]:
+            continue
+        lo = np.searchsorted(sorted_labels, str(target), side="left")
+        hi = np.searchsorted(sorted_labels, str(target), side="right")
+        members = order[lo:hi]
+        for j in rng.choice(members, min(per_doc, len(members)), replace=False).tolist():
+            left.append(i)
+            right.append(int(j))
+    return np.asarray(left, np.int64), np.asarray(right, np.int64)
 
 
 def _validate_params(caller: str, **p: Any) -> None:
@@ -186,6 +231,10 @@ def _validate_params(caller: str, **p: Any) -> None:
     check_int(caller, "validation_docs", p["validation_docs"], low=2)
     check_int(caller, "checkpoint_every", p["checkpoint_every"], low=1)
     check_float(caller, "candidate_share", p["candidate_share"], low=0.0, high=1.0)
+    check_float(caller, "linked_share", p["linked_share"], low=0.0, high=1.0)
+    if p["candidate_share"] + p["linked_share"] > 1.0 + 1e-9:
+        raise ValueError(f"{caller}: parameters 'candidate_share' + 'linked_share' must be at "
+                         f"most 1; got {p['candidate_share']} + {p['linked_share']}.")
     if p["threads"] is not None:
         check_int(caller, "threads", p["threads"], low=1)
 
@@ -204,6 +253,7 @@ def train_cross_encoder(
     max_tokens: int = 128,
     max_pairs: int | None = 3000,
     candidate_share: float = 0.5,
+    linked_share: float = 0.0,
     candidates: str = "retsim",
     candidate_params: dict | None = None,
     validation_docs: int = 300,
@@ -241,6 +291,9 @@ def train_cross_encoder(
         Training pairs per epoch (see :func:`training_pairs`); CPU time grows linearly.
     candidate_share : float, default 0.5
         Share of the pairs drawn from the candidate method's output on the train split.
+    linked_share : float, default 0.0
+        Share of the pairs drawn from the training data's hard-negative links
+        (``negative_of``; see :func:`training_pairs`).
     candidates : {"retsim", "minhash", "biencoder"}, default "retsim"
     candidate_params : dict or None
         Candidate-method parameters (defaults: :data:`neardup.methods.rerank.CANDIDATE_DEFAULTS`).
@@ -274,7 +327,8 @@ def train_cross_encoder(
     _validate_params(caller, epochs=epochs, batch_size=batch_size, lr=lr, warmup=warmup,
                      max_tokens=max_tokens, max_pairs=max_pairs, seed=seed, patience=patience,
                      validation_docs=validation_docs, checkpoint_every=checkpoint_every,
-                     candidate_share=candidate_share, threads=threads)
+                     candidate_share=candidate_share, linked_share=linked_share,
+                     threads=threads)
     check_choice(caller, "candidates", candidates, ("retsim", "minhash", "biencoder"))
     for name, corpus in (("train_corpus", train_corpus), ("validation_corpus", validation_corpus)):
         if not isinstance(corpus, LabeledCorpus):
@@ -300,6 +354,8 @@ def train_cross_encoder(
     config = {
         "base": base, "epochs": epochs, "batch_size": batch_size, "lr": lr, "warmup": warmup,
         "max_tokens": max_tokens, "max_pairs": max_pairs, "candidate_share": candidate_share,
+        # Only recorded when used, so earlier runs' checkpoints stay resumable.
+        **({"linked_share": linked_share} if linked_share else {}),
         "candidates": candidates,
         # Run-time settings (a cache folder, threads) do not change the model.
         "candidate_params": {k: v for k, v in (candidate_params or {}).items()
@@ -315,14 +371,16 @@ def train_cross_encoder(
     # Training pairs: built once (the candidate search costs minutes) and stored.
     pairs_path = out / _PAIRS
     pairs_key = {k: config[k] for k in ("train_hash", "max_pairs", "candidate_share",
-                                        "candidates", "candidate_params", "seed")}
+                                        "linked_share", "candidates", "candidate_params",
+                                        "seed") if k in config}
     stored = json.loads(pairs_path.read_text()) if pairs_path.is_file() else None
     if stored is not None and stored.get("key") == pairs_key:
         data = {k: np.asarray(stored[k]) for k in ("left", "right", "label")}
         data["counts"] = stored["counts"]
     else:
         data = training_pairs(train_corpus, negative_of=negative_of, max_pairs=max_pairs,
-                              candidate_share=candidate_share, candidates=candidates,
+                              candidate_share=candidate_share, linked_share=linked_share,
+                              candidates=candidates,
                               candidate_params=candidate_params, seed=seed, threads=threads)
         pairs_path.write_text(json.dumps({
             "key": pairs_key, "counts": data["counts"],

@@ -77,3 +77,26 @@ def test_biencoder_options_reach_the_trainer(tmp_path, monkeypatch):
     assert seen["loss"] == "mnrl" and "hard_negatives" not in seen  # the trainer's default
     assert CliRunner().invoke(main, [*args, "--no-hard-negatives"]).exit_code == 0
     assert seen["hard_negatives"] is False
+
+
+def test_cross_encoder_pair_shares_reach_the_trainer(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from neardup.train import cross_encoder
+
+    seen = {}
+
+    def fake_trainer(train_corpus, validation_corpus, **kwargs):
+        seen.update(kwargs)
+        return {"best_epoch": 1}
+
+    fake_trainer.__wrapped__ = cross_encoder.train_cross_encoder
+    monkeypatch.setattr(cross_encoder, "train_cross_encoder", fake_trainer)
+    train = _write(tmp_path / "train.jsonl", make_corpus(seed=0), "train")
+    validation = _write(tmp_path / "validation.jsonl", make_corpus(seed=1), "validation")
+    args = ["train", "cross-encoder", "--train", str(train), "--validation", str(validation),
+            "--out", str(tmp_path / "m"), "--quiet"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    assert "linked_share" not in seen and "candidate_share" not in seen
+    result = CliRunner().invoke(main, [*args, "--linked-share", "0.3", "--candidate-share", "0.4"])
+    assert result.exit_code == 0, result.output
+    assert seen["linked_share"] == 0.3 and seen["candidate_share"] == 0.4

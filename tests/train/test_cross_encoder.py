@@ -94,3 +94,32 @@ def test_export_onnx_matches_torch(tmp_path, corpora):
     onnx_prob = CrossEncoderScorer(onnx_dir, threads=1).score(a, b)
     assert np.max(np.abs(torch_prob - onnx_prob)) < 0.05
     assert info["bytes"] < (model_dir / "model.safetensors").stat().st_size / 2
+
+
+def _template_links(corpus):
+    """negative_of for make_corpus: each template t<s> is a hard negative of story s<s>."""
+    return np.array([f"s{c[1:]}" if c.startswith("t") else None for c in corpus.clusters],
+                    dtype=object)
+
+
+def test_training_pairs_linked_share(corpora):
+    train, _ = corpora
+    links = _template_links(train)
+    common = {"candidates": "minhash", "candidate_params": {"threshold": 0.05}, "seed": 0,
+              "negative_of": links, "max_pairs": 20, "candidate_share": 0.25}
+    data = ce.training_pairs(train, linked_share=0.25, **common)
+    linked = data["kind"] == "linked_negative"
+    # 2 templates in 8 stories, 3 copies each: 6 linked pairs exist, 5 asked for.
+    assert data["counts"]["linked_negative"] == 5 and len(data["left"]) == 20
+    clusters = np.asarray(train.clusters).astype(str)
+    pair = np.stack([clusters[data["left"][linked]], clusters[data["right"][linked]]], axis=1)
+    for a, b in pair.tolist():
+        assert {a[0], b[0]} == {"t", "s"} and a[1:] == b[1:]  # a template and its story
+    assert np.all(data["label"][linked] == 0)
+    # Without linked pairs the draw is the one earlier runs made.
+    assert "linked_negative" not in ce.training_pairs(train, **common)["counts"]
+    with pytest.raises(ValueError, match="at most 1"):
+        ce.training_pairs(train, linked_share=0.9, **common)
+    with pytest.raises(ValueError, match="'linked_share'"):
+        ce.train_cross_encoder(train, corpora[1], output_dir="unused", linked_share=1.5,
+                               **{k: v for k, v in _TINY.items()})
