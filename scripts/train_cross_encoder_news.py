@@ -41,6 +41,8 @@ def main() -> None:
     parser.add_argument("--linked-share", type=float, default=0.0,
                         help="Share of the pairs from the train split's hard-negative links "
                              "(templates, updates, same-topic stories, shared quotes).")
+    parser.add_argument("--linked-anchor", action="store_true",
+                        help="Half the linked share are copies of the same linked story.")
     parser.add_argument("--shipped-dir", type=Path, default=SHIPPED,
                         help="Where the int8 ONNX model goes (default: the shipped folder).")
     parser.add_argument("--lr", type=float, default=8e-5,
@@ -71,7 +73,8 @@ def main() -> None:
         train, validation, output_dir=args.work, negative_of=negative_of,
         epochs=args.epochs, max_pairs=args.max_pairs, max_tokens=args.max_tokens, lr=args.lr,
         candidate_share=args.candidate_share, linked_share=args.linked_share,
-        candidate_params=candidate_params, threads=args.threads, seed=0,
+        linked_anchor=args.linked_anchor, candidate_params=candidate_params,
+        threads=args.threads, seed=0,
     )
     print(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
     if args.skip_export:

@@ -206,6 +206,10 @@ def biencoder_train_command(**opts: Any) -> None:
                    "(negative_of: templates, updates, same-topic stories, shared quotes), "
                    "each paired with a document of the cluster it is a hard negative of "
                    "(default 0; candidate share + linked share <= 1).")
+@click.option("--linked-anchor", "linked_anchor", flag_value=True, default=None,
+              help="Spend half the linked share on positives: each linked document with "
+                   "another copy of its own story, so the same wording is seen as a "
+                   "duplicate and as a non-duplicate.")
 def cross_encoder_train_command(**opts: Any) -> None:
     """Cross-encoder pair classifier for `--method rerank` (positive and hard-negative
     pairs, binary cross-entropy)."""

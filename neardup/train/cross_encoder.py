@@ -103,6 +103,7 @@ def training_pairs(
     max_pairs: int | None = None,
     candidate_share: float = 0.5,
     linked_share: float = 0.0,
+    linked_anchor: bool = False,
     candidates: str = "retsim",
     candidate_params: dict | None = None,
     seed: int = 0,
@@ -129,6 +130,10 @@ def training_pairs(
         these are a few percent of the pairs, yet they are the pairs a candidate method
         hands the reranker that it gets wrong (real Reuters templates differ only in
         names and figures). ``candidate_share + linked_share`` must be at most 1.
+    linked_anchor : bool, default False
+        Spend half the linked budget on positives: each linked document with another
+        copy of its own story, so the model sees the same wording as a duplicate (same
+        figures) and as a non-duplicate (other figures) around the same anchor.
     candidates, candidate_params
         The candidate method (see :func:`neardup.methods.rerank.candidate_method`).
     seed : int, default 0
@@ -167,11 +172,20 @@ def training_pairs(
         c_left, c_right = c_left[pick], c_right[pick]
     l_left = l_right = np.zeros(0, np.int64)
     # Drawn only when asked for, so runs without them keep their pairs (and random state).
+    l_kind = np.zeros(0, dtype=object)
     if linked_share > 0:
         l_left, l_right = _linked_pairs(labels, negative_of, rng)
-        if max_pairs is not None:
-            pick = np.sort(rng.permutation(len(l_left))[: int(round(max_pairs * linked_share))])
+        budget = None if max_pairs is None else int(round(max_pairs * linked_share))
+        if linked_anchor and budget is not None:
+            budget //= 2
+        if budget is not None:
+            pick = np.sort(rng.permutation(len(l_left))[:budget])
             l_left, l_right = l_left[pick], l_right[pick]
+        l_kind = np.full(len(l_left), "linked_negative", dtype=object)
+        if linked_anchor:
+            p_left, p_right = _own_cluster_partners(labels, l_left, rng)
+            l_left, l_right = np.concatenate([l_left, p_left]), np.concatenate([l_right, p_right])
+            l_kind = np.concatenate([l_kind, np.full(len(p_left), "linked_positive", dtype=object)])
     # make_pairs returns texts; positions are recovered through an index of the texts
     # (exact duplicate texts map to one position, which has the same label anyway).
     made = make_pairs(corpus, negative_of=negative_of, seed=seed)
@@ -186,14 +200,30 @@ def training_pairs(
     left = np.concatenate([c_left, l_left, m_left]).astype(np.int64)
     right = np.concatenate([c_right, l_right, m_right]).astype(np.int64)
     kind = np.concatenate([np.full(len(c_left), "candidate", dtype=object),
-                           np.full(len(l_left), "linked_negative", dtype=object),
-                           m_kind.astype(object)])
+                           l_kind, m_kind.astype(object)])
     label = (labels[left] == labels[right]).astype(np.float32)
     order = rng.permutation(len(left))
     left, right, label, kind = left[order], right[order], label[order], kind[order]
     kinds, counts = np.unique(kind.astype(str), return_counts=True)
     return {"left": left, "right": right, "label": label, "kind": kind,
             "counts": {str(k): int(c) for k, c in zip(kinds, counts)}}
+
+
+def _own_cluster_partners(labels: np.ndarray, anchors: np.ndarray,
+                          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Each anchor with a random other document of its own cluster (skipped if alone)."""
+    order = np.argsort(labels, kind="stable")
+    sorted_labels = labels[order]
+    left: list[int] = []
+    right: list[int] = []
+    for i in anchors.tolist():
+        lo = np.searchsorted(sorted_labels, labels[i], side="left")
+        hi = np.searchsorted(sorted_labels, labels[i], side="right")
+        others = order[lo:hi][order[lo:hi] != i]
+        if len(others):
+            left.append(i)
+            right.append(int(rng.choice(others)))
+    return np.asarray(left, np.int64), np.asarray(right, np.int64)
 
 
 def _linked_pairs(labels: np.ndarray, negative_of: np.ndarray | None,
@@ -254,6 +284,7 @@ def train_cross_encoder(
     max_pairs: int | None = 3000,
     candidate_share: float = 0.5,
     linked_share: float = 0.0,
+    linked_anchor: bool = False,
     candidates: str = "retsim",
     candidate_params: dict | None = None,
     validation_docs: int = 300,
@@ -294,6 +325,9 @@ def train_cross_encoder(
     linked_share : float, default 0.0
         Share of the pairs drawn from the training data's hard-negative links
         (``negative_of``; see :func:`training_pairs`).
+    linked_anchor : bool, default False
+        Half the linked pairs are positives around the same documents (see
+        :func:`training_pairs`).
     candidates : {"retsim", "minhash", "biencoder"}, default "retsim"
     candidate_params : dict or None
         Candidate-method parameters (defaults: :data:`neardup.methods.rerank.CANDIDATE_DEFAULTS`).
@@ -356,6 +390,7 @@ def train_cross_encoder(
         "max_tokens": max_tokens, "max_pairs": max_pairs, "candidate_share": candidate_share,
         # Only recorded when used, so earlier runs' checkpoints stay resumable.
         **({"linked_share": linked_share} if linked_share else {}),
+        **({"linked_anchor": True} if linked_anchor else {}),
         "candidates": candidates,
         # Run-time settings (a cache folder, threads) do not change the model.
         "candidate_params": {k: v for k, v in (candidate_params or {}).items()
@@ -371,7 +406,8 @@ def train_cross_encoder(
     # Training pairs: built once (the candidate search costs minutes) and stored.
     pairs_path = out / _PAIRS
     pairs_key = {k: config[k] for k in ("train_hash", "max_pairs", "candidate_share",
-                                        "linked_share", "candidates", "candidate_params",
+                                        "linked_share", "linked_anchor", "candidates",
+                                        "candidate_params",
                                         "seed") if k in config}
     stored = json.loads(pairs_path.read_text()) if pairs_path.is_file() else None
     if stored is not None and stored.get("key") == pairs_key:
@@ -380,7 +416,7 @@ def train_cross_encoder(
     else:
         data = training_pairs(train_corpus, negative_of=negative_of, max_pairs=max_pairs,
                               candidate_share=candidate_share, linked_share=linked_share,
-                              candidates=candidates,
+                              linked_anchor=linked_anchor, candidates=candidates,
                               candidate_params=candidate_params, seed=seed, threads=threads)
         pairs_path.write_text(json.dumps({
             "key": pairs_key, "counts": data["counts"],

@@ -100,3 +100,6 @@ def test_cross_encoder_pair_shares_reach_the_trainer(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, [*args, "--linked-share", "0.3", "--candidate-share", "0.4"])
     assert result.exit_code == 0, result.output
     assert seen["linked_share"] == 0.3 and seen["candidate_share"] == 0.4
+    assert "linked_anchor" not in seen
+    assert CliRunner().invoke(main, [*args, "--linked-anchor"]).exit_code == 0
+    assert seen["linked_anchor"] is True

@@ -116,6 +116,24 @@ def test_training_pairs_linked_share(corpora):
     for a, b in pair.tolist():
         assert {a[0], b[0]} == {"t", "s"} and a[1:] == b[1:]  # a template and its story
     assert np.all(data["label"][linked] == 0)
+    # Anchored: half the linked budget are copies of the same linked story (positives).
+    # Linked the other way round (stories s0 and s4, 3 copies each, are hard negatives of
+    # the templates), so each anchor has copies of its own.
+    reverse = np.array([f"t{c[1:]}" if c in ("s0", "s4") else None for c in clusters],
+                       dtype=object)
+    anchored = ce.training_pairs(train, linked_share=0.25, linked_anchor=True,
+                                 **{**common, "negative_of": reverse})
+    kind = anchored["kind"]
+    assert anchored["counts"]["linked_negative"] == 2
+    assert anchored["counts"]["linked_positive"] == 2 and len(anchored["left"]) == 20
+    pos = kind == "linked_positive"
+    assert np.all(anchored["label"][pos] == 1)
+    assert set(clusters[anchored["left"][pos]].tolist()) <= {"s0", "s4"}
+    # A linked document without copies gets no positive.
+    lone = ce.training_pairs(train, linked_share=0.25, linked_anchor=True, **common)
+    assert "linked_positive" not in lone["counts"]
+    neg_anchors = set(anchored["left"][kind == "linked_negative"].tolist())
+    assert set(anchored["left"][pos].tolist()) == neg_anchors
     # Without linked pairs the draw is the one earlier runs made.
     assert "linked_negative" not in ce.training_pairs(train, **common)["counts"]
     with pytest.raises(ValueError, match="at most 1"):
