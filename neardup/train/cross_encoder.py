@@ -209,17 +209,21 @@ def training_pairs(
             "counts": {str(k): int(c) for k, c in zip(kinds, counts)}}
 
 
+def _members_by_label(labels: np.ndarray) -> dict[str, np.ndarray]:
+    from neardup.train.data import _cluster_members
+
+    names, members = _cluster_members(labels)
+    return dict(zip(names.tolist(), members))
+
+
 def _own_cluster_partners(labels: np.ndarray, anchors: np.ndarray,
                           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Each anchor with a random other document of its own cluster (skipped if alone)."""
-    order = np.argsort(labels, kind="stable")
-    sorted_labels = labels[order]
+    members_of = _members_by_label(labels)
     left: list[int] = []
     right: list[int] = []
     for i in anchors.tolist():
-        lo = np.searchsorted(sorted_labels, labels[i], side="left")
-        hi = np.searchsorted(sorted_labels, labels[i], side="right")
-        others = order[lo:hi][order[lo:hi] != i]
+        others = members_of[labels[i]][members_of[labels[i]] != i]
         if len(others):
             left.append(i)
             right.append(int(rng.choice(others)))
@@ -232,16 +236,13 @@ def _linked_pairs(labels: np.ndarray, negative_of: np.ndarray | None,
     empty = np.zeros(0, np.int64)
     if negative_of is None:
         return empty, empty
-    order = np.argsort(labels, kind="stable")
-    sorted_labels = labels[order]
+    members_of = _members_by_label(labels)
     left: list[int] = []
     right: list[int] = []
     for i, target in enumerate(negative_of):
-        if target is None or str(target) == labels[i]:
+        if target is None or str(target) == labels[i] or str(target) not in members_of:
             continue
-        lo = np.searchsorted(sorted_labels, str(target), side="left")
-        hi = np.searchsorted(sorted_labels, str(target), side="right")
-        members = order[lo:hi]
+        members = members_of[str(target)]
         for j in rng.choice(members, min(per_doc, len(members)), replace=False).tolist():
             left.append(i)
             right.append(int(j))
