@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -57,22 +58,29 @@ def test_test_split_training_data_is_refused(tmp_path):
     assert "test" in result.output
 
 
-def test_biencoder_options_reach_the_trainer(tmp_path, monkeypatch):
+def _capture_trainer(tmp_path, monkeypatch, kind, module, function):
+    """Replace a trainer by one that records its options; the base arguments of a run."""
     pytest.importorskip("torch")
-    from neardup.train import biencoder
-
+    trainers = importlib.import_module(module)
     seen = {}
 
     def fake_trainer(train_corpus, validation_corpus, **kwargs):
         seen.update(kwargs)
         return {"best_epoch": 1}
 
-    fake_trainer.__wrapped__ = biencoder.train_biencoder  # the real signature filters options
-    monkeypatch.setattr(biencoder, "train_biencoder", fake_trainer)
+    # The CLI filters options by the real signature.
+    fake_trainer.__wrapped__ = getattr(trainers, function)
+    monkeypatch.setattr(trainers, function, fake_trainer)
     train = _write(tmp_path / "train.jsonl", make_corpus(seed=0), "train")
     validation = _write(tmp_path / "validation.jsonl", make_corpus(seed=1), "validation")
-    args = ["train", "biencoder", "--train", str(train), "--validation", str(validation),
-            "--out", str(tmp_path / "m"), "--quiet", "--loss", "mnrl"]
+    return seen, ["train", kind, "--train", str(train), "--validation", str(validation),
+                  "--out", str(tmp_path / "m"), "--quiet"]
+
+
+def test_biencoder_options_reach_the_trainer(tmp_path, monkeypatch):
+    seen, args = _capture_trainer(tmp_path, monkeypatch, "biencoder",
+                                  "neardup.train.biencoder", "train_biencoder")
+    args = [*args, "--loss", "mnrl"]
     assert CliRunner().invoke(main, args).exit_code == 0
     assert seen["loss"] == "mnrl" and "hard_negatives" not in seen  # the trainer's default
     assert CliRunner().invoke(main, [*args, "--no-hard-negatives"]).exit_code == 0
@@ -80,21 +88,8 @@ def test_biencoder_options_reach_the_trainer(tmp_path, monkeypatch):
 
 
 def test_cross_encoder_pair_shares_reach_the_trainer(tmp_path, monkeypatch):
-    pytest.importorskip("torch")
-    from neardup.train import cross_encoder
-
-    seen = {}
-
-    def fake_trainer(train_corpus, validation_corpus, **kwargs):
-        seen.update(kwargs)
-        return {"best_epoch": 1}
-
-    fake_trainer.__wrapped__ = cross_encoder.train_cross_encoder
-    monkeypatch.setattr(cross_encoder, "train_cross_encoder", fake_trainer)
-    train = _write(tmp_path / "train.jsonl", make_corpus(seed=0), "train")
-    validation = _write(tmp_path / "validation.jsonl", make_corpus(seed=1), "validation")
-    args = ["train", "cross-encoder", "--train", str(train), "--validation", str(validation),
-            "--out", str(tmp_path / "m"), "--quiet"]
+    seen, args = _capture_trainer(tmp_path, monkeypatch, "cross-encoder",
+                                  "neardup.train.cross_encoder", "train_cross_encoder")
     assert CliRunner().invoke(main, args).exit_code == 0
     assert "linked_share" not in seen and "candidate_share" not in seen
     result = CliRunner().invoke(main, [*args, "--linked-share", "0.3", "--candidate-share", "0.4"])
