@@ -146,12 +146,9 @@ def training_pairs(
         ``kind`` (str: "candidate", "linked_negative" or a ``make_pairs`` kind) and
         ``counts`` by kind.
     """
-    from neardup.train.data import make_pairs
+    from neardup.train.data import _cluster_members, make_pairs
 
-    if candidate_share + linked_share > 1.0 + 1e-9:
-        raise ValueError(
-            "training_pairs: parameters 'candidate_share' + 'linked_share' must be at most 1; "
-            f"got {candidate_share} + {linked_share}.")
+    _check_shares("training_pairs", candidate_share, linked_share)
     rng = np.random.default_rng(seed)
     labels = np.asarray(corpus.clusters).astype(str)
     found = _candidates(corpus, candidates, candidate_params, threads)
@@ -171,10 +168,12 @@ def training_pairs(
         pick = np.sort(np.concatenate(take))
         c_left, c_right = c_left[pick], c_right[pick]
     l_left = l_right = np.zeros(0, np.int64)
-    # Drawn only when asked for, so runs without them keep their pairs (and random state).
     l_kind = np.zeros(0, dtype=object)
+    # Drawn only when asked for, so runs without them keep their pairs (and random state).
     if linked_share > 0:
-        l_left, l_right = _linked_pairs(labels, negative_of, rng)
+        names, members = _cluster_members(labels)
+        members_of = dict(zip(names.tolist(), members))
+        l_left, l_right = _linked_pairs(labels, members_of, negative_of, rng)
         budget = None if max_pairs is None else int(round(max_pairs * linked_share))
         if linked_anchor and budget is not None:
             budget //= 2
@@ -183,7 +182,7 @@ def training_pairs(
             l_left, l_right = l_left[pick], l_right[pick]
         l_kind = np.full(len(l_left), "linked_negative", dtype=object)
         if linked_anchor:
-            p_left, p_right = _own_cluster_partners(labels, l_left, rng)
+            p_left, p_right = _own_cluster_partners(labels, members_of, l_left, rng)
             l_left, l_right = np.concatenate([l_left, p_left]), np.concatenate([l_right, p_right])
             l_kind = np.concatenate([l_kind, np.full(len(p_left), "linked_positive", dtype=object)])
     # make_pairs returns texts; positions are recovered through an index of the texts
@@ -209,17 +208,16 @@ def training_pairs(
             "counts": {str(k): int(c) for k, c in zip(kinds, counts)}}
 
 
-def _members_by_label(labels: np.ndarray) -> dict[str, np.ndarray]:
-    from neardup.train.data import _cluster_members
+def _check_shares(caller: str, candidate_share: float, linked_share: float) -> None:
+    if candidate_share + linked_share > 1.0 + 1e-9:
+        raise ValueError(f"{caller}: parameters 'candidate_share' + 'linked_share' must be at "
+                         f"most 1; got {candidate_share} + {linked_share}.")
 
-    names, members = _cluster_members(labels)
-    return dict(zip(names.tolist(), members))
 
-
-def _own_cluster_partners(labels: np.ndarray, anchors: np.ndarray,
+def _own_cluster_partners(labels: np.ndarray, members_of: dict[str, np.ndarray],
+                          anchors: np.ndarray,
                           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Each anchor with a random other document of its own cluster (skipped if alone)."""
-    members_of = _members_by_label(labels)
     left: list[int] = []
     right: list[int] = []
     for i in anchors.tolist():
@@ -230,13 +228,13 @@ def _own_cluster_partners(labels: np.ndarray, anchors: np.ndarray,
     return np.asarray(left, np.int64), np.asarray(right, np.int64)
 
 
-def _linked_pairs(labels: np.ndarray, negative_of: np.ndarray | None,
-                  rng: np.random.Generator, per_doc: int = 3) -> tuple[np.ndarray, np.ndarray]:
+def _linked_pairs(labels: np.ndarray, members_of: dict[str, np.ndarray],
+                  negative_of: np.ndarray | None, rng: np.random.Generator,
+                  per_doc: int = 3) -> tuple[np.ndarray, np.ndarray]:
     """Every linked document with up to ``per_doc`` random documents of its target cluster."""
     empty = np.zeros(0, np.int64)
     if negative_of is None:
         return empty, empty
-    members_of = _members_by_label(labels)
     left: list[int] = []
     right: list[int] = []
     for i, target in enumerate(negative_of):
@@ -263,9 +261,7 @@ def _validate_params(caller: str, **p: Any) -> None:
     check_int(caller, "checkpoint_every", p["checkpoint_every"], low=1)
     check_float(caller, "candidate_share", p["candidate_share"], low=0.0, high=1.0)
     check_float(caller, "linked_share", p["linked_share"], low=0.0, high=1.0)
-    if p["candidate_share"] + p["linked_share"] > 1.0 + 1e-9:
-        raise ValueError(f"{caller}: parameters 'candidate_share' + 'linked_share' must be at "
-                         f"most 1; got {p['candidate_share']} + {p['linked_share']}.")
+    _check_shares(caller, p["candidate_share"], p["linked_share"])
     if p["threads"] is not None:
         check_int(caller, "threads", p["threads"], low=1)
 
@@ -408,8 +404,7 @@ def train_cross_encoder(
     pairs_path = out / _PAIRS
     pairs_key = {k: config[k] for k in ("train_hash", "max_pairs", "candidate_share",
                                         "linked_share", "linked_anchor", "candidates",
-                                        "candidate_params",
-                                        "seed") if k in config}
+                                        "candidate_params", "seed") if k in config}
     stored = json.loads(pairs_path.read_text()) if pairs_path.is_file() else None
     if stored is not None and stored.get("key") == pairs_key:
         data = {k: np.asarray(stored[k]) for k in ("left", "right", "label")}
