@@ -11,23 +11,37 @@ corpus-wide stages. Raw text is never held beyond the batch being sketched.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from neardup.engine import CorpusStageConfig, run_corpus_stage, supports_corpus_stage
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.cluster import cluster_pairs
 from neardup.graph.edges import Pairs, check_time_window, outside_time_window
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Method, Sketch
-from neardup.progress import progress_bar
+from neardup.progress import StageTimer, progress_bar
 
-__all__ = ["ClusterConfig", "CorpusSketch", "KEEP_RULES", "Result", "run", "run_on_sketch", "sketch_corpus"]
+__all__ = [
+    "ENGINES",
+    "ClusterConfig",
+    "CorpusSketch",
+    "KEEP_RULES",
+    "Result",
+    "run",
+    "run_on_sketch",
+    "sketch_corpus",
+]
+
+#: "local": the keyed out-of-core corpus stage (:mod:`neardup.engine`) for methods that
+#: have one, clustered by connected components; the in-memory stage otherwise.
+#: "memory": always the in-memory stage (every candidate pair held and verified; needed
+#: for community detection and HAC, and kept for comparison).
+ENGINES = ("local", "memory")
 
 KEEP_RULES = ("longest", "first")
 STATUS_OK = "ok"
@@ -221,17 +235,7 @@ class Result:
         }
 
 
-class _Timer:
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+_Timer = StageTimer
 
 
 def choose_representatives(labels: np.ndarray, lengths: np.ndarray, keep: str) -> np.ndarray:
@@ -336,6 +340,9 @@ def run(
     progress: bool | None = None,
     total: int | None = None,
     reread: Callable[[], Iterable[DocumentBatch]] | None = None,
+    engine: str = "local",
+    corpus_stage: CorpusStageConfig | None = None,
+    input_identity: Any = None,
 ) -> Result:
     """Run ``method`` over ``batches`` and cluster the result.
 
@@ -355,9 +362,32 @@ def run(
         Returns the same batches again. When given, a second pass reads the texts of the
         paired documents (only those) to give every pair its duplicate type
         (``Result.pair_types``); raw text is never held for the whole corpus.
+    engine : {"local", "memory"}, default "local"
+        See :data:`ENGINES`. With "local", methods that have a keyed corpus stage
+        (exact, minhash, simhash) spill sketches and keys to a work directory and hold
+        only per-document arrays; ``Result.pairs`` is then the spanning forest of
+        verified edges that joined each cluster, not every matching pair.
+    corpus_stage : CorpusStageConfig or None
+        Work directory, memory limit, partitions and resumption of that stage.
+    input_identity : JSON-able, optional
+        Identifies the input (e.g. file paths, sizes, modification times) so that a
+        resumed work directory is refused for another input.
     """
     check_choice("run", "keep", keep, KEEP_RULES)
+    check_choice("run", "engine", engine, ENGINES)
     timer = _Timer()
+    if engine == "local" and supports_corpus_stage(method, cluster.algorithm):
+        stage = run_corpus_stage(
+            batches, method, config=corpus_stage or CorpusStageConfig(),
+            time_window_hours=cluster.time_window_hours, input_identity=input_identity,
+            timer=timer, progress=progress, total=total,
+        )
+        result = _result_from_stage(stage, method, cluster, keep, timer)
+        if reread is not None:
+            with timer.stage("pair types"):
+                result.pair_types = pair_types(result, method, reread(), stage.dates,
+                                               time_window_hours=cluster.time_window_hours)
+        return result
     corpus = sketch_corpus(batches, method, timer=timer, progress=progress, total=total)
     result = run_on_sketch(corpus, method, cluster=cluster, keep=keep, timer=timer)
     if reread is not None:
@@ -400,6 +430,46 @@ def pair_types(
     window = {} if time_window_hours is None else {"time_window_hours": time_window_hours}
     types = classify_pairs(pairs, texts, dates=dates, cluster_sizes=result.cluster_size, **window)
     return np.asarray(types, dtype=object)
+
+
+def _cluster_from_roots(roots: np.ndarray, cluster: ClusterConfig):
+    """Labels, sizes, oversized flags and pre-split groups from union-find roots, with the
+    same oversized rule as :func:`~neardup.graph.cluster.cluster_pairs`."""
+    from neardup.graph.cluster import canonical_labels
+
+    labels = canonical_labels(roots)
+    sizes = np.bincount(labels)[labels] if labels.size else np.zeros(0, np.int64)
+    oversized = np.zeros(labels.size, dtype=bool)
+    groups = labels
+    if cluster.max_cluster_size is not None:
+        oversized = sizes > cluster.max_cluster_size
+        if cluster.oversized == "split" and oversized.any():
+            positions = np.arange(labels.size, dtype=np.int64)
+            labels = canonical_labels(np.where(oversized, positions, roots))
+            sizes = np.bincount(labels)[labels]
+    return labels, sizes.astype(np.int64), oversized, groups
+
+
+def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str, timer) -> Result:
+    with timer.stage("cluster"):
+        labels, sizes, oversized, groups = _cluster_from_roots(stage.roots, cluster)
+        representative = choose_representatives(labels, stage.lengths, keep)
+    status = np.where(stage.n_features > 0, STATUS_OK, STATUS_EMPTY).astype(object)
+    return Result(
+        ids=stage.ids,
+        clusters=labels,
+        cluster_size=sizes,
+        representative=representative,
+        status=status,
+        template=oversized,
+        template_groups=groups,
+        pairs=stage.pairs,
+        outside_window=stage.outside_window,
+        method=method.name,
+        params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep,
+                "engine": "local", "corpus_stage": stage.stats},
+        timings=timer.seconds,
+    )
 
 
 def run_on_sketch(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["progress_bar"]
+__all__ = ["StageTimer", "progress_bar"]
 
 
 @contextmanager
@@ -46,3 +47,18 @@ def progress_bar(
                 bar.update(task, advance=n, status=status)
 
         yield advance
+
+
+class StageTimer:
+    """Seconds spent per named stage of a run (summed when a stage repeats)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start

@@ -11,6 +11,20 @@ first can run on any executor (local, a process pool, Ray ``map_batches``) witho
 2. :meth:`Method.find_pairs` — over the concatenated sketch of the whole corpus, returns
    scored candidate :class:`~neardup.graph.Pairs` (document positions).
 
+Methods whose candidates come from equal keys (exact hashes, LSH bands, SimHash blocks)
+also implement the *keyed contract* that the engine-independent corpus stage
+(:mod:`neardup.engine`) runs out of core and that no step of needs the whole corpus in
+memory:
+
+* :meth:`Method.candidate_keys` — per batch sketch, the keys each document files under
+  (:class:`CandidateKeys`);
+* :attr:`Method.candidate_arrays` — the fixed-width sketch arrays the stage stores per
+  document so that candidates can be checked later;
+* :meth:`Method.score_candidates` — scores and accepts candidate edges from the rows of
+  those arrays, in bounded batches;
+* :meth:`Method.link_bucket` (optional) — methods whose keys are weak (SimHash blocks hold
+  unrelated documents) verify inside each key group instead of linking it as a star.
+
 Documents with ``n_features == 0`` (empty after normalization) are never paired.
 """
 
@@ -27,7 +41,32 @@ from neardup._params import ParamsMixin
 from neardup.graph.edges import Pairs
 from neardup.text.shingle import ShingleSets
 
-__all__ = ["Method", "Sketch"]
+__all__ = ["CandidateKeys", "Method", "Sketch"]
+
+
+@dataclass
+class CandidateKeys:
+    """The keys under which a sketch's documents meet their candidates.
+
+    Attributes
+    ----------
+    docs : ndarray of int64, shape (n_rows,)
+        Position of the document (within its sketch) each key belongs to; a document can
+        own several rows (one per LSH band, one per SimHash block) or none (empty).
+    keys : ndarray of uint64, shape (n_rows,)
+        Well-mixed 64-bit keys; documents sharing one are candidates. The corpus stage
+        partitions rows by key bits, so keys must look uniformly random.
+    payload : ndarray of uint64, shape (n_rows,), or None
+        A fixed-width value carried with each row into its key group, for
+        :meth:`Method.link_bucket` (the SimHash fingerprint).
+    """
+
+    docs: np.ndarray
+    keys: np.ndarray
+    payload: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.docs.shape[0])
 
 
 @dataclass
@@ -120,3 +159,30 @@ class Method(ParamsMixin, ABC):
     @abstractmethod
     def find_pairs(self, sketch: Sketch) -> Pairs:
         """Scored candidate pairs over a whole corpus sketch, canonical (left < right)."""
+
+    # -- keyed contract (see the module docstring) ---------------------------------------
+
+    @property
+    def candidate_arrays(self) -> tuple[str, ...] | None:
+        """Names of the :attr:`Sketch.arrays` that :meth:`score_candidates` reads, or None
+        when the method does not implement the keyed contract (its corpus-wide stage then
+        runs in memory through :meth:`find_pairs`)."""
+        return None
+
+    def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
+        """Keys of a batch sketch's comparable documents (``n_features > 0``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no keyed corpus stage")
+
+    def score_candidates(
+        self, left: dict[str, np.ndarray], right: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Scores (float32) and acceptance (bool) of candidate edges, given the rows of
+        :attr:`candidate_arrays` of their two sides (row-aligned, one row per edge)."""
+        raise NotImplementedError(f"{type(self).__name__} has no keyed corpus stage")
+
+    def link_bucket(self, keys: np.ndarray, docs: np.ndarray, payload: np.ndarray | None) -> Pairs | None:
+        """Verified edges among rows sharing keys, or None (the default) to let the corpus
+        stage link each key group as a star plus chain and verify those edges with
+        :meth:`score_candidates`. ``keys``, ``docs``, ``payload`` are one key partition's
+        rows, in any order."""
+        return None

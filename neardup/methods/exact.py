@@ -16,7 +16,7 @@ from numba import njit, uint64
 
 from neardup.errors import check_int
 from neardup.graph.edges import Pairs
-from neardup.methods.base import Method, Sketch
+from neardup.methods.base import CandidateKeys, Method, Sketch
 from neardup.text.hashing import encode_codepoints, mix64, seed_words
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 
@@ -94,3 +94,16 @@ class ExactHash(Method):
     def find_pairs(self, sketch: Sketch) -> Pairs:
         valid = np.flatnonzero(sketch.n_features > 0)
         return chain_equal_rows(sketch.arrays["digest"][valid], valid)
+
+    @property
+    def candidate_arrays(self) -> tuple[str, ...] | None:
+        return ("digest",)
+
+    def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
+        valid = np.flatnonzero(sketch.n_features > 0)
+        # The first digest word is already a mixed hash; the second confirms it.
+        return CandidateKeys(valid, np.ascontiguousarray(sketch.arrays["digest"][valid, 0]))
+
+    def score_candidates(self, left, right):
+        same = np.all(left["digest"] == right["digest"], axis=1)
+        return same.astype(np.float32), same

@@ -24,8 +24,8 @@ from numba import njit, prange, uint64
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
-from neardup.methods.base import Method, Sketch
-from neardup.methods.lsh import banded_candidates, check_banding, optimal_bands
+from neardup.methods.base import CandidateKeys, Method, Sketch
+from neardup.methods.lsh import band_keys, banded_candidates, check_banding, optimal_bands
 from neardup.text.hashing import seed_words
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
@@ -249,3 +249,20 @@ class MinHashLSH(Method):
             score = jaccard_from_signatures(signature, candidates.left, candidates.right)
         pairs = Pairs(candidates.left, candidates.right, score)
         return pairs if self.verify == "none" else pairs.above(self.threshold)
+
+    @property
+    def candidate_arrays(self) -> tuple[str, ...] | None:
+        # Exact verification needs the ragged shingle sets: that runs in memory.
+        return None if self.verify == "exact" else ("signature",)
+
+    def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
+        valid = np.flatnonzero(sketch.n_features > 0)
+        bands, rows = self.banding
+        keys = band_keys(sketch.arrays["signature"][valid], bands, rows)  # (bands, n_valid)
+        return CandidateKeys(np.tile(valid, bands), keys.ravel())
+
+    def score_candidates(self, left, right):
+        a, b = left["signature"], right["signature"]
+        score = (a == b).mean(axis=1, dtype=np.float64).astype(np.float32)
+        accept = np.ones(score.shape[0], bool) if self.verify == "none" else score >= self.threshold
+        return score, accept

@@ -41,7 +41,8 @@ from numba import njit, prange, uint64
 
 from neardup.errors import check_choice, check_int
 from neardup.graph.edges import Pairs
-from neardup.methods.base import Method, Sketch
+from neardup.methods.base import CandidateKeys, Method, Sketch
+from neardup.text.hashing import mix64_array
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
 
@@ -402,6 +403,50 @@ class SimHash(Method):
             reps = np.unique(np.concatenate(oversized))
             self.oversized_docs_ = np.sort(docs_sorted[np.isin(rep_doc[group], reps)])
         return Pairs.concat(parts).canonical()
+
+    # -- keyed contract: one key per fingerprint block, verified inside each key group --
+
+    @property
+    def candidate_arrays(self) -> tuple[str, ...] | None:
+        return ("fingerprint",)
+
+    def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
+        valid = np.flatnonzero(np.asarray(sketch.n_features) > 0)
+        fps = np.asarray(sketch.arrays["fingerprint"], dtype=np.uint64)[valid]
+        docs, keys = [], []
+        for index, (shift, width) in enumerate(_block_bounds(self.threshold + 1)):
+            mask = np.uint64((1 << width) - 1) if width < _BITS else np.uint64(2**64 - 1)
+            block = (fps >> np.uint64(shift)) & mask
+            # The block index salts the key so blocks never share a group.
+            keys.append(mix64_array(block, salt=0x5B10C + (index << 20)))
+            docs.append(valid)
+        return CandidateKeys(np.concatenate(docs), np.concatenate(keys), np.tile(fps, len(docs)))
+
+    def score_candidates(self, left, right):
+        dist = hamming_distance(left["fingerprint"], right["fingerprint"])
+        return (1.0 - dist / _BITS).astype(np.float32), dist <= self.threshold
+
+    def link_bucket(self, keys: np.ndarray, docs: np.ndarray, payload: np.ndarray | None) -> Pairs:
+        """Within each key group: identical fingerprints join their earliest document, and
+        distinct ones are compared in fingerprint order with the ``max_block_size``
+        window, exactly as :meth:`find_pairs` does per block."""
+        order = np.lexsort((docs, payload, keys))
+        k, d, fp = keys[order], docs[order], payload[order]
+        if k.size < 2:
+            return Pairs.empty()
+        new = np.ones(k.size, dtype=bool)
+        new[1:] = (k[1:] != k[:-1]) | (fp[1:] != fp[:-1])
+        group = np.cumsum(new) - 1
+        rep_doc, rep_fp, rep_key = d[new], fp[new], k[new]
+        dup = ~new
+        parts = [Pairs(rep_doc[group[dup]], d[dup], np.ones(int(dup.sum()), np.float32))]
+        if self.threshold > 0:
+            starts, sizes = _runs(rep_key)
+            if starts.size:
+                run_order = np.arange(rep_fp.size)
+                left, right, dist = self._verified_pairs(rep_fp, run_order, starts, sizes)
+                parts.append(Pairs(rep_doc[left], rep_doc[right], 1.0 - dist / _BITS))
+        return Pairs.concat(parts)
 
     def _verified_pairs(
         self, rep_fp: np.ndarray, block_order: np.ndarray, starts: np.ndarray, sizes: np.ndarray

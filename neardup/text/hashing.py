@@ -51,3 +51,18 @@ def encode_codepoints(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     # survive in badly decoded input) instead of failing the batch.
     raw = "".join(texts).encode("utf-32-le", "surrogatepass")
     return np.frombuffer(raw, dtype=np.uint32), offsets
+
+
+@njit(cache=True)
+def _mix64_array(values, salt, out):
+    for i in range(values.shape[0]):
+        out[i] = mix64(values[i] ^ salt)
+
+
+def mix64_array(values: np.ndarray, salt: int = 0) -> np.ndarray:
+    """:func:`mix64` of ``values ^ salt`` for a uint64 array: turns structured values
+    (fingerprint blocks, digests) into uniformly spread keys."""
+    values = np.ascontiguousarray(values, dtype=np.uint64)
+    out = np.empty(values.shape[0], dtype=np.uint64)
+    _mix64_array(values, np.uint64(salt), out)
+    return out

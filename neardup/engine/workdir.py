@@ -1,0 +1,139 @@
+"""The work directory of an out-of-core run: spilled stages, their markers, resumption.
+
+Layout::
+
+    WORK_DIR/
+      manifest.json            what the run is (method, parameters, input fingerprint)
+      sketch/                  stage 1, complete when sketch/_DONE.json exists
+        docs.parquet           id, length, source, date, n_features (one row per document)
+        arrays/NAME.bin        fixed-width per-document arrays for verification (raw, C order)
+        keys/p-PPPP-CCCCC.arrow  candidate keys hashed into partitions by key bits
+      edges/                   stage 2: one file per key partition (written atomically)
+        p-PPPP.arrow, _DONE.json
+      components/              stage 3: forest, outside-window pairs and labels
+        forest.arrow, outside.arrow, roots.npy, _DONE.json
+
+A stage's ``_DONE.json`` records the key of the parameters it was computed with; a rerun
+with ``resume=True`` skips every stage whose key still matches, redoes the rest, and
+refuses a work directory that belongs to another input or method. Markers are written
+last and atomically (temporary file + rename), so a killed stage is simply redone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.feather as feather
+
+__all__ = ["WorkDir", "WorkDirError"]
+
+MANIFEST_VERSION = 1
+
+
+class WorkDirError(ValueError):
+    """The work directory cannot be used for this run (foreign, or used by another run)."""
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_arrow(path: Path, table: pa.Table) -> None:
+    """Write an Arrow IPC file atomically (uncompressed: these files are read once, soon)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    feather.write_feather(table, tmp, compression="uncompressed")
+    os.replace(tmp, path)
+
+
+def read_arrow(path: Path) -> pa.Table:
+    return feather.read_table(path, memory_map=False)
+
+
+class WorkDir:
+    """A run's work directory.
+
+    Parameters
+    ----------
+    path : path
+    identity : dict
+        What the run reads and how it sketches (method sketch parameters, input
+        fingerprint): a directory made for another identity is refused.
+    resume : bool
+        Reuse completed stages. Without it, a directory holding a previous run is
+        refused rather than silently overwritten.
+    """
+
+    def __init__(self, path: str | os.PathLike, identity: dict[str, Any], *, resume: bool) -> None:
+        self.path = Path(path)
+        self.identity = identity
+        self.path.mkdir(parents=True, exist_ok=True)
+        manifest = self.path / "manifest.json"
+        if manifest.exists():
+            try:
+                saved = json.loads(manifest.read_text())
+            except (OSError, json.JSONDecodeError) as exc:
+                raise WorkDirError(
+                    f"work dir {self.path}: manifest.json is unreadable ({exc}); "
+                    "use another (empty) work directory"
+                ) from None
+            if not resume:
+                raise WorkDirError(
+                    f"work dir {self.path} holds a previous run; resume it (--resume; "
+                    "resume=True) or give an empty work directory"
+                )
+            if saved.get("version") != MANIFEST_VERSION or saved.get("identity") != _jsonable(identity):
+                raise WorkDirError(
+                    f"work dir {self.path} belongs to a run with another input, method or "
+                    "sketch parameters; it cannot be resumed for this one. Use another "
+                    "work directory"
+                )
+        else:
+            leftovers = [p.name for p in self.path.iterdir()]
+            if leftovers:
+                raise WorkDirError(
+                    f"work dir {self.path} is not empty and is not a neardup work directory "
+                    f"(holds {', '.join(sorted(leftovers)[:3])}); give an empty or new directory"
+                )
+            _atomic_write_text(
+                manifest, json.dumps({"version": MANIFEST_VERSION, "identity": _jsonable(identity)},
+                                     indent=1, sort_keys=True)
+            )
+
+    def stage_dir(self, name: str) -> Path:
+        return self.path / name
+
+    def done(self, stage: str, key: str) -> dict[str, Any] | None:
+        """The stage's recorded facts if it completed with ``key``, else None."""
+        marker = self.path / stage / "_DONE.json"
+        if not marker.exists():
+            return None
+        try:
+            saved = json.loads(marker.read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
+        return saved.get("facts") if saved.get("key") == key else None
+
+    def start(self, stage: str, *, keep_files: bool = False) -> Path:
+        """A stage directory ready to be (re)computed: its marker removed and, unless
+        ``keep_files`` (a stage that resumes file by file), its contents cleared."""
+        directory = self.path / stage
+        if directory.exists() and not keep_files:
+            shutil.rmtree(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "_DONE.json").unlink(missing_ok=True)
+        return directory
+
+    def finish(self, stage: str, key: str, facts: dict[str, Any]) -> None:
+        _atomic_write_text(self.path / stage / "_DONE.json",
+                           json.dumps({"key": key, "facts": facts}, sort_keys=True))
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
