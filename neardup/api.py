@@ -11,6 +11,7 @@ from neardup.errors import InputError, check_int
 from neardup.io._dates import as_datetime64, field_epoch_seconds
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method, method_parameters
+from neardup.engine import CorpusStageConfig
 from neardup.pipeline import ClusterConfig, Result, run
 
 __all__ = ["dedup"]
@@ -95,6 +96,11 @@ def dedup(
     batch_size: int = 10_000,
     progress: bool | None = False,
     pair_types: bool = True,
+    engine: str = "local",
+    work_dir: str | None = None,
+    memory_limit: int | str | None = None,
+    partitions: int | None = None,
+    resume: bool = False,
     **params: Any,
 ) -> Result:
     """Find near-duplicates in an in-memory corpus and cluster them.
@@ -119,6 +125,20 @@ def dedup(
     pair_types : bool, default True
         Give every pair its duplicate type (exact, expanded, corrected, template, near) in
         ``Result.pair_types``; costs a second look at the paired documents' texts.
+    engine : {"local", "memory"}, default "local"
+        "local" runs exact, minhash and simhash (clustered by components) through the
+        out-of-core corpus stage (:mod:`neardup.engine`): memory bounded by
+        ``memory_limit`` plus a few bytes per document, and ``Result.pairs`` holds the
+        verified edges that joined each cluster. "memory" keeps every candidate pair in
+        memory (the only engine for the other methods and clusterings).
+    work_dir : path or None, default None
+        Where the corpus stage spills (None: a temporary directory, removed at the end).
+    memory_limit : int (bytes), str ("4GB") or None, default None
+        Budget of the corpus stage's buffers; None: a quarter of physical memory.
+    partitions : int or None, default None
+        Key partitions of the corpus stage (None: from the corpus size).
+    resume : bool, default False
+        Continue a killed run from the completed stages in ``work_dir``.
     **params
         Method parameters (e.g. ``threshold=0.5, num_perm=128`` for "minhash"; see each
         method class) and clustering parameters: ``cluster`` ("components", "leiden",
@@ -162,5 +182,7 @@ def dedup(
         if pair_types
         else None
     )
+    stage = CorpusStageConfig(work_dir=None if work_dir is None else str(work_dir),
+                              memory_limit=memory_limit, partitions=partitions, resume=resume)
     return run(batches, method_obj, cluster=cluster, keep=keep, progress=progress,
-               total=len(items), reread=reread)
+               total=len(items), reread=reread, engine=engine, corpus_stage=stage)

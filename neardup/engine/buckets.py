@@ -1,24 +1,26 @@
 """Documents grouped by candidate key become a linear number of candidate edges.
 
-Expanding a bucket of ``m`` documents into all ``m * (m - 1) / 2`` pairs is what made a
-1M-document run need 20 GB (one template bucket of 100,000 copies alone would need 5
-billion pairs). Here a bucket becomes at most ``2 * (m - 1)`` edges:
+Expanding every bucket of ``m`` documents into all ``m * (m - 1) / 2`` pairs is what made a
+1M-document run need 20 GB (one bucket of 100,000 copies alone would need 5 billion
+pairs). Here a bucket becomes:
 
-* a *star*: every member against the bucket's anchor (its first document in input
-  order), so a verified copy joins the anchor's cluster in one step;
-* a *chain*: each non-anchor member against the next, so two members that match each
-  other but not the anchor (a story and its abridgement, both far from a longer
-  anchor) can still be linked.
+* all its pairs while it is small (``m <= all_pairs_upto``, a method's
+  ``bucket_all_pairs_upto``: MinHash's ``max_bucket_pairs``, 50 by default), so a member
+  that matches another member but not the first still gets its edge — a constant per
+  document, not a function of the bucket;
+* above that, a *star* (every member against the bucket's anchor, its first document)
+  plus a *chain* (each member against the next), at most ``2 * (m - 1)`` edges.
 
-Edges are verified afterwards and only joins matter for connected components, so a
-member linked twice costs one extra check, never a quadratic blow-up.
+Candidates are verified afterwards and only joins matter for connected components, so
+edges between documents already joined are skipped without a check.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-__all__ = ["group_runs", "star_chain_edges"]
+__all__ = ["bucket_edges", "group_runs"]
 
 
 def group_runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -33,49 +35,66 @@ def group_runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts, sizes
 
 
-def star_chain_edges(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate edges (left, right), int64, of documents sharing a key.
+@njit(cache=True)
+def _edge_count(sizes, all_pairs_upto):
+    total = 0
+    for m in sizes:
+        if m <= all_pairs_upto:
+            total += m * (m - 1) // 2
+        elif m > 1:
+            total += 2 * m - 3  # m - 1 star edges, m - 2 chain edges
+    return total
+
+
+@njit(cache=True)
+def _emit_edges(docs, starts, sizes, all_pairs_upto, left, right):
+    k = 0
+    for g in range(starts.shape[0]):
+        s, m = starts[g], sizes[g]
+        if m <= all_pairs_upto:
+            for a in range(m):
+                for b in range(a + 1, m):
+                    left[k] = docs[s + a]
+                    right[k] = docs[s + b]
+                    k += 1
+        elif m > 1:
+            for a in range(1, m):
+                left[k] = docs[s]
+                right[k] = docs[s + a]
+                k += 1
+            for a in range(1, m - 1):
+                left[k] = docs[s + a]
+                right[k] = docs[s + a + 1]
+                k += 1
+    return k
+
+
+def bucket_edges(
+    sorted_docs: np.ndarray, starts: np.ndarray, sizes: np.ndarray, all_pairs_upto: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate edges of the buckets ``sorted_docs[starts[g] : starts[g] + sizes[g]]``.
 
     Parameters
     ----------
-    keys : ndarray of uint64, shape (m,)
-    docs : ndarray of int64, shape (m,)
-        Document position of each key row.
+    sorted_docs : ndarray of int64
+        Document positions grouped by key, ascending inside each group (so a bucket's
+        anchor is its first document in input order).
+    starts, sizes : ndarray of int64
+        The buckets to link.
+    all_pairs_upto : int, default 0
+        Buckets of at most this many members yield all their pairs; larger ones a star
+        plus a chain.
 
     Returns
     -------
     left, right : ndarray of int64
-        ``left < right``; at most ``2 * (bucket size - 1)`` edges per bucket, unique
-        within this call.
+        Edges, ``left`` the earlier document in the bucket; may repeat across buckets.
     """
-    if keys.shape[0] < 2:
-        empty = np.empty(0, np.int64)
-        return empty, empty
-    order = np.lexsort((docs, keys))
-    keys_sorted, docs_sorted = keys[order], docs[order]
-    starts, sizes = group_runs(keys_sorted)
-    # The anchor of each row's bucket: its first (smallest) document.
-    anchor = np.repeat(docs_sorted[starts], sizes)
-    member = np.ones(keys_sorted.shape[0], dtype=bool)
-    member[starts] = False  # anchors are not members of their own star
-    star_left, star_right = anchor[member], docs_sorted[member]
-    # Chain: member i -> member i+1 inside a bucket, skipping the anchor (already starred).
-    nxt = np.zeros(keys_sorted.shape[0], dtype=bool)
-    nxt[1:] = member[1:] & member[:-1] & (keys_sorted[1:] == keys_sorted[:-1])
-    chain_right = docs_sorted[nxt]
-    chain_left = docs_sorted[np.flatnonzero(nxt) - 1]
-    left = np.concatenate((star_left, chain_left))
-    right = np.concatenate((star_right, chain_right))
-    keep = left != right  # a document listed twice under one key
-    left, right = left[keep], right[keep]
-    lo, hi = np.minimum(left, right), np.maximum(left, right)
-    if lo.size == 0:
-        return lo, hi
-    # Unique edges, sorted, so verification reads signatures in order.
-    code = np.unique(lo.astype(np.uint64) << np.uint64(32) | hi.astype(np.uint64)) if (
-        hi.size and int(hi.max()) < 2**32
-    ) else None
-    if code is not None:
-        return (code >> np.uint64(32)).astype(np.int64), (code & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    pairs = np.unique(np.stack((lo, hi), axis=1), axis=0)
-    return pairs[:, 0].copy(), pairs[:, 1].copy()
+    starts = np.ascontiguousarray(starts, np.int64)
+    sizes = np.ascontiguousarray(sizes, np.int64)
+    total = _edge_count(sizes, all_pairs_upto)
+    left = np.empty(total, np.int64)
+    right = np.empty(total, np.int64)
+    _emit_edges(np.ascontiguousarray(sorted_docs, np.int64), starts, sizes, all_pairs_upto,
+                left, right)
+    return left, right

@@ -28,7 +28,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.engine.buckets import star_chain_edges
+from neardup.engine.buckets import bucket_edges, group_runs
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, read_arrow, write_arrow
 from neardup.errors import check_int
@@ -109,27 +109,41 @@ class CorpusStageConfig:
         Budget for the stage's buffers (key spill buffer, verification batches); None:
         :func:`default_memory_limit`. Per-document arrays (8 bytes each for the
         union-find, lengths and dates) come on top.
-    partitions : int, default 256
+    partitions : int or None, default None
         Key partitions. Each is grouped in memory on its own, so a partition's keys
-        (16-24 bytes each) should fit in a quarter of ``memory_limit``: raise it for
-        corpora beyond ~10^8 documents.
+        (16-24 bytes each) should fit in a quarter of ``memory_limit``. None: from the
+        number of documents when it is known (1 for a small corpus, up to 4096), else
+        256 (enough for ~10^8 documents with the default memory limit).
     resume : bool, default False
         Reuse the completed stages found in ``work_dir``.
     """
 
     work_dir: str | None = None
     memory_limit: int | None = None
-    partitions: int = 256
+    partitions: int | None = None
     resume: bool = False
 
     def __post_init__(self) -> None:
-        check_int("CorpusStageConfig", "partitions", self.partitions, low=1, high=1 << 16)
+        if self.partitions is not None:
+            check_int("CorpusStageConfig", "partitions", self.partitions, low=1, high=1 << 16)
         if self.memory_limit is not None:
             object.__setattr__(self, "memory_limit", parse_memory(self.memory_limit))
 
     @property
     def budget(self) -> int:
         return self.memory_limit or default_memory_limit()
+
+    def resolve(self, n_docs: int | None) -> CorpusStageConfig:
+        """This config with ``partitions`` fixed: enough that one partition's keys (about
+        40 rows of 24 bytes per document, grouping doubles them) take an eighth of the
+        budget, a power of two."""
+        if self.partitions is not None:
+            return self
+        if n_docs is None:
+            return replace(self, partitions=256)
+        need = n_docs * 40 * 24 * 2 / max(self.budget // 8, 1)
+        partitions = 1 << max(int(np.ceil(np.log2(max(need, 1.0)))), 0)
+        return replace(self, partitions=min(partitions, 4096))
 
 
 def supports_corpus_stage(method: Method, algorithm: str) -> bool:
@@ -244,141 +258,202 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
     return facts
 
 
-def _edges_stage(wd: WorkDir, method: Method, config: CorpusStageConfig, timer,
-                 progress) -> dict[str, Any]:
-    key = _stage_key("edges", method.name, method.get_params(), config.partitions)
-    facts = wd.done("edges", key)
+_NO_DATE = np.iinfo(np.int64).min
+
+
+def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, Any],
+                config: CorpusStageConfig, window_hours: float | None, timer,
+                progress) -> dict[str, Any]:
+    """Per key partition: verified edges that join documents (a partition-local
+    spanning forest) and the verified pairs the time window keeps apart. One file per
+    partition, written atomically, so an interrupted stage resumes at the first missing
+    partition."""
+    facts = wd.done("link", key)
     if facts is not None:
         return facts
-    directory = wd.stage_dir("edges")
+    directory = wd.stage_dir("link")
     stamp = directory / "_KEY"
-    # Partition files of an interrupted run with the same parameters are kept.
     same = stamp.exists() and stamp.read_text() == key
-    directory = wd.start("edges", keep_files=same)
+    directory = wd.start("link", keep_files=same)
     stamp.write_text(key)
+    n_docs = sketch_facts["n_docs"]
+    store = _ArrayStore(wd, sketch_facts["arrays"], n_docs)
+    dates = None
+    if window_hours is not None:
+        date = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=["date"]).column("date")
+        dates = date.cast(pa.int64()).fill_null(_NO_DATE).to_numpy()
     keys_dir = wd.stage_dir("sketch") / "keys"
-    files = sorted(os.listdir(keys_dir))
     by_part: dict[int, list[str]] = {}
-    for name in files:
+    for name in sorted(os.listdir(keys_dir)):
         by_part.setdefault(int(name[2:6]), []).append(name)
-    n_edges, verified = 0, None
-    with progress_bar("bucketing", total=config.partitions, unit="partitions",
+    # Rows of one chunk and their stored arrays must fit in a quarter of the budget.
+    chunk_rows = int(max(config.budget // 4 // (store.row_bytes + 64), 1024))
+    totals = {"candidate_edges": 0, "verified_edges": 0}
+    with progress_bar("linking", total=config.partitions, unit="partitions",
                       enabled=progress) as advance, timer.stage("pairs"):
         for p in range(config.partitions):
             out = directory / f"p-{p:04d}.arrow"
-            if out.exists():
-                n_edges += read_arrow(out).num_rows
-                advance(1)
-                continue
-            tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
-            if tables:
-                table = pa.concat_tables(tables)
-                keys = table.column("key").to_numpy()
-                docs = table.column("doc").to_numpy()
-                payload = table.column("payload").to_numpy() if "payload" in table.column_names else None
-                del tables, table
-                linked = method.link_bucket(keys, docs, payload)
-            else:
-                keys = docs = payload = linked = None
-            if linked is not None:
-                pairs = linked.canonical()
-                left, right, score = pairs.left, pairs.right, pairs.score
-                verified = True
-            elif keys is not None:
-                left, right = star_chain_edges(keys, docs)
-                score = np.full(left.size, np.nan, np.float32)
-            else:
-                left = right = np.empty(0, np.int64)
-                score = np.empty(0, np.float32)
-            write_arrow(out, pa.table({"left": left, "right": right, "score": score}))
-            n_edges += int(left.size)
+            done = directory / f"p-{p:04d}.json"
+            if not (out.exists() and done.exists()):
+                tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
+                forest, outside, counts = _link_partition(
+                    method, tables, store, dates, window_hours, chunk_rows)
+                del tables
+                write_arrow(out, pa.table({
+                    "left": np.concatenate((forest.left, outside.left)),
+                    "right": np.concatenate((forest.right, outside.right)),
+                    "score": np.concatenate((forest.score, outside.score)),
+                    "outside_window": np.concatenate((np.zeros(len(forest), bool),
+                                                      np.ones(len(outside), bool))),
+                }))
+                _atomic_json(done, counts)
+            counts = json.loads(done.read_text())
+            for name in totals:
+                totals[name] += counts[name]
             advance(1)
-    facts = {"n_edges": n_edges}
-    wd.finish("edges", key, facts)
-    return facts
+    wd.finish("link", key, totals)
+    return totals
 
 
-def _components_stage(wd: WorkDir, method: Method, sketch_facts: dict[str, Any],
-                      config: CorpusStageConfig, window_hours: float | None, timer,
-                      progress) -> dict[str, Any]:
-    key = _stage_key("components", method.name, method.get_params(), config.partitions,
-                     window_hours)
+def _atomic_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(value))
+    os.replace(tmp, path)
+
+
+class _ArrayStore:
+    """The per-document arrays of the sketch stage, read back by row. Files are mapped per
+    read, so the pages touched leave the process with the mapping (they stay in the OS
+    cache): resident memory is the rows read, not the corpus."""
+
+    def __init__(self, wd: WorkDir, layout: dict[str, list], n_docs: int) -> None:
+        self.layout = {name: (np.dtype(d), tuple(tail)) for name, (d, tail) in layout.items()}
+        self.paths = {name: wd.stage_dir("sketch") / "arrays" / f"{name}.bin" for name in layout}
+        self.n_docs = n_docs
+        self.row_bytes = sum(d.itemsize * int(np.prod(t or (1,))) for d, t in self.layout.values())
+
+    def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
+        out = {}
+        for name, (dtype, tail) in self.layout.items():
+            mapped = np.memmap(self.paths[name], dtype=dtype, mode="r", shape=(self.n_docs, *tail))
+            out[name] = np.asarray(mapped[docs])
+            del mapped
+        return out
+
+
+class _PartitionLinker:
+    """Joins one partition's documents: a union-find over the partition's documents
+    (dense local ids), skipping candidates already joined, verifying the rest."""
+
+    def __init__(self, method: Method, docs: np.ndarray, dates: np.ndarray | None,
+                 window_hours: float | None) -> None:
+        self.method = method
+        self.local_docs = np.unique(docs)
+        self.uf = UnionFind(self.local_docs.size)
+        self.dates, self.window_hours = dates, window_hours
+        self.forest: list[tuple[np.ndarray, ...]] = []
+        self.outside: list[tuple[np.ndarray, ...]] = []
+        self.counts = {"candidate_edges": 0, "verified_edges": 0}
+
+    def consider(self, left, right, score=None, rows=None) -> None:
+        """Candidate edges (global positions). ``score`` given: already verified;
+        otherwise ``rows`` = (chunk documents, their stored arrays) to verify with."""
+        self.counts["candidate_edges"] += int(left.size)
+        ll = np.searchsorted(self.local_docs, left)
+        rl = np.searchsorted(self.local_docs, right)
+        todo = ~self.uf.connected(ll, rl)
+        left, right, ll, rl = left[todo], right[todo], ll[todo], rl[todo]
+        if left.size == 0:
+            return
+        if score is None:
+            chunk_docs, arrays = rows
+            li, ri = np.searchsorted(chunk_docs, left), np.searchsorted(chunk_docs, right)
+            score, accept = self.method.score_candidates({k: v[li] for k, v in arrays.items()},
+                                                         {k: v[ri] for k, v in arrays.items()})
+            score, accept = np.asarray(score, np.float32), np.asarray(accept, bool)
+            self.counts["verified_edges"] += int(left.size)
+        else:
+            score, accept = score[todo], np.ones(left.size, dtype=bool)
+        if self.dates is not None:
+            far = _far_apart(self.dates, left, right, self.window_hours)
+            if far.any():
+                gone = accept & far
+                self.outside.append((left[gone], right[gone], score[gone]))
+                accept = accept & ~far
+        merged = self.uf.union(ll, rl, accept)
+        self.forest.append((left[merged], right[merged], score[merged]))
+
+
+def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
+                    dates: np.ndarray | None, window_hours: float | None,
+                    chunk_rows: int) -> tuple[Pairs, Pairs, dict[str, int]]:
+    if not tables:
+        return Pairs.empty(), Pairs.empty(), {"candidate_edges": 0, "verified_edges": 0}
+    table = pa.concat_tables(tables)
+    keys = table.column("key").to_numpy()
+    docs = table.column("doc").to_numpy()
+    payload = table.column("payload").to_numpy() if "payload" in table.column_names else None
+    del table
+    linker = _PartitionLinker(method, docs, dates, window_hours)
+    linked = method.link_bucket(keys, docs, payload)
+    if linked is not None:
+        linker.consider(linked.left, linked.right, linked.score)
+    else:
+        order = np.lexsort((docs, keys))
+        keys, docs = keys[order], docs[order]
+        starts, sizes = group_runs(keys)
+        multi = sizes > 1
+        starts, sizes = starts[multi], sizes[multi]
+        ends = starts + sizes
+        first = 0
+        while first < starts.size:
+            # A chunk of whole buckets whose rows fit the budget (at least one bucket);
+            # the stored arrays of its documents are read once.
+            last = int(np.searchsorted(ends, starts[first] + chunk_rows, "right"))
+            last = max(last, first + 1)
+            chunk_docs = np.unique(docs[int(starts[first]):int(ends[last - 1])])
+            left, right = bucket_edges(docs, starts[first:last], sizes[first:last],
+                                       method.bucket_all_pairs_upto)
+            linker.consider(left, right, rows=(chunk_docs, store.rows(chunk_docs)))
+            first = last
+    return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts
+
+
+def _components_stage(wd: WorkDir, link_key: str, sketch_facts: dict[str, Any],
+                      config: CorpusStageConfig, timer) -> dict[str, Any]:
+    """Global merge of the partitions' forests: a union-find over their edges (nothing
+    left to verify), whose joins form the run's forest."""
+    key = _stage_key("components", link_key)
     facts = wd.done("components", key)
     if facts is not None:
         return facts
     directory = wd.start("components")
-    n_docs = sketch_facts["n_docs"]
-    uf = UnionFind(n_docs)
-    dates = None
-    if window_hours is not None:
-        date = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=["date"]).column("date")
-        dates = date.cast(pa.int64()).fill_null(np.iinfo(np.int64).min).to_numpy()
-    layout = sketch_facts["arrays"]
-    row_bytes = sum(np.dtype(d).itemsize * int(np.prod(tail or [1])) for d, tail in layout.values())
-    batch_edges = int(min(max(config.budget // 4 // (2 * row_bytes + 64), 1024), 1 << 20))
-    forest: list[tuple[np.ndarray, ...]] = []
-    outside: list[tuple[np.ndarray, ...]] = []
-    checked = 0
-    edge_dir = wd.stage_dir("edges")
-    with progress_bar("linking", total=config.partitions, unit="partitions",
-                      enabled=progress) as advance, timer.stage("pairs"):
+    uf = UnionFind(sketch_facts["n_docs"])
+    forest, outside = [], []
+    with timer.stage("cluster"):
         for p in range(config.partitions):
-            table = read_arrow(edge_dir / f"p-{p:04d}.arrow")
-            left_all = table.column("left").to_numpy()
-            right_all = table.column("right").to_numpy()
-            score_all = table.column("score").to_numpy()
-            for start in range(0, left_all.size, batch_edges):
-                left = left_all[start:start + batch_edges]
-                right = right_all[start:start + batch_edges]
-                score = score_all[start:start + batch_edges]
-                todo = ~uf.connected(left, right)
-                left, right, score = left[todo], right[todo], score[todo]
-                if left.size == 0:
-                    continue
-                if np.isnan(score).any():
-                    score, accept = _verify(wd, method, layout, n_docs, left, right)
-                    checked += int(left.size)
-                else:
-                    accept = np.ones(left.size, dtype=bool)
-                if dates is not None:
-                    far = _far_apart(dates, left, right, window_hours)
-                    if far.any():
-                        gone = accept & far
-                        outside.append((left[gone], right[gone], score[gone]))
-                        accept = accept & ~far
-                merged = uf.union(left, right, accept)
-                forest.append((left[merged], right[merged], score[merged]))
-            advance(1)
-    forest_pairs = _concat(forest).canonical()
-    outside_pairs = _concat(outside).canonical()
-    write_arrow(directory / "forest.arrow", _pairs_table(forest_pairs))
-    write_arrow(directory / "outside.arrow", _pairs_table(outside_pairs))
-    np.save(directory / "roots.npy", uf.roots())
-    facts = {"verified_edges": checked, "forest_edges": len(forest_pairs),
-             "outside_window": len(outside_pairs)}
+            table = read_arrow(wd.stage_dir("link") / f"p-{p:04d}.arrow")
+            left = table.column("left").to_numpy()
+            right = table.column("right").to_numpy()
+            score = table.column("score").to_numpy()
+            away = table.column("outside_window").to_numpy(zero_copy_only=False)
+            outside.append((left[away], right[away], score[away]))
+            left, right, score = left[~away], right[~away], score[~away]
+            merged = uf.union(left, right)
+            forest.append((left[merged], right[merged], score[merged]))
+        forest_pairs = _concat(forest).canonical()
+        outside_pairs = _concat(outside).canonical()
+        write_arrow(directory / "forest.arrow", _pairs_table(forest_pairs))
+        write_arrow(directory / "outside.arrow", _pairs_table(outside_pairs))
+        np.save(directory / "roots.npy", uf.roots())
+    facts = {"forest_edges": len(forest_pairs), "outside_window": len(outside_pairs)}
     wd.finish("components", key, facts)
     return facts
 
 
-def _verify(wd: WorkDir, method: Method, layout: dict, n_docs: int, left: np.ndarray,
-            right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Score edges against the stored arrays. The files are mapped for this batch only, so
-    the pages read leave the process when it ends (they stay in the OS cache)."""
-    lefts, rights = {}, {}
-    for name, (dtype, tail) in layout.items():
-        path = wd.stage_dir("sketch") / "arrays" / f"{name}.bin"
-        mapped = np.memmap(path, dtype=np.dtype(dtype), mode="r", shape=(n_docs, *tail))
-        lefts[name] = np.asarray(mapped[left])
-        rights[name] = np.asarray(mapped[right])
-        del mapped
-    score, accept = method.score_candidates(lefts, rights)
-    return np.asarray(score, np.float32), np.asarray(accept, bool)
-
-
 def _far_apart(dates: np.ndarray, left: np.ndarray, right: np.ndarray, hours: float) -> np.ndarray:
-    unknown = np.iinfo(np.int64).min
     a, b = dates[left], dates[right]
-    known = (a != unknown) & (b != unknown)
+    known = (a != _NO_DATE) & (b != _NO_DATE)
     return known & (np.abs(a - b) > hours * 3600.0)
 
 
@@ -451,6 +526,7 @@ def run_corpus_stage(
             "corpus stage; run it through neardup.pipeline.run"
         )
     timer = timer or StageTimer()
+    config = config.resolve(total)
     with tempfile.TemporaryDirectory(prefix="neardup-work-") as scratch:
         path = config.work_dir if config.work_dir is not None else scratch
         wd = WorkDir(path, {"method": method.name, "input": input_identity}, resume=config.resume)
@@ -461,9 +537,11 @@ def run_corpus_stage(
                 "document dates, and the input has none. Give the documents' dates "
                 "(--date-field; date_field= in neardup.dedup) or drop the window."
             )
-        edge_facts = _edges_stage(wd, method, config, timer, progress)
-        comp_facts = _components_stage(wd, method, sketch_facts, config, time_window_hours,
-                                       timer, progress)
+        link_key = _stage_key("link", method.name, method.get_params(), config.partitions,
+                              time_window_hours)
+        link_facts = _link_stage(wd, link_key, method, sketch_facts, config, time_window_hours,
+                                 timer, progress)
+        comp_facts = _components_stage(wd, link_key, sketch_facts, config, timer)
         with timer.stage("cluster"):
             columns = ["id", "length", "n_features"] + (["date"] if sketch_facts["has_dates"] else [])
             docs = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=columns)
@@ -477,8 +555,7 @@ def run_corpus_stage(
                 roots=np.load(comp / "roots.npy"),
                 pairs=_pairs_from(comp / "forest.arrow"),
                 outside_window=_pairs_from(comp / "outside.arrow"),
-                stats={"candidate_keys": sketch_facts["n_keys"],
-                       "candidate_edges": edge_facts["n_edges"], **comp_facts},
+                stats={"candidate_keys": sketch_facts["n_keys"], **link_facts, **comp_facts},
             )
     return output
 

@@ -169,6 +169,13 @@ class Method(ParamsMixin, ABC):
         runs in memory through :meth:`find_pairs`)."""
         return None
 
+    @property
+    def bucket_all_pairs_upto(self) -> int:
+        """Key groups of at most this many documents are linked by all their pairs; larger
+        ones by a star plus a chain (see :mod:`neardup.engine.buckets`). 0: always a star
+        (keys that imply a match, such as exact hashes)."""
+        return 0
+
     def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
         """Keys of a batch sketch's comparable documents (``n_features > 0``)."""
         raise NotImplementedError(f"{type(self).__name__} has no keyed corpus stage")

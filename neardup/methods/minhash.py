@@ -255,6 +255,10 @@ class MinHashLSH(Method):
         # Exact verification needs the ragged shingle sets: that runs in memory.
         return None if self.verify == "exact" else ("signature",)
 
+    @property
+    def bucket_all_pairs_upto(self) -> int:
+        return self.max_bucket_pairs
+
     def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
         valid = np.flatnonzero(sketch.n_features > 0)
         bands, rows = self.banding
