@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from neardup.cli.options import (
 )
 from neardup.errors import NeardupError
 from neardup.methods import make_method
+from neardup.cli.engine import corpus_stage_from_options, engine_options, input_identity
 from neardup.pipeline import KEEP_RULES, Result, run
 
 DEMO_HINT = "no INPUT given: running on the bundled demo corpus"
@@ -67,6 +69,7 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
 @click.option("--report", type=click.Path(path_type=Path), default=None,
               help="Write the run summary, parameters and timings as JSON.")
 @run_options
+@engine_options
 def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     """Find near-duplicates in INPUT files and cluster them.
 
@@ -97,7 +100,9 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         # Pair types need a second read of the paired documents: only when pairs are written.
         reread = (lambda: read_corpus(list(inputs), reader)) if opts["pairs_out"] else None
         result = run(read_corpus(list(inputs), reader), method_obj, cluster=cluster,
-                     keep=opts["keep"], progress=progress, reread=reread)
+                     keep=opts["keep"], progress=progress, reread=reread,
+                     engine=opts["engine"], corpus_stage=corpus_stage_from_options(opts, inputs),
+                     input_identity=input_identity(inputs, dataclasses.asdict(reader)))
         write_seconds = _write_outputs(result, inputs, reader, opts, write_table, write_records,
                                        iter_records)
     except (NeardupError, ValueError) as exc:

@@ -91,8 +91,8 @@ def parse_memory(text: str | int) -> int:
                 f"memory limit must be a size such as 4GB, 512MB or 1.5GiB; got {text!r}"
             )
         value = int(float(match.group(1)) * _UNITS[unit])
-    if value < 16 << 20:
-        raise ValueError(f"memory limit must be at least 16MB; got {text!r}")
+    if value < 1 << 20:
+        raise ValueError(f"memory limit must be at least 1MB; got {text!r}")
     return value
 
 
@@ -281,7 +281,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     dates = None
     if window_hours is not None:
         date = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=["date"]).column("date")
-        dates = date.cast(pa.int64()).fill_null(_NO_DATE).to_numpy()
+        dates = date.cast(pa.timestamp("s")).cast(pa.int64()).fill_null(_NO_DATE).to_numpy()
     keys_dir = wd.stage_dir("sketch") / "keys"
     by_part: dict[int, list[str]] = {}
     for name in sorted(os.listdir(keys_dir)):
@@ -289,15 +289,26 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     # Rows of one chunk and their stored arrays must fit in a quarter of the budget.
     chunk_rows = int(max(config.budget // 4 // (store.row_bytes + 64), 1024))
     totals = {"candidate_edges": 0, "verified_edges": 0}
+    # One union-find across partitions: a document joined in one partition is not
+    # checked again in the next. Partitions are linked in order, so a resumed stage
+    # replays the forests of the completed ones (a prefix) to get the same state.
+    uf = UnionFind(n_docs)
+    resuming = True
     with progress_bar("linking", total=config.partitions, unit="partitions",
                       enabled=progress) as advance, timer.stage("pairs"):
         for p in range(config.partitions):
             out = directory / f"p-{p:04d}.arrow"
             done = directory / f"p-{p:04d}.json"
-            if not (out.exists() and done.exists()):
+            resuming = resuming and out.exists() and done.exists()
+            if resuming:
+                table = read_arrow(out)
+                away = table.column("outside_window").to_numpy(zero_copy_only=False)
+                uf.union(table.column("left").to_numpy()[~away],
+                         table.column("right").to_numpy()[~away])
+            else:
                 tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
                 forest, outside, counts = _link_partition(
-                    method, tables, store, dates, window_hours, chunk_rows)
+                    method, tables, store, dates, window_hours, chunk_rows, uf)
                 del tables
                 write_arrow(out, pa.table({
                     "left": np.concatenate((forest.left, outside.left)),
@@ -342,25 +353,45 @@ class _ArrayStore:
 
 
 class _PartitionLinker:
-    """Joins one partition's documents: a union-find over the partition's documents
-    (dense local ids), skipping candidates already joined, verifying the rest."""
+    """Joins one partition's documents, skipping candidates already joined (by this
+    partition or, on one machine, by the partitions before it: ``uf`` is then the run's
+    union-find) and verifying the rest. An executor that links partitions in parallel
+    gives each its own union-find over the partition's documents; the global merge of
+    the forests gives the same components either way."""
 
     def __init__(self, method: Method, docs: np.ndarray, dates: np.ndarray | None,
-                 window_hours: float | None) -> None:
+                 window_hours: float | None, uf: UnionFind | None = None) -> None:
         self.method = method
-        self.local_docs = np.unique(docs)
-        self.uf = UnionFind(self.local_docs.size)
+        if uf is None:
+            self.local_docs = np.unique(docs)
+            self.uf = UnionFind(self.local_docs.size)
+        else:
+            self.local_docs = None
+            self.uf = uf
         self.dates, self.window_hours = dates, window_hours
         self.forest: list[tuple[np.ndarray, ...]] = []
         self.outside: list[tuple[np.ndarray, ...]] = []
         self.counts = {"candidate_edges": 0, "verified_edges": 0}
 
+    #: Edges checked per step: after each step's joins, later edges between documents
+    #: already joined are skipped, so a bucket of m copies costs about m checks, not the
+    #: number of edges (2m per band) that reach it.
+    step = 8192
+
     def consider(self, left, right, score=None, rows=None) -> None:
         """Candidate edges (global positions). ``score`` given: already verified;
         otherwise ``rows`` = (chunk documents, their stored arrays) to verify with."""
         self.counts["candidate_edges"] += int(left.size)
-        ll = np.searchsorted(self.local_docs, left)
-        rl = np.searchsorted(self.local_docs, right)
+        for start in range(0, left.size, self.step):
+            part = slice(start, start + self.step)
+            self._consider(left[part], right[part], None if score is None else score[part], rows)
+
+    def _consider(self, left, right, score, rows) -> None:
+        if self.local_docs is None:
+            ll, rl = left, right
+        else:
+            ll = np.searchsorted(self.local_docs, left)
+            rl = np.searchsorted(self.local_docs, right)
         todo = ~self.uf.connected(ll, rl)
         left, right, ll, rl = left[todo], right[todo], ll[todo], rl[todo]
         if left.size == 0:
@@ -386,7 +417,8 @@ class _PartitionLinker:
 
 def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                     dates: np.ndarray | None, window_hours: float | None,
-                    chunk_rows: int) -> tuple[Pairs, Pairs, dict[str, int]]:
+                    chunk_rows: int, uf: UnionFind | None = None,
+                    ) -> tuple[Pairs, Pairs, dict[str, int]]:
     if not tables:
         return Pairs.empty(), Pairs.empty(), {"candidate_edges": 0, "verified_edges": 0}
     table = pa.concat_tables(tables)
@@ -394,7 +426,7 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
     docs = table.column("doc").to_numpy()
     payload = table.column("payload").to_numpy() if "payload" in table.column_names else None
     del table
-    linker = _PartitionLinker(method, docs, dates, window_hours)
+    linker = _PartitionLinker(method, docs, dates, window_hours, uf)
     linked = method.link_bucket(keys, docs, payload)
     if linked is not None:
         linker.consider(linked.left, linked.right, linked.score)

@@ -1,0 +1,97 @@
+"""Options of the corpus stage's engine, shared by the commands that run one."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from neardup.engine import CorpusStageConfig, parse_memory
+
+__all__ = ["corpus_stage_from_options", "engine_options", "input_identity"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _memory(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        return parse_memory(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+def engine_options(function: F) -> F:
+    """``--engine``, ``--work-dir``, ``--memory-limit``, ``--partitions``, ``--resume``."""
+    options = (
+        click.option("--engine", type=click.Choice(["local", "memory"]), default="local",
+                     show_default=True,
+                     help="local: exact, minhash and simhash (clustered by components) run "
+                          "out of core, spilling sketches and keys to --work-dir, with memory "
+                          "bounded by --memory-limit plus ~40 bytes per document; --pairs-out "
+                          "then lists the verified edges that joined each cluster. memory: "
+                          "every candidate pair held and verified in RAM (always used for "
+                          "the other methods, and for --cluster leiden/louvain/hac)."),
+        click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="Directory for the out-of-core stages (default: a temporary "
+                          "directory, removed at the end). Must be new or empty, unless "
+                          "--resume continues the run it holds."),
+        click.option("--memory-limit", callback=_memory, default=None, metavar="SIZE",
+                     help="Memory for the out-of-core stages' buffers, e.g. 2GB or 512MB "
+                          "(default: a quarter of physical memory)."),
+        click.option("--partitions", type=click.IntRange(1, 65536), default=None,
+                     help="Key partitions of the out-of-core stage (default: from the "
+                          "corpus size, 256 when it is unknown)."),
+        click.option("--resume", is_flag=True, default=False,
+                     help="Continue a killed run from the completed stages in --work-dir "
+                          "(same input and options give the same outputs)."),
+    )
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def corpus_stage_from_options(opts: dict[str, Any], inputs=()) -> CorpusStageConfig:
+    """The corpus stage's config; without ``--partitions``, sized from the inputs' bytes
+    (at least one document per 200 bytes, so partitions err on the small side)."""
+    if opts["resume"] and opts["work_dir"] is None:
+        raise click.UsageError("--resume needs --work-dir (the directory of the run to continue).")
+    config = CorpusStageConfig(
+        work_dir=None if opts["work_dir"] is None else str(opts["work_dir"]),
+        memory_limit=opts["memory_limit"],
+        partitions=opts["partitions"],
+        resume=opts["resume"],
+    )
+    size = _input_bytes(inputs)
+    return config.resolve(size // 200 if size else None)
+
+
+def _input_bytes(inputs) -> int:
+    total = 0
+    for path in inputs:
+        path = Path(path)
+        if path.is_dir():
+            total += sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+        elif path.exists():
+            # Compressed JSONL holds about four times its size in text.
+            total += path.stat().st_size * (4 if path.suffix == ".gz" else 1)
+    return total
+
+
+def input_identity(inputs: tuple[Path, ...] | list[Path], reader_params: dict[str, Any]) -> dict:
+    """The inputs as a resumed run must find them again: resolved paths, sizes and
+    modification times (a directory's entries too), and how they are read."""
+    files = []
+    for path in inputs:
+        path = Path(path)
+        entries = [path]
+        if path.is_dir():
+            entries = sorted(p for p in path.rglob("*") if p.is_file())
+        for entry in entries:
+            stat = os.stat(entry)
+            files.append([str(entry.resolve()), stat.st_size, stat.st_mtime_ns])
+    return {"files": files, "reader": reader_params}

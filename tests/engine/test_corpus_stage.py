@@ -1,0 +1,205 @@
+"""The out-of-core corpus stage: same clusters as the in-memory stage, resumable, linear."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import neardup
+from neardup.data import demo_corpus_path
+from neardup.engine import CorpusStageConfig, UnionFind, WorkDirError, run_corpus_stage
+from neardup.engine import corpus as corpus_module
+from neardup.engine.buckets import bucket_edges, group_runs
+from neardup.io.batch import DocumentBatch
+from neardup.methods import make_method
+
+
+@pytest.fixture(scope="module")
+def demo():
+    with gzip.open(demo_corpus_path(), "rt") as handle:
+        records = [json.loads(line) for line in handle]
+    return records[:2500]
+
+
+def _texts(records):
+    return [r["text"] for r in records]
+
+
+@pytest.mark.parametrize(
+    "method, params",
+    [("exact", {}), ("minhash", {}), ("minhash", {"threshold": 0.3}), ("simhash", {"threshold": 5})],
+)
+def test_out_of_core_matches_in_memory(demo, method, params, tmp_path):
+    texts = _texts(demo)
+    memory = neardup.dedup(texts, method, engine="memory", pair_types=False, **params)
+    # Tiny budget and many partitions: keys spill many times, buckets verified in chunks.
+    spilled = neardup.dedup(texts, method, engine="local", pair_types=False, work_dir=tmp_path / "w",
+                            memory_limit="1MB", partitions=64, batch_size=300, **params)
+    roomy = neardup.dedup(texts, method, engine="local", pair_types=False, **params)
+    np.testing.assert_array_equal(spilled.clusters, memory.clusters)
+    np.testing.assert_array_equal(roomy.clusters, memory.clusters)
+    np.testing.assert_array_equal(spilled.representative, memory.representative)
+    assert len(set(spilled.ids.tolist())) == len(texts) == spilled.clusters.size
+    # The forest's pairs join exactly the clusters: one edge per non-representative join.
+    assert len(spilled.pairs) == len(texts) - spilled.n_clusters
+    assert (spilled.pairs.left < spilled.pairs.right).all()
+
+
+def test_time_window_matches_in_memory(demo):
+    kwargs = dict(date_field="date", time_window_hours=24, pair_types=False, threshold=0.3)
+    memory = neardup.dedup(demo, "minhash", engine="memory", **kwargs)
+    local = neardup.dedup(demo, "minhash", engine="local", memory_limit="1MB", partitions=16, **kwargs)
+    np.testing.assert_array_equal(local.clusters, memory.clusters)
+    assert len(local.outside_window) > 0
+    assert set(zip(local.outside_window.left.tolist(), local.outside_window.right.tolist())) <= set(
+        zip(memory.outside_window.left.tolist(), memory.outside_window.right.tolist()))
+
+
+def _batches(texts, size=400):
+    for start in range(0, len(texts), size):
+        chunk = texts[start:start + size]
+        yield DocumentBatch(ids=[str(start + i) for i in range(len(chunk))], texts=chunk, dates=None,
+                            source="mem", rows=np.arange(start, start + len(chunk)))
+
+
+class _Killed(Exception):
+    pass
+
+
+@pytest.mark.parametrize("stage", ["sketch", "link", "components"])
+def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage):
+    texts = _texts(demo)
+    method = make_method("minhash", threshold=0.4)
+    config = CorpusStageConfig(work_dir=str(tmp_path / "clean"), memory_limit="1MB", partitions=8)
+    clean = run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
+
+    # Die half-way through a stage, leaving its partial files behind.
+    calls = {"n": 0}
+    if stage == "sketch":
+        real = corpus_module._KeySpill.flush
+
+        def dying(self):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise _Killed
+            return real(self)
+
+        monkeypatch.setattr(corpus_module._KeySpill, "flush", dying)
+    elif stage == "link":
+        real = corpus_module._link_partition
+
+        def dying(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 4:
+                raise _Killed
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(corpus_module, "_link_partition", dying)
+    else:
+        monkeypatch.setattr(corpus_module, "write_arrow", _die_on("roots", corpus_module.write_arrow))
+        monkeypatch.setattr(np, "save", _die_on("roots", np.save))
+    work = tmp_path / "killed"
+    config = CorpusStageConfig(work_dir=str(work), memory_limit="1MB", partitions=8)
+    with pytest.raises(_Killed):
+        run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
+    monkeypatch.undo()
+    with pytest.raises(WorkDirError, match="resume"):
+        run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
+    resumed = run_corpus_stage(_batches(texts), method, total=len(texts),
+                               config=CorpusStageConfig(work_dir=str(work), memory_limit="1MB",
+                                                        partitions=8, resume=True))
+    np.testing.assert_array_equal(resumed.roots, clean.roots)
+    for a, b in ((resumed.pairs, clean.pairs), (resumed.outside_window, clean.outside_window)):
+        np.testing.assert_array_equal(a.left, b.left)
+        np.testing.assert_array_equal(a.right, b.right)
+        np.testing.assert_array_equal(a.score, b.score)
+    for name in ("forest.arrow", "roots.npy"):
+        assert (work / "components" / name).read_bytes() == (tmp_path / "clean" / "components" / name).read_bytes()
+
+
+def _die_on(word, function):
+    def dying(path, *args, **kwargs):
+        if word in str(path):
+            raise _Killed
+        return function(path, *args, **kwargs)
+
+    return dying
+
+
+def test_resume_refuses_another_input_and_foreign_directories(tmp_path):
+    method = make_method("exact")
+    texts = ["a b c", "a b c", "d e f"]
+    config = CorpusStageConfig(work_dir=str(tmp_path / "w"))
+    run_corpus_stage(_batches(texts), method, config=config, input_identity={"files": ["x"]})
+    with pytest.raises(WorkDirError, match="another input"):
+        run_corpus_stage(_batches(texts), method, input_identity={"files": ["y"]},
+                         config=CorpusStageConfig(work_dir=str(tmp_path / "w"), resume=True))
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "thesis.tex").write_text("precious")
+    with pytest.raises(WorkDirError, match="not a neardup work directory"):
+        run_corpus_stage(_batches(texts), method, config=CorpusStageConfig(work_dir=str(foreign)))
+    assert (foreign / "thesis.tex").read_text() == "precious"
+
+
+def test_giant_bucket_stays_linear():
+    n = 10_000
+    texts = ["the same wire story printed again and again by every paper"] * n
+    result = neardup.dedup(texts, "minhash", pair_types=False, memory_limit="1MB")
+    bands, _ = make_method("minhash").banding
+    stats = result.params["corpus_stage"]
+    assert result.n_clusters == 1
+    assert stats["candidate_edges"] <= 2 * bands * n
+    # Once joined, copies are not verified again: about one check per document.
+    assert stats["verified_edges"] <= 2 * n
+    assert len(result.pairs) == n - 1
+
+
+def test_bucket_edges_all_pairs_small_star_chain_large():
+    docs = np.array([1, 4, 7, 2, 3, 5, 6, 8, 9], np.int64)
+    starts, sizes = group_runs(np.array([0, 0, 0, 1, 1, 1, 1, 1, 1]))
+    left, right = bucket_edges(docs, starts, sizes, all_pairs_upto=3)
+    edges = set(zip(left.tolist(), right.tolist()))
+    assert {(1, 4), (1, 7), (4, 7)} <= edges  # small bucket: every pair
+    star = {(2, d) for d in (3, 5, 6, 8, 9)}
+    chain = {(3, 5), (5, 6), (6, 8), (8, 9)}
+    assert edges == {(1, 4), (1, 7), (4, 7)} | star | chain
+    assert len(left) == 3 + 2 * 6 - 3
+
+
+def test_union_find_roots_are_smallest_members():
+    uf = UnionFind(6)
+    merged = uf.union(np.array([5, 3, 4]), np.array([3, 1, 5]))
+    assert merged.tolist() == [True, True, True]
+    assert uf.roots().tolist() == [0, 1, 2, 1, 1, 1]
+    assert uf.union(np.array([4]), np.array([1])).tolist() == [False]
+    assert uf.connected(np.array([5, 0]), np.array([1, 2])).tolist() == [True, False]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.sampled_from(["alpha beta gamma delta", "alpha beta gamma delta!", "one two three four",
+                              "one two three five", "", "zz yy xx ww vv", "  "]), min_size=1, max_size=40),
+    st.randoms(use_true_random=False),
+)
+def test_every_document_once_and_order_independent(texts, rng):
+    result = neardup.dedup(texts, "minhash", pair_types=False, threshold=0.4, memory_limit="1MB",
+                           partitions=4, batch_size=7)
+    assert result.clusters.shape == (len(texts),)
+    assert sorted(set(result.clusters.tolist())) == list(range(result.n_clusters))
+    assert result.representative.sum() == result.n_clusters
+    order = list(range(len(texts)))
+    rng.shuffle(order)
+    shuffled = neardup.dedup([texts[i] for i in order], "minhash", pair_types=False, threshold=0.4,
+                             batch_size=5)
+    # The same partition of documents, whatever the input order.
+    back = np.empty(len(texts), np.int64)
+    back[order] = shuffled.clusters
+    pairs_a = result.clusters[:, None] == result.clusters[None, :]
+    pairs_b = back[:, None] == back[None, :]
+    np.testing.assert_array_equal(pairs_a, pairs_b)
