@@ -134,7 +134,7 @@ def dedup(
     work_dir : path or None, default None
         Where the corpus stage spills (None: a temporary directory, removed at the end).
     memory_limit : int (bytes), str ("4GB") or None, default None
-        Budget of the corpus stage's buffers; None: a quarter of physical memory.
+        Budget of the corpus stage's buffers; None: an eighth of physical memory, at most 1 GiB.
     partitions : int or None, default None
         Key partitions of the corpus stage (None: from the corpus size).
     resume : bool, default False

@@ -42,7 +42,7 @@ def engine_options(function: F) -> F:
                           "--resume continues the run it holds."),
         click.option("--memory-limit", callback=_memory, default=None, metavar="SIZE",
                      help="Memory for the out-of-core stages' buffers, e.g. 2GB or 512MB "
-                          "(default: a quarter of physical memory)."),
+                          "(default: an eighth of physical memory, at most 1GB)."),
         click.option("--partitions", type=click.IntRange(1, 65536), default=None,
                      help="Key partitions of the out-of-core stage (default: from the "
                           "corpus size, 256 when it is unknown)."),

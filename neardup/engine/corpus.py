@@ -66,13 +66,15 @@ _DOC_SCHEMA = pa.schema(
 
 
 def default_memory_limit() -> int:
-    """A quarter of physical memory, at least 256 MiB: the share the stage's buffers may
-    use, leaving the rest to per-document arrays, the OS page cache and other work."""
+    """An eighth of physical memory, between 256 MiB and 1 GiB: the stage's buffers
+    (spilled keys, verification chunks). More buys fewer, larger files, not speed;
+    the rest is left to per-document arrays, the OS page cache (which serves the
+    spilled files back) and other work."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         total = 8 << 30
-    return max(total // 4, 256 << 20)
+    return int(min(max(total // 8, 256 << 20), 1 << 30))
 
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,

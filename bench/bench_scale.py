@@ -1,0 +1,121 @@
+"""Scale runs of `neardup dedup` on the scale corpus (#14): wall, CPU, peak RSS, accuracy.
+
+Each run is a child process measured with ``os.wait4`` (CPU = user + system seconds, peak
+RSS = ru_maxrss). Accuracy is the ARI of the run's clusters against the corpus's
+``cluster`` column (bench/scale_corpus.py writes it). Peers in the same run, on the same
+texts and word 3-gram shingles, 128 permutations, threshold 0.5: datasketch (MinHash +
+MinHashLSH, query then insert) and rensa (RMinHash + RMinHashLSH, 32 bands of 4 rows: rensa needs bands dividing 128), clusters by union-find
+over the LSH matches.
+
+    python bench/scale_corpus.py --docs 1000000 --out /tmp/neardup-scale/1M
+    python bench/bench_scale.py --corpus /tmp/neardup-scale/1M --methods minhash exact simhash
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+from _common import machine, save
+
+PEER = r'''
+import sys, json, time
+import numpy as np, pyarrow.parquet as pq
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+kind, out, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+texts = [t for f in files for t in pq.read_table(f, columns=["text"]).column("text").to_pylist()]
+def shingles(text):
+    w = text.lower().split()
+    return [" ".join(w[i:i + 3]) for i in range(max(len(w) - 2, 1))]
+left, right = [], []
+if kind == "datasketch":
+    from datasketch import MinHash, MinHashLSH
+    lsh = MinHashLSH(threshold=0.5, num_perm=128)
+    for i, t in enumerate(texts):
+        m = MinHash(num_perm=128)
+        m.update_batch([s.encode() for s in shingles(t)])
+        for j in lsh.query(m):
+            left.append(i); right.append(j)
+        lsh.insert(i, m)
+else:
+    from rensa import RMinHash, RMinHashLSH
+    lsh = RMinHashLSH(threshold=0.5, num_perm=128, num_bands=32)
+    for i, t in enumerate(texts):
+        m = RMinHash(num_perm=128, seed=42)
+        m.update(shingles(t))
+        for j in lsh.query(m):
+            left.append(i); right.append(j)
+        lsh.insert(i, m)
+n = len(texts)
+g = coo_matrix((np.ones(len(left)), (left, right)), shape=(n, n))
+_, labels = connected_components(g, directed=False)
+np.save(out, labels)
+'''
+
+
+def measure(cmd: list[str]) -> dict:
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"command failed ({status}): {' '.join(cmd)}")
+    return {"wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024.0), "command": " ".join(cmd)}
+
+
+def ari(truth: np.ndarray, labels: np.ndarray) -> float:
+    from neardup.eval.metrics import adjusted_rand_index
+
+    return round(adjusted_rand_index(truth, labels), 5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, required=True, help="directory of part-*.parquet")
+    parser.add_argument("--methods", nargs="*", default=["minhash"])
+    parser.add_argument("--peers", nargs="*", default=[], choices=["datasketch", "rensa"])
+    parser.add_argument("--name", default=None, help="results file name (default: scale-<corpus dir>)")
+    parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
+                        help="further options for neardup dedup")
+    args = parser.parse_args()
+    files = sorted(str(p) for p in args.corpus.glob("part-*.parquet"))
+    truth = np.concatenate([pq.read_table(f, columns=["cluster"]).column("cluster").to_numpy()
+                            for f in files])
+    rows = []
+    with tempfile.TemporaryDirectory(dir=args.corpus.parent) as tmp:
+        for method in args.methods:
+            out = Path(tmp) / f"{method}.parquet"
+            cmd = [sys.executable, "-m", "neardup", "dedup", *files, "--method", method,
+                   "--text-field", "text", "--id-field", "id", "--clusters-out", str(out),
+                   "--quiet", *args.extra]
+            row = {"tool": "neardup", "method": method, "docs": int(truth.size), **measure(cmd)}
+            row["command"] = (f"neardup dedup {args.corpus}/part-*.parquet --method {method} "
+                              f"--text-field text --id-field id --clusters-out OUT --quiet "
+                              + " ".join(args.extra)).strip()
+            if method != "exact":
+                row["ari_vs_truth"] = ari(truth, pq.read_table(out, columns=["cluster"]).column("cluster").to_numpy())
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        for peer in args.peers:
+            out = Path(tmp) / f"{peer}.npy"
+            row = {"tool": peer, "method": "minhash", "docs": int(truth.size),
+                   **measure([sys.executable, "-c", PEER, peer, str(out), *files])}
+            row["command"] = f"{peer} MinHash+LSH (bench/bench_scale.py PEER script)"
+            row["ari_vs_truth"] = ari(truth, np.load(out))
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    save(args.name or f"scale-{args.corpus.name}", {"machine": machine(), "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
