@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 __all__ = ["OPS", "align_words", "alignment_stats", "split_words"]
 
@@ -38,6 +39,17 @@ def split_words(text: str) -> list[str]:
 
 def _default_key(word: str) -> str:
     return word.strip().casefold()
+
+
+@lru_cache(maxsize=8)
+def _default_tokens(text: str) -> tuple[list[str], list[str]]:
+    """Words and their default keys; cached, since a report aligns every member of a
+    cluster against the same representative."""
+    words = split_words(text)
+    keys = text.casefold().split()  # one pass; casefolding never makes or removes spaces
+    if len(keys) != len(words):  # a text of white space only (one token, no key)
+        keys = [_default_key(w) for w in words]
+    return words, keys
 
 
 def align_words(
@@ -72,9 +84,11 @@ def align_words(
             raise ValueError(
                 f"align_words: parameter '{name}' must be a str; got {type(value).__name__}."
             )
-    key = key or _default_key
-    words_a, words_b = split_words(a), split_words(b)
-    keys_a, keys_b = [key(w) for w in words_a], [key(w) for w in words_b]
+    if key is None:
+        (words_a, keys_a), (words_b, keys_b) = _default_tokens(a), _default_tokens(b)
+    else:
+        words_a, words_b = split_words(a), split_words(b)
+        keys_a, keys_b = [key(w) for w in words_a], [key(w) for w in words_b]
     segments: list[tuple[str, str, str]] = []
     for op in Levenshtein.opcodes(keys_a, keys_b):
         segments.append(
