@@ -215,7 +215,7 @@ def _template_clusters(outputs: RunOutputs, sizes: np.ndarray, limit: int) -> li
     if members.size == 0:
         return []
     groups = outputs.clusters[members]
-    found, first = np.unique(groups, return_index=True)
+    found = np.unique(groups)
     order = np.lexsort((found, -sizes[found]))[:limit]
     return [{"cluster": int(found[k]), "size": int(sizes[found[k]]),
              "examples": outputs.ids[members[groups == found[k]][:3]].tolist()}
