@@ -9,7 +9,9 @@ import click
 from neardup.cli.augment import augment_command
 from neardup.cli.dedup import dedup_command
 from neardup.cli.evaluate import eval_command, tune_command
+from neardup.cli.explain import explain_command
 from neardup.cli.leakage import leakage_command
+from neardup.cli.report import report_command
 from neardup.cli.train import train_command
 
 __all__ = ["main"]
@@ -40,3 +42,5 @@ main.add_command(eval_command)
 main.add_command(tune_command)
 main.add_command(leakage_command)
 main.add_command(train_command)
+main.add_command(report_command)
+main.add_command(explain_command)

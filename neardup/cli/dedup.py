@@ -68,6 +68,8 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
                    "fields kept): .jsonl, .jsonl.gz, .parquet or .csv.")
 @click.option("--report", type=click.Path(path_type=Path), default=None,
               help="Write the run summary, parameters and timings as JSON.")
+@click.option("--html", type=click.Path(path_type=Path), default=None,
+              help="Write an HTML report of the run (one offline page; see neardup report).")
 @run_options
 @engine_options
 def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
@@ -105,6 +107,10 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
                      input_identity=input_identity(inputs, dataclasses.asdict(reader)))
         write_seconds = _write_outputs(result, inputs, reader, opts, write_table, write_records,
                                        iter_records)
+        if opts["html"] is not None:
+            from neardup.report import write_report
+
+            write_report(opts["html"], result, list(inputs), reader)
     except (NeardupError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     if not opts["quiet"]:
