@@ -99,7 +99,8 @@ def find_leakage(
     is_test = np.concatenate(flags) if flags else np.zeros(0, bool)
     exact_sketch, method_sketch = combined.split(corpus.sketch)
     with timer.stage("pairs"):
-        near_pairs = method.find_pairs(method_sketch) if corpus.n_docs else Pairs.empty()
+        near_pairs = (method.match(method_sketch, dates=corpus.dates).pairs if corpus.n_docs
+                      else Pairs.empty())
     with timer.stage("report"):
         digest = exact_sketch.arrays["digest"]
         report = _report(corpus, is_test, digest, exact_sketch.n_features, near_pairs)
@@ -143,7 +144,6 @@ class _CombinedSketcher(Method):
             sketch.n_features,
             {k[2:]: v for k, v in arrays.items() if k.startswith("b:")},
             sketch.sets,
-            sketch.dates,
             ragged=sketch.ragged,
         )
         return first, second

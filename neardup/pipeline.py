@@ -23,7 +23,7 @@ from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.cluster import cluster_pairs
 from neardup.graph.edges import Pairs, check_time_window, outside_time_window
 from neardup.io.batch import DocumentBatch
-from neardup.methods.base import Method, Sketch
+from neardup.methods.base import Matches, Method, Sketch
 from neardup.progress import StageTimer, progress_bar
 
 __all__ = [
@@ -270,7 +270,9 @@ class CorpusSketch:
         Index into ``source_names`` of the file each document came from.
     source_names : list of str
     sketch : Sketch
-        The method's corpus sketch, with ``dates`` attached when the input had dates.
+        The method's corpus sketch.
+    dates : ndarray of datetime64[s], shape (n_docs,), or None
+        Document dates (NaT where unknown); None when the input had none.
     """
 
     ids: np.ndarray
@@ -278,6 +280,7 @@ class CorpusSketch:
     sources: np.ndarray
     source_names: list[str]
     sketch: Sketch
+    dates: np.ndarray | None = None
 
     @property
     def n_docs(self) -> int:
@@ -317,8 +320,9 @@ def sketch_corpus(
             dates.append(batch.dates)
             advance(n)
     sketch = Sketch.concat(sketches)
+    corpus_dates = None
     if any(d is not None for d in dates):
-        sketch.dates = np.concatenate(
+        corpus_dates = np.concatenate(
             [d if d is not None else np.full(len(l), np.datetime64("NaT"), "datetime64[s]")
              for d, l in zip(dates, lengths)]
         ).astype("datetime64[s]")
@@ -328,6 +332,7 @@ def sketch_corpus(
         sources=np.concatenate(sources) if sources else np.zeros(0, np.int32),
         source_names=list(source_names),
         sketch=sketch,
+        dates=corpus_dates,
     )
 
 
@@ -392,7 +397,7 @@ def run(
     result = run_on_sketch(corpus, method, cluster=cluster, keep=keep, timer=timer)
     if reread is not None:
         with timer.stage("pair types"):
-            result.pair_types = pair_types(result, method, reread(), corpus.sketch.dates,
+            result.pair_types = pair_types(result, method, reread(), corpus.dates,
                                            time_window_hours=cluster.time_window_hours)
     return result
 
@@ -490,7 +495,7 @@ def run_on_sketch(
     timer = timer or _Timer()
     n_docs = corpus.n_docs
     sketch = corpus.sketch
-    if cluster.time_window_hours is not None and sketch.dates is None:
+    if cluster.time_window_hours is not None and corpus.dates is None:
         # Before the pairs stage, which can be the longest (neural similarity search).
         raise ValueError(
             f"run: a time window (time_window_hours={cluster.time_window_hours!r}) needs "
@@ -498,10 +503,10 @@ def run_on_sketch(
             "(--date-field; date_field= in neardup.dedup) or drop the window."
         )
     with timer.stage("pairs"):
-        pairs = method.find_pairs(sketch) if n_docs else Pairs.empty()
-        outside_window = getattr(method, "outside_window_", None) or Pairs.empty()
+        matches = method.match(sketch, dates=corpus.dates) if n_docs else Matches(Pairs.empty())
+        pairs, outside_window = matches.pairs, matches.outside_window
         if cluster.time_window_hours is not None:
-            far = outside_time_window(pairs, sketch.dates, cluster.time_window_hours)
+            far = outside_time_window(pairs, corpus.dates, cluster.time_window_hours)
             outside_window = Pairs.concat([outside_window, pairs.select(far)])
             pairs = pairs.select(~far)
     with timer.stage("cluster"):

@@ -41,7 +41,7 @@ from neardup._params import ParamsMixin
 from neardup.graph.edges import Pairs
 from neardup.text.shingle import ShingleSets
 
-__all__ = ["CandidateKeys", "Method", "Sketch"]
+__all__ = ["CandidateKeys", "Matches", "Method", "Sketch"]
 
 
 @dataclass
@@ -86,16 +86,14 @@ class Sketch:
         Arrays that are not one row per document (e.g. one row per chunk), in document
         order; a row-aligned count in ``arrays`` says how many rows each document owns.
         ``concat`` stacks them in order.
-    dates : ndarray of datetime64[s], shape (n_docs,), or None
-        Document dates (NaT where unknown). Methods never set it: the pipeline attaches
-        the corpus's dates before ``find_pairs`` so date-aware methods (time windows) can
-        read them; None when the input has no dates.
+
+    Dates are not part of a sketch: they belong to the corpus stage, which passes them
+    to :meth:`Method.match`.
     """
 
     n_features: np.ndarray
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     sets: ShingleSets | None = None
-    dates: np.ndarray | None = None
     ragged: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -131,6 +129,31 @@ class Sketch:
         return Sketch(np.concatenate([p.n_features for p in parts]), arrays, sets, ragged=ragged)
 
 
+@dataclass
+class Matches:
+    """What a method's corpus-wide stage returns (:meth:`Method.match`): one object, so
+    the pipeline never reads side outputs off the method.
+
+    Attributes
+    ----------
+    pairs : Pairs
+        Scored, canonical pairs to cluster.
+    outside_window : Pairs
+        Pairs the method matched but its own time window keeps apart (Sanderson's 48
+        hours); the corpus stage adds those of the run's window.
+    oversized_docs : ndarray of int64
+        Documents that sat in a candidate bucket too large to pair fully (likely
+        templates or boilerplate).
+    stats : dict
+        The method's counters for the run's summary (candidates, pruned shingles...).
+    """
+
+    pairs: Pairs
+    outside_window: Pairs = field(default_factory=Pairs.empty)
+    oversized_docs: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    stats: dict = field(default_factory=dict)
+
+
 class Method(ParamsMixin, ABC):
     """Base class of lexical and neural de-duplication methods.
 
@@ -159,6 +182,22 @@ class Method(ParamsMixin, ABC):
     @abstractmethod
     def find_pairs(self, sketch: Sketch) -> Pairs:
         """Scored candidate pairs over a whole corpus sketch, canonical (left < right)."""
+
+    def match(self, sketch: Sketch, *, dates: np.ndarray | None = None) -> Matches:
+        """The corpus-wide stage as the pipeline runs it: :meth:`find_pairs` plus what
+        the method knows about the run, in one :class:`Matches`. ``dates``
+        (datetime64[s], NaT where unknown) reach the methods that read them
+        (Sanderson's window, the verifier's date features); others ignore them."""
+        pairs = self.find_pairs(sketch)
+        return Matches(pairs, oversized_docs=self._oversized_docs(), stats=dict(self._stats()))
+
+    def _oversized_docs(self) -> np.ndarray:
+        # Estimator-style learned attributes, read by the method itself.
+        value = self.__dict__.get("oversized_docs_")
+        return np.empty(0, np.int64) if value is None else np.asarray(value, np.int64)
+
+    def _stats(self) -> dict:
+        return self.__dict__.get("stats_") or {}
 
     # -- keyed contract (see the module docstring) ---------------------------------------
 

@@ -37,6 +37,8 @@ cross-encoder about 43.
 
 from __future__ import annotations
 
+import hashlib
+
 import json
 import os
 from collections.abc import Sequence
@@ -47,7 +49,7 @@ import numpy as np
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
-from neardup.methods.base import Method, Sketch
+from neardup.methods.base import Matches, Method, Sketch
 from neardup.models import tuned_threshold
 
 __all__ = [
@@ -437,16 +439,18 @@ class RerankMethod(Method):
             for d in docs.tolist()
         }
 
-    def scored_candidates(self, sketch: Sketch) -> Pairs:
+    def scored_candidates(self, sketch: Sketch, dates: np.ndarray | None = None) -> Pairs:
         """Every candidate pair with its duplicate probability (before ``threshold``),
-        computed once per sketch and cached on it."""
+        computed once per sketch (and dates) and cached on it. ``dates``
+        (datetime64[s], NaT where unknown) feed the verifier's date features."""
         if _TEXT_KEY not in sketch.ragged:
             raise ValueError(
                 "RerankMethod.find_pairs: parameter 'sketch' must come from "
                 "RerankMethod.sketch (it keeps the texts re-scoring reads); got another "
                 "method's sketch."
             )
-        key = self.sketch_key()
+        key = (self.sketch_key(), None if dates is None else hashlib.sha1(
+            np.ascontiguousarray(dates).view(np.int64).tobytes()).hexdigest())
         cache = getattr(sketch, _CACHE_ATTR, None)
         if cache is not None and cache[0] == key:
             return cache[1]
@@ -460,9 +464,9 @@ class RerankMethod(Method):
             if isinstance(scorer, VerifierScorer):
                 local = np.searchsorted(docs, np.concatenate([candidates.left, candidates.right]))
                 m = len(candidates)
-                dates = None if sketch.dates is None else sketch.dates[docs]
+                doc_dates = None if dates is None else np.asarray(dates)[docs]
                 prob = scorer.score_positions([texts[d] for d in docs.tolist()], local[:m],
-                                              local[m:], dates)
+                                              local[m:], doc_dates)
             else:
                 prob = scorer.score([texts[d] for d in candidates.left.tolist()],
                                     [texts[d] for d in candidates.right.tolist()])
@@ -472,7 +476,10 @@ class RerankMethod(Method):
         setattr(sketch, _CACHE_ATTR, (key, scored))
         return scored
 
-    def find_pairs(self, sketch: Sketch) -> Pairs:
+    def find_pairs(self, sketch: Sketch, dates: np.ndarray | None = None) -> Pairs:
         if len(sketch) < 2:
             return Pairs.empty()
-        return self.scored_candidates(sketch).above(self.threshold)
+        return self.scored_candidates(sketch, dates).above(self.threshold)
+
+    def match(self, sketch: Sketch, *, dates: np.ndarray | None = None) -> Matches:
+        return Matches(self.find_pairs(sketch, dates))

@@ -58,7 +58,7 @@ from numba import njit, prange
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs, check_time_window, outside_time_window
-from neardup.methods.base import Method, Sketch
+from neardup.methods.base import Matches, Method, Sketch
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
 
@@ -179,7 +179,7 @@ class Sanderson(Method):
     Inputs
         :meth:`sketch` takes raw texts (one batch); :meth:`find_pairs` takes the
         concatenated corpus sketch and, optionally, the documents' dates (taken from
-        ``sketch.dates`` when the pipeline attached them).
+        the corpus stage's dates, given to :meth:`match`).
 
     Relations
         A retrieval counterpart of :class:`~neardup.methods.ngram.NGramOverlap`: scores
@@ -393,8 +393,8 @@ class Sanderson(Method):
         sketch : Sketch
             The corpus sketch (batches from :meth:`sketch` joined by ``Sketch.concat``).
         dates : ndarray of datetime64, shape (n_docs,), or None, default None
-            Document dates (NaT where unknown) for the time window. None uses
-            ``sketch.dates`` when the pipeline attached it, else applies no window.
+            Document dates (NaT where unknown) for the time window; None applies no
+            window.
 
         Returns
         -------
@@ -412,8 +412,6 @@ class Sanderson(Method):
                 "without sets. Build it with Sanderson.sketch."
             )
         n = len(sets)
-        if dates is None:
-            dates = getattr(sketch, "dates", None)
         if dates is not None:
             dates = np.asarray(dates)
             if dates.shape != (n,) or not np.issubdtype(dates.dtype, np.datetime64):
@@ -487,3 +485,7 @@ class Sanderson(Method):
             outside_window=int(outside.sum()), pairs=len(pairs),
         )  # fmt: skip
         return pairs
+
+    def match(self, sketch: Sketch, *, dates: np.ndarray | None = None) -> Matches:
+        pairs = self.find_pairs(sketch, dates=dates)
+        return Matches(pairs, outside_window=self.outside_window_, stats=dict(self.stats_))

@@ -160,12 +160,16 @@ def test_time_window_reports_far_pairs_separately():
     assert method.outside_window_mask_.tolist() == [p in {(a, c), (c, e)} for p in mutual]
     assert method.stats_["outside_window"] == 2
 
-    # Dates attached to the sketch by the pipeline are used when none are passed.
-    sketch.dates = dates
-    assert pair_set(method.find_pairs(sketch)) == {(a, e)}
+    # The pipeline's entry point returns the same, in one result object.
+    matches = method.match(sketch, dates=dates)
+    assert pair_set(matches.pairs) == {(a, e)}
+    assert pair_set(matches.outside_window) == {(a, c), (c, e)}
+    assert matches.stats["outside_window"] == 2
+    # Without dates there is no window.
+    assert len(method.find_pairs(sketch)) == 3
     # A wider window, no window, or unknown dates keep everything.
-    assert len(Sanderson(time_window_hours=100).find_pairs(sketch)) == 3
-    assert len(Sanderson(time_window_hours=None).find_pairs(sketch)) == 3
+    assert len(Sanderson(time_window_hours=100).find_pairs(sketch, dates=dates)) == 3
+    assert len(Sanderson(time_window_hours=None).find_pairs(sketch, dates=dates)) == 3
     unknown = dates.copy()
     unknown[c] = np.datetime64("NaT")
     assert len(method.find_pairs(sketch, dates=unknown)) == 3
