@@ -102,8 +102,11 @@ _METHOD_OPTIONS = (
     click.option("--similarity", type=click.Choice(["jaccard", "containment"]), default=None,
                  help="ngram: Jaccard, or containment |A&B|/min(|A|,|B|) for abridged copies."),
     click.option("--max-df", type=int, default=None,
-                 help="ngram: shingles in more documents than this are not used to find "
-                      "candidates (default 1000); similarity stays exact."),
+                 help="ngram: shingles in more documents than this are chained (each "
+                      "document compared with its neighbours in two MinHash orders) instead "
+                      "of paired all-to-all (default 1000): exact copies are always found, "
+                      "the summary counts the shingles and documents concerned; similarity "
+                      "stays exact."),
     click.option("--weighting", type=click.Choice(["tf", "binary"]), default=None,
                  help="simhash: shingle votes by occurrence (tf, default) or once (binary)."),
     click.option("--model", default=None,
