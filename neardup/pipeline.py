@@ -129,7 +129,7 @@ class Result:
     pruning : dict of str -> int
         What the method left out of its search that can cost recall (the method's
         ``pruning_``, e.g. ngram's ``max_df_shingles``, ``max_df_documents``), and
-        ``documents_without_date`` when a time window is set; part of :meth:`summary`.
+        ``documents_without_date`` when the input has dates; part of :meth:`summary`.
     """
 
     ids: np.ndarray
@@ -472,8 +472,9 @@ def run_on_sketch(
 
 
 def _pruning(method: Method, dates: np.ndarray | None, window: float | None) -> dict[str, int]:
-    """The method's report of recall-costing pruning, plus undated documents under a window."""
+    """The method's report of recall-costing pruning, plus the documents without a date
+    when the input has dates (a time window never splits those)."""
     out = {k: int(v) for k, v in (getattr(method, "pruning_", None) or {}).items()}
-    if window is not None and dates is not None:
+    if dates is not None:
         out["documents_without_date"] = int(np.isnat(dates).sum())
     return out
