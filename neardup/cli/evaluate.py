@@ -378,7 +378,7 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
                 )
             if name in base:  # a default filled in by the options, not the user's choice
                 del base[name]
-        cluster = cluster_config_from_options(opts, seed=opts["seed"])
+        cluster = cluster_config_from_options(opts, seed=opts["seed"], sweep=sweep)
         split = None if opts["split"].strip().casefold() == "none" else opts["split"]
         if split is not None and split.strip().casefold() == "test":
             raise click.UsageError(
