@@ -6,9 +6,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from neardup.errors import InputError, check_int
-from neardup.io._dates import as_datetime64, field_epoch_seconds
+from neardup.io._dates import as_datetime64, field_epoch_seconds, to_epoch_seconds
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method, method_parameters
 from neardup.engine import CorpusStageConfig
@@ -31,6 +32,119 @@ def _record_date(item: Any, row: int, date_field: str) -> int | None:
     return field_epoch_seconds(item, date_field, f"dedup: record {row}")
 
 
+def as_arrow_table(data: Any) -> pa.Table | None:
+    """``data`` as a pyarrow Table if it is a table-like object (a pyarrow Table or
+    RecordBatch, a pandas or polars DataFrame, or any object exporting an Arrow stream
+    and having ``columns``), else None. Conversion failures are InputErrors."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    package = type(data).__module__.partition(".")[0]
+    if not hasattr(data, "columns"):  # a pandas Series or polars Series is a sequence
+        return None
+    try:
+        if package == "pandas":
+            return pa.Table.from_pandas(data, preserve_index=False)
+        if package == "polars":
+            return data.to_arrow()
+        if hasattr(data, "__arrow_c_stream__"):
+            return pa.table(data)
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        raise InputError(
+            f"dedup: cannot read the {type(data).__name__} as an Arrow table ({exc}). Give "
+            "every column one type (texts as strings)."
+        ) from None
+    return None
+
+
+def _column(table: pa.Table, field: str, what: str, name: str) -> pa.ChunkedArray:
+    if field not in table.column_names:
+        listed = ", ".join(repr(c) for c in table.column_names) or "none"
+        raise InputError(
+            f"dedup: the table has no {what} column {field!r}; its columns are {listed}. "
+            f"Pass {name}= to name the right one."
+        )
+    return table.column(field)
+
+
+def _table_batches(
+    table: pa.Table,
+    text_field: str,
+    id_field: str | None,
+    batch_size: int,
+    date_field: str | None = None,
+) -> Iterator[DocumentBatch]:
+    """Batches of a table's rows by column name; no Python object per cell but the texts."""
+    import pyarrow.compute as pc
+
+    texts = _column(table, text_field, "text", "text_field")
+    kind = texts.type
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        try:
+            texts = pc.cast(texts, pa.large_string())  # validates UTF-8
+        except pa.ArrowInvalid:
+            raise InputError(
+                f"dedup: text column {text_field!r} holds bytes that are not valid UTF-8."
+            ) from None
+    elif not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+              or pa.types.is_string_view(kind)):
+        raise InputError(
+            f"dedup: text column {text_field!r} must hold strings; it holds {kind}. Convert "
+            "it to strings (an empty string for an empty document)."
+        )
+    if texts.null_count:
+        row = int(pc.index(pc.is_null(texts), True).as_py())
+        raise InputError(
+            f"dedup: text column {text_field!r} is null in row {row} (0-based); store an "
+            "empty string for an empty document."
+        )
+    n = table.num_rows
+    if id_field is not None:
+        ids = _column(table, id_field, "id", "id_field")
+        if not (pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type)
+                or pa.types.is_integer(ids.type)) or ids.null_count:
+            raise InputError(
+                f"dedup: id column {id_field!r} must hold strings or integers without nulls; "
+                f"it holds {ids.type} ({ids.null_count} null)."
+            )
+        ids = pc.cast(ids, pa.string())
+        if pc.count_distinct(ids).as_py() != n:
+            counts = pc.value_counts(ids)
+            repeated = counts.filter(pc.greater(counts.field("counts"), 1))[0]["values"]
+            raise InputError(
+                f"dedup: duplicate id {repeated.as_py()!r} in column {id_field!r}; ids must "
+                "be unique (omit id_field to use row numbers)."
+            )
+    else:
+        ids = pa.array(np.arange(n).astype(str).astype(object), pa.string())
+    dates = None
+    if date_field is not None:
+        column = _column(table, date_field, "date", "date_field")
+        if pa.types.is_timestamp(column.type) or pa.types.is_date(column.type):
+            seconds = pc.cast(pc.cast(column, pa.timestamp("s"), safe=False), pa.int64())
+            dates = seconds.to_numpy(zero_copy_only=False)
+            dates = np.where(pc.is_null(column).to_numpy(zero_copy_only=False),
+                             np.datetime64("NaT"), dates.astype("datetime64[s]"))
+        else:
+            values = column.to_pylist()
+            rows = range(n)
+            dates = as_datetime64(
+                [field_epoch_seconds({date_field: v}, date_field, f"dedup: row {r}")
+                 for r, v in zip(rows, values)]
+            )  # fmt: skip
+        dates = np.asarray(dates, "datetime64[s]")
+    for start in range(0, n, batch_size):
+        stop = min(start + batch_size, n)
+        yield DocumentBatch(
+            ids=ids.slice(start, stop - start).to_pylist(),
+            texts=texts.slice(start, stop - start).to_pylist(),
+            dates=None if dates is None else dates[start:stop],
+            source="<memory>",
+            rows=np.arange(start, stop, dtype=np.int64),
+        )
+
+
 def _in_memory_batches(
     items: Sequence[Any],
     text_field: str,
@@ -39,6 +153,7 @@ def _in_memory_batches(
     date_field: str | None = None,
 ) -> Iterator[DocumentBatch]:
     seen: dict[str, int] = {}
+    dated = date_field is None
     for start in range(0, len(items), batch_size):
         chunk = items[start : start + batch_size]
         texts: list[str] = []
@@ -80,13 +195,19 @@ def _in_memory_batches(
             ids.append(doc_id)
             if date_field is not None:
                 seconds.append(_record_date(item, row, date_field))
+                dated = dated or date_field in item
         rows = np.arange(start, start + len(chunk), dtype=np.int64)
         dates = as_datetime64(seconds) if date_field is not None else None
         yield DocumentBatch(ids=ids, texts=texts, dates=dates, source="<memory>", rows=rows)
+    if not dated and items:
+        raise InputError(
+            f"dedup: no record has the date field {date_field!r}, so every date would be "
+            "unknown. Pass date_field= the field that holds the date, or leave it out."
+        )
 
 
 def dedup(
-    texts_or_records: Sequence[str] | Sequence[Mapping[str, Any]],
+    texts_or_records: Sequence[str] | Sequence[Mapping[str, Any]] | Any,
     method: str = "minhash",
     *,
     text_field: str = "text",
@@ -107,7 +228,11 @@ def dedup(
 
     Parameters
     ----------
-    texts_or_records : sequence of str, or of mappings with a text field
+    texts_or_records : sequence of str, sequence of mappings, or a table
+        Texts; or records (mappings) with a text field; or a table whose columns are
+        named by ``text_field``/``id_field``/``date_field``: a pyarrow Table or
+        RecordBatch, a pandas or polars DataFrame (read through Arrow, no copy per cell
+        but the texts). A text column must hold strings (or UTF-8 bytes) without nulls.
     method : str, default "minhash"
         One of ``neardup.METHODS``: "exact", "ngram", "minhash", "simhash", "sanderson",
         "spotsigs", "wminhash".
@@ -163,6 +288,12 @@ def dedup(
     """
     if isinstance(texts_or_records, (str, bytes)):
         raise InputError("dedup: pass a sequence of texts, not a single string.")
+    if isinstance(texts_or_records, Mapping):
+        raise InputError(
+            "dedup: pass a sequence of texts or records, or a table; got a single "
+            f"{type(texts_or_records).__name__} (put it in a list for one record)."
+        )
+    table = as_arrow_table(texts_or_records)
     check_int("dedup", "batch_size", batch_size, low=1)
     own = method_parameters(method)  # a method's own parameter wins (sanderson's window)
     cluster_kwargs = {
@@ -175,14 +306,17 @@ def dedup(
         params.pop("seed")
     cluster = ClusterConfig(seed=seed, **cluster_kwargs)
     method_obj = make_method(method, **params)
-    items = list(texts_or_records)
-    batches = _in_memory_batches(items, text_field, id_field, batch_size, date_field)
-    reread = (
-        (lambda: _in_memory_batches(items, text_field, None, batch_size, date_field))
-        if pair_types
-        else None
-    )
+    if table is not None:
+        batches = _table_batches(table, text_field, id_field, batch_size, date_field)
+        again = lambda: _table_batches(table, text_field, None, batch_size)  # noqa: E731
+        total = table.num_rows
+    else:
+        items = list(texts_or_records)
+        batches = _in_memory_batches(items, text_field, id_field, batch_size, date_field)
+        again = lambda: _in_memory_batches(items, text_field, None, batch_size)  # noqa: E731
+        total = len(items)
     stage = CorpusStageConfig(work_dir=None if work_dir is None else str(work_dir),
                               memory_limit=memory_limit, partitions=partitions, resume=resume)
     return run(batches, method_obj, cluster=cluster, keep=keep, progress=progress,
-               total=len(items), reread=reread, engine=engine, corpus_stage=stage)
+               total=total, reread=again if pair_types else None, engine=engine,
+               corpus_stage=stage)

@@ -8,17 +8,29 @@ the CLI); inner functions trust their inputs.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 __all__ = [
     "NeardupError",
     "InputError",
+    "OutputError",
+    "ParameterError",
     "check_choice",
     "check_int",
     "check_float",
+    "parameter_error",
+    "setting",
     "short_repr",
+    "spelled_as",
 ]
+
+# How the active front end names a parameter (the CLI: its flag); None = Python names.
+_SPELLING: ContextVar[Callable[[str], str | None] | None] = ContextVar(
+    "neardup_spelling", default=None
+)
 
 
 class NeardupError(Exception):
@@ -29,11 +41,68 @@ class InputError(NeardupError, ValueError):
     """The corpus cannot be read as given. The message names the file and the row or byte."""
 
 
+class OutputError(NeardupError, ValueError):
+    """An output cannot be written as asked (path, format, space); raised before any work."""
+
+
+class ParameterError(NeardupError, ValueError):
+    """A parameter is out of range or of the wrong type.
+
+    Besides the message, it keeps its parts so that a front end can say it in its own
+    words (the CLI names ``--max-df`` where Python says ``NGramOverlap: parameter 'max_df'``).
+
+    Attributes
+    ----------
+    caller, parameter, accepted : str
+    value : Any
+    hint : str or None
+    """
+
+    def __init__(
+        self, caller: str, parameter: str, accepted: str, value: Any, hint: str | None = None
+    ) -> None:
+        self.caller = caller
+        self.parameter = parameter
+        self.accepted = accepted
+        self.value = value
+        self.hint = hint
+        super().__init__(self.render(f"{caller}: parameter '{parameter}'"))
+
+    def render(self, subject: str) -> str:
+        """The message with ``subject`` in place of "<caller>: parameter '<name>'"."""
+        message = f"{subject} must be {self.accepted}; got {self.value!r}."
+        return f"{message} {self.hint}" if self.hint else message
+
+
+def parameter_error(
+    caller: str, name: str, accepted: str, value: Any, hint: str | None = None
+) -> ParameterError:
+    """The :class:`ParameterError` for ``name`` (to ``raise``), in the shared shape."""
+    return ParameterError(caller, name, accepted, value, hint)
+
+
+def setting(name: str, python: str) -> str:
+    """How a message should tell the user to set parameter ``name``: ``python`` (e.g.
+    ``"ReaderConfig(text_field=...)"``), or the active front end's spelling (the CLI's
+    ``--text-field``) inside :func:`spelled_as`."""
+    spell = _SPELLING.get()
+    spelled = spell(name) if spell is not None else None
+    return spelled or python
+
+
+@contextmanager
+def spelled_as(spell: Callable[[str], str | None]) -> Iterator[None]:
+    """Within the block, messages name parameters as ``spell(name)`` says (None keeps
+    the Python spelling). The CLI wraps each command in it."""
+    token = _SPELLING.set(spell)
+    try:
+        yield
+    finally:
+        _SPELLING.reset(token)
+
+
 def _fail(caller: str, name: str, accepted: str, value: Any, hint: str | None) -> None:
-    message = f"{caller}: parameter '{name}' must be {accepted}; got {value!r}."
-    if hint:
-        message += f" {hint}"
-    raise ValueError(message)
+    raise ParameterError(caller, name, accepted, value, hint)
 
 
 def check_choice(

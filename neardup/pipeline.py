@@ -140,6 +140,10 @@ class Result:
         Pairs the method matched but left out of the clustering because their dates
         differ by more than the time window (``ClusterConfig.time_window_hours``, or
         ``sanderson``'s own); reported separately.
+    pruning : dict of str -> int
+        What the method left out of its search that can cost recall (the method's
+        ``pruning_``, e.g. ngram's ``max_df_shingles``, ``max_df_documents``), and
+        ``documents_without_date`` when the input has dates; part of :meth:`summary`.
     """
 
     ids: np.ndarray
@@ -155,6 +159,7 @@ class Result:
     pair_types: np.ndarray | None = None
     outside_window: Pairs = field(default_factory=Pairs.empty)
     template_groups: np.ndarray | None = None
+    pruning: dict[str, int] = field(default_factory=dict)
 
     @property
     def n_docs(self) -> int:
@@ -232,6 +237,7 @@ class Result:
                 if self.pair_types is not None and self.pair_types.size
                 else {}
             ),
+            **self.pruning,
         }
 
 
@@ -536,4 +542,14 @@ def run_on_sketch(
         method=method.name,
         params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep},
         timings=timer.seconds,
+        pruning=_pruning(method, sketch.dates, cluster.time_window_hours),
     )
+
+
+def _pruning(method: Method, dates: np.ndarray | None, window: float | None) -> dict[str, int]:
+    """The method's report of recall-costing pruning, plus the documents without a date
+    when the input has dates (a time window never splits those)."""
+    out = {k: int(v) for k, v in (getattr(method, "pruning_", None) or {}).items()}
+    if dates is not None:
+        out["documents_without_date"] = int(np.isnat(dates).sum())
+    return out

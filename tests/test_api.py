@@ -139,3 +139,86 @@ def test_sanderson_takes_time_window_as_its_own_parameter():
                       time_window_hours=12)
     assert r.params["method"]["time_window_hours"] == 12
     assert r.params["cluster"]["time_window_hours"] is None
+
+
+# --- tables (issue #18.5) and date fields (issue #18.4) ------------------------------
+
+TABLE = {
+    "body": ["the cat sat on the mat today", "the cat sat on the mat today", "a dog barked"],
+    "doc": ["a", "b", "c"],
+}
+
+
+def _table_inputs():
+    import pyarrow as pa
+
+    yield "pyarrow.Table", pa.table(TABLE)
+    yield "pyarrow.RecordBatch", pa.RecordBatch.from_pydict(TABLE)
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is in the test extra
+        pass
+    else:
+        yield "pandas.DataFrame", pd.DataFrame(TABLE)
+    try:
+        import polars as pl
+    except ImportError:
+        pass
+    else:
+        yield "polars.DataFrame", pl.DataFrame(TABLE)
+
+
+@pytest.mark.parametrize(("kind", "table"), list(_table_inputs()), ids=lambda v: v if isinstance(v, str) else "")
+def test_tables_are_read_by_column_name(kind, table):
+    r = neardup.dedup(table, method="exact", text_field="body", id_field="doc")
+    assert r.n_docs == 3, kind  # not one document named "text"
+    assert r.ids.tolist() == ["a", "b", "c"]
+    assert r.clusters.tolist() == [0, 0, 1]
+    default_ids = neardup.dedup(table, method="exact", text_field="body")
+    assert default_ids.ids.tolist() == ["0", "1", "2"]
+
+
+def test_pandas_dataframe_errors_are_clear():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame(TABLE)
+    with pytest.raises(InputError, match="no text column 'text'; its columns are 'body', 'doc'"):
+        neardup.dedup(df)
+    with pytest.raises(InputError, match="text column 'n' must hold strings; it holds int64"):
+        neardup.dedup(pd.DataFrame({"n": [1, 2]}), text_field="n")
+    with pytest.raises(InputError, match="text column 'body' is null in row 1"):
+        neardup.dedup(pd.DataFrame({"body": ["x", None]}), text_field="body")
+    with pytest.raises(InputError, match="duplicate id 'a'"):
+        neardup.dedup(pd.DataFrame({"body": ["x", "y"], "doc": ["a", "a"]}), text_field="body",
+                      id_field="doc")
+    with pytest.raises(InputError, match="a single dict"):
+        neardup.dedup({"text": "one record"})
+
+
+def test_table_dates_by_column_and_missing_ones_counted():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({
+        "text": ["the cat sat on the mat today"] * 3 + ["a dog barked"],
+        "when": pd.to_datetime(["2020-01-01", "2020-01-20", None, "2020-01-01"]),
+    })
+    r = neardup.dedup(df, method="exact", date_field="when", time_window_hours=48)
+    assert len(r.outside_window) == 1  # days 1 and 20 are not merged
+    assert r.summary()["documents_without_date"] == 1
+    as_strings = df.assign(when=["2020-01-01", "2020-01-20", None, "2020-01-01"])
+    r2 = neardup.dedup(as_strings, method="exact", date_field="when", time_window_hours=48)
+    assert r2.clusters.tolist() == r.clusters.tolist()
+
+
+def test_date_field_absent_from_every_record_is_an_error():
+    records = [{"text": "a b c d", "date": "2020-01-01"}, {"text": "a b c d", "date": "2020-03-01"}]
+    with pytest.raises(InputError, match="no record has the date field 'dat'"):
+        neardup.dedup(records, method="exact", date_field="dat", time_window_hours=24)
+    partly = [{"text": "a b c d", "date": "2020-01-01"}, {"text": "a b c d"}]
+    r = neardup.dedup(partly, method="exact", date_field="date", time_window_hours=24)
+    assert r.summary()["documents_without_date"] == 1
+
+
+def test_pairs_unpack_as_documented():
+    r = neardup.dedup(["x y z w", "x y z w", "q"], method="exact")
+    left, right, score = r.pairs
+    assert left.tolist() == [0] and right.tolist() == [1] and score.tolist() == [1.0]
+    assert left.dtype == np.int64 and score.dtype == np.float32

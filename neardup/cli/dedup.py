@@ -1,14 +1,28 @@
-"""``neardup dedup``: find near-duplicates in files and write clusters, pairs, de-duplicated corpus."""
+"""``neardup dedup``: find near-duplicates in files and write clusters, pairs, de-duplicated corpus.
+
+A run fails before any work for every problem it can see up front (options, output paths,
+free space), speaks in flags rather than Python parameters, and writes its outputs as a
+set (:class:`~neardup.io.outputs.OutputSet`): all new files or none. Ctrl-C and SIGTERM
+delete the temporary files and exit with 130 and 143, without a traceback.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
+from neardup.cli.errors import cli_message, spell_flag
 from neardup.cli.options import (
     cluster_config_from_options,
     cluster_options,
@@ -18,12 +32,24 @@ from neardup.cli.options import (
     reader_options,
     run_options,
 )
-from neardup.errors import NeardupError
+from neardup.errors import NeardupError, spelled_as
 from neardup.methods import make_method
 from neardup.cli.engine import corpus_stage_from_options, engine_options, input_identity
 from neardup.pipeline import KEEP_RULES, Result, run
 
 DEMO_HINT = "no INPUT given: running on the bundled demo corpus"
+#: Exit codes after Ctrl-C (SIGINT) and SIGTERM, as shells report them (128 + signal).
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+# Output options -> their click destinations, in the order outputs are written.
+_OUTPUTS = (
+    ("--clusters-out", "clusters_out"),
+    ("--pairs-out", "pairs_out"),
+    ("--out", "out"),
+    ("--report", "report"),
+    ("--html", "html"),
+)
+_COMPRESSED_INPUT = (".gz", ".parquet")
 
 
 def _demo_corpus() -> Path:
@@ -49,6 +75,79 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
     console.print(table)
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that cleanup code runs (not an Exception, so
+    library code that catches Exception lets it through)."""
+
+
+@contextmanager
+def _termination_as_exception() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`_Terminated` (SIGINT already raises
+    KeyboardInterrupt), so ``with``/``finally`` blocks delete temporary files."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _input_bytes(inputs: tuple[Path, ...]) -> tuple[int, bool]:
+    """Total size of the inputs on disk, and whether any is compressed."""
+    total = 0
+    compressed = False
+    for path in inputs:
+        try:
+            if path.is_dir():
+                total += sum(p.stat().st_size for p in path.rglob("*.txt") if p.is_file())
+            else:
+                total += path.stat().st_size
+                compressed |= path.name.lower().endswith(_COMPRESSED_INPUT)
+        except OSError:
+            continue  # the reader names a missing input
+    return total, compressed
+
+
+def _output_set(inputs: tuple[Path, ...], opts: dict[str, Any]):
+    """The run's outputs as an :class:`OutputSet`, with a size estimate for ``--out``."""
+    from neardup.io.outputs import OutputSet
+    from neardup.io.writers import output_kind
+
+    outputs = OutputSet(inputs)
+    size, compressed = _input_bytes(inputs)
+    for flag, key in _OUTPUTS:
+        path = opts[key]
+        if path is None:
+            continue
+        if key in ("report", "html"):
+            outputs.add(flag, path, kinds=("json",) if key == "report" else ("html",))
+            continue
+        estimate = 0
+        if key == "out":
+            # The kept documents are at most the input; uncompressed text of a compressed
+            # input takes a few times its size on disk.
+            plain = output_kind(path) in ("jsonl", "csv", "tsv")
+            estimate = size * (4 if compressed and plain else 1)
+        outputs.add(flag, path, estimate=estimate)
+    return outputs
+
+
+def _killing_after_first(batches):
+    """Pass batches through; the test hook ``read`` fires after the first one."""
+    from neardup.io.outputs import kill_point
+
+    for index, batch in enumerate(batches):
+        yield batch
+        if index == 0:
+            kill_point("read")
+
+
 @click.command("dedup")
 @click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
 @method_options
@@ -59,15 +158,18 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
               help="Representative per cluster: longest text (ties: input order) or first.")
 @click.option("--clusters-out", type=click.Path(path_type=Path), default=None,
               help="Write one row per input document (id, cluster, cluster_size, "
-                   "representative, status, template): .parquet, .jsonl or .csv.")
+                   "representative, status, template): .parquet, .jsonl, .jsonl.gz, .csv "
+                   "or .tsv.")
 @click.option("--pairs-out", type=click.Path(path_type=Path), default=None,
               help="Write the scored edges (id_a, id_b, score, method, type = exact / "
-                   "expanded / corrected / template / near, outside_window).")
+                   "expanded / corrected / template / near, outside_window); same formats.")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=None,
               help="Write the de-duplicated corpus (one representative per cluster, all "
-                   "fields kept): .jsonl, .jsonl.gz, .parquet or .csv.")
+                   "fields kept): .jsonl, .jsonl.gz, .parquet, .csv or .tsv. A binary text "
+                   "column stays binary in .parquet and becomes UTF-8 text otherwise.")
 @click.option("--report", type=click.Path(path_type=Path), default=None,
-              help="Write the run summary, parameters and timings as JSON.")
+              help="Write the run summary, parameters (with the LSH bands and rows used), "
+                   "neardup version and timings as JSON (.json).")
 @click.option("--html", type=click.Path(path_type=Path), default=None,
               help="Write an HTML report of the run (one offline page; see neardup report).")
 @run_options
@@ -79,6 +181,12 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     Reuters-21578 SGML (.sgm); several may be given. Without INPUT, runs on the bundled
     demo corpus.
 
+    Outputs are checked before the input is read (format from the extension, directory
+    writable, enough free space, no output on an input or on another output), written to
+    temporary files beside their targets and renamed into place together at the end: a
+    failed or interrupted run leaves all previous files as they were. Exit status: 0 on
+    success, 1 on an error, 2 on a usage error, 130 after Ctrl-C, 143 after SIGTERM.
+
     \b
     Example:
       neardup dedup corpus.jsonl --method minhash --threshold 0.5 \\
@@ -86,74 +194,123 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     """
     from rich.console import Console
 
-    from neardup.io import iter_records, read_corpus, write_records, write_table
-
     console = Console(stderr=True, quiet=opts["quiet"])
     if not inputs:
         inputs = (_demo_corpus(),)
         console.print(f"[dim]{DEMO_HINT} ({inputs[0].name})[/dim]")
-    method = opts["method"]
     try:
-        params = method_params_from_options(method, opts, seed=opts["seed"])
-        method_obj = make_method(method, **params)
-        cluster = cluster_config_from_options(opts, seed=opts["seed"])
-        reader = reader_config_from_options(opts)
-        progress = False if opts["quiet"] else opts["progress"]
-        # Pair types need a second read of the paired documents: only when pairs are written.
-        reread = (lambda: read_corpus(list(inputs), reader)) if opts["pairs_out"] else None
-        result = run(read_corpus(list(inputs), reader), method_obj, cluster=cluster,
-                     keep=opts["keep"], progress=progress, reread=reread,
-                     engine=opts["engine"], corpus_stage=corpus_stage_from_options(opts, inputs),
-                     input_identity=input_identity(inputs, dataclasses.asdict(reader)))
-        write_seconds = _write_outputs(result, inputs, reader, opts, write_table, write_records,
-                                       iter_records)
-        if opts["html"] is not None:
-            from neardup.report import write_report
-
-            write_report(opts["html"], result, list(inputs), reader)
+        with spelled_as(spell_flag), _termination_as_exception():
+            result, write_seconds = _dedup(inputs, opts)
+    except KeyboardInterrupt:
+        click.echo("neardup: interrupted; no output was written, previous files are as they "
+                   "were.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except _Terminated:
+        click.echo("neardup: terminated (SIGTERM); no output was written, previous files are "
+                   "as they were.", err=True)
+        sys.exit(EXIT_TERMINATED)
     except (NeardupError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(cli_message(exc)) from exc
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise click.ClickException(
+            f"{where}{exc.strerror or exc}; no output was written, previous files are as they "
+            "were."
+        ) from exc
     if not opts["quiet"]:
         _print_summary(result, Console(), {"write": write_seconds} if write_seconds else {})
 
 
-def _metadata(result: Result) -> dict[bytes, bytes]:
-    meta = {"method": result.method, "params": result.params}
-    return {b"neardup": json.dumps(meta, sort_keys=True, default=str).encode()}
+def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, float]:
+    """The run itself: options and outputs checked first, then read, cluster, write."""
+    from neardup.io import read_corpus
+    from neardup.io.outputs import kill_point
+
+    method = opts["method"]
+    params = method_params_from_options(method, opts, seed=opts["seed"])
+    method_obj = make_method(method, **params)
+    cluster = cluster_config_from_options(opts, seed=opts["seed"])
+    reader = reader_config_from_options(opts)
+    progress = False if opts["quiet"] else opts["progress"]
+    outputs = _output_set(inputs, opts)
+    with outputs:  # every output checked and its temporary file created, or an error
+        kill_point("checked")
+        # Pair types need a second read of the paired documents: only when pairs are written.
+        reread = (lambda: read_corpus(list(inputs), reader)) if opts["pairs_out"] else None
+        batches = _killing_after_first(read_corpus(list(inputs), reader))
+        result = run(batches, method_obj, cluster=cluster, keep=opts["keep"],
+                     progress=progress, reread=reread, engine=opts["engine"],
+                     corpus_stage=corpus_stage_from_options(opts, inputs),
+                     input_identity=input_identity(inputs, dataclasses.asdict(reader)))
+        kill_point("clustered")
+        start = time.perf_counter()
+        _write_outputs(result, method_obj, inputs, reader, opts, outputs)
+        kill_point("written")
+        outputs.commit()
+        seconds = time.perf_counter() - start if len(outputs) else 0.0
+    kill_point("committed")
+    return result, seconds
 
 
-def _write_outputs(result, inputs, reader, opts, write_table, write_records, iter_records) -> float:
-    import time
+def _run_record(result: Result, method_obj: Any) -> dict[str, Any]:
+    """Method, parameters (LSH bands and rows as used, not as given) and neardup version."""
+    import copy
 
-    start = time.perf_counter()
-    meta = _metadata(result)
-    wrote = False
-    if opts["clusters_out"] is not None:
-        write_table(opts["clusters_out"], result.clusters_table().replace_schema_metadata(meta))
-        wrote = True
-    if opts["pairs_out"] is not None:
-        write_table(opts["pairs_out"], result.pairs_table().replace_schema_metadata(meta))
-        wrote = True
-    if opts["out"] is not None:
+    from neardup import __version__
+
+    params = copy.deepcopy(result.params)
+    banding = getattr(method_obj, "banding", None)
+    if banding is not None:
+        params["method"]["bands"], params["method"]["rows"] = (int(v) for v in banding)
+    return {"method": result.method, "params": params, "neardup_version": __version__}
+
+
+def _metadata(record: dict[str, Any]) -> dict[bytes, bytes]:
+    return {b"neardup": json.dumps(record, sort_keys=True, default=str).encode()}
+
+
+def _as_text(records: Iterator[dict], field: str, warned: list[bool]) -> Iterator[dict]:
+    """Records with a bytes ``field`` decoded as UTF-8 (the reader already checked it)."""
+    for record in records:
+        value = record.get(field)
+        if isinstance(value, (bytes, bytearray)):
+            if not warned[0]:
+                warned[0] = True
+                click.echo(f"warning: --out: the text field {field!r} holds bytes in the input; "
+                           "it is written as UTF-8 text.", err=True)
+            record = {**record, field: bytes(value).decode("utf-8", "replace")}
+        yield record
+
+
+def _write_outputs(result, method_obj, inputs, reader, opts, outputs) -> None:
+    """Write every requested output to its temporary file (renamed later by commit)."""
+    from neardup.io import iter_records
+
+    record = _run_record(result, method_obj)
+    meta = _metadata(record)
+    if "--clusters-out" in outputs:
+        outputs.write_table("--clusters-out", result.clusters_table().replace_schema_metadata(meta))
+    if "--pairs-out" in outputs:
+        outputs.write_table("--pairs-out", result.pairs_table().replace_schema_metadata(meta))
+    if "--out" in outputs:
         keep = result.representative
         records = (
             rec for rec, kept in zip(iter_records(list(inputs), reader), keep, strict=True) if kept
         )
-        write_records(opts["out"], records)
-        wrote = True
-    if opts["report"] is not None:
-        from neardup.io.writers import atomic_path
-
+        if outputs.kind("--out") != "parquet":  # Parquet keeps a binary column binary
+            records = _as_text(records, reader.text_field, [False])
+        outputs.write_records("--out", records)
+    if "--report" in outputs:
         report = {
             "summary": result.summary(),
-            "method": result.method,
-            "params": result.params,
+            **record,
             "timings_seconds": result.timings,
-            "inputs": [str(p) for p in inputs],
+            "inputs": [os.fspath(p) for p in inputs],
             "template_clusters": result.template_clusters(),
         }
-        with atomic_path(opts["report"]) as tmp:
-            Path(tmp).write_text(json.dumps(report, indent=2, sort_keys=True, default=str) + "\n")
-        wrote = True
-    return time.perf_counter() - start if wrote else 0.0
+        outputs.write_text("--report", json.dumps(report, indent=2, sort_keys=True, default=str)
+                           + "\n")
+    if "--html" in outputs:
+        from neardup.report import write_report
 
+        write_report(outputs.temporary("--html"), result, list(inputs), reader)

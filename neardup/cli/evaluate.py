@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from neardup.cli.errors import cli_message
 from click.core import ParameterSource
 
 from neardup.cli.options import (
@@ -198,7 +200,7 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
         report = evaluate(data, method, params=params, cluster=cluster, ks=ks,
                           progress=progress)
     except (NeardupError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(cli_message(exc)) from exc
     report = {
         "split": opts["split"],
         "inputs": [str(p) for p in opts["labeled"]],
@@ -378,7 +380,7 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
                 )
             if name in base:  # a default filled in by the options, not the user's choice
                 del base[name]
-        cluster = cluster_config_from_options(opts, seed=opts["seed"])
+        cluster = cluster_config_from_options(opts, seed=opts["seed"], sweep=sweep)
         split = None if opts["split"].strip().casefold() == "none" else opts["split"]
         if split is not None and split.strip().casefold() == "test":
             raise click.UsageError(
@@ -392,7 +394,7 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
                       cluster=cluster, progress=progress)
         result.save(opts["out"])
     except (NeardupError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(cli_message(exc)) from exc
     if opts["as_json"]:
         click.echo(_dump(result.to_dict()))
         return

@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from neardup.cli.errors import cli_message
+
 from neardup.cli.options import (
     method_options,
     method_params_from_options,
@@ -75,7 +77,7 @@ def leakage_command(train: tuple[Path, ...], test: tuple[Path, ...], **opts: Any
             with atomic_path(opts["report"]) as tmp:
                 Path(tmp).write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
     except (NeardupError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(cli_message(exc)) from exc
     if opts["quiet"]:
         return
     console = Console()

@@ -14,7 +14,7 @@ and one function per group turns the parsed flags into library objects:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 import click
@@ -102,8 +102,11 @@ _METHOD_OPTIONS = (
     click.option("--similarity", type=click.Choice(["jaccard", "containment"]), default=None,
                  help="ngram: Jaccard, or containment |A&B|/min(|A|,|B|) for abridged copies."),
     click.option("--max-df", type=int, default=None,
-                 help="ngram: shingles in more documents than this are not used to find "
-                      "candidates (default 1000); similarity stays exact."),
+                 help="ngram: shingles in more documents than this are chained (each "
+                      "document compared with its neighbours in two MinHash orders) instead "
+                      "of paired all-to-all (default 1000): exact copies are always found, "
+                      "the summary counts the shingles and documents concerned; similarity "
+                      "stays exact."),
     click.option("--weighting", type=click.Choice(["tf", "binary"]), default=None,
                  help="simhash: shingle votes by occurrence (tf, default) or once (binary)."),
     click.option("--model", default=None,
@@ -111,7 +114,7 @@ _METHOD_OPTIONS = (
                       "sentence-transformers model directory."),
     click.option("--shingle", "shingle_unit", type=click.Choice(["word", "char"]),
                  default="word", show_default=True, help="Shingle unit."),
-    click.option("--ngram", "ngram_n", type=int, default=None,
+    click.option("--ngram", "ngram_n", type=click.IntRange(1, 255), default=None,
                  help="Shingle length in units (default 3 words; try 10-25 for --shingle char)."),
     click.option("--keep-invisible", is_flag=True,
                  help="Do not remove zero-width/format characters."),
@@ -262,7 +265,9 @@ def method_params_from_options(method: str, opts: dict[str, Any], *, seed: int) 
     accepted = method_parameters(method)
     shingle_n = opts["ngram_n"]
     if "shingle" in accepted:
-        params["shingle"] = ShingleConfig(unit=opts["shingle_unit"], n=shingle_n or 3)
+        params["shingle"] = ShingleConfig(
+            unit=opts["shingle_unit"], n=3 if shingle_n is None else shingle_n
+        )
     elif shingle_n is not None or opts["shingle_unit"] != "word":
         raise click.UsageError(f"--shingle/--ngram do not apply to --method {method}.")
     if "normalize" in accepted:
@@ -276,8 +281,58 @@ def method_params_from_options(method: str, opts: dict[str, Any], *, seed: int) 
     return params | extra
 
 
-def cluster_config_from_options(opts: dict[str, Any], *, seed: int) -> ClusterConfig:
-    """The :class:`ClusterConfig` from the options :func:`cluster_options` added."""
+# Options that only one clustering algorithm reads: given with another, they would be
+# silently ignored.
+_ALGORITHM_OPTIONS = (
+    ("linkage", "--linkage", ("hac",)),
+    ("distance_threshold", "--hac-distance", ("hac",)),
+    ("resolution", "--resolution", ("leiden", "louvain")),
+)
+
+
+def _check_algorithm_options(opts: dict[str, Any], sweep: Collection[str]) -> None:
+    """UsageError for an option given on the command line that the chosen ``--cluster``
+    does not read (defaults are fine); nothing outside a click command or when ``sweep``
+    (``tune --grid`` names) varies the algorithm."""
+    from click.core import ParameterSource
+
+    context = click.get_current_context(silent=True)
+    if context is None or {"cluster.algorithm", "cluster"} & set(sweep):
+        return
+    algorithm = opts["cluster_algorithm"]
+    for name, flag, algorithms in _ALGORITHM_OPTIONS:
+        source = context.get_parameter_source(name)
+        if source in (None, ParameterSource.DEFAULT) or algorithm in algorithms:
+            continue
+        needed = " or ".join(f"--cluster {a}" for a in algorithms)
+        raise click.UsageError(
+            f"{flag} applies to {needed} only; with --cluster {algorithm} it would be "
+            f"ignored. Add {needed.split(' or ')[0]} or drop {flag}."
+        )
+    if (context.get_parameter_source("oversized") not in (None, ParameterSource.DEFAULT)
+            and opts["max_cluster_size"] is None
+            and "cluster.max_cluster_size" not in sweep):
+        raise click.UsageError(
+            "--oversized applies to clusters larger than --max-cluster-size; give "
+            "--max-cluster-size too, or drop --oversized."
+        )
+
+
+def cluster_config_from_options(
+    opts: dict[str, Any], *, seed: int, sweep: Collection[str] = ()
+) -> ClusterConfig:
+    """The :class:`ClusterConfig` from the options :func:`cluster_options` added.
+
+    Raises
+    ------
+    click.UsageError
+        For an option given on the command line that the chosen ``--cluster`` does not
+        read (``--linkage``/``--hac-distance`` without ``hac``, ``--resolution`` without
+        ``leiden``/``louvain``, ``--oversized`` without ``--max-cluster-size``), unless
+        ``sweep`` (the parameters ``tune --grid`` varies) includes the algorithm or the
+        maximum cluster size.
+    """
+    _check_algorithm_options(opts, sweep)
     return ClusterConfig(
         algorithm=opts["cluster_algorithm"],
         max_cluster_size=opts["max_cluster_size"],

@@ -7,6 +7,7 @@ are mapped back to document ids only when results are written.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +28,17 @@ class Pairs:
     score : ndarray of float32, shape (n_pairs,)
         Similarity in [0, 1] (Jaccard, estimated Jaccard, 1 - hamming/bits, cosine...).
         Higher means more alike.
+
+    Notes
+    -----
+    Unpacks as its three arrays, ``left, right, score = pairs`` (iterating yields the
+    arrays, not one item per pair; ``len(pairs)`` is the number of pairs).
+
+    Examples
+    --------
+    >>> left, right, score = Pairs([0, 2], [1, 3], [1.0, 0.5])
+    >>> left.tolist(), right.tolist(), score.tolist()
+    ([0, 2], [1, 3], [1.0, 0.5])
     """
 
     left: np.ndarray
@@ -52,6 +64,10 @@ class Pairs:
 
     def __len__(self) -> int:
         return int(self.left.shape[0])
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        """``left``, ``right`` and ``score``, so that ``left, right, score = pairs``."""
+        return iter((self.left, self.right, self.score))
 
     def canonical(self) -> Pairs:
         """Drop self-pairs, order each pair as ``left < right``, merge repeats keeping the

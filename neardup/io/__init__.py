@@ -1,12 +1,14 @@
 """Corpus I/O: stream documents in as batches, write tables and records out atomically."""
 
 from neardup.io.batch import DocumentBatch
+from neardup.io.outputs import OutputSet
 from neardup.io.readers import ReaderConfig, detect_format, iter_records, read_corpus
 from neardup.io.reuters import find_reuters_dir
 from neardup.io.writers import atomic_path, write_records, write_table
 
 __all__ = [
     "DocumentBatch",
+    "OutputSet",
     "ReaderConfig",
     "atomic_path",
     "detect_format",

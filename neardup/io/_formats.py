@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from neardup.errors import InputError
+from neardup.errors import InputError, setting
 
 try:  # orjson is optional and several times faster; both raise json.JSONDecodeError
     import orjson
@@ -50,6 +50,14 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # a \ud800-\udfff escape in JSON text
 # csv's default limit (128 KiB) is too small for real documents; raised when a CSV is read.
 _CSV_FIELD_LIMIT = 2**31 - 1
+
+
+def _REPLACE() -> str:  # noqa: N802 - reads like the phrase it returns
+    return setting("errors=replace", "ReaderConfig(errors='replace')")
+
+
+def _FIELDS() -> str:  # noqa: N802
+    return setting("fields", "the matching ReaderConfig field")
 
 
 class Utf8Decoder:
@@ -80,7 +88,7 @@ class Utf8Decoder:
                 raise InputError(
                     f"{self.path}, {where}: invalid UTF-8 at byte offset {offset + exc.start} "
                     f"(bytes {bad.hex(' ')}). Convert the file to UTF-8 (e.g. with iconv), "
-                    "or pass ReaderConfig(errors='replace') to substitute U+FFFD."
+                    f"or pass {_REPLACE()} to substitute U+FFFD."
                 ) from None
         text = data.decode("utf-8", "replace")
         self.replaced += text.count("\ufffd") - data.count(_REPLACEMENT_BYTES)
@@ -96,7 +104,7 @@ class Utf8Decoder:
             raise InputError(
                 f"{self.path}, {where}: the escape \\u{ord(found[0]):04x} is an unpaired "
                 "surrogate, which is not valid Unicode. Fix the producer of the file, or pass "
-                "ReaderConfig(errors='replace') to substitute U+FFFD."
+                f"{_REPLACE()} to substitute U+FFFD."
             )
         self.replaced += len(found)
         self.records += 1
@@ -286,8 +294,7 @@ def _check_header(path: str, header: list[str], require: tuple[str, ...]) -> Non
         if name not in seen:
             raise InputError(
                 f"{path}, line 1: no column {name!r} in the header; the columns are "
-                f"{', '.join(repr(h) for h in header)}. Set the matching ReaderConfig field "
-                "to the right column."
+                f"{', '.join(repr(h) for h in header)}. Set {_FIELDS()} to the right column."
             )
 
 
@@ -318,8 +325,7 @@ def parquet_records(
         if name not in names:
             raise InputError(
                 f"{path}: no column {name!r}, so no row has it; the columns are "
-                f"{', '.join(repr(n) for n in names)}. Set the matching ReaderConfig field "
-                "to the right column."
+                f"{', '.join(repr(n) for n in names)}. Set {_FIELDS()} to the right column."
             )
     row = 0
     try:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from neardup.errors import InputError, check_choice, check_int, short_repr
+from neardup.errors import InputError, check_choice, check_int, parameter_error, setting, short_repr
 from neardup.io._dates import as_datetime64, field_epoch_seconds, to_epoch_seconds
 from neardup.io._formats import (
     Utf8Decoder,
@@ -125,7 +125,7 @@ def _check_field(caller: str, name: str, value: Any, *, optional: bool) -> None:
         return
     if not isinstance(value, str) or not value:
         accepted = "a non-empty string" + (" or None" if optional else "")
-        raise ValueError(f"{caller}: parameter '{name}' must be {accepted}; got {value!r}.")
+        raise parameter_error(caller, name, accepted, value)
 
 
 def detect_format(path: str | os.PathLike) -> str:
@@ -318,8 +318,10 @@ class _IdRegistry:
             )
         else:
             hint = (
-                "Ids must be unique across all inputs: choose another id_field, fix the "
-                "data, or set id_field=None to number documents by position."
+                f"Ids must be unique across all inputs: choose another "
+                f"{setting('id_field', 'id_field')}, fix the data, or "
+                f"{setting('id_field=None', 'set id_field=None')} to number documents by "
+                "position."
             )
         raise InputError(
             f"{path}, {_where(kind, row, line, doc_id)}: duplicate id {doc_id!r}, first seen "
@@ -373,8 +375,9 @@ class _Extractor:
         if value is _MISSING:
             raise InputError(
                 f"{self.path}, {where}: the record has no text field {field!r}; "
-                f"{_fields_text(record)}. Set ReaderConfig(text_field=...) to the field "
-                "that holds the text."
+                f"{_fields_text(record)}. Set "
+                f"{setting('text_field', 'ReaderConfig(text_field=...)')} to the field that "
+                "holds the text."
             )
         if isinstance(value, str):  # a str subclass
             return str(value)
@@ -401,7 +404,8 @@ class _Extractor:
         if value is _MISSING:
             raise InputError(
                 f"{self.path}, {where}: the record has no id field {field!r}; "
-                f"{_fields_text(record)}. Every record needs an id when id_field is set."
+                f"{_fields_text(record)}. Every record needs an id when "
+                f"{setting('id_field', 'id_field')} is set."
             )
         raise InputError(
             f"{self.path}, {where}: id field {field!r} must be a string or an integer; got "
@@ -420,6 +424,12 @@ class _Extractor:
 def _batches(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[DocumentBatch]:
     track_ids = config.id_field is not None or any(kind in _NATIVE for _, kind in sources)
     registry = _IdRegistry(sources, config.id_field) if track_ids else None
+    # CSV/TSV/Parquet demand the date column in their header; JSON Lines records may lack
+    # the key, and a misspelt date_field must not silently leave every date unknown.
+    date_key = config.date_field
+    dated = date_key is None or any(kind in ("csv", "tsv", "parquet", "reuters")
+                                    for _, kind in sources)
+    first_fields: dict | None = None
     position = 0  # documents yielded so far, over all inputs
     limit = config.limit
     size = config.batch_size
@@ -435,6 +445,9 @@ def _batches(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[D
         try:
             with closing(_record_stream(path, kind, config, full=False)) as stream:
                 for row, line, record in stream:
+                    if not dated:
+                        dated = date_key in record
+                        first_fields = record if first_fields is None else first_fields
                     text = extractor.text(record, row, line)
                     doc_id = extractor.doc_id(record, row, line, position)
                     if registry is not None:
@@ -454,6 +467,14 @@ def _batches(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[D
                 yield _batch(path, ids, texts, seconds if with_dates else None, rows)
         finally:
             extractor.binary.finish()
+    if not dated and position:
+        fields = _fields_text(first_fields or {}).removeprefix("it ")
+        raise InputError(
+            f"date field {date_key!r}: none of the {position:,} records read has it, so every "
+            f"date would be unknown (the first record {fields}). "
+            f"Set {setting('date_field', 'ReaderConfig(date_field=...)')} to the field that "
+            "holds the date, or leave it out."
+        )
 
 
 def _batch(

@@ -30,7 +30,15 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-__all__ = ["atomic_path", "write_records", "write_table"]
+__all__ = [
+    "OUTPUT_EXTENSIONS",
+    "atomic_path",
+    "output_kind",
+    "records_to_file",
+    "table_to_file",
+    "write_records",
+    "write_table",
+]
 
 _KINDS = (
     (".jsonl.gz", "jsonl.gz"),
@@ -120,25 +128,43 @@ def write_table(path: str | os.PathLike, table: pa.Table) -> None:
         For an unsupported extension. TypeError if ``table`` is not a pyarrow.Table.
     """
     kind = _output_kind("write_table", path)
-    if not isinstance(table, pa.Table):
-        raise TypeError(
-            f"write_table: parameter 'table' must be a pyarrow.Table; got {type(table).__name__}."
-        )
+    _check_table(table)
     with atomic_path(path) as temporary:
-        if kind == "parquet":
-            pq.write_table(table, temporary, compression=_PARQUET_COMPRESSION)
-            return
-        with _open_text(temporary, kind) as handle:
-            if kind in ("jsonl", "jsonl.gz"):
-                for batch in table.to_batches(max_chunksize=_CHUNK_ROWS):
-                    for record in batch.to_pylist():
-                        handle.write(_json_line(record))
-            else:
-                writer = _csv_writer(handle, kind)
-                writer.writerow(table.column_names)
-                for batch in table.to_batches(max_chunksize=_CHUNK_ROWS):
-                    for record in batch.to_pylist():
-                        writer.writerow([_cell(value) for value in record.values()])
+        table_to_file(temporary, kind, table)
+
+
+def output_kind(path: str | os.PathLike) -> str | None:
+    """The output format a path's extension names (``"parquet"``, ``"jsonl"``,
+    ``"jsonl.gz"``, ``"csv"``, ``"tsv"``), or None when no writer takes it."""
+    name = Path(path).name.lower()
+    for suffix, kind in _KINDS:
+        if name.endswith(suffix):
+            return kind
+    return None
+
+
+#: The extensions :func:`write_table` and :func:`write_records` accept, for messages.
+OUTPUT_EXTENSIONS = tuple(suffix for suffix, _ in reversed(_KINDS))
+
+
+def table_to_file(temporary: Path, kind: str, table: pa.Table) -> None:
+    """The body of :func:`write_table`: write ``table`` as ``kind`` to ``temporary``, in
+    place (no rename). :class:`~neardup.io.outputs.OutputSet` renames it later."""
+    _check_table(table)
+    if kind == "parquet":
+        pq.write_table(table, temporary, compression=_PARQUET_COMPRESSION)
+        return
+    with _open_text(temporary, kind) as handle:
+        if kind in ("jsonl", "jsonl.gz"):
+            for batch in table.to_batches(max_chunksize=_CHUNK_ROWS):
+                for record in batch.to_pylist():
+                    handle.write(_json_line(record))
+        else:
+            writer = _csv_writer(handle, kind)
+            writer.writerow(table.column_names)
+            for batch in table.to_batches(max_chunksize=_CHUNK_ROWS):
+                for record in batch.to_pylist():
+                    writer.writerow([_cell(value) for value in record.values()])
 
 
 def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
@@ -169,35 +195,46 @@ def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
     """
     kind = _output_kind("write_records", path)
     with atomic_path(path) as temporary:
-        if kind in ("jsonl", "jsonl.gz"):
-            count = 0
-            with _open_text(temporary, kind) as handle:
-                for record in records:
-                    _check_record(record, count)
-                    handle.write(_json_line(record))
-                    count += 1
-            return count
-        target = Path(path)
-        with tempfile.TemporaryDirectory(
-            dir=target.parent, prefix=f".{target.name}.spill-"
-        ) as spill_dir:
-            chunks, count = _spill(records, Path(spill_dir))
-            schema = _unify([schema for _, schema in chunks])
-            if kind == "parquet":
-                with pq.ParquetWriter(
-                    temporary, schema, compression=_PARQUET_COMPRESSION
-                ) as writer:
-                    for file, _ in chunks:
-                        writer.write_table(_conform(_load(file), schema))
-            else:
-                with _open_text(temporary, kind) as handle:
-                    writer = _csv_writer(handle, kind)
-                    if schema.names:
-                        writer.writerow(schema.names)
-                    for file, _ in chunks:
-                        for record in _conform(_load(file), schema).to_pylist():
-                            writer.writerow([_cell(value) for value in record.values()])
+        return records_to_file(temporary, kind, records)
+
+
+def records_to_file(temporary: Path, kind: str, records: Iterable[dict]) -> int:
+    """The body of :func:`write_records`: write ``records`` as ``kind`` to ``temporary``,
+    in place (no rename); spill files go to a temporary directory beside it."""
+    if kind in ("jsonl", "jsonl.gz"):
+        count = 0
+        with _open_text(temporary, kind) as handle:
+            for record in records:
+                _check_record(record, count)
+                handle.write(_json_line(record))
+                count += 1
         return count
+    temporary = Path(temporary)
+    with tempfile.TemporaryDirectory(
+        dir=temporary.parent, prefix=f"{temporary.name}.spill-"
+    ) as spill_dir:
+        chunks, count = _spill(records, Path(spill_dir))
+        schema = _unify([schema for _, schema in chunks])
+        if kind == "parquet":
+            with pq.ParquetWriter(temporary, schema, compression=_PARQUET_COMPRESSION) as writer:
+                for file, _ in chunks:
+                    writer.write_table(_conform(_load(file), schema))
+        else:
+            with _open_text(temporary, kind) as handle:
+                writer = _csv_writer(handle, kind)
+                if schema.names:
+                    writer.writerow(schema.names)
+                for file, _ in chunks:
+                    for record in _conform(_load(file), schema).to_pylist():
+                        writer.writerow([_cell(value) for value in record.values()])
+    return count
+
+
+def _check_table(table: Any) -> None:
+    if not isinstance(table, pa.Table):
+        raise TypeError(
+            f"write_table: parameter 'table' must be a pyarrow.Table; got {type(table).__name__}."
+        )
 
 
 def _check_record(record: Any, index: int) -> None:

@@ -14,8 +14,9 @@ arrays (no Python object per shingle or per document):
 
 1. ``(hash, doc)`` postings of every document's shingle set are sorted by hash; each run of
    equal hashes is a posting list whose length is the shingle's document frequency (df).
-2. Shingles with ``df > max_df`` (boilerplate: datelines, bylines, templates) are dropped
-   from candidate generation, but each document remembers how many it had (``frequent``).
+2. Shingles with ``df > max_df`` (boilerplate: datelines, bylines, templates, or a document
+   copied more than ``max_df`` times) are not paired all-to-all; each document remembers how
+   many it had (``frequent``). Their posting lists are *chained* instead (step 6).
 3. Documents are processed in blocks sized so that at most ``BLOCK_PAIRS`` (i, j)
    emissions are buffered at once (memory stays bounded whatever the corpus). For each
    document ``i`` of a block, a compiled kernel (parallel over documents) emits every
@@ -33,10 +34,21 @@ arrays (no Python object per shingle or per document):
    and the merge is skipped), then their exact similarity; pairs at or above the threshold
    are kept. Similarities are compared with the threshold in float64 and stored as float32.
 
-Consequently the result is exactly the set of pairs whose similarity is ``>= threshold``
-*and* that share at least one shingle with ``df <= max_df``. With ``max_df >= n_docs`` that
-is every pair with positive similarity at or above the threshold; with a smaller ``max_df``,
-pairs linked only by boilerplate shingles are not reported.
+6. Each frequent shingle's posting list is sorted by two keys of its documents (the smallest
+   shingle hash under two hash orders, i.e. two one-permutation MinHash values, then a hash of
+   the whole shingle set) and each document is paired with its successor in both orders: at
+   most two candidates per frequent posting, so the work stays linear. Identical shingle
+   sets sort next to each other in every list, so exact copies (after normalization) are
+   linked however many there are; near-copies usually share a MinHash value with them and
+   sort next to them too. These candidates get their exact similarity as in step 5.
+
+Consequently the result is every pair whose similarity is ``>= threshold`` *and* that shares
+at least one shingle with ``df <= max_df``, plus the chained pairs of step 6 at or above the
+threshold, which link every group of documents with identical (non-empty) shingle sets into
+one connected chain. With ``max_df >= n_docs`` that is every pair with positive similarity at
+or above the threshold; with a smaller ``max_df``, near-duplicates linked only by frequent
+shingles can be missed when other documents sort between them: :attr:`NGramOverlap.pruning_`
+counts the shingles and documents concerned, and the run summary reports them.
 
 :func:`exact_similarity` (exact Jaccard or containment of given pairs) is public: MinHash
 LSH uses it to verify its candidates. Steps 3-5 are shared with SpotSigs
@@ -70,7 +82,7 @@ _KINDS = ("jaccard", "containment")
 
 @njit(parallel=True, cache=True)
 def _pair_similarity(hashes, offsets, left, right, containment):
-    out = np.empty(left.shape[0], dtype=np.float32)
+    out = np.empty(left.shape[0], dtype=np.float64)
     for p in prange(left.shape[0]):
         i = left[p]
         j = right[p]
@@ -144,6 +156,62 @@ def _postings_by_doc(keep_doc, keep_end, n_docs):
     return ptr, posts, emits
 
 
+def _mix(values: np.ndarray) -> np.ndarray:
+    """SplitMix64 finalizer of uint64 values (vectorized; wraps modulo 2**64)."""
+    z = values + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def chain_keys(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-document sort keys of the frequent-shingle chains (uint64, shape (n_docs,) each).
+
+    ``first``: the smallest shingle hash (sets are sorted, so the first one); ``second``:
+    the smallest mixed hash (a second, independent MinHash value); ``content``: the sum of
+    the mixed hashes, equal for equal sets. Empty documents get 0 (they have no postings).
+    """
+    n = offsets.shape[0] - 1
+    sizes = np.diff(offsets)
+    first = np.zeros(n, np.uint64)
+    second = np.zeros(n, np.uint64)
+    content = np.zeros(n, np.uint64)
+    filled = sizes > 0
+    if filled.any():
+        starts = offsets[:-1][filled]
+        mixed = _mix(hashes)
+        first[filled] = hashes[starts]
+        second[filled] = np.minimum.reduceat(mixed, starts)
+        content[filled] = np.add.reduceat(mixed, starts)
+    return first, second, content
+
+
+def _chained_candidates(
+    sorted_hashes: np.ndarray, sorted_docs: np.ndarray, max_df: int, keys: tuple, n: int
+) -> np.ndarray:
+    """Distinct pair codes ``lo * n + hi`` of documents adjacent in a frequent shingle's
+    posting list sorted by ``(first, content, doc)`` or ``(second, content, doc)``."""
+    total = sorted_hashes.shape[0]
+    starts = np.flatnonzero(np.r_[True, sorted_hashes[1:] != sorted_hashes[:-1]])
+    df = np.diff(np.r_[starts, total])
+    frequent_runs = np.flatnonzero(df > max_df)
+    if frequent_runs.size == 0:
+        return np.zeros(0, np.int64)
+    run_of = np.repeat(np.arange(starts.size), df)
+    chosen = np.repeat(df > max_df, df)
+    docs = sorted_docs[chosen]
+    runs = run_of[chosen]
+    first, second, content = keys
+    codes = []
+    for key in (first, second):
+        order = np.lexsort((docs, content[docs], key[docs], runs))
+        a, b = docs[order][:-1], docs[order][1:]
+        same = runs[order][1:] == runs[order][:-1]
+        a, b = a[same], b[same]
+        codes.append(np.minimum(a, b) * n + np.maximum(a, b))
+    return np.unique(np.concatenate(codes))
+
+
 # --------------------------------------------------------------------------- public API
 
 
@@ -197,7 +265,7 @@ def exact_similarity(
     hashes = np.ascontiguousarray(sets.hashes, dtype=np.uint64)
     offsets = np.ascontiguousarray(sets.offsets, dtype=np.int64)
     ShingleSets(hashes, offsets).require_sets(caller)
-    return _pair_similarity(hashes, offsets, left, right, kind == "containment")
+    return _pair_similarity(hashes, offsets, left, right, kind == "containment").astype(np.float32)
 
 
 class NGramOverlap(Method):
@@ -242,12 +310,15 @@ class NGramOverlap(Method):
         Shingle unit and length. Word 3-grams were best in Silcock et al. (2022, sec. 4.3);
         use ``n=5`` for web-scale data, character n-grams (n = 10..25) for heavy OCR noise.
     max_df : int >= 2, default 1000
-        Shingles present in more documents than this (templates, datelines, boilerplate)
-        are not used to *find* candidate pairs, which keeps the work near-linear; they still
-        count in the exact similarity of pairs found through rarer shingles. Pairs sharing
-        only such shingles are not reported. Raise it (up to ``n_docs``) for completeness on
-        small corpora; 1000 suits corpora of millions of documents (the size above which
-        Silcock et al. 2022, sec. 7, ignore clusters as templates on RealNews).
+        Shingles present in more documents than this (templates, datelines, boilerplate,
+        or a text copied more than ``max_df`` times) are not paired all-to-all, which keeps
+        the work near-linear: each of their documents is compared with its neighbours in
+        two MinHash orders only (see the module docstring), so exact copies are always
+        linked, while near-copies linked only by such shingles can be missed (counted in
+        :attr:`pruning_`). They still count in the exact similarity of every compared pair.
+        Raise it (up to ``n_docs``) for completeness on small corpora; 1000 suits corpora of
+        millions of documents (the size above which Silcock et al. 2022, sec. 7, ignore
+        clusters as templates on RealNews).
     seed : int >= 0, default 0
         Keys the shingle hashes. Sketches are only comparable with the same seed.
 
@@ -257,7 +328,15 @@ class NGramOverlap(Method):
         Set by :meth:`find_pairs`: ``docs``, ``postings`` (shingle-document incidences),
         ``frequent_shingles`` (distinct shingles over ``max_df``), ``candidates`` (distinct
         pairs sharing a rare shingle), ``pruned`` (dropped by the upper bound), ``merged``
-        (pairs whose shingle arrays were merged) and ``pairs`` (returned).
+        (pairs whose shingle arrays were merged), ``chained_candidates`` and
+        ``chained_pairs`` (distinct pairs from the frequent-shingle chains, and those at or
+        above the threshold) and ``pairs`` (returned).
+    pruning_ : dict of str -> int
+        Set by :meth:`find_pairs`: what ``max_df`` may have cost in recall, for the run
+        summary: ``max_df_shingles`` (distinct shingles over ``max_df``),
+        ``max_df_documents`` (documents holding one or more of them) and
+        ``max_df_only_documents`` (documents all of whose shingles are over ``max_df``:
+        found only through the chains).
 
     Examples
     --------
@@ -336,11 +415,15 @@ class NGramOverlap(Method):
         n = len(sets)
         sizes = np.diff(offsets)
         stats = dict.fromkeys(
-            ("docs", "postings", "frequent_shingles", "candidates", "pruned", "merged", "pairs"),
+            ("docs", "postings", "frequent_shingles", "candidates", "pruned", "merged",
+             "chained_candidates", "chained_pairs", "pairs"),
             0,
-        )
+        )  # fmt: skip
         stats.update(docs=n, postings=int(hashes.size))
         self.stats_ = stats
+        self.pruning_ = dict.fromkeys(
+            ("max_df_shingles", "max_df_documents", "max_df_only_documents"), 0
+        )
         if n < 2 or hashes.size == 0:
             return Pairs.empty()
 
@@ -354,6 +437,14 @@ class NGramOverlap(Method):
             sorted_hashes, sorted_docs, self.max_df, n
         )
         stats["frequent_shingles"] = int(n_frequent)
+        self.pruning_.update(
+            max_df_shingles=int(n_frequent),
+            max_df_documents=int(np.count_nonzero(frequent)),
+            max_df_only_documents=int(np.count_nonzero((frequent == sizes) & (sizes > 0))),
+        )
+        containment = self.similarity == "containment"
+        chained = self._chained_pairs(sorted_hashes, sorted_docs, sets, sizes, containment)
+        stats.update(chained_pairs=len(chained))
         del sorted_hashes, sorted_docs
         doc_ptr, doc_posts, emits = _postings_by_doc(keep_doc, keep_end, n)
 
@@ -361,7 +452,31 @@ class NGramOverlap(Method):
             doc_ptr=doc_ptr, doc_posts=doc_posts, keep=keep_doc, keep_end=keep_end,
             emits=emits, sizes=sizes, frequent=frequent, order=np.arange(n, dtype=np.int64),
             hashes=hashes, offsets=offsets, threshold=self.threshold,
-            containment=self.similarity == "containment", stats=stats,
+            containment=containment, stats=stats,
         )
+        if len(chained):
+            pairs = Pairs.concat([pairs, chained]).canonical()
         stats["pairs"] = len(pairs)
         return pairs
+
+    def _chained_pairs(
+        self, sorted_hashes, sorted_docs, sets: ShingleSets, sizes, containment: bool
+    ) -> Pairs:
+        """Step 6 of the module docstring: pairs adjacent in a frequent shingle's chain,
+        with exact similarity ``>= threshold``."""
+        n = sizes.shape[0]
+        if self.stats_["frequent_shingles"] == 0:
+            return Pairs.empty()
+        keys = chain_keys(sets.hashes, sets.offsets)
+        codes = _chained_candidates(sorted_hashes, sorted_docs, self.max_df, keys, n)
+        self.stats_["chained_candidates"] = int(codes.size)
+        left, right = codes // n, codes % n
+        # Size bound first (the intersection is at most the smaller set), as in step 4.
+        low = np.minimum(sizes[left], sizes[right]).astype(np.float64)
+        high = np.maximum(sizes[left], sizes[right]).astype(np.float64)
+        bound = np.ones_like(low) if containment else low / high
+        possible = bound >= self.threshold
+        left, right = left[possible], right[possible]
+        sim = _pair_similarity(sets.hashes, sets.offsets, left, right, containment)
+        keep = sim >= self.threshold
+        return Pairs(left[keep], right[keep], sim[keep].astype(np.float32))

@@ -33,3 +33,11 @@ def test_check_time_window_rejects(hours):
 def test_check_time_window_accepts():
     assert check_time_window("caller", None) is None
     assert check_time_window("caller", 48) == 48.0
+
+
+def test_pairs_unpack_into_their_three_arrays():
+    pairs = Pairs([3, 0], [1, 2], [0.5, 1.0]).canonical()
+    left, right, score = pairs
+    assert left is pairs.left and right is pairs.right and score is pairs.score
+    assert (left.tolist(), right.tolist(), score.tolist()) == ([0, 1], [2, 3], [1.0, 0.5])
+    assert len(pairs) == 2  # the number of pairs, not of arrays

@@ -58,10 +58,39 @@ def python_sets(sets: ShingleSets) -> list[set[int]]:
     return [set(sets.doc(i).tolist()) for i in range(len(sets))]
 
 
+def _similarity(a: set[int], b: set[int], kind: str) -> float:
+    inter = len(a & b)
+    if kind == "jaccard":
+        return inter / len(a | b)
+    return inter / min(len(a), len(b))
+
+
+def chained(docs: list[set[int]], max_df: int) -> set[tuple[int, int]]:
+    """Pairs adjacent in a frequent shingle's posting list sorted by (key, content, doc),
+    for both MinHash keys (step 6 of the ngram module docstring), in plain Python."""
+    hashes = np.array([h for d in docs for h in sorted(d)], dtype=np.uint64)
+    offsets = np.zeros(len(docs) + 1, np.int64)
+    np.cumsum([len(d) for d in docs], out=offsets[1:])
+    first, second, content = (k.tolist() for k in ngram_module.chain_keys(hashes, offsets))
+    postings: dict[int, list[int]] = {}
+    for i, d in enumerate(docs):
+        for h in d:
+            postings.setdefault(h, []).append(i)
+    out = set()
+    for members in postings.values():
+        if len(members) <= max_df:
+            continue
+        for key in (first, second):
+            ranked = sorted(members, key=lambda i: (key[i], content[i], i))
+            out.update((min(a, b), max(a, b)) for a, b in itertools.pairwise(ranked))
+    return out
+
+
 def brute_force(
     docs: list[set[int]], threshold: float, kind: str, max_df: int
 ) -> dict[tuple[int, int], float]:
-    """All pairs sharing a shingle with df <= max_df whose exact similarity >= threshold."""
+    """All pairs sharing a shingle with df <= max_df, or adjacent in a frequent shingle's
+    chain, whose exact similarity >= threshold."""
     df: dict[int, int] = {}
     for d in docs:
         for h in d:
@@ -69,13 +98,13 @@ def brute_force(
     out = {}
     for i, j in itertools.combinations(range(len(docs)), 2):
         a, b = docs[i], docs[j]
-        inter = a & b
-        if not any(df[h] <= max_df for h in inter):
+        if not any(df[h] <= max_df for h in a & b):
             continue
-        if kind == "jaccard":
-            sim = len(inter) / len(a | b)
-        else:
-            sim = len(inter) / min(len(a), len(b))
+        sim = _similarity(a, b, kind)
+        if sim >= threshold:
+            out[(i, j)] = sim
+    for i, j in chained(docs, max_df):
+        sim = _similarity(docs[i], docs[j], kind)
         if sim >= threshold:
             out[(i, j)] = sim
     return out
@@ -132,7 +161,8 @@ def test_small_max_df_exercises_bound_and_merge(corpus):
     assert stats["frequent_shingles"] > 50
     assert stats["pruned"] > 0
     assert stats["merged"] > 0
-    assert stats["candidates"] >= stats["pruned"] + stats["pairs"]
+    found = stats["candidates"] + stats["chained_candidates"]
+    assert found >= stats["pruned"] + stats["pairs"]
 
 
 def test_unlimited_max_df_is_full_brute_force(corpus):
@@ -340,3 +370,54 @@ def test_get_params_and_repr():
 def test_docstring_examples_run():
     result = doctest.testmod(ngram_module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+# --------------------------------------------------------------------------- frequent shingles
+
+
+@pytest.mark.parametrize("copies", [3, 1001])
+def test_exact_copies_above_max_df_are_linked(copies):
+    """Issue #18: 1,001 identical documents were 1,001 singletons with max_df=1000."""
+    story = "the same story about wheat prices in chicago today"
+    texts = [story] * copies + ["an unrelated text about something else entirely"]
+    method = NGramOverlap(max_df=2)
+    pairs = method.find_pairs(method.sketch(texts))
+    # A chain over all copies: copies - 1 pairs, each of exact similarity 1.
+    assert len(pairs) == copies - 1 and np.all(pairs.score == 1.0)
+    linked = np.union1d(pairs.left, pairs.right)
+    np.testing.assert_array_equal(linked, np.arange(copies))
+    assert method.pruning_ == {
+        "max_df_shingles": 7, "max_df_documents": copies, "max_df_only_documents": copies,
+    }  # fmt: skip
+
+
+def test_default_max_df_keeps_1001_copies_in_one_cluster():
+    import neardup
+
+    story = "the same story about wheat prices in chicago today"
+    result = neardup.dedup([story] * 1001 + ["something else"], method="ngram")
+    assert result.clusters.tolist() == [0] * 1001 + [1]
+    summary = result.summary()
+    assert summary["clusters"] == 2 and summary["max_df_only_documents"] == 1001
+
+
+def test_near_copy_of_frequent_text_is_found():
+    """A copy with one changed word shares only frequent shingles with the 1,001 copies."""
+    story = "the same story about wheat prices in chicago today and more words follow"
+    near = story.replace("today", "yesterday")
+    texts = [story] * 1001 + [near]
+    method = NGramOverlap(threshold=0.5)
+    pairs = method.find_pairs(method.sketch(texts))
+    assert 1001 in pairs.right.tolist()
+    assert method.stats_["chained_pairs"] >= 1001
+
+
+def test_chained_pairs_carry_exact_similarity(corpus):
+    """Every reported pair, chained or not, has its exact similarity and reaches the threshold."""
+    _, sketch, docs = corpus
+    method = NGramOverlap(threshold=0.3, max_df=2)
+    pairs = method.find_pairs(sketch)
+    assert method.stats_["chained_pairs"] > 0
+    for i, j, score in zip(pairs.left.tolist(), pairs.right.tolist(), pairs.score.tolist()):
+        assert score == float(np.float32(_similarity(docs[i], docs[j], "jaccard")))
+        assert _similarity(docs[i], docs[j], "jaccard") >= 0.3
