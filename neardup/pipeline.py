@@ -480,6 +480,7 @@ def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str,
         params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep,
                 "engine": "local", "corpus_stage": stage.stats},
         timings=timer.seconds,
+        pruning=_pruning({}, stage.dates),
     )
 
 
@@ -542,14 +543,14 @@ def run_on_sketch(
         method=method.name,
         params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep},
         timings=timer.seconds,
-        pruning=_pruning(method, sketch.dates, cluster.time_window_hours),
+        pruning=_pruning(matches.pruning, corpus.dates),
     )
 
 
-def _pruning(method: Method, dates: np.ndarray | None, window: float | None) -> dict[str, int]:
+def _pruning(pruning: dict, dates: np.ndarray | None) -> dict[str, int]:
     """The method's report of recall-costing pruning, plus the documents without a date
     when the input has dates (a time window never splits those)."""
-    out = {k: int(v) for k, v in (getattr(method, "pruning_", None) or {}).items()}
+    out = {k: int(v) for k, v in pruning.items()}
     if dates is not None:
         out["documents_without_date"] = int(np.isnat(dates).sum())
     return out

@@ -145,13 +145,17 @@ class Matches:
         Documents that sat in a candidate bucket too large to pair fully (likely
         templates or boilerplate).
     stats : dict
-        The method's counters for the run's summary (candidates, pruned shingles...).
+        The method's counters (candidates, retrievals...).
+    pruning : dict of str -> int
+        What the method skipped in a way that can cost recall (ngram's ``max_df``
+        shingles), for the run's summary.
     """
 
     pairs: Pairs
     outside_window: Pairs = field(default_factory=Pairs.empty)
     oversized_docs: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     stats: dict = field(default_factory=dict)
+    pruning: dict = field(default_factory=dict)
 
 
 class Method(ParamsMixin, ABC):
@@ -189,7 +193,8 @@ class Method(ParamsMixin, ABC):
         (datetime64[s], NaT where unknown) reach the methods that read them
         (Sanderson's window, the verifier's date features); others ignore them."""
         pairs = self.find_pairs(sketch)
-        return Matches(pairs, oversized_docs=self._oversized_docs(), stats=dict(self._stats()))
+        return Matches(pairs, oversized_docs=self._oversized_docs(), stats=dict(self._stats()),
+                       pruning=dict(self.__dict__.get("pruning_") or {}))
 
     def _oversized_docs(self) -> np.ndarray:
         # Estimator-style learned attributes, read by the method itself.

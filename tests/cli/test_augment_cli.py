@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 from pathlib import Path
 
 import click
@@ -151,13 +150,11 @@ def test_every_option_is_documented():
 @pytest.mark.slow
 @pytest.mark.skipif(find_reuters_dir() is None, reason="Reuters-21578 not available")
 def test_augment_on_full_reuters_without_input(tmp_path):
-    start = time.perf_counter()
     out = tmp_path / "reuters.jsonl.gz"
     result = _run(["augment", "--splits", "test=300", "--seed", "5", "--no-progress",
                    "--out", str(out), "--stats", str(tmp_path / "stats.json")])  # fmt: skip
-    elapsed = time.perf_counter() - start
+    # Its speed is a benchmark's business (docs/benchmarks.md), not a timed test's.
     assert result.exit_code == 0, result.output
-    assert elapsed < 20, f"took {elapsed:.1f} s"
     report = json.loads((tmp_path / "stats.json").read_text())
     info = report["info"]
     assert info["stories_in"] == 21578 and info["real_pairs"]["identical"] > 100
