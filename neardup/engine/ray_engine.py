@@ -55,8 +55,8 @@ from neardup.io.readers import ReaderConfig, detect_format
 from neardup.methods.base import Method
 from neardup.progress import StageTimer
 
-__all__ = ["INSTALL_HINT", "RayConfig", "RayInputs", "connect", "import_ray", "run_ray_stage",
-           "worker_runtime_env"]
+__all__ = ["INSTALL_HINT", "RayConfig", "RayInputs", "RayRun", "connect", "import_ray", "run_ray_stage",
+           "worker_runtime_env", "write_outputs"]
 
 INSTALL_HINT = "pip install 'neardup[ray]'"
 #: Fault-injection drill (tests, chaos runs): when this environment variable names a path
@@ -484,9 +484,16 @@ def _memory_shards(batches: Iterable[DocumentBatch]) -> tuple[list[_Shard], list
     return shards, refs, has_dates
 
 
+def _project(block: pa.Table, columns: list[str]) -> pa.Table:
+    return block.select(columns)
+
+
 def _collect(dataset, columns: list[str]) -> pa.Table:
-    tables = [b for b in dataset.select_columns(columns).iter_batches(batch_format="pyarrow",
-                                                                     batch_size=None)]
+    """``columns`` of a materialized dataset's blocks, projected where the blocks live."""
+    import ray
+
+    project = ray.remote(_project)
+    tables = ray.get([project.remote(ref, columns) for ref in dataset.to_arrow_refs()])
     tables = [t for t in tables if t.num_rows]
     if not tables:
         return pa.table({c: pa.array([], pa.int64()) for c in columns})
@@ -544,6 +551,9 @@ class RayRun:
         ray = import_ray()
         connect(self.config.address)
         context = ray.data.DataContext.get_current()
+        # Task-based sort shuffle: no aggregator actors to start (the hash shuffle's fixed
+        # cost dominated runs of up to ~10^5 documents on two cores).
+        context.shuffle_strategy = ray.data.context.ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
         context.enable_progress_bars = bool(self.progress) if self.progress is not None else sys.stderr.isatty()
         try:
             self._execute(ray)
@@ -579,7 +589,7 @@ class RayRun:
                 fn_kwargs={"shards": shards, "method": method, "reader": reader, "memory": memory},
             ).materialize()
             counts = np.zeros(len(shards), np.int64)
-            shard_column = _collect(self.docs, ["shard"]).column("shard").to_numpy()
+            shard_column = _collect(self.docs, ["shard"]).column("shard").to_numpy().astype(np.int64)
             np.add.at(counts, shard_column, 1)
         self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
         self.n_docs = int(counts.sum())
@@ -603,7 +613,7 @@ class RayRun:
                 fn_kwargs={"method": method, "layout": layout, "window_hours": self.window,
                            "chunk_rows": chunk_rows},
             )
-            table = _collect(linked, ["kind", "left", "right", "score"])
+            table = _collect(linked.materialize(), ["kind", "left", "right", "score"])
         with timer.stage("cluster"):
             self._merge(table, partitions)
 
@@ -663,3 +673,196 @@ class RayRun:
 def _default_partitions(n_docs: int) -> int:
     need = max(n_docs / 100_000, 1.0)
     return int(max(8, 1 << int(np.ceil(np.log2(need)))))
+
+
+# -- distributed outputs (the CLI's --engine ray) -----------------------------------------
+
+
+def _resolved(value):
+    """A value passed to a task, fetched if it came as an object reference (Ray resolves
+    references only when they are a task's own arguments)."""
+    import ray
+
+    return ray.get(value) if isinstance(value, ray.ObjectRef) else value
+
+
+def _duplicate_facts(block: pa.Table, nodes_ref, offsets: np.ndarray) -> pa.Table:
+    """Position, id and length of the block's documents that joined another."""
+    nodes = _resolved(nodes_ref)
+    doc = offsets[block.column("shard").to_numpy()] + block.column("row").to_numpy()
+    inside = np.isin(doc, nodes)
+    rows = block.filter(pa.array(inside))
+    return pa.table({"doc": doc[inside], "id": rows.column("id"), "length": rows.column("length")})
+
+
+def _empty_count(block: pa.Table) -> int:
+    return int((block.column("n_features").to_numpy() == 0).sum())
+
+
+def _cluster_rows(batch: pa.Table, *, clusters_ref, offsets: np.ndarray) -> pa.Table:
+    table = _resolved(clusters_ref)
+    doc = offsets[batch.column("shard").to_numpy()] + batch.column("row").to_numpy()
+    n = doc.size
+    cluster, size = doc.copy(), np.ones(n, np.int64)
+    representative, template = np.ones(n, bool), np.zeros(n, bool)
+    nodes = table["doc"]
+    index = np.searchsorted(nodes, doc)
+    index[index >= nodes.size] = 0
+    dup = nodes[index] == doc if nodes.size else np.zeros(n, bool)
+    for name, out in (("cluster", cluster), ("size", size), ("representative", representative),
+                      ("template", template)):
+        out[dup] = table[name][index[dup]]
+    ids = batch.column("id").to_pylist()
+    ids = [str(d) if i is None else i for i, d in zip(ids, doc.tolist())]
+    status = np.where(batch.column("n_features").to_numpy() > 0, "ok", "empty")
+    return pa.table({"id": pa.array(ids, pa.string()), "cluster": pa.array(cluster),
+                     "cluster_size": pa.array(size), "representative": pa.array(representative),
+                     "status": pa.array(status.tolist(), pa.string()), "template": pa.array(template)})
+
+
+def _kept_records(items: pa.Table, *, shards: list, reader: ReaderConfig, dropped_ref,
+                  offsets: np.ndarray) -> Iterator[pa.Table]:
+    from contextlib import closing
+
+    from neardup.io.readers import _record_stream
+
+    dropped = _resolved(dropped_ref)
+    for index in items.column("shard").to_pylist():
+        shard = shards[index]
+        if shard.kind in _SHARDED:
+            from neardup.io._formats import _parquet_file
+
+            handle = _parquet_file(shard.path)
+            stream = _parquet_range(shard.path, handle.schema_arrow.names, shard.start, shard.stop,
+                                    reader.batch_size)
+            handle.close()
+        else:
+            stream = _record_stream(shard.path, shard.kind, reader, full=True)
+        base, records, position = offsets[index], [], 0
+        with closing(stream):
+            for _row, _line, record in stream:
+                doc = base + position
+                position += 1
+                at = np.searchsorted(dropped, doc)
+                if at < dropped.size and dropped[at] == doc:
+                    continue
+                records.append(record)
+                if len(records) == reader.batch_size:
+                    yield pa.Table.from_pylist(records)
+                    records = []
+        if records:
+            yield pa.Table.from_pylist(records)
+
+
+def _replace_dir(tmp: Path, final: Path) -> None:
+    import shutil
+
+    if final.exists():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old) if old.is_dir() else old.unlink()
+    else:
+        os.replace(tmp, final)
+
+
+def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
+                  max_cluster_size: int | None = None, oversized: str = "flag",
+                  keep: str = "longest") -> dict[str, Any]:
+    """Write a finished Ray run's outputs as directories of Parquet files, from the
+    workers: ``clusters_out`` (id, cluster, cluster_size, representative, status,
+    template; one row per document; ``cluster`` is the input position of the cluster's
+    first document), ``pairs_out`` (id_a, id_b, score, method, outside_window: the
+    forest of verified edges, then the time-window rejects) and ``out`` (the kept
+    documents' full records). Each directory is written beside its final path and
+    renamed into place. The driver holds only the duplicates' positions, ids and
+    lengths. Returns the run summary (as :meth:`neardup.pipeline.Result.summary`)."""
+    import ray
+
+    if not isinstance(run.source, RayInputs):
+        raise ValueError("write_outputs: the run must read its inputs from files (RayInputs)")
+    nodes, roots = run.nodes, run.node_roots
+    nodes_ref = ray.put(nodes)
+    fetch = ray.remote(_duplicate_facts)
+    count = ray.remote(_empty_count)
+    refs = run.docs.to_arrow_refs()
+    facts = [t for t in ray.get([fetch.remote(r, nodes_ref, run.offsets) for r in refs]) if t.num_rows]
+    empty = sum(ray.get([count.remote(r) for r in refs]))
+    facts = pa.concat_tables(facts) if facts else pa.table({"doc": pa.array([], pa.int64()),
+                                                            "id": pa.array([], pa.string()),
+                                                            "length": pa.array([], pa.int64())})
+    order = np.argsort(facts.column("doc").to_numpy(), kind="stable")
+    facts = facts.take(pa.array(order))
+    lengths = facts.column("length").to_numpy().astype(np.int64)
+    ids = [str(d) if i is None else i for i, d in zip(facts.column("id").to_pylist(), nodes.tolist())]
+    # Per duplicate: its cluster (the root), size, representative and template flag, with
+    # the local engine's rules (pipeline._cluster_from_roots, choose_representatives).
+    cluster_of = roots.copy()
+    _, inverse, sizes = np.unique(roots, return_inverse=True, return_counts=True)
+    size = sizes[inverse]
+    template = np.zeros(nodes.size, bool)
+    if max_cluster_size is not None:
+        template = size > max_cluster_size
+        if oversized == "split":
+            cluster_of = np.where(template, nodes, cluster_of)
+            size = np.where(template, 1, size)
+    primary = -lengths if keep == "longest" else np.zeros(nodes.size, np.int64)
+    by = np.lexsort((nodes, primary, cluster_of))
+    first = np.ones(nodes.size, bool)
+    first[1:] = cluster_of[by][1:] != cluster_of[by][:-1]
+    representative = np.zeros(nodes.size, bool)
+    representative[by[first]] = True
+    clusters_ref = ray.put({"doc": nodes, "cluster": cluster_of, "size": size,
+                            "representative": representative, "template": template})
+    shards = plan_shards(run.source, run.config.shard_rows)
+    written = {}
+    if clusters_out is not None:
+        final = Path(clusters_out)
+        tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+        run.docs.map_batches(_cluster_rows, batch_format="pyarrow",
+                             fn_kwargs={"clusters_ref": clusters_ref, "offsets": run.offsets}
+                             ).write_parquet(str(tmp))
+        written["clusters"] = (tmp, final)
+    if pairs_out is not None:
+        import pyarrow.parquet as pq
+
+        final = Path(pairs_out)
+        tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+        tmp.mkdir(parents=True)
+        pairs = Pairs.concat([run.forest, run.outside])
+        ids_array = np.array(ids, dtype=object)
+        pq.write_table(pa.table({
+            "id_a": pa.array(ids_array[np.searchsorted(nodes, pairs.left)].tolist(), pa.string()),
+            "id_b": pa.array(ids_array[np.searchsorted(nodes, pairs.right)].tolist(), pa.string()),
+            "score": pa.array(pairs.score, pa.float32()),
+            "method": pa.array([run.method.name] * len(pairs), pa.string()),
+            "outside_window": pa.array([False] * len(run.forest) + [True] * len(run.outside)),
+        }), tmp / "part-00000.parquet")
+        written["pairs"] = (tmp, final)
+    if out is not None:
+        final = Path(out)
+        tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+        dropped = ray.put(np.sort(nodes[~representative]))
+        items = ray.data.from_items([{"shard": i} for i in range(len(shards))],
+                                    override_num_blocks=max(len(shards), 1))
+        items.map_batches(_kept_records, batch_size=1, batch_format="pyarrow",
+                          fn_kwargs={"shards": shards, "reader": run.source.reader,
+                                     "dropped_ref": dropped, "offsets": run.offsets}
+                          ).write_parquet(str(tmp))
+        written["out"] = (tmp, final)
+    for tmp, final in written.values():  # all written: now move them into place
+        _replace_dir(tmp, final)
+    n_clusters = run.n_docs - int((~representative).sum())
+    cluster_sizes = np.unique(cluster_of, return_counts=True)[1] if nodes.size else np.zeros(0, np.int64)
+    return {
+        "documents": run.n_docs,
+        "clusters": n_clusters,
+        "duplicates_removed": run.n_docs - n_clusters,
+        "documents_in_duplicate_clusters": int((size > 1).sum()),
+        "duplicate_clusters": int((cluster_sizes > 1).sum()),
+        "largest_cluster": int(cluster_sizes.max()) if cluster_sizes.size else min(run.n_docs, 1),
+        "empty_documents": int(empty),
+        "template_documents": int(template.sum()),
+        "pairs": len(run.forest),
+        **({"pairs_outside_time_window": len(run.outside)} if len(run.outside) else {}),
+    }
