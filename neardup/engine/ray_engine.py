@@ -91,12 +91,13 @@ def worker_runtime_env() -> dict[str, Any]:
 
 def connect(address: str | None = None) -> None:
     """Connect to the Ray cluster at ``address`` (``"auto"``, ``"ray://host:10001"``,
-    ``"host:6379"``), or start a local one when None and ``RAY_ADDRESS`` is unset.
+    ``"host:6379"``), or start a local one when None and ``RAY_ADDRESS`` is unset (never
+    joining a cluster that someone else started on this machine unasked).
     Does nothing when Ray is already initialized in this process."""
     ray = import_ray()
     if ray.is_initialized():
         return
-    ray.init(address=address, runtime_env=worker_runtime_env(), include_dashboard=False,
+    ray.init(address=address or os.environ.get("RAY_ADDRESS") or "local", runtime_env=worker_runtime_env(), include_dashboard=False,
              logging_level="WARNING", log_to_driver=False)
 
 
@@ -113,14 +114,14 @@ class RayConfig:
     partitions : int or None, default None
         Key partitions (groups linked by one task each). None: from the number of
         documents, about 100,000 per partition, at least 8, a power of two.
-    shard_rows : int, default 100_000
+    shard_rows : int, default 25_000
         Parquet files are read in row ranges of this many documents (one task each);
         other formats are read one file per task.
     """
 
     address: str | None = None
     partitions: int | None = None
-    shard_rows: int = 100_000
+    shard_rows: int = 25_000
 
     def __post_init__(self) -> None:
         if self.partitions is not None:
@@ -422,7 +423,7 @@ def _maybe_fail_once() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-_EDGE, _OUTSIDE, _COUNTS = 0, 1, 2
+_EDGE, _OUTSIDE, _COUNTS, _ROWS = 0, 1, 2, 3
 
 
 def _link_group(group: pa.Table, *, method: Method, layout: dict, window_hours: float | None,
@@ -439,13 +440,17 @@ def _link_group(group: pa.Table, *, method: Method, layout: dict, window_hours: 
     keys = group.select(["key", "doc"] + (["payload"] if "payload" in group.column_names else []))
     forest, outside, counts = _link_partition(method, [keys], _RowStore(local, arrays), dates,
                                               window_hours, chunk_rows, uf=None)
+    # Two rows of counts close the table: (candidate edges, verified edges) and (key rows
+    # shared with another document, distinct documents among them).
     kind = np.concatenate((np.full(len(forest), _EDGE, np.int8), np.full(len(outside), _OUTSIDE, np.int8),
-                           [_COUNTS]))
+                           [_COUNTS, _ROWS]))
     return pa.table({
         "kind": pa.array(kind),
-        "left": np.concatenate((forest.left, outside.left, [counts["candidate_edges"]])).astype(np.int64),
-        "right": np.concatenate((forest.right, outside.right, [counts["verified_edges"]])).astype(np.int64),
-        "score": np.concatenate((forest.score, outside.score, [0.0])).astype(np.float32),
+        "left": np.concatenate((forest.left, outside.left,
+                                [counts["candidate_edges"], group.num_rows])).astype(np.int64),
+        "right": np.concatenate((forest.right, outside.right,
+                                 [counts["verified_edges"], local.size])).astype(np.int64),
+        "score": np.concatenate((forest.score, outside.score, [0.0, 0.0])).astype(np.float32),
     })
 
 
@@ -485,6 +490,8 @@ def _memory_shards(batches: Iterable[DocumentBatch]) -> tuple[list[_Shard], list
 
 
 def _project(block: pa.Table, columns: list[str]) -> pa.Table:
+    if "n_keys" in columns:  # derived: keys per document
+        block = block.append_column("n_keys", pc.list_value_length(block.column("keys")))
     return block.select(columns)
 
 
@@ -589,8 +596,9 @@ class RayRun:
                 fn_kwargs={"shards": shards, "method": method, "reader": reader, "memory": memory},
             ).materialize()
             counts = np.zeros(len(shards), np.int64)
-            shard_column = _collect(self.docs, ["shard"]).column("shard").to_numpy().astype(np.int64)
-            np.add.at(counts, shard_column, 1)
+            facts = _collect(self.docs, ["shard", "n_keys"])
+            np.add.at(counts, facts.column("shard").to_numpy().astype(np.int64), 1)
+            self.n_keys = int(pc.sum(facts.column("n_keys")).as_py() or 0)
         self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
         self.n_docs = int(counts.sum())
         partitions = self.config.partitions or _default_partitions(self.n_docs)
@@ -637,8 +645,9 @@ class RayRun:
         self.forest = Pairs(left_e[merged], right_e[merged], score_e[merged]).canonical()
         self.outside = Pairs(left[away], right[away], score[away]).canonical()
         self.stats = {
-            "candidate_keys": None, "candidate_edges": int(left[counts].sum()),
+            "candidate_keys": self.n_keys, "candidate_edges": int(left[counts].sum()),
             "verified_edges": int(right[counts].sum()), "forest_edges": len(self.forest),
+            "shared_key_rows": int(left[kind == _ROWS].sum()),
             "outside_window": len(self.outside), "partitions": partitions, "shards": self.n_shards,
         }
 
