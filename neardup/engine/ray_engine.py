@@ -490,6 +490,8 @@ def _memory_shards(batches: Iterable[DocumentBatch]) -> tuple[list[_Shard], list
 
 
 def _project(block: pa.Table, columns: list[str]) -> pa.Table:
+    if block.num_rows == 0:
+        return pa.table({c: pa.array([], pa.int64()) for c in columns})
     if "n_keys" in columns:  # derived: keys per document
         block = block.append_column("n_keys", pc.list_value_length(block.column("keys")))
     return block.select(columns)
@@ -602,6 +604,11 @@ class RayRun:
         self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
         self.n_docs = int(counts.sum())
         partitions = self.config.partitions or _default_partitions(self.n_docs)
+        if self.n_docs == 0:  # nothing to link (an empty dataset has no schema to map)
+            self._merge(pa.table({"kind": pa.array([], pa.int8()), "left": pa.array([], pa.int64()),
+                                  "right": pa.array([], pa.int64()),
+                                  "score": pa.array([], pa.float32())}), partitions)
+            return
         payload = "payload" in self.docs.schema().names
         row_bytes = sum(d.itemsize * int(np.prod(t, dtype=np.int64)) for d, t in layout.values())
         with timer.stage("pairs"):

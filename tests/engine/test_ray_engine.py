@@ -118,6 +118,12 @@ def test_dedup_api_ships_batches(cluster):
     assert distributed.status.tolist() == local.status.tolist()
 
 
+def test_empty_and_single_document_corpora(cluster):
+    assert neardup.dedup([], "minhash", engine="ray").n_docs == 0
+    one = neardup.dedup(["just one document here"], "minhash", engine="ray")
+    assert one.clusters.tolist() == [0] and one.representative.tolist() == [True]
+
+
 def test_worker_killed_while_linking_is_retried(cluster, shards):
     marker = cluster["marker"]
     armed = marker.with_name(marker.name + ".armed")
