@@ -222,6 +222,7 @@ def dedup(
     memory_limit: int | str | None = None,
     partitions: int | None = None,
     resume: bool = False,
+    ray_address: str | None = None,
     **params: Any,
 ) -> Result:
     """Find near-duplicates in an in-memory corpus and cluster them.
@@ -250,12 +251,15 @@ def dedup(
     pair_types : bool, default True
         Give every pair its duplicate type (exact, expanded, corrected, template, near) in
         ``Result.pair_types``; costs a second look at the paired documents' texts.
-    engine : {"local", "memory"}, default "local"
+    engine : {"local", "memory", "ray"}, default "local"
         "local" runs exact, minhash and simhash (clustered by components) through the
         out-of-core corpus stage (:mod:`neardup.engine`): memory bounded by
         ``memory_limit`` plus a few bytes per document, and ``Result.pairs`` holds the
         verified edges that joined each cluster. "memory" keeps every candidate pair in
-        memory (the only engine for the other methods and clusterings).
+        memory (the only engine for the other methods and clusterings). "ray" runs the
+        same stage as "local" on a Ray cluster (``pip install 'neardup[ray]'``; see
+        docs/scale-out.md): same clusters; the documents are shipped to the cluster batch
+        by batch, and pair types are not computed (``pair_types`` is ignored).
     work_dir : path or None, default None
         Where the corpus stage spills (None: a temporary directory, removed at the end).
     memory_limit : int (bytes), str ("4GB") or None, default None
@@ -264,6 +268,10 @@ def dedup(
         Key partitions of the corpus stage (None: from the corpus size).
     resume : bool, default False
         Continue a killed run from the completed stages in ``work_dir``.
+    ray_address : str or None, default None
+        For ``engine="ray"``: the cluster to connect to (``"auto"``, ``"host:6379"``,
+        ``"ray://host:10001"``); None uses the connected cluster, ``RAY_ADDRESS``, or
+        starts a local one. ``partitions`` sets the Ray engine's key partitions too.
     **params
         Method parameters (e.g. ``threshold=0.5, num_perm=128`` for "minhash"; see each
         method class) and clustering parameters: ``cluster`` ("components", "leiden",
@@ -317,6 +325,11 @@ def dedup(
         total = len(items)
     stage = CorpusStageConfig(work_dir=None if work_dir is None else str(work_dir),
                               memory_limit=memory_limit, partitions=partitions, resume=resume)
+    ray = None
+    if engine == "ray":
+        from neardup.engine.ray_engine import RayConfig
+
+        ray = RayConfig(address=ray_address, partitions=partitions)
     return run(batches, method_obj, cluster=cluster, keep=keep, progress=progress,
-               total=total, reread=again if pair_types else None, engine=engine,
-               corpus_stage=stage)
+               total=total, reread=(again if pair_types else None) if ray is None else None,
+               engine=engine, corpus_stage=stage, ray=ray)

@@ -41,7 +41,10 @@ __all__ = [
 #: have one, clustered by connected components; the in-memory stage otherwise.
 #: "memory": always the in-memory stage (every candidate pair held and verified; needed
 #: for community detection and HAC, and kept for comparison).
-ENGINES = ("local", "memory")
+#: "ray": the same keyed stage distributed over a Ray cluster
+#: (:mod:`neardup.engine.ray_engine`; needs ``pip install 'neardup[ray]'``), same clusters
+#: as "local"; only for methods with a keyed stage clustered by components.
+ENGINES = ("local", "memory", "ray")
 
 KEEP_RULES = ("longest", "first")
 STATUS_OK = "ok"
@@ -354,6 +357,7 @@ def run(
     engine: str = "local",
     corpus_stage: CorpusStageConfig | None = None,
     input_identity: Any = None,
+    ray: Any = None,
 ) -> Result:
     """Run ``method`` over ``batches`` and cluster the result.
 
@@ -383,10 +387,29 @@ def run(
     input_identity : JSON-able, optional
         Identifies the input (e.g. file paths, sizes, modification times) so that a
         resumed work directory is refused for another input.
+    ray : neardup.engine.ray_engine.RayConfig or None
+        Cluster address, partitions and shard size for ``engine="ray"``. With that engine
+        ``batches`` may also be a :class:`~neardup.engine.ray_engine.RayInputs` (files the
+        workers read themselves); plain batches are shipped to the cluster one by one.
+        ``reread`` (pair types) is not supported there.
     """
     check_choice("run", "keep", keep, KEEP_RULES)
     check_choice("run", "engine", engine, ENGINES)
     timer = _Timer()
+    if engine == "ray":
+        from neardup.engine.ray_engine import RayConfig, run_ray_stage
+
+        if not supports_corpus_stage(method, cluster.algorithm):
+            raise ValueError(
+                f"run: engine='ray' runs methods with a keyed corpus stage (exact, minhash "
+                f"with verify='signature' or 'none', simhash) clustered by components; got "
+                f"method {method.name!r} with cluster algorithm {cluster.algorithm!r}. Use "
+                "engine='local' or engine='memory' for it."
+            )
+        stage = run_ray_stage(batches, method, config=ray or RayConfig(),
+                              time_window_hours=cluster.time_window_hours, timer=timer,
+                              progress=progress)
+        return _result_from_stage(stage, method, cluster, keep, timer, engine="ray")
     if engine == "local" and supports_corpus_stage(method, cluster.algorithm):
         stage = run_corpus_stage(
             batches, method, config=corpus_stage or CorpusStageConfig(),
@@ -461,7 +484,8 @@ def _cluster_from_roots(roots: np.ndarray, cluster: ClusterConfig):
     return labels, sizes.astype(np.int64), oversized, groups
 
 
-def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str, timer) -> Result:
+def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str, timer,
+                       engine: str = "local") -> Result:
     with timer.stage("cluster"):
         labels, sizes, oversized, groups = _cluster_from_roots(stage.roots, cluster)
         representative = choose_representatives(labels, stage.lengths, keep)
@@ -478,7 +502,7 @@ def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str,
         outside_window=stage.outside_window,
         method=method.name,
         params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep,
-                "engine": "local", "corpus_stage": stage.stats},
+                "engine": engine, "corpus_stage": stage.stats},
         timings=timer.seconds,
         pruning=_pruning({}, stage.dates),
     )

@@ -200,6 +200,9 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         console.print(f"[dim]{DEMO_HINT} ({inputs[0].name})[/dim]")
     try:
         with spelled_as(spell_flag), _termination_as_exception():
+            if opts["engine"] == "ray":
+                _dedup_ray(inputs, opts)
+                return
             result, write_seconds = _dedup(inputs, opts)
     except KeyboardInterrupt:
         click.echo("neardup: interrupted; no output was written, previous files are as they "
@@ -209,7 +212,7 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         click.echo("neardup: terminated (SIGTERM); no output was written, previous files are "
                    "as they were.", err=True)
         sys.exit(EXIT_TERMINATED)
-    except (NeardupError, ValueError) as exc:
+    except (NeardupError, ValueError, ImportError) as exc:  # ImportError: a missing extra
         raise click.ClickException(cli_message(exc)) from exc
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
@@ -250,6 +253,86 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
         seconds = time.perf_counter() - start if len(outputs) else 0.0
     kill_point("committed")
     return result, seconds
+
+
+def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any]) -> None:
+    """``--engine ray``: options checked, then the cluster runs and writes the outputs."""
+    from rich.console import Console
+
+    method_obj = make_method(opts["method"], **method_params_from_options(
+        opts["method"], opts, seed=opts["seed"]))
+    cluster = cluster_config_from_options(opts, seed=opts["seed"])
+    reader = reader_config_from_options(opts)
+    progress = False if opts["quiet"] else opts["progress"]
+    summary = _run_ray(inputs, method_obj, cluster, reader, progress, opts)
+    if not opts["quiet"]:
+        _print_ray_summary(summary, opts["method"], Console())
+
+def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, Any]:
+    """``--engine ray``: the workers read the inputs and write the outputs (directories of
+    Parquet files); the driver holds per-duplicate integers only."""
+    import time
+
+    from neardup.engine.ray_engine import RayConfig, RayInputs, RayRun, write_outputs
+    from neardup.engine import supports_corpus_stage
+
+    for name in ("clusters_out", "pairs_out", "out"):
+        path = opts[name]
+        if path is not None and path.suffix and path.suffix.lower() != ".parquet":
+            flag = "--" + name.replace("_", "-")
+            raise click.UsageError(
+                f"{flag} {path}: with --engine ray the output is a directory of Parquet files "
+                f"written by the workers; give a directory path (e.g. {path.with_suffix('')})."
+            )
+    if opts["html"] is not None:
+        raise click.UsageError("--html is not supported with --engine ray (it needs every "
+                               "document on one machine); use --engine local.")
+    if not supports_corpus_stage(method_obj, cluster.algorithm):
+        raise click.UsageError(
+            f"--engine ray runs exact, minhash and simhash clustered by components; got "
+            f"--method {method_obj.name} with --cluster {cluster.algorithm}. Use --engine local."
+        )
+    config = RayConfig(address=opts["ray_address"], partitions=opts["partitions"])
+    run = RayRun(RayInputs(tuple(str(p) for p in inputs), reader), method_obj, config=config,
+                 time_window_hours=cluster.time_window_hours, progress=progress)
+    run.execute()
+    start = time.perf_counter()
+    summary = write_outputs(run, clusters_out=opts["clusters_out"], pairs_out=opts["pairs_out"],
+                            out=opts["out"], max_cluster_size=cluster.max_cluster_size,
+                            oversized=cluster.oversized, keep=opts["keep"])
+    timings = {**run.timer.seconds, "write": time.perf_counter() - start}
+    if opts["report"] is not None:
+        from neardup.io.writers import atomic_path
+
+        report = {"summary": summary, "method": method_obj.name,
+                  "params": {"method": method_obj.get_params(), "cluster": cluster.get_params(),
+                             "keep": opts["keep"], "engine": "ray", "corpus_stage": run.stats},
+                  "timings_seconds": timings, "inputs": [str(p) for p in inputs]}
+        with atomic_path(opts["report"]) as tmp:
+            Path(tmp).write_text(json.dumps(report, indent=2, sort_keys=True, default=str) + "\n")
+    summary["_timings"] = timings
+    return summary
+
+
+def _print_ray_summary(summary: dict[str, Any], method: str, console: Any) -> None:
+    from rich.table import Table
+
+    timings = summary.pop("_timings")
+    table = Table(title=f"neardup dedup --method {method} --engine ray", show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for key, value in summary.items():
+        table.add_row(key.replace("_", " "), f"{value:,}")
+    total = sum(timings.values()) or 1.0
+    for stage, seconds in timings.items():
+        table.add_row(f"time: {stage}", f"{seconds:.2f} s ({100 * seconds / total:.0f}%)")
+    table.add_row("time: total", f"{total:.2f} s")
+    console.print(table)
+
+
+def _metadata(result: Result) -> dict[bytes, bytes]:
+    meta = {"method": result.method, "params": result.params}
+    return {b"neardup": json.dumps(meta, sort_keys=True, default=str).encode()}
 
 
 def _run_record(result: Result, method_obj: Any) -> dict[str, Any]:

@@ -26,16 +26,25 @@ def _memory(ctx, param, value):
 
 
 def engine_options(function: F) -> F:
-    """``--engine``, ``--work-dir``, ``--memory-limit``, ``--partitions``, ``--resume``."""
+    """``--engine``, ``--ray-address``, ``--work-dir``, ``--memory-limit``, ``--partitions``,
+    ``--resume``."""
     options = (
-        click.option("--engine", type=click.Choice(["local", "memory"]), default="local",
+        click.option("--engine", type=click.Choice(["local", "memory", "ray"]), default="local",
                      show_default=True,
                      help="local: exact, minhash and simhash (clustered by components) run "
                           "out of core, spilling sketches and keys to --work-dir, with memory "
                           "bounded by --memory-limit plus ~40 bytes per document; --pairs-out "
                           "then lists the verified edges that joined each cluster. memory: "
                           "every candidate pair held and verified in RAM (always used for "
-                          "the other methods, and for --cluster leiden/louvain/hac)."),
+                          "the other methods, and for --cluster leiden/louvain/hac). ray: "
+                          "the local engine's stage on a Ray cluster (pip install "
+                          "'neardup[ray]'; exact, minhash, simhash; see docs/scale-out.md): "
+                          "workers read the inputs and write --clusters-out, --pairs-out and "
+                          "--out as directories of Parquet files."),
+        click.option("--ray-address", default=None, metavar="ADDR",
+                     help="With --engine ray: the cluster to run on (host:6379 as printed by "
+                          "`ray start --head`, ray://host:10001, or auto); default: "
+                          "RAY_ADDRESS, else a new single-machine cluster."),
         click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help="Directory for the out-of-core stages (default: a temporary "
                           "directory, removed at the end). Must be new or empty, unless "

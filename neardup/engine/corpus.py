@@ -359,7 +359,9 @@ class _PartitionLinker:
     partition or, on one machine, by the partitions before it: ``uf`` is then the run's
     union-find) and verifying the rest. An executor that links partitions in parallel
     gives each its own union-find over the partition's documents; the global merge of
-    the forests gives the same components either way."""
+    the forests gives the same components either way. ``dates`` (int64 epoch seconds) are
+    indexed like the union-find: by global position, or with ``uf=None`` aligned with the
+    partition's sorted unique documents."""
 
     def __init__(self, method: Method, docs: np.ndarray, dates: np.ndarray | None,
                  window_hours: float | None, uf: UnionFind | None = None) -> None:
@@ -408,7 +410,7 @@ class _PartitionLinker:
         else:
             score, accept = score[todo], np.ones(left.size, dtype=bool)
         if self.dates is not None:
-            far = _far_apart(self.dates, left, right, self.window_hours)
+            far = _far_apart(self.dates, ll, rl, self.window_hours)
             if far.any():
                 gone = accept & far
                 self.outside.append((left[gone], right[gone], score[gone]))

@@ -1,0 +1,180 @@
+"""The Ray engine (#15) against the local engine on the scale corpus: wall time, CPU, peak
+memory per process, overhead ratio Ray/local.
+
+Each configuration runs in a fresh child process (`neardup dedup`'s work: de-duplicate
+the Parquet shards with ``minhash`` defaults and write the clusters table):
+
+* ``local``  - the local out-of-core engine (one process);
+* ``ray1``   - the Ray engine on a one-node cluster started by the child (2 CPUs);
+* ``ray2``   - the Ray engine on two local nodes of 1 CPU each (ray.cluster_utils).
+
+The child's whole process tree (driver, raylets, GCS, workers) is sampled from /proc
+every 0.25 s: CPU = the sum over processes of their last seen user + system time (plus
+the exit accounting of wait4, whichever is larger), peak memory = the largest RSS of any
+one process and the peak of the tree's summed RSS. The machine is shared with other
+work, so wall time is noisy; CPU seconds are the steadier figure.
+
+    python bench/scale_corpus.py --docs 100000 --out /tmp/neardup-scale/100k
+    python bench/bench_ray.py --corpus /tmp/neardup-scale/100k
+    python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from _common import machine, save
+
+ROOT = Path(__file__).resolve().parents[1]
+TICK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+CHILD = r'''
+import json, sys, time
+from pathlib import Path
+config, out, files = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
+start = time.perf_counter()
+from neardup.io import ReaderConfig, read_corpus, write_table
+from neardup.methods import make_method
+method = make_method("minhash")
+reader = ReaderConfig(id_field="id")
+if config == "local":
+    from neardup.pipeline import run
+    result = run(read_corpus(files, reader), method)
+    write_table(out / "clusters.parquet", result.clusters_table())
+    summary, timings, stats = result.summary(), result.timings, result.params["corpus_stage"]
+else:
+    import ray
+    from neardup.engine.ray_engine import RayConfig, RayInputs, RayRun, worker_runtime_env, write_outputs
+    if config == "ray2":
+        from ray.cluster_utils import Cluster
+        nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 2 << 30})
+        nodes.add_node(num_cpus=1, object_store_memory=2 << 30)
+        ray.init(address=nodes.address, runtime_env=worker_runtime_env(), include_dashboard=False,
+                 logging_level="WARNING", log_to_driver=False)
+    else:
+        ray.init(address="local", num_cpus=2, object_store_memory=4 << 30, runtime_env=worker_runtime_env(),
+                 include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+    ready = time.perf_counter()
+    run_ = RayRun(RayInputs(tuple(files), reader), method, config=RayConfig())
+    run_.execute()
+    summary = write_outputs(run_, clusters_out=out / "clusters")
+    timings, stats = {"cluster start": ready - start, **run_.timer.seconds}, run_.stats
+    ray.shutdown()
+print(json.dumps({"summary": summary, "timings": timings, "stats": stats,
+                  "seconds": time.perf_counter() - start}))
+'''
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def _sample(pid: int) -> tuple[float, int, str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            text = handle.read()
+        with open(f"/proc/{pid}/statm") as handle:
+            rss = int(handle.read().split()[1]) * PAGE
+    except (OSError, ValueError):
+        return None
+    name = text[text.index("(") + 1:text.rindex(")")]
+    fields = text.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK, rss, name
+
+
+def measure(cmd: list[str]) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env)
+    cpu: dict[int, float] = {}
+    peak: dict[int, tuple[int, str]] = {}
+    tree_peak = [0]
+    done = threading.Event()
+
+    def sampler() -> None:
+        while not done.is_set():
+            total = 0
+            for pid in _tree(proc.pid):
+                got = _sample(pid)
+                if got is None:
+                    continue
+                cpu[pid], total = got[0], total + got[1]
+                if got[1] > peak.get(pid, (0, ""))[0]:
+                    peak[pid] = (got[1], got[2])
+            tree_peak[0] = max(tree_peak[0], total)
+            time.sleep(0.25)
+
+    thread = threading.Thread(target=sampler, daemon=True)
+    thread.start()
+    output = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    done.set()
+    thread.join()
+    if status != 0:
+        raise SystemExit(f"{cmd[3]} failed with status {status}")
+    biggest = sorted(peak.values(), reverse=True)[:4]
+    return {
+        "wall_s": round(wall, 2),
+        "cpu_s_sampled": round(sum(cpu.values()), 2),
+        "cpu_s_wait4": round(usage.ru_utime + usage.ru_stime, 2),
+        "processes": len(peak),
+        "peak_rss_mb_largest_processes": [[name, round(rss / 2**20)] for rss, name in biggest],
+        "peak_rss_mb_tree": round(tree_peak[0] / 2**20),
+        **json.loads(output.decode().strip().splitlines()[-1]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, required=True, help="directory of Parquet shards")
+    parser.add_argument("--configs", nargs="+", default=["local", "ray1", "ray2"])
+    parser.add_argument("--name", default=None)
+    args = parser.parse_args()
+    files = sorted(str(p) for p in args.corpus.glob("*.parquet"))
+    rows = []
+    for config in args.configs:
+        with tempfile.TemporaryDirectory(prefix="neardup-bench-ray-") as out:
+            row = {"config": config, **measure([sys.executable, "-c", CHILD, config, out, *files])}
+        rows.append(row)
+        print(json.dumps({k: row[k] for k in ("config", "wall_s", "cpu_s_sampled", "cpu_s_wait4",
+                                               "peak_rss_mb_tree", "timings")}), flush=True)
+    local = next((r for r in rows if r["config"] == "local"), None)
+    if local is not None:
+        for row in rows:
+            row["wall_ratio_vs_local"] = round(row["wall_s"] / local["wall_s"], 2)
+            row["cpu_ratio_vs_local"] = round(max(row["cpu_s_sampled"], row["cpu_s_wait4"])
+                                              / max(local["cpu_s_sampled"], local["cpu_s_wait4"]), 2)
+            row["same_clusters_as_local"] = row["summary"]["clusters"] == local["summary"]["clusters"]
+    path = save(args.name or f"ray-{args.corpus.name}",
+                {"machine": machine(), "corpus": str(args.corpus), "files": len(files), "rows": rows,
+                 "command": " ".join(["python", "bench/bench_ray.py", *sys.argv[1:]])})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,884 @@
+"""The corpus stage on a Ray cluster (``engine="ray"``): the local engine's stages as Ray
+Data operations, so a corpus larger than one machine is de-duplicated with the same
+clusters.
+
+Dataflow (each arrow a distributed Ray Data operation; nothing but counts, forest edges
+and per-duplicate integers reaches the driver)::
+
+    shards (files cut into row ranges)
+      -- map_batches: read + method.sketch + method.candidate_keys
+         --> docs: per-document facts, verification arrays, keys    (materialized once)
+      -- map_batches: one row per key (partition, key, doc)
+      -- groupby(partition): keep rows of keys shared by >= 2 documents   [shuffle 1]
+      -- union with docs' arrays, groupby(shard): attach each row's arrays [shuffle 2]
+      -- groupby(partition): link the partition's key groups with the local engine's
+         _link_partition and a partition-local union-find                 [shuffle 3]
+         --> partition forests (<= one edge per document per partition)
+    driver: union-find over the forests' edges (int64 arrays of duplicates only)
+      --> roots --> labels; clusters, pairs and kept records written by the workers.
+
+Shuffle 1 moves 16-24 bytes per key row; only the rows whose key is shared (candidate
+duplicates) carry the method's verification arrays (a MinHash signature: 4 bytes per
+permutation) through shuffles 2 and 3, so singletons, most of a real corpus, cost keys
+only. Document positions are global input order (a shard's offset plus its row), so
+roots, labels and representatives are those of the local engine: the components of
+the accepted candidate edges do not depend on which edges were skipped as already
+joined, nor on how keys are partitioned.
+
+Ray retries a task whose worker dies; a task's output counts only once it completes, so
+a killed worker loses or duplicates nothing. Errors raised in workers while reading
+(a malformed record) come back as the same :class:`~neardup.errors.InputError` naming
+the file and line, before anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from neardup.engine.buckets import group_runs
+from neardup.engine.corpus import CorpusStageOutput, _concat, _link_partition
+from neardup.engine.unionfind import UnionFind
+from neardup.errors import InputError, check_int
+from neardup.graph.edges import Pairs
+from neardup.io.batch import DocumentBatch
+from neardup.io.readers import ReaderConfig, detect_format
+from neardup.methods.base import Method
+from neardup.progress import StageTimer
+
+__all__ = ["INSTALL_HINT", "RayConfig", "RayInputs", "RayRun", "connect", "import_ray", "run_ray_stage",
+           "worker_runtime_env", "write_outputs"]
+
+INSTALL_HINT = "pip install 'neardup[ray]'"
+#: Fault-injection drill (tests, chaos runs): when this environment variable names a path
+#: and ``PATH.armed`` exists, the first linking task to run creates ``PATH`` and kills its
+#: own worker process with SIGKILL; Ray must retry the task.
+FAULT_ENV = "NEARDUP_RAY_FAULT_ONCE"
+_NO_DATE = np.iinfo(np.int64).min
+_SHARDED = ("parquet",)  # formats cut into row ranges; others are one shard per file
+
+
+def import_ray():
+    """The ``ray`` module with Ray Data, or an ImportError naming the extra to install."""
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            f"engine='ray' needs Ray Data, which is not installed. Install it with {INSTALL_HINT} "
+            "(or use engine='local')."
+        ) from None
+    return ray
+
+
+def worker_runtime_env() -> dict[str, Any]:
+    """Runtime environment making workers import this copy of neardup: its parent directory
+    is put first on their PYTHONPATH (workers on other machines need neardup installed at
+    the same version, or the same path on a shared file system)."""
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    return {"env_vars": {"PYTHONPATH": path}}
+
+
+def connect(address: str | None = None) -> None:
+    """Connect to the Ray cluster at ``address`` (``"auto"``, ``"ray://host:10001"``,
+    ``"host:6379"``), or start a local one when None and ``RAY_ADDRESS`` is unset (never
+    joining a cluster that someone else started on this machine unasked).
+    Does nothing when Ray is already initialized in this process."""
+    ray = import_ray()
+    if ray.is_initialized():
+        return
+    ray.init(address=address or os.environ.get("RAY_ADDRESS") or "local", runtime_env=worker_runtime_env(), include_dashboard=False,
+             logging_level="WARNING", log_to_driver=False)
+
+
+@dataclass(frozen=True)
+class RayConfig:
+    """How the Ray engine runs.
+
+    Parameters
+    ----------
+    address : str or None, default None
+        Cluster address (``ray start --head`` prints it; ``"auto"`` finds a local one).
+        None: the cluster this process is connected to, else ``RAY_ADDRESS``, else a new
+        single-machine cluster.
+    partitions : int or None, default None
+        Key partitions (groups linked by one task each). None: from the number of
+        documents, about 100,000 per partition, at least 8, a power of two.
+    shard_rows : int, default 25_000
+        Parquet files are read in row ranges of this many documents (one task each);
+        other formats are read one file per task.
+    """
+
+    address: str | None = None
+    partitions: int | None = None
+    shard_rows: int = 25_000
+
+    def __post_init__(self) -> None:
+        if self.partitions is not None:
+            check_int("RayConfig", "partitions", self.partitions, low=1, high=1 << 16)
+        check_int("RayConfig", "shard_rows", self.shard_rows, low=1)
+
+
+@dataclass(frozen=True)
+class RayInputs:
+    """Input files read by the workers themselves (no document passes through the driver).
+
+    Parameters
+    ----------
+    paths : sequence of paths
+        Files (Parquet, JSONL, CSV/TSV, SGML) or directories; a directory that holds
+        Parquet or JSONL files stands for them, sorted by path (a *sharded* corpus),
+        otherwise it is a directory of ``.txt`` files as for the local engine.
+    reader : ReaderConfig
+    """
+
+    paths: tuple[str, ...]
+    reader: ReaderConfig = field(default_factory=ReaderConfig)
+
+
+@dataclass(frozen=True)
+class _Shard:
+    path: str
+    kind: str
+    start: int  # first row (Parquet) or the index of an in-memory batch
+    stop: int  # end row (Parquet); -1: to the end of the file
+
+
+def expand_inputs(paths: Sequence[str | os.PathLike]) -> list[tuple[str, str]]:
+    """(path, format) of every input file, directories of shards expanded in path order."""
+    files = []
+    for path in paths:
+        path = Path(path)
+        if path.is_dir():
+            inside = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")
+                            and _kind_or_none(p) in ("parquet", "jsonl"))
+            if inside:
+                files.extend((str(p), _kind_or_none(p)) for p in inside)
+                continue
+        files.append((os.fspath(path), detect_format(path)))
+    return files
+
+
+def _kind_or_none(path: Path) -> str | None:
+    try:
+        return detect_format(path)
+    except InputError:
+        return None
+
+
+def plan_shards(inputs: RayInputs, shard_rows: int) -> list[_Shard]:
+    """Cut the inputs into read tasks: Parquet by row range (from the file footers), other
+    formats one per file."""
+    from neardup.io._formats import _parquet_file
+
+    if inputs.reader.limit is not None:
+        raise ValueError(
+            "run: parameter 'limit' of the reader is not supported by engine='ray'; got "
+            f"{inputs.reader.limit!r}. Cut the input instead, or use engine='local'."
+        )
+    shards = []
+    for path, kind in expand_inputs(inputs.paths):
+        if kind in _SHARDED:
+            handle = _parquet_file(path)
+            n = handle.metadata.num_rows
+            handle.close()
+            shards.extend(_Shard(path, kind, s, min(n, s + shard_rows)) for s in range(0, n, shard_rows))
+        else:
+            shards.append(_Shard(path, kind, 0, -1))
+    return shards
+
+
+# -- workers: read and sketch ------------------------------------------------------------
+
+
+def _parquet_range(path: str, columns: list[str], start: int, stop: int, batch_size: int):
+    """(row, None, record) of rows ``start:stop`` of a Parquet file, reading only the row
+    groups that hold them."""
+    from neardup.io._formats import _parquet_file
+
+    handle = _parquet_file(path)
+    names = handle.schema_arrow.names
+    for name in columns:
+        if name not in names:
+            raise InputError(
+                f"{path}: no column {name!r}, so no row has it; the columns are "
+                f"{', '.join(repr(n) for n in names)}. Set the matching ReaderConfig field "
+                "to the right column."
+            )
+    row, first = start, 0
+    try:
+        for group in range(handle.metadata.num_row_groups):
+            n = handle.metadata.row_group(group).num_rows
+            lo, hi = max(start, first), min(stop, first + n)
+            if lo < hi:
+                table = handle.read_row_group(group, columns=columns).slice(lo - first, hi - lo)
+                for batch in table.to_batches(max_chunksize=batch_size):
+                    for record in batch.to_pylist():
+                        yield row, None, record
+                        row += 1
+            first += n
+    except pa.ArrowException as exc:
+        raise InputError(f"{path}, row {row} (0-based): cannot read the Parquet data ({exc}).") from None
+    finally:
+        handle.close()
+
+
+def _shard_batches(shard: _Shard, reader: ReaderConfig, memory: list | None) -> Iterator[DocumentBatch]:
+    """The shard's documents in batches of ``reader.batch_size``; ids None when documents
+    are numbered by global position (assigned once shard offsets are known)."""
+    from contextlib import closing
+
+    from neardup.io._dates import as_datetime64
+    from neardup.io.readers import _NATIVE, _Extractor, _record_stream
+
+    if shard.kind == "memory":
+        import ray
+
+        yield ray.get(memory[shard.start])
+        return
+    extractor = _Extractor(shard.path, shard.kind, reader)
+    with_dates = shard.kind == "reuters" or reader.date_field is not None
+    numbered = reader.id_field is None and shard.kind not in _NATIVE
+    fields = tuple(dict.fromkeys(f for f in (reader.text_field, reader.id_field, reader.date_field)
+                                 if f is not None))
+    if shard.kind in _SHARDED:
+        stream = _parquet_range(shard.path, list(fields), shard.start, shard.stop, reader.batch_size)
+    else:
+        stream = _record_stream(shard.path, shard.kind, reader, full=False)
+    ids, texts, seconds, rows = [], [], [], []
+
+    def batch() -> DocumentBatch:
+        return DocumentBatch(ids=None if numbered else ids, texts=texts,
+                             dates=as_datetime64(seconds) if with_dates else None,
+                             source=shard.path, rows=np.asarray(rows, np.int64))
+
+    try:
+        with closing(stream):
+            for row, line, record in stream:
+                texts.append(extractor.text(record, row, line))
+                if not numbered:
+                    ids.append(extractor.doc_id(record, row, line, row))
+                if with_dates:
+                    seconds.append(extractor.date(record, row, line))
+                rows.append(row)
+                if len(texts) == reader.batch_size:
+                    yield batch()
+                    ids, texts, seconds, rows = [], [], [], []
+        if texts:
+            yield batch()
+    finally:
+        extractor.binary.finish()
+
+
+def _fixed_binary(values: np.ndarray) -> pa.Array:
+    values = np.ascontiguousarray(values)
+    width = values.itemsize * int(np.prod(values.shape[1:], dtype=np.int64))
+    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), values.shape[0],
+                                                [None, pa.py_buffer(values.tobytes())])
+
+
+def _from_fixed_binary(column, dtype: np.dtype, tail: tuple[int, ...]) -> np.ndarray:
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    width = array.type.byte_width
+    data = np.frombuffer(array.buffers()[1], np.uint8, count=len(array) * width,
+                         offset=array.offset * width)
+    return data.view(dtype).reshape(len(array), *tail)
+
+
+def _keys_list(docs: np.ndarray, values: np.ndarray, n: int) -> pa.Array:
+    order = np.argsort(docs, kind="stable")
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(np.bincount(docs, minlength=n), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[order], pa.uint64()))
+
+
+def _sketch_shards(items: pa.Table, *, shards: list[_Shard], method: Method, reader: ReaderConfig,
+                   memory: list | None) -> Iterator[pa.Table]:
+    for index in items.column("shard").to_pylist():
+        shard = shards[index]
+        offset = 0
+        for batch in _shard_batches(shard, reader, memory):
+            n = len(batch)
+            sketch = method.sketch(batch.texts)
+            keys = method.candidate_keys(sketch)
+            docs = np.asarray(keys.docs, np.int64)
+            dates = (batch.dates.astype("datetime64[s]").astype(np.int64) if batch.dates is not None
+                     else np.full(n, _NO_DATE, np.int64))
+            columns = {
+                "shard": pa.array(np.full(n, index, np.int32)),
+                "row": pa.array(np.arange(offset, offset + n, dtype=np.int64)),
+                "id": pa.array(batch.ids if batch.ids is not None else [None] * n, pa.string()),
+                "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
+                "date": pa.array(dates),  # NaT is int64 min, _NO_DATE
+                "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
+                "keys": _keys_list(docs, np.asarray(keys.keys, np.uint64), n),
+            }
+            if keys.payload is not None:
+                columns["payload"] = _keys_list(docs, np.asarray(keys.payload, np.uint64), n)
+            for name in method.candidate_arrays:
+                columns[f"a_{name}"] = _fixed_binary(sketch.arrays[name])
+            offset += n
+            yield pa.table(columns)
+
+
+# -- workers: keys, arrays, linking ------------------------------------------------------
+
+
+def _key_rows(batch: pa.Table, *, offsets: np.ndarray, partitions: int) -> pa.Table:
+    doc = offsets[batch.column("shard").to_numpy()] + batch.column("row").to_numpy()
+    keys = batch.column("keys").combine_chunks()
+    parent = pc.list_parent_indices(keys).to_numpy()
+    key = pc.list_flatten(keys).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
+    columns = {"part": pa.array((key % np.uint64(partitions)).astype(np.int32)), "key": pa.array(key),
+               "doc": pa.array(doc[parent])}
+    if "payload" in batch.column_names:
+        columns["payload"] = pc.list_flatten(batch.column("payload").combine_chunks())
+    return pa.table(columns)
+
+
+def _shared_keys(group: pa.Table) -> pa.Table:
+    """The rows of a key partition whose key is shared by two or more documents."""
+    keys = group.column("key").to_numpy()
+    order = np.argsort(keys, kind="stable")
+    starts, sizes = group_runs(keys[order])
+    shared = np.repeat(sizes > 1, sizes)
+    return group.take(pa.array(order[shared]))
+
+
+def _with_arrays(table: pa.Table, layout: dict, array_columns: dict[str, pa.Array] | None) -> pa.Table:
+    for name, (dtype, tail) in layout.items():
+        width = dtype.itemsize * int(np.prod(tail, dtype=np.int64))
+        column = (array_columns[name] if array_columns is not None
+                  else pa.nulls(table.num_rows, pa.binary(width)))
+        table = table.append_column(f"a_{name}", column)
+    return table
+
+
+def _doc_side(batch: pa.Table, *, offsets: np.ndarray, payload: bool, layout: dict) -> pa.Table:
+    shard = batch.column("shard").to_numpy()
+    n = batch.num_rows
+    columns = {"route": pa.array(shard), "part": pa.array(np.full(n, -1, np.int32)),
+               "key": pa.array(np.zeros(n, np.uint64)),
+               "doc": pa.array(offsets[shard] + batch.column("row").to_numpy())}
+    if payload:
+        columns["payload"] = pa.array(np.zeros(n, np.uint64))
+    columns["date"] = batch.column("date")
+    return _with_arrays(pa.table(columns), layout, {k: batch.column(f"a_{k}") for k in layout})
+
+
+def _need_side(batch: pa.Table, *, offsets: np.ndarray, layout: dict) -> pa.Table:
+    doc = batch.column("doc").to_numpy()
+    route = (np.searchsorted(offsets, doc, side="right") - 1).astype(np.int32)
+    table = pa.table({"route": pa.array(route), **{c: batch.column(c) for c in batch.column_names}})
+    table = table.append_column("date", pa.array(np.zeros(batch.num_rows, np.int64)))
+    return _with_arrays(table, layout, None)
+
+
+def _attach(group: pa.Table) -> pa.Table:
+    """One shard's documents and the key rows that name them: the key rows with their
+    document's arrays and date."""
+    part = group.column("part").to_numpy()
+    mine = np.flatnonzero(part < 0)
+    wanted = np.flatnonzero(part >= 0)
+    docs = group.column("doc").to_numpy()
+    order = mine[np.argsort(docs[mine], kind="stable")]
+    source = order[np.searchsorted(docs[order], docs[wanted])]
+    out = group.take(pa.array(wanted)).drop_columns(["route"])
+    for name in out.column_names:
+        if name.startswith("a_") or name == "date":
+            out = out.set_column(out.schema.get_field_index(name), name,
+                                 group.column(name).take(pa.array(source)))
+    return out
+
+
+class _RowStore:
+    """The partition's own documents' verification arrays, for ``_link_partition``."""
+
+    def __init__(self, docs: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
+        self.docs, self.arrays = docs, arrays
+
+    def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
+        index = np.searchsorted(self.docs, docs)
+        return {name: values[index] for name, values in self.arrays.items()}
+
+
+def _maybe_fail_once() -> None:
+    marker = os.environ.get(FAULT_ENV)
+    if not marker or not os.path.exists(marker + ".armed"):
+        return
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+_EDGE, _OUTSIDE, _COUNTS, _ROWS = 0, 1, 2, 3
+
+
+def _link_group(group: pa.Table, *, method: Method, layout: dict, window_hours: float | None,
+                chunk_rows: int) -> pa.Table:
+    """One key partition linked as the local engine links it, with a union-find over the
+    partition's own documents: its forest edges, outside-window pairs and counts."""
+    _maybe_fail_once()
+    docs = group.column("doc").to_numpy()
+    local, first = np.unique(docs, return_index=True)
+    take = pa.array(first)
+    arrays = {name: _from_fixed_binary(group.column(f"a_{name}").take(take), dtype, tail)
+              for name, (dtype, tail) in layout.items()}
+    dates = group.column("date").take(take).to_numpy() if window_hours is not None else None
+    keys = group.select(["key", "doc"] + (["payload"] if "payload" in group.column_names else []))
+    forest, outside, counts = _link_partition(method, [keys], _RowStore(local, arrays), dates,
+                                              window_hours, chunk_rows, uf=None)
+    # Two rows of counts close the table: (candidate edges, verified edges) and (key rows
+    # shared with another document, distinct documents among them).
+    kind = np.concatenate((np.full(len(forest), _EDGE, np.int8), np.full(len(outside), _OUTSIDE, np.int8),
+                           [_COUNTS, _ROWS]))
+    return pa.table({
+        "kind": pa.array(kind),
+        "left": np.concatenate((forest.left, outside.left,
+                                [counts["candidate_edges"], group.num_rows])).astype(np.int64),
+        "right": np.concatenate((forest.right, outside.right,
+                                 [counts["verified_edges"], local.size])).astype(np.int64),
+        "score": np.concatenate((forest.score, outside.score, [0.0, 0.0])).astype(np.float32),
+    })
+
+
+# -- driver ------------------------------------------------------------------------------
+
+
+def _ray_error(exc: BaseException) -> BaseException:
+    """The neardup InputError inside a Ray task failure, as raised in the worker (its
+    message names the file and record), or the failure unchanged."""
+    seen, stack = set(), [exc]
+    while stack:
+        error = stack.pop()
+        if error is None or id(error) in seen:
+            continue
+        seen.add(id(error))
+        if type(error) is InputError:
+            return error
+        stack.extend([error.__cause__, error.__context__, getattr(error, "cause", None)])
+    return exc
+
+
+def _method_layout(method: Method) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
+    probe = method.sketch(["neardup probe text for array shapes"])
+    return {name: (probe.arrays[name].dtype, tuple(probe.arrays[name].shape[1:]))
+            for name in method.candidate_arrays}
+
+
+def _memory_shards(batches: Iterable[DocumentBatch]) -> tuple[list[_Shard], list, bool]:
+    import ray
+
+    shards, refs, has_dates = [], [], False
+    for batch in batches:
+        has_dates = has_dates or batch.dates is not None
+        shards.append(_Shard("<memory>", "memory", len(refs), -1))
+        refs.append(ray.put(batch))
+    return shards, refs, has_dates
+
+
+def _project(block: pa.Table, columns: list[str]) -> pa.Table:
+    if block.num_rows == 0:
+        return pa.table({c: pa.array([], pa.int64()) for c in columns})
+    if "n_keys" in columns:  # derived: keys per document
+        block = block.append_column("n_keys", pc.list_value_length(block.column("keys")))
+    return block.select(columns)
+
+
+def _collect(dataset, columns: list[str]) -> pa.Table:
+    """``columns`` of a materialized dataset's blocks, projected where the blocks live."""
+    import ray
+
+    project = ray.remote(_project)
+    tables = ray.get([project.remote(ref, columns) for ref in dataset.to_arrow_refs()])
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        return pa.table({c: pa.array([], pa.int64()) for c in columns})
+    return pa.concat_tables(tables)
+
+
+def run_ray_stage(
+    source: RayInputs | Iterable[DocumentBatch],
+    method: Method,
+    *,
+    config: RayConfig = RayConfig(),
+    time_window_hours: float | None = None,
+    timer: StageTimer | None = None,
+    progress: bool | None = None,
+) -> CorpusStageOutput:
+    """The corpus stage on Ray (see the module docstring).
+
+    ``source`` is either :class:`RayInputs` (the workers read the files) or document
+    batches from this process (shipped to the cluster's object store batch by batch, for
+    the in-memory API). Returns what :func:`~neardup.engine.run_corpus_stage` returns;
+    collecting its per-document facts (ids, lengths, dates, roots) is the only step
+    proportional to the corpus, and :func:`neardup.engine.ray_output.write_outputs`
+    avoids even that.
+    """
+    run = RayRun(source, method, config=config, time_window_hours=time_window_hours,
+                 timer=timer, progress=progress)
+    run.execute()
+    return run.stage_output()
+
+
+class RayRun:
+    """One Ray de-duplication: the distributed datasets and the driver's merge state.
+
+    After :meth:`execute`: ``docs`` (the materialized sketch dataset), ``offsets`` (global
+    position of each shard's first document), ``nodes`` and ``node_roots`` (sorted
+    positions of every document that joined another, and its component root: the
+    smallest member), ``forest`` and ``outside`` (Pairs), ``stats``.
+    """
+
+    def __init__(self, source, method: Method, *, config: RayConfig = RayConfig(),
+                 time_window_hours: float | None = None, timer: StageTimer | None = None,
+                 progress: bool | None = None) -> None:
+        if method.candidate_arrays is None:
+            raise ValueError(
+                f"run: method {method.name!r} with these parameters has no keyed corpus stage, "
+                "which engine='ray' needs; supported: exact, minhash (verify='signature' or "
+                "'none'), simhash, clustered by components. Use engine='local' or 'memory'."
+            )
+        self.source, self.method, self.config = source, method, config
+        self.window = time_window_hours
+        self.timer = timer or StageTimer()
+        self.progress = progress
+
+    def execute(self) -> None:
+        ray = import_ray()
+        connect(self.config.address)
+        context = ray.data.DataContext.get_current()
+        # Task-based sort shuffle: no aggregator actors to start (the hash shuffle's fixed
+        # cost dominated runs of up to ~10^5 documents on two cores).
+        context.shuffle_strategy = ray.data.context.ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+        context.enable_progress_bars = bool(self.progress) if self.progress is not None else sys.stderr.isatty()
+        try:
+            self._execute(ray)
+        except Exception as exc:  # a worker's InputError comes back wrapped by Ray
+            error = _ray_error(exc)
+            if error is exc:
+                raise
+            raise error from None
+
+    def _execute(self, ray) -> None:
+        method, timer = self.method, self.timer
+        memory = None
+        if isinstance(self.source, RayInputs):
+            shards = plan_shards(self.source, self.config.shard_rows)
+            reader = self.source.reader
+            self.has_dates = reader.date_field is not None or any(s.kind == "reuters" for s in shards)
+        else:
+            shards, memory, self.has_dates = _memory_shards(self.source)
+            reader = ReaderConfig()
+        if self.window is not None and not self.has_dates:
+            raise ValueError(
+                f"run: a time window (time_window_hours={self.window!r}) needs document dates, "
+                "and the input has none. Give the documents' dates (--date-field; date_field= "
+                "in neardup.dedup) or drop the window."
+            )
+        self.layout = layout = _method_layout(method)
+        self.n_shards = len(shards)
+        with timer.stage("sketch"):
+            items = ray.data.from_items([{"shard": i} for i in range(len(shards))],
+                                        override_num_blocks=max(len(shards), 1))
+            self.docs = items.map_batches(
+                _sketch_shards, batch_size=1, batch_format="pyarrow",
+                fn_kwargs={"shards": shards, "method": method, "reader": reader, "memory": memory},
+            ).materialize()
+            counts = np.zeros(len(shards), np.int64)
+            facts = _collect(self.docs, ["shard", "n_keys"])
+            np.add.at(counts, facts.column("shard").to_numpy().astype(np.int64), 1)
+            self.n_keys = int(pc.sum(facts.column("n_keys")).as_py() or 0)
+        self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+        self.n_docs = int(counts.sum())
+        partitions = self.config.partitions or _default_partitions(self.n_docs)
+        if self.n_docs == 0:  # nothing to link (an empty dataset has no schema to map)
+            self._merge(pa.table({"kind": pa.array([], pa.int8()), "left": pa.array([], pa.int64()),
+                                  "right": pa.array([], pa.int64()),
+                                  "score": pa.array([], pa.float32())}), partitions)
+            return
+        payload = "payload" in self.docs.schema().names
+        row_bytes = sum(d.itemsize * int(np.prod(t, dtype=np.int64)) for d, t in layout.values())
+        with timer.stage("pairs"):
+            keys = self.docs.map_batches(_key_rows, batch_format="pyarrow",
+                                         fn_kwargs={"offsets": self.offsets, "partitions": partitions})
+            shared = keys.groupby("part", num_partitions=partitions).map_groups(_shared_keys, batch_format="pyarrow")
+            needs = shared.map_batches(_need_side, batch_format="pyarrow",
+                                       fn_kwargs={"offsets": self.offsets, "layout": layout})
+            mine = self.docs.map_batches(_doc_side, batch_format="pyarrow",
+                                         fn_kwargs={"offsets": self.offsets, "payload": payload,
+                                                    "layout": layout})
+            routes = max(min(len(shards), partitions), 1)
+            rows = mine.union(needs).groupby("route", num_partitions=routes).map_groups(_attach, batch_format="pyarrow")
+            chunk_rows = int(max((256 << 20) // (row_bytes + 64), 1024))
+            linked = rows.groupby("part", num_partitions=partitions).map_groups(
+                _link_group, batch_format="pyarrow",
+                fn_kwargs={"method": method, "layout": layout, "window_hours": self.window,
+                           "chunk_rows": chunk_rows},
+            )
+            table = _collect(linked.materialize(), ["kind", "left", "right", "score"])
+        with timer.stage("cluster"):
+            self._merge(table, partitions)
+
+    def _merge(self, table: pa.Table, partitions: int) -> None:
+        """Global merge of the partition forests: a union-find over the documents that
+        appear in them (compacted to 0..k-1), whose joins form the run's forest."""
+        kind = table.column("kind").to_numpy()
+        left, right = table.column("left").to_numpy(), table.column("right").to_numpy()
+        score = table.column("score").to_numpy()
+        counts = kind == _COUNTS
+        edges, away = kind == _EDGE, kind == _OUTSIDE
+        left_e, right_e, score_e = left[edges], right[edges], score[edges]
+        # Partitions in a fixed order (by their smallest edge), so the forest is deterministic.
+        order = np.lexsort((right_e, left_e))
+        left_e, right_e, score_e = left_e[order], right_e[order], score_e[order]
+        nodes = np.unique(np.concatenate((left_e, right_e)))
+        uf = UnionFind(nodes.size)
+        merged = uf.union(np.searchsorted(nodes, left_e), np.searchsorted(nodes, right_e))
+        self.nodes = nodes
+        self.node_roots = nodes[uf.roots()]
+        self.forest = Pairs(left_e[merged], right_e[merged], score_e[merged]).canonical()
+        self.outside = Pairs(left[away], right[away], score[away]).canonical()
+        self.stats = {
+            "candidate_keys": self.n_keys, "candidate_edges": int(left[counts].sum()),
+            "verified_edges": int(right[counts].sum()), "forest_edges": len(self.forest),
+            "shared_key_rows": int(left[kind == _ROWS].sum()),
+            "outside_window": len(self.outside), "partitions": partitions, "shards": self.n_shards,
+        }
+
+    def roots(self) -> np.ndarray:
+        """Root of every document (int64, shape (n_docs,)): a driver-side array."""
+        roots = np.arange(self.n_docs, dtype=np.int64)
+        roots[self.nodes] = self.node_roots
+        return roots
+
+    def stage_output(self) -> CorpusStageOutput:
+        """Collect the per-document facts to the driver, in input order."""
+        facts = _collect(self.docs, ["shard", "row", "id", "length", "date", "n_features"])
+        position = self.offsets[facts.column("shard").to_numpy()] + facts.column("row").to_numpy()
+        order = np.argsort(position, kind="stable")
+        facts = facts.take(pa.array(order))
+        ids = np.array(facts.column("id").to_pylist(), dtype=object)
+        missing = np.array([i is None for i in ids], bool) if ids.size else np.zeros(0, bool)
+        if missing.any():
+            ids[missing] = np.arange(self.n_docs)[missing].astype(str).astype(object)
+        dates = None
+        if self.has_dates:
+            seconds = facts.column("date").to_numpy()
+            dates = np.where(seconds == _NO_DATE, np.datetime64("NaT"),
+                             seconds.astype("datetime64[s]")).astype("datetime64[s]")
+        return CorpusStageOutput(
+            ids=ids, lengths=facts.column("length").to_numpy().astype(np.int64),
+            n_features=facts.column("n_features").to_numpy().astype(np.int64), dates=dates,
+            roots=self.roots(), pairs=self.forest, outside_window=self.outside, stats=self.stats,
+        )
+
+
+def _default_partitions(n_docs: int) -> int:
+    need = max(n_docs / 100_000, 1.0)
+    return int(max(8, 1 << int(np.ceil(np.log2(need)))))
+
+
+# -- distributed outputs (the CLI's --engine ray) -----------------------------------------
+
+
+def _resolved(value):
+    """A value passed to a task, fetched if it came as an object reference (Ray resolves
+    references only when they are a task's own arguments)."""
+    import ray
+
+    return ray.get(value) if isinstance(value, ray.ObjectRef) else value
+
+
+def _duplicate_facts(block: pa.Table, nodes_ref, offsets: np.ndarray) -> pa.Table:
+    """Position, id and length of the block's documents that joined another."""
+    nodes = _resolved(nodes_ref)
+    doc = offsets[block.column("shard").to_numpy()] + block.column("row").to_numpy()
+    inside = np.isin(doc, nodes)
+    rows = block.filter(pa.array(inside))
+    return pa.table({"doc": doc[inside], "id": rows.column("id"), "length": rows.column("length")})
+
+
+def _empty_count(block: pa.Table) -> int:
+    return int((block.column("n_features").to_numpy() == 0).sum())
+
+
+def _cluster_rows(batch: pa.Table, *, clusters_ref, offsets: np.ndarray) -> pa.Table:
+    table = _resolved(clusters_ref)
+    doc = offsets[batch.column("shard").to_numpy()] + batch.column("row").to_numpy()
+    n = doc.size
+    cluster, size = doc.copy(), np.ones(n, np.int64)
+    representative, template = np.ones(n, bool), np.zeros(n, bool)
+    nodes = table["doc"]
+    index = np.searchsorted(nodes, doc)
+    index[index >= nodes.size] = 0
+    dup = nodes[index] == doc if nodes.size else np.zeros(n, bool)
+    for name, out in (("cluster", cluster), ("size", size), ("representative", representative),
+                      ("template", template)):
+        out[dup] = table[name][index[dup]]
+    ids = batch.column("id").to_pylist()
+    ids = [str(d) if i is None else i for i, d in zip(ids, doc.tolist())]
+    status = np.where(batch.column("n_features").to_numpy() > 0, "ok", "empty")
+    return pa.table({"id": pa.array(ids, pa.string()), "cluster": pa.array(cluster),
+                     "cluster_size": pa.array(size), "representative": pa.array(representative),
+                     "status": pa.array(status.tolist(), pa.string()), "template": pa.array(template)})
+
+
+def _kept_records(items: pa.Table, *, shards: list, reader: ReaderConfig, dropped_ref,
+                  offsets: np.ndarray) -> Iterator[pa.Table]:
+    from contextlib import closing
+
+    from neardup.io.readers import _record_stream
+
+    dropped = _resolved(dropped_ref)
+    for index in items.column("shard").to_pylist():
+        shard = shards[index]
+        if shard.kind in _SHARDED:
+            from neardup.io._formats import _parquet_file
+
+            handle = _parquet_file(shard.path)
+            stream = _parquet_range(shard.path, handle.schema_arrow.names, shard.start, shard.stop,
+                                    reader.batch_size)
+            handle.close()
+        else:
+            stream = _record_stream(shard.path, shard.kind, reader, full=True)
+        base, records, position = offsets[index], [], 0
+        with closing(stream):
+            for _row, _line, record in stream:
+                doc = base + position
+                position += 1
+                at = np.searchsorted(dropped, doc)
+                if at < dropped.size and dropped[at] == doc:
+                    continue
+                records.append(record)
+                if len(records) == reader.batch_size:
+                    yield pa.Table.from_pylist(records)
+                    records = []
+        if records:
+            yield pa.Table.from_pylist(records)
+
+
+def _replace_dir(tmp: Path, final: Path) -> None:
+    import shutil
+
+    if final.exists():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old) if old.is_dir() else old.unlink()
+    else:
+        os.replace(tmp, final)
+
+
+def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
+                  max_cluster_size: int | None = None, oversized: str = "flag",
+                  keep: str = "longest") -> dict[str, Any]:
+    """Write a finished Ray run's outputs as directories of Parquet files, from the
+    workers: ``clusters_out`` (id, cluster, cluster_size, representative, status,
+    template; one row per document; ``cluster`` is the input position of the cluster's
+    first document), ``pairs_out`` (id_a, id_b, score, method, outside_window: the
+    forest of verified edges, then the time-window rejects) and ``out`` (the kept
+    documents' full records). Each directory is written beside its final path and
+    renamed into place. The driver holds only the duplicates' positions, ids and
+    lengths. Returns the run summary (as :meth:`neardup.pipeline.Result.summary`)."""
+    import ray
+
+    if not isinstance(run.source, RayInputs):
+        raise ValueError("write_outputs: the run must read its inputs from files (RayInputs)")
+    nodes, roots = run.nodes, run.node_roots
+    nodes_ref = ray.put(nodes)
+    fetch = ray.remote(_duplicate_facts)
+    count = ray.remote(_empty_count)
+    refs = run.docs.to_arrow_refs()
+    facts = [t for t in ray.get([fetch.remote(r, nodes_ref, run.offsets) for r in refs]) if t.num_rows]
+    empty = sum(ray.get([count.remote(r) for r in refs]))
+    facts = pa.concat_tables(facts) if facts else pa.table({"doc": pa.array([], pa.int64()),
+                                                            "id": pa.array([], pa.string()),
+                                                            "length": pa.array([], pa.int64())})
+    order = np.argsort(facts.column("doc").to_numpy(), kind="stable")
+    facts = facts.take(pa.array(order))
+    lengths = facts.column("length").to_numpy().astype(np.int64)
+    ids = [str(d) if i is None else i for i, d in zip(facts.column("id").to_pylist(), nodes.tolist())]
+    # Per duplicate: its cluster (the root), size, representative and template flag, with
+    # the local engine's rules (pipeline._cluster_from_roots, choose_representatives).
+    cluster_of = roots.copy()
+    _, inverse, sizes = np.unique(roots, return_inverse=True, return_counts=True)
+    size = sizes[inverse]
+    template = np.zeros(nodes.size, bool)
+    if max_cluster_size is not None:
+        template = size > max_cluster_size
+        if oversized == "split":
+            cluster_of = np.where(template, nodes, cluster_of)
+            size = np.where(template, 1, size)
+    primary = -lengths if keep == "longest" else np.zeros(nodes.size, np.int64)
+    by = np.lexsort((nodes, primary, cluster_of))
+    first = np.ones(nodes.size, bool)
+    first[1:] = cluster_of[by][1:] != cluster_of[by][:-1]
+    representative = np.zeros(nodes.size, bool)
+    representative[by[first]] = True
+    clusters_ref = ray.put({"doc": nodes, "cluster": cluster_of, "size": size,
+                            "representative": representative, "template": template})
+    shards = plan_shards(run.source, run.config.shard_rows)
+    written = {}
+    if clusters_out is not None:
+        final = Path(clusters_out)
+        tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+        run.docs.map_batches(_cluster_rows, batch_format="pyarrow",
+                             fn_kwargs={"clusters_ref": clusters_ref, "offsets": run.offsets}
+                             ).write_parquet(str(tmp))
+        written["clusters"] = (tmp, final)
+    if pairs_out is not None:
+        import pyarrow.parquet as pq
+
+        final = Path(pairs_out)
+        tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+        tmp.mkdir(parents=True)
+        pairs = Pairs.concat([run.forest, run.outside])
+        ids_array = np.array(ids, dtype=object)
+        pq.write_table(pa.table({
+            "id_a": pa.array(ids_array[np.searchsorted(nodes, pairs.left)].tolist(), pa.string()),
+            "id_b": pa.array(ids_array[np.searchsorted(nodes, pairs.right)].tolist(), pa.string()),
+            "score": pa.array(pairs.score, pa.float32()),
+            "method": pa.array([run.method.name] * len(pairs), pa.string()),
+            "outside_window": pa.array([False] * len(run.forest) + [True] * len(run.outside)),
+        }), tmp / "part-00000.parquet")
+        written["pairs"] = (tmp, final)
+    if out is not None:
+        final = Path(out)
+        tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+        dropped = ray.put(np.sort(nodes[~representative]))
+        items = ray.data.from_items([{"shard": i} for i in range(len(shards))],
+                                    override_num_blocks=max(len(shards), 1))
+        items.map_batches(_kept_records, batch_size=1, batch_format="pyarrow",
+                          fn_kwargs={"shards": shards, "reader": run.source.reader,
+                                     "dropped_ref": dropped, "offsets": run.offsets}
+                          ).write_parquet(str(tmp))
+        written["out"] = (tmp, final)
+    for tmp, final in written.values():  # all written: now move them into place
+        _replace_dir(tmp, final)
+    n_clusters = run.n_docs - int((~representative).sum())
+    cluster_sizes = np.unique(cluster_of, return_counts=True)[1] if nodes.size else np.zeros(0, np.int64)
+    return {
+        "documents": run.n_docs,
+        "clusters": n_clusters,
+        "duplicates_removed": run.n_docs - n_clusters,
+        "documents_in_duplicate_clusters": int((size > 1).sum()),
+        "duplicate_clusters": int((cluster_sizes > 1).sum()),
+        "largest_cluster": int(cluster_sizes.max()) if cluster_sizes.size else min(run.n_docs, 1),
+        "empty_documents": int(empty),
+        "template_documents": int(template.sum()),
+        "pairs": len(run.forest),
+        **({"pairs_outside_time_window": len(run.outside)} if len(run.outside) else {}),
+    }

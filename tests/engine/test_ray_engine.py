@@ -1,0 +1,192 @@
+"""The Ray engine on a two-node local cluster: the local engine's clusters, a worker killed
+mid-run, bad input on one shard. Skipped when Ray is not installed (``neardup[ray]``)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+import neardup
+from neardup.cli import main
+from neardup.data import demo_corpus_path
+from neardup.errors import InputError
+from neardup.io import ReaderConfig, read_corpus
+from neardup.methods import make_method
+from neardup.pipeline import ClusterConfig, run
+
+ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
+
+from neardup.engine.ray_engine import (  # noqa: E402
+    FAULT_ENV,
+    RayConfig,
+    RayInputs,
+    import_ray,
+    worker_runtime_env,
+)
+
+_MB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Two Ray nodes on this machine, one CPU each; workers import this checkout and can be
+    told to kill themselves once (FAULT_ENV)."""
+    from ray.cluster_utils import Cluster
+
+    marker = tmp_path_factory.mktemp("fault") / "killed"
+    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 200 * _MB})
+    nodes.add_node(num_cpus=1, object_store_memory=200 * _MB)
+    env = worker_runtime_env()
+    env["env_vars"][FAULT_ENV] = str(marker)
+    ray.init(address=nodes.address, runtime_env=env, include_dashboard=False, logging_level="WARNING",
+             log_to_driver=False)
+    nodes.wait_for_nodes()
+    try:
+        yield {"address": nodes.address, "marker": marker}
+    finally:
+        ray.shutdown()
+        nodes.shutdown()
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    """The demo corpus (4,919 documents) as three shards: two Parquet files, one JSONL."""
+    with gzip.open(demo_corpus_path(), "rt") as handle:
+        records = [json.loads(line) for line in handle]
+    for r in records:
+        r.pop("noise", None)
+    directory = tmp_path_factory.mktemp("shards")
+    cuts = [0, 1700, 3300, len(records)]
+    paths = []
+    for i, (a, b) in enumerate(zip(cuts, cuts[1:])):
+        if i < 2:
+            path = directory / f"part-{i}.parquet"
+            pq.write_table(pa.Table.from_pylist(records[a:b]), path, row_group_size=500)
+        else:
+            path = directory / f"part-{i}.jsonl"
+            path.write_text("".join(json.dumps(r) + "\n" for r in records[a:b]))
+        paths.append(str(path))
+    return paths
+
+
+def _local_and_ray(paths, method, params, reader, window=None, ray_config=None):
+    method_obj = make_method(method, **params)
+    cluster = ClusterConfig(time_window_hours=window)
+    local = run(read_corpus(paths, reader), method_obj, cluster=cluster)
+    distributed = run(RayInputs(tuple(paths), reader), method_obj, cluster=cluster, engine="ray",
+                      ray=ray_config or RayConfig(shard_rows=800, partitions=8))
+    return local, distributed
+
+
+@pytest.mark.parametrize(
+    "method, params",
+    [("exact", {}), ("minhash", {}), ("minhash", {"threshold": 0.3}), ("simhash", {"threshold": 5})],
+)
+def test_same_clusters_as_local_engine(cluster, shards, method, params):
+    local, distributed = _local_and_ray(shards, method, params, ReaderConfig(id_field="id"))
+    assert distributed.params["engine"] == "ray"
+    assert distributed.ids.tolist() == local.ids.tolist()
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    np.testing.assert_array_equal(distributed.representative, local.representative)
+    np.testing.assert_array_equal(distributed.status, local.status)
+    assert local.n_clusters < local.n_docs  # the corpus has duplicates to find
+    # The merged forest joins exactly the clusters.
+    assert len(distributed.pairs) == distributed.n_docs - distributed.n_clusters
+
+
+def test_time_window_and_position_ids(cluster, shards):
+    reader = ReaderConfig(date_field="date")  # ids numbered by global position
+    local, distributed = _local_and_ray(shards, "minhash", {"threshold": 0.3}, reader, window=24)
+    assert distributed.ids.tolist() == [str(i) for i in range(local.n_docs)]
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    assert len(distributed.outside_window) > 0
+
+
+def test_dedup_api_ships_batches(cluster):
+    texts = ["the cat sat on the mat today", "the cat sat on the mat today!", "a dog", "", "a dog"]
+    local = neardup.dedup(texts, "exact", pair_types=False)
+    distributed = neardup.dedup(texts, "exact", engine="ray", batch_size=2)
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    assert distributed.status.tolist() == local.status.tolist()
+
+
+def test_empty_and_single_document_corpora(cluster):
+    assert neardup.dedup([], "minhash", engine="ray").n_docs == 0
+    one = neardup.dedup(["just one document here"], "minhash", engine="ray")
+    assert one.clusters.tolist() == [0] and one.representative.tolist() == [True]
+
+
+def test_worker_killed_while_linking_is_retried(cluster, shards):
+    marker = cluster["marker"]
+    armed = marker.with_name(marker.name + ".armed")
+    armed.touch()
+    try:
+        local, distributed = _local_and_ray(shards, "minhash", {}, ReaderConfig(id_field="id"))
+    finally:
+        armed.unlink()
+    assert marker.exists(), "no linking task killed its worker: the drill did not run"
+    assert sorted(distributed.ids.tolist()) == sorted(set(local.ids.tolist()))  # each once
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    np.testing.assert_array_equal(distributed.representative, local.representative)
+
+
+def test_bad_record_names_file_and_line_and_writes_nothing(cluster, shards, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    lines = [json.dumps({"id": f"b{i}", "text": f"document number {i}"}) for i in range(10)]
+    lines[6] = '{"id": "b6", "text": "cut off'
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"bad\.jsonl, line 7"):
+        run(RayInputs((shards[0], str(bad)), ReaderConfig(id_field="id")), make_method("exact"),
+            engine="ray")
+    out = tmp_path / "clusters"
+    result = CliRunner().invoke(main, ["dedup", shards[0], str(bad), "--id-field", "id", "--engine",
+                                       "ray", "--ray-address", cluster["address"], "--clusters-out",
+                                       str(out), "--quiet"])
+    assert result.exit_code != 0
+    assert "bad.jsonl, line 7" in result.output
+    assert not out.exists() and not list(tmp_path.glob(".clusters*"))
+
+
+def test_cli_writes_parquet_partitions_like_local(cluster, shards, tmp_path):
+    args = ["dedup", *shards, "--method", "minhash", "--id-field", "id", "--quiet"]
+    local = tmp_path / "local.parquet"
+    assert CliRunner().invoke(main, [*args, "--clusters-out", str(local)]).exit_code == 0
+    outs = {name: tmp_path / name for name in ("clusters", "pairs", "kept")}
+    result = CliRunner().invoke(main, [*args, "--engine", "ray", "--ray-address", cluster["address"],
+                                       "--clusters-out", str(outs["clusters"]), "--pairs-out",
+                                       str(outs["pairs"]), "--out", str(outs["kept"]),
+                                       "--report", str(tmp_path / "report.json")])
+    assert result.exit_code == 0, result.output
+    expected = pq.read_table(local).to_pandas().set_index("id")
+    got = pq.read_table(outs["clusters"]).to_pandas().set_index("id")
+    assert sorted(got.index) == sorted(expected.index)  # every document exactly once
+    got = got.loc[expected.index]
+    # Same membership (cluster ids renumbered): the label maps are one-to-one.
+    pairs = set(zip(expected["cluster"], got["cluster"]))
+    assert len(pairs) == expected["cluster"].nunique() == got["cluster"].nunique()
+    assert (got["representative"] == expected["representative"]).all()
+    kept = pq.read_table(outs["kept"]).column("id").to_pylist()
+    assert sorted(kept) == sorted(expected.index[expected["representative"]])
+    edges = pq.read_table(outs["pairs"])
+    assert edges.num_rows == len(expected) - expected["representative"].sum()
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["summary"]["clusters"] == int(expected["representative"].sum())
+
+
+def test_unsupported_method_is_refused(cluster):
+    with pytest.raises(ValueError, match="engine='ray' runs methods with a keyed corpus stage"):
+        neardup.dedup(["a b c", "a b c"], "ngram", engine="ray")
+
+
+def test_missing_ray_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ImportError, match=r"pip install 'neardup\[ray\]'"):
+        import_ray()
