@@ -42,3 +42,20 @@ def save(name: str, payload: dict) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def measure_command(cmd: list[str]) -> dict:
+    """Run ``cmd`` as a child process: wall seconds, CPU seconds (user + system) and peak
+    RSS from ``os.wait4``; exits with the command on failure."""
+    import os
+    import subprocess
+    import time
+
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"command failed ({status}): {' '.join(cmd)}")
+    return {"wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024.0), "command": " ".join(cmd)}

@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from _common import machine, save
+from _common import machine, measure_command, save
 
 from neardup.eval.noise import ocr_noise
 from neardup.io import iter_records
@@ -45,13 +44,8 @@ def derived_corpus(path: Path, n_docs: int, seed: int = 0) -> Path:
 
 def run_cli(args: list[str]) -> dict:
     cmd = [sys.executable, "-m", "neardup", "dedup", *args]
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    if status != 0:
-        raise SystemExit(f"command failed ({status}): {' '.join(cmd)}")
-    return {"seconds": seconds, "peak_rss_mb": usage.ru_maxrss / 1024.0, "command": " ".join(cmd[2:])}
+    row = measure_command(cmd)
+    return {"seconds": row["wall_s"], "peak_rss_mb": row["peak_rss_mb"], "command": " ".join(cmd[2:])}
 
 
 def main() -> None:

@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
-from _common import machine, save
+from _common import machine, measure_command, save
 
 PEER = r'''
 import sys, json, time
@@ -62,17 +59,6 @@ np.save(out, labels)
 '''
 
 
-def measure(cmd: list[str]) -> dict:
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    if status != 0:
-        raise SystemExit(f"command failed ({status}): {' '.join(cmd)}")
-    return {"wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024.0), "command": " ".join(cmd)}
-
-
 def ari(truth: np.ndarray, labels: np.ndarray) -> float:
     from neardup.eval.metrics import adjusted_rand_index
 
@@ -98,7 +84,7 @@ def main() -> None:
             cmd = [sys.executable, "-m", "neardup", "dedup", *files, "--method", method,
                    "--text-field", "text", "--id-field", "id", "--clusters-out", str(out),
                    "--quiet", *args.extra]
-            row = {"tool": "neardup", "method": method, "docs": int(truth.size), **measure(cmd)}
+            row = {"tool": "neardup", "method": method, "docs": int(truth.size), **measure_command(cmd)}
             row["command"] = (f"neardup dedup {args.corpus}/part-*.parquet --method {method} "
                               f"--text-field text --id-field id --clusters-out OUT --quiet "
                               + " ".join(args.extra)).strip()
@@ -109,7 +95,7 @@ def main() -> None:
         for peer in args.peers:
             out = Path(tmp) / f"{peer}.npy"
             row = {"tool": peer, "method": "minhash", "docs": int(truth.size),
-                   **measure([sys.executable, "-c", PEER, peer, str(out), *files])}
+                   **measure_command([sys.executable, "-c", PEER, peer, str(out), *files])}
             row["command"] = f"{peer} MinHash+LSH (bench/bench_scale.py PEER script)"
             row["ari_vs_truth"] = ari(truth, np.load(out))
             rows.append(row)

@@ -24,7 +24,7 @@ from neardup.graph.cluster import cluster_pairs
 from neardup.graph.edges import Pairs, check_time_window, outside_time_window
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Matches, Method, Sketch
-from neardup.progress import StageTimer, progress_bar
+from neardup.progress import StageTimer, timed_batches
 
 __all__ = [
     "ENGINES",
@@ -312,22 +312,15 @@ def sketch_corpus(
     dates: list[np.ndarray | None] = []
     source_names: dict[str, int] = {}
     sketches: list[Sketch] = []
-    with progress_bar("sketching", total=total, unit="docs", enabled=progress) as advance:
-        iterator = iter(batches)
-        while True:
-            with timer.stage("read"):
-                batch = next(iterator, None)
-            if batch is None:
-                break
-            with timer.stage("sketch"):
-                sketches.append(method.sketch(batch.texts))
-            n = len(batch)
-            ids.extend(batch.ids)
-            lengths.append(np.fromiter(map(len, batch.texts), np.int64, n))
-            source = source_names.setdefault(batch.source, len(source_names))
-            sources.append(np.full(n, source, dtype=np.int32))
-            dates.append(batch.dates)
-            advance(n)
+    for batch in timed_batches(batches, timer, total=total, progress=progress):
+        with timer.stage("sketch"):
+            sketches.append(method.sketch(batch.texts))
+        n = len(batch)
+        ids.extend(batch.ids)
+        lengths.append(np.fromiter(map(len, batch.texts), np.int64, n))
+        source = source_names.setdefault(batch.source, len(source_names))
+        sources.append(np.full(n, source, dtype=np.int32))
+        dates.append(batch.dates)
     sketch = Sketch.concat(sketches)
     corpus_dates = None
     if any(d is not None for d in dates):

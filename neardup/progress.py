@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["StageTimer", "progress_bar"]
+__all__ = ["StageTimer", "progress_bar", "timed_batches"]
 
 
 @contextmanager
@@ -62,3 +62,18 @@ class StageTimer:
             yield
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+
+def timed_batches(batches, timer: StageTimer, *, description: str = "sketching",
+                  total: int | None = None, progress: bool | None = None):
+    """Yield ``batches`` (anything with ``len``), timing the reading of each under the
+    stage "read" and advancing a progress bar by its documents once it is processed."""
+    with progress_bar(description, total=total, unit="docs", enabled=progress) as advance:
+        iterator = iter(batches)
+        while True:
+            with timer.stage("read"):
+                batch = next(iterator, None)
+            if batch is None:
+                return
+            yield batch
+            advance(len(batch))

@@ -44,7 +44,7 @@ from neardup.graph.cluster import canonical_labels
 from neardup.graph.edges import Pairs
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Method
-from neardup.progress import StageTimer, progress_bar
+from neardup.progress import StageTimer, progress_bar, timed_batches
 
 __all__ = [
     "CorpusStageConfig",
@@ -217,38 +217,31 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
     writer = pq.ParquetWriter(directory / "docs.parquet", _DOC_SCHEMA)
     n_docs, has_dates = 0, False
     try:
-        with progress_bar("sketching", total=total, unit="docs", enabled=progress) as advance:
-            iterator = iter(batches)
-            while True:
-                with timer.stage("read"):
-                    batch = next(iterator, None)
-                if batch is None:
-                    break
-                n = len(batch)
-                with timer.stage("sketch"):
-                    sketch = method.sketch(batch.texts)
-                    candidates = method.candidate_keys(sketch)
-                    spill.add(candidates.docs.astype(np.int64) + n_docs, candidates.keys,
-                              candidates.payload)
-                for name, handle in array_files.items():
-                    values = np.ascontiguousarray(sketch.arrays[name])
-                    array_layout.setdefault(name, [values.dtype.str, list(values.shape[1:])])
-                    handle.write(values.tobytes())
-                has_dates = has_dates or batch.dates is not None
-                dates = (batch.dates.astype("datetime64[s]") if batch.dates is not None
-                         else np.full(n, np.datetime64("NaT"), "datetime64[s]"))
-                writer.write_table(pa.table(
-                    {
-                        "id": pa.array(batch.ids, pa.string()),
-                        "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
-                        "source": pa.array([batch.source] * n, pa.string()),
-                        "date": pa.array(dates, pa.timestamp("s")),
-                        "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
-                    },
-                    schema=_DOC_SCHEMA,
-                ))
-                n_docs += n
-                advance(n)
+        for batch in timed_batches(batches, timer, total=total, progress=progress):
+            n = len(batch)
+            with timer.stage("sketch"):
+                sketch = method.sketch(batch.texts)
+                candidates = method.candidate_keys(sketch)
+                spill.add(candidates.docs.astype(np.int64) + n_docs, candidates.keys,
+                          candidates.payload)
+            for name, handle in array_files.items():
+                values = np.ascontiguousarray(sketch.arrays[name])
+                array_layout.setdefault(name, [values.dtype.str, list(values.shape[1:])])
+                handle.write(values.tobytes())
+            has_dates = has_dates or batch.dates is not None
+            dates = (batch.dates.astype("datetime64[s]") if batch.dates is not None
+                     else np.full(n, np.datetime64("NaT"), "datetime64[s]"))
+            writer.write_table(pa.table(
+                {
+                    "id": pa.array(batch.ids, pa.string()),
+                    "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
+                    "source": pa.array([batch.source] * n, pa.string()),
+                    "date": pa.array(dates, pa.timestamp("s")),
+                    "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
+                },
+                schema=_DOC_SCHEMA,
+            ))
+            n_docs += n
         spill.flush()
     finally:
         writer.close()
