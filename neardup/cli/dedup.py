@@ -32,6 +32,19 @@ def _demo_corpus() -> Path:
     return demo_corpus_path()
 
 
+def _hints(result: Result) -> list[str]:
+    """Advice for the end of the summary: a dated corpus run without a time window."""
+    window = result.params.get("cluster", {}).get("time_window_hours")
+    if result.has_dates and window is None and result.method != "sanderson":
+        return [
+            "The input has dates: --time-window HOURS (e.g. 48) keeps documents dated "
+            "further apart out of one cluster, so recurring reports with the same wording "
+            "(templates) are not merged. Pairs identical after normalization (exact; ngram "
+            "and minhash Jaccard 1.0) are merged whatever their dates."
+        ]
+    return []
+
+
 def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]) -> None:
     from rich.table import Table
 
@@ -47,6 +60,8 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
         table.add_row(f"time: {stage}", f"{seconds:.2f} s ({100 * seconds / total:.0f}%)")
     table.add_row("time: total", f"{total:.2f} s")
     console.print(table)
+    for hint in _hints(result):
+        console.print(f"[dim]hint: {hint}[/dim]")
 
 
 @click.command("dedup")
@@ -151,6 +166,7 @@ def _write_outputs(result, inputs, reader, opts, write_table, write_records, ite
             "timings_seconds": result.timings,
             "inputs": [str(p) for p in inputs],
             "template_clusters": result.template_clusters(),
+            "hints": _hints(result),
         }
         with atomic_path(opts["report"]) as tmp:
             Path(tmp).write_text(json.dumps(report, indent=2, sort_keys=True, default=str) + "\n")
