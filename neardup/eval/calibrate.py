@@ -100,12 +100,13 @@ class Fit:
 
 
 def fit_threshold(scores: Sequence[float], labels: Sequence[bool], *,
-                  min_precision: float | None = None) -> Fit:
+                  min_precision: float | None = None, beta: float = 1.0) -> Fit:
     """The cut-off that best separates labelled pairs.
 
     Candidate cut-offs are midpoints between consecutive distinct labelled scores (and
     just above the highest). Without ``min_precision`` the cut-off with the highest F1
-    wins (ties: the higher cut-off); with it, the one with the highest recall whose
+    wins (ties: the higher cut-off); ``beta`` < 1 weighs precision more (F-beta), which
+    suits connected components, where one false pair can merge two clusters; with it, the one with the highest recall whose
     precision reaches ``min_precision`` (none: the highest-precision cut-off).
 
     Raises
@@ -138,9 +139,13 @@ def fit_threshold(scores: Sequence[float], labels: Sequence[bool], *,
         precision = tp / int(accept.sum()) if accept.any() else 1.0
         recall = tp / int(y.sum())
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        points.append({"score": cut, "precision": precision, "recall": recall, "f1": f1})
+        b2 = beta * beta
+        fb = ((1 + b2) * precision * recall / (b2 * precision + recall)
+              if precision + recall else 0.0)
+        points.append({"score": cut, "precision": precision, "recall": recall, "f1": f1,
+                       "fbeta": fb})
     if min_precision is None:
-        best = max(range(len(points)), key=lambda i: (points[i]["f1"], points[i]["score"]))
+        best = max(range(len(points)), key=lambda i: (points[i]["fbeta"], points[i]["score"]))
     else:
         ok = [i for i, p in enumerate(points) if p["precision"] >= min_precision]
         best = (max(ok, key=lambda i: (points[i]["recall"], points[i]["score"])) if ok
