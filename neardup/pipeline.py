@@ -78,7 +78,10 @@ class ClusterConfig:
         but reported in ``Result.outside_window`` (Sanderson 1997's window, for any
         method): news copies appear within a day or two of the story, while recurring
         reports (daily market figures, weekly notices) reuse its wording days apart.
-        Needs document dates; a pair with an unknown date on either side stays in.
+        Needs document dates; a pair with an unknown date on either side stays in, and
+        so does a pair the method scores as identical after normalization
+        (:meth:`~neardup.methods.Method.identical_mask`: ``exact`` pairs, ``ngram`` and
+        ``minhash`` Jaccard 1.0), since a story re-sent unchanged is the same story.
     """
 
     algorithm: str = "components"
@@ -163,6 +166,8 @@ class Result:
     outside_window: Pairs = field(default_factory=Pairs.empty)
     template_groups: np.ndarray | None = None
     pruning: dict[str, int] = field(default_factory=dict)
+    #: Whether any input document had a date (a time window could be used).
+    has_dates: bool = False
 
     @property
     def n_docs(self) -> int:
@@ -477,6 +482,15 @@ def _cluster_from_roots(roots: np.ndarray, cluster: ClusterConfig):
     return labels, sizes.astype(np.int64), oversized, groups
 
 
+def _any_date(dates: np.ndarray | None) -> bool:
+    if dates is None or not len(dates):
+        return False
+    values = np.asarray(dates)
+    if np.issubdtype(values.dtype, np.datetime64):
+        return bool((~np.isnat(values)).any())
+    return True
+
+
 def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str, timer,
                        engine: str = "local") -> Result:
     with timer.stage("cluster"):
@@ -493,6 +507,7 @@ def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str,
         template_groups=groups,
         pairs=stage.pairs,
         outside_window=stage.outside_window,
+        has_dates=_any_date(stage.dates),
         method=method.name,
         params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep,
                 "engine": engine, "corpus_stage": stage.stats},
@@ -531,6 +546,7 @@ def run_on_sketch(
         pairs, outside_window = matches.pairs, matches.outside_window
         if cluster.time_window_hours is not None:
             far = outside_time_window(pairs, corpus.dates, cluster.time_window_hours)
+            far &= ~method.identical_mask(pairs.score)  # re-sent unchanged: same story
             outside_window = Pairs.concat([outside_window, pairs.select(far)])
             pairs = pairs.select(~far)
     with timer.stage("cluster"):
@@ -557,6 +573,7 @@ def run_on_sketch(
         template_groups=clustering.groups if clustering.groups is not None else clustering.labels,
         pairs=pairs,
         outside_window=outside_window,
+        has_dates=_any_date(sketch.dates),
         method=method.name,
         params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep},
         timings=timer.seconds,

@@ -104,7 +104,7 @@ def test_time_window_keeps_days_apart_copies_unmerged():
     records = [
         {"id": "mon", "text": report, "date": "1987-03-11T10:00:00"},
         {"id": "mon-copy", "text": report + " (AP)", "date": "1987-03-11T15:00:00"},
-        {"id": "tue", "text": report, "date": "1987-03-12T10:00:00"},
+        {"id": "tue", "text": report + " Figures are provisional.", "date": "1987-03-12T10:00:00"},
     ]
     plain = neardup.dedup(records, method="ngram", id_field="id", date_field="date")
     assert len(set(plain.clusters.tolist())) == 1
@@ -119,8 +119,40 @@ def test_time_window_keeps_days_apart_copies_unmerged():
     # A pair a window keeps apart is typed by that window, not by the default 48 hours:
     # "template" (same wording, another day) unless the texts are identical.
     types = {(row["id_a"], row["id_b"]): row["type"] for row in table if row["outside_window"]}
-    assert types == {("mon", "tue"): "exact", ("mon-copy", "tue"): "template"}
+    assert types == {("mon", "tue"): "template", ("mon-copy", "tue"): "template"}
     assert r.params["cluster"]["time_window_hours"] == 12
+
+
+@pytest.mark.parametrize("method, params", [("exact", {}), ("ngram", {}), ("minhash", {}),
+                                            ("minhash", {"verify": "exact"})])
+@pytest.mark.parametrize("engine", ["memory", "local"])
+def test_identical_pairs_bypass_the_time_window(method, params, engine, tmp_path):
+    story = ("The central bank raised its key interest rate by half a point on Tuesday, "
+             "citing stubborn inflation and strong wage growth across the whole economy.")
+    records = [
+        {"id": "mon", "text": story, "date": "1987-03-11T10:00:00"},
+        {"id": "resend", "text": story.upper() + "  ", "date": "1987-03-16T10:00:00"},
+        {"id": "edited", "text": story.replace("Tuesday", "Monday"), "date": "1987-03-16T11:00:00"},
+    ]
+    extra = {"work_dir": tmp_path / "w"} if engine == "local" else {}
+    r = neardup.dedup(records, method=method, id_field="id", date_field="date",
+                      time_window_hours=48, engine=engine, pair_types=False,
+                      **{"threshold": 0.3, **params} if method != "exact" else {}, **extra)
+    # Identical after normalization: merged five days apart. The edited copy is not
+    # identical to Monday's story and stays out (it is within the window of the re-send).
+    assert r.clusters[0] == r.clusters[1]
+    if method != "exact":
+        outside = set(zip(r.outside_window.left.tolist(), r.outside_window.right.tolist()))
+        assert (0, 1) not in outside and (1, 0) not in outside
+
+
+def test_sanderson_has_no_identity_bypass():
+    from neardup.methods import make_method
+
+    method = make_method("sanderson")
+    assert not method.identical_mask(np.ones(3, np.float32)).any()
+    ngram = make_method("ngram", similarity="containment")
+    assert not ngram.identical_mask(np.ones(3, np.float32)).any()
 
 
 def test_time_window_needs_dates_and_valid_hours():

@@ -7,6 +7,7 @@ import warnings
 import click
 
 from neardup.cli.augment import augment_command
+from neardup.cli.calibrate import calibrate_command
 from neardup.cli.dedup import dedup_command
 from neardup.cli.evaluate import eval_command, tune_command
 from neardup.cli.explain import explain_command
@@ -44,3 +45,4 @@ main.add_command(leakage_command)
 main.add_command(train_command)
 main.add_command(report_command)
 main.add_command(explain_command)
+main.add_command(calibrate_command)

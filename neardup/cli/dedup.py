@@ -58,6 +58,19 @@ def _demo_corpus() -> Path:
     return demo_corpus_path()
 
 
+def _hints(result: Result) -> list[str]:
+    """Advice for the end of the summary: a dated corpus run without a time window."""
+    window = result.params.get("cluster", {}).get("time_window_hours")
+    if result.has_dates and window is None and result.method != "sanderson":
+        return [
+            "The input has dates: --time-window HOURS (e.g. 48) keeps documents dated "
+            "further apart out of one cluster, so recurring reports with the same wording "
+            "(templates) are not merged. Pairs identical after normalization (exact; ngram "
+            "and minhash Jaccard 1.0) are merged whatever their dates."
+        ]
+    return []
+
+
 def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]) -> None:
     from rich.table import Table
 
@@ -73,6 +86,8 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
         table.add_row(f"time: {stage}", f"{seconds:.2f} s ({100 * seconds / total:.0f}%)")
     table.add_row("time: total", f"{total:.2f} s")
     console.print(table)
+    for hint in _hints(result):
+        console.print(f"[dim]hint: {hint}[/dim]")
 
 
 class _Terminated(BaseException):
@@ -390,6 +405,7 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs) -> None:
             "timings_seconds": result.timings,
             "inputs": [os.fspath(p) for p in inputs],
             "template_clusters": result.template_clusters(),
+            "hints": _hints(result),
         }
         outputs.write_text("--report", json.dumps(report, indent=2, sort_keys=True, default=str)
                            + "\n")

@@ -404,6 +404,7 @@ class _PartitionLinker:
             score, accept = score[todo], np.ones(left.size, dtype=bool)
         if self.dates is not None:
             far = _far_apart(self.dates, ll, rl, self.window_hours)
+            far &= ~self.method.identical_mask(score)  # re-sent unchanged: same story
             if far.any():
                 gone = accept & far
                 self.outside.append((left[gone], right[gone], score[gone]))

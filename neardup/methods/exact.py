@@ -104,6 +104,10 @@ class ExactHash(Method):
         # The first digest word is already a mixed hash; the second confirms it.
         return CandidateKeys(valid, np.ascontiguousarray(sketch.arrays["digest"][valid, 0]))
 
+    def identical_mask(self, score: np.ndarray) -> np.ndarray:
+        """Every exact pair is identical after normalization."""
+        return np.ones(np.shape(score)[0], dtype=bool)
+
     def score_candidates(self, left, right):
         same = np.all(left["digest"] == right["digest"], axis=1)
         return same.astype(np.float32), same

@@ -396,6 +396,12 @@ class NGramOverlap(Method):
         ).unique()
         return Sketch(sets.counts(), sets=sets)
 
+    def identical_mask(self, score: np.ndarray) -> np.ndarray:
+        """Jaccard 1.0: identical shingle sets (containment 1.0 is not identity)."""
+        if self.similarity != "jaccard":
+            return np.zeros(np.shape(score)[0], dtype=bool)
+        return np.asarray(score) >= 1.0
+
     def find_pairs(self, sketch: Sketch) -> Pairs:
         """Pairs with exact similarity ``>= threshold`` sharing a shingle with df <= max_df.
 

@@ -175,7 +175,9 @@ def test_time_window_option(tmp_path):
     rows = [
         {"doc": "mon", "body": story, "day": "1987-03-11T10:00:00"},
         {"doc": "mon-copy", "body": story.upper(), "day": "1987-03-11T16:00:00"},
-        {"doc": "fri", "body": story, "day": "1987-03-15T10:00:00"},
+        # Friday's story has the same wording with another day in it (identical texts
+        # would bypass the window: a re-send is the same story).
+        {"doc": "fri", "body": story.replace("Tuesday", "Friday"), "day": "1987-03-15T10:00:00"},
     ]
     path = tmp_path / "dated.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -194,6 +196,23 @@ def test_time_window_option(tmp_path):
     assert sorted((p["id_a"], p["id_b"]) for p in pairs if p["outside_window"]) == [
         ("mon", "fri"), ("mon-copy", "fri")]
     assert _run([*args[:-1], "0"]).exit_code == 2  # hours must be > 0
+
+
+def test_summary_hints_at_time_window_when_input_has_dates(tmp_path):
+    rows = [{"doc": f"d{i}", "body": s, "day": "1987-03-11"} for i, s in enumerate(STORIES)]
+    path = tmp_path / "dated.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    base = ["dedup", str(path), "--method", "ngram", "--text-field", "body", "--id-field", "doc"]
+    dated = _run([*base, "--date-field", "day", "--report", str(tmp_path / "r.json")])
+    assert dated.exit_code == 0, dated.output
+    assert "--time-window" in dated.output
+    hints = json.loads((tmp_path / "r.json").read_text())["hints"]
+    assert len(hints) == 1 and "--time-window" in hints[0]
+    windowed = _run([*base, "--date-field", "day", "--time-window", "48"])
+    assert "hint:" not in windowed.output
+    undated = _run([*base, "--report", str(tmp_path / "u.json")])
+    assert "hint:" not in undated.output
+    assert json.loads((tmp_path / "u.json").read_text())["hints"] == []
 
 
 def test_input_warnings_are_one_line(tmp_path):

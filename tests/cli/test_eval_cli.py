@@ -221,7 +221,9 @@ def test_time_window_in_eval_and_tune(tmp_path):
             if r["split"] != split:
                 continue
             rows.append({**r, "date": "1987-03-02T09:00:00"})
+            # Not identical (identical texts would bypass the window: a re-send).
             rows.append({**r, "id": r["id"] + "-week", "cluster": r["cluster"] + "-week",
+                         "text": r["text"] + " Figures for the week.",
                          "date": "1987-03-09T09:00:00"})
     path = tmp_path / "dated.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -1,0 +1,85 @@
+"""How many labels `neardup calibrate` needs: simulated on the sets' validation splits.
+
+    python bench/calibrate_labels.py [--methods minhash ngram] [--sets ...] [--repeats 5]
+
+For each set, method and label budget n: score the validation split's candidate pairs
+as `neardup calibrate` does (low threshold), draw n pairs over the score ranks of the
+uncertain region (boundary_sample, seeded per repeat), label them from the ground truth
+(same cluster = duplicate), fit the threshold (best F1 among the labels), and run the
+method once on the test split with it. Reports the median test pairwise precision,
+recall and ARI over the repeats. Writes bench/results/calibrate_labels.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+from neardup.eval import evaluate, load_labeled
+from neardup.eval.calibrate import (
+    boundary_sample,
+    candidate_params,
+    fit_threshold,
+    score_to_threshold,
+    threshold_to_score,
+)
+from neardup.eval.evaluate import _batches, build_method
+from neardup.pipeline import run
+
+ROOT = Path(__file__).resolve().parents[1]
+BUDGETS = (10, 20, 40, 80)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--methods", nargs="*", default=["minhash", "ngram"])
+    parser.add_argument("--sets", nargs="*", default=["reuters-news", "indep-nlpaug", "indep-augly",
+                                                     "indep-noisocr", "multi-latin", "multi-cjk"])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--beta", type=float, default=1.0, help="F-beta of the fit")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "calibrate_labels.json")
+    args = parser.parse_args()
+    rows = []
+    for name in args.sets:
+        corpus = load_labeled([ROOT / "benchmarks" / name / f"{s}.jsonl.gz"
+                               for s in ("validation", "test")])
+        validation, test = corpus.select_split("validation"), corpus.select_split("test")
+        labels = validation.clusters
+        for method in args.methods:
+            wide = candidate_params(method, {})
+            result = run(_batches(validation), build_method(method, wide), progress=False)
+            pairs = result.pairs
+            truth = labels[pairs.left] == labels[pairs.right]
+            low = threshold_to_score(method, wide["threshold"])
+            sketches: dict = {}
+            for n in BUDGETS:
+                runs = []
+                for repeat in range(args.repeats):
+                    picks = boundary_sample(pairs, n, low=low, seed=repeat)
+                    y = truth[picks]
+                    if y.all() or not y.any():
+                        continue
+                    fit = fit_threshold(pairs.score[picks], y, beta=args.beta)
+                    threshold = score_to_threshold(method, fit.score)
+                    report = evaluate(test, method, params={"threshold": threshold},
+                                      sketch_cache=sketches)
+                    runs.append({"threshold": threshold, "precision": report["precision"],
+                                 "recall": report["recall"], "ari": report["ari"]})
+                row = {"set": name, "method": method, "labels": n, "runs": runs,
+                       **{k: statistics.median(r[k] for r in runs) if runs else None
+                          for k in ("threshold", "precision", "recall", "ari")}}
+                rows.append(row)
+                print(f"{name:20} {method:8} n={n:3} median test precision {row['precision']} "
+                      f"recall {row['recall']} ARI {row['ari']}", flush=True)
+    out = args.out
+    out.write_text(json.dumps(rows, indent=1, default=float) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()

@@ -1,0 +1,84 @@
+"""Build the independent evaluation sets under benchmarks/ (see benchmarks/README.md).
+
+    python bench/make_independent_sets.py [--only NAME ...] [--seed 2024]
+
+Reuters-based sets (copies by a third-party augmenter, the standard benchmark's story,
+split and hard-negative structure): indep-nlpaug, indep-augly, indep-noisocr,
+indep-confusables. Multilingual sets (translated Debian man pages, Faker's Greek words):
+multi-latin, multi-cyrillic, multi-greek, multi-cjk. Each directory gets
+validation.jsonl.gz, test.jsonl.gz and info.json; indep-confusables' info.json also holds
+the share of injected confusables that neardup's normalizer folds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from neardup.eval.benchmark_stats import benchmark_stats
+from neardup.eval.independent import (
+    GENERATORS,
+    LANGUAGE_SETS,
+    build_independent_set,
+    build_multilingual_set,
+    confusable_fold_rate,
+    write_set,
+)
+from neardup.io import ReaderConfig, find_reuters_dir, iter_records
+
+ROOT = Path(__file__).resolve().parents[1]
+REUTERS_SETS = {f"indep-{g}": g for g in GENERATORS}
+MULTI_SETS = {f"multi-{name}": name for name in LANGUAGE_SETS}
+
+
+def _reuters_stories() -> list[dict]:
+    root = find_reuters_dir()
+    if root is None:
+        raise SystemExit("Reuters-21578 not found: set NEARDUP_REUTERS_DIR (see benchmarks/README.md)")
+    stories = []
+    for record in iter_records(sorted(root.glob("reut2-*.sgm")), ReaderConfig()):
+        stories.append({"id": record.get("id"), "text": record.get("text"),
+                        "date": record.get("date"), "topics": record.get("topics"),
+                        "title": record.get("title"), "dateline": record.get("dateline"),
+                        "body": record.get("body")})
+    return stories
+
+
+def _summary(records: list[dict]) -> dict:
+    """Documents, clusters, pairs and mean word-3-gram Jaccard per split."""
+    keep = ("docs", "clusters", "singletons", "positive_pairs", "negative_pairs",
+            "jaccard_positive_mean", "hard_negative_pairs", "jaccard_hard_negative_mean",
+            "jaccard_random_negative_mean", "kinds")
+    return {split: {k: v for k, v in stats.items() if k in keep}
+            for split, stats in benchmark_stats(records).items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", help="set names to build (default: all)")
+    parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks")
+    args = parser.parse_args()
+    names = args.only or [*REUTERS_SETS, *MULTI_SETS]
+    stories = None
+    for name in names:
+        start = time.perf_counter()
+        if name in REUTERS_SETS:
+            stories = stories if stories is not None else _reuters_stories()
+            records, info = build_independent_set(stories, REUTERS_SETS[name], seed=args.seed)
+            if REUTERS_SETS[name] == "confusables":
+                info["normalizer_folds"] = confusable_fold_rate(records)
+        elif name in MULTI_SETS:
+            records, info = build_multilingual_set(MULTI_SETS[name], seed=args.seed)
+        else:
+            raise SystemExit(f"unknown set {name!r}; choose from {[*REUTERS_SETS, *MULTI_SETS]}")
+        info["command"] = f"python bench/make_independent_sets.py --only {name} --seed {args.seed}"
+        info["stats"] = _summary(records)
+        sizes = write_set(records, args.out / name, info)
+        print(f"{name}: {len(records)} docs, {sizes} bytes, {time.perf_counter() - start:.0f} s",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""``neardup calibrate``: fit a method's threshold to a few dozen pairs you label.
+
+Scores candidate pairs of INPUT with a low threshold, shows pairs whose scores spread
+over the uncertain region one at a time with an aligned word diff, asks y/n/skip, and
+fits the threshold to the answers (or to ``--labels FILE``). Writes a tuning file for
+``neardup eval --from-tuning`` and the labels for a later run.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from neardup.cli.options import (
+    method_options,
+    method_params_from_options,
+    reader_config_from_options,
+    reader_options,
+)
+from neardup.errors import InputError, NeardupError
+
+__all__ = ["calibrate_command"]
+
+_YES = {"y", "yes", "1", "true", "dup", "duplicate"}
+_NO = {"n", "no", "0", "false", "not", "different"}
+_SHOWN_CHARS = 1200
+
+
+def read_label_file(path: Path) -> list[tuple[str, str, bool]]:
+    """(id_a, id_b, label) rows of a .csv/.tsv (header id_a,id_b,label) or .jsonl file."""
+    where = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{where}: cannot read the labels file ({exc}).") from None
+    if path.suffix == ".jsonl":
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    raise InputError(f"{where}: line {n} is not JSON.") from None
+    else:
+        rows = list(csv.DictReader(text.splitlines(), delimiter="\t" if path.suffix == ".tsv" else ","))
+    out = []
+    for n, row in enumerate(rows, 1):
+        try:
+            a, b, raw = str(row["id_a"]), str(row["id_b"]), str(row["label"]).strip().casefold()
+        except (KeyError, TypeError):
+            raise InputError(
+                f"{where}: row {n} must have the fields id_a, id_b and label; got {row!r:.80}."
+            ) from None
+        if raw not in _YES | _NO:
+            raise InputError(
+                f"{where}: row {n}: label must be y/n (or 1/0, true/false); got {raw!r}."
+            )
+        out.append((a, b, raw in _YES))
+    return out
+
+
+def _show_pair(console, k: int, n: int, score: float, ids: tuple[str, str],
+               texts: tuple[str, str]) -> None:
+    from rich.text import Text
+
+    from neardup.report.align import align_words
+
+    a, b = (t[:_SHOWN_CHARS] for t in texts)
+    console.rule(f"pair {k}/{n}  score {score:.3f}")
+    console.print(f"[bold]A[/bold] {ids[0]}   [bold]B[/bold] {ids[1]}")
+    diff = Text()
+    for op, text_a, text_b in align_words(a, b):
+        if op == "equal":
+            diff.append(text_a)
+        else:
+            if text_a:
+                diff.append(f"[-{text_a.rstrip()}-]", style="red")
+                diff.append(" ")
+            if text_b:
+                diff.append(f"{{+{text_b.rstrip()}+}}", style="green")
+                diff.append(" ")
+    console.print(diff)
+    if max(len(t) for t in texts) > _SHOWN_CHARS:
+        console.print(f"[dim](first {_SHOWN_CHARS} characters shown)[/dim]")
+
+
+@click.command("calibrate")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@method_options
+@reader_options
+@click.option("--labels", "labels_path", type=click.Path(path_type=Path), default=None,
+              help="Labelled pairs to fit to instead of asking (.csv/.tsv with columns id_a, "
+                   "id_b, label, or .jsonl; label y/n, 1/0 or true/false).")
+@click.option("--n-pairs", type=click.IntRange(4, 1000), default=40, show_default=True,
+              help="How many pairs to ask about (drawn evenly over the score ranks of the "
+                   "uncertain region).")
+@click.option("--min-precision", type=click.FloatRange(0, 1), default=None,
+              help="Fit the threshold with the highest recall at this precision (among the "
+                   "labelled pairs) instead of the best F1.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("calibration.json"),
+              show_default=True, help="Tuning file to write (for neardup eval --from-tuning).")
+@click.option("--save-labels", type=click.Path(path_type=Path), default=None,
+              help="Also write the labels given here (.csv) for a later --labels run.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seeds the method and the choice of pairs.")
+def calibrate_command(inputs: tuple[Path, ...], **opts: Any) -> None:
+    """Fit a method's threshold to pairs of INPUT that you label (y/n/skip).
+
+    Candidate pairs are scored with a low threshold; about --n-pairs of them, spread
+    over the scores where the decision is made, are shown one at a time with a word
+    diff ([-only in A-] {+only in B+}). Answer y (duplicates), n (not), s (skip) or q
+    (stop and fit). The threshold that best separates your answers is written to a
+    tuning file.
+
+    \b
+    Examples:
+      neardup calibrate corpus.jsonl --method minhash --save-labels labels.csv
+      neardup calibrate corpus.jsonl --method ngram --labels labels.csv --out ngram.json
+      neardup eval labeled.jsonl --from-tuning calibration.json
+    """
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    method = opts["method"]
+    try:
+        fit, info = _calibrate(inputs, method, opts, console)
+    except (NeardupError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    threshold = info["threshold"]
+    click.echo(
+        f"threshold {threshold} (pair score >= {fit.score:.4f}) from {fit.n_labels} labels "
+        f"({fit.n_positive} duplicates): precision {fit.precision:.3f}, recall "
+        f"{fit.recall:.3f}, F1 {fit.f1:.3f} among the labelled pairs"
+    )
+    click.echo(f"wrote {opts['out']}; use it with: neardup eval LABELED --from-tuning {opts['out']}"
+               f" or neardup dedup INPUT --method {method} --threshold {threshold}")
+
+
+def _calibrate(inputs, method: str, opts: dict[str, Any], console):
+    import neardup
+    from neardup.eval.calibrate import (
+        boundary_sample,
+        candidate_params,
+        fit_threshold,
+        labels_hash,
+        score_to_threshold,
+        threshold_to_score,
+    )
+    from neardup.eval.evaluate import build_method
+    from neardup.eval.tuning import TuningResult
+    from neardup.io import read_corpus
+    from neardup.methods import make_method
+    from neardup.pipeline import ClusterConfig, run
+
+    params = method_params_from_options(method, opts, seed=opts["seed"])
+    reader = reader_config_from_options(opts)
+    wide = candidate_params(method, params)
+    result = run(read_corpus(list(inputs), reader), make_method(method, **wide),
+                 progress=False)
+    ids = [str(i) for i in result.ids.tolist()]
+    pairs = result.pairs
+    score_of = {}
+    for left, right, score in zip(pairs.left.tolist(), pairs.right.tolist(), pairs.score.tolist()):
+        score_of[(ids[left], ids[right])] = score_of[(ids[right], ids[left])] = float(score)
+    if opts["labels_path"] is not None:
+        rows = read_label_file(opts["labels_path"])
+        unknown = sorted({i for a, b, _ in rows for i in (a, b)} - set(ids))
+        if unknown:
+            raise InputError(
+                f"{opts['labels_path']}: {len(unknown)} id(s) not in INPUT, e.g. "
+                f"{unknown[0]!r}; check --id-field."
+            )
+    else:
+        texts = [t for batch in read_corpus(list(inputs), reader) for t in batch.texts]
+        low = threshold_to_score(method, wide["threshold"])
+        picks = boundary_sample(pairs, opts["n_pairs"], low=low, seed=opts["seed"])
+        if not len(picks):
+            raise InputError(
+                f"no candidate pairs scored {low:.2f} or more by {method}: nothing to label. "
+                "Try another method or a larger sample of the corpus."
+            )
+        rows = []
+        for k, p in enumerate(picks.tolist(), 1):
+            i, j = int(pairs.left[p]), int(pairs.right[p])
+            _show_pair(console, k, len(picks), float(pairs.score[p]), (ids[i], ids[j]),
+                       (texts[i], texts[j]))
+            answer = click.prompt("Duplicates? (y/n/s/q)", type=click.Choice(["y", "n", "s", "q"]),
+                                  show_choices=False, err=True)
+            if answer == "q":
+                break
+            if answer != "s":
+                rows.append((ids[i], ids[j], answer == "y"))
+    if opts["save_labels"] is not None:
+        with open(opts["save_labels"], "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["id_a", "id_b", "label"])
+            writer.writerows((a, b, "y" if label else "n") for a, b, label in rows)
+    if not rows:
+        raise InputError("no pairs labelled: nothing to fit. Answer y or n for a few dozen "
+                         "pairs, or pass --labels FILE.")
+    # A pair the candidate run did not score is below the low threshold: score 0.
+    scores = [score_of.get((a, b), 0.0) for a, b, _ in rows]
+    fit = fit_threshold(scores, [label for *_, label in rows], min_precision=opts["min_precision"])
+    threshold = score_to_threshold(method, fit.score)
+    chosen = build_method(method, {**params, "threshold": threshold}).get_params()
+    points = [{"values": {"threshold": score_to_threshold(method, p["score"])},
+               "f1": p["f1"], "precision": p["precision"], "recall": p["recall"]}
+              for p in fit.points]
+    best = max(i for i, p in enumerate(fit.points) if p["score"] == fit.score)
+    tuning = TuningResult(
+        method=method, split=None, params=chosen, cluster=ClusterConfig().get_params(),
+        grid={"threshold": [p["values"]["threshold"] for p in points]},
+        base_params={k: v for k, v in chosen.items() if k != "threshold"},
+        points=points, best_index=best, data_hash=labels_hash(rows), n_docs=len(ids),
+        n_true_clusters=0, metric="f1", version=neardup.__version__,
+    )
+    tuning.save(opts["out"])
+    return fit, {"threshold": threshold}

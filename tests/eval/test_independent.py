@@ -1,0 +1,59 @@
+"""Independent evaluation sets: third-party augmenters, seeded and reproducible."""
+
+import numpy as np
+import pytest
+
+from neardup.eval.independent import (
+    _roff_paragraphs,
+    build_independent_set,
+    confusable_fold_rate,
+    independent_copy,
+)
+
+TEXT = ("The Federal Reserve said on Tuesday it added temporary reserves to the banking "
+        "system via customer repurchase agreements, economists said. The Fed is expected "
+        "to act again on Wednesday to meet reserve needs, dealers said.")
+
+
+@pytest.mark.parametrize("generator, package", [("augly", "augly"), ("noisocr", "noisocr"),
+                                                ("confusables", "confusable_homoglyphs")])
+def test_copies_are_seeded_and_noisy(generator, package):
+    pytest.importorskip(package)
+    a = independent_copy(TEXT, generator, np.random.default_rng([1, 2]))
+    b = independent_copy(TEXT, generator, np.random.default_rng([1, 2]))
+    assert a == b
+    text, noise = a
+    assert noise[0].startswith(f"{generator}(severity=")
+    assert text != TEXT or len(noise) == 1
+
+
+def test_unknown_generator_is_refused():
+    with pytest.raises(ValueError, match="parameter 'generator' must be one of"):
+        independent_copy(TEXT, "ours", np.random.default_rng(0))
+
+
+def test_confusables_set_structure_and_fold_rate():
+    pytest.importorskip("confusable_homoglyphs")
+    days = ["1987-03-%02d" % d for d in range(1, 13)]
+    stories = [{"id": str(i), "text": f"Story {i} " + " ".join(f"word{i}x{k}" for k in range(30)),
+                "date": days[i % 12] + "T10:00:00"} for i in range(120)]
+    records, info = build_independent_set(stories, "confusables", seed=3,
+                                          splits="validation=40,test=40")
+    again, _ = build_independent_set(stories, "confusables", seed=3, splits="validation=40,test=40")
+    assert records == again
+    assert "test" in {r["split"] for r in records}
+    val = {r["source"] for r in records if r["split"] == "validation"}
+    test = {r["source"] for r in records if r["split"] == "test"}
+    assert not val & test  # splits share no story
+    assert {"id", "text", "cluster", "split", "date"} <= set(records[0])
+    folds = confusable_fold_rate(records)
+    assert folds["injected"] > 0 and 0 <= folds["folded"] <= folds["injected"]
+    assert folds["table_folded"] < folds["table_glyphs"]  # the normalizer does not fold all
+
+
+def test_roff_paragraphs():
+    source = ('.\\" comment\n.TH LS 1\n.SH NAME\nls \\- list\n.PP\n\\fBls\\fP zeigt '
+              'Verzeichnisinhalte an.\nZweite Zeile.\n.TP\n.B \\-a\nalle Dateien\n')
+    paragraphs = _roff_paragraphs(source)
+    assert "ls zeigt Verzeichnisinhalte an. Zweite Zeile." in paragraphs
+    assert all("\\f" not in p and not p.startswith(".") for p in paragraphs)
