@@ -573,7 +573,7 @@ def run_on_sketch(
         template_groups=clustering.groups if clustering.groups is not None else clustering.labels,
         pairs=pairs,
         outside_window=outside_window,
-        has_dates=_any_date(sketch.dates),
+        has_dates=_any_date(corpus.dates),
         method=method.name,
         params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep},
         timings=timer.seconds,
