@@ -22,7 +22,7 @@ from numba import njit, uint64
 from neardup.errors import check_choice, check_int
 from neardup.text.hashing import encode_codepoints, mix64, seed_words
 
-__all__ = ["ShingleConfig", "ShingleSets", "hash_shingles"]
+__all__ = ["ShingleConfig", "ShingleSets", "hash_shingles", "shingle_codes"]
 
 _BASE = uint64(0x100000001B3)  # odd multiplier of the rolling hash
 
@@ -121,31 +121,35 @@ class ShingleSets:
 
 @njit(cache=True)
 def _word_tokens(cps, offsets, seed):
-    """Hash every word token; returns (token_hashes, token_offsets per document)."""
+    """Hash every word token; returns (token_hashes, token_offsets per document).
+
+    ``cps`` holds code points (uint8 or uint32). Branch-free over characters: the FNV-1a
+    state is stored at every position and the write index moves on at each token end.
+    """
     n_docs = offsets.shape[0] - 1
-    out = np.empty(cps.shape[0] // 2 + 1, dtype=np.uint64)
+    # A document of m characters has at most (m + 1) // 2 tokens; one spare slot for the
+    # unconditional store.
+    out = np.empty((cps.shape[0] + n_docs) // 2 + 1, dtype=np.uint64)
     tok_offsets = np.zeros(n_docs + 1, dtype=np.int64)
+    init = uint64(0xCBF29CE484222325)
     t = 0
     for d in range(n_docs):
-        h = uint64(0)
+        h = init
         in_token = False
         for p in range(offsets[d], offsets[d + 1]):
             c = cps[p]
-            if c <= 32:  # space, tab, newline and controls separate tokens
-                if in_token:
-                    out[t] = mix64(h ^ seed)
-                    t += 1
-                    in_token = False
-            else:
-                if not in_token:
-                    h = uint64(0xCBF29CE484222325)
-                    in_token = True
-                h = (h ^ uint64(c)) * _BASE
-        if in_token:
-            out[t] = mix64(h ^ seed)
-            t += 1
+            gap = c <= 32  # space, tab, newline and controls separate tokens
+            out[t] = h
+            t += gap & in_token
+            h = init if gap else (h ^ uint64(c)) * _BASE
+            in_token = not gap
+        out[t] = h
+        t += in_token
         tok_offsets[d + 1] = t
-    return out[:t], tok_offsets
+    tokens = out[:t]
+    for i in range(t):
+        tokens[i] = mix64(tokens[i] ^ seed)
+    return tokens, tok_offsets
 
 
 @njit(cache=True)
@@ -203,6 +207,14 @@ def hash_shingles(
     (call :meth:`ShingleSets.unique` for sets).
     """
     cps, offsets = encode_codepoints(list(normalized_texts))
+    return shingle_codes(cps, offsets, config, seed=seed)
+
+
+def shingle_codes(
+    cps: np.ndarray, offsets: np.ndarray, config: ShingleConfig = ShingleConfig(), *, seed: int = 0
+) -> ShingleSets:
+    """:func:`hash_shingles` of texts given as code points (uint8 or uint32) with offsets,
+    as :func:`neardup.text.normalize.normalize_codes` returns them."""
     key_unit, key_shingle = seed_words(seed, 2, salt=0x5EED)
     if config.unit == "word":
         units, unit_offsets = _word_tokens(cps, offsets, key_unit)
