@@ -176,8 +176,9 @@ class _Tables:
     def __init__(self, config: NormalizeConfig) -> None:
         self.config = config
         self.flags = np.zeros(_N_CODEPOINTS, dtype=np.uint8)
-        self.map_start = np.zeros(_N_CODEPOINTS, dtype=np.int64)
-        self.map_len = np.zeros(_N_CODEPOINTS, dtype=np.int64)
+        # np.zeros maps untouched pages lazily: only code points seen cost memory.
+        self.map_start = np.zeros(_N_CODEPOINTS, dtype=np.int32)
+        self.map_len = np.zeros(_N_CODEPOINTS, dtype=np.uint8)
         self.pool = np.zeros(256, dtype=np.uint32)
         self.pool_size = 0
         self.max_expansion = 1
