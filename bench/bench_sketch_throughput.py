@@ -195,6 +195,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=10_000, help="texts per sketch call")
     parser.add_argument("--baseline-src", type=Path, default=None,
                         help="directory holding an older neardup package to time as well")
+    parser.add_argument("--name", default="sketch_throughput",
+                        help="results file name under bench/results/ (without .json)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -257,7 +259,7 @@ def main() -> None:
             print(line)
     for name, row in result["peers"].items():
         print(f"neardup end to end / {name}: {e2e / row['mb_per_cpu_s_median']:.1f}x")
-    path = save("sketch_throughput", result)
+    path = save(args.name, result)
     print(f"\nraw results: {path}")
 
 
