@@ -44,12 +44,12 @@ NUM_PERM = 128
 N = 3
 
 
-def load_texts(target_mb: float) -> tuple[list[str], str]:
+def load_texts(target_mb: float, corpus: str) -> tuple[list[str], str]:
     """Reuters texts (or the demo corpus) repeated to about ``target_mb`` MB of UTF-8."""
     from neardup.io import ReaderConfig, read_corpus
     from neardup.io.reuters import find_reuters_dir
 
-    root = find_reuters_dir()
+    root = find_reuters_dir() if corpus == "reuters" else None
     if root is not None:
         files = sorted(str(p) for p in root.glob("reut2-*.sgm"))
         source = f"Reuters-21578 ({root})"
@@ -57,7 +57,7 @@ def load_texts(target_mb: float) -> tuple[list[str], str]:
         import neardup.data
 
         files = [str(Path(neardup.data.__file__).parent / "demo.jsonl.gz")]
-        source = "bundled demo corpus (Reuters-21578 not found)"
+        source = "bundled demo corpus" + (" (Reuters-21578 not found)" if corpus == "reuters" else "")
     import warnings
 
     with warnings.catch_warnings():
@@ -195,14 +195,18 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=10_000, help="texts per sketch call")
     parser.add_argument("--baseline-src", type=Path, default=None,
                         help="directory holding an older neardup package to time as well")
+    parser.add_argument("--corpus", choices=("reuters", "demo"), default="reuters",
+                        help="Reuters-21578 (mostly ASCII; the demo corpus when absent) or the "
+                        "bundled demo corpus (adversarial noise: a third of its texts are not ASCII)")
     parser.add_argument("--name", default="sketch_throughput",
                         help="results file name under bench/results/ (without .json)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
-    texts, source = load_texts(args.mb)
+    texts, source = load_texts(args.mb, args.corpus)
     if args.child:  # neardup rows only, as JSON on stdout
-        json.dump(run_cases(neardup_cases(texts, args.batch_size), args.repeat), sys.stdout)
+        rows = run_cases(neardup_cases(texts, args.batch_size), args.repeat)
+        json.dump({"source": source, "mb": mb_of(texts), "rows": rows}, sys.stdout)
         return
     import neardup
 
@@ -219,14 +223,21 @@ def main() -> None:
         "neardup": run_cases(neardup_cases(texts, args.batch_size), args.repeat),
     }
     if args.baseline_src is not None:
+        from neardup.io.reuters import REUTERS_DIR_ENV, find_reuters_dir
+
         env = dict(os.environ, PYTHONPATH=str(args.baseline_src.resolve()))
+        if find_reuters_dir() is not None:  # the same files, wherever the old package is
+            env[REUTERS_DIR_ENV] = str(find_reuters_dir())
         child = subprocess.run(
             [sys.executable, __file__, "--child", "--mb", str(args.mb), "--repeat",
-             str(args.repeat), "--batch-size", str(args.batch_size)],
+             str(args.repeat), "--batch-size", str(args.batch_size), "--corpus", args.corpus],
             env=env, capture_output=True, text=True, check=True, cwd=Path(__file__).parent,
         )  # fmt: skip
+        baseline = json.loads(child.stdout)
+        if abs(baseline["mb"] - result["mb"]) > 1e-6:
+            sys.exit(f"the baseline read other texts: {baseline['source']}, {baseline['mb']} MB")
         result["baseline_src"] = str(args.baseline_src)
-        result["baseline"] = json.loads(child.stdout)
+        result["baseline"] = baseline["rows"]
     peers = texts
     budget = args.peer_mb * 1e6
     for i, t in enumerate(texts):
