@@ -225,7 +225,6 @@ class _Tables:
         with self._lock:
             unknown = _unknown(cps, self.flags, bit, _PENDING)
             if unknown.size:
-                self.flags[unknown] &= ~_PENDING
                 self.learn(unknown, bit)
 
 
@@ -236,21 +235,29 @@ def _tables(config: NormalizeConfig) -> _Tables:
 
 @njit(cache=True)
 def _unknown(cps, flags, bit, pending):
-    """Distinct code points of ``cps`` without ``bit``; marks them ``pending``."""
-    out = np.empty(min(cps.shape[0], 4096), dtype=np.uint32)
+    """Distinct code points of ``cps`` without ``bit``, in order of first occurrence.
+
+    Two passes (count while marking ``pending``, then collect while clearing it) rather
+    than a growing buffer, which numba compiles into a far slower loop.
+    """
     n = 0
     for i in range(cps.shape[0]):
+        f = flags[cps[i]]
+        if (f & bit) == 0 and (f & pending) == 0:
+            flags[cps[i]] = f | pending
+            n += 1
+    out = np.empty(n, dtype=np.uint32)
+    k = 0
+    for i in range(cps.shape[0]):
+        if k == n:
+            break
         c = cps[i]
         f = flags[c]
-        if (f & bit) == 0 and (f & pending) == 0:
-            flags[c] = f | pending
-            if n == out.shape[0]:
-                grown = np.empty(2 * n, dtype=np.uint32)
-                grown[:n] = out
-                out = grown
-            out[n] = c
-            n += 1
-    return out[:n]
+        if (f & pending) != 0:
+            flags[c] = f ^ pending
+            out[k] = c
+            k += 1
+    return out
 
 
 @njit(cache=True)
