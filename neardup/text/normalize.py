@@ -26,6 +26,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from dataclasses import replace as dataclass_replace
+from itertools import accumulate
 
 import numpy as np
 from numba import njit
@@ -442,10 +443,7 @@ def _run_tables(
 
 
 def _lengths_offsets(texts: Sequence[str]) -> np.ndarray:
-    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-    if texts:
-        np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
-    return offsets
+    return np.fromiter(accumulate(map(len, texts), initial=0), dtype=np.int64, count=len(texts) + 1)
 
 
 def _encode(text: str) -> np.ndarray:
@@ -541,6 +539,8 @@ def _merge(n_docs: int, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]):
 
 def _split(cps: np.ndarray, offsets: np.ndarray) -> list[str]:
     joined = cps.tobytes().decode("ascii") if cps.dtype == np.uint8 else _decode(cps)
+    if offsets.shape[0] == 2:
+        return [joined]
     bounds = offsets.tolist()
     return [joined[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
@@ -598,7 +598,8 @@ def normalize_batch(texts: Sequence[str], config: NormalizeConfig = NormalizeCon
     texts = list(texts)
     if not texts:
         return []
-    parts = _partition(texts, _tables(dataclass_replace(config, spell_correct=False)))
+    base = dataclass_replace(config, spell_correct=False) if config.spell_correct else config
+    parts = _partition(texts, _tables(base))
     if len(parts) == 1:
         out = _split(parts[0][1], parts[0][2])
     else:
