@@ -1,13 +1,49 @@
 """neardup: find and remove near-duplicate documents in large, noisy text corpora."""
 
-from neardup.api import dedup
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from neardup.errors import InputError, NeardupError
-from neardup.graph import Pairs
-from neardup.methods import METHODS, ExactHash, MinHash, MinHashLSH, NGramOverlap, SimHash
-from neardup.pipeline import ClusterConfig, Result
-from neardup.text import NormalizeConfig, ShingleConfig
 
 __version__ = "0.1.0"
+
+# Imported on first access (PEP 562), so that ``import neardup.cli`` or ``neardup.io``
+# does not load numba, scipy and every method.
+_LAZY = {
+    "dedup": "neardup.api",
+    "Pairs": "neardup.graph",
+    "METHODS": "neardup.methods",
+    "ExactHash": "neardup.methods",
+    "MinHash": "neardup.methods",
+    "MinHashLSH": "neardup.methods",
+    "NGramOverlap": "neardup.methods",
+    "SimHash": "neardup.methods",
+    "ClusterConfig": "neardup.pipeline",
+    "Result": "neardup.pipeline",
+    "NormalizeConfig": "neardup.text",
+    "ShingleConfig": "neardup.text",
+}
+
+if TYPE_CHECKING:
+    from neardup.api import dedup
+    from neardup.graph import Pairs
+    from neardup.methods import METHODS, ExactHash, MinHash, MinHashLSH, NGramOverlap, SimHash
+    from neardup.pipeline import ClusterConfig, Result
+    from neardup.text import NormalizeConfig, ShingleConfig
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'neardup' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "METHODS",

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components as _scipy_components
 
 from neardup.errors import check_choice, check_int
 from neardup.graph.edges import Pairs
@@ -289,8 +287,10 @@ def _check_graph_input(caller: str, pairs: Any, n_docs: Any) -> int:
     return n_docs
 
 
-def _adjacency(pairs: Pairs, n_docs: int) -> sp.csr_matrix:
-    """Boolean (n_docs, n_docs) adjacency; direction and repeats do not matter."""
+def _adjacency(pairs: Pairs, n_docs: int):
+    """Boolean (n_docs, n_docs) adjacency (scipy CSR); direction and repeats do not matter."""
+    import scipy.sparse as sp  # here, not at import: scipy takes ~0.5 s to load
+
     data = np.ones(len(pairs), dtype=np.int8)
     return sp.csr_matrix((data, (pairs.left, pairs.right)), shape=(n_docs, n_docs))
 
@@ -301,7 +301,9 @@ def _components(pairs: Pairs, n_docs: int) -> np.ndarray:
         return np.empty(0, dtype=np.int64)
     if len(pairs) == 0:
         return np.arange(n_docs, dtype=np.int64)
-    _, labels = _scipy_components(_adjacency(pairs, n_docs), directed=False)
+    from scipy.sparse.csgraph import connected_components
+
+    _, labels = connected_components(_adjacency(pairs, n_docs), directed=False)
     return canonical_labels(labels.astype(np.int64, copy=False))
 
 

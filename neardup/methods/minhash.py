@@ -27,29 +27,75 @@ from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, Method, Sketch
 from neardup.methods.lsh import band_keys, banded_candidates, check_banding, optimal_bands
 from neardup.text.hashing import seed_words
-from neardup.text.normalize import NormalizeConfig, normalize_batch
-from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
+from neardup.text.normalize import NormalizeConfig, normalize_codes
+from neardup.text.shingle import (
+    ShingleConfig,
+    ShingleSets,
+    doc_rolling_shingles,
+    doc_word_tokens,
+    shingle_codes,
+    shingle_count,
+)
 
 __all__ = ["MinHash", "MinHashLSH", "jaccard_from_signatures"]
 
-_EMPTY = np.iinfo(np.uint64).max
+@njit(inline="always", cache=True)
+def _permute(a, b, h):
+    v = a * h + b
+    return v ^ (v >> uint64(29))
+
+
+@njit(inline="always", cache=True)
+def _doc_minhash(hashes, start, end, a, b, out, d, shift):
+    """``out[d]`` = the minimum of every permutation over ``hashes[start:end]``, shifted
+    right by ``shift`` (0 for uint64 output, 32 for uint32)."""
+    num_perm = a.shape[0]
+    row = np.full(num_perm, uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
+    s = start
+    # Four shingles per sweep over the permutations: a and b are loaded once for four
+    # products, and the vectorized loop has four independent chains.
+    while s + 4 <= end:
+        h0 = hashes[s]
+        h1 = hashes[s + 1]
+        h2 = hashes[s + 2]
+        h3 = hashes[s + 3]
+        for k in range(num_perm):
+            ak = a[k]
+            bk = b[k]
+            v = min(min(_permute(ak, bk, h0), _permute(ak, bk, h1)),
+                    min(_permute(ak, bk, h2), _permute(ak, bk, h3)))  # fmt: skip
+            row[k] = min(row[k], v)
+        s += 4
+    while s < end:
+        h0 = hashes[s]
+        for k in range(num_perm):
+            row[k] = min(row[k], _permute(a[k], b[k], h0))
+        s += 1
+    for k in range(num_perm):
+        out[d, k] = row[k] >> shift
 
 
 @njit(parallel=True, cache=True)
-def _signatures(hashes, offsets, a, b, out):
-    n_docs = offsets.shape[0] - 1
-    num_perm = a.shape[0]
-    for d in prange(n_docs):
-        row = out[d]
-        for k in range(num_perm):
-            row[k] = uint64(0xFFFFFFFFFFFFFFFF)
-        for s in range(offsets[d], offsets[d + 1]):
-            h = hashes[s]
-            for k in range(num_perm):
-                v = a[k] * h + b[k]
-                v ^= v >> uint64(29)
-                if v < row[k]:
-                    row[k] = v
+def _signatures(hashes, offsets, a, b, out, shift):
+    """Signatures of shingle sets in CSR layout, parallel over documents."""
+    for d in prange(offsets.shape[0] - 1):
+        _doc_minhash(hashes, offsets[d], offsets[d + 1], a, b, out, d, shift)
+
+
+@njit(parallel=True, cache=True)
+def _word_signatures(cps, offsets, n, key_unit, key_shingle, a, b, out, shift, counts):
+    """Normalized text (code points) to signatures for word n-grams in one pass per
+    document: tokens, shingles and permutations stay in per-document buffers, with the
+    same hashes as :func:`~neardup.text.shingle.hash_shingles`. ``counts[d]`` receives the
+    document's number of shingles."""
+    for d in prange(offsets.shape[0] - 1):
+        start, end = offsets[d], offsets[d + 1]
+        tokens = np.empty((end - start + 1) // 2 + 1, dtype=np.uint64)
+        t = doc_word_tokens(cps, start, end, key_unit, tokens, 0)
+        shingles = np.empty(shingle_count(t, n), dtype=np.uint64)
+        c = doc_rolling_shingles(tokens, 0, t, n, key_shingle, shingles, 0)
+        counts[d] = c
+        _doc_minhash(shingles, 0, c, a, b, out, d, shift)
 
 
 @njit(parallel=True, cache=True)
@@ -73,7 +119,7 @@ def jaccard_from_signatures(
 
     Parameters
     ----------
-    signatures : ndarray of uint64, shape (n_docs, num_perm)
+    signatures : ndarray of uint32 or uint64, shape (n_docs, num_perm)
     left, right : ndarray of int64, shape (n_pairs,)
 
     Returns
@@ -99,14 +145,20 @@ class MinHash:
     shingle : ShingleConfig, default word 3-grams
     seed : int, default 0
         Seeds shingle hashing and the permutations; signatures are only comparable
-        between objects with the same seed, shingling and normalization.
+        between objects with the same seed, shingling, normalization and ``hash_bits``.
+    hash_bits : {32, 64}, default 32
+        Width of the stored signature values. Each permutation is computed on 64 bits and
+        a 32-bit value is the top half of the 64-bit one (the minimum commutes with
+        dropping low bits), so 32 bits halve the memory and change an estimate only when
+        two different minima share their top 32 bits (about one comparison in 10**8 for
+        documents of 100 shingles). rensa and datasketch's usual settings keep 32 bits too.
 
     Examples
     --------
     >>> mh = MinHash(num_perm=128, seed=1)
     >>> sig = mh.signatures(["the cat sat on the mat", "the cat sat on a mat"])
-    >>> sig.shape
-    (2, 128)
+    >>> sig.shape, sig.dtype
+    ((2, 128), dtype('uint32'))
     >>> 0.0 <= mh.jaccard(sig[0], sig[1]) <= 1.0
     True
     """
@@ -118,31 +170,57 @@ class MinHash:
         normalize: NormalizeConfig = NormalizeConfig(),
         shingle: ShingleConfig = ShingleConfig(),
         seed: int = 0,
+        hash_bits: int = 32,
     ) -> None:
         self.num_perm = check_int("MinHash", "num_perm", num_perm, low=1, high=4096)
         self.normalize = normalize
         self.shingle = shingle
         self.seed = check_int("MinHash", "seed", seed, low=0)
+        self.hash_bits = check_choice("MinHash", "hash_bits", hash_bits, (32, 64))
         words = seed_words(seed, 2 * self.num_perm, salt=0x313)
         self._a = words[: self.num_perm] | np.uint64(1)  # odd -> bijective
         self._b = words[self.num_perm :]
 
     def shingle_sets(self, texts: Sequence[str]) -> ShingleSets:
         """Normalize and shingle ``texts`` the way :meth:`signatures` does."""
-        return hash_shingles(normalize_batch(texts, self.normalize), self.shingle, seed=self.seed)
+        cps, offsets = normalize_codes(texts, self.normalize)
+        return shingle_codes(cps, offsets, self.shingle, seed=self.seed)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """dtype of the signature values: uint32 or uint64 (``hash_bits``)."""
+        return np.dtype(np.uint32 if self.hash_bits == 32 else np.uint64)
 
     def signatures_from_sets(self, sets: ShingleSets) -> np.ndarray:
-        """Signatures, uint64 shape (n_docs, num_perm), of already-hashed shingle sets.
+        """Signatures, shape (n_docs, num_perm) of :attr:`dtype`, of already-hashed
+        shingle sets.
 
-        A document without shingles gets all values 2**64 - 1.
+        A document without shingles gets all values 2**hash_bits - 1.
         """
-        out = np.empty((len(sets), self.num_perm), dtype=np.uint64)
-        _signatures(sets.hashes, sets.offsets, self._a, self._b, out)
+        out = np.empty((len(sets), self.num_perm), dtype=self.dtype)
+        _signatures(sets.hashes, sets.offsets, self._a, self._b, out, uint64(64 - self.hash_bits))
         return out
 
     def signatures(self, texts: Sequence[str]) -> np.ndarray:
-        """Signatures, uint64 shape (len(texts), num_perm)."""
-        return self.signatures_from_sets(self.shingle_sets(texts))
+        """Signatures, shape (len(texts), num_perm) of :attr:`dtype`."""
+        return self.signatures_and_counts(texts)[0]
+
+    def signatures_and_counts(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Signatures (as :meth:`signatures`) and each text's number of shingles (int64),
+        without keeping the shingles: word shingles are hashed and permuted document by
+        document in one compiled pass."""
+        if self.shingle.unit != "word":
+            sets = self.shingle_sets(texts)
+            return self.signatures_from_sets(sets), sets.counts()
+        cps, offsets = normalize_codes(texts, self.normalize)
+        key_unit, key_shingle = seed_words(self.seed, 2, salt=0x5EED)  # as shingle_codes
+        out = np.empty((offsets.shape[0] - 1, self.num_perm), dtype=self.dtype)
+        counts = np.empty(offsets.shape[0] - 1, dtype=np.int64)
+        _word_signatures(
+            cps, offsets, self.shingle.n, key_unit, key_shingle, self._a, self._b, out,
+            uint64(64 - self.hash_bits), counts,
+        )  # fmt: skip
+        return out, counts
 
     @staticmethod
     def jaccard(signature_a: np.ndarray, signature_b: np.ndarray) -> float:
@@ -160,6 +238,7 @@ class MinHash:
             "normalize": self.normalize.get_params(),
             "shingle": self.shingle.get_params(),
             "seed": self.seed,
+            "hash_bits": self.hash_bits,
         }
 
 
@@ -188,6 +267,8 @@ class MinHashLSH(Method):
     normalize : NormalizeConfig
     shingle : ShingleConfig, default word 3-grams (best on news in Silcock et al.)
     seed : int, default 0
+    hash_bits : {32, 64}, default 32
+        Width of the stored signature values (see :class:`MinHash`).
     """
 
     name = "minhash"
@@ -205,6 +286,7 @@ class MinHashLSH(Method):
         normalize: NormalizeConfig = NormalizeConfig(),
         shingle: ShingleConfig = ShingleConfig(),
         seed: int = 0,
+        hash_bits: int = 32,
     ) -> None:
         caller = "MinHashLSH"
         self.threshold = check_float(caller, "threshold", threshold, low=0.0, high=1.0)
@@ -217,7 +299,10 @@ class MinHashLSH(Method):
         self.normalize = normalize
         self.shingle = shingle
         self.seed = check_int(caller, "seed", seed, low=0)
-        self._minhash = MinHash(num_perm=num_perm, normalize=normalize, shingle=shingle, seed=seed)
+        self.hash_bits = check_choice(caller, "hash_bits", hash_bits, (32, 64))
+        self._minhash = MinHash(
+            num_perm=num_perm, normalize=normalize, shingle=shingle, seed=seed, hash_bits=hash_bits
+        )
 
     @property
     def banding(self) -> tuple[int, int]:
@@ -227,10 +312,12 @@ class MinHashLSH(Method):
         return optimal_bands(max(min(self.threshold, 0.99), 0.01), self.num_perm)
 
     def sketch(self, texts: Sequence[str]) -> Sketch:
-        sets = self._minhash.shingle_sets(texts)
-        signature = self._minhash.signatures_from_sets(sets)
-        keep_sets = sets.unique() if self.verify == "exact" else None
-        return Sketch(sets.counts(), {"signature": signature}, keep_sets)
+        if self.verify == "exact":
+            sets = self._minhash.shingle_sets(texts)
+            signature = self._minhash.signatures_from_sets(sets)
+            return Sketch(sets.counts(), {"signature": signature}, sets.unique())
+        signature, counts = self._minhash.signatures_and_counts(texts)
+        return Sketch(counts, {"signature": signature}, None)
 
     def find_pairs(self, sketch: Sketch) -> Pairs:
         valid = np.flatnonzero(sketch.n_features > 0)

@@ -51,9 +51,9 @@ Report TR-1997-5, Department of Computing Science, University of Glasgow, 1997.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 from numba import njit, prange
 
 from neardup.errors import check_choice, check_float, check_int
@@ -61,6 +61,9 @@ from neardup.graph.edges import Pairs, check_time_window, outside_time_window
 from neardup.methods.base import Matches, Method, Sketch
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["Sanderson"]
 
@@ -336,6 +339,7 @@ class Sanderson(Method):
 
     def _matrices(self, sets: ShingleSets, lengths: np.ndarray) -> tuple[sp.csr_matrix, ...]:
         """Document matrix ``D`` (n x V) and query matrix ``Q`` (n x V), both CSR."""
+        import scipy.sparse as sp  # loaded only when this method runs
         n = len(sets)
         docs, hashes, tf = _term_counts(sets)
         vocab, term = np.unique(hashes, return_inverse=True)

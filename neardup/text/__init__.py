@@ -1,7 +1,7 @@
 """Normalize, tokenize and shingle text; 64-bit hashing kernels."""
 
-from neardup.text.normalize import NormalizeConfig, normalize_batch, normalize_text
-from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
+from neardup.text.normalize import NormalizeConfig, normalize_batch, normalize_codes, normalize_text
+from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles, shingle_codes
 
 __all__ = [
     "NormalizeConfig",
@@ -9,5 +9,7 @@ __all__ = [
     "ShingleSets",
     "hash_shingles",
     "normalize_batch",
+    "normalize_codes",
     "normalize_text",
+    "shingle_codes",
 ]

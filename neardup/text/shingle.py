@@ -22,7 +22,7 @@ from numba import njit, uint64
 from neardup.errors import check_choice, check_int
 from neardup.text.hashing import encode_codepoints, mix64, seed_words
 
-__all__ = ["ShingleConfig", "ShingleSets", "hash_shingles"]
+__all__ = ["ShingleConfig", "ShingleSets", "hash_shingles", "shingle_codes"]
 
 _BASE = uint64(0x100000001B3)  # odd multiplier of the rolling hash
 
@@ -119,31 +119,73 @@ class ShingleSets:
         return ShingleSets(hashes, offsets)
 
 
+_FNV_INIT = uint64(0xCBF29CE484222325)
+
+
+@njit(inline="always", cache=True)
+def doc_word_tokens(cps, start, end, seed, out, t):
+    """Hash the word tokens of ``cps[start:end]`` into ``out[t:]``; returns the new end.
+
+    ``cps`` holds code points (uint8 or uint32). Branch-free over characters: the FNV-1a
+    state is stored at every position and the write index moves on at each token end, so
+    ``out`` needs one spare slot beyond ``(end - start + 1) // 2`` tokens.
+    """
+    t0 = t
+    h = _FNV_INIT
+    in_token = False
+    for p in range(start, end):
+        c = cps[p]
+        gap = c <= 32  # space, tab, newline and controls separate tokens
+        out[t] = h
+        t += gap & in_token
+        h = _FNV_INIT if gap else (h ^ uint64(c)) * _BASE
+        in_token = not gap
+    out[t] = h
+    t += in_token
+    for i in range(t0, t):
+        out[i] = mix64(out[i] ^ seed)
+    return t
+
+
+@njit(inline="always", cache=True)
+def shingle_count(m, n):
+    """Shingles of a document of ``m`` units."""
+    return m - n + 1 if m >= n else (1 if m > 0 else 0)
+
+
+@njit(inline="always", cache=True)
+def doc_rolling_shingles(units, start, end, n, seed, out, k):
+    """n-gram hashes of ``units[start:end]`` into ``out[k:]``; returns the new end."""
+    m = end - start
+    if m == 0:
+        return k
+    top = uint64(1)  # _BASE ** n, to remove the unit leaving the window
+    for _ in range(n):
+        top *= _BASE
+    w = n if m >= n else m
+    h = uint64(0)
+    for i in range(w):
+        h = h * _BASE + uint64(units[start + i]) + uint64(1)
+    out[k] = mix64(h ^ seed)
+    k += 1
+    for i in range(w, m):
+        h = h * _BASE + uint64(units[start + i]) + uint64(1)
+        h -= top * (uint64(units[start + i - n]) + uint64(1))
+        out[k] = mix64(h ^ seed)
+        k += 1
+    return k
+
+
 @njit(cache=True)
 def _word_tokens(cps, offsets, seed):
     """Hash every word token; returns (token_hashes, token_offsets per document)."""
     n_docs = offsets.shape[0] - 1
-    out = np.empty(cps.shape[0] // 2 + 1, dtype=np.uint64)
+    # A document of m characters has at most (m + 1) // 2 tokens, plus one spare slot.
+    out = np.empty((cps.shape[0] + n_docs) // 2 + 1, dtype=np.uint64)
     tok_offsets = np.zeros(n_docs + 1, dtype=np.int64)
     t = 0
     for d in range(n_docs):
-        h = uint64(0)
-        in_token = False
-        for p in range(offsets[d], offsets[d + 1]):
-            c = cps[p]
-            if c <= 32:  # space, tab, newline and controls separate tokens
-                if in_token:
-                    out[t] = mix64(h ^ seed)
-                    t += 1
-                    in_token = False
-            else:
-                if not in_token:
-                    h = uint64(0xCBF29CE484222325)
-                    in_token = True
-                h = (h ^ uint64(c)) * _BASE
-        if in_token:
-            out[t] = mix64(h ^ seed)
-            t += 1
+        t = doc_word_tokens(cps, offsets[d], offsets[d + 1], seed, out, t)
         tok_offsets[d + 1] = t
     return out[:t], tok_offsets
 
@@ -152,35 +194,14 @@ def _word_tokens(cps, offsets, seed):
 def _rolling_shingles(units, offsets, n, seed):
     """n-gram hashes over per-document unit hashes (tokens or code points)."""
     n_docs = offsets.shape[0] - 1
-    counts = np.empty(n_docs, dtype=np.int64)
     total = 0
     for d in range(n_docs):
-        m = offsets[d + 1] - offsets[d]
-        c = m - n + 1 if m >= n else (1 if m > 0 else 0)
-        counts[d] = c
-        total += c
+        total += shingle_count(offsets[d + 1] - offsets[d], n)
     out = np.empty(total, dtype=np.uint64)
     out_offsets = np.zeros(n_docs + 1, dtype=np.int64)
-    # _BASE ** n, to remove the unit leaving the window.
-    top = uint64(1)
-    for _ in range(n):
-        top *= _BASE
     k = 0
     for d in range(n_docs):
-        start = offsets[d]
-        m = offsets[d + 1] - start
-        if m > 0:
-            w = n if m >= n else m
-            h = uint64(0)
-            for i in range(w):
-                h = h * _BASE + uint64(units[start + i]) + uint64(1)
-            out[k] = mix64(h ^ seed)
-            k += 1
-            for i in range(w, m):
-                h = h * _BASE + uint64(units[start + i]) + uint64(1)
-                h -= top * (uint64(units[start + i - n]) + uint64(1))
-                out[k] = mix64(h ^ seed)
-                k += 1
+        k = doc_rolling_shingles(units, offsets[d], offsets[d + 1], n, seed, out, k)
         out_offsets[d + 1] = k
     return out, out_offsets
 
@@ -203,6 +224,14 @@ def hash_shingles(
     (call :meth:`ShingleSets.unique` for sets).
     """
     cps, offsets = encode_codepoints(list(normalized_texts))
+    return shingle_codes(cps, offsets, config, seed=seed)
+
+
+def shingle_codes(
+    cps: np.ndarray, offsets: np.ndarray, config: ShingleConfig = ShingleConfig(), *, seed: int = 0
+) -> ShingleSets:
+    """:func:`hash_shingles` of texts given as code points (uint8 or uint32) with offsets,
+    as :func:`neardup.text.normalize.normalize_codes` returns them."""
     key_unit, key_shingle = seed_words(seed, 2, salt=0x5EED)
     if config.unit == "word":
         units, unit_offsets = _word_tokens(cps, offsets, key_unit)

@@ -41,9 +41,9 @@ def test_jaccard_estimates_within_expected_error():
 def test_jaccard_from_texts_and_helper():
     mh = MinHash(num_perm=128)
     sig = mh.signatures(["the cat sat on the mat today", "the cat sat on the mat yesterday", ""])
-    assert sig.shape == (3, 128) and sig.dtype == np.uint64
+    assert sig.shape == (3, 128) and sig.dtype == np.uint32
     assert abs(mh.jaccard(sig[0], sig[1]) - 4 / 6) < 0.15
-    assert np.all(sig[2] == np.iinfo(np.uint64).max)
+    assert np.all(sig[2] == np.iinfo(np.uint32).max)
     with pytest.raises(ValueError, match="one shape"):
         mh.jaccard(sig[0], sig[1][:5])
 
@@ -109,3 +109,47 @@ def test_get_params_round_trip():
     m = MinHashLSH(threshold=0.7, shingle=ShingleConfig(unit="char", n=5))
     params = m.get_params()
     assert params["threshold"] == 0.7 and params["shingle"] == {"unit": "char", "n": 5}
+
+
+def test_32_bit_signatures_are_the_top_halves_of_64_bit_ones():
+    texts = ["the cat sat on the mat today", "a b", "", "x " * 500, "one two three four five"]
+    wide = MinHash(num_perm=64, seed=5, hash_bits=64).signatures(texts)
+    narrow = MinHash(num_perm=64, seed=5, hash_bits=32).signatures(texts)
+    assert wide.dtype == np.uint64 and narrow.dtype == np.uint32
+    assert np.array_equal(narrow, (wide >> np.uint64(32)).astype(np.uint32))
+    assert np.all(wide[2] == np.iinfo(np.uint64).max)
+
+
+def test_signature_kernel_matches_a_plain_numpy_minimum():
+    rng = np.random.default_rng(3)
+    counts = [0, 1, 2, 3, 4, 5, 7, 8, 9, 33]
+    hashes = rng.integers(0, 2**64, size=sum(counts), dtype=np.uint64)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    mh = MinHash(num_perm=37, seed=2, hash_bits=64)
+    sig = mh.signatures_from_sets(ShingleSets(hashes, offsets))
+    with np.errstate(over="ignore"):
+        for d, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):
+            v = mh._a[None, :] * hashes[a:b, None] + mh._b[None, :]
+            v ^= v >> np.uint64(29)
+            want = v.min(axis=0) if b > a else np.full(37, np.iinfo(np.uint64).max, np.uint64)
+            assert np.array_equal(sig[d], want)
+
+
+def test_hash_bits_validated():
+    with pytest.raises(ValueError, match="hash_bits"):
+        MinHash(hash_bits=16)
+    with pytest.raises(ValueError, match="hash_bits"):
+        MinHashLSH(hash_bits=48)
+
+
+@pytest.mark.parametrize("shingle", [ShingleConfig("word", 1), ShingleConfig("word", 3), ShingleConfig("char", 4)])
+@pytest.mark.parametrize("hash_bits", [32, 64])
+def test_one_pass_signatures_equal_the_staged_ones(shingle, hash_bits):
+    texts = ["", "a", "the cat sat", "Ünïcödé  TEXT\n\nnext one", "x " * 301, "elec-\ntric fence co"]
+    texts = texts * 3 + ["word%d" % i for i in range(50)]
+    mh = MinHash(num_perm=70, shingle=shingle, seed=4, hash_bits=hash_bits)
+    sig, counts = mh.signatures_and_counts(texts)
+    sets = mh.shingle_sets(texts)
+    assert np.array_equal(sig, mh.signatures_from_sets(sets))
+    assert np.array_equal(counts, sets.counts())
+    assert np.array_equal(sig, mh.signatures(texts))

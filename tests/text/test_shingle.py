@@ -65,3 +65,65 @@ def test_is_sets_checks_each_document():
     with pytest.raises(ValueError, match="caller: parameter 'sets' must hold sorted"):
         bad.require_sets("caller")
     assert hash_shingles(["b a c a"], ShingleConfig(n=1)).unique().is_sets()
+
+
+_MASK = (1 << 64) - 1
+
+
+def _mix64(x: int) -> int:
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+def _reference_shingles(text: str, config: ShingleConfig, seed: int) -> list[int]:
+    """The documented hash in plain Python: FNV-1a per word, mix64, rolling n-grams."""
+    from neardup.text.hashing import seed_words
+
+    key_unit, key_shingle = (int(k) for k in seed_words(seed, 2, salt=0x5EED))
+    if config.unit == "word":
+        units = []
+        for word in "".join(" " if ord(c) <= 32 else c for c in text).split(" "):
+            if word:
+                h = 0xCBF29CE484222325
+                for c in word:
+                    h = ((h ^ ord(c)) * 0x100000001B3) & _MASK
+                units.append(_mix64(h ^ key_unit))
+    else:
+        units = [ord(c) for c in text]
+    n = config.n if len(units) >= config.n else len(units)
+    out = []
+    for i in range(len(units) - n + 1 if units else 0):
+        h = 0
+        for u in units[i : i + n]:
+            h = (h * 0x100000001B3 + u + 1) & _MASK
+        out.append(_mix64(h ^ key_shingle))
+    return out
+
+
+@pytest.mark.parametrize("config", [ShingleConfig(), ShingleConfig("word", 1), ShingleConfig("char", 5)])
+def test_hashes_match_the_plain_python_definition(config):
+    texts = ["the cat sat on the mat", "", "a", "x\ty\nz  w", "日本語 テキスト", "\x7f\x80 \xff ÿ"]
+    sets = hash_shingles(texts, config, seed=3)
+    for i, text in enumerate(texts):
+        assert sets.doc(i).tolist() == _reference_shingles(text, config, 3)
+
+
+def test_shingle_codes_accepts_bytes_and_code_points():
+    from neardup.text.hashing import encode_codepoints
+    from neardup.text.shingle import shingle_codes
+
+    texts = ["the cat sat", "", "ab cd ef gh", "\xe9t\xe9 \xff"]
+    cps, offsets = encode_codepoints(texts)
+    wide = shingle_codes(cps, offsets)
+    narrow = shingle_codes(cps.astype(np.uint8), offsets)
+    assert np.array_equal(wide.hashes, narrow.hashes)
+    assert np.array_equal(wide.offsets, narrow.offsets)
+
+
+def test_many_one_character_documents():
+    # Regression: the token buffer was sized for half the characters, and every one of
+    # these documents is a token.
+    s = hash_shingles(["a"] * 100_001 + ["b c"], ShingleConfig("word", 1))
+    assert s.counts().tolist() == [1] * 100_001 + [2]
+    assert len(set(s.hashes[:-2].tolist())) == 1
