@@ -3,6 +3,7 @@
 from neardup.api import dedup
 from neardup.errors import InputError, NeardupError
 from neardup.graph import Pairs
+from neardup.index import Index
 from neardup.methods import METHODS, ExactHash, MinHash, MinHashLSH, NGramOverlap, SimHash
 from neardup.pipeline import ClusterConfig, Result
 from neardup.text import NormalizeConfig, ShingleConfig
@@ -13,6 +14,7 @@ __all__ = [
     "METHODS",
     "ClusterConfig",
     "ExactHash",
+    "Index",
     "InputError",
     "MinHash",
     "MinHashLSH",
