@@ -44,3 +44,9 @@ main.add_command(leakage_command)
 main.add_command(train_command)
 main.add_command(report_command)
 main.add_command(explain_command)
+
+from neardup.cli.index import index_command  # noqa: E402
+from neardup.cli.serve import serve_command  # noqa: E402
+
+main.add_command(index_command)
+main.add_command(serve_command)

@@ -49,7 +49,12 @@ from neardup.text.hashing import encode_codepoints, seed_words
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig
 
-__all__ = ["AddResult", "Index", "QueryResult", "SUPPORTED_METHODS"]
+__all__ = ["AddResult", "DuplicateIdError", "Index", "QueryResult", "SUPPORTED_METHODS"]
+
+
+class DuplicateIdError(InputError):
+    """An added document's id is already in the index."""
+
 
 #: Methods the index supports: those with the keyed contract (candidate keys + fixed-width
 #: verification arrays).
@@ -504,7 +509,7 @@ class Index:
                 present = self._present_ids(con, ids)
                 if present and not skip_existing:
                     some = sorted(present)[:5]
-                    raise InputError(
+                    raise DuplicateIdError(
                         f"Index.add: {len(present)} id(s) already in the index (e.g. {some}); "
                         "ids must be unique. Pass skip_existing=True (--skip-existing) to "
                         "skip them, e.g. when resuming an interrupted load."
