@@ -615,13 +615,13 @@ class Index:
         pos_to_input = {int(p): i for i, p in enumerate(positions.tolist()) if p >= 0}
         order = np.argsort(-score, kind="stable")
         for k in order.tolist():
-            a, b = int(left[k]), int(right[k])
-            for me, other in ((b, a), (a, b)):
-                i = pos_to_input.get(me)
-                if i is None or best_of[i] is not None:
-                    continue
-                best_of[i] = stored_ids[other] if other < next_doc else ids[pos_to_input[other]]
-                best_score[i] = score[k]
+            # A document's duplicate_of is the best-scoring earlier document it matched.
+            other, me = sorted((int(left[k]), int(right[k])))
+            i = pos_to_input.get(me)
+            if i is None or best_of[i] is not None:
+                continue
+            best_of[i] = stored_ids[other] if other < next_doc else ids[pos_to_input[other]]
+            best_score[i] = score[k]
         status = []
         for i in range(n):
             if not keep[i]:
@@ -629,7 +629,7 @@ class Index:
             elif sketch.n_features[i] == 0:
                 status.append("empty")
             else:
-                status.append("joined" if best_of[i] is not None else "new")
+                status.append("new" if clusters[i] == positions[i] else "joined")
         return AddResult(ids, clusters, status, best_of, best_score, merged_clusters=len(relabel))
 
     # -- query ---------------------------------------------------------------------------

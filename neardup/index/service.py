@@ -21,8 +21,8 @@ Requests are validated at the boundary: bodies above ``max_body_bytes`` get 413,
 JSON or fields 422, an id already in the index 409; no request crashes the server.
 """
 
-from __future__ import annotations
-
+# No "from __future__ import annotations": FastAPI reads the endpoint annotations, and
+# the request models are local to create_app.
 import os
 from contextlib import asynccontextmanager
 from typing import Any
@@ -45,25 +45,24 @@ class _BodyLimit:
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
                 return await _too_large(send, self.limit)
-        seen = 0
-
-        async def limited():
-            nonlocal seen
+        # Read the body first (the app would buffer it anyway), stopping at the limit.
+        chunks, seen = [], 0
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge()
-            return message
+            if message["type"] != "http.request":
+                return  # the client went away
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                return await _too_large(send, self.limit)
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await _too_large(send, self.limit)
+        async def replayed():
+            return replay.pop() if replay else await receive()
 
-
-class _TooLarge(Exception):
-    pass
+        await self.app(scope, replayed, send)
 
 
 async def _too_large(send, limit: int) -> None:
