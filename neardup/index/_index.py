@@ -184,6 +184,23 @@ def _check_method(caller: str, method: Method) -> None:
         )
 
 
+@contextmanager
+def _serial_if_small(n: int):
+    """One numba thread for a handful of documents: waking the parallel pool costs more
+    than the work (milliseconds on a loaded machine). numba's setting is per thread."""
+    if n > 64:
+        yield
+        return
+    import numba
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
+
+
 def _i64(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).view(np.int64) if a.dtype == np.uint64 else a.astype(np.int64)
 
@@ -360,9 +377,10 @@ class Index:
                 raise InputError(
                     f"{caller}: text {i} must be a string; got {type(t).__name__}: {t!r:.60}."
                 )
-        sketch = self.method.sketch(texts)
-        normalized = normalize_batch(texts, getattr(self.method, "normalize", NormalizeConfig()))
-        return sketch, _text_digests(normalized), normalized
+        with _serial_if_small(len(texts)):
+            sketch = self.method.sketch(texts)
+            normalized = normalize_batch(texts, getattr(self.method, "normalize", NormalizeConfig()))
+            return sketch, _text_digests(normalized), normalized
 
     def _arrays_blob(self, sketch: Sketch) -> list[bytes]:
         parts = [np.ascontiguousarray(sketch.arrays[name], dtype=dtype).reshape(len(sketch), -1)
@@ -396,9 +414,10 @@ class Index:
         con.execute("DELETE FROM qk")
         con.executemany("INSERT INTO qk(key) VALUES (?)", ((k,) for k in distinct.tolist()))
         big = {k: (f, l, c) for k, f, l, c in con.execute(
-            "SELECT b.key, b.first, b.last, b.count FROM qk JOIN big b ON b.key = qk.key")}
+            "SELECT b.key, b.first, b.last, b.count FROM qk CROSS JOIN big b ON b.key = qk.key")}
         rows = con.execute(
-            "SELECT p.key, p.payload, p.doc FROM qk JOIN postings p ON p.key = qk.key "
+            # CROSS JOIN keeps the small key table outside: one index seek per key.
+            "SELECT p.key, p.payload, p.doc FROM qk CROSS JOIN postings p ON p.key = qk.key "
             "WHERE NOT EXISTS (SELECT 1 FROM big b WHERE b.key = qk.key) "
             "ORDER BY p.key, p.doc").fetchall()
         return big, np.array(rows, dtype=np.int64).reshape(-1, 3)
@@ -447,7 +466,7 @@ class Index:
         con.execute("CREATE TEMP TABLE IF NOT EXISTS qd(doc INTEGER PRIMARY KEY)")
         con.execute("DELETE FROM qd")
         con.executemany("INSERT INTO qd(doc) VALUES (?)", ((d,) for d in np.unique(docs).tolist()))
-        return con.execute(f"SELECT d.doc, {columns} FROM qd JOIN docs d ON d.doc = qd.doc "
+        return con.execute(f"SELECT d.doc, {columns} FROM qd CROSS JOIN docs d ON d.doc = qd.doc "
                            "ORDER BY d.doc").fetchall()
 
     def _verify(self, left, right, new_base: int, new_arrays, stored_docs, stored_arrays):
@@ -524,7 +543,7 @@ class Index:
         con.execute("CREATE TEMP TABLE IF NOT EXISTS qi(id TEXT PRIMARY KEY)")
         con.execute("DELETE FROM qi")
         con.executemany("INSERT OR IGNORE INTO qi(id) VALUES (?)", ((i,) for i in ids))
-        return {r[0] for r in con.execute("SELECT d.id FROM qi JOIN docs d ON d.id = qi.id")}
+        return {r[0] for r in con.execute("SELECT d.id FROM qi CROSS JOIN docs d ON d.id = qi.id")}
 
     def _add_locked(self, con, sketch, digest, normalized, ids, keep, next_doc, arrays_blobs):
         n = len(sketch)
@@ -658,7 +677,8 @@ class Index:
         query_ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(n)]
         if len(query_ids) != n:
             raise InputError(f"Index.query: got {n} texts but {len(query_ids)} ids.")
-        ck = self.method.candidate_keys(sketch)
+        with _serial_if_small(n):
+            ck = self.method.candidate_keys(sketch)
         keys = _i64(ck.keys)
         payload = _i64(ck.payload) if ck.payload is not None else np.zeros(keys.size, np.int64)
         base = 1 << 62  # query documents sit above every stored position
@@ -717,7 +737,7 @@ class Index:
             con.execute("CREATE TEMP TABLE IF NOT EXISTS qi(id TEXT PRIMARY KEY)")
             con.execute("DELETE FROM qi")
             con.executemany("INSERT INTO qi(id) VALUES (?)", ((i,) for i in ids))
-            rows = con.execute("SELECT d.doc, d.id, d.n_features, d.arrays FROM qi JOIN docs d "
+            rows = con.execute("SELECT d.doc, d.id, d.n_features, d.arrays FROM qi CROSS JOIN docs d "
                                "ON d.id = qi.id ORDER BY d.doc").fetchall()
             found = {r[1] for r in rows}
             if rows:
