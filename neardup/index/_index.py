@@ -29,7 +29,7 @@ from neardup.errors import InputError, NeardupError, check_int
 from neardup.graph.edges import Pairs
 from neardup.index._link import (
     keyed_candidates,
-    merge_clusters,
+    link_edges,
     simhash_candidates,
     unique_edges,
 )
@@ -242,7 +242,8 @@ class Index:
         self._lock = threading.Lock()
         self._local = threading.local()
         self._connections: list[Any] = []
-        self._writer = connect(self.path, cache_mib=self.cache_mib)
+        # The writer walks the postings B-tree on every add: a larger cache pays off.
+        self._writer = connect(self.path, cache_mib=max(self.cache_mib, 256))
         self._connections.append(self._writer)
         meta = read_meta(self._writer, "Index.open")
         self.meta = meta
@@ -469,24 +470,27 @@ class Index:
         return con.execute(f"SELECT d.doc, {columns} FROM qd CROSS JOIN docs d ON d.doc = qd.doc "
                            "ORDER BY d.doc").fetchall()
 
-    def _verify(self, left, right, new_base: int, new_arrays, stored_docs, stored_arrays):
-        """Scores and acceptance of edges whose sides are stored (< new_base) or new."""
-        def side(pos):
-            out = {}
-            is_new = pos >= new_base
-            idx_stored = np.searchsorted(stored_docs, pos[~is_new])
-            for name in new_arrays:
-                arr = np.empty((pos.size, *new_arrays[name].shape[1:]), new_arrays[name].dtype)
-                arr[is_new] = new_arrays[name][pos[is_new] - new_base]
-                if (~is_new).any():
-                    arr[~is_new] = stored_arrays[name][idx_stored]
-                out[name] = arr
-            return out
+    def _verifier(self, new_base: int, new_arrays, stored_docs, stored_arrays):
+        """``verify(left, right) -> (score, accept)`` for edges whose sides are stored
+        positions (< new_base, rows of ``stored_arrays`` by ``stored_docs``) or new ones."""
+        new_count = len(next(iter(new_arrays.values()))) if new_arrays else 0
+        tables = {name: np.concatenate((new_arrays[name], stored_arrays[name]))
+                  if stored_arrays else new_arrays[name] for name in new_arrays}
 
-        if left.size == 0:
-            return np.empty(0, np.float32), np.empty(0, bool)
-        score, accept = self.method.score_candidates(side(left), side(right))
-        return np.asarray(score, np.float32), np.asarray(accept, bool)
+        def side(pos):
+            is_new = pos >= new_base
+            at = np.empty(pos.size, np.int64)
+            at[is_new] = pos[is_new] - new_base
+            at[~is_new] = new_count + np.searchsorted(stored_docs, pos[~is_new])
+            return {name: table[at] for name, table in tables.items()}
+
+        def verify(left, right):
+            if left.size == 0:
+                return np.empty(0, np.float32), np.empty(0, bool)
+            score, accept = self.method.score_candidates(side(left), side(right))
+            return np.asarray(score, np.float32), np.asarray(accept, bool)
+
+        return verify
 
     # -- add -----------------------------------------------------------------------------
 
@@ -563,15 +567,18 @@ class Index:
             extra = self.method.link_bucket(ck.keys, docs, ck.payload)  # new among new
         left, right = unique_edges(left, right)
         stored_docs, stored_arrays, cluster_of, stored_ids = self._stored(con, left[left < next_doc])
-        score, accept = self._verify(left, right, next_doc, sub.arrays, stored_docs, stored_arrays)
-        left, right, score = left[accept], right[accept], score[accept]
-        if extra is not None and len(extra):
-            left = np.concatenate((left, extra.left))
-            right = np.concatenate((right, extra.right))
-            score = np.concatenate((score, extra.score.astype(np.float32)))
+        verify = self._verifier(next_doc, sub.arrays, stored_docs, stored_arrays)
         new_docs = positions[local]
-        clusters_new, relabel = merge_clusters(new_docs, left, right, cluster_of) if m else \
-            (np.empty(0, np.int64), {})
+        linked = None
+        if extra is not None and len(extra):
+            linked = (extra.left, extra.right, extra.score.astype(np.float32))
+        if m:
+            clusters_new, relabel, (left, right, score) = link_edges(
+                new_docs, left, right, cluster_of, verify, linked=linked)
+        else:
+            clusters_new, relabel = np.empty(0, np.int64), {}
+            left = right = np.empty(0, np.int64)
+            score = np.empty(0, np.float32)
         # Write: relabel merged clusters, insert documents and postings, grow big groups.
         con.executemany("UPDATE docs SET cluster = ? WHERE cluster = ?",
                         [(new, old) for old, new in sorted(relabel.items())])
@@ -690,7 +697,8 @@ class Index:
                 if left.size else []
         stored_docs = np.array([r[0] for r in rows], np.int64)
         stored_arrays = self._arrays_from_blobs([r[3] for r in rows]) if rows else {}
-        score, accept = self._verify(left, right, base, sketch.arrays, stored_docs, stored_arrays)
+        verify = self._verifier(base, sketch.arrays, stored_docs, stored_arrays)
+        score, accept = verify(left, right)
         left, right, score = left[accept], right[accept], score[accept]
         query = right - base
         order = np.lexsort((left, -score, query))

@@ -41,7 +41,7 @@ import numpy as np
 from neardup.engine.buckets import group_runs
 from neardup.engine.unionfind import UnionFind
 
-__all__ = ["keyed_candidates", "simhash_candidates", "merge_clusters", "unique_edges"]
+__all__ = ["keyed_candidates", "link_edges", "simhash_candidates", "unique_edges"]
 
 
 def keyed_candidates(
@@ -152,20 +152,33 @@ def unique_edges(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.nd
     return pairs[:, 0].copy(), pairs[:, 1].copy()
 
 
-def merge_clusters(
-    new_docs: np.ndarray, left: np.ndarray, right: np.ndarray, cluster_of: dict[int, int]
-) -> tuple[np.ndarray, dict[int, int]]:
-    """Clusters of the new documents and relabelled stored clusters after joining the
-    accepted edges.
+def link_edges(
+    new_docs: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    cluster_of: dict[int, int],
+    verify,
+    *,
+    linked: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    step: int = 8192,
+) -> tuple[np.ndarray, dict[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Join clusters through candidate edges, verifying only edges whose sides are not
+    joined yet (as ``dedup`` does: only joins matter for clusters).
 
     Parameters
     ----------
     new_docs : ndarray of int64, shape (n,)
         Positions of the new documents (all above every stored position).
     left, right : ndarray of int64
-        Accepted edges between positions (stored or new).
+        Candidate edges between positions (stored or new).
     cluster_of : dict of int -> int
         Cluster of each stored position that appears in an edge.
+    verify : callable (left, right) -> (score float32, accept bool)
+    linked : (left, right, score) or None
+        Edges already verified (SimHash's in-batch links), joined first.
+    step : int
+        Edges verified per step; after each step's joins, later edges inside one cluster
+        are skipped.
 
     Returns
     -------
@@ -173,16 +186,36 @@ def merge_clusters(
         Final cluster of each new document (a new one is its own position).
     relabel : dict of int -> int
         Stored cluster -> the cluster it merged into (only changed ones).
+    forest : (left, right, score)
+        The verified edges that joined two clusters.
     """
     def node_of(positions: np.ndarray) -> np.ndarray:
         return np.array([cluster_of.get(p, p) for p in positions.tolist()], np.int64)
 
+    pre_l, pre_r, pre_s = linked if linked is not None else (np.empty(0, np.int64),) * 2 + (
+        np.empty(0, np.float32),)
     left_nodes, right_nodes = node_of(left), node_of(right)
-    nodes = np.unique(np.concatenate((left_nodes, right_nodes, new_docs)))
+    nodes = np.unique(np.concatenate((left_nodes, right_nodes, new_docs, pre_l, pre_r)))
+    li, ri = np.searchsorted(nodes, left_nodes), np.searchsorted(nodes, right_nodes)
     uf = UnionFind(nodes.size)
-    uf.union(np.searchsorted(nodes, left_nodes), np.searchsorted(nodes, right_nodes))
+    forest_l, forest_r, forest_s = [], [], []
+    if pre_l.size:
+        merged = uf.union(np.searchsorted(nodes, pre_l), np.searchsorted(nodes, pre_r))
+        forest_l.append(pre_l[merged]), forest_r.append(pre_r[merged])
+        forest_s.append(np.asarray(pre_s, np.float32)[merged])
+    for start in range(0, left.size, step):
+        part = np.arange(start, min(start + step, left.size))
+        part = part[~uf.connected(li[part], ri[part])]
+        if part.size == 0:
+            continue
+        score, accept = verify(left[part], right[part])
+        merged = uf.union(li[part], ri[part], accept)
+        forest_l.append(left[part][merged]), forest_r.append(right[part][merged])
+        forest_s.append(score[merged])
     roots = nodes[uf.roots()]  # the root of a set is its smallest node: the smallest id
     clusters = roots[np.searchsorted(nodes, new_docs)]
     stored = nodes < new_docs.min() if new_docs.size else np.ones(nodes.size, bool)
     relabel = {int(c): int(r) for c, r in zip(nodes[stored], roots[stored]) if c != r}
-    return clusters, relabel
+    forest = tuple(np.concatenate(x) if x else np.empty(0, d)
+                   for x, d in ((forest_l, np.int64), (forest_r, np.int64), (forest_s, np.float32)))
+    return clusters, relabel, forest
