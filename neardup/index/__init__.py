@@ -6,12 +6,15 @@ joins the cluster of the stored documents it duplicates) or queried (which store
 documents does it duplicate?) without re-running ``dedup`` over everything.
 """
 
-from neardup.index._index import SUPPORTED_METHODS, AddResult, Index, QueryResult
+from neardup.index._index import Index
+from neardup.index._methods import SUPPORTED_METHODS, DuplicateIdError
+from neardup.index._results import AddResult, QueryResult
 from neardup.index._store import IndexFormatError, IndexMismatchError
 
 __all__ = [
     "SUPPORTED_METHODS",
     "AddResult",
+    "DuplicateIdError",
     "Index",
     "IndexFormatError",
     "IndexMismatchError",

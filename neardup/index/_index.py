@@ -18,15 +18,23 @@ import time
 import zlib
 from collections.abc import Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from neardup.errors import InputError, NeardupError, check_int
+from neardup.errors import InputError, check_int
 from neardup.graph.edges import Pairs
+from neardup.index._methods import (
+    DuplicateIdError,
+    check_supported,
+    i64,
+    method_from_params,
+    params_json,
+    serial_if_small,
+)
+from neardup.index._results import AddResult, QueryResult
 from neardup.index._link import (
     keyed_candidates,
     link_edges,
@@ -47,162 +55,8 @@ from neardup.methods import make_method
 from neardup.methods.base import Method, Sketch
 from neardup.text.hashing import encode_codepoints, seed_words
 from neardup.text.normalize import NormalizeConfig, normalize_batch
-from neardup.text.shingle import ShingleConfig
 
-__all__ = ["AddResult", "DuplicateIdError", "Index", "QueryResult", "SUPPORTED_METHODS"]
-
-
-class DuplicateIdError(InputError):
-    """An added document's id is already in the index."""
-
-
-#: Methods the index supports: those with the keyed contract (candidate keys + fixed-width
-#: verification arrays).
-SUPPORTED_METHODS = ("exact", "minhash", "simhash")
-_NOT_YET = {
-    "retsim": "embedding methods need a vector index (faiss) that the index does not keep yet",
-    "retsim-partial": "embedding methods need a vector index (faiss) that the index does not "
-                      "keep yet",
-    "biencoder": "embedding methods need a vector index (faiss) that the index does not keep yet",
-    "rerank": "rerank verification of candidates is not implemented in the index yet",
-}
-
-
-@dataclass
-class AddResult:
-    """What :meth:`Index.add` did to each document, in input order.
-
-    Attributes
-    ----------
-    ids : list of str
-    clusters : ndarray of int64, shape (n,)
-        Cluster after the add (-1 for a skipped document).
-    status : list of str
-        "new" (founded a cluster), "joined" (joined an existing or a new cluster),
-        "empty" (no features after normalization: never compared, its own cluster),
-        "skipped" (id already in the index, with ``skip_existing``).
-    duplicate_of : list of str or None
-        The best-scoring document it was verified against, if any.
-    score : ndarray of float32, shape (n,)
-        That match's score (NaN without one).
-    merged_clusters : int
-        Stored clusters merged into others by this add (a new document bridged them).
-    seconds : float
-    """
-
-    ids: list[str]
-    clusters: np.ndarray
-    status: list[str]
-    duplicate_of: list[str | None]
-    score: np.ndarray
-    merged_clusters: int = 0
-    seconds: float = 0.0
-
-    def table(self) -> pa.Table:
-        return pa.table({
-            "id": pa.array(self.ids, pa.string()),
-            "cluster": pa.array(self.clusters, pa.int64()),
-            "status": pa.array(self.status, pa.string()),
-            "duplicate_of": pa.array(self.duplicate_of, pa.string()),
-            "score": pa.array(np.where(np.isnan(self.score), None, self.score), pa.float32()),
-        })
-
-
-@dataclass
-class QueryResult:
-    """Verified matches of query documents among the stored ones.
-
-    Attributes
-    ----------
-    query : ndarray of int64, shape (n_matches,)
-        Position of the query document in the input.
-    query_ids : list of str
-        Ids of all query documents (input order).
-    match_ids : list of str, length n_matches
-    match_clusters : ndarray of int64
-    score : ndarray of float32
-        Method score (MinHash estimated Jaccard, SimHash 1 - hamming/64, exact 1.0).
-    type : list of str
-        "exact" (same normalized text) or, with stored texts, Sanderson's types (see
-        :func:`neardup.graph.pair_types.classify_pairs`); without stored texts every
-        other match is "near".
-    """
-
-    query: np.ndarray
-    query_ids: list[str]
-    match_ids: list[str]
-    match_clusters: np.ndarray
-    score: np.ndarray
-    type: list[str] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return int(self.query.size)
-
-    def table(self) -> pa.Table:
-        return pa.table({
-            "query_id": pa.array([self.query_ids[q] for q in self.query.tolist()], pa.string()),
-            "match_id": pa.array(self.match_ids, pa.string()),
-            "score": pa.array(self.score, pa.float32()),
-            "type": pa.array(self.type, pa.string()),
-            "cluster": pa.array(self.match_clusters, pa.int64()),
-        })
-
-    def records(self) -> list[dict[str, Any]]:
-        """One dict per query document: its id and its matches (best first)."""
-        out: list[dict[str, Any]] = [{"id": i, "matches": []} for i in self.query_ids]
-        for k, q in enumerate(self.query.tolist()):
-            out[q]["matches"].append({"id": self.match_ids[k], "score": float(self.score[k]),
-                                      "type": self.type[k], "cluster": int(self.match_clusters[k])})
-        return out
-
-
-def _method_from_params(name: str, params: dict[str, Any]) -> Method:
-    p = dict(params)
-    if isinstance(p.get("normalize"), dict):
-        p["normalize"] = NormalizeConfig(**p["normalize"])
-    if isinstance(p.get("shingle"), dict):
-        p["shingle"] = ShingleConfig(**p["shingle"])
-    return make_method(name, **p)
-
-
-def _params_json(method: Method) -> str:
-    return json.dumps(method.get_params(), sort_keys=True, default=str)
-
-
-def _check_method(caller: str, method: Method) -> None:
-    if method.name in _NOT_YET:
-        raise ValueError(
-            f"{caller}: parameter 'method' must be one of {', '.join(map(repr, SUPPORTED_METHODS))}; "
-            f"got {method.name!r}: {_NOT_YET[method.name]}. Use neardup dedup for it."
-        )
-    if method.name not in SUPPORTED_METHODS or method.candidate_arrays is None:
-        hint = " (minhash with verify='exact' keeps shingle sets: use verify='signature')" \
-            if method.name == "minhash" else ""
-        raise ValueError(
-            f"{caller}: parameter 'method' must be one of {', '.join(map(repr, SUPPORTED_METHODS))} "
-            f"with the keyed contract; got {method!r}{hint}."
-        )
-
-
-@contextmanager
-def _serial_if_small(n: int):
-    """One numba thread for a handful of documents: waking the parallel pool costs more
-    than the work (milliseconds on a loaded machine). numba's setting is per thread."""
-    if n > 64:
-        yield
-        return
-    import numba
-
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
-
-
-def _i64(a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a).view(np.int64) if a.dtype == np.uint64 else a.astype(np.int64)
+__all__ = ["Index"]
 
 
 class Index:
@@ -248,7 +102,7 @@ class Index:
         meta = read_meta(self._writer, "Index.open")
         self.meta = meta
         try:
-            self.method = _method_from_params(meta["method"], meta["params"])
+            self.method = method_from_params(meta["method"], meta["params"])
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(
                 f"Index.open: the index records a method it cannot rebuild ({exc}); it was "
@@ -286,7 +140,7 @@ class Index:
         method_obj = method if isinstance(method, Method) else make_method(method, **params)
         if isinstance(method, Method) and params:
             raise ValueError("Index.create: give parameters in the Method or as keywords, not both.")
-        _check_method("Index.create", method_obj)
+        check_supported("Index.create", method_obj)
         probe = method_obj.sketch(["probe"])
         layout = [[name, probe.arrays[name].dtype.str, list(probe.arrays[name].shape[1:])]
                   for name in method_obj.candidate_arrays]
@@ -296,7 +150,7 @@ class Index:
             "format": FORMAT,
             "version": FORMAT_VERSION,
             "method": method_obj.name,
-            "params": json.loads(_params_json(method_obj)),
+            "params": json.loads(params_json(method_obj)),
             "layout": layout,
             "store_text": bool(store_text),
             "next_doc": 0,
@@ -308,13 +162,13 @@ class Index:
     def check_method(self, method: str | Method, **params: Any) -> None:
         """Raise IndexMismatchError unless ``method`` (with ``params``) is the index's."""
         other = method if isinstance(method, Method) else make_method(method, **params)
-        if other.name != self.method.name or _params_json(other) != _params_json(self.method):
-            mine = json.loads(_params_json(self.method))
-            theirs = json.loads(_params_json(other))
+        if other.name != self.method.name or params_json(other) != params_json(self.method):
+            mine = json.loads(params_json(self.method))
+            theirs = json.loads(params_json(other))
             diff = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
             raise IndexMismatchError(
                 f"Index: this index was built with method {self.method.name!r} "
-                f"{_params_json(self.method)}; got {other.name!r} {_params_json(other)}"
+                f"{params_json(self.method)}; got {other.name!r} {params_json(other)}"
                 + (f" (differs in {', '.join(diff)})" if diff else "")
                 + ". Query and add with the index's own method (omit the method options), or "
                 "build another index."
@@ -378,7 +232,7 @@ class Index:
                 raise InputError(
                     f"{caller}: text {i} must be a string; got {type(t).__name__}: {t!r:.60}."
                 )
-        with _serial_if_small(len(texts)):
+        with serial_if_small(len(texts)):
             sketch = self.method.sketch(texts)
             normalized = normalize_batch(texts, getattr(self.method, "normalize", NormalizeConfig()))
             return sketch, _text_digests(normalized), normalized
@@ -427,7 +281,7 @@ class Index:
         """Distinct stored fingerprints near each of ``fps`` in a big key group."""
         window = self.method.max_block_size
         out = []
-        for fp in np.unique(_i64(fps)).tolist():
+        for fp in np.unique(i64(fps)).tolist():
             for cmp, order in ((">=", "ASC"), ("<", "DESC")):
                 out.extend(con.execute(
                     f"SELECT payload, min(doc) FROM (SELECT payload, doc FROM postings "
@@ -557,9 +411,9 @@ class Index:
         positions[local] = next_doc + np.arange(m)
         sub = Sketch(sketch.n_features[local], {k: v[local] for k, v in sketch.arrays.items()})
         ck = self.method.candidate_keys(sub)
-        keys = _i64(ck.keys)
+        keys = i64(ck.keys)
         docs = next_doc + ck.docs.astype(np.int64)
-        payload = _i64(ck.payload) if ck.payload is not None else np.zeros(keys.size, np.int64)
+        payload = i64(ck.payload) if ck.payload is not None else np.zeros(keys.size, np.int64)
         lookup: list = []
         left, right = self._candidates(con, keys, docs, payload, with_new=True, lookup_out=lookup)
         extra = None
@@ -684,10 +538,10 @@ class Index:
         query_ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(n)]
         if len(query_ids) != n:
             raise InputError(f"Index.query: got {n} texts but {len(query_ids)} ids.")
-        with _serial_if_small(n):
+        with serial_if_small(n):
             ck = self.method.candidate_keys(sketch)
-        keys = _i64(ck.keys)
-        payload = _i64(ck.payload) if ck.payload is not None else np.zeros(keys.size, np.int64)
+        keys = i64(ck.keys)
+        payload = i64(ck.payload) if ck.payload is not None else np.zeros(keys.size, np.int64)
         base = 1 << 62  # query documents sit above every stored position
         docs = base + ck.docs.astype(np.int64)
         with self._read() as con:
@@ -753,9 +607,9 @@ class Index:
                 sketch = Sketch(np.array([r[2] for r in rows], np.int64),
                                 self._arrays_from_blobs([r[3] for r in rows]))
                 ck = self.method.candidate_keys(sketch)
-                keys = _i64(ck.keys)
+                keys = i64(ck.keys)
                 kdocs = docs[ck.docs]
-                payload = _i64(ck.payload) if ck.payload is not None else np.zeros(keys.size, np.int64)
+                payload = i64(ck.payload) if ck.payload is not None else np.zeros(keys.size, np.int64)
                 con.executemany("DELETE FROM postings WHERE key = ? AND payload = ? AND doc = ?",
                                 zip(keys.tolist(), payload.tolist(), kdocs.tolist()))
                 self._shrink_big(con, keys)
@@ -807,7 +661,7 @@ class Index:
         return {
             "path": str(self.path),
             "method": self.method.name,
-            "params": json.loads(_params_json(self.method)),
+            "params": json.loads(params_json(self.method)),
             "store_text": self.store_text,
             "documents": n_docs,
             "clusters": n_clusters,

@@ -103,7 +103,7 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
             "neardup serve needs FastAPI and uvicorn: pip install 'neardup[serve]'"
         ) from exc
 
-    from neardup.index._index import DuplicateIdError, Index
+    from neardup.index import DuplicateIdError, Index
 
     index = Index(directory)  # fails here, before serving, on a foreign or damaged index
 

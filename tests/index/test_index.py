@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import neardup
-from neardup.index import Index, IndexFormatError, IndexMismatchError
-from neardup.index._index import DuplicateIdError
+from neardup.index import DuplicateIdError, Index, IndexFormatError, IndexMismatchError
 
 from tests.index.conftest import partition_equal, synthetic_texts
 
