@@ -288,10 +288,14 @@ def main() -> None:
         print(f"phase {name} ...", flush=True)
         result = phases[name](args)
         record = json.loads(out.read_text()) if out.exists() else {}
+        argv = sys.argv[1:]
+        if "--phases" in argv:  # the command that ran every phase, without this phase
+            at = argv.index("--phases")
+            argv = argv[:at] + argv[at + 2:]
         record.setdefault("setup", {}).update({
             "corpus": args.corpus, "docs": args.docs, "method": args.method,
             "cpus": os.cpu_count(), "python": sys.version.split()[0],
-            "command": " ".join(["python", "bench/bench_index.py", *sys.argv[1:]]),
+            "command": " ".join(["python", "bench/bench_index.py", *argv]),
         })
         record[name] = result
         out.parent.mkdir(parents=True, exist_ok=True)
