@@ -495,7 +495,7 @@ class Index:
         pos_to_input = {int(p): i for i, p in enumerate(positions.tolist()) if p >= 0}
         order = np.argsort(-score, kind="stable")
         for k in order.tolist():
-            # A document's duplicate_of is the best-scoring earlier document it matched.
+            # duplicate_of: the earlier document whose verified edge joined it (best first).
             other, me = sorted((int(left[k]), int(right[k])))
             i = pos_to_input.get(me)
             if i is None or best_of[i] is not None:

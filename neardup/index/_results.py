@@ -25,7 +25,9 @@ class AddResult:
         "empty" (no features after normalization: never compared, its own cluster),
         "skipped" (id already in the index, with ``skip_existing``).
     duplicate_of : list of str or None
-        The best-scoring document it was verified against, if any.
+        An earlier document (stored or in the batch) whose verified match joined it to
+        its cluster; None for a founder. Only edges that joined two clusters are verified
+        (as in dedup), so this is a duplicate, not necessarily the closest one.
     score : ndarray of float32, shape (n,)
         That match's score (NaN without one).
     merged_clusters : int
