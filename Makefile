@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt | $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -c constraints.txt -e '.[test,bench,neural,train,ray]'
+	$(PIP) install -c constraints.txt -e '.[test,bench,neural,train,ray,serve]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "dedup": "neardup.api",
     "Pairs": "neardup.graph",
+    "Index": "neardup.index",
     "METHODS": "neardup.methods",
     "ExactHash": "neardup.methods",
     "MinHash": "neardup.methods",
@@ -29,6 +30,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from neardup.api import dedup
     from neardup.graph import Pairs
+    from neardup.index import Index
     from neardup.methods import METHODS, ExactHash, MinHash, MinHashLSH, NGramOverlap, SimHash
     from neardup.pipeline import ClusterConfig, Result
     from neardup.text import NormalizeConfig, ShingleConfig
@@ -45,10 +47,12 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
+
 __all__ = [
     "METHODS",
     "ClusterConfig",
     "ExactHash",
+    "Index",
     "InputError",
     "MinHash",
     "MinHashLSH",

@@ -35,6 +35,11 @@ COMMANDS = {
                 "Explain why documents ID_A and ID_B of INPUT are (not) near-duplicates."),
     "calibrate": ("neardup.cli.calibrate", "calibrate_command",
                   "Fit a method's threshold to pairs of INPUT that you label (y/n/skip)."),
+    "index": ("neardup.cli.index", "index_command",
+              "A persistent near-duplicate index: add documents over time, query new ones."),
+    "serve": ("neardup.cli.serve", "serve_command",
+              "Serve the index in DIRECTORY over HTTP: POST /query, POST /add, GET /stats, GET "
+              "/health."),
 }  # fmt: skip
 
 

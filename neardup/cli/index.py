@@ -1,0 +1,216 @@
+"""``neardup index``: create, add to, query, delete from, compact and describe a persistent index."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from neardup.cli.options import (
+    DECODE_ERRORS_OPTION,
+    method_options,
+    method_params_from_options,
+)
+from neardup.errors import NeardupError
+
+__all__ = ["index_command"]
+
+_DIR = click.argument("directory", type=click.Path(path_type=Path))
+_INPUT_OPTIONS = (
+    click.option("--text-field", default="text", show_default=True,
+                 help="Field holding the text (JSONL, Parquet, CSV/TSV)."),
+    click.option("--id-field", default=None,
+                 help="Field holding a unique document id (default: add names documents by "
+                      "their index position; query by their row number)."),
+    DECODE_ERRORS_OPTION,
+    click.option("--batch-size", type=click.IntRange(min=1), default=10_000, show_default=True,
+                 help="Documents per batch; each batch of an add is one transaction."),
+    click.option("--limit", type=click.IntRange(min=0), default=None,
+                 help="Read at most this many documents."),
+)
+
+
+def _input_options(function):
+    for option in reversed(_INPUT_OPTIONS):
+        function = option(function)
+    return function
+
+
+def _batches(inputs: tuple[Path, ...], opts: dict[str, Any]):
+    from neardup.io import ReaderConfig, read_corpus
+
+    config = ReaderConfig(text_field=opts["text_field"], id_field=opts["id_field"],
+                          errors=opts["decode_errors"], batch_size=opts["batch_size"],
+                          limit=opts["limit"])
+    return read_corpus(list(inputs), config)
+
+
+def _open(directory: Path):
+    from neardup.index import Index
+
+    return Index(directory)
+
+
+def _fail(exc: Exception) -> click.ClickException:
+    return click.ClickException(str(exc))
+
+
+@click.group("index")
+def index_command() -> None:
+    """A persistent near-duplicate index: add documents over time, query new ones.
+
+    \b
+    Example:
+      neardup index create news.idx --method minhash --threshold 0.5
+      neardup index add news.idx monday.jsonl --id-field url --clusters-out monday.csv
+      neardup index query news.idx incoming.jsonl --pairs-out matches.csv
+      neardup serve news.idx --port 8080
+    """
+
+
+@index_command.command("create")
+@_DIR
+@method_options
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seeds hashing and permutations.")
+@click.option("--store-text", is_flag=True,
+              help="Also store normalized texts, so query matches get Sanderson's duplicate "
+                   "types (exact, expanded, corrected, template, near) rather than exact/near.")
+def create_command(directory: Path, **opts: Any) -> None:
+    """Create an empty index in DIRECTORY (new or empty) for one method and its parameters.
+
+    Methods: exact, minhash, simhash. The method and parameters are recorded; every later
+    add and query uses them.
+    """
+    from neardup.index import Index
+    from neardup.methods import make_method
+
+    try:
+        params = method_params_from_options(opts["method"], opts, seed=opts["seed"])
+        method = make_method(opts["method"], **params)
+        with Index.create(directory, method, store_text=opts["store_text"]) as index:
+            click.echo(json.dumps(index.stats(), sort_keys=True))
+    except (NeardupError, ValueError) as exc:
+        raise _fail(exc) from exc
+
+
+@index_command.command("add")
+@_DIR
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_input_options
+@click.option("--clusters-out", type=click.Path(path_type=Path), default=None,
+              help="Write id, cluster, status (new, joined, empty, skipped), duplicate_of, "
+                   "score for every added document: .parquet, .jsonl or .csv.")
+@click.option("--skip-existing", is_flag=True,
+              help="Skip documents whose id is already in the index (resume a killed add).")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
+    """Add the documents of INPUT files to the index in DIRECTORY.
+
+    Each batch (--batch-size) is one transaction: when it is reported ("committed ...")
+    it is in the index, and a killed add leaves every reported batch and nothing of the
+    next. Each document joins the cluster of the stored documents it duplicates (merging
+    clusters it bridges), or founds a new one.
+    """
+    import pyarrow as pa
+
+    from neardup.io import write_table
+
+    tables, total, joined = [], 0, 0
+    try:
+        with _open(directory) as index:
+            for batch in _batches(inputs, opts):
+                ids = batch.ids if opts["id_field"] else None
+                result = index.add(batch.texts, ids, skip_existing=opts["skip_existing"])
+                total += len(batch)
+                joined += result.status.count("joined")
+                if not opts["quiet"]:
+                    click.echo(f"committed {len(batch)} documents from {batch.source} "
+                               f"({total} so far, {joined} joined existing clusters, "
+                               f"{result.merged_clusters} clusters merged)", err=True)
+                if opts["clusters_out"] is not None:
+                    tables.append(result.table())
+        if opts["clusters_out"] is not None and tables:
+            write_table(opts["clusters_out"], pa.concat_tables(tables))
+    except (NeardupError, ValueError) as exc:
+        raise _fail(exc) from exc
+
+
+@index_command.command("query")
+@_DIR
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_input_options
+@click.option("--pairs-out", type=click.Path(path_type=Path), default=None,
+              help="Write query_id, match_id, score, type, cluster (one row per match): "
+                   ".parquet, .jsonl or .csv. Default: JSON lines on stdout.")
+@click.option("--top-k", type=click.IntRange(min=1), default=10, show_default=True,
+              help="At most this many matches per query document, best first.")
+def query_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
+    """Find the stored near-duplicates of the documents in INPUT files (read only)."""
+    import pyarrow as pa
+
+    from neardup.io import write_table
+
+    tables = []
+    try:
+        with _open(directory) as index:
+            for batch in _batches(inputs, opts):
+                result = index.query(batch.texts, batch.ids, top_k=opts["top_k"])
+                tables.append(result.table())
+        table = pa.concat_tables(tables) if tables else None
+        if opts["pairs_out"] is not None:
+            if table is None:
+                from neardup.index import QueryResult
+                import numpy as np
+
+                table = QueryResult(np.empty(0, np.int64), [], [], np.empty(0, np.int64),
+                                    np.empty(0, np.float32), []).table()
+            write_table(opts["pairs_out"], table)
+        elif table is not None:
+            for row in table.to_pylist():
+                click.echo(json.dumps(row))
+    except (NeardupError, ValueError) as exc:
+        raise _fail(exc) from exc
+
+
+@index_command.command("delete")
+@_DIR
+@click.option("--ids", "ids_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              required=True, help="A text file with one document id per line.")
+def delete_command(directory: Path, ids_file: Path) -> None:
+    """Remove documents by id (clusters of the others are kept as they are)."""
+    ids = [line.strip() for line in ids_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    try:
+        with _open(directory) as index:
+            outcome = index.delete(ids)
+    except (NeardupError, ValueError) as exc:
+        raise _fail(exc) from exc
+    click.echo(json.dumps({"deleted": outcome["deleted"], "missing": len(outcome["missing"])}))
+    if outcome["missing"]:
+        click.echo(f"warning: {len(outcome['missing'])} id(s) not in the index, e.g. "
+                   f"{outcome['missing'][:5]}", err=True)
+
+
+@index_command.command("compact")
+@_DIR
+def compact_command(directory: Path) -> None:
+    """Checkpoint the log and rewrite the database without free space (after deletes)."""
+    try:
+        with _open(directory) as index:
+            click.echo(json.dumps(index.compact()))
+    except (NeardupError, ValueError) as exc:
+        raise _fail(exc) from exc
+
+
+@index_command.command("stats")
+@_DIR
+@click.option("--check", is_flag=True, help="Also verify the database file (reads all of it).")
+def stats_command(directory: Path, check: bool) -> None:
+    """Print the index's method, parameters, counts and size as JSON."""
+    try:
+        with _open(directory) as index:
+            click.echo(json.dumps(index.stats(check=check), indent=2, sort_keys=True))
+    except (NeardupError, ValueError) as exc:
+        raise _fail(exc) from exc

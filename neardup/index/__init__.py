@@ -1,0 +1,22 @@
+"""A persistent, incremental near-duplicate index and its HTTP service.
+
+:class:`Index` keeps documents, their clusters, their verification arrays and their
+candidate-key postings in one SQLite database, so that new documents can be added (each
+joins the cluster of the stored documents it duplicates) or queried (which stored
+documents does it duplicate?) without re-running ``dedup`` over everything.
+"""
+
+from neardup.index._index import Index
+from neardup.index._methods import SUPPORTED_METHODS, DuplicateIdError
+from neardup.index._results import AddResult, QueryResult
+from neardup.index._store import IndexFormatError, IndexMismatchError
+
+__all__ = [
+    "SUPPORTED_METHODS",
+    "AddResult",
+    "DuplicateIdError",
+    "Index",
+    "IndexFormatError",
+    "IndexMismatchError",
+    "QueryResult",
+]

@@ -1,0 +1,700 @@
+"""A persistent, incremental near-duplicate index: :class:`Index`.
+
+An index stores, per document, its id, its cluster, the arrays its method verifies
+candidates with (MinHash signature, SimHash fingerprint, exact digest) and the postings
+key -> documents (LSH band keys, SimHash block keys, digests). Adding documents computes
+their keys, looks the keys up, verifies the candidates the linking rule of
+:mod:`neardup.index._link` names, and joins clusters, all in one SQLite transaction
+(:mod:`neardup.index._store`). Querying does the same read-only and reports the verified
+matches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import zlib
+from collections.abc import Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from neardup.errors import InputError, check_int
+from neardup.graph.edges import Pairs
+from neardup.index._methods import (
+    DuplicateIdError,
+    check_supported,
+    i64,
+    method_from_params,
+    params_json,
+    serial_if_small,
+)
+from neardup.index._results import AddResult, QueryResult
+from neardup.index._link import (
+    keyed_candidates,
+    link_edges,
+    simhash_candidates,
+    unique_edges,
+)
+from neardup.index._store import (
+    FORMAT,
+    FORMAT_VERSION,
+    IndexFormatError,
+    IndexMismatchError,
+    connect,
+    create_database,
+    database_path,
+    read_meta,
+)
+from neardup.methods import make_method
+from neardup.methods.base import Method, Sketch
+from neardup.text.hashing import encode_codepoints, seed_words
+from neardup.text.normalize import NormalizeConfig, normalize_batch
+
+__all__ = ["Index"]
+
+
+class Index:
+    """A persistent near-duplicate index in a directory (``Index.create``, ``Index(path)``).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A directory made by :meth:`create`.
+    method : str or Method, optional
+        When given, must equal the index's method and parameters (IndexMismatchError
+        otherwise): guards a caller that assumes a configuration.
+    cache_mib : int, default 64
+        SQLite page cache per connection, MiB.
+
+    Notes
+    -----
+    Thread-safe: queries from many threads run concurrently, each on its own connection
+    and snapshot; adds and deletes are serialized by a lock (and across processes by
+    SQLite's write lock). Every add, delete and compact is one transaction.
+
+    Examples
+    --------
+    >>> import tempfile, neardup
+    >>> d = tempfile.mkdtemp() + "/idx"
+    >>> with neardup.Index.create(d, "exact") as index:
+    ...     r = index.add(["Hello, world!", "something else"], ids=["a", "b"])
+    ...     q = index.query(["hello world"])
+    >>> q.match_ids
+    ['a']
+    """
+
+    def __init__(self, path: str | os.PathLike, *, method: str | Method | None = None,
+                 cache_mib: int = 64, **params: Any) -> None:
+        self.path = Path(path)
+        self.cache_mib = check_int("Index", "cache_mib", cache_mib, low=1)
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._connections: list[Any] = []
+        # The writer walks the postings B-tree on every add: a larger cache pays off.
+        self._writer = connect(self.path, cache_mib=max(self.cache_mib, 256))
+        self._connections.append(self._writer)
+        meta = read_meta(self._writer, "Index.open")
+        self.meta = meta
+        try:
+            self.method = method_from_params(meta["method"], meta["params"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexFormatError(
+                f"Index.open: the index records a method it cannot rebuild ({exc}); it was "
+                "written by another neardup or is corrupted."
+            ) from exc
+        self.store_text = bool(meta.get("store_text", False))
+        self._layout = [(n, np.dtype(d), tuple(t)) for n, d, t in meta["layout"]]
+        self._row_bytes = sum(d.itemsize * int(np.prod(t or (1,))) for _, d, t in self._layout)
+        if method is not None:
+            self.check_method(method, **params)
+        elif params:
+            raise IndexMismatchError(
+                f"Index: parameters {sorted(params)} given without 'method'; pass method= too."
+            )
+
+    # -- creation and identity -----------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: str | os.PathLike, method: str | Method = "minhash", *,
+               store_text: bool = False, **params: Any) -> Index:
+        """Create an empty index in ``path`` (a new or empty directory).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        method : {"exact", "minhash", "simhash"} or a Method, default "minhash"
+        store_text : bool, default False
+            Also store each document's normalized text (zlib), so that queries type
+            matches with Sanderson's duplicate types (exact, expanded, corrected,
+            template, near); without it a match is "exact" (same normalized text) or
+            "near". Costs about the corpus's compressed size on disk.
+        **params
+            Method parameters (e.g. ``threshold=0.5, num_perm=128``).
+        """
+        method_obj = method if isinstance(method, Method) else make_method(method, **params)
+        if isinstance(method, Method) and params:
+            raise ValueError("Index.create: give parameters in the Method or as keywords, not both.")
+        check_supported("Index.create", method_obj)
+        probe = method_obj.sketch(["probe"])
+        layout = [[name, probe.arrays[name].dtype.str, list(probe.arrays[name].shape[1:])]
+                  for name in method_obj.candidate_arrays]
+        from neardup import __version__
+
+        create_database(path, {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "method": method_obj.name,
+            "params": json.loads(params_json(method_obj)),
+            "layout": layout,
+            "store_text": bool(store_text),
+            "next_doc": 0,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "neardup_version": __version__,
+        })
+        return cls(path)
+
+    def check_method(self, method: str | Method, **params: Any) -> None:
+        """Raise IndexMismatchError unless ``method`` (with ``params``) is the index's."""
+        other = method if isinstance(method, Method) else make_method(method, **params)
+        if other.name != self.method.name or params_json(other) != params_json(self.method):
+            mine = json.loads(params_json(self.method))
+            theirs = json.loads(params_json(other))
+            diff = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+            raise IndexMismatchError(
+                f"Index: this index was built with method {self.method.name!r} "
+                f"{params_json(self.method)}; got {other.name!r} {params_json(other)}"
+                + (f" (differs in {', '.join(diff)})" if diff else "")
+                + ". Query and add with the index's own method (omit the method options), or "
+                "build another index."
+            )
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every connection (a WAL checkpoint happens on the last close)."""
+        for con in self._connections:
+            try:
+                con.close()
+            except Exception:  # already closed, or closing from another thread
+                pass
+        self._connections.clear()
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _reader(self):
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = connect(self.path, cache_mib=self.cache_mib)
+            self._local.con = con
+            self._connections.append(con)
+        return con
+
+    @contextmanager
+    def _read(self):
+        """A read transaction: every statement inside sees one snapshot."""
+        con = self._reader()
+        con.execute("BEGIN")
+        try:
+            yield con
+        finally:
+            con.execute("COMMIT")
+
+    @contextmanager
+    def _write(self):
+        with self._lock:
+            con = self._writer
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    # -- sketches ------------------------------------------------------------------------
+
+    def _sketch(self, caller: str, texts: Sequence[str]) -> tuple[Sketch, np.ndarray, list[str]]:
+        if isinstance(texts, (str, bytes)):
+            raise InputError(f"{caller}: pass a sequence of texts, not a single string.")
+        texts = list(texts)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise InputError(
+                    f"{caller}: text {i} must be a string; got {type(t).__name__}: {t!r:.60}."
+                )
+        with serial_if_small(len(texts)):
+            sketch = self.method.sketch(texts)
+            normalized = normalize_batch(texts, getattr(self.method, "normalize", NormalizeConfig()))
+            return sketch, _text_digests(normalized), normalized
+
+    def _arrays_blob(self, sketch: Sketch) -> list[bytes]:
+        parts = [np.ascontiguousarray(sketch.arrays[name], dtype=dtype).reshape(len(sketch), -1)
+                 .view(np.uint8) for name, dtype, _ in self._layout]
+        rows = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+        return [r.tobytes() for r in rows]
+
+    def _arrays_from_blobs(self, blobs: list[bytes]) -> dict[str, np.ndarray]:
+        raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), self._row_bytes)
+        out, offset = {}, 0
+        for name, dtype, tail in self._layout:
+            width = dtype.itemsize * int(np.prod(tail or (1,)))
+            out[name] = np.ascontiguousarray(raw[:, offset : offset + width]).view(dtype) \
+                .reshape((len(blobs), *tail))
+            offset += width
+        return out
+
+    # -- lookups -------------------------------------------------------------------------
+
+    @property
+    def _cap(self) -> int:
+        """Stored members above which a key group is 'big' (anchor, last, count kept)."""
+        if self.method.name == "simhash":
+            return self.method.max_block_size
+        return max(self.method.bucket_all_pairs_upto, 1)
+
+    def _lookup(self, con, keys: np.ndarray):
+        """Stored members of ``keys`` (int64): small groups in full, big ones summarised."""
+        distinct = np.unique(keys)
+        con.execute("CREATE TEMP TABLE IF NOT EXISTS qk(key INTEGER PRIMARY KEY)")
+        con.execute("DELETE FROM qk")
+        con.executemany("INSERT INTO qk(key) VALUES (?)", ((k,) for k in distinct.tolist()))
+        big = {k: (f, l, c) for k, f, l, c in con.execute(
+            "SELECT b.key, b.first, b.last, b.count FROM qk CROSS JOIN big b ON b.key = qk.key")}
+        rows = con.execute(
+            # CROSS JOIN keeps the small key table outside: one index seek per key.
+            "SELECT p.key, p.payload, p.doc FROM qk CROSS JOIN postings p ON p.key = qk.key "
+            "WHERE NOT EXISTS (SELECT 1 FROM big b WHERE b.key = qk.key) "
+            "ORDER BY p.key, p.doc").fetchall()
+        return big, np.array(rows, dtype=np.int64).reshape(-1, 3)
+
+    def _simhash_window(self, con, key: int, fps: np.ndarray) -> list[tuple[int, int]]:
+        """Distinct stored fingerprints near each of ``fps`` in a big key group."""
+        window = self.method.max_block_size
+        out = []
+        for fp in np.unique(i64(fps)).tolist():
+            for cmp, order in ((">=", "ASC"), ("<", "DESC")):
+                out.extend(con.execute(
+                    f"SELECT payload, min(doc) FROM (SELECT payload, doc FROM postings "
+                    f"WHERE key = ? AND payload {cmp} ? ORDER BY payload {order} LIMIT ?) "
+                    "GROUP BY payload", (key, fp, window)).fetchall())
+        return out
+
+    def _candidates(self, con, keys, docs, payload, with_new: bool, lookup_out=None):
+        """Candidate edges (stored or new position, new position) for new rows."""
+        big, rows = self._lookup(con, keys)
+        if lookup_out is not None:
+            lookup_out.extend((big, rows))
+        if self.method.name != "simhash":
+            stored: dict[int, np.ndarray] = {}
+            if rows.size:
+                starts = np.flatnonzero(np.r_[True, rows[1:, 0] != rows[:-1, 0]])
+                for s, e in zip(starts.tolist(), np.r_[starts[1:], rows.shape[0]].tolist()):
+                    stored[int(rows[s, 0])] = rows[s:e, 2]
+            return keyed_candidates(keys, docs, stored, big, self.method.bucket_all_pairs_upto,
+                                    with_new=with_new)
+        groups: dict[int, list[tuple[int, int]]] = {}
+        for k, p, d in rows.tolist():
+            groups.setdefault(k, []).append((p, d))
+        for k in big:
+            groups[k] = self._simhash_window(con, k, payload[keys == k])
+        stored_fps = {}
+        for k, members in groups.items():
+            m = np.array(members, np.int64).reshape(-1, 2)
+            fps, first = np.unique(m[:, 0], return_index=True)
+            # min doc per fingerprint: rows come ordered by doc within a key
+            sdocs = np.array([m[m[:, 0] == f, 1].min() for f in fps], np.int64) \
+                if fps.size != m.shape[0] else m[first, 1]
+            stored_fps[k] = (fps, sdocs)
+        return simhash_candidates(keys, docs, payload, stored_fps)
+
+    def _stored_rows(self, con, docs: np.ndarray, columns: str):
+        con.execute("CREATE TEMP TABLE IF NOT EXISTS qd(doc INTEGER PRIMARY KEY)")
+        con.execute("DELETE FROM qd")
+        con.executemany("INSERT INTO qd(doc) VALUES (?)", ((d,) for d in np.unique(docs).tolist()))
+        return con.execute(f"SELECT d.doc, {columns} FROM qd CROSS JOIN docs d ON d.doc = qd.doc "
+                           "ORDER BY d.doc").fetchall()
+
+    def _verifier(self, new_base: int, new_arrays, stored_docs, stored_arrays):
+        """``verify(left, right) -> (score, accept)`` for edges whose sides are stored
+        positions (< new_base, rows of ``stored_arrays`` by ``stored_docs``) or new ones."""
+        new_count = len(next(iter(new_arrays.values()))) if new_arrays else 0
+        tables = {name: np.concatenate((new_arrays[name], stored_arrays[name]))
+                  if stored_arrays else new_arrays[name] for name in new_arrays}
+
+        def side(pos):
+            is_new = pos >= new_base
+            at = np.empty(pos.size, np.int64)
+            at[is_new] = pos[is_new] - new_base
+            at[~is_new] = new_count + np.searchsorted(stored_docs, pos[~is_new])
+            return {name: table[at] for name, table in tables.items()}
+
+        def verify(left, right):
+            if left.size == 0:
+                return np.empty(0, np.float32), np.empty(0, bool)
+            score, accept = self.method.score_candidates(side(left), side(right))
+            return np.asarray(score, np.float32), np.asarray(accept, bool)
+
+        return verify
+
+    # -- add -----------------------------------------------------------------------------
+
+    def add(self, texts: Sequence[str], ids: Sequence[str] | None = None, *,
+            skip_existing: bool = False) -> AddResult:
+        """Add documents in one transaction and give each its cluster.
+
+        Parameters
+        ----------
+        texts : sequence of str
+        ids : sequence of str or None, default None
+            Unique ids (not already in the index); None: their index positions as strings.
+        skip_existing : bool, default False
+            Skip documents whose id is already in the index (to resume an interrupted
+            load) instead of raising.
+
+        Returns
+        -------
+        AddResult
+        """
+        start = time.perf_counter()
+        sketch, digest, normalized = self._sketch("Index.add", texts)
+        n = len(sketch)
+        if ids is not None:
+            ids = [str(i) for i in ids]
+            if len(ids) != n:
+                raise InputError(f"Index.add: got {n} texts but {len(ids)} ids.")
+            if len(set(ids)) != n:
+                seen: set[str] = set()
+                dup = next(i for i in ids if i in seen or seen.add(i))
+                raise InputError(f"Index.add: id {dup!r} appears twice in the batch; ids must be unique.")
+        arrays_blobs = self._arrays_blob(sketch) if n else []
+        with self._write() as con:
+            next_doc = json.loads(con.execute("SELECT value FROM meta WHERE name='next_doc'").fetchone()[0])
+            if ids is None:
+                ids = [str(next_doc + i) for i in range(n)]
+            keep = np.ones(n, bool)
+            if n:
+                present = self._present_ids(con, ids)
+                if present and not skip_existing:
+                    some = sorted(present)[:5]
+                    raise DuplicateIdError(
+                        f"Index.add: {len(present)} id(s) already in the index (e.g. {some}); "
+                        "ids must be unique. Pass skip_existing=True (--skip-existing) to "
+                        "skip them, e.g. when resuming an interrupted load."
+                    )
+                keep = np.array([i not in present for i in ids], bool)
+            result = self._add_locked(con, sketch, digest, normalized, ids, keep, next_doc,
+                                      arrays_blobs)
+        result.seconds = time.perf_counter() - start
+        return result
+
+    def _present_ids(self, con, ids: list[str]) -> set[str]:
+        con.execute("CREATE TEMP TABLE IF NOT EXISTS qi(id TEXT PRIMARY KEY)")
+        con.execute("DELETE FROM qi")
+        con.executemany("INSERT OR IGNORE INTO qi(id) VALUES (?)", ((i,) for i in ids))
+        return {r[0] for r in con.execute("SELECT d.id FROM qi CROSS JOIN docs d ON d.id = qi.id")}
+
+    def _add_locked(self, con, sketch, digest, normalized, ids, keep, next_doc, arrays_blobs):
+        n = len(sketch)
+        local = np.flatnonzero(keep)
+        m = local.size
+        positions = np.full(n, -1, np.int64)
+        positions[local] = next_doc + np.arange(m)
+        sub = Sketch(sketch.n_features[local], {k: v[local] for k, v in sketch.arrays.items()})
+        ck = self.method.candidate_keys(sub)
+        keys = i64(ck.keys)
+        docs = next_doc + ck.docs.astype(np.int64)
+        payload = i64(ck.payload) if ck.payload is not None else np.zeros(keys.size, np.int64)
+        lookup: list = []
+        left, right = self._candidates(con, keys, docs, payload, with_new=True, lookup_out=lookup)
+        extra = None
+        if self.method.name == "simhash" and keys.size:
+            extra = self.method.link_bucket(ck.keys, docs, ck.payload)  # new among new
+        left, right = unique_edges(left, right)
+        stored_docs, stored_arrays, cluster_of, stored_ids = self._stored(con, left[left < next_doc])
+        verify = self._verifier(next_doc, sub.arrays, stored_docs, stored_arrays)
+        new_docs = positions[local]
+        linked = None
+        if extra is not None and len(extra):
+            linked = (extra.left, extra.right, extra.score.astype(np.float32))
+        if m:
+            clusters_new, relabel, (left, right, score) = link_edges(
+                new_docs, left, right, cluster_of, verify, linked=linked)
+        else:
+            clusters_new, relabel = np.empty(0, np.int64), {}
+            left = right = np.empty(0, np.int64)
+            score = np.empty(0, np.float32)
+        # Write: relabel merged clusters, insert documents and postings, grow big groups.
+        con.executemany("UPDATE docs SET cluster = ? WHERE cluster = ?",
+                        [(new, old) for old, new in sorted(relabel.items())])
+        texts = [zlib.compress(normalized[i].encode("utf-8", "surrogatepass"))
+                 if self.store_text else None for i in local.tolist()]
+        con.executemany(
+            "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            zip(new_docs.tolist(), [ids[i] for i in local.tolist()], clusters_new.tolist(),
+                sketch.n_features[local].tolist(), [digest[i].tobytes() for i in local.tolist()],
+                [arrays_blobs[i] for i in local.tolist()], texts))
+        order = np.lexsort((docs, payload, keys))
+        con.executemany("INSERT INTO postings(key, payload, doc) VALUES (?, ?, ?)",
+                        zip(keys[order].tolist(), payload[order].tolist(), docs[order].tolist()))
+        self._grow_big(con, keys, docs, *lookup)
+        con.execute("UPDATE meta SET value = ? WHERE name = 'next_doc'", (json.dumps(next_doc + m),))
+        return self._add_result(sketch, ids, keep, positions, clusters_new, left, right, score,
+                                next_doc, stored_ids, relabel)
+
+    def _stored(self, con, docs: np.ndarray):
+        rows = self._stored_rows(con, docs, "d.cluster, d.id, d.arrays") if docs.size else []
+        stored_docs = np.array([r[0] for r in rows], np.int64)
+        arrays = self._arrays_from_blobs([r[3] for r in rows]) if rows else {}
+        return stored_docs, arrays, {r[0]: r[1] for r in rows}, {r[0]: r[2] for r in rows}
+
+    def _grow_big(self, con, keys: np.ndarray, docs: np.ndarray, big: dict, rows: np.ndarray) -> None:
+        """Record key groups that now exceed the cap (anchor, last member, count), given
+        the lookup of the add's keys before it (big groups, small groups' postings)."""
+        if keys.size == 0:
+            return
+        added_keys, added = np.unique(keys, return_counts=True)
+        stored_keys, stored = np.unique(rows[:, 0], return_counts=True)
+        at = np.searchsorted(stored_keys, added_keys)
+        at_ok = at < stored_keys.size
+        had = np.zeros(added_keys.size, np.int64)
+        match = at_ok.copy()
+        match[at_ok] = stored_keys[at[at_ok]] == added_keys[at_ok]
+        had[match] = stored[at[match]]
+        last = np.full(added_keys.size, np.iinfo(np.int64).min)
+        np.maximum.at(last, np.searchsorted(added_keys, keys), docs)
+        cap = self._cap
+        grow, insert = [], []
+        for k, c, h, l in zip(added_keys.tolist(), added.tolist(), had.tolist(), last.tolist()):
+            if k in big:
+                grow.append((c, l, k))
+            elif h + c > cap:
+                first = con.execute("SELECT min(doc) FROM postings WHERE key = ?", (k,)).fetchone()[0]
+                insert.append((k, first, l, h + c))
+        con.executemany("UPDATE big SET count = count + ?, last = max(last, ?) WHERE key = ?", grow)
+        con.executemany("INSERT INTO big(key, first, last, count) VALUES (?, ?, ?, ?)", insert)
+
+    def _add_result(self, sketch, ids, keep, positions, clusters_new, left, right, score,
+                    next_doc, stored_ids, relabel) -> AddResult:
+        n = len(sketch)
+        clusters = np.full(n, -1, np.int64)
+        local = np.flatnonzero(keep)
+        clusters[local] = clusters_new
+        best_score = np.full(n, np.nan, np.float32)
+        best_of: list[str | None] = [None] * n
+        pos_to_input = {int(p): i for i, p in enumerate(positions.tolist()) if p >= 0}
+        order = np.argsort(-score, kind="stable")
+        for k in order.tolist():
+            # duplicate_of: the earlier document whose verified edge joined it (best first).
+            other, me = sorted((int(left[k]), int(right[k])))
+            i = pos_to_input.get(me)
+            if i is None or best_of[i] is not None:
+                continue
+            best_of[i] = stored_ids[other] if other < next_doc else ids[pos_to_input[other]]
+            best_score[i] = score[k]
+        status = []
+        for i in range(n):
+            if not keep[i]:
+                status.append("skipped")
+            elif sketch.n_features[i] == 0:
+                status.append("empty")
+            else:
+                status.append("new" if clusters[i] == positions[i] else "joined")
+        return AddResult(ids, clusters, status, best_of, best_score, merged_clusters=len(relabel))
+
+    # -- query ---------------------------------------------------------------------------
+
+    def query(self, texts: Sequence[str], ids: Sequence[str] | None = None, *,
+              top_k: int = 10) -> QueryResult:
+        """Stored near-duplicates of each text (read only; the index is not changed).
+
+        Parameters
+        ----------
+        texts : sequence of str
+        ids : sequence of str or None
+            Names of the query documents in the result (default "0", "1", ...).
+        top_k : int >= 1, default 10
+            At most this many matches per query document, best first.
+
+        Returns
+        -------
+        QueryResult
+            Every verified match among the candidates the add rule would check (see
+            :mod:`neardup.index._link`); a document matching nothing has no rows.
+        """
+        top_k = check_int("Index.query", "top_k", top_k, low=1)
+        sketch, digest, normalized = self._sketch("Index.query", texts)
+        n = len(sketch)
+        query_ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(n)]
+        if len(query_ids) != n:
+            raise InputError(f"Index.query: got {n} texts but {len(query_ids)} ids.")
+        with serial_if_small(n):
+            ck = self.method.candidate_keys(sketch)
+        keys = i64(ck.keys)
+        payload = i64(ck.payload) if ck.payload is not None else np.zeros(keys.size, np.int64)
+        base = 1 << 62  # query documents sit above every stored position
+        docs = base + ck.docs.astype(np.int64)
+        with self._read() as con:
+            left, right = self._candidates(con, keys, docs, payload, with_new=False)
+            left, right = unique_edges(left, right)
+            rows = self._stored_rows(con, left, "d.cluster, d.id, d.arrays, d.digest, d.text") \
+                if left.size else []
+        stored_docs = np.array([r[0] for r in rows], np.int64)
+        stored_arrays = self._arrays_from_blobs([r[3] for r in rows]) if rows else {}
+        verify = self._verifier(base, sketch.arrays, stored_docs, stored_arrays)
+        score, accept = verify(left, right)
+        left, right, score = left[accept], right[accept], score[accept]
+        query = right - base
+        order = np.lexsort((left, -score, query))
+        left, query, score = left[order], query[order], score[order]
+        rank = np.arange(query.size) - np.searchsorted(query, query)
+        keep = rank < top_k
+        left, query, score = left[keep], query[keep], score[keep]
+        at = np.searchsorted(stored_docs, left)
+        types = self._types(query, at, rows, digest, normalized)
+        return QueryResult(query, query_ids, [rows[i][2] for i in at.tolist()],
+                           np.array([rows[i][1] for i in at.tolist()], np.int64), score, types)
+
+    def _types(self, query, at, rows, digest, normalized) -> list[str]:
+        if query.size == 0:
+            return []
+        same = np.array([rows[a][4] == digest[q].tobytes() for q, a in zip(query.tolist(), at.tolist())])
+        if not self.store_text:
+            return np.where(same, "exact", "near").tolist()
+        from neardup.graph.pair_types import classify_pairs
+
+        texts: dict[int, str] = {}
+        for q in np.unique(query).tolist():
+            texts[q] = normalized[q]
+        offset = len(normalized)
+        for a in np.unique(at).tolist():
+            blob = rows[a][5]
+            texts[offset + a] = zlib.decompress(blob).decode("utf-8", "surrogatepass") if blob else ""
+        pairs = Pairs(query.astype(np.int64), offset + at.astype(np.int64), np.ones(query.size))
+        return classify_pairs(pairs, texts, time_window_hours=None).tolist()
+
+    # -- delete, compact, stats ----------------------------------------------------------
+
+    def delete(self, ids: Sequence[str]) -> dict[str, Any]:
+        """Remove documents (and their postings) by id, in one transaction.
+
+        Remaining documents keep their clusters: a cluster is not split when the document
+        that bridged it goes (union-find keeps no edges). Returns
+        ``{"deleted": n, "missing": [ids not in the index]}``.
+        """
+        if isinstance(ids, (str, bytes)):
+            raise InputError("Index.delete: pass a sequence of ids, not a single string.")
+        ids = list(dict.fromkeys(str(i) for i in ids))
+        with self._write() as con:
+            con.execute("CREATE TEMP TABLE IF NOT EXISTS qi(id TEXT PRIMARY KEY)")
+            con.execute("DELETE FROM qi")
+            con.executemany("INSERT INTO qi(id) VALUES (?)", ((i,) for i in ids))
+            rows = con.execute("SELECT d.doc, d.id, d.n_features, d.arrays FROM qi CROSS JOIN docs d "
+                               "ON d.id = qi.id ORDER BY d.doc").fetchall()
+            found = {r[1] for r in rows}
+            if rows:
+                docs = np.array([r[0] for r in rows], np.int64)
+                sketch = Sketch(np.array([r[2] for r in rows], np.int64),
+                                self._arrays_from_blobs([r[3] for r in rows]))
+                ck = self.method.candidate_keys(sketch)
+                keys = i64(ck.keys)
+                kdocs = docs[ck.docs]
+                payload = i64(ck.payload) if ck.payload is not None else np.zeros(keys.size, np.int64)
+                con.executemany("DELETE FROM postings WHERE key = ? AND payload = ? AND doc = ?",
+                                zip(keys.tolist(), payload.tolist(), kdocs.tolist()))
+                self._shrink_big(con, keys)
+                con.executemany("DELETE FROM docs WHERE doc = ?", ((d,) for d in docs.tolist()))
+        return {"deleted": len(rows), "missing": [i for i in ids if i not in found]}
+
+    def _shrink_big(self, con, keys: np.ndarray) -> None:
+        cap = self._cap
+        for k in np.unique(keys).tolist():
+            if con.execute("SELECT 1 FROM big WHERE key = ?", (k,)).fetchone() is None:
+                continue
+            first, last, count = con.execute(
+                "SELECT min(doc), max(doc), count(*) FROM postings WHERE key = ?", (k,)).fetchone()
+            if count <= cap:
+                con.execute("DELETE FROM big WHERE key = ?", (k,))
+            else:
+                con.execute("UPDATE big SET first = ?, last = ?, count = ? WHERE key = ?",
+                            (first, last, count, k))
+
+    def compact(self) -> dict[str, int]:
+        """Checkpoint the write-ahead log and rebuild the database file without free pages
+        (after deletes). Returns the file size before and after, in bytes."""
+        before = self.disk_bytes()
+        with self._lock:
+            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._writer.execute("VACUUM")
+            self._writer.execute("PRAGMA optimize")
+            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return {"bytes_before": before, "bytes_after": self.disk_bytes()}
+
+    def disk_bytes(self) -> int:
+        db = database_path(self.path)
+        return sum(p.stat().st_size for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists())
+
+    def stats(self, *, check: bool = False) -> dict[str, Any]:
+        """Counts, method, parameters and size; ``check=True`` also runs SQLite's
+        integrity check (reads the whole file) and raises IndexFormatError on damage."""
+        with self._read() as con:
+            n_docs = con.execute("SELECT count(*) FROM docs").fetchone()[0]
+            n_clusters = con.execute("SELECT count(*) FROM (SELECT DISTINCT cluster FROM docs)").fetchone()[0]
+            largest = con.execute("SELECT max(c) FROM (SELECT count(*) c FROM docs GROUP BY cluster)").fetchone()[0]
+            n_postings = con.execute("SELECT count(*) FROM postings").fetchone()[0]
+            n_big = con.execute("SELECT count(*) FROM big").fetchone()[0]
+            if check:
+                problems = [r[0] for r in con.execute("PRAGMA integrity_check")]
+                if problems != ["ok"]:
+                    raise IndexFormatError(
+                        f"Index.stats: the index database is damaged: {'; '.join(problems[:5])}")
+        return {
+            "path": str(self.path),
+            "method": self.method.name,
+            "params": json.loads(params_json(self.method)),
+            "store_text": self.store_text,
+            "documents": n_docs,
+            "clusters": n_clusters,
+            "largest_cluster": largest or 0,
+            "postings": n_postings,
+            "big_key_groups": n_big,
+            "disk_bytes": self.disk_bytes(),
+            "created": self.meta.get("created"),
+            "format_version": self.meta.get("version"),
+        }
+
+    def clusters(self) -> pa.Table:
+        """Every stored document's id and cluster, in insertion order."""
+        with self._read() as con:
+            rows = con.execute("SELECT id, cluster FROM docs ORDER BY doc").fetchall()
+        return pa.table({"id": pa.array([r[0] for r in rows], pa.string()),
+                         "cluster": pa.array([r[1] for r in rows], pa.int64())})
+
+    def __len__(self) -> int:
+        with self._read() as con:
+            return con.execute("SELECT count(*) FROM docs").fetchone()[0]
+
+    def __repr__(self) -> str:
+        return f"Index({str(self.path)!r}, method={self.method!r})"
+
+
+def _text_digests(normalized: list[str]) -> np.ndarray:
+    """128-bit digests of normalized texts (uint64, shape (n, 2)): equal -> exact copy."""
+    from neardup.methods.exact import _digests
+
+    cps, offsets = encode_codepoints(normalized)
+    key_a, key_b = seed_words(0, 2, salt=0xE4AC7)
+    return _digests(cps, offsets, key_a, key_b)
+
+
+

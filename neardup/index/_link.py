@@ -1,0 +1,221 @@
+"""Which stored documents a new document is checked against, and how clusters merge.
+
+The rule is the one ``neardup dedup`` applies to a key group (see
+:mod:`neardup.engine.buckets`), replayed one batch at a time, so that adding a corpus in
+batches links what one-shot ``dedup`` of the concatenation links. Documents keep their
+insertion order (an index position), which is the input order of the concatenation.
+
+**Keyed methods (exact, minhash).** For a key shared by ``e`` stored and ``k`` new
+documents, with ``cap = method.bucket_all_pairs_upto`` (MinHash's ``max_bucket_pairs``,
+50 by default; 0 for exact):
+
+* ``e + k <= cap``: each new document is checked against every stored member and every
+  earlier new member (all pairs, as ``dedup`` does for a small bucket);
+* otherwise: each new document is checked against the group's *anchor* (its earliest
+  member) and its *predecessor* (the member just before it in position order): the star
+  plus chain ``dedup`` uses for a large bucket.
+
+In one batch this is exactly ``dedup``'s candidate set. Across batches a bucket that grew
+past ``cap`` had all its pairs checked while it was small, a superset of ``dedup``'s star
+plus chain; the extra pairs can only join documents that verify as duplicates anyway, and
+on the demo corpus the clusters are identical (tested). A key group of ``e > cap`` members
+costs two stored documents per new document, whatever its size: the index keeps the
+anchor, the last member and the count of such groups in a small table.
+
+**SimHash.** A new fingerprint is compared with every distinct stored fingerprint sharing
+one of its block keys (``dedup`` compares all distinct fingerprints of a block run) while
+the group holds at most ``max_block_size`` postings; a larger group is read in a window of
+``max_block_size`` postings on each side of the new fingerprint (``dedup``'s window
+approximation). New documents among themselves are linked by ``SimHash.link_bucket``,
+``dedup``'s own rule.
+
+Verified edges then join clusters with union-find semantics: a new document that matches
+documents of two clusters merges them, and the merged cluster keeps the smaller id (the
+position of its earliest founder), as ``dedup``'s union-find keeps the smallest root.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neardup.engine.buckets import group_runs
+from neardup.engine.unionfind import UnionFind
+
+__all__ = ["keyed_candidates", "link_edges", "simhash_candidates", "unique_edges"]
+
+
+def keyed_candidates(
+    keys: np.ndarray,
+    docs: np.ndarray,
+    stored: dict[int, np.ndarray],
+    big: dict[int, tuple[int, int, int]],
+    cap: int,
+    *,
+    with_new: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate edges of new documents under the keyed rule (module docstring).
+
+    Parameters
+    ----------
+    keys : ndarray of int64, shape (m,)
+        The new documents' keys (uint64 bits as int64), one row per (document, key).
+    docs : ndarray of int64, shape (m,)
+        The new document of each row: its index position (add) or any id above every
+        stored position (query).
+    stored : dict of int -> ndarray of int64
+        Stored members (ascending positions) of each key with at most ``cap`` of them.
+    big : dict of int -> (first, last, count)
+        Keys with more stored members: anchor, last member and count.
+    cap : int
+        ``method.bucket_all_pairs_upto``.
+    with_new : bool, default True
+        Link new documents among themselves (add). False (query): every new document is
+        checked as if it alone were added.
+
+    Returns
+    -------
+    left, right : ndarray of int64
+        Edges (earlier member, new document); may repeat.
+    """
+    order = np.lexsort((docs, keys))
+    keys, docs = keys[order], docs[order]
+    starts, sizes = group_runs(keys)
+    known = np.fromiter(stored.keys(), np.int64, len(stored))
+    known = np.concatenate((known, np.fromiter(big.keys(), np.int64, len(big))))
+    has_stored = np.isin(keys[starts], known)
+    busy = has_stored | ((sizes > 1) & with_new)
+    left: list[int] = []
+    right: list[int] = []
+    for s, m in zip(starts[busy].tolist(), sizes[busy].tolist()):
+        key = int(keys[s])
+        new = docs[s : s + m].tolist()
+        members = stored.get(key)
+        info = big.get(key)
+        groups = [new] if with_new else [[x] for x in new]
+        for group in groups:
+            if members is not None:
+                count, first, last = len(members), members[0], members[-1]
+            elif info is not None:
+                first, last, count = info
+            else:
+                count, first, last = 0, None, None
+            if count + len(group) <= cap:
+                earlier = [] if members is None else members.tolist()
+                for x in group:
+                    left.extend(earlier)
+                    right.extend([x] * len(earlier))
+                    earlier.append(x)
+                continue
+            anchor = first if count else group[0]
+            previous = last
+            for x in group:
+                if x != anchor:
+                    left.append(anchor)
+                    right.append(x)
+                    if previous is not None and previous != anchor:
+                        left.append(previous)
+                        right.append(x)
+                previous = x
+    return np.asarray(left, np.int64), np.asarray(right, np.int64)
+
+
+def simhash_candidates(
+    keys: np.ndarray, docs: np.ndarray, fps: np.ndarray, stored: dict[int, tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Edges (stored document, new document) between each new fingerprint and every
+    distinct stored fingerprint sharing a block key (one new document per distinct new
+    fingerprint: copies are joined among themselves by ``SimHash.link_bucket``).
+
+    ``stored`` maps a key to (fingerprints uint64, earliest position with each), distinct.
+    """
+    left, right = [], []
+    for key, (sfps, sdocs) in stored.items():
+        mine = keys == key
+        if not mine.any():
+            continue
+        nfps, first = np.unique(fps[mine], return_index=True)
+        ndocs = docs[mine][first]
+        left.append(np.tile(sdocs, ndocs.size))
+        right.append(np.repeat(ndocs, sdocs.size))
+    if not left:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    return np.concatenate(left).astype(np.int64), np.concatenate(right).astype(np.int64)
+
+
+def unique_edges(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct (left, right) edges, left != right."""
+    keep = left != right
+    left, right = left[keep], right[keep]
+    if left.size == 0:
+        return left, right
+    pairs = np.unique(np.stack((left, right), axis=1), axis=0)
+    return pairs[:, 0].copy(), pairs[:, 1].copy()
+
+
+def link_edges(
+    new_docs: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    cluster_of: dict[int, int],
+    verify,
+    *,
+    linked: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    step: int = 8192,
+) -> tuple[np.ndarray, dict[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Join clusters through candidate edges, verifying only edges whose sides are not
+    joined yet (as ``dedup`` does: only joins matter for clusters).
+
+    Parameters
+    ----------
+    new_docs : ndarray of int64, shape (n,)
+        Positions of the new documents (all above every stored position).
+    left, right : ndarray of int64
+        Candidate edges between positions (stored or new).
+    cluster_of : dict of int -> int
+        Cluster of each stored position that appears in an edge.
+    verify : callable (left, right) -> (score float32, accept bool)
+    linked : (left, right, score) or None
+        Edges already verified (SimHash's in-batch links), joined first.
+    step : int
+        Edges verified per step; after each step's joins, later edges inside one cluster
+        are skipped.
+
+    Returns
+    -------
+    clusters : ndarray of int64, shape (n,)
+        Final cluster of each new document (a new one is its own position).
+    relabel : dict of int -> int
+        Stored cluster -> the cluster it merged into (only changed ones).
+    forest : (left, right, score)
+        The verified edges that joined two clusters.
+    """
+    def node_of(positions: np.ndarray) -> np.ndarray:
+        return np.array([cluster_of.get(p, p) for p in positions.tolist()], np.int64)
+
+    pre_l, pre_r, pre_s = linked if linked is not None else (np.empty(0, np.int64),) * 2 + (
+        np.empty(0, np.float32),)
+    left_nodes, right_nodes = node_of(left), node_of(right)
+    nodes = np.unique(np.concatenate((left_nodes, right_nodes, new_docs, pre_l, pre_r)))
+    li, ri = np.searchsorted(nodes, left_nodes), np.searchsorted(nodes, right_nodes)
+    uf = UnionFind(nodes.size)
+    forest_l, forest_r, forest_s = [], [], []
+    if pre_l.size:
+        merged = uf.union(np.searchsorted(nodes, pre_l), np.searchsorted(nodes, pre_r))
+        forest_l.append(pre_l[merged]), forest_r.append(pre_r[merged])
+        forest_s.append(np.asarray(pre_s, np.float32)[merged])
+    for start in range(0, left.size, step):
+        part = np.arange(start, min(start + step, left.size))
+        part = part[~uf.connected(li[part], ri[part])]
+        if part.size == 0:
+            continue
+        score, accept = verify(left[part], right[part])
+        merged = uf.union(li[part], ri[part], accept)
+        forest_l.append(left[part][merged]), forest_r.append(right[part][merged])
+        forest_s.append(score[merged])
+    roots = nodes[uf.roots()]  # the root of a set is its smallest node: the smallest id
+    clusters = roots[np.searchsorted(nodes, new_docs)]
+    stored = nodes < new_docs.min() if new_docs.size else np.ones(nodes.size, bool)
+    relabel = {int(c): int(r) for c, r in zip(nodes[stored], roots[stored]) if c != r}
+    forest = tuple(np.concatenate(x) if x else np.empty(0, d)
+                   for x, d in ((forest_l, np.int64), (forest_r, np.int64), (forest_s, np.float32)))
+    return clusters, relabel, forest

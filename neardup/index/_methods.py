@@ -1,0 +1,84 @@
+"""The methods an index supports, rebuilding a method from recorded parameters, and
+small helpers shared by the index modules."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from neardup.errors import InputError
+from neardup.methods import make_method
+from neardup.methods.base import Method
+from neardup.text.normalize import NormalizeConfig
+from neardup.text.shingle import ShingleConfig
+
+__all__ = ["DuplicateIdError", "SUPPORTED_METHODS", "check_supported", "method_from_params",
+           "params_json", "serial_if_small", "i64"]
+
+
+class DuplicateIdError(InputError):
+    """An added document's id is already in the index."""
+
+
+#: Methods the index supports: those with the keyed contract (candidate keys + fixed-width
+#: verification arrays).
+SUPPORTED_METHODS = ("exact", "minhash", "simhash")
+_NOT_YET = {
+    "retsim": "embedding methods need a vector index (faiss) that the index does not keep yet",
+    "retsim-partial": "embedding methods need a vector index (faiss) that the index does not "
+                      "keep yet",
+    "biencoder": "embedding methods need a vector index (faiss) that the index does not keep yet",
+    "rerank": "rerank verification of candidates is not implemented in the index yet",
+}
+
+
+def method_from_params(name: str, params: dict[str, Any]) -> Method:
+    p = dict(params)
+    if isinstance(p.get("normalize"), dict):
+        p["normalize"] = NormalizeConfig(**p["normalize"])
+    if isinstance(p.get("shingle"), dict):
+        p["shingle"] = ShingleConfig(**p["shingle"])
+    return make_method(name, **p)
+
+
+def params_json(method: Method) -> str:
+    return json.dumps(method.get_params(), sort_keys=True, default=str)
+
+
+def check_supported(caller: str, method: Method) -> None:
+    if method.name in _NOT_YET:
+        raise ValueError(
+            f"{caller}: parameter 'method' must be one of {', '.join(map(repr, SUPPORTED_METHODS))}; "
+            f"got {method.name!r}: {_NOT_YET[method.name]}. Use neardup dedup for it."
+        )
+    if method.name not in SUPPORTED_METHODS or method.candidate_arrays is None:
+        hint = " (minhash with verify='exact' keeps shingle sets: use verify='signature')" \
+            if method.name == "minhash" else ""
+        raise ValueError(
+            f"{caller}: parameter 'method' must be one of {', '.join(map(repr, SUPPORTED_METHODS))} "
+            f"with the keyed contract; got {method!r}{hint}."
+        )
+
+
+@contextmanager
+def serial_if_small(n: int):
+    """One numba thread for a handful of documents: waking the parallel pool costs more
+    than the work (milliseconds on a loaded machine). numba's setting is per thread."""
+    if n > 64:
+        yield
+        return
+    import numba
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
+
+
+def i64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).view(np.int64) if a.dtype == np.uint64 else a.astype(np.int64)

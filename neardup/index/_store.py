@@ -1,0 +1,175 @@
+"""The index's storage: one SQLite database in write-ahead-log mode.
+
+SQLite gives what the index needs without a server: a transaction is atomic and durable
+(a process killed in the middle of an add leaves the database as it was before it), one
+writer at a time (``BEGIN IMMEDIATE`` takes the write lock at the start), and readers that
+see a consistent snapshot while a writer runs (WAL: a reader keeps the database as of its
+``BEGIN`` until it ends). Arrays are stored as BLOBs of fixed width, never pickled.
+
+Layout (``DIR/index.sqlite``)::
+
+    meta(name TEXT PRIMARY KEY, value TEXT)        format, version, method, params, ...
+    docs(doc INTEGER PRIMARY KEY,                   insertion position (never reused)
+         id TEXT UNIQUE, cluster INTEGER,           cluster = position of its founder
+         n_features INTEGER, digest BLOB(16),       normalized-text digest (exact pairs)
+         arrays BLOB, text BLOB)                    candidate arrays row; zlib text or NULL
+    postings(key, payload, doc) WITHOUT ROWID       key -> documents (payload: SimHash
+                                                    fingerprint, 0 for other methods)
+    big(key PRIMARY KEY, first, last, count)        keys with more than the method's
+                                                    bucket cap members (see _link.py)
+
+Keys and payloads are unsigned 64-bit values stored bit for bit as SQLite's signed
+INTEGER.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from neardup.errors import NeardupError
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "IndexFormatError",
+    "IndexMismatchError",
+    "create_database",
+    "connect",
+    "database_path",
+    "read_meta",
+]
+
+FORMAT = "neardup-index"
+FORMAT_VERSION = 1
+_FILE = "index.sqlite"
+
+_SCHEMA = """
+CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE docs (
+    doc INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    cluster INTEGER NOT NULL,
+    n_features INTEGER NOT NULL,
+    digest BLOB NOT NULL,
+    arrays BLOB NOT NULL,
+    text BLOB
+);
+CREATE INDEX docs_cluster ON docs(cluster);
+CREATE TABLE postings (
+    key INTEGER NOT NULL,
+    payload INTEGER NOT NULL,
+    doc INTEGER NOT NULL,
+    PRIMARY KEY (key, payload, doc)
+) WITHOUT ROWID;
+CREATE TABLE big (
+    key INTEGER PRIMARY KEY,
+    first INTEGER NOT NULL,
+    last INTEGER NOT NULL,
+    count INTEGER NOT NULL
+);
+"""
+_TABLES = {"meta", "docs", "postings", "big"}
+
+
+class IndexFormatError(NeardupError):
+    """The directory is not a neardup index, or its database is damaged."""
+
+
+class IndexMismatchError(NeardupError, ValueError):
+    """A method or parameters other than the index's were asked for."""
+
+
+def database_path(directory: str | os.PathLike) -> Path:
+    return Path(directory) / _FILE
+
+
+def create_database(directory: str | os.PathLike, meta: dict[str, Any]) -> Path:
+    """Create ``DIR/index.sqlite`` with the schema and ``meta``; atomic: the database is
+    built under a temporary name and renamed into place, so a killed create leaves no
+    half-made index."""
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise IndexFormatError(f"Index.create: {str(directory)!r} exists and is not a directory.")
+    if directory.exists() and any(directory.iterdir()):
+        raise IndexFormatError(
+            f"Index.create: directory {str(directory)!r} is not empty; give a new or empty "
+            "directory (open an existing index with Index.open)."
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / f".{_FILE}.tmp-{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    con = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        con.executescript(_SCHEMA)
+        con.execute("BEGIN")
+        con.executemany(
+            "INSERT INTO meta(name, value) VALUES (?, ?)",
+            [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items()],
+        )
+        con.execute("COMMIT")
+        con.execute("PRAGMA journal_mode=WAL")
+    finally:
+        con.close()
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, database_path(directory))
+    return database_path(directory)
+
+
+def connect(directory: str | os.PathLike, *, cache_mib: int = 64) -> sqlite3.Connection:
+    """A connection to the index in ``directory`` (autocommit; transactions explicit),
+    after checking that it is a neardup index this version can read."""
+    path = database_path(directory)
+    if not Path(directory).is_dir():
+        raise IndexFormatError(
+            f"Index.open: {str(directory)!r} is not a directory; create an index with "
+            "`neardup index create DIR --method M` (Index.create)."
+        )
+    if not path.is_file():
+        raise IndexFormatError(
+            f"Index.open: {str(directory)!r} is not a neardup index (no {_FILE}); create one "
+            "with `neardup index create DIR --method M` (Index.create)."
+        )
+    con = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60.0)
+    try:
+        con.execute(f"PRAGMA cache_size=-{cache_mib * 1024}")
+        con.execute("PRAGMA synchronous=FULL")  # an acknowledged add survives a power cut
+        con.execute("PRAGMA busy_timeout=60000")
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError as exc:
+        con.close()
+        raise IndexFormatError(
+            f"Index.open: {str(path)!r} is not a readable SQLite database ({exc}); the index "
+            "is corrupted or the file is foreign. Restore it from a copy or rebuild it."
+        ) from exc
+    if not _TABLES <= tables:
+        con.close()
+        raise IndexFormatError(
+            f"Index.open: {str(path)!r} is a SQLite database but not a neardup index (tables "
+            f"{sorted(tables)}, expected {sorted(_TABLES)})."
+        )
+    return con
+
+
+def read_meta(con: sqlite3.Connection, where: str) -> dict[str, Any]:
+    """The ``meta`` table as a dict, checked for this format and version."""
+    try:
+        meta = {name: json.loads(value) for name, value in con.execute("SELECT name, value FROM meta")}
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        raise IndexFormatError(
+            f"{where}: the index metadata cannot be read ({exc}); the index is corrupted."
+        ) from exc
+    if meta.get("format") != FORMAT:
+        raise IndexFormatError(
+            f"{where}: the database is not a neardup index (format {meta.get('format')!r})."
+        )
+    if meta.get("version") != FORMAT_VERSION:
+        raise IndexFormatError(
+            f"{where}: index format version {meta.get('version')!r} is not supported by this "
+            f"neardup (it reads version {FORMAT_VERSION}); use the neardup that wrote it."
+        )
+    return meta

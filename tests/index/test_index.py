@@ -1,0 +1,212 @@
+"""neardup.Index: add, query, delete, compact, stats; same clusters as dedup; errors."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import numpy as np
+import pytest
+
+import neardup
+from neardup.index import DuplicateIdError, Index, IndexFormatError, IndexMismatchError
+
+from tests.index.conftest import partition_equal, synthetic_texts
+
+
+def _labels(index: Index, n: int) -> np.ndarray:
+    table = index.clusters()
+    ids = np.array(table.column("id").to_pylist(), int)
+    labels = np.full(n, -1, np.int64)
+    labels[ids] = table.column("cluster").to_numpy()
+    return labels
+
+
+@pytest.mark.parametrize(
+    "method, params",
+    [("exact", {}), ("minhash", {}), ("simhash", {}), ("minhash", {"max_bucket_pairs": 2}),
+     ("simhash", {"threshold": 6})],
+)
+@pytest.mark.parametrize("k", [1, 4])
+def test_batches_give_dedup_clusters_on_demo_corpus(demo_texts, tmp_path, method, params, k):
+    texts = demo_texts
+    expected = neardup.dedup(texts, method, pair_types=False, **params).clusters
+    with Index.create(tmp_path / "idx", method, **params) as index:
+        bounds = np.linspace(0, len(texts), k + 1).astype(int)
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            index.add(texts[a:b], ids=[str(i) for i in range(a, b)])
+        labels = _labels(index, len(texts))
+    assert (labels >= 0).all()
+    assert partition_equal(labels, expected)
+
+
+def test_a_bridging_document_merges_clusters(tmp_path):
+    words = [f"t{i}" for i in range(200)]
+    a, c = " ".join(words[0:100]), " ".join(words[24:124])  # Jaccard about 0.61
+    b = " ".join(words[12:112])  # about 0.78 with each
+    with Index.create(tmp_path / "idx", "minhash", threshold=0.7) as index:
+        first = index.add([a, c], ids=["a", "c"])
+        assert first.clusters[0] != first.clusters[1]
+        second = index.add([b], ids=["b"])
+        assert second.merged_clusters == 1
+        assert second.status == ["joined"]
+        clusters = dict(zip(*(index.clusters().column(n).to_pylist() for n in ("id", "cluster"))))
+    assert clusters["a"] == clusters["b"] == clusters["c"] == min(first.clusters)
+
+
+def test_new_documents_join_each_other_and_statuses(tmp_path):
+    with Index.create(tmp_path / "idx", "exact") as index:
+        r = index.add(["Same text.", "same TEXT", "", "other"], ids=["a", "b", "e", "o"])
+        assert r.status == ["new", "joined", "empty", "new"]
+        assert r.clusters[0] == r.clusters[1] and len(set(r.clusters.tolist())) == 3
+        assert r.duplicate_of[1] == "a"
+        with pytest.raises(DuplicateIdError, match="already in the index"):
+            index.add(["x"], ids=["a"])
+        r = index.add(["x", "same text!"], ids=["a", "z"], skip_existing=True)
+        assert r.status == ["skipped", "joined"] and r.clusters[1] == 0
+        with pytest.raises(neardup.InputError, match="appears twice"):
+            index.add(["p", "q"], ids=["n", "n"])
+        assert len(index) == 5
+
+
+def test_query_is_read_only_and_typed(tmp_path, demo_texts):
+    with Index.create(tmp_path / "idx", "minhash", store_text=True) as index:
+        index.add(demo_texts[:500], ids=[f"d{i}" for i in range(500)])
+        before = index.stats()
+        result = index.query([demo_texts[3], demo_texts[3] + " And one more sentence here.",
+                              "nothing like it at all"], ids=["q0", "q1", "q2"], top_k=3)
+        assert index.stats()["documents"] == before["documents"]
+    records = result.records()
+    assert records[0]["matches"][0] == {"id": "d3", "score": 1.0, "type": "exact",
+                                        "cluster": records[0]["matches"][0]["cluster"]}
+    assert records[1]["matches"] and records[1]["matches"][0]["type"] in ("expanded", "corrected")
+    assert records[2]["matches"] == []
+    assert all(len(r["matches"]) <= 3 for r in records)
+    scores = [m["score"] for m in records[0]["matches"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_query_without_stored_text_types_exact_or_near(tmp_path):
+    with Index.create(tmp_path / "idx", "simhash") as index:
+        text = " ".join(f"word{i % 97} token{i % 13}" for i in range(400))
+        index.add([text], ids=["t"])
+        result = index.query([text.upper(), text + " one more"])
+    assert result.type == ["exact", "near"]
+
+
+def test_delete_and_compact(tmp_path):
+    texts = synthetic_texts(400, seed=1)
+    with Index.create(tmp_path / "idx", "minhash") as index:
+        index.add(texts, ids=[str(i) for i in range(400)])
+        postings = index.stats()["postings"]
+        gone = [str(i) for i in range(0, 400, 2)]
+        assert index.delete(gone + ["nope"]) == {"deleted": 200, "missing": ["nope"]}
+        stats = index.stats()
+        assert stats["documents"] == 200 and stats["postings"] < postings
+        assert index.query([texts[0]]).match_ids == [] or "0" not in index.query([texts[0]]).match_ids
+        compacted = index.compact()
+        assert compacted["bytes_after"] <= compacted["bytes_before"]
+        assert index.query([texts[1]]).match_ids[0] == "1"
+        assert index.stats(check=True)["documents"] == 200
+
+
+def test_delete_updates_big_groups(tmp_path):
+    texts = ["the same template text for all of them"] * 6
+    with Index.create(tmp_path / "idx", "minhash", max_bucket_pairs=2) as index:
+        index.add(texts, ids=list("abcdef"))
+        assert index.stats()["big_key_groups"] > 0
+        index.delete(list("abcd"))
+        assert index.stats()["big_key_groups"] == 0
+        r = index.add(texts[:1], ids=["g"])
+        assert r.duplicate_of == ["e"] or r.duplicate_of == ["f"]
+
+
+@pytest.mark.parametrize("method, params, hint", [
+    ("retsim", {}, "vector index"),
+    ("rerank", {}, "rerank"),
+    ("minhash", {"verify": "exact"}, "verify='signature'"),
+    ("ngram", {}, "keyed contract"),
+])
+def test_unsupported_methods_are_refused(tmp_path, method, params, hint):
+    with pytest.raises(ValueError, match=hint):
+        Index.create(tmp_path / "idx", neardup.methods.make_method(method, **params))
+    assert not (tmp_path / "idx").exists()
+
+
+def test_mismatched_method_is_refused(tmp_path):
+    Index.create(tmp_path / "idx", "minhash", threshold=0.5).close()
+    with Index(tmp_path / "idx", method="minhash", threshold=0.5) as index:
+        index.check_method("minhash", threshold=0.5)
+        with pytest.raises(IndexMismatchError, match="differs in threshold"):
+            index.check_method("minhash", threshold=0.6)
+        with pytest.raises(IndexMismatchError, match="built with method 'minhash'"):
+            index.check_method("simhash")
+    with pytest.raises(IndexMismatchError):
+        Index(tmp_path / "idx", method="minhash", num_perm=64)
+
+
+def test_foreign_or_corrupted_directories_give_clear_errors(tmp_path):
+    with pytest.raises(IndexFormatError, match="not a directory"):
+        Index(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(IndexFormatError, match="not a neardup index"):
+        Index(tmp_path / "empty")
+    (tmp_path / "garbage").mkdir()
+    (tmp_path / "garbage" / "index.sqlite").write_bytes(b"not a database at all" * 100)
+    with pytest.raises(IndexFormatError, match="corrupted or the file is foreign"):
+        Index(tmp_path / "garbage")
+    (tmp_path / "foreign").mkdir()
+    con = sqlite3.connect(tmp_path / "foreign" / "index.sqlite")
+    con.execute("CREATE TABLE things (x)")
+    con.commit()
+    con.close()
+    with pytest.raises(IndexFormatError, match="not a neardup index"):
+        Index(tmp_path / "foreign")
+    Index.create(tmp_path / "old", "exact").close()
+    con = sqlite3.connect(tmp_path / "old" / "index.sqlite")
+    con.execute("UPDATE meta SET value = '99' WHERE name = 'version'")
+    con.commit()
+    con.close()
+    with pytest.raises(IndexFormatError, match="version 99 is not supported"):
+        Index(tmp_path / "old")
+    Index.create(tmp_path / "damaged", "exact").close()
+    path = tmp_path / "damaged" / "index.sqlite"
+    data = bytearray(path.read_bytes())
+    data[:16] = b"\0" * 16  # the header names the file format
+    path.write_bytes(bytes(data))
+    with pytest.raises(IndexFormatError):
+        Index(tmp_path / "damaged")
+    with pytest.raises(IndexFormatError, match="not empty"):
+        Index.create(tmp_path / "old", "exact")
+
+
+def test_concurrent_queries_during_an_add_see_whole_batches(tmp_path):
+    texts = synthetic_texts(6000, seed=2)
+    batch = 500
+    with Index.create(tmp_path / "idx", "minhash") as index:
+        index.add(texts[:batch], ids=[str(i) for i in range(batch)])
+        errors: list[BaseException] = []
+        seen: list[int] = []
+        done = threading.Event()
+
+        def reader(offset: int) -> None:
+            try:
+                while not done.is_set():
+                    r = index.query([texts[offset]])
+                    assert r.match_ids and r.match_ids[0] == str(offset)
+                    n = index.stats()["documents"]
+                    assert n % batch == 0  # never a partial batch
+                    seen.append(n)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=reader, args=(i,)) for i in (0, 7, 99)]
+        for t in threads:
+            t.start()
+        for start in range(batch, len(texts), batch):
+            index.add(texts[start:start + batch], ids=[str(i) for i in range(start, start + batch)])
+        done.set()
+        for t in threads:
+            t.join()
+        assert not errors, errors[0]
+        assert seen and len(index) == len(texts)
