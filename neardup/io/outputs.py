@@ -248,12 +248,15 @@ class OutputSet:
             self._created.append(folder)
         self._remove_leftovers(out.target)
         temporary = directory / f".{out.target.name}{_TAG}{os.getpid()}-{secrets.token_hex(4)}.tmp"
+        # Recorded before it exists: a signal between creating the file and recording it
+        # would otherwise leave it behind (discard tolerates a missing file).
+        out.temporary = temporary
         try:
             fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
         except OSError as exc:
+            out.temporary = None
             raise self._os_error(out, exc, f"cannot write in {str(directory)!r}")
         os.close(fd)
-        out.temporary = temporary
 
     @staticmethod
     def _os_error(out: _Output, exc: OSError, what: str) -> OutputError:
