@@ -228,15 +228,17 @@ def test_pandas_dataframe_errors_are_clear():
 
 def test_table_dates_by_column_and_missing_ones_counted():
     pd = pytest.importorskip("pandas")
+    # Near (not identical: identical texts bypass the window) copies dated days apart.
     df = pd.DataFrame({
-        "text": ["the cat sat on the mat today"] * 3 + ["a dog barked"],
+        "text": ["the cat sat on the mat today and", "the cat sat on the mat today or",
+                 "the cat sat on the mat today but", "a dog barked"],
         "when": pd.to_datetime(["2020-01-01", "2020-01-20", None, "2020-01-01"]),
     })
-    r = neardup.dedup(df, method="exact", date_field="when", time_window_hours=48)
+    r = neardup.dedup(df, method="minhash", date_field="when", time_window_hours=48)
     assert len(r.outside_window) == 1  # days 1 and 20 are not merged
     assert r.summary()["documents_without_date"] == 1
     as_strings = df.assign(when=["2020-01-01", "2020-01-20", None, "2020-01-01"])
-    r2 = neardup.dedup(as_strings, method="exact", date_field="when", time_window_hours=48)
+    r2 = neardup.dedup(as_strings, method="minhash", date_field="when", time_window_hours=48)
     assert r2.clusters.tolist() == r.clusters.tolist()
 
 
