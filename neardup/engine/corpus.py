@@ -557,7 +557,8 @@ def run_corpus_stage(
         )
     timer = timer or StageTimer()
     config = config.resolve(total)
-    with tempfile.TemporaryDirectory(prefix="neardup-work-") as scratch:
+    _remove_stale_scratch()
+    with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH}{os.getpid()}-") as scratch:
         path = config.work_dir if config.work_dir is not None else scratch
         wd = WorkDir(path, {"method": method.name, "input": input_identity}, resume=config.resume)
         sketch_facts = _sketch_stage(wd, batches, method, config, timer, progress, total)
@@ -588,6 +589,23 @@ def run_corpus_stage(
                 stats={"candidate_keys": sketch_facts["n_keys"], **link_facts, **comp_facts},
             )
     return output
+
+
+_SCRATCH = "neardup-work-"
+
+
+def _remove_stale_scratch() -> None:
+    """Delete default work directories left by killed runs (SIGKILL skips clean-up): their
+    names carry the process id, and a directory whose process is gone is stale."""
+    import shutil
+
+    from neardup.io.outputs import process_alive
+
+    root = Path(tempfile.gettempdir())
+    for path in root.glob(f"{_SCRATCH}*-*"):
+        pid = path.name[len(_SCRATCH):].split("-", 1)[0]
+        if pid.isdigit() and not process_alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def labels_from_roots(roots: np.ndarray) -> np.ndarray:

@@ -69,7 +69,8 @@ def _size(number: int) -> str:
     return f"{number} bytes"  # pragma: no cover
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (ours counts as alive)."""
     if pid == os.getpid():
         return True
     try:
@@ -282,7 +283,7 @@ class OutputSet:
             if not entry.name.startswith(prefix):
                 continue
             match = _LEFTOVER.match(entry.name, len(target.name) + 1)
-            if match is None or _alive(int(match.group(1))):
+            if match is None or process_alive(int(match.group(1))):
                 continue
             path = Path(entry.path)
             if entry.is_dir(follow_symlinks=False):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import json
 
 import numpy as np
@@ -206,3 +207,22 @@ def test_every_document_once_and_order_independent(texts, rng):
     pairs_a = result.clusters[:, None] == result.clusters[None, :]
     pairs_b = back[:, None] == back[None, :]
     np.testing.assert_array_equal(pairs_a, pairs_b)
+
+
+def test_work_directories_of_killed_runs_are_removed(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"neardup-work-{dead.pid}-abc"
+    live = tmp_path / f"neardup-work-{os.getpid()}-abc"
+    other = tmp_path / "neardup-work-notapid"
+    for path in (stale, live, other):
+        (path / "sketch").mkdir(parents=True)
+    neardup.dedup(["a b c d", "a b c d"], "minhash", pair_types=False)
+    assert not stale.exists() and live.exists() and other.exists()
+    # The run's own temporary work directory is gone too.
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
