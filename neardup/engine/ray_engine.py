@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup.engine.buckets import group_runs
-from neardup.engine.corpus import CorpusStageOutput, _concat, _link_partition
+from neardup.engine.corpus import CorpusStageOutput, _link_partition
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
 from neardup.graph.edges import Pairs
