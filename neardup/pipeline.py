@@ -464,24 +464,6 @@ def pair_types(
     return np.asarray(types, dtype=object)
 
 
-def _cluster_from_roots(roots: np.ndarray, cluster: ClusterConfig):
-    """Labels, sizes, oversized flags and pre-split groups from union-find roots, with the
-    same oversized rule as :func:`~neardup.graph.cluster.cluster_pairs`."""
-    from neardup.graph.cluster import canonical_labels
-
-    labels = canonical_labels(roots)
-    sizes = np.bincount(labels)[labels] if labels.size else np.zeros(0, np.int64)
-    oversized = np.zeros(labels.size, dtype=bool)
-    groups = labels
-    if cluster.max_cluster_size is not None:
-        oversized = sizes > cluster.max_cluster_size
-        if cluster.oversized == "split" and oversized.any():
-            positions = np.arange(labels.size, dtype=np.int64)
-            labels = canonical_labels(np.where(oversized, positions, roots))
-            sizes = np.bincount(labels)[labels]
-    return labels, sizes.astype(np.int64), oversized, groups
-
-
 def _any_date(dates: np.ndarray | None) -> bool:
     if dates is None or not len(dates):
         return False
@@ -494,7 +476,12 @@ def _any_date(dates: np.ndarray | None) -> bool:
 def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str, timer,
                        engine: str = "local") -> Result:
     with timer.stage("cluster"):
-        labels, sizes, oversized, groups = _cluster_from_roots(stage.roots, cluster)
+        from neardup.graph.cluster import canonical_labels, flag_oversized
+
+        clustering = flag_oversized(canonical_labels(stage.roots), cluster.max_cluster_size,
+                                    cluster.oversized)
+        labels, sizes, oversized, groups = (clustering.labels, clustering.sizes,
+                                            clustering.oversized, clustering.groups)
         representative = choose_representatives(labels, stage.lengths, keep)
     status = np.where(stage.n_features > 0, STATUS_OK, STATUS_EMPTY).astype(object)
     return Result(

@@ -34,7 +34,12 @@ from neardup.cli.options import (
 )
 from neardup.errors import NeardupError, spelled_as
 from neardup.methods import make_method
-from neardup.cli.engine import corpus_stage_from_options, engine_options, input_identity
+from neardup.cli.engine import (
+    corpus_stage_from_options,
+    engine_options,
+    input_bytes,
+    input_identity,
+)
 from neardup.pipeline import KEEP_RULES, Result, run
 
 DEMO_HINT = "no INPUT given: running on the bundled demo corpus"
@@ -49,7 +54,6 @@ _OUTPUTS = (
     ("--report", "report"),
     ("--html", "html"),
 )
-_COMPRESSED_INPUT = (".gz", ".parquet")
 
 
 def _demo_corpus() -> Path:
@@ -113,29 +117,13 @@ def _termination_as_exception() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _input_bytes(inputs: tuple[Path, ...]) -> tuple[int, bool]:
-    """Total size of the inputs on disk, and whether any is compressed."""
-    total = 0
-    compressed = False
-    for path in inputs:
-        try:
-            if path.is_dir():
-                total += sum(p.stat().st_size for p in path.rglob("*.txt") if p.is_file())
-            else:
-                total += path.stat().st_size
-                compressed |= path.name.lower().endswith(_COMPRESSED_INPUT)
-        except OSError:
-            continue  # the reader names a missing input
-    return total, compressed
-
-
 def _output_set(inputs: tuple[Path, ...], opts: dict[str, Any]):
     """The run's outputs as an :class:`OutputSet`, with a size estimate for ``--out``."""
     from neardup.io.outputs import OutputSet
     from neardup.io.writers import output_kind
 
     outputs = OutputSet(inputs)
-    size, compressed = _input_bytes(inputs)
+    size, compressed = input_bytes(inputs)
     for flag, key in _OUTPUTS:
         path = opts[key]
         if path is None:

@@ -11,7 +11,28 @@ import click
 
 from neardup.engine import CorpusStageConfig, parse_memory
 
-__all__ = ["corpus_stage_from_options", "engine_options", "input_identity"]
+__all__ = ["corpus_stage_from_options", "engine_options", "input_bytes", "input_identity"]
+
+_COMPRESSED_INPUT = (".gz", ".parquet")
+
+
+def input_bytes(inputs) -> tuple[int, bool]:
+    """Total size of the inputs on disk (a directory: its .txt files), and whether any
+    is compressed; for estimates (free space, partitions), so unreadable paths count 0
+    (the reader names them)."""
+    total = 0
+    compressed = False
+    for path in inputs:
+        path = Path(path)
+        try:
+            if path.is_dir():
+                total += sum(p.stat().st_size for p in path.rglob("*.txt") if p.is_file())
+            else:
+                total += path.stat().st_size
+                compressed |= path.name.lower().endswith(_COMPRESSED_INPUT)
+        except OSError:
+            continue
+    return total, compressed
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,20 +96,10 @@ def corpus_stage_from_options(opts: dict[str, Any], inputs=()) -> CorpusStageCon
         partitions=opts["partitions"],
         resume=opts["resume"],
     )
-    size = _input_bytes(inputs)
+    size, compressed = input_bytes(inputs)
+    # Compressed input holds about four times its size in text.
+    size *= 4 if compressed else 1
     return config.resolve(size // 200 if size else None)
-
-
-def _input_bytes(inputs) -> int:
-    total = 0
-    for path in inputs:
-        path = Path(path)
-        if path.is_dir():
-            total += sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-        elif path.exists():
-            # Compressed JSONL holds about four times its size in text.
-            total += path.stat().st_size * (4 if path.suffix == ".gz" else 1)
-    return total
 
 
 def input_identity(inputs: tuple[Path, ...] | list[Path], reader_params: dict[str, Any]) -> dict:

@@ -38,9 +38,8 @@ import pyarrow.parquet as pq
 
 from neardup.engine.buckets import bucket_edges, group_runs
 from neardup.engine.unionfind import UnionFind
-from neardup.engine.workdir import WorkDir, read_arrow, write_arrow
+from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
 from neardup.errors import check_int
-from neardup.graph.cluster import canonical_labels
 from neardup.graph.edges import Pairs
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Method
@@ -312,19 +311,13 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                     "outside_window": np.concatenate((np.zeros(len(forest), bool),
                                                       np.ones(len(outside), bool))),
                 }))
-                _atomic_json(done, counts)
+                atomic_write_text(done, json.dumps(counts))
             counts = json.loads(done.read_text())
             for name in totals:
                 totals[name] += counts[name]
             advance(1)
     wd.finish("link", key, totals)
     return totals
-
-
-def _atomic_json(path: Path, value: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(value))
-    os.replace(tmp, path)
 
 
 class _ArrayStore:
@@ -606,8 +599,3 @@ def _remove_stale_scratch() -> None:
         pid = path.name[len(_SCRATCH):].split("-", 1)[0]
         if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
-
-
-def labels_from_roots(roots: np.ndarray) -> np.ndarray:
-    """Canonical cluster labels (numbered by first document) from union-find roots."""
-    return canonical_labels(roots)

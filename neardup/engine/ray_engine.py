@@ -50,6 +50,7 @@ from neardup.engine.corpus import CorpusStageOutput, _link_partition
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
 from neardup.graph.edges import Pairs
+from neardup.io import parquet_num_rows, parquet_records
 from neardup.io.batch import DocumentBatch
 from neardup.io.readers import ReaderConfig, detect_format
 from neardup.methods.base import Method
@@ -179,8 +180,6 @@ def _kind_or_none(path: Path) -> str | None:
 def plan_shards(inputs: RayInputs, shard_rows: int) -> list[_Shard]:
     """Cut the inputs into read tasks: Parquet by row range (from the file footers), other
     formats one per file."""
-    from neardup.io._formats import _parquet_file
-
     if inputs.reader.limit is not None:
         raise ValueError(
             "run: parameter 'limit' of the reader is not supported by engine='ray'; got "
@@ -189,9 +188,7 @@ def plan_shards(inputs: RayInputs, shard_rows: int) -> list[_Shard]:
     shards = []
     for path, kind in expand_inputs(inputs.paths):
         if kind in _SHARDED:
-            handle = _parquet_file(path)
-            n = handle.metadata.num_rows
-            handle.close()
+            n = parquet_num_rows(path)
             shards.extend(_Shard(path, kind, s, min(n, s + shard_rows)) for s in range(0, n, shard_rows))
         else:
             shards.append(_Shard(path, kind, 0, -1))
@@ -199,38 +196,6 @@ def plan_shards(inputs: RayInputs, shard_rows: int) -> list[_Shard]:
 
 
 # -- workers: read and sketch ------------------------------------------------------------
-
-
-def _parquet_range(path: str, columns: list[str], start: int, stop: int, batch_size: int):
-    """(row, None, record) of rows ``start:stop`` of a Parquet file, reading only the row
-    groups that hold them."""
-    from neardup.io._formats import _parquet_file
-
-    handle = _parquet_file(path)
-    names = handle.schema_arrow.names
-    for name in columns:
-        if name not in names:
-            raise InputError(
-                f"{path}: no column {name!r}, so no row has it; the columns are "
-                f"{', '.join(repr(n) for n in names)}. Set the matching ReaderConfig field "
-                "to the right column."
-            )
-    row, first = start, 0
-    try:
-        for group in range(handle.metadata.num_row_groups):
-            n = handle.metadata.row_group(group).num_rows
-            lo, hi = max(start, first), min(stop, first + n)
-            if lo < hi:
-                table = handle.read_row_group(group, columns=columns).slice(lo - first, hi - lo)
-                for batch in table.to_batches(max_chunksize=batch_size):
-                    for record in batch.to_pylist():
-                        yield row, None, record
-                        row += 1
-            first += n
-    except pa.ArrowException as exc:
-        raise InputError(f"{path}, row {row} (0-based): cannot read the Parquet data ({exc}).") from None
-    finally:
-        handle.close()
 
 
 def _shard_batches(shard: _Shard, reader: ReaderConfig, memory: list | None) -> Iterator[DocumentBatch]:
@@ -252,7 +217,8 @@ def _shard_batches(shard: _Shard, reader: ReaderConfig, memory: list | None) -> 
     fields = tuple(dict.fromkeys(f for f in (reader.text_field, reader.id_field, reader.date_field)
                                  if f is not None))
     if shard.kind in _SHARDED:
-        stream = _parquet_range(shard.path, list(fields), shard.start, shard.stop, reader.batch_size)
+        stream = parquet_records(shard.path, list(fields), reader.batch_size, tuple(fields),
+                                 start=shard.start, stop=shard.stop)
     else:
         stream = _record_stream(shard.path, shard.kind, reader, full=False)
     ids, texts, seconds, rows = [], [], [], []
@@ -746,12 +712,8 @@ def _kept_records(items: pa.Table, *, shards: list, reader: ReaderConfig, droppe
     for index in items.column("shard").to_pylist():
         shard = shards[index]
         if shard.kind in _SHARDED:
-            from neardup.io._formats import _parquet_file
-
-            handle = _parquet_file(shard.path)
-            stream = _parquet_range(shard.path, handle.schema_arrow.names, shard.start, shard.stop,
-                                    reader.batch_size)
-            handle.close()
+            stream = parquet_records(shard.path, None, reader.batch_size, start=shard.start,
+                                     stop=shard.stop)
         else:
             stream = _record_stream(shard.path, shard.kind, reader, full=True)
         base, records, position = offsets[index], [], 0
@@ -812,7 +774,8 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
     lengths = facts.column("length").to_numpy().astype(np.int64)
     ids = [str(d) if i is None else i for i, d in zip(facts.column("id").to_pylist(), nodes.tolist())]
     # Per duplicate: its cluster (the root), size, representative and template flag, with
-    # the local engine's rules (pipeline._cluster_from_roots, choose_representatives).
+    # the local engine's rules (graph.cluster.flag_oversized, pipeline.choose_representatives)
+    # over the duplicates only, keeping root positions as cluster ids.
     cluster_of = roots.copy()
     _, inverse, sizes = np.unique(roots, return_inverse=True, return_counts=True)
     size = sizes[inverse]

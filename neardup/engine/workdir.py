@@ -30,6 +30,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.feather as feather
 
+from neardup.io.writers import atomic_path
+
 __all__ = ["WorkDir", "WorkDirError"]
 
 MANIFEST_VERSION = 1
@@ -39,17 +41,16 @@ class WorkDirError(ValueError):
     """The work directory cannot be used for this run (foreign, or used by another run)."""
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file renamed into place."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
 
 
 def write_arrow(path: Path, table: pa.Table) -> None:
     """Write an Arrow IPC file atomically (uncompressed: these files are read once, soon)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    feather.write_feather(table, tmp, compression="uncompressed")
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        feather.write_feather(table, tmp, compression="uncompressed")
 
 
 def read_arrow(path: Path) -> pa.Table:
@@ -101,7 +102,7 @@ class WorkDir:
                     f"work dir {self.path} is not empty and is not a neardup work directory "
                     f"(holds {', '.join(sorted(leftovers)[:3])}); give an empty or new directory"
                 )
-            _atomic_write_text(
+            atomic_write_text(
                 manifest, json.dumps({"version": MANIFEST_VERSION, "identity": _jsonable(identity)},
                                      indent=1, sort_keys=True)
             )
@@ -131,7 +132,7 @@ class WorkDir:
         return directory
 
     def finish(self, stage: str, key: str, facts: dict[str, Any]) -> None:
-        _atomic_write_text(self.path / stage / "_DONE.json",
+        atomic_write_text(self.path / stage / "_DONE.json",
                            json.dumps({"key": key, "facts": facts}, sort_keys=True))
 
 

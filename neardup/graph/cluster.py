@@ -226,10 +226,18 @@ def cluster_pairs(
         )
         labels = canonical_labels(group_labels[group])
 
+    return flag_oversized(labels, max_cluster_size, oversized)
+
+
+def flag_oversized(labels: np.ndarray, max_cluster_size: int | None,
+                   oversized: str = "flag") -> Clustering:
+    """The :class:`Clustering` of canonical ``labels``: sizes, and clusters above
+    ``max_cluster_size`` flagged (``"flag"``) or also split into singletons
+    (``"split"``). Parameters are those of :func:`cluster_pairs`, already checked."""
     sizes = _cluster_sizes(labels)
     groups = labels
     if max_cluster_size is None:
-        flagged = np.zeros(n_docs, dtype=bool)
+        flagged = np.zeros(labels.shape[0], dtype=bool)
     else:
         flagged = sizes > max_cluster_size
         if oversized == "split" and flagged.any():

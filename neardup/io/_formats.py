@@ -38,6 +38,7 @@ __all__ = [
     "delimited_records",
     "jsonl_records",
     "parquet_columns",
+    "parquet_num_rows",
     "parquet_records",
     "txtdir_records",
 ]
@@ -314,9 +315,17 @@ def _parquet_file(path: str):
 
 
 def parquet_records(
-    path: str, columns: list[str] | None, batch_size: int, require: tuple[str, ...] = ()
+    path: str,
+    columns: list[str] | None,
+    batch_size: int,
+    require: tuple[str, ...] = (),
+    *,
+    start: int = 0,
+    stop: int | None = None,
 ) -> Iterator[Record]:
-    """Stream the rows of a Parquet file, reading only ``columns`` (None = all)."""
+    """Stream the rows of a Parquet file, reading only ``columns`` (None = all); with
+    ``start``/``stop``, only rows ``start:stop`` (0-based row numbers), decoding only the
+    row groups that hold them (a shard of a large file)."""
     import pyarrow as pa
 
     parquet = _parquet_file(path)
@@ -327,9 +336,9 @@ def parquet_records(
                 f"{path}: no column {name!r}, so no row has it; the columns are "
                 f"{', '.join(repr(n) for n in names)}. Set {_FIELDS()} to the right column."
             )
-    row = 0
+    row = start
     try:
-        for batch in parquet.iter_batches(batch_size=batch_size, columns=columns):
+        for batch in _parquet_batches(parquet, columns, batch_size, start, stop):
             for record in batch.to_pylist():
                 yield row, None, record
                 row += 1
@@ -339,6 +348,30 @@ def parquet_records(
         ) from None
     finally:
         parquet.close()
+
+
+def parquet_num_rows(path: str) -> int:
+    """Rows of a Parquet file, from its footer."""
+    parquet = _parquet_file(path)
+    try:
+        return int(parquet.metadata.num_rows)
+    finally:
+        parquet.close()
+
+
+def _parquet_batches(parquet, columns, batch_size: int, start: int, stop: int | None):
+    if start == 0 and stop is None:
+        yield from parquet.iter_batches(batch_size=batch_size, columns=columns)
+        return
+    first = 0
+    for group in range(parquet.metadata.num_row_groups):
+        n = parquet.metadata.row_group(group).num_rows
+        lo = max(start, first)
+        hi = first + n if stop is None else min(stop, first + n)
+        if lo < hi:
+            table = parquet.read_row_group(group, columns=columns).slice(lo - first, hi - lo)
+            yield from table.to_batches(max_chunksize=batch_size)
+        first += n
 
 
 def txtdir_records(path: str, errors: str) -> Iterator[Record]:
