@@ -111,6 +111,7 @@ def measure(cmd: list[str]) -> dict:
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env)
     cpu: dict[int, float] = {}
+    names: dict[int, str] = {}
     peak: dict[int, tuple[int, str]] = {}
     tree_peak = [0]
     done = threading.Event()
@@ -123,6 +124,7 @@ def measure(cmd: list[str]) -> dict:
                 if got is None:
                     continue
                 cpu[pid], total = got[0], total + got[1]
+                names[pid] = got[2]
                 if got[1] > peak.get(pid, (0, ""))[0]:
                     peak[pid] = (got[1], got[2])
             tree_peak[0] = max(tree_peak[0], total)
@@ -138,11 +140,15 @@ def measure(cmd: list[str]) -> dict:
     if status != 0:
         raise SystemExit(f"{cmd[3]} failed with status {status}")
     biggest = sorted(peak.values(), reverse=True)[:4]
+    by_name: dict[str, float] = {}
+    for pid, seconds in cpu.items():
+        by_name[names[pid]] = by_name.get(names[pid], 0.0) + seconds
     return {
         "wall_s": round(wall, 2),
         "cpu_s_sampled": round(sum(cpu.values()), 2),
         "cpu_s_wait4": round(usage.ru_utime + usage.ru_stime, 2),
         "processes": len(peak),
+        "cpu_s_by_process_name": {k: round(v, 2) for k, v in sorted(by_name.items(), key=lambda kv: -kv[1])},
         "peak_rss_mb_largest_processes": [[name, round(rss / 2**20)] for rss, name in biggest],
         "peak_rss_mb_tree": round(tree_peak[0] / 2**20),
         **json.loads(output.decode().strip().splitlines()[-1]),

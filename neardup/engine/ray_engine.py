@@ -43,10 +43,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from neardup.engine.buckets import group_runs
-from neardup.engine.corpus import CorpusStageOutput, _link_partition
+from neardup.engine.buckets import bucket_edges, group_runs
+from neardup.engine.corpus import CorpusStageOutput, PartitionLinker
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
 from neardup.graph.edges import Pairs
@@ -118,16 +117,25 @@ class RayConfig:
     shard_rows : int, default 25_000
         Parquet files are read in row ranges of this many documents (one task each);
         other formats are read one file per task.
+    first_wave : int or None, default None
+        Key partitions linked in the first wave; the others are linked afterwards, minus
+        the candidate edges between documents the first wave already joined. None: an
+        eighth of the partitions (at least one). ``partitions``: one wave (every
+        partition verifies its candidates on its own, as many times as partitions find
+        the same duplicate).
     """
 
     address: str | None = None
     partitions: int | None = None
     shard_rows: int = 25_000
+    first_wave: int | None = None
 
     def __post_init__(self) -> None:
         if self.partitions is not None:
             check_int("RayConfig", "partitions", self.partitions, low=1, high=1 << 16)
         check_int("RayConfig", "shard_rows", self.shard_rows, low=1)
+        if self.first_wave is not None:
+            check_int("RayConfig", "first_wave", self.first_wave, low=1)
 
 
 @dataclass(frozen=True)
@@ -152,7 +160,7 @@ class _Shard:
     path: str
     kind: str
     start: int  # first row (Parquet) or the index of an in-memory batch
-    stop: int  # end row (Parquet); -1: to the end of the file
+    stop: int  # end row (Parquet), the batch's size (memory); -1: to the end of the file
 
 
 def expand_inputs(paths: Sequence[str | os.PathLike]) -> list[tuple[str, str]]:
@@ -246,136 +254,113 @@ def _shard_batches(shard: _Shard, reader: ReaderConfig, memory: list | None) -> 
         extractor.binary.finish()
 
 
-def _fixed_binary(values: np.ndarray) -> pa.Array:
-    values = np.ascontiguousarray(values)
-    width = values.itemsize * int(np.prod(values.shape[1:], dtype=np.int64))
-    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), values.shape[0],
-                                                [None, pa.py_buffer(values.tobytes())])
+_FACTS = pa.schema([("shard", pa.int32()), ("row", pa.int64()), ("id", pa.string()),
+                    ("length", pa.int64()), ("date", pa.int64()), ("n_features", pa.int64())])
 
 
-def _from_fixed_binary(column, dtype: np.dtype, tail: tuple[int, ...]) -> np.ndarray:
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    width = array.type.byte_width
-    data = np.frombuffer(array.buffers()[1], np.uint8, count=len(array) * width,
-                         offset=array.offset * width)
-    return data.view(dtype).reshape(len(array), *tail)
+def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig, memory: list | None,
+                 partitions: int) -> tuple:
+    """Read and sketch one shard. Returns ``partitions + 3`` objects: a count (documents,
+    key rows), the shard's facts (Arrow, :data:`_FACTS`), its per-document arrays (the
+    method's verification arrays and ``date``, numpy, shard row order), then per key
+    partition ``p`` (``key % partitions == p``) the shard's key rows: ``key`` (uint64),
+    ``row`` (int64 shard row), ``payload`` when the method has one."""
+    facts, arrays, keys, rows, payload, offset = [], {}, [], [], [], 0
+    for batch in _shard_batches(shard, reader, memory):
+        n = len(batch)
+        sketch = method.sketch(batch.texts)
+        found = method.candidate_keys(sketch)
+        dates = (batch.dates.astype("datetime64[s]").astype(np.int64) if batch.dates is not None
+                 else np.full(n, _NO_DATE, np.int64))
+        facts.append(pa.table({
+            "shard": pa.array(np.full(n, index, np.int32)),
+            "row": pa.array(np.arange(offset, offset + n, dtype=np.int64)),
+            "id": pa.array(batch.ids if batch.ids is not None else [None] * n, pa.string()),
+            "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
+            "date": pa.array(dates),  # NaT is int64 min, _NO_DATE
+            "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
+        }, schema=_FACTS))
+        for name in method.candidate_arrays:
+            arrays.setdefault(name, []).append(np.ascontiguousarray(sketch.arrays[name]))
+        arrays.setdefault("date", []).append(dates)
+        keys.append(np.asarray(found.keys, np.uint64))
+        rows.append(np.asarray(found.docs, np.int64) + offset)
+        if found.payload is not None:
+            payload.append(np.asarray(found.payload, np.uint64))
+        offset += n
+    arrays = {name: np.concatenate(parts) for name, parts in arrays.items()}
+    key = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
+    row = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+    pay = np.concatenate(payload) if payload else None
+    part = (key % np.uint64(partitions)).astype(np.int64)
+    order = np.argsort(part, kind="stable")
+    bounds = np.zeros(partitions + 1, np.int64)
+    np.cumsum(np.bincount(part, minlength=partitions), out=bounds[1:])
+    key, row = key[order], row[order]
+    pay = pay[order] if pay is not None else None
+    out = []
+    for p in range(partitions):
+        s, e = bounds[p], bounds[p + 1]
+        out.append({"key": key[s:e], "row": row[s:e], **({"payload": pay[s:e]} if pay is not None else {})})
+    table = pa.concat_tables(facts) if facts else _FACTS.empty_table()
+    return ((offset, int(key.size)), table, arrays, *out)
 
 
-def _keys_list(docs: np.ndarray, values: np.ndarray, n: int) -> pa.Array:
-    order = np.argsort(docs, kind="stable")
-    offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(np.bincount(docs, minlength=n), out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[order], pa.uint64()))
+def _concat_pairs(parts: list[tuple[np.ndarray, ...]]) -> Pairs:
+    if not parts:
+        return Pairs.empty()
+    return Pairs(*(np.concatenate([p[i] for p in parts]) for i in range(3)))
 
 
-def _sketch_shards(items: pa.Table, *, shards: list[_Shard], method: Method, reader: ReaderConfig,
-                   memory: list | None) -> Iterator[pa.Table]:
-    for index in items.column("shard").to_pylist():
-        shard = shards[index]
-        offset = 0
-        for batch in _shard_batches(shard, reader, memory):
-            n = len(batch)
-            sketch = method.sketch(batch.texts)
-            keys = method.candidate_keys(sketch)
-            docs = np.asarray(keys.docs, np.int64)
-            dates = (batch.dates.astype("datetime64[s]").astype(np.int64) if batch.dates is not None
-                     else np.full(n, _NO_DATE, np.int64))
-            columns = {
-                "shard": pa.array(np.full(n, index, np.int32)),
-                "row": pa.array(np.arange(offset, offset + n, dtype=np.int64)),
-                "id": pa.array(batch.ids if batch.ids is not None else [None] * n, pa.string()),
-                "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
-                "date": pa.array(dates),  # NaT is int64 min, _NO_DATE
-                "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
-                "keys": _keys_list(docs, np.asarray(keys.keys, np.uint64), n),
-            }
-            if keys.payload is not None:
-                columns["payload"] = _keys_list(docs, np.asarray(keys.payload, np.uint64), n)
-            for name in method.candidate_arrays:
-                columns[f"a_{name}"] = _fixed_binary(sketch.arrays[name])
-            offset += n
-            yield pa.table(columns)
+def _roots_of(docs: np.ndarray, seed: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """Component root of each document after the earlier waves (itself if it joined none)."""
+    if seed is None or seed[0].size == 0:
+        return docs.copy()
+    nodes, roots = seed
+    at = np.minimum(np.searchsorted(nodes, docs), nodes.size - 1)
+    return np.where(nodes[at] == docs, roots[at], docs)
 
 
-# -- workers: keys, arrays, linking ------------------------------------------------------
+def _bucket_task(offsets: np.ndarray, method: Method, seed, *parts: dict) -> tuple:
+    """One key partition's candidate edges (all shards' key rows of the partition, in
+    shard order): a star plus chain per shared key (or the method's ``link_bucket``),
+    minus the edges whose documents an earlier wave already joined (``seed``: sorted
+    positions of joined documents and their roots). Returns ``1 + len(offsets)`` objects:
+    the edges with counts, then per shard the sorted shard rows whose arrays the
+    partition needs."""
+    keys = np.concatenate([p["key"] for p in parts])
+    docs = np.concatenate([offsets[s] + p["row"] for s, p in enumerate(parts)])
+    payload = np.concatenate([p["payload"] for p in parts]) if "payload" in parts[0] else None
+    order = np.lexsort((docs, keys))
+    keys, docs = keys[order], docs[order]
+    payload = payload[order] if payload is not None else None
+    starts, sizes = group_runs(keys)
+    multi = sizes > 1
+    shared_rows = int(sizes[multi].sum())
+    linked = method.link_bucket(keys, docs, payload)
+    if linked is not None:
+        left, right, score = linked.left, linked.right, np.asarray(linked.score, np.float32)
+    else:
+        left, right = bucket_edges(docs, starts[multi], sizes[multi], method.bucket_all_pairs_upto)
+        score = None
+    del keys, docs, payload, order
+    candidates = int(left.size)
+    if seed is not None:
+        keep = _roots_of(left, seed) != _roots_of(right, seed)
+        left, right = left[keep], right[keep]
+        score = score[keep] if score is not None else None
+    need = np.unique(np.concatenate((left, right)))
+    bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
+    requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
+    edges = {"left": left, "right": right, "score": score, "candidate_edges": candidates,
+             "shared_rows": shared_rows, "documents": int(need.size)}
+    return (edges, *requests)
 
 
-def _key_rows(batch: pa.Table, *, offsets: np.ndarray, partitions: int) -> pa.Table:
-    doc = offsets[batch.column("shard").to_numpy()] + batch.column("row").to_numpy()
-    keys = batch.column("keys").combine_chunks()
-    parent = pc.list_parent_indices(keys).to_numpy()
-    key = pc.list_flatten(keys).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
-    columns = {"part": pa.array((key % np.uint64(partitions)).astype(np.int32)), "key": pa.array(key),
-               "doc": pa.array(doc[parent])}
-    if "payload" in batch.column_names:
-        columns["payload"] = pc.list_flatten(batch.column("payload").combine_chunks())
-    return pa.table(columns)
-
-
-def _shared_keys(group: pa.Table) -> pa.Table:
-    """The rows of a key partition whose key is shared by two or more documents."""
-    keys = group.column("key").to_numpy()
-    order = np.argsort(keys, kind="stable")
-    starts, sizes = group_runs(keys[order])
-    shared = np.repeat(sizes > 1, sizes)
-    return group.take(pa.array(order[shared]))
-
-
-def _with_arrays(table: pa.Table, layout: dict, array_columns: dict[str, pa.Array] | None) -> pa.Table:
-    for name, (dtype, tail) in layout.items():
-        width = dtype.itemsize * int(np.prod(tail, dtype=np.int64))
-        column = (array_columns[name] if array_columns is not None
-                  else pa.nulls(table.num_rows, pa.binary(width)))
-        table = table.append_column(f"a_{name}", column)
-    return table
-
-
-def _doc_side(batch: pa.Table, *, offsets: np.ndarray, payload: bool, layout: dict) -> pa.Table:
-    shard = batch.column("shard").to_numpy()
-    n = batch.num_rows
-    columns = {"route": pa.array(shard), "part": pa.array(np.full(n, -1, np.int32)),
-               "key": pa.array(np.zeros(n, np.uint64)),
-               "doc": pa.array(offsets[shard] + batch.column("row").to_numpy())}
-    if payload:
-        columns["payload"] = pa.array(np.zeros(n, np.uint64))
-    columns["date"] = batch.column("date")
-    return _with_arrays(pa.table(columns), layout, {k: batch.column(f"a_{k}") for k in layout})
-
-
-def _need_side(batch: pa.Table, *, offsets: np.ndarray, layout: dict) -> pa.Table:
-    doc = batch.column("doc").to_numpy()
-    route = (np.searchsorted(offsets, doc, side="right") - 1).astype(np.int32)
-    table = pa.table({"route": pa.array(route), **{c: batch.column(c) for c in batch.column_names}})
-    table = table.append_column("date", pa.array(np.zeros(batch.num_rows, np.int64)))
-    return _with_arrays(table, layout, None)
-
-
-def _attach(group: pa.Table) -> pa.Table:
-    """One shard's documents and the key rows that name them: the key rows with their
-    document's arrays and date."""
-    part = group.column("part").to_numpy()
-    mine = np.flatnonzero(part < 0)
-    wanted = np.flatnonzero(part >= 0)
-    docs = group.column("doc").to_numpy()
-    order = mine[np.argsort(docs[mine], kind="stable")]
-    source = order[np.searchsorted(docs[order], docs[wanted])]
-    out = group.take(pa.array(wanted)).drop_columns(["route"])
-    for name in out.column_names:
-        if name.startswith("a_") or name == "date":
-            out = out.set_column(out.schema.get_field_index(name), name,
-                                 group.column(name).take(pa.array(source)))
-    return out
-
-
-class _RowStore:
-    """The partition's own documents' verification arrays, for ``_link_partition``."""
-
-    def __init__(self, docs: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
-        self.docs, self.arrays = docs, arrays
-
-    def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
-        index = np.searchsorted(self.docs, docs)
-        return {name: values[index] for name, values in self.arrays.items()}
+def _gather_task(arrays: dict[str, np.ndarray], names: tuple[str, ...], *requests: np.ndarray):
+    """The rows of one shard's arrays (``names``) that each partition asked for."""
+    out = tuple({name: arrays[name][rows] for name in names} for rows in requests)
+    return out if len(out) != 1 else out[0]
 
 
 def _maybe_fail_once() -> None:
@@ -389,35 +374,32 @@ def _maybe_fail_once() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-_EDGE, _OUTSIDE, _COUNTS, _ROWS = 0, 1, 2, 3
-
-
-def _link_group(group: pa.Table, *, method: Method, layout: dict, window_hours: float | None,
-                chunk_rows: int) -> pa.Table:
-    """One key partition linked as the local engine links it, with a union-find over the
-    partition's own documents: its forest edges, outside-window pairs and counts."""
+def _link_task(edges: dict, method: Method, window_hours: float | None, seed, *rows: dict) -> dict:
+    """One key partition linked as the local engine links it (skip an edge whose documents
+    are already joined, verify the others), with a union-find over the partition's
+    documents seeded with the earlier waves' components: its forest edges, the pairs the
+    time window kept apart, and counts."""
     _maybe_fail_once()
-    docs = group.column("doc").to_numpy()
-    local, first = np.unique(docs, return_index=True)
-    take = pa.array(first)
-    arrays = {name: _from_fixed_binary(group.column(f"a_{name}").take(take), dtype, tail)
-              for name, (dtype, tail) in layout.items()}
-    dates = group.column("date").take(take).to_numpy() if window_hours is not None else None
-    keys = group.select(["key", "doc"] + (["payload"] if "payload" in group.column_names else []))
-    forest, outside, counts = _link_partition(method, [keys], _RowStore(local, arrays), dates,
-                                              window_hours, chunk_rows, uf=None)
-    # Two rows of counts close the table: (candidate edges, verified edges) and (key rows
-    # shared with another document, distinct documents among them).
-    kind = np.concatenate((np.full(len(forest), _EDGE, np.int8), np.full(len(outside), _OUTSIDE, np.int8),
-                           [_COUNTS, _ROWS]))
-    return pa.table({
-        "kind": pa.array(kind),
-        "left": np.concatenate((forest.left, outside.left,
-                                [counts["candidate_edges"], group.num_rows])).astype(np.int64),
-        "right": np.concatenate((forest.right, outside.right,
-                                 [counts["verified_edges"], local.size])).astype(np.int64),
-        "score": np.concatenate((forest.score, outside.score, [0.0, 0.0])).astype(np.float32),
-    })
+    left, right, score = edges["left"], edges["right"], edges["score"]
+    local = np.unique(np.concatenate((left, right)))
+    arrays = {name: np.concatenate([r[name] for r in rows]) for name in rows[0]} if rows else {}
+    dates = arrays.pop("date", None) if window_hours is not None else None
+    arrays.pop("date", None)
+    linker = PartitionLinker(method, local, dates, window_hours, uf=None)
+    if seed is not None and local.size:
+        # Documents of one earlier component start joined (not forest edges: the earlier
+        # wave's forest holds them).
+        roots = _roots_of(local, seed)
+        by = np.argsort(roots, kind="stable")
+        same = np.flatnonzero(roots[by][1:] == roots[by][:-1])
+        linker.uf.union(by[same], by[same + 1])
+    linker.consider(left, right, score, rows=None if score is not None else (local, arrays))
+    forest, outside = _concat_pairs(linker.forest), _concat_pairs(linker.outside)
+    return {"forest": (forest.left, forest.right, forest.score),
+            "outside": (outside.left, outside.right, outside.score),
+            "counts": {"candidate_edges": edges["candidate_edges"], "edges_after_seed": int(left.size),
+                       "verified_edges": linker.counts["verified_edges"],
+                       "shared_key_rows": edges["shared_rows"], "linked_documents": int(local.size)}}
 
 
 # -- driver ------------------------------------------------------------------------------
@@ -438,10 +420,16 @@ def _ray_error(exc: BaseException) -> BaseException:
     return exc
 
 
-def _method_layout(method: Method) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
-    probe = method.sketch(["neardup probe text for array shapes"])
-    return {name: (probe.arrays[name].dtype, tuple(probe.arrays[name].shape[1:]))
-            for name in method.candidate_arrays}
+def _estimate_docs(shards: list[_Shard], memory: list | None) -> int:
+    """Documents in the input, before reading it (it sets the number of key partitions):
+    exact for Parquet row ranges and in-memory batches, one per kilobyte of other files."""
+    total = 0
+    for shard in shards:
+        if shard.kind in _SHARDED or shard.kind == "memory":
+            total += max(shard.stop - shard.start, 0) if shard.kind in _SHARDED else shard.stop
+        else:
+            total += max(os.path.getsize(shard.path) // 1000, 1)
+    return total
 
 
 def _memory_shards(batches: Iterable[DocumentBatch]) -> tuple[list[_Shard], list, bool]:
@@ -450,7 +438,7 @@ def _memory_shards(batches: Iterable[DocumentBatch]) -> tuple[list[_Shard], list
     shards, refs, has_dates = [], [], False
     for batch in batches:
         has_dates = has_dates or batch.dates is not None
-        shards.append(_Shard("<memory>", "memory", len(refs), -1))
+        shards.append(_Shard("<memory>", "memory", len(refs), len(batch)))
         refs.append(ray.put(batch))
     return shards, refs, has_dates
 
@@ -458,8 +446,6 @@ def _memory_shards(batches: Iterable[DocumentBatch]) -> tuple[list[_Shard], list
 def _project(block: pa.Table, columns: list[str]) -> pa.Table:
     if block.num_rows == 0:
         return pa.table({c: pa.array([], pa.int64()) for c in columns})
-    if "n_keys" in columns:  # derived: keys per document
-        block = block.append_column("n_keys", pc.list_value_length(block.column("keys")))
     return block.select(columns)
 
 
@@ -468,7 +454,8 @@ def _collect(dataset, columns: list[str]) -> pa.Table:
     import ray
 
     project = ray.remote(_project)
-    tables = ray.get([project.remote(ref, columns) for ref in dataset.to_arrow_refs()])
+    refs = dataset.to_arrow_refs() if dataset is not None else []
+    tables = ray.get([project.remote(ref, columns) for ref in refs])
     tables = [t for t in tables if t.num_rows]
     if not tables:
         return pa.table({c: pa.array([], pa.int64()) for c in columns})
@@ -554,75 +541,83 @@ class RayRun:
                 "and the input has none. Give the documents' dates (--date-field; date_field= "
                 "in neardup.dedup) or drop the window."
             )
-        self.layout = layout = _method_layout(method)
         self.n_shards = len(shards)
+        partitions = self.config.partitions or _default_partitions(_estimate_docs(shards, memory))
+        self.partitions = partitions
+        method_ref = ray.put(method)
+        sketch = ray.remote(_sketch_task).options(num_returns=partitions + 3)
         with timer.stage("sketch"):
-            items = ray.data.from_items([{"shard": i} for i in range(len(shards))],
-                                        override_num_blocks=max(len(shards), 1))
-            self.docs = items.map_batches(
-                _sketch_shards, batch_size=1, batch_format="pyarrow",
-                fn_kwargs={"shards": shards, "method": method, "reader": reader, "memory": memory},
-            ).materialize()
-            counts = np.zeros(len(shards), np.int64)
-            facts = _collect(self.docs, ["shard", "n_keys"])
-            np.add.at(counts, facts.column("shard").to_numpy().astype(np.int64), 1)
-            self.n_keys = int(pc.sum(facts.column("n_keys")).as_py() or 0)
+            out = [sketch.remote(i, shard, method_ref, reader, memory, partitions)
+                   for i, shard in enumerate(shards)]
+            sizes = np.array(ray.get([o[0] for o in out]), np.int64).reshape(-1, 2)
+        counts = sizes[:, 0]
+        self.n_keys = int(sizes[:, 1].sum())
         self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
         self.n_docs = int(counts.sum())
-        partitions = self.config.partitions or _default_partitions(self.n_docs)
-        if self.n_docs == 0:  # nothing to link (an empty dataset has no schema to map)
-            self._merge(pa.table({"kind": pa.array([], pa.int8()), "left": pa.array([], pa.int64()),
-                                  "right": pa.array([], pa.int64()),
-                                  "score": pa.array([], pa.float32())}), partitions)
-            return
-        payload = "payload" in self.docs.schema().names
-        row_bytes = sum(d.itemsize * int(np.prod(t, dtype=np.int64)) for d, t in layout.values())
+        facts = [o[1] for o, n in zip(out, counts) if n]
+        self.docs = ray.data.from_arrow_refs(facts) if facts else None
+        arrays = [o[2] for o in out]
+        keys = [o[3:] for o in out]
+        del out
+        names = tuple(method.candidate_arrays) + (("date",) if self.window is not None else ())
+        bucket = ray.remote(_bucket_task).options(num_returns=len(shards) + 1)
+        gather = ray.remote(_gather_task)
+        link = ray.remote(_link_task)
+        first = min(self.config.first_wave or max(1, partitions // 8), partitions)
+        waves = [list(range(first)), list(range(first, partitions))]
+        results, seed, self.wave_stats = [], None, []
         with timer.stage("pairs"):
-            keys = self.docs.map_batches(_key_rows, batch_format="pyarrow",
-                                         fn_kwargs={"offsets": self.offsets, "partitions": partitions})
-            shared = keys.groupby("part", num_partitions=partitions).map_groups(_shared_keys, batch_format="pyarrow")
-            needs = shared.map_batches(_need_side, batch_format="pyarrow",
-                                       fn_kwargs={"offsets": self.offsets, "layout": layout})
-            mine = self.docs.map_batches(_doc_side, batch_format="pyarrow",
-                                         fn_kwargs={"offsets": self.offsets, "payload": payload,
-                                                    "layout": layout})
-            routes = max(min(len(shards), partitions), 1)
-            rows = mine.union(needs).groupby("route", num_partitions=routes).map_groups(_attach, batch_format="pyarrow")
-            chunk_rows = int(max((256 << 20) // (row_bytes + 64), 1024))
-            linked = rows.groupby("part", num_partitions=partitions).map_groups(
-                _link_group, batch_format="pyarrow",
-                fn_kwargs={"method": method, "layout": layout, "window_hours": self.window,
-                           "chunk_rows": chunk_rows},
-            )
-            table = _collect(linked.materialize(), ["kind", "left", "right", "score"])
+            for wave in waves if self.n_docs else []:
+                if not wave:
+                    continue
+                seed_ref = ray.put(seed) if seed is not None else None
+                buckets = [bucket.remote(self.offsets, method_ref, seed_ref,
+                                         *[keys[s][p] for s in range(len(shards))]) for p in wave]
+                rows = [gather.options(num_returns=len(wave)).remote(arrays[s], names,
+                                                                     *[b[1 + s] for b in buckets])
+                        for s in range(len(shards))]
+                rows = [r if isinstance(r, list) else [r] for r in rows]
+                linked = [link.remote(b[0], method_ref, self.window, seed_ref, *[r[j] for r in rows])
+                          for j, b in enumerate(buckets)]
+                del buckets, rows
+                done = ray.get(linked)
+                results.extend(done)
+                self.wave_stats.append({"partitions": len(wave), **{
+                    k: int(sum(d["counts"][k] for d in done)) for k in done[0]["counts"]}})
+                seed = self._merge(results, partitions, final=False)
         with timer.stage("cluster"):
-            self._merge(table, partitions)
+            self._merge(results, partitions, final=True)
 
-    def _merge(self, table: pa.Table, partitions: int) -> None:
+    def _merge(self, results: list[dict], partitions: int, final: bool):
         """Global merge of the partition forests: a union-find over the documents that
-        appear in them (compacted to 0..k-1), whose joins form the run's forest."""
-        kind = table.column("kind").to_numpy()
-        left, right = table.column("left").to_numpy(), table.column("right").to_numpy()
-        score = table.column("score").to_numpy()
-        counts = kind == _COUNTS
-        edges, away = kind == _EDGE, kind == _OUTSIDE
-        left_e, right_e, score_e = left[edges], right[edges], score[edges]
-        # Partitions in a fixed order (by their smallest edge), so the forest is deterministic.
+        appear in them (compacted to 0..k-1), whose joins form the run's forest. Returns
+        (joined documents, their roots): the seed of the next wave."""
+        def cat(part: str, i: int, dtype) -> np.ndarray:
+            return np.concatenate([np.zeros(0, dtype)] + [r[part][i] for r in results]).astype(dtype)
+
+        left_e, right_e, score_e = cat("forest", 0, np.int64), cat("forest", 1, np.int64), cat("forest", 2, np.float32)
+        # Edges in a fixed order (by their smallest document), so the forest is deterministic.
         order = np.lexsort((right_e, left_e))
         left_e, right_e, score_e = left_e[order], right_e[order], score_e[order]
         nodes = np.unique(np.concatenate((left_e, right_e)))
         uf = UnionFind(nodes.size)
         merged = uf.union(np.searchsorted(nodes, left_e), np.searchsorted(nodes, right_e))
-        self.nodes = nodes
-        self.node_roots = nodes[uf.roots()]
+        node_roots = nodes[uf.roots()]
+        if not final:
+            return nodes, node_roots
+        self.nodes, self.node_roots = nodes, node_roots
         self.forest = Pairs(left_e[merged], right_e[merged], score_e[merged]).canonical()
-        self.outside = Pairs(left[away], right[away], score[away]).canonical()
+        self.outside = Pairs(cat("outside", 0, np.int64), cat("outside", 1, np.int64),
+                             cat("outside", 2, np.float32)).canonical()
+        total = {k: int(sum(r["counts"][k] for r in results)) for k in
+                 ("candidate_edges", "verified_edges", "shared_key_rows", "edges_after_seed")}
         self.stats = {
-            "candidate_keys": self.n_keys, "candidate_edges": int(left[counts].sum()),
-            "verified_edges": int(right[counts].sum()), "forest_edges": len(self.forest),
-            "shared_key_rows": int(left[kind == _ROWS].sum()),
-            "outside_window": len(self.outside), "partitions": partitions, "shards": self.n_shards,
+            "candidate_keys": self.n_keys, "candidate_edges": total["candidate_edges"],
+            "verified_edges": total["verified_edges"], "forest_edges": len(self.forest),
+            "shared_key_rows": total["shared_key_rows"], "outside_window": len(self.outside),
+            "partitions": partitions, "shards": self.n_shards, "waves": getattr(self, "wave_stats", []),
         }
+        return nodes, node_roots
 
     def roots(self) -> np.ndarray:
         """Root of every document (int64, shape (n_docs,)): a driver-side array."""
@@ -763,7 +758,7 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
     nodes_ref = ray.put(nodes)
     fetch = ray.remote(_duplicate_facts)
     count = ray.remote(_empty_count)
-    refs = run.docs.to_arrow_refs()
+    refs = run.docs.to_arrow_refs() if run.docs is not None else []
     facts = [t for t in ray.get([fetch.remote(r, nodes_ref, run.offsets) for r in refs]) if t.num_rows]
     empty = sum(ray.get([count.remote(r) for r in refs]))
     facts = pa.concat_tables(facts) if facts else pa.table({"doc": pa.array([], pa.int64()),
