@@ -16,7 +16,13 @@ work, so wall time is noisy; CPU seconds are the steadier figure.
 
     python bench/scale_corpus.py --docs 100000 --out /tmp/neardup-scale/100k
     python bench/bench_ray.py --corpus /tmp/neardup-scale/100k
-    python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1
+    python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2
+    python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --files 3 --configs local ray1
+
+Both "nodes" of ``ray2`` run on this machine and share its cores (1 CPU of Ray resources
+each): it measures the cost of the exchanges between two raylets and object stores, not
+a speed-up. The CPU breakdown by process name (workers, driver, Ray's daemons) is in
+the JSON (``cpu_s_by_process_name``).
 """
 
 from __future__ import annotations
@@ -159,9 +165,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, required=True, help="directory of Parquet shards")
     parser.add_argument("--configs", nargs="+", default=["local", "ray1", "ray2"])
+    parser.add_argument("--files", type=int, default=None,
+                        help="use only the first N Parquet files (a scaling curve on one corpus)")
     parser.add_argument("--name", default=None)
     args = parser.parse_args()
-    files = sorted(str(p) for p in args.corpus.glob("*.parquet"))
+    files = sorted(str(p) for p in args.corpus.glob("*.parquet"))[:args.files]
     rows = []
     for config in args.configs:
         with tempfile.TemporaryDirectory(prefix="neardup-bench-ray-") as out:
@@ -178,6 +186,7 @@ def main() -> None:
             row["same_clusters_as_local"] = row["summary"]["clusters"] == local["summary"]["clusters"]
     path = save(args.name or f"ray-{args.corpus.name}",
                 {"machine": machine(), "corpus": str(args.corpus), "files": len(files), "rows": rows,
+                 "load_average_after": os.getloadavg(),
                  "command": " ".join(["python", "bench/bench_ray.py", *sys.argv[1:]])})
     print(f"wrote {path}")
 

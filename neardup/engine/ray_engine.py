@@ -430,6 +430,46 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, seed, *r
                        "shared_key_rows": edges["shared_rows"], "linked_documents": int(local.size)}}
 
 
+def _merge_forests(*results: dict) -> tuple[dict, tuple[np.ndarray, np.ndarray], dict]:
+    """Link results (or merges of them) as one: a spanning forest of their forests' union
+    (a union-find over the documents in them, edges in a fixed order so the forest is
+    deterministic), the pairs the time window kept apart, summed counts; then the seed of
+    the next wave (sorted joined documents, the root of each: its component's smallest
+    position) and the counts alone."""
+    def cat(part: str, i: int, dtype) -> np.ndarray:
+        return np.concatenate([np.zeros(0, dtype)] + [r[part][i] for r in results]).astype(dtype)
+
+    left, right, score = cat("forest", 0, np.int64), cat("forest", 1, np.int64), cat("forest", 2, np.float32)
+    order = np.lexsort((right, left))
+    left, right, score = left[order], right[order], score[order]
+    nodes = np.unique(np.concatenate((left, right)))
+    uf = UnionFind(nodes.size)
+    joined = uf.union(np.searchsorted(nodes, left), np.searchsorted(nodes, right))
+    counts: dict[str, int] = {}
+    for r in results:
+        for k, v in r["counts"].items():
+            counts[k] = counts.get(k, 0) + int(v)
+    merged = {"forest": (left[joined], right[joined], score[joined]),
+              "outside": tuple(cat("outside", i, t) for i, t in enumerate((np.int64, np.int64, np.float32))),
+              "counts": counts}
+    return merged, (nodes, nodes[uf.roots()]), counts
+
+
+def _reduce_forests(refs: list, fan_in: int = 8):
+    """A tree of merge tasks over link results: object references to the merged result,
+    the seed and the counts. Each merge holds at most ``fan_in`` forests, each of at most
+    one edge per joined document, so no process, the driver included, holds every
+    partition's forest."""
+    import ray
+
+    merge = ray.remote(_merge_forests).options(num_returns=3)
+    while True:
+        out = [merge.remote(*refs[i:i + fan_in]) for i in range(0, len(refs), fan_in)]
+        if len(out) == 1:
+            return out[0]
+        refs = [o[0] for o in out]
+
+
 # -- driver ------------------------------------------------------------------------------
 
 
@@ -593,59 +633,45 @@ class RayRun:
         link = ray.remote(_link_task)
         first = min(self.config.first_wave or max(1, partitions // 8), partitions)
         waves = [list(range(first)), list(range(first, partitions))]
-        results, seed, self.wave_stats = [], None, []
+        merged = seed = None
+        totals: dict[str, int] = {}
+        self.wave_stats = []
         with timer.stage("pairs"):
             for wave in waves if self.n_docs else []:
                 if not wave:
                     continue
-                seed_ref = ray.put(seed) if seed is not None else None
-                buckets = [bucket.remote(self.offsets, method_ref, seed_ref,
+                buckets = [bucket.remote(self.offsets, method_ref, seed,
                                          *[keys[s][p] for s in range(len(shards))]) for p in wave]
                 rows = [gather.options(num_returns=len(wave)).remote(arrays[s], names,
                                                                      *[b[1 + s] for b in buckets])
                         for s in range(len(shards))]
                 rows = [r if isinstance(r, list) else [r] for r in rows]
-                linked = [link.remote(b[0], method_ref, self.window, seed_ref, *[r[j] for r in rows])
+                linked = [link.remote(b[0], method_ref, self.window, seed, *[r[j] for r in rows])
                           for j, b in enumerate(buckets)]
                 del buckets, rows
-                done = ray.get(linked)
-                results.extend(done)
+                merged, seed, counts = _reduce_forests(([merged] if merged is not None else []) + linked)
+                counts = ray.get(counts)  # the wave is done: its seed is ready for the next
                 self.wave_stats.append({"partitions": len(wave), **{
-                    k: int(sum(d["counts"][k] for d in done)) for k in done[0]["counts"]}})
-                seed = self._merge(results, partitions, final=False)
+                    k: v - totals.get(k, 0) for k, v in counts.items()}})
+                totals = counts
         with timer.stage("cluster"):
-            self._merge(results, partitions, final=True)
+            if merged is None:
+                final, (nodes, roots), _ = _merge_forests()
+            else:
+                final, (nodes, roots) = ray.get([merged, seed])
+            self._finish(final, nodes, roots, partitions)
 
-    def _merge(self, results: list[dict], partitions: int, final: bool):
-        """Global merge of the partition forests: a union-find over the documents that
-        appear in them (compacted to 0..k-1), whose joins form the run's forest. Returns
-        (joined documents, their roots): the seed of the next wave."""
-        def cat(part: str, i: int, dtype) -> np.ndarray:
-            return np.concatenate([np.zeros(0, dtype)] + [r[part][i] for r in results]).astype(dtype)
-
-        left_e, right_e, score_e = cat("forest", 0, np.int64), cat("forest", 1, np.int64), cat("forest", 2, np.float32)
-        # Edges in a fixed order (by their smallest document), so the forest is deterministic.
-        order = np.lexsort((right_e, left_e))
-        left_e, right_e, score_e = left_e[order], right_e[order], score_e[order]
-        nodes = np.unique(np.concatenate((left_e, right_e)))
-        uf = UnionFind(nodes.size)
-        merged = uf.union(np.searchsorted(nodes, left_e), np.searchsorted(nodes, right_e))
-        node_roots = nodes[uf.roots()]
-        if not final:
-            return nodes, node_roots
-        self.nodes, self.node_roots = nodes, node_roots
-        self.forest = Pairs(left_e[merged], right_e[merged], score_e[merged]).canonical()
-        self.outside = Pairs(cat("outside", 0, np.int64), cat("outside", 1, np.int64),
-                             cat("outside", 2, np.float32)).canonical()
-        total = {k: int(sum(r["counts"][k] for r in results)) for k in
-                 ("candidate_edges", "verified_edges", "shared_key_rows", "edges_after_seed")}
+    def _finish(self, final: dict, nodes: np.ndarray, roots: np.ndarray, partitions: int) -> None:
+        self.nodes, self.node_roots = nodes, roots
+        self.forest = Pairs(*final["forest"]).canonical()
+        self.outside = Pairs(*final["outside"]).canonical()
+        counts = final["counts"]
         self.stats = {
-            "candidate_keys": self.n_keys, "candidate_edges": total["candidate_edges"],
-            "verified_edges": total["verified_edges"], "forest_edges": len(self.forest),
-            "shared_key_rows": total["shared_key_rows"], "outside_window": len(self.outside),
-            "partitions": partitions, "shards": self.n_shards, "waves": getattr(self, "wave_stats", []),
+            "candidate_keys": self.n_keys, "candidate_edges": counts.get("candidate_edges", 0),
+            "verified_edges": counts.get("verified_edges", 0), "forest_edges": len(self.forest),
+            "shared_key_rows": counts.get("shared_key_rows", 0), "outside_window": len(self.outside),
+            "partitions": partitions, "shards": self.n_shards, "waves": self.wave_stats,
         }
-        return nodes, node_roots
 
     def roots(self) -> np.ndarray:
         """Root of every document (int64, shape (n_docs,)): a driver-side array."""
