@@ -46,6 +46,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,9 +60,9 @@ from neardup.engine.corpus import CorpusStageOutput, PartitionLinker
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
 from neardup.graph.edges import Pairs
-from neardup.io import parquet_num_rows, parquet_records
+from neardup.io import parquet_num_rows
 from neardup.io.batch import DocumentBatch
-from neardup.io.readers import ReaderConfig, detect_format
+from neardup.io.readers import ReaderConfig, detect_format, part_records, read_part
 from neardup.methods.base import Method
 from neardup.progress import StageTimer
 
@@ -237,49 +238,14 @@ def plan_shards(inputs: RayInputs, shard_rows: int) -> list[_Shard]:
 def _shard_batches(shard: _Shard, reader: ReaderConfig, memory: list | None) -> Iterator[DocumentBatch]:
     """The shard's documents in batches of ``reader.batch_size``; ids None when documents
     are numbered by global position (assigned once shard offsets are known)."""
-    from contextlib import closing
-
-    from neardup.io._dates import as_datetime64
-    from neardup.io.readers import _NATIVE, _Extractor, _record_stream
-
     if shard.kind == "memory":
         import ray
 
         yield ray.get(memory[shard.start])
         return
-    extractor = _Extractor(shard.path, shard.kind, reader)
-    with_dates = shard.kind == "reuters" or reader.date_field is not None
-    numbered = reader.id_field is None and shard.kind not in _NATIVE
-    fields = tuple(dict.fromkeys(f for f in (reader.text_field, reader.id_field, reader.date_field)
-                                 if f is not None))
-    if shard.kind in _SHARDED:
-        stream = parquet_records(shard.path, list(fields), reader.batch_size, tuple(fields),
-                                 start=shard.start, stop=shard.stop)
-    else:
-        stream = _record_stream(shard.path, shard.kind, reader, full=False)
-    ids, texts, seconds, rows = [], [], [], []
-
-    def batch() -> DocumentBatch:
-        return DocumentBatch(ids=None if numbered else ids, texts=texts,
-                             dates=as_datetime64(seconds) if with_dates else None,
-                             source=shard.path, rows=np.asarray(rows, np.int64))
-
-    try:
-        with closing(stream):
-            for row, line, record in stream:
-                texts.append(extractor.text(record, row, line))
-                if not numbered:
-                    ids.append(extractor.doc_id(record, row, line, row))
-                if with_dates:
-                    seconds.append(extractor.date(record, row, line))
-                rows.append(row)
-                if len(texts) == reader.batch_size:
-                    yield batch()
-                    ids, texts, seconds, rows = [], [], [], []
-        if texts:
-            yield batch()
-    finally:
-        extractor.binary.finish()
+    sharded = shard.kind in _SHARDED
+    yield from read_part(shard.path, shard.kind, reader, start=shard.start if sharded else 0,
+                         stop=shard.stop if sharded else None)
 
 
 _FACTS = pa.schema([("shard", pa.int32()), ("row", pa.int64()), ("id", pa.string()),
@@ -293,6 +259,7 @@ def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig
     method's verification arrays and ``date``, numpy, shard row order), then per key
     partition ``p`` (``key % partitions == p``) the shard's key rows: ``key`` (uint64),
     ``row`` (int64 shard row), ``payload`` when the method has one."""
+    cpu = time.process_time()
     facts, arrays, keys, rows, payload, offset = [], {}, [], [], [], 0
     for batch in _shard_batches(shard, reader, memory):
         n = len(batch)
@@ -331,7 +298,7 @@ def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig
         s, e = bounds[p], bounds[p + 1]
         out.append({"key": key[s:e], "row": row[s:e], **({"payload": pay[s:e]} if pay is not None else {})})
     table = pa.concat_tables(facts) if facts else _FACTS.empty_table()
-    return ((offset, int(key.size)), table, arrays, *out)
+    return ((offset, int(key.size), time.process_time() - cpu), table, arrays, *out)
 
 
 def _concat_pairs(parts: list[tuple[np.ndarray, ...]]) -> Pairs:
@@ -356,6 +323,7 @@ def _bucket_task(offsets: np.ndarray, method: Method, seed, *parts: dict) -> tup
     positions of joined documents and their roots). Returns ``1 + len(offsets)`` objects:
     the edges with counts, then per shard the sorted shard rows whose arrays the
     partition needs."""
+    cpu = time.process_time()
     keys = np.concatenate([p["key"] for p in parts])
     docs = np.concatenate([offsets[s] + p["row"] for s, p in enumerate(parts)])
     payload = np.concatenate([p["payload"] for p in parts]) if "payload" in parts[0] else None
@@ -381,6 +349,7 @@ def _bucket_task(offsets: np.ndarray, method: Method, seed, *parts: dict) -> tup
     bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
     requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
     edges = {"left": left, "right": right, "score": score, "candidate_edges": candidates,
+             "cpu_s": time.process_time() - cpu,
              "shared_rows": shared_rows, "documents": int(need.size)}
     return (edges, *requests)
 
@@ -408,6 +377,7 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, seed, *r
     documents seeded with the earlier waves' components: its forest edges, the pairs the
     time window kept apart, and counts."""
     _maybe_fail_once()
+    cpu = time.process_time()
     left, right, score = edges["left"], edges["right"], edges["score"]
     local = np.unique(np.concatenate((left, right)))
     arrays = {name: np.concatenate([r[name] for r in rows]) for name in rows[0]} if rows else {}
@@ -425,7 +395,8 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, seed, *r
     forest, outside = _concat_pairs(linker.forest), _concat_pairs(linker.outside)
     return {"forest": (forest.left, forest.right, forest.score),
             "outside": (outside.left, outside.right, outside.score),
-            "counts": {"candidate_edges": edges["candidate_edges"], "edges_after_seed": int(left.size),
+            "counts": {"bucket_cpu_s": edges["cpu_s"], "link_cpu_s": time.process_time() - cpu,
+                       "candidate_edges": edges["candidate_edges"], "edges_after_seed": int(left.size),
                        "verified_edges": linker.counts["verified_edges"],
                        "shared_key_rows": edges["shared_rows"], "linked_documents": int(local.size)}}
 
@@ -448,7 +419,7 @@ def _merge_forests(*results: dict) -> tuple[dict, tuple[np.ndarray, np.ndarray],
     counts: dict[str, int] = {}
     for r in results:
         for k, v in r["counts"].items():
-            counts[k] = counts.get(k, 0) + int(v)
+            counts[k] = counts.get(k, 0) + v
     merged = {"forest": (left[joined], right[joined], score[joined]),
               "outside": tuple(cat("outside", i, t) for i, t in enumerate((np.int64, np.int64, np.float32))),
               "counts": counts}
@@ -617,9 +588,10 @@ class RayRun:
         with timer.stage("sketch"):
             out = [sketch.remote(i, shard, method_ref, reader, memory, partitions)
                    for i, shard in enumerate(shards)]
-            sizes = np.array(ray.get([o[0] for o in out]), np.int64).reshape(-1, 2)
-        counts = sizes[:, 0]
+            sizes = np.array(ray.get([o[0] for o in out]), np.float64).reshape(-1, 3)
+        counts = sizes[:, 0].astype(np.int64)
         self.n_keys = int(sizes[:, 1].sum())
+        self.sketch_cpu = float(sizes[:, 2].sum())
         self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
         self.n_docs = int(counts.sum())
         facts = [o[1] for o, n in zip(out, counts) if n]
@@ -652,7 +624,7 @@ class RayRun:
                 merged, seed, counts = _reduce_forests(([merged] if merged is not None else []) + linked)
                 counts = ray.get(counts)  # the wave is done: its seed is ready for the next
                 self.wave_stats.append({"partitions": len(wave), **{
-                    k: v - totals.get(k, 0) for k, v in counts.items()}})
+                    k: round(v - totals.get(k, 0), 3) for k, v in counts.items()}})
                 totals = counts
         with timer.stage("cluster"):
             if merged is None:
@@ -671,6 +643,10 @@ class RayRun:
             "verified_edges": counts.get("verified_edges", 0), "forest_edges": len(self.forest),
             "shared_key_rows": counts.get("shared_key_rows", 0), "outside_window": len(self.outside),
             "partitions": partitions, "shards": self.n_shards, "waves": self.wave_stats,
+            # CPU seconds inside the tasks (not their start-up, transfers or Ray's daemons).
+            "task_cpu_s": {"sketch": round(self.sketch_cpu, 2),
+                           "bucket": round(counts.get("bucket_cpu_s", 0.0), 2),
+                           "link": round(counts.get("link_cpu_s", 0.0), 2)},
         }
 
     def roots(self) -> np.ndarray:
@@ -755,16 +731,12 @@ def _kept_records(items: pa.Table, *, shards: list, reader: ReaderConfig, droppe
                   offsets: np.ndarray) -> Iterator[pa.Table]:
     from contextlib import closing
 
-    from neardup.io.readers import _record_stream
-
     dropped = _resolved(dropped_ref)
     for index in items.column("shard").to_pylist():
         shard = shards[index]
-        if shard.kind in _SHARDED:
-            stream = parquet_records(shard.path, None, reader.batch_size, start=shard.start,
-                                     stop=shard.stop)
-        else:
-            stream = _record_stream(shard.path, shard.kind, reader, full=True)
+        sharded = shard.kind in _SHARDED
+        stream = part_records(shard.path, shard.kind, reader, start=shard.start if sharded else 0,
+                              stop=shard.stop if sharded else None, full=True)
         base, records, position = offsets[index], [], 0
         with closing(stream):
             for _row, _line, record in stream:
