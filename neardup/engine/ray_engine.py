@@ -287,8 +287,8 @@ def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig
     key = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
     row = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     pay = np.concatenate(payload) if payload else None
-    part = (key % np.uint64(partitions)).astype(np.int64)
-    order = np.argsort(part, kind="stable")
+    part = (key % np.uint64(partitions)).astype(np.uint16 if partitions <= 1 << 16 else np.int64)
+    order = np.argsort(part, kind="stable")  # a radix sort on uint16
     bounds = np.zeros(partitions + 1, np.int64)
     np.cumsum(np.bincount(part, minlength=partitions), out=bounds[1:])
     key, row = key[order], row[order]
@@ -336,13 +336,23 @@ def _bucket_task(offsets: np.ndarray, method: Method, seed, *parts: dict) -> tup
     linked = method.link_bucket(keys, docs, payload)
     if linked is not None:
         left, right, score = linked.left, linked.right, np.asarray(linked.score, np.float32)
+        keep = None if seed is None else _roots_of(left, seed) != _roots_of(right, seed)
     else:
-        left, right = bucket_edges(docs, starts[multi], sizes[multi], method.bucket_all_pairs_upto)
-        score = None
+        upto = method.bucket_all_pairs_upto
+        left, right = bucket_edges(docs, starts[multi], sizes[multi], upto)
+        score, keep = None, None
+        if seed is not None:
+            # Roots looked up once per shared key row, not twice per edge: the same buckets
+            # over the rows' roots give each edge's two roots.
+            shared = np.repeat(multi, sizes)
+            roots = docs.copy()
+            roots[shared] = _roots_of(docs[shared], seed)
+            root_left, root_right = bucket_edges(roots, starts[multi], sizes[multi], upto)
+            keep = root_left != root_right
+            del roots, root_left, root_right
     del keys, docs, payload, order
     candidates = int(left.size)
-    if seed is not None:
-        keep = _roots_of(left, seed) != _roots_of(right, seed)
+    if keep is not None:
         left, right = left[keep], right[keep]
         score = score[keep] if score is not None else None
     need = np.unique(np.concatenate((left, right)))
