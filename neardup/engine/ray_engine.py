@@ -526,8 +526,7 @@ def run_ray_stage(
     batches from this process (shipped to the cluster's object store batch by batch, for
     the in-memory API). Returns what :func:`~neardup.engine.run_corpus_stage` returns;
     collecting its per-document facts (ids, lengths, dates, roots) is the only step
-    proportional to the corpus, and :func:`neardup.engine.ray_output.write_outputs`
-    avoids even that.
+    proportional to the corpus, and :func:`write_outputs` avoids even that.
     """
     run = RayRun(source, method, config=config, time_window_hours=time_window_hours,
                  timer=timer, progress=progress)
@@ -538,7 +537,8 @@ def run_ray_stage(
 class RayRun:
     """One Ray de-duplication: the distributed datasets and the driver's merge state.
 
-    After :meth:`execute`: ``docs`` (the materialized sketch dataset), ``offsets`` (global
+    After :meth:`execute`: ``docs`` (the sketch tasks' per-document facts as a materialized
+    Ray dataset, None for an empty corpus), ``offsets`` (global
     position of each shard's first document), ``nodes`` and ``node_roots`` (sorted
     positions of every document that joined another, and its component root: the
     smallest member), ``forest`` and ``outside`` (Pairs), ``stats``.
@@ -561,10 +561,7 @@ class RayRun:
     def execute(self) -> None:
         ray = import_ray()
         connect(self.config.address)
-        context = ray.data.DataContext.get_current()
-        # Task-based sort shuffle: no aggregator actors to start (the hash shuffle's fixed
-        # cost dominated runs of up to ~10^5 documents on two cores).
-        context.shuffle_strategy = ray.data.context.ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+        context = ray.data.DataContext.get_current()  # Ray Data writes the outputs
         context.enable_progress_bars = bool(self.progress) if self.progress is not None else sys.stderr.isatty()
         try:
             self._execute(ray)
@@ -829,9 +826,17 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
     if clusters_out is not None:
         final = Path(clusters_out)
         tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-        run.docs.map_batches(_cluster_rows, batch_format="pyarrow",
-                             fn_kwargs={"clusters_ref": clusters_ref, "offsets": run.offsets}
-                             ).write_parquet(str(tmp))
+        if run.docs is not None:
+            run.docs.map_batches(_cluster_rows, batch_format="pyarrow",
+                                 fn_kwargs={"clusters_ref": clusters_ref, "offsets": run.offsets}
+                                 ).write_parquet(str(tmp))
+        else:  # an empty corpus: an empty table
+            import pyarrow.parquet as pq
+
+            tmp.mkdir(parents=True)
+            no_docs = _FACTS.empty_table().select(["shard", "row", "id", "n_features"])
+            pq.write_table(_cluster_rows(no_docs, clusters_ref=clusters_ref, offsets=np.zeros(1, np.int64)),
+                           tmp / "part-00000.parquet")
         written["clusters"] = (tmp, final)
     if pairs_out is not None:
         import pyarrow.parquet as pq
