@@ -604,7 +604,7 @@ class RayRun:
         facts = [o[1] for o, n in zip(out, counts) if n]
         self.docs = ray.data.from_arrow_refs(facts) if facts else None
         arrays = [o[2] for o in out]
-        keys = [o[3:] for o in out]
+        keys = [list(o[3:]) for o in out]
         del out
         names = tuple(method.candidate_arrays) + (("date",) if self.window is not None else ())
         bucket = ray.remote(_bucket_task).options(num_returns=len(shards) + 1)
@@ -621,6 +621,9 @@ class RayRun:
                     continue
                 buckets = [bucket.remote(self.offsets, method_ref, seed,
                                          *[keys[s][p] for s in range(len(shards))]) for p in wave]
+                for part in keys:  # the bucket tasks hold them now; freed as they finish
+                    for p in wave:
+                        part[p] = None
                 rows = [gather.options(num_returns=len(wave)).remote(arrays[s], names,
                                                                      *[b[1 + s] for b in buckets])
                         for s in range(len(shards))]
