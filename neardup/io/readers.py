@@ -37,8 +37,8 @@ from neardup.io._formats import (
 from neardup.io.batch import DocumentBatch
 from neardup.io.reuters import reuters_records
 
-__all__ = ["SUPPORTED_FORMATS", "ReaderConfig", "detect_format", "iter_records", "read_corpus",
-           "read_part", "part_records"]
+__all__ = ["SUPPORTED_FORMATS", "ReaderConfig", "detect_format", "iter_records", "part_records",
+           "read_corpus", "read_part"]
 
 #: Format names returned by :func:`detect_format`.
 SUPPORTED_FORMATS = ("jsonl", "parquet", "csv", "tsv", "txtdir", "reuters")
