@@ -16,7 +16,13 @@ work, so wall time is noisy; CPU seconds are the steadier figure.
 
     python bench/scale_corpus.py --docs 100000 --out /tmp/neardup-scale/100k
     python bench/bench_ray.py --corpus /tmp/neardup-scale/100k
-    python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1
+    python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2
+    python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --files 3 --configs local ray1
+
+Both "nodes" of ``ray2`` run on this machine and share its cores (1 CPU of Ray resources
+each): it measures the cost of the exchanges between two raylets and object stores, not
+a speed-up. The CPU breakdown by process name (workers, driver, Ray's daemons) is in
+the JSON (``cpu_s_by_process_name``).
 """
 
 from __future__ import annotations
@@ -111,6 +117,7 @@ def measure(cmd: list[str]) -> dict:
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env)
     cpu: dict[int, float] = {}
+    names: dict[int, str] = {}
     peak: dict[int, tuple[int, str]] = {}
     tree_peak = [0]
     done = threading.Event()
@@ -123,6 +130,7 @@ def measure(cmd: list[str]) -> dict:
                 if got is None:
                     continue
                 cpu[pid], total = got[0], total + got[1]
+                names[pid] = got[2]
                 if got[1] > peak.get(pid, (0, ""))[0]:
                     peak[pid] = (got[1], got[2])
             tree_peak[0] = max(tree_peak[0], total)
@@ -138,11 +146,15 @@ def measure(cmd: list[str]) -> dict:
     if status != 0:
         raise SystemExit(f"{cmd[3]} failed with status {status}")
     biggest = sorted(peak.values(), reverse=True)[:4]
+    by_name: dict[str, float] = {}
+    for pid, seconds in cpu.items():
+        by_name[names[pid]] = by_name.get(names[pid], 0.0) + seconds
     return {
         "wall_s": round(wall, 2),
         "cpu_s_sampled": round(sum(cpu.values()), 2),
         "cpu_s_wait4": round(usage.ru_utime + usage.ru_stime, 2),
         "processes": len(peak),
+        "cpu_s_by_process_name": {k: round(v, 2) for k, v in sorted(by_name.items(), key=lambda kv: -kv[1])},
         "peak_rss_mb_largest_processes": [[name, round(rss / 2**20)] for rss, name in biggest],
         "peak_rss_mb_tree": round(tree_peak[0] / 2**20),
         **json.loads(output.decode().strip().splitlines()[-1]),
@@ -153,9 +165,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, required=True, help="directory of Parquet shards")
     parser.add_argument("--configs", nargs="+", default=["local", "ray1", "ray2"])
+    parser.add_argument("--files", type=int, default=None,
+                        help="use only the first N Parquet files (a scaling curve on one corpus)")
     parser.add_argument("--name", default=None)
     args = parser.parse_args()
-    files = sorted(str(p) for p in args.corpus.glob("*.parquet"))
+    files = sorted(str(p) for p in args.corpus.glob("*.parquet"))[:args.files]
     rows = []
     for config in args.configs:
         with tempfile.TemporaryDirectory(prefix="neardup-bench-ray-") as out:
@@ -172,6 +186,7 @@ def main() -> None:
             row["same_clusters_as_local"] = row["summary"]["clusters"] == local["summary"]["clusters"]
     path = save(args.name or f"ray-{args.corpus.name}",
                 {"machine": machine(), "corpus": str(args.corpus), "files": len(files), "rows": rows,
+                 "load_average_after": os.getloadavg(),
                  "command": " ".join(["python", "bench/bench_ray.py", *sys.argv[1:]])})
     print(f"wrote {path}")
 

@@ -47,6 +47,7 @@ from neardup.progress import StageTimer, progress_bar, timed_batches
 
 __all__ = [
     "CorpusStageConfig",
+    "PartitionLinker",
     "default_memory_limit",
     "parse_memory",
     "run_corpus_stage",
@@ -340,14 +341,15 @@ class _ArrayStore:
         return out
 
 
-class _PartitionLinker:
+class PartitionLinker:
     """Joins one partition's documents, skipping candidates already joined (by this
     partition or, on one machine, by the partitions before it: ``uf`` is then the run's
     union-find) and verifying the rest. An executor that links partitions in parallel
     gives each its own union-find over the partition's documents; the global merge of
     the forests gives the same components either way. ``dates`` (int64 epoch seconds) are
     indexed like the union-find: by global position, or with ``uf=None`` aligned with the
-    partition's sorted unique documents."""
+    partition's sorted unique documents. Results accumulate in ``forest`` and ``outside``
+    (lists of (left, right, score) arrays) and ``counts``."""
 
     def __init__(self, method: Method, docs: np.ndarray, dates: np.ndarray | None,
                  window_hours: float | None, uf: UnionFind | None = None) -> None:
@@ -417,7 +419,7 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
     docs = table.column("doc").to_numpy()
     payload = table.column("payload").to_numpy() if "payload" in table.column_names else None
     del table
-    linker = _PartitionLinker(method, docs, dates, window_hours, uf)
+    linker = PartitionLinker(method, docs, dates, window_hours, uf)
     linked = method.link_bucket(keys, docs, payload)
     if linked is not None:
         linker.consider(linked.left, linked.right, linked.score)

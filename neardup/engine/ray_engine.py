@@ -1,34 +1,44 @@
 """The corpus stage on a Ray cluster (``engine="ray"``): the local engine's stages as Ray
-Data operations, so a corpus larger than one machine is de-duplicated with the same
-clusters.
+tasks over numpy arrays, so a corpus larger than one machine is de-duplicated with the
+same clusters.
 
-Dataflow (each arrow a distributed Ray Data operation; nothing but counts, forest edges
-and per-duplicate integers reaches the driver)::
+Dataflow (S shards, P key partitions; each ``->`` an all-to-all exchange of objects
+through the object store, S x P of them, as in Ray Data's pull-based shuffle; nothing
+but counts, forest edges and per-duplicate integers reaches the driver)::
 
-    shards (files cut into row ranges)
-      -- map_batches: read + method.sketch + method.candidate_keys
-         --> docs: per-document facts, verification arrays, keys    (materialized once)
-      -- map_batches: one row per key (partition, key, doc)
-      -- groupby(partition): keep rows of keys shared by >= 2 documents   [shuffle 1]
-      -- union with docs' arrays, groupby(shard): attach each row's arrays [shuffle 2]
-      -- groupby(partition): link the partition's key groups with the local engine's
-         _link_partition and a partition-local union-find                 [shuffle 3]
-         --> partition forests (<= one edge per document per partition)
-    driver: union-find over the forests' edges (int64 arrays of duplicates only)
-      --> roots --> labels; clusters, pairs and kept records written by the workers.
+    sketch task per shard (files cut into row ranges): read + method.sketch +
+        method.candidate_keys --> facts (Arrow: id, length, date, ...), arrays (numpy:
+        the method's verification arrays, date), key rows hashed into P parts
+        (key uint64, shard row int64: 16 B per key row)
+    wave 1 (the first P/8 partitions), then wave 2 (the others):
+      -> bucket task per partition: the partition's key rows from every shard, grouped
+           by key: a star plus chain per shared key (the local engine's bucket_edges),
+           minus (wave 2) the edges whose documents wave 1 joined; asks each shard for
+           the rows of the documents left
+      -> gather task per shard: those rows of its arrays, one object per partition
+      -> link task per partition: the local engine's PartitionLinker (skip an edge whose
+           documents are joined, verify the others) with a union-find over the
+           partition's documents, seeded (wave 2) with wave 1's components
+           --> partition forest (<= one edge per document of the partition)
+      driver: union-find over the forests' edges (int64 arrays of joined documents)
+    --> roots --> labels; clusters, pairs and kept records written by the workers.
 
-Shuffle 1 moves 16-24 bytes per key row; only the rows whose key is shared (candidate
-duplicates) carry the method's verification arrays (a MinHash signature: 4 bytes per
-permutation) through shuffles 2 and 3, so singletons, most of a real corpus, cost keys
-only. Document positions are global input order (a shard's offset plus its row), so
-roots, labels and representatives are those of the local engine: the components of
-the accepted candidate edges do not depend on which edges were skipped as already
-joined, nor on how keys are partitioned.
+Only documents of shared keys travel past the sketch task, and only their verification
+arrays (a MinHash signature: 4 bytes per permutation), once per partition that verifies
+one of their edges. Two waves, because partitions linked in parallel cannot skip a
+document that another partition joins: with one wave a near-copy found in most of the 25
+bands is verified in most partitions (11.3M verifications at 1M documents against the
+local engine's 1.07M); wave 2 skips, before any array moves, the edges whose documents
+wave 1 already joined. Document positions are global input order (a shard's offset
+plus its row), so roots, labels and representatives are those of the local engine: the
+components of the accepted candidate edges do not depend on which edges were skipped as
+already joined, nor on how keys are partitioned.
 
-Ray retries a task whose worker dies; a task's output counts only once it completes, so
-a killed worker loses or duplicates nothing. Errors raised in workers while reading
-(a malformed record) come back as the same :class:`~neardup.errors.InputError` naming
-the file and line, before anything is written.
+Ray retries a task whose worker dies, and rebuilds a lost object from the task that
+made it; a task's output counts only once it completes, so a killed worker loses or
+duplicates nothing. Errors raised in workers while reading (a malformed record) come
+back as the same :class:`~neardup.errors.InputError` naming the file and line, before
+anything is written.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,16 +54,15 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from neardup.engine.buckets import group_runs
-from neardup.engine.corpus import CorpusStageOutput, _link_partition
+from neardup.engine.buckets import bucket_edges, group_runs
+from neardup.engine.corpus import CorpusStageOutput, PartitionLinker
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
 from neardup.graph.edges import Pairs
-from neardup.io import parquet_num_rows, parquet_records
+from neardup.io import parquet_num_rows
 from neardup.io.batch import DocumentBatch
-from neardup.io.readers import ReaderConfig, detect_format
+from neardup.io.readers import ReaderConfig, detect_format, part_records, read_part
 from neardup.methods.base import Method
 from neardup.progress import StageTimer
 
@@ -87,7 +97,9 @@ def worker_runtime_env() -> dict[str, Any]:
     the same version, or the same path on a shared file system)."""
     root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    return {"env_vars": {"PYTHONPATH": path}}
+    # One numba thread per task: Ray runs one task per CPU, and more threads per task
+    # only oversubscribe the node's cores.
+    return {"env_vars": {"PYTHONPATH": path, "NUMBA_NUM_THREADS": "1"}}
 
 
 def connect(address: str | None = None) -> None:
@@ -116,18 +128,28 @@ class RayConfig:
         Key partitions (groups linked by one task each). None: from the number of
         documents, about 100,000 per partition, at least 8, a power of two.
     shard_rows : int, default 25_000
-        Parquet files are read in row ranges of this many documents (one task each);
-        other formats are read one file per task.
+        Parquet files are read in runs of whole row groups of up to this many documents
+        (one task each; a larger row group is one task); other formats are read one file
+        per task.
+    first_wave : int or None, default None
+        Key partitions linked in the first wave; the others are linked afterwards, minus
+        the candidate edges between documents the first wave already joined. None: an
+        eighth of the partitions (at least one). ``partitions``: one wave (every
+        partition verifies its candidates on its own, as many times as partitions find
+        the same duplicate).
     """
 
     address: str | None = None
     partitions: int | None = None
     shard_rows: int = 25_000
+    first_wave: int | None = None
 
     def __post_init__(self) -> None:
         if self.partitions is not None:
             check_int("RayConfig", "partitions", self.partitions, low=1, high=1 << 16)
         check_int("RayConfig", "shard_rows", self.shard_rows, low=1)
+        if self.first_wave is not None:
+            check_int("RayConfig", "first_wave", self.first_wave, low=1)
 
 
 @dataclass(frozen=True)
@@ -152,7 +174,7 @@ class _Shard:
     path: str
     kind: str
     start: int  # first row (Parquet) or the index of an in-memory batch
-    stop: int  # end row (Parquet); -1: to the end of the file
+    stop: int  # end row (Parquet), the batch's size (memory); -1: to the end of the file
 
 
 def expand_inputs(paths: Sequence[str | os.PathLike]) -> list[tuple[str, str]]:
@@ -177,9 +199,18 @@ def _kind_or_none(path: Path) -> str | None:
         return None
 
 
+def _row_groups(path: str) -> list[int]:
+    import pyarrow.parquet as pq
+
+    parquet_num_rows(path)  # an unreadable file raises InputError naming it
+    with pq.ParquetFile(path) as handle:
+        return [handle.metadata.row_group(g).num_rows for g in range(handle.metadata.num_row_groups)]
+
+
 def plan_shards(inputs: RayInputs, shard_rows: int) -> list[_Shard]:
-    """Cut the inputs into read tasks: Parquet by row range (from the file footers), other
-    formats one per file."""
+    """Cut the inputs into read tasks: Parquet by whole row groups (from the file footers:
+    consecutive groups up to ``shard_rows`` rows, or one larger group, so each group is
+    decoded once), other formats one per file."""
     if inputs.reader.limit is not None:
         raise ValueError(
             "run: parameter 'limit' of the reader is not supported by engine='ray'; got "
@@ -188,8 +219,14 @@ def plan_shards(inputs: RayInputs, shard_rows: int) -> list[_Shard]:
     shards = []
     for path, kind in expand_inputs(inputs.paths):
         if kind in _SHARDED:
-            n = parquet_num_rows(path)
-            shards.extend(_Shard(path, kind, s, min(n, s + shard_rows)) for s in range(0, n, shard_rows))
+            start = stop = 0
+            for rows in _row_groups(path):
+                if stop > start and stop - start + rows > shard_rows:
+                    shards.append(_Shard(path, kind, start, stop))
+                    start = stop
+                stop += rows
+            if stop > start:
+                shards.append(_Shard(path, kind, start, stop))
         else:
             shards.append(_Shard(path, kind, 0, -1))
     return shards
@@ -201,181 +238,136 @@ def plan_shards(inputs: RayInputs, shard_rows: int) -> list[_Shard]:
 def _shard_batches(shard: _Shard, reader: ReaderConfig, memory: list | None) -> Iterator[DocumentBatch]:
     """The shard's documents in batches of ``reader.batch_size``; ids None when documents
     are numbered by global position (assigned once shard offsets are known)."""
-    from contextlib import closing
-
-    from neardup.io._dates import as_datetime64
-    from neardup.io.readers import _NATIVE, _Extractor, _record_stream
-
     if shard.kind == "memory":
         import ray
 
         yield ray.get(memory[shard.start])
         return
-    extractor = _Extractor(shard.path, shard.kind, reader)
-    with_dates = shard.kind == "reuters" or reader.date_field is not None
-    numbered = reader.id_field is None and shard.kind not in _NATIVE
-    fields = tuple(dict.fromkeys(f for f in (reader.text_field, reader.id_field, reader.date_field)
-                                 if f is not None))
-    if shard.kind in _SHARDED:
-        stream = parquet_records(shard.path, list(fields), reader.batch_size, tuple(fields),
-                                 start=shard.start, stop=shard.stop)
+    sharded = shard.kind in _SHARDED
+    yield from read_part(shard.path, shard.kind, reader, start=shard.start if sharded else 0,
+                         stop=shard.stop if sharded else None)
+
+
+_FACTS = pa.schema([("shard", pa.int32()), ("row", pa.int64()), ("id", pa.string()),
+                    ("length", pa.int64()), ("date", pa.int64()), ("n_features", pa.int64())])
+
+
+def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig, memory: list | None,
+                 partitions: int) -> tuple:
+    """Read and sketch one shard. Returns ``partitions + 3`` objects: a count (documents,
+    key rows), the shard's facts (Arrow, :data:`_FACTS`), its per-document arrays (the
+    method's verification arrays and ``date``, numpy, shard row order), then per key
+    partition ``p`` (``key % partitions == p``) the shard's key rows: ``key`` (uint64),
+    ``row`` (int64 shard row), ``payload`` when the method has one."""
+    cpu = time.process_time()
+    facts, arrays, keys, rows, payload, offset = [], {}, [], [], [], 0
+    for batch in _shard_batches(shard, reader, memory):
+        n = len(batch)
+        sketch = method.sketch(batch.texts)
+        found = method.candidate_keys(sketch)
+        dates = (batch.dates.astype("datetime64[s]").astype(np.int64) if batch.dates is not None
+                 else np.full(n, _NO_DATE, np.int64))
+        facts.append(pa.table({
+            "shard": pa.array(np.full(n, index, np.int32)),
+            "row": pa.array(np.arange(offset, offset + n, dtype=np.int64)),
+            "id": pa.array(batch.ids if batch.ids is not None else [None] * n, pa.string()),
+            "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
+            "date": pa.array(dates),  # NaT is int64 min, _NO_DATE
+            "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
+        }, schema=_FACTS))
+        for name in method.candidate_arrays:
+            arrays.setdefault(name, []).append(np.ascontiguousarray(sketch.arrays[name]))
+        arrays.setdefault("date", []).append(dates)
+        keys.append(np.asarray(found.keys, np.uint64))
+        rows.append(np.asarray(found.docs, np.int64) + offset)
+        if found.payload is not None:
+            payload.append(np.asarray(found.payload, np.uint64))
+        offset += n
+    arrays = {name: np.concatenate(parts) for name, parts in arrays.items()}
+    key = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
+    row = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+    pay = np.concatenate(payload) if payload else None
+    part = (key % np.uint64(partitions)).astype(np.uint16 if partitions <= 1 << 16 else np.int64)
+    order = np.argsort(part, kind="stable")  # a radix sort on uint16
+    bounds = np.zeros(partitions + 1, np.int64)
+    np.cumsum(np.bincount(part, minlength=partitions), out=bounds[1:])
+    key, row = key[order], row[order]
+    pay = pay[order] if pay is not None else None
+    out = []
+    for p in range(partitions):
+        s, e = bounds[p], bounds[p + 1]
+        out.append({"key": key[s:e], "row": row[s:e], **({"payload": pay[s:e]} if pay is not None else {})})
+    table = pa.concat_tables(facts) if facts else _FACTS.empty_table()
+    return ((offset, int(key.size), time.process_time() - cpu), table, arrays, *out)
+
+
+def _concat_pairs(parts: list[tuple[np.ndarray, ...]]) -> Pairs:
+    if not parts:
+        return Pairs.empty()
+    return Pairs(*(np.concatenate([p[i] for p in parts]) for i in range(3)))
+
+
+def _roots_of(docs: np.ndarray, seed: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """Component root of each document after the earlier waves (itself if it joined none)."""
+    if seed is None or seed[0].size == 0:
+        return docs.copy()
+    nodes, roots = seed
+    at = np.minimum(np.searchsorted(nodes, docs), nodes.size - 1)
+    return np.where(nodes[at] == docs, roots[at], docs)
+
+
+def _bucket_task(offsets: np.ndarray, method: Method, seed, *parts: dict) -> tuple:
+    """One key partition's candidate edges (all shards' key rows of the partition, in
+    shard order): a star plus chain per shared key (or the method's ``link_bucket``),
+    minus the edges whose documents an earlier wave already joined (``seed``: sorted
+    positions of joined documents and their roots). Returns ``1 + len(offsets)`` objects:
+    the edges with counts, then per shard the sorted shard rows whose arrays the
+    partition needs."""
+    cpu = time.process_time()
+    keys = np.concatenate([p["key"] for p in parts])
+    docs = np.concatenate([offsets[s] + p["row"] for s, p in enumerate(parts)])
+    payload = np.concatenate([p["payload"] for p in parts]) if "payload" in parts[0] else None
+    order = np.lexsort((docs, keys))
+    keys, docs = keys[order], docs[order]
+    payload = payload[order] if payload is not None else None
+    starts, sizes = group_runs(keys)
+    multi = sizes > 1
+    shared_rows = int(sizes[multi].sum())
+    linked = method.link_bucket(keys, docs, payload)
+    if linked is not None:
+        left, right, score = linked.left, linked.right, np.asarray(linked.score, np.float32)
+        keep = None if seed is None else _roots_of(left, seed) != _roots_of(right, seed)
     else:
-        stream = _record_stream(shard.path, shard.kind, reader, full=False)
-    ids, texts, seconds, rows = [], [], [], []
-
-    def batch() -> DocumentBatch:
-        return DocumentBatch(ids=None if numbered else ids, texts=texts,
-                             dates=as_datetime64(seconds) if with_dates else None,
-                             source=shard.path, rows=np.asarray(rows, np.int64))
-
-    try:
-        with closing(stream):
-            for row, line, record in stream:
-                texts.append(extractor.text(record, row, line))
-                if not numbered:
-                    ids.append(extractor.doc_id(record, row, line, row))
-                if with_dates:
-                    seconds.append(extractor.date(record, row, line))
-                rows.append(row)
-                if len(texts) == reader.batch_size:
-                    yield batch()
-                    ids, texts, seconds, rows = [], [], [], []
-        if texts:
-            yield batch()
-    finally:
-        extractor.binary.finish()
-
-
-def _fixed_binary(values: np.ndarray) -> pa.Array:
-    values = np.ascontiguousarray(values)
-    width = values.itemsize * int(np.prod(values.shape[1:], dtype=np.int64))
-    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), values.shape[0],
-                                                [None, pa.py_buffer(values.tobytes())])
+        upto = method.bucket_all_pairs_upto
+        left, right = bucket_edges(docs, starts[multi], sizes[multi], upto)
+        score, keep = None, None
+        if seed is not None:
+            # Roots looked up once per shared key row, not twice per edge: the same buckets
+            # over the rows' roots give each edge's two roots.
+            shared = np.repeat(multi, sizes)
+            roots = docs.copy()
+            roots[shared] = _roots_of(docs[shared], seed)
+            root_left, root_right = bucket_edges(roots, starts[multi], sizes[multi], upto)
+            keep = root_left != root_right
+            del roots, root_left, root_right
+    del keys, docs, payload, order
+    candidates = int(left.size)
+    if keep is not None:
+        left, right = left[keep], right[keep]
+        score = score[keep] if score is not None else None
+    need = np.unique(np.concatenate((left, right)))
+    bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
+    requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
+    edges = {"left": left, "right": right, "score": score, "candidate_edges": candidates,
+             "cpu_s": time.process_time() - cpu,
+             "shared_rows": shared_rows, "documents": int(need.size)}
+    return (edges, *requests)
 
 
-def _from_fixed_binary(column, dtype: np.dtype, tail: tuple[int, ...]) -> np.ndarray:
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    width = array.type.byte_width
-    data = np.frombuffer(array.buffers()[1], np.uint8, count=len(array) * width,
-                         offset=array.offset * width)
-    return data.view(dtype).reshape(len(array), *tail)
-
-
-def _keys_list(docs: np.ndarray, values: np.ndarray, n: int) -> pa.Array:
-    order = np.argsort(docs, kind="stable")
-    offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(np.bincount(docs, minlength=n), out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[order], pa.uint64()))
-
-
-def _sketch_shards(items: pa.Table, *, shards: list[_Shard], method: Method, reader: ReaderConfig,
-                   memory: list | None) -> Iterator[pa.Table]:
-    for index in items.column("shard").to_pylist():
-        shard = shards[index]
-        offset = 0
-        for batch in _shard_batches(shard, reader, memory):
-            n = len(batch)
-            sketch = method.sketch(batch.texts)
-            keys = method.candidate_keys(sketch)
-            docs = np.asarray(keys.docs, np.int64)
-            dates = (batch.dates.astype("datetime64[s]").astype(np.int64) if batch.dates is not None
-                     else np.full(n, _NO_DATE, np.int64))
-            columns = {
-                "shard": pa.array(np.full(n, index, np.int32)),
-                "row": pa.array(np.arange(offset, offset + n, dtype=np.int64)),
-                "id": pa.array(batch.ids if batch.ids is not None else [None] * n, pa.string()),
-                "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
-                "date": pa.array(dates),  # NaT is int64 min, _NO_DATE
-                "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
-                "keys": _keys_list(docs, np.asarray(keys.keys, np.uint64), n),
-            }
-            if keys.payload is not None:
-                columns["payload"] = _keys_list(docs, np.asarray(keys.payload, np.uint64), n)
-            for name in method.candidate_arrays:
-                columns[f"a_{name}"] = _fixed_binary(sketch.arrays[name])
-            offset += n
-            yield pa.table(columns)
-
-
-# -- workers: keys, arrays, linking ------------------------------------------------------
-
-
-def _key_rows(batch: pa.Table, *, offsets: np.ndarray, partitions: int) -> pa.Table:
-    doc = offsets[batch.column("shard").to_numpy()] + batch.column("row").to_numpy()
-    keys = batch.column("keys").combine_chunks()
-    parent = pc.list_parent_indices(keys).to_numpy()
-    key = pc.list_flatten(keys).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
-    columns = {"part": pa.array((key % np.uint64(partitions)).astype(np.int32)), "key": pa.array(key),
-               "doc": pa.array(doc[parent])}
-    if "payload" in batch.column_names:
-        columns["payload"] = pc.list_flatten(batch.column("payload").combine_chunks())
-    return pa.table(columns)
-
-
-def _shared_keys(group: pa.Table) -> pa.Table:
-    """The rows of a key partition whose key is shared by two or more documents."""
-    keys = group.column("key").to_numpy()
-    order = np.argsort(keys, kind="stable")
-    starts, sizes = group_runs(keys[order])
-    shared = np.repeat(sizes > 1, sizes)
-    return group.take(pa.array(order[shared]))
-
-
-def _with_arrays(table: pa.Table, layout: dict, array_columns: dict[str, pa.Array] | None) -> pa.Table:
-    for name, (dtype, tail) in layout.items():
-        width = dtype.itemsize * int(np.prod(tail, dtype=np.int64))
-        column = (array_columns[name] if array_columns is not None
-                  else pa.nulls(table.num_rows, pa.binary(width)))
-        table = table.append_column(f"a_{name}", column)
-    return table
-
-
-def _doc_side(batch: pa.Table, *, offsets: np.ndarray, payload: bool, layout: dict) -> pa.Table:
-    shard = batch.column("shard").to_numpy()
-    n = batch.num_rows
-    columns = {"route": pa.array(shard), "part": pa.array(np.full(n, -1, np.int32)),
-               "key": pa.array(np.zeros(n, np.uint64)),
-               "doc": pa.array(offsets[shard] + batch.column("row").to_numpy())}
-    if payload:
-        columns["payload"] = pa.array(np.zeros(n, np.uint64))
-    columns["date"] = batch.column("date")
-    return _with_arrays(pa.table(columns), layout, {k: batch.column(f"a_{k}") for k in layout})
-
-
-def _need_side(batch: pa.Table, *, offsets: np.ndarray, layout: dict) -> pa.Table:
-    doc = batch.column("doc").to_numpy()
-    route = (np.searchsorted(offsets, doc, side="right") - 1).astype(np.int32)
-    table = pa.table({"route": pa.array(route), **{c: batch.column(c) for c in batch.column_names}})
-    table = table.append_column("date", pa.array(np.zeros(batch.num_rows, np.int64)))
-    return _with_arrays(table, layout, None)
-
-
-def _attach(group: pa.Table) -> pa.Table:
-    """One shard's documents and the key rows that name them: the key rows with their
-    document's arrays and date."""
-    part = group.column("part").to_numpy()
-    mine = np.flatnonzero(part < 0)
-    wanted = np.flatnonzero(part >= 0)
-    docs = group.column("doc").to_numpy()
-    order = mine[np.argsort(docs[mine], kind="stable")]
-    source = order[np.searchsorted(docs[order], docs[wanted])]
-    out = group.take(pa.array(wanted)).drop_columns(["route"])
-    for name in out.column_names:
-        if name.startswith("a_") or name == "date":
-            out = out.set_column(out.schema.get_field_index(name), name,
-                                 group.column(name).take(pa.array(source)))
-    return out
-
-
-class _RowStore:
-    """The partition's own documents' verification arrays, for ``_link_partition``."""
-
-    def __init__(self, docs: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
-        self.docs, self.arrays = docs, arrays
-
-    def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
-        index = np.searchsorted(self.docs, docs)
-        return {name: values[index] for name, values in self.arrays.items()}
+def _gather_task(arrays: dict[str, np.ndarray], names: tuple[str, ...], *requests: np.ndarray):
+    """The rows of one shard's arrays (``names``) that each partition asked for."""
+    out = tuple({name: arrays[name][rows] for name in names} for rows in requests)
+    return out if len(out) != 1 else out[0]
 
 
 def _maybe_fail_once() -> None:
@@ -389,35 +381,74 @@ def _maybe_fail_once() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-_EDGE, _OUTSIDE, _COUNTS, _ROWS = 0, 1, 2, 3
-
-
-def _link_group(group: pa.Table, *, method: Method, layout: dict, window_hours: float | None,
-                chunk_rows: int) -> pa.Table:
-    """One key partition linked as the local engine links it, with a union-find over the
-    partition's own documents: its forest edges, outside-window pairs and counts."""
+def _link_task(edges: dict, method: Method, window_hours: float | None, seed, *rows: dict) -> dict:
+    """One key partition linked as the local engine links it (skip an edge whose documents
+    are already joined, verify the others), with a union-find over the partition's
+    documents seeded with the earlier waves' components: its forest edges, the pairs the
+    time window kept apart, and counts."""
     _maybe_fail_once()
-    docs = group.column("doc").to_numpy()
-    local, first = np.unique(docs, return_index=True)
-    take = pa.array(first)
-    arrays = {name: _from_fixed_binary(group.column(f"a_{name}").take(take), dtype, tail)
-              for name, (dtype, tail) in layout.items()}
-    dates = group.column("date").take(take).to_numpy() if window_hours is not None else None
-    keys = group.select(["key", "doc"] + (["payload"] if "payload" in group.column_names else []))
-    forest, outside, counts = _link_partition(method, [keys], _RowStore(local, arrays), dates,
-                                              window_hours, chunk_rows, uf=None)
-    # Two rows of counts close the table: (candidate edges, verified edges) and (key rows
-    # shared with another document, distinct documents among them).
-    kind = np.concatenate((np.full(len(forest), _EDGE, np.int8), np.full(len(outside), _OUTSIDE, np.int8),
-                           [_COUNTS, _ROWS]))
-    return pa.table({
-        "kind": pa.array(kind),
-        "left": np.concatenate((forest.left, outside.left,
-                                [counts["candidate_edges"], group.num_rows])).astype(np.int64),
-        "right": np.concatenate((forest.right, outside.right,
-                                 [counts["verified_edges"], local.size])).astype(np.int64),
-        "score": np.concatenate((forest.score, outside.score, [0.0, 0.0])).astype(np.float32),
-    })
+    cpu = time.process_time()
+    left, right, score = edges["left"], edges["right"], edges["score"]
+    local = np.unique(np.concatenate((left, right)))
+    arrays = {name: np.concatenate([r[name] for r in rows]) for name in rows[0]} if rows else {}
+    dates = arrays.pop("date", None) if window_hours is not None else None
+    arrays.pop("date", None)
+    linker = PartitionLinker(method, local, dates, window_hours, uf=None)
+    if seed is not None and local.size:
+        # Documents of one earlier component start joined (not forest edges: the earlier
+        # wave's forest holds them).
+        roots = _roots_of(local, seed)
+        by = np.argsort(roots, kind="stable")
+        same = np.flatnonzero(roots[by][1:] == roots[by][:-1])
+        linker.uf.union(by[same], by[same + 1])
+    linker.consider(left, right, score, rows=None if score is not None else (local, arrays))
+    forest, outside = _concat_pairs(linker.forest), _concat_pairs(linker.outside)
+    return {"forest": (forest.left, forest.right, forest.score),
+            "outside": (outside.left, outside.right, outside.score),
+            "counts": {"bucket_cpu_s": edges["cpu_s"], "link_cpu_s": time.process_time() - cpu,
+                       "candidate_edges": edges["candidate_edges"], "edges_after_seed": int(left.size),
+                       "verified_edges": linker.counts["verified_edges"],
+                       "shared_key_rows": edges["shared_rows"], "linked_documents": int(local.size)}}
+
+
+def _merge_forests(*results: dict) -> tuple[dict, tuple[np.ndarray, np.ndarray], dict]:
+    """Link results (or merges of them) as one: a spanning forest of their forests' union
+    (a union-find over the documents in them, edges in a fixed order so the forest is
+    deterministic), the pairs the time window kept apart, summed counts; then the seed of
+    the next wave (sorted joined documents, the root of each: its component's smallest
+    position) and the counts alone."""
+    def cat(part: str, i: int, dtype) -> np.ndarray:
+        return np.concatenate([np.zeros(0, dtype)] + [r[part][i] for r in results]).astype(dtype)
+
+    left, right, score = cat("forest", 0, np.int64), cat("forest", 1, np.int64), cat("forest", 2, np.float32)
+    order = np.lexsort((right, left))
+    left, right, score = left[order], right[order], score[order]
+    nodes = np.unique(np.concatenate((left, right)))
+    uf = UnionFind(nodes.size)
+    joined = uf.union(np.searchsorted(nodes, left), np.searchsorted(nodes, right))
+    counts: dict[str, int] = {}
+    for r in results:
+        for k, v in r["counts"].items():
+            counts[k] = counts.get(k, 0) + v
+    merged = {"forest": (left[joined], right[joined], score[joined]),
+              "outside": tuple(cat("outside", i, t) for i, t in enumerate((np.int64, np.int64, np.float32))),
+              "counts": counts}
+    return merged, (nodes, nodes[uf.roots()]), counts
+
+
+def _reduce_forests(refs: list, fan_in: int = 8):
+    """A tree of merge tasks over link results: object references to the merged result,
+    the seed and the counts. Each merge holds at most ``fan_in`` forests, each of at most
+    one edge per joined document, so no process, the driver included, holds every
+    partition's forest."""
+    import ray
+
+    merge = ray.remote(_merge_forests).options(num_returns=3)
+    while True:
+        out = [merge.remote(*refs[i:i + fan_in]) for i in range(0, len(refs), fan_in)]
+        if len(out) == 1:
+            return out[0]
+        refs = [o[0] for o in out]
 
 
 # -- driver ------------------------------------------------------------------------------
@@ -438,10 +469,16 @@ def _ray_error(exc: BaseException) -> BaseException:
     return exc
 
 
-def _method_layout(method: Method) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
-    probe = method.sketch(["neardup probe text for array shapes"])
-    return {name: (probe.arrays[name].dtype, tuple(probe.arrays[name].shape[1:]))
-            for name in method.candidate_arrays}
+def _estimate_docs(shards: list[_Shard], memory: list | None) -> int:
+    """Documents in the input, before reading it (it sets the number of key partitions):
+    exact for Parquet row ranges and in-memory batches, one per kilobyte of other files."""
+    total = 0
+    for shard in shards:
+        if shard.kind in _SHARDED or shard.kind == "memory":
+            total += max(shard.stop - shard.start, 0) if shard.kind in _SHARDED else shard.stop
+        else:
+            total += max(os.path.getsize(shard.path) // 1000, 1)
+    return total
 
 
 def _memory_shards(batches: Iterable[DocumentBatch]) -> tuple[list[_Shard], list, bool]:
@@ -450,7 +487,7 @@ def _memory_shards(batches: Iterable[DocumentBatch]) -> tuple[list[_Shard], list
     shards, refs, has_dates = [], [], False
     for batch in batches:
         has_dates = has_dates or batch.dates is not None
-        shards.append(_Shard("<memory>", "memory", len(refs), -1))
+        shards.append(_Shard("<memory>", "memory", len(refs), len(batch)))
         refs.append(ray.put(batch))
     return shards, refs, has_dates
 
@@ -458,8 +495,6 @@ def _memory_shards(batches: Iterable[DocumentBatch]) -> tuple[list[_Shard], list
 def _project(block: pa.Table, columns: list[str]) -> pa.Table:
     if block.num_rows == 0:
         return pa.table({c: pa.array([], pa.int64()) for c in columns})
-    if "n_keys" in columns:  # derived: keys per document
-        block = block.append_column("n_keys", pc.list_value_length(block.column("keys")))
     return block.select(columns)
 
 
@@ -468,7 +503,8 @@ def _collect(dataset, columns: list[str]) -> pa.Table:
     import ray
 
     project = ray.remote(_project)
-    tables = ray.get([project.remote(ref, columns) for ref in dataset.to_arrow_refs()])
+    refs = dataset.to_arrow_refs() if dataset is not None else []
+    tables = ray.get([project.remote(ref, columns) for ref in refs])
     tables = [t for t in tables if t.num_rows]
     if not tables:
         return pa.table({c: pa.array([], pa.int64()) for c in columns})
@@ -490,8 +526,7 @@ def run_ray_stage(
     batches from this process (shipped to the cluster's object store batch by batch, for
     the in-memory API). Returns what :func:`~neardup.engine.run_corpus_stage` returns;
     collecting its per-document facts (ids, lengths, dates, roots) is the only step
-    proportional to the corpus, and :func:`neardup.engine.ray_output.write_outputs`
-    avoids even that.
+    proportional to the corpus, and :func:`write_outputs` avoids even that.
     """
     run = RayRun(source, method, config=config, time_window_hours=time_window_hours,
                  timer=timer, progress=progress)
@@ -502,7 +537,8 @@ def run_ray_stage(
 class RayRun:
     """One Ray de-duplication: the distributed datasets and the driver's merge state.
 
-    After :meth:`execute`: ``docs`` (the materialized sketch dataset), ``offsets`` (global
+    After :meth:`execute`: ``docs`` (the sketch tasks' per-document facts as a materialized
+    Ray dataset, None for an empty corpus), ``offsets`` (global
     position of each shard's first document), ``nodes`` and ``node_roots`` (sorted
     positions of every document that joined another, and its component root: the
     smallest member), ``forest`` and ``outside`` (Pairs), ``stats``.
@@ -525,10 +561,7 @@ class RayRun:
     def execute(self) -> None:
         ray = import_ray()
         connect(self.config.address)
-        context = ray.data.DataContext.get_current()
-        # Task-based sort shuffle: no aggregator actors to start (the hash shuffle's fixed
-        # cost dominated runs of up to ~10^5 documents on two cores).
-        context.shuffle_strategy = ray.data.context.ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+        context = ray.data.DataContext.get_current()  # Ray Data writes the outputs
         context.enable_progress_bars = bool(self.progress) if self.progress is not None else sys.stderr.isatty()
         try:
             self._execute(ray)
@@ -554,74 +587,76 @@ class RayRun:
                 "and the input has none. Give the documents' dates (--date-field; date_field= "
                 "in neardup.dedup) or drop the window."
             )
-        self.layout = layout = _method_layout(method)
         self.n_shards = len(shards)
+        partitions = self.config.partitions or _default_partitions(_estimate_docs(shards, memory))
+        self.partitions = partitions
+        method_ref = ray.put(method)
+        sketch = ray.remote(_sketch_task).options(num_returns=partitions + 3)
         with timer.stage("sketch"):
-            items = ray.data.from_items([{"shard": i} for i in range(len(shards))],
-                                        override_num_blocks=max(len(shards), 1))
-            self.docs = items.map_batches(
-                _sketch_shards, batch_size=1, batch_format="pyarrow",
-                fn_kwargs={"shards": shards, "method": method, "reader": reader, "memory": memory},
-            ).materialize()
-            counts = np.zeros(len(shards), np.int64)
-            facts = _collect(self.docs, ["shard", "n_keys"])
-            np.add.at(counts, facts.column("shard").to_numpy().astype(np.int64), 1)
-            self.n_keys = int(pc.sum(facts.column("n_keys")).as_py() or 0)
+            out = [sketch.remote(i, shard, method_ref, reader, memory, partitions)
+                   for i, shard in enumerate(shards)]
+            sizes = np.array(ray.get([o[0] for o in out]), np.float64).reshape(-1, 3)
+        counts = sizes[:, 0].astype(np.int64)
+        self.n_keys = int(sizes[:, 1].sum())
+        self.sketch_cpu = float(sizes[:, 2].sum())
         self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
         self.n_docs = int(counts.sum())
-        partitions = self.config.partitions or _default_partitions(self.n_docs)
-        if self.n_docs == 0:  # nothing to link (an empty dataset has no schema to map)
-            self._merge(pa.table({"kind": pa.array([], pa.int8()), "left": pa.array([], pa.int64()),
-                                  "right": pa.array([], pa.int64()),
-                                  "score": pa.array([], pa.float32())}), partitions)
-            return
-        payload = "payload" in self.docs.schema().names
-        row_bytes = sum(d.itemsize * int(np.prod(t, dtype=np.int64)) for d, t in layout.values())
+        facts = [o[1] for o, n in zip(out, counts) if n]
+        self.docs = ray.data.from_arrow_refs(facts) if facts else None
+        arrays = [o[2] for o in out]
+        keys = [list(o[3:]) for o in out]
+        del out
+        names = tuple(method.candidate_arrays) + (("date",) if self.window is not None else ())
+        bucket = ray.remote(_bucket_task).options(num_returns=len(shards) + 1)
+        gather = ray.remote(_gather_task)
+        link = ray.remote(_link_task)
+        first = min(self.config.first_wave or max(1, partitions // 8), partitions)
+        waves = [list(range(first)), list(range(first, partitions))]
+        merged = seed = None
+        totals: dict[str, int] = {}
+        self.wave_stats = []
         with timer.stage("pairs"):
-            keys = self.docs.map_batches(_key_rows, batch_format="pyarrow",
-                                         fn_kwargs={"offsets": self.offsets, "partitions": partitions})
-            shared = keys.groupby("part", num_partitions=partitions).map_groups(_shared_keys, batch_format="pyarrow")
-            needs = shared.map_batches(_need_side, batch_format="pyarrow",
-                                       fn_kwargs={"offsets": self.offsets, "layout": layout})
-            mine = self.docs.map_batches(_doc_side, batch_format="pyarrow",
-                                         fn_kwargs={"offsets": self.offsets, "payload": payload,
-                                                    "layout": layout})
-            routes = max(min(len(shards), partitions), 1)
-            rows = mine.union(needs).groupby("route", num_partitions=routes).map_groups(_attach, batch_format="pyarrow")
-            chunk_rows = int(max((256 << 20) // (row_bytes + 64), 1024))
-            linked = rows.groupby("part", num_partitions=partitions).map_groups(
-                _link_group, batch_format="pyarrow",
-                fn_kwargs={"method": method, "layout": layout, "window_hours": self.window,
-                           "chunk_rows": chunk_rows},
-            )
-            table = _collect(linked.materialize(), ["kind", "left", "right", "score"])
+            for wave in waves if self.n_docs else []:
+                if not wave:
+                    continue
+                buckets = [bucket.remote(self.offsets, method_ref, seed,
+                                         *[keys[s][p] for s in range(len(shards))]) for p in wave]
+                for part in keys:  # the bucket tasks hold them now; freed as they finish
+                    for p in wave:
+                        part[p] = None
+                rows = [gather.options(num_returns=len(wave)).remote(arrays[s], names,
+                                                                     *[b[1 + s] for b in buckets])
+                        for s in range(len(shards))]
+                rows = [r if isinstance(r, list) else [r] for r in rows]
+                linked = [link.remote(b[0], method_ref, self.window, seed, *[r[j] for r in rows])
+                          for j, b in enumerate(buckets)]
+                del buckets, rows
+                merged, seed, counts = _reduce_forests(([merged] if merged is not None else []) + linked)
+                counts = ray.get(counts)  # the wave is done: its seed is ready for the next
+                self.wave_stats.append({"partitions": len(wave), **{
+                    k: round(v - totals.get(k, 0), 3) for k, v in counts.items()}})
+                totals = counts
         with timer.stage("cluster"):
-            self._merge(table, partitions)
+            if merged is None:
+                final, (nodes, roots), _ = _merge_forests()
+            else:
+                final, (nodes, roots) = ray.get([merged, seed])
+            self._finish(final, nodes, roots, partitions)
 
-    def _merge(self, table: pa.Table, partitions: int) -> None:
-        """Global merge of the partition forests: a union-find over the documents that
-        appear in them (compacted to 0..k-1), whose joins form the run's forest."""
-        kind = table.column("kind").to_numpy()
-        left, right = table.column("left").to_numpy(), table.column("right").to_numpy()
-        score = table.column("score").to_numpy()
-        counts = kind == _COUNTS
-        edges, away = kind == _EDGE, kind == _OUTSIDE
-        left_e, right_e, score_e = left[edges], right[edges], score[edges]
-        # Partitions in a fixed order (by their smallest edge), so the forest is deterministic.
-        order = np.lexsort((right_e, left_e))
-        left_e, right_e, score_e = left_e[order], right_e[order], score_e[order]
-        nodes = np.unique(np.concatenate((left_e, right_e)))
-        uf = UnionFind(nodes.size)
-        merged = uf.union(np.searchsorted(nodes, left_e), np.searchsorted(nodes, right_e))
-        self.nodes = nodes
-        self.node_roots = nodes[uf.roots()]
-        self.forest = Pairs(left_e[merged], right_e[merged], score_e[merged]).canonical()
-        self.outside = Pairs(left[away], right[away], score[away]).canonical()
+    def _finish(self, final: dict, nodes: np.ndarray, roots: np.ndarray, partitions: int) -> None:
+        self.nodes, self.node_roots = nodes, roots
+        self.forest = Pairs(*final["forest"]).canonical()
+        self.outside = Pairs(*final["outside"]).canonical()
+        counts = final["counts"]
         self.stats = {
-            "candidate_keys": self.n_keys, "candidate_edges": int(left[counts].sum()),
-            "verified_edges": int(right[counts].sum()), "forest_edges": len(self.forest),
-            "shared_key_rows": int(left[kind == _ROWS].sum()),
-            "outside_window": len(self.outside), "partitions": partitions, "shards": self.n_shards,
+            "candidate_keys": self.n_keys, "candidate_edges": counts.get("candidate_edges", 0),
+            "verified_edges": counts.get("verified_edges", 0), "forest_edges": len(self.forest),
+            "shared_key_rows": counts.get("shared_key_rows", 0), "outside_window": len(self.outside),
+            "partitions": partitions, "shards": self.n_shards, "waves": self.wave_stats,
+            # CPU seconds inside the tasks (not their start-up, transfers or Ray's daemons).
+            "task_cpu_s": {"sketch": round(self.sketch_cpu, 2),
+                           "bucket": round(counts.get("bucket_cpu_s", 0.0), 2),
+                           "link": round(counts.get("link_cpu_s", 0.0), 2)},
         }
 
     def roots(self) -> np.ndarray:
@@ -706,16 +741,12 @@ def _kept_records(items: pa.Table, *, shards: list, reader: ReaderConfig, droppe
                   offsets: np.ndarray) -> Iterator[pa.Table]:
     from contextlib import closing
 
-    from neardup.io.readers import _record_stream
-
     dropped = _resolved(dropped_ref)
     for index in items.column("shard").to_pylist():
         shard = shards[index]
-        if shard.kind in _SHARDED:
-            stream = parquet_records(shard.path, None, reader.batch_size, start=shard.start,
-                                     stop=shard.stop)
-        else:
-            stream = _record_stream(shard.path, shard.kind, reader, full=True)
+        sharded = shard.kind in _SHARDED
+        stream = part_records(shard.path, shard.kind, reader, start=shard.start if sharded else 0,
+                              stop=shard.stop if sharded else None, full=True)
         base, records, position = offsets[index], [], 0
         with closing(stream):
             for _row, _line, record in stream:
@@ -763,7 +794,7 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
     nodes_ref = ray.put(nodes)
     fetch = ray.remote(_duplicate_facts)
     count = ray.remote(_empty_count)
-    refs = run.docs.to_arrow_refs()
+    refs = run.docs.to_arrow_refs() if run.docs is not None else []
     facts = [t for t in ray.get([fetch.remote(r, nodes_ref, run.offsets) for r in refs]) if t.num_rows]
     empty = sum(ray.get([count.remote(r) for r in refs]))
     facts = pa.concat_tables(facts) if facts else pa.table({"doc": pa.array([], pa.int64()),
@@ -798,9 +829,17 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
     if clusters_out is not None:
         final = Path(clusters_out)
         tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-        run.docs.map_batches(_cluster_rows, batch_format="pyarrow",
-                             fn_kwargs={"clusters_ref": clusters_ref, "offsets": run.offsets}
-                             ).write_parquet(str(tmp))
+        if run.docs is not None:
+            run.docs.map_batches(_cluster_rows, batch_format="pyarrow",
+                                 fn_kwargs={"clusters_ref": clusters_ref, "offsets": run.offsets}
+                                 ).write_parquet(str(tmp))
+        else:  # an empty corpus: an empty table
+            import pyarrow.parquet as pq
+
+            tmp.mkdir(parents=True)
+            no_docs = _FACTS.empty_table().select(["shard", "row", "id", "n_features"])
+            pq.write_table(_cluster_rows(no_docs, clusters_ref=clusters_ref, offsets=np.zeros(1, np.int64)),
+                           tmp / "part-00000.parquet")
         written["clusters"] = (tmp, final)
     if pairs_out is not None:
         import pyarrow.parquet as pq

@@ -37,7 +37,8 @@ from neardup.io._formats import (
 from neardup.io.batch import DocumentBatch
 from neardup.io.reuters import reuters_records
 
-__all__ = ["SUPPORTED_FORMATS", "ReaderConfig", "detect_format", "iter_records", "read_corpus"]
+__all__ = ["SUPPORTED_FORMATS", "ReaderConfig", "detect_format", "iter_records", "part_records",
+           "read_corpus", "read_part"]
 
 #: Format names returned by :func:`detect_format`.
 SUPPORTED_FORMATS = ("jsonl", "parquet", "csv", "tsv", "txtdir", "reuters")
@@ -487,3 +488,57 @@ def _batch(
         source=path,
         rows=np.asarray(rows, dtype=np.int64),
     )
+
+
+def part_records(path: str, kind: str, config: ReaderConfig, *, start: int = 0,
+                 stop: int | None = None, full: bool = True) -> Iterator[tuple[int, int | None, dict]]:
+    """(row, line, record) of one input file of format ``kind`` (:func:`detect_format`),
+    for an engine that reads the files of a corpus in parallel; Parquet only rows
+    ``start:stop`` (decoding just the row groups that hold them). ``full`` keeps every
+    field, else only the text, id and date fields (which must then exist). No field is
+    checked here (:func:`read_part` does)."""
+    if kind != "parquet":
+        return _record_stream(path, kind, config, full=full)
+    fields = (config.text_field, config.id_field, config.date_field)
+    require = () if full else tuple(dict.fromkeys(f for f in fields if f is not None))
+    return parquet_records(path, None if full else list(require), config.batch_size, require,
+                           start=start, stop=stop)
+
+
+def read_part(path: str, kind: str, config: ReaderConfig, *, start: int = 0,
+              stop: int | None = None) -> Iterator[DocumentBatch]:
+    """One input file (Parquet: rows ``start:stop``) as :func:`read_corpus` reads it, in
+    batches of ``config.batch_size``, for an engine that reads the files of a corpus in
+    parallel: the same field checks and errors (naming the file and line), ``rows`` the
+    file's row numbers. Ids are None when documents are numbered by their position in
+    the whole corpus (no ``id_field``), which only the caller knows; ids are not checked
+    for uniqueness across files, and ``limit`` does not apply."""
+    extractor = _Extractor(path, kind, config)
+    with_dates = kind == "reuters" or config.date_field is not None
+    numbered = config.id_field is None and kind not in _NATIVE
+    ids: list[str] = []
+    texts: list[str] = []
+    seconds: list[int | None] = []
+    rows: list[int] = []
+
+    def batch() -> DocumentBatch:
+        return DocumentBatch(ids=None if numbered else ids, texts=texts,
+                             dates=as_datetime64(seconds) if with_dates else None,
+                             source=path, rows=np.asarray(rows, np.int64))
+
+    try:
+        with closing(part_records(path, kind, config, start=start, stop=stop, full=False)) as stream:
+            for row, line, record in stream:
+                texts.append(extractor.text(record, row, line))
+                if not numbered:
+                    ids.append(extractor.doc_id(record, row, line, row))
+                if with_dates:
+                    seconds.append(extractor.date(record, row, line))
+                rows.append(row)
+                if len(texts) == config.batch_size:
+                    yield batch()
+                    ids, texts, seconds, rows = [], [], [], []
+        if texts:
+            yield batch()
+    finally:
+        extractor.binary.finish()

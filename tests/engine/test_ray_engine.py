@@ -101,6 +101,19 @@ def test_same_clusters_as_local_engine(cluster, shards, method, params):
     assert len(distributed.pairs) == distributed.n_docs - distributed.n_clusters
 
 
+def test_second_wave_skips_what_the_first_joined(cluster, shards):
+    reader, method = ReaderConfig(id_field="id"), make_method("minhash")
+    one, two = (run(RayInputs(tuple(shards), reader), method, engine="ray",
+                    ray=RayConfig(shard_rows=800, partitions=8, first_wave=first)) for first in (8, 2))
+    np.testing.assert_array_equal(one.clusters, two.clusters)
+    np.testing.assert_array_equal(one.representative, two.representative)
+    one, two = one.params["corpus_stage"], two.params["corpus_stage"]
+    assert [len(one["waves"]), len(two["waves"])] == [1, 2]
+    assert one["candidate_edges"] == two["candidate_edges"]
+    assert two["waves"][1]["edges_after_seed"] < two["waves"][1]["candidate_edges"]
+    assert two["verified_edges"] < one["verified_edges"]
+
+
 def test_time_window_and_position_ids(cluster, shards):
     reader = ReaderConfig(date_field="date")  # ids numbered by global position
     local, distributed = _local_and_ray(shards, "minhash", {"threshold": 0.3}, reader, window=24)
