@@ -169,7 +169,8 @@ class _KeySpill:
     def add(self, docs: np.ndarray, keys: np.ndarray, payload: np.ndarray | None) -> None:
         if keys.size == 0:
             return
-        part = (keys % np.uint64(self.partitions)).astype(np.int64)
+        # uint16 (partitions <= 65536): NumPy's stable sort is then a radix sort.
+        part = (keys % np.uint64(self.partitions)).astype(np.uint16)
         order = np.argsort(part, kind="stable")
         bounds = np.concatenate(([0], np.cumsum(np.bincount(part, minlength=self.partitions))))
         docs, keys = docs[order], keys[order]
@@ -190,7 +191,8 @@ class _KeySpill:
                        "doc": np.concatenate([x[1] for x in parts])}
             if len(parts[0]) == 3:
                 columns["payload"] = np.concatenate([x[2] for x in parts])
-            write_arrow(self.directory / f"p-{p:04d}-{self.chunk:05d}.arrow", pa.table(columns))
+            write_arrow(self.directory / f"p-{p:04d}-{self.chunk:05d}.arrow", pa.table(columns),
+                        durable=False)
             self.buffers[p] = []
         self.chunk += 1
         self.buffered = 0
