@@ -3,7 +3,7 @@
 Readers check that ids are unique across all inputs while they stream. A Python dict of
 ten million ids costs ~130 bytes each (string and int objects plus the table); this set
 keeps every id's UTF-8 bytes in one growing buffer and an open-addressing table of
-positions, about ``len(id) + 32`` bytes per id, and does the per-id work in compiled code.
+positions, about ``len(id) + 24`` bytes per id (up to twice that while the buffers grow), and does the per-id work in compiled code.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from numba import njit
 
 __all__ = ["IdSet"]
 
-_EMPTY = -1
+# Table slots hold id ordinals as uint32 (half the size of int64): one process's reader
+# checks at most 2**32 - 1 ids, far past what fits in one machine's memory anyway.
+_EMPTY = np.uint32(0xFFFFFFFF)
 
 
 @njit(cache=True)
@@ -54,7 +56,7 @@ def _insert(table, stored, stored_offsets, n_stored, data, offsets, first_new):
         while True:
             held = table[slot]
             if held == _EMPTY:
-                table[slot] = first_new + i
+                table[slot] = np.uint32(first_new + i)
                 break
             if _same(data, a0, a1, stored, stored_offsets[held], stored_offsets[held + 1]):
                 return i, held
@@ -73,7 +75,7 @@ class IdSet:
         self._bytes = np.empty(1 << 16, np.uint8)
         self._offsets = np.zeros(1 << 12, np.int64)
         self._codes = np.empty(1 << 12, np.int64)
-        self._table = np.full(1 << 13, _EMPTY, np.int64)
+        self._table = np.full(1 << 13, _EMPTY, np.uint32)
         self._n = 0
 
     def __len__(self) -> int:
@@ -106,6 +108,8 @@ class IdSet:
 
     def _reserve(self, n_ids: int, n_bytes: int) -> None:
         need_ids = self._n + n_ids
+        if need_ids >= int(_EMPTY):
+            raise ValueError("IdSet holds at most 2**32 - 2 ids; read the input in parts")
         if need_ids + 1 > self._offsets.size:
             size = _grown(self._offsets.size, need_ids + 1)
             self._offsets = _resized(self._offsets, size)
@@ -123,13 +127,13 @@ class IdSet:
 
 @njit(cache=True)
 def _rebuilt(size, stored, stored_offsets, n):
-    table = np.full(size, _EMPTY, np.int64)
+    table = np.full(size, _EMPTY, np.uint32)
     mask = np.uint64(size - 1)
     for i in range(n):
         slot = _hash(stored, stored_offsets[i], stored_offsets[i + 1]) & mask
         while table[slot] != _EMPTY:
             slot = (slot + np.uint64(1)) & mask
-        table[slot] = i
+        table[slot] = np.uint32(i)
     return table
 
 

@@ -296,7 +296,7 @@ def _records(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[d
 class _IdRegistry:
     """Remembers where each id was first seen, to report duplicates with both places.
     Checked a batch at a time in an :class:`~neardup.io.idset.IdSet` (about
-    ``len(id) + 32`` bytes per id)."""
+    ``len(id) + 24`` bytes per id)."""
 
     def __init__(self, sources: list[tuple[str, str]], id_field: str | None) -> None:
         self.sources = sources
