@@ -9,6 +9,8 @@ over the LSH matches.
 
     python bench/scale_corpus.py --docs 1000000 --out /tmp/neardup-scale/1M
     python bench/bench_scale.py --corpus /tmp/neardup-scale/1M --methods minhash exact simhash
+
+datatrove (``--datatrove-python``) runs in its own environment; see bench/peer_datatrove.py.
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, required=True, help="directory of part-*.parquet")
     parser.add_argument("--methods", nargs="*", default=["minhash"])
     parser.add_argument("--peers", nargs="*", default=[], choices=["datasketch", "rensa"])
+    parser.add_argument("--datatrove-python", type=Path, default=None,
+                        help="python of an environment with datatrove installed: also run "
+                             "datatrove's MinHash pipeline (bench/peer_datatrove.py)")
     parser.add_argument("--name", default=None, help="results file name (default: scale-<corpus dir>)")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                         help="further options for neardup dedup")
@@ -97,6 +102,16 @@ def main() -> None:
             row = {"tool": peer, "method": "minhash", "docs": int(truth.size),
                    **measure_command([sys.executable, "-c", PEER, peer, str(out), *files])}
             row["command"] = f"{peer} MinHash+LSH (bench/bench_scale.py PEER script)"
+            row["ari_vs_truth"] = ari(truth, np.load(out))
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        if args.datatrove_python is not None:
+            out = Path(tmp) / "datatrove.npy"
+            script = Path(__file__).with_name("peer_datatrove.py")
+            row = {"tool": "datatrove", "method": "minhash", "docs": int(truth.size),
+                   **measure_command([str(args.datatrove_python), str(script), str(out),
+                                      str(Path(tmp) / "datatrove-work"), *files])}
+            row["command"] = "datatrove MinHash pipeline (bench/peer_datatrove.py), 1 worker"
             row["ari_vs_truth"] = ari(truth, np.load(out))
             rows.append(row)
             print(json.dumps(row), flush=True)

@@ -187,11 +187,11 @@ class Result:
         template."""
         return pa.table(
             {
-                "id": pa.array(self.ids.tolist(), pa.string()),
+                "id": pa.array(self.ids, pa.string()),
                 "cluster": pa.array(self.clusters, pa.int64()),
                 "cluster_size": pa.array(self.cluster_size, pa.int64()),
                 "representative": pa.array(self.representative, pa.bool_()),
-                "status": pa.array(self.status.tolist(), pa.string()),
+                "status": pa.array(self.status, pa.string()),
                 "template": pa.array(self.template, pa.bool_()),
             }
         )
@@ -202,8 +202,8 @@ class Result:
         p = Pairs.concat([self.pairs, self.outside_window])
         n_edges, n_outside = len(self.pairs), len(self.outside_window)
         columns = {
-            "id_a": pa.array(self.ids[p.left].tolist(), pa.string()),
-            "id_b": pa.array(self.ids[p.right].tolist(), pa.string()),
+            "id_a": pa.array(self.ids[p.left], pa.string()),
+            "id_b": pa.array(self.ids[p.right], pa.string()),
             "score": pa.array(p.score, pa.float32()),
             "method": pa.array([self.method] * len(p), pa.string()),
         }

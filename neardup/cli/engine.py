@@ -11,7 +11,8 @@ import click
 
 from neardup.engine import CorpusStageConfig, parse_memory
 
-__all__ = ["corpus_stage_from_options", "engine_options", "input_bytes", "input_identity"]
+__all__ = ["corpus_stage_from_options", "engine_options", "estimated_documents", "input_bytes",
+           "input_identity"]
 
 _COMPRESSED_INPUT = (".gz", ".parquet")
 
@@ -96,10 +97,30 @@ def corpus_stage_from_options(opts: dict[str, Any], inputs=()) -> CorpusStageCon
         partitions=opts["partitions"],
         resume=opts["resume"],
     )
-    size, compressed = input_bytes(inputs)
-    # Compressed input holds about four times its size in text.
-    size *= 4 if compressed else 1
-    return config.resolve(size // 200 if size else None)
+    return config.resolve(estimated_documents(inputs))
+
+
+def estimated_documents(inputs) -> int | None:
+    """Documents in the inputs, for sizing partitions: Parquet footers give the exact
+    count; other files count one document per 200 bytes of text (gzip holds about four
+    times its size), so the estimate errs towards more, smaller partitions. None when no
+    input could be measured."""
+    from neardup.errors import InputError
+    from neardup.io import parquet_num_rows
+
+    total, measured = 0, False
+    for path in inputs:
+        path = Path(path)
+        try:
+            if path.is_file() and path.name.lower().endswith(".parquet"):
+                total += parquet_num_rows(str(path))
+            else:
+                size, compressed = input_bytes([path])
+                total += size * (4 if compressed else 1) // 200
+            measured = True
+        except (OSError, InputError):  # the reader names unreadable inputs later
+            continue
+    return total if measured and total else None
 
 
 def input_identity(inputs: tuple[Path, ...] | list[Path], reader_params: dict[str, Any]) -> dict:

@@ -46,6 +46,7 @@ from neardup.methods.base import Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
 
 __all__ = [
+    "ArrayRows",
     "CorpusStageConfig",
     "PartitionLinker",
     "default_memory_limit",
@@ -170,7 +171,8 @@ class _KeySpill:
     def add(self, docs: np.ndarray, keys: np.ndarray, payload: np.ndarray | None) -> None:
         if keys.size == 0:
             return
-        part = (keys % np.uint64(self.partitions)).astype(np.int64)
+        # uint16 (partitions <= 65536): NumPy's stable sort is then a radix sort.
+        part = (keys % np.uint64(self.partitions)).astype(np.uint16)
         order = np.argsort(part, kind="stable")
         bounds = np.concatenate(([0], np.cumsum(np.bincount(part, minlength=self.partitions))))
         docs, keys = docs[order], keys[order]
@@ -191,7 +193,8 @@ class _KeySpill:
                        "doc": np.concatenate([x[1] for x in parts])}
             if len(parts[0]) == 3:
                 columns["payload"] = np.concatenate([x[2] for x in parts])
-            write_arrow(self.directory / f"p-{p:04d}-{self.chunk:05d}.arrow", pa.table(columns))
+            write_arrow(self.directory / f"p-{p:04d}-{self.chunk:05d}.arrow", pa.table(columns),
+                        durable=False)
             self.buffers[p] = []
         self.chunk += 1
         self.buffered = 0
@@ -281,8 +284,9 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     by_part: dict[int, list[str]] = {}
     for name in sorted(os.listdir(keys_dir)):
         by_part.setdefault(int(name[2:6]), []).append(name)
-    # Rows of one chunk and their stored arrays must fit in a quarter of the budget.
-    chunk_rows = int(max(config.budget // 4 // (store.row_bytes + 64), 1024))
+    # The edges of one chunk's rows must fit in a quarter of the budget: at most
+    # (m - 1) / 2 per row in an all-pairs bucket of m <= 50, 16 bytes each (+ masks).
+    chunk_rows = int(max(config.budget // 4 // 512, 1024))
     totals = {"candidate_edges": 0, "verified_edges": 0}
     # One union-find across partitions: a document joined in one partition is not
     # checked again in the next. Partitions are linked in order, so a resumed stage
@@ -330,7 +334,6 @@ class _ArrayStore:
         self.layout = {name: (np.dtype(d), tuple(tail)) for name, (d, tail) in layout.items()}
         self.paths = {name: wd.stage_dir("sketch") / "arrays" / f"{name}.bin" for name in layout}
         self.n_docs = n_docs
-        self.row_bytes = sum(d.itemsize * int(np.prod(t or (1,))) for d, t in self.layout.values())
 
     def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
         out = {}
@@ -341,19 +344,33 @@ class _ArrayStore:
         return out
 
 
+class ArrayRows:
+    """Verification arrays held in memory for the documents ``docs`` (sorted), read by
+    row like the work directory's store; what an executor that ships each partition its
+    own documents' arrays (Ray) gives :class:`PartitionLinker`."""
+
+    def __init__(self, docs: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
+        self.docs, self.arrays = docs, arrays
+
+    def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
+        index = np.searchsorted(self.docs, docs)
+        return {name: values[index] for name, values in self.arrays.items()}
+
+
 class PartitionLinker:
     """Joins one partition's documents, skipping candidates already joined (by this
     partition or, on one machine, by the partitions before it: ``uf`` is then the run's
-    union-find) and verifying the rest. An executor that links partitions in parallel
+    union-find) and verifying the rest against ``store.rows(docs)`` (the work directory's
+    memory-mapped arrays, or :class:`ArrayRows`), read only for the edges still to check. An executor that links partitions in parallel
     gives each its own union-find over the partition's documents; the global merge of
     the forests gives the same components either way. ``dates`` (int64 epoch seconds) are
     indexed like the union-find: by global position, or with ``uf=None`` aligned with the
     partition's sorted unique documents. Results accumulate in ``forest`` and ``outside``
     (lists of (left, right, score) arrays) and ``counts``."""
 
-    def __init__(self, method: Method, docs: np.ndarray, dates: np.ndarray | None,
+    def __init__(self, method: Method, docs: np.ndarray, store, dates: np.ndarray | None,
                  window_hours: float | None, uf: UnionFind | None = None) -> None:
-        self.method = method
+        self.method, self.store = method, store
         if uf is None:
             self.local_docs = np.unique(docs)
             self.uf = UnionFind(self.local_docs.size)
@@ -370,15 +387,15 @@ class PartitionLinker:
     #: number of edges (2m per band) that reach it.
     step = 8192
 
-    def consider(self, left, right, score=None, rows=None) -> None:
+    def consider(self, left, right, score=None) -> None:
         """Candidate edges (global positions). ``score`` given: already verified;
-        otherwise ``rows`` = (chunk documents, their stored arrays) to verify with."""
+        otherwise verified against the store's rows of their documents."""
         self.counts["candidate_edges"] += int(left.size)
         for start in range(0, left.size, self.step):
             part = slice(start, start + self.step)
-            self._consider(left[part], right[part], None if score is None else score[part], rows)
+            self._consider(left[part], right[part], None if score is None else score[part])
 
-    def _consider(self, left, right, score, rows) -> None:
+    def _consider(self, left, right, score) -> None:
         if self.local_docs is None:
             ll, rl = left, right
         else:
@@ -389,8 +406,12 @@ class PartitionLinker:
         if left.size == 0:
             return
         if score is None:
-            chunk_docs, arrays = rows
-            li, ri = np.searchsorted(chunk_docs, left), np.searchsorted(chunk_docs, right)
+            # Rows are read only for edges still to check: most candidates join documents
+            # already joined, and reading every candidate's row made the reads (random
+            # pages of a file larger than the page cache share) grow faster than the corpus.
+            need = np.unique(np.concatenate((left, right)))
+            arrays = self.store.rows(need)
+            li, ri = np.searchsorted(need, left), np.searchsorted(need, right)
             score, accept = self.method.score_candidates({k: v[li] for k, v in arrays.items()},
                                                          {k: v[ri] for k, v in arrays.items()})
             score, accept = np.asarray(score, np.float32), np.asarray(accept, bool)
@@ -419,7 +440,7 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
     docs = table.column("doc").to_numpy()
     payload = table.column("payload").to_numpy() if "payload" in table.column_names else None
     del table
-    linker = PartitionLinker(method, docs, dates, window_hours, uf)
+    linker = PartitionLinker(method, docs, store, dates, window_hours, uf)
     linked = method.link_bucket(keys, docs, payload)
     if linked is not None:
         linker.consider(linked.left, linked.right, linked.score)
@@ -432,14 +453,12 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
         ends = starts + sizes
         first = 0
         while first < starts.size:
-            # A chunk of whole buckets whose rows fit the budget (at least one bucket);
-            # the stored arrays of its documents are read once.
+            # A chunk of whole buckets whose edges fit the budget (at least one bucket).
             last = int(np.searchsorted(ends, starts[first] + chunk_rows, "right"))
             last = max(last, first + 1)
-            chunk_docs = np.unique(docs[int(starts[first]):int(ends[last - 1])])
             left, right = bucket_edges(docs, starts[first:last], sizes[first:last],
                                        method.bucket_all_pairs_upto)
-            linker.consider(left, right, rows=(chunk_docs, store.rows(chunk_docs)))
+            linker.consider(left, right)
             first = last
     return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts
 
@@ -505,7 +524,8 @@ class CorpusStageOutput:
 
     Attributes
     ----------
-    ids : ndarray of object (str), shape (n_docs,)
+    ids : ndarray of StringDType, shape (n_docs,)
+        Compact strings (16 bytes for an id of up to 15 bytes), not Python objects.
     lengths, n_features : ndarray of int64, shape (n_docs,)
     dates : ndarray of datetime64[s], shape (n_docs,), or None
     roots : ndarray of int64, shape (n_docs,)
@@ -573,7 +593,7 @@ def run_corpus_stage(
             docs = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=columns)
             comp = wd.stage_dir("components")
             output = CorpusStageOutput(
-                ids=np.array(docs.column("id").to_pylist(), dtype=object),
+                ids=string_array(docs.column("id")),
                 lengths=docs.column("length").to_numpy(),
                 n_features=docs.column("n_features").to_numpy(),
                 dates=(docs.column("date").to_numpy().astype("datetime64[s]")
@@ -584,6 +604,15 @@ def run_corpus_stage(
                 stats={"candidate_keys": sketch_facts["n_keys"], **link_facts, **comp_facts},
             )
     return output
+
+
+def string_array(column: pa.ChunkedArray) -> np.ndarray:
+    """A string column as a NumPy ``StringDType`` array, converted a chunk at a time so that
+    only one chunk's Python strings exist at once (an object array of ten million ids
+    costs ~80 bytes each, this ~16)."""
+    parts = [chunk.to_numpy(zero_copy_only=False).astype(np.dtypes.StringDType())
+             for chunk in column.chunks]
+    return np.concatenate(parts) if parts else np.empty(0, np.dtypes.StringDType())
 
 
 _SCRATCH = "neardup-work-"

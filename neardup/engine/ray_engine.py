@@ -56,7 +56,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.engine.buckets import bucket_edges, group_runs
-from neardup.engine.corpus import CorpusStageOutput, PartitionLinker
+from neardup.engine.corpus import ArrayRows, CorpusStageOutput, PartitionLinker
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
 from neardup.graph.edges import Pairs
@@ -393,7 +393,7 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, seed, *r
     arrays = {name: np.concatenate([r[name] for r in rows]) for name in rows[0]} if rows else {}
     dates = arrays.pop("date", None) if window_hours is not None else None
     arrays.pop("date", None)
-    linker = PartitionLinker(method, local, dates, window_hours, uf=None)
+    linker = PartitionLinker(method, local, ArrayRows(local, arrays), dates, window_hours, uf=None)
     if seed is not None and local.size:
         # Documents of one earlier component start joined (not forest edges: the earlier
         # wave's forest holds them).
@@ -401,7 +401,7 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, seed, *r
         by = np.argsort(roots, kind="stable")
         same = np.flatnonzero(roots[by][1:] == roots[by][:-1])
         linker.uf.union(by[same], by[same + 1])
-    linker.consider(left, right, score, rows=None if score is not None else (local, arrays))
+    linker.consider(left, right, score)
     forest, outside = _concat_pairs(linker.forest), _concat_pairs(linker.outside)
     return {"forest": (forest.left, forest.right, forest.score),
             "outside": (outside.left, outside.right, outside.score),

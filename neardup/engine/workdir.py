@@ -47,9 +47,10 @@ def atomic_write_text(path: Path, text: str) -> None:
         tmp.write_text(text)
 
 
-def write_arrow(path: Path, table: pa.Table) -> None:
-    """Write an Arrow IPC file atomically (uncompressed: these files are read once, soon)."""
-    with atomic_path(path) as tmp:
+def write_arrow(path: Path, table: pa.Table, *, durable: bool = True) -> None:
+    """Write an Arrow IPC file atomically (uncompressed: these files are read once, soon).
+    ``durable=False``: not flushed to disk yet; :meth:`WorkDir.finish` flushes the stage."""
+    with atomic_path(path, durable=durable) as tmp:
         feather.write_feather(table, tmp, compression="uncompressed")
 
 
@@ -132,6 +133,12 @@ class WorkDir:
         return directory
 
     def finish(self, stage: str, key: str, facts: dict[str, Any]) -> None:
+        """Mark the stage complete, after flushing its files to disk: a marker that
+        survives a crash of the machine then never points at lost data."""
+        for root, _, names in os.walk(self.path / stage):
+            for name in names:
+                with open(os.path.join(root, name), "rb") as handle:
+                    os.fsync(handle.fileno())
         atomic_write_text(self.path / stage / "_DONE.json",
                            json.dumps({"key": key, "facts": facts}, sort_keys=True))
 

@@ -295,19 +295,25 @@ def _records(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[d
 
 
 class _IdRegistry:
-    """Remembers where each id was first seen, to report duplicates with both places."""
+    """Remembers where each id was first seen, to report duplicates with both places.
+    Checked a batch at a time in an :class:`~neardup.io.idset.IdSet` (about
+    ``len(id) + 24`` bytes per id)."""
 
     def __init__(self, sources: list[tuple[str, str]], id_field: str | None) -> None:
         self.sources = sources
         self.id_field = id_field
-        self.first: dict[str, int] = {}
+        from neardup.io.idset import IdSet  # numba: imported when ids are checked
 
-    def add(self, doc_id: str, source: int, row: int, line: int | None) -> None:
-        position = row if line is None else line
-        code = (source << _LOCATION_BITS) | position
-        earlier = self.first.setdefault(doc_id, code)
-        if earlier == code:
+        self.seen = IdSet()
+
+    def add_batch(self, ids: list[str], source: int, positions: list[int]) -> None:
+        """``positions``: each id's line (line-based formats) or row."""
+        codes = (np.int64(source) << _LOCATION_BITS) | np.asarray(positions, np.int64)
+        repeat = self.seen.add(ids, codes)
+        if repeat is None:
             return
+        index, earlier = repeat
+        doc_id = ids[index]
         first_source = earlier >> _LOCATION_BITS
         first_position = earlier & ((1 << _LOCATION_BITS) - 1)
         first_path, first_kind = self.sources[first_source]
@@ -325,8 +331,9 @@ class _IdRegistry:
                 "position."
             )
         raise InputError(
-            f"{path}, {_where(kind, row, line, doc_id)}: duplicate id {doc_id!r}, first seen "
-            f"in {first_path}, {_where_code(first_kind, first_position, doc_id)}. {hint}"
+            f"{path}, {_where_code(kind, positions[index], doc_id)}: duplicate id {doc_id!r}, "
+            f"first seen in {first_path}, {_where_code(first_kind, first_position, doc_id)}. "
+            f"{hint}"
         )
 
 
@@ -443,6 +450,7 @@ def _batches(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[D
         texts: list[str] = []
         seconds: list[int | None] = []
         rows: list[int] = []
+        places: list[int] = []  # line or row of each id, for duplicate-id errors
         try:
             with closing(_record_stream(path, kind, config, full=False)) as stream:
                 for row, line, record in stream:
@@ -452,7 +460,7 @@ def _batches(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[D
                     text = extractor.text(record, row, line)
                     doc_id = extractor.doc_id(record, row, line, position)
                     if registry is not None:
-                        registry.add(doc_id, index, row, line)
+                        places.append(row if line is None else line)
                     if with_dates:
                         seconds.append(extractor.date(record, row, line))
                     ids.append(doc_id)
@@ -460,11 +468,15 @@ def _batches(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[D
                     rows.append(row)
                     position += 1
                     if len(texts) == size or position == limit:
+                        if registry is not None:
+                            registry.add_batch(ids, index, places)
                         yield _batch(path, ids, texts, seconds if with_dates else None, rows)
-                        ids, texts, seconds, rows = [], [], [], []
+                        ids, texts, seconds, rows, places = [], [], [], [], []
                         if position == limit:
                             break
             if texts:
+                if registry is not None:
+                    registry.add_batch(ids, index, places)
                 yield _batch(path, ids, texts, seconds if with_dates else None, rows)
         finally:
             extractor.binary.finish()

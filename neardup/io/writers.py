@@ -53,13 +53,17 @@ _PARQUET_COMPRESSION = "zstd"
 
 
 @contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike, *, durable: bool = True) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; move it into place if the block succeeds.
 
     Parameters
     ----------
     path : str or os.PathLike
         The final destination. Missing parent directories are created.
+    durable : bool, default True
+        Flush the file to disk before the rename. Scratch files written by the thousand
+        (the corpus stage's spills) pass False and are flushed together when their stage
+        is marked complete.
 
     Yields
     ------
@@ -88,8 +92,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
                 f"atomic_path: the block did not create {str(temporary)!r}, so there is "
                 f"nothing to move to {str(target)!r}."
             )
-        with open(temporary, "rb") as handle:
-            os.fsync(handle.fileno())
+        if durable:
+            with open(temporary, "rb") as handle:
+                os.fsync(handle.fileno())
         os.replace(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)
