@@ -61,7 +61,7 @@ from neardup.train.loop import (
 )
 from neardup.train.validate import embedding_ari, whole_days
 
-__all__ = ["MS_ALPHA", "MS_BASE", "MS_BETA", "MINER_EPSILON", "train_retsim"]
+__all__ = ["MINER_EPSILON", "MS_ALPHA", "MS_BASE", "MS_BETA", "train_retsim"]
 
 #: Multi-similarity loss and miner parameters of RETSim's training (paper, sec. 3.2).
 MS_ALPHA = 4.0
@@ -358,7 +358,7 @@ def train_retsim(
         "hard_negative_links": int(sum(len(v) for v in links.values())),
         "batches_per_epoch": n_batches,
         "validation_docs": len(keep),
-        "validation_clusters": int(len(np.unique(val_clusters.astype(str)))),
+        "validation_clusters": len(np.unique(val_clusters.astype(str))),
         "torch": torch.__version__,
     }  # fmt: skip
 

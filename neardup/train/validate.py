@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.metrics import adjusted_rand_score
 
 from neardup.eval.labeled import LabeledCorpus
-from neardup.eval.metrics import adjusted_rand_index
 from neardup.graph import Pairs
 from neardup.graph.cluster import connected_components
 
@@ -47,7 +47,7 @@ def pairs_ari(
     for t in thresholds:
         keep = pairs.score >= t
         sub = Pairs(pairs.left[keep], pairs.right[keep], pairs.score[keep])
-        curve[float(t)] = adjusted_rand_index(clusters, connected_components(sub, n))
+        curve[float(t)] = float(adjusted_rand_score(clusters, connected_components(sub, n)))
     best = max(curve, key=lambda t: (curve[t], -t))
     return ValidationScore(ari=curve[best], threshold=best, curve=curve)
 
