@@ -210,7 +210,6 @@ def train_biencoder(
         from sentence_transformers import SentenceTransformer
 
         from neardup.train.trainer import (
-            TrainingTask,
             TrainSettings,
             fit,
             torch_threads,
