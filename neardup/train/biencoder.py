@@ -25,18 +25,23 @@ linked when their cosine is above a threshold tuned on validation data. Three lo
   two documents of hard-negative clusters of the batch's clusters are added per
   cluster, up to half the batch (:func:`neardup.train.data.add_hard_negatives`).
 
-The loop is plain torch (no ``datasets``/``SentenceTransformerTrainer``): tokenize with
-``model.tokenize``, embed with ``model(features)["sentence_embedding"]``, AdamW with
-linear warm-up then linear decay. After every epoch the model embeds a validation subset
-(whole days, at most ``max_validation_docs`` documents) and the best cosine threshold's
-ARI is logged (:func:`neardup.train.validate.embedding_ari`); the best epoch's model is
-kept, training stops after ``patience`` epochs without improvement, and the best model is
-exported to int8 ONNX (:mod:`neardup.embed.onnx_encoder`), the form neardup ships.
+Training runs on the one trainer (:mod:`neardup.train.trainer`, transformers'
+``Trainer``): the model is a ``SentenceTransformer``, the loss one of
+:mod:`neardup.train.losses`, the collator tokenizes a batch with ``model.tokenize``;
+AdamW (weight decay 0.01 on all but biases and LayerNorm weights) with linear warm-up
+then linear decay, no gradient clipping. The base model and, after every epoch, the
+model embed a validation subset (whole days, at most ``max_validation_docs`` documents)
+and the best cosine threshold's ARI is logged (:func:`neardup.train.validate.embedding_ari`);
+the best epoch's model is kept, training stops after ``patience`` epochs without
+improvement, and the best model is exported to int8 ONNX (:mod:`neardup.embed.onnx_encoder`),
+the form neardup ships.
 
 Output directory
-    ``checkpoint.pt``  resumable state (model, optimizer, scheduler, RNG, position in the
-    epoch); written every ten minutes and after each epoch. Re-running the same call
-    resumes; a finished run returns its result without training again.
+    ``checkpoints/``   the trainer's resumable checkpoints (model, optimizer, scheduler,
+    RNG states, position in the epoch); written every ten minutes and after each epoch.
+    ``run.json``       the settings, the baseline score and, once finished, the epoch log.
+    Re-running the same call resumes; a finished run returns its result without
+    training again.
     ``best/``          the best epoch's model, a sentence-transformers directory.
     ``onnx/``          the best model as ONNX, int8 (``export="int8"``) or float32, with
     ``tokenizer.json``; ``BiEncoder(model=<that directory>)`` runs it.
@@ -149,8 +154,8 @@ def train_biencoder(
     lr : float, default 2e-5
         Peak AdamW learning rate (weight decay 0.01).
     warmup : float in [0, 1], default 0.1
-        Share of all steps over which the learning rate rises linearly from 0; it then
-        decays linearly to 0 at the last step. (The paper warms up over all steps of a
+        Share of all steps (rounded up) over which the learning rate rises linearly from
+        0; it then decays linearly to 0 at the last step. (The paper warms up over all steps of a
         16-epoch run; a short run needs the decay.)
     max_tokens : int, default 128
         Tokens read per document, special tokens included, in training and validation.
@@ -179,10 +184,13 @@ def train_biencoder(
     Returns
     -------
     dict
-        The log (:meth:`TrainingLog.to_dict`: config, per-epoch ``train_loss``,
+        The log (:meth:`TrainingLog.to_dict`: config, per-epoch ``train_loss`` (the mean
+        of the epoch's step losses),
         ``validation_ari``, ``threshold``, ``seconds``, ``cpu_seconds``; ``best_epoch``,
         ``best_validation_ari``, ``best_threshold``, total ``cpu_seconds``,
-        ``resumed_at``) plus ``model_dir`` (the best model), ``onnx_dir`` (or None),
+        ``resumed_at``: the 1-based epochs a call resumed in) plus ``baseline`` (the base
+        model's validation ``ari`` and ``threshold``), ``model_dir`` (the best model),
+        ``onnx_dir`` (or None),
         ``export_check`` (cosine agreement and validation ARI of the export, or None),
         ``training_data`` (pair or batch counts), ``validation_docs``, ``stopped_early``,
         and this call's ``wall_seconds`` and ``call_cpu_seconds`` (data preparation,

@@ -4,8 +4,10 @@ Silcock et al. (2022, sec. 4.2) re-score a bi-encoder's nearest neighbours with 
 cross-encoder trained on duplicate and non-duplicate pairs (RoBERTa-base, AdamW, learning
 rate 2e-5, 20% warm-up, batch 32, 5 epochs). Here the base is the small
 all-MiniLM-L6-v2 (22M parameters; its pretrained encoder plus a new one-logit head) so
-that training fits a CPU budget, trained with binary cross-entropy on logits in a plain
-PyTorch loop:
+that training fits a CPU budget, trained with binary cross-entropy on logits
+(:class:`neardup.train.losses.PairBCE`) on the one trainer (:mod:`neardup.train.trainer`,
+transformers' ``Trainer``: AdamW with weight decay 0.01 on all but biases and LayerNorm
+weights, linear warm-up then linear decay, gradient norm clipped at 1):
 
 * **Pairs.** Half of ``max_pairs`` are the pairs the reranker will actually see: the
   candidates a fast method (``candidates``, default RETSim at a low cosine) proposes on
@@ -20,10 +22,11 @@ PyTorch loop:
   the validation split (whole days, about ``validation_docs`` documents), candidates
   re-scored, connected components at a sweep of probability thresholds, best ARI
   (:func:`neardup.train.validate.pairs_ari`). The best epoch's model is kept.
-* **Checkpoints** every ``checkpoint_every`` steps and at each epoch end (model,
-  optimizer, scheduler, RNG states, position in the epoch); re-running the same call
-  resumes where it stopped. Training stops early after ``patience`` epochs without a
-  better validation ARI.
+* **Checkpoints** in ``checkpoints/`` every ``checkpoint_every`` steps and at each epoch
+  end (model, optimizer, scheduler, RNG states, position in the epoch); re-running the
+  same call resumes where it stopped (``run.json`` holds the settings; other settings
+  are refused). Training stops early after ``patience`` epochs without a better
+  validation ARI (transformers' ``EarlyStoppingCallback``).
 
 The output folder is a model folder for :class:`neardup.methods.rerank.CrossEncoderScorer`
 (``model.json`` kind "cross-encoder", format "transformers"); :func:`export_onnx` adds an

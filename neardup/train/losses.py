@@ -73,8 +73,9 @@ class SupCon(torch.nn.Module):
 class MultiSimilarity(torch.nn.Module):
     """Multi-similarity loss on the pairs its miner keeps: ``forward(embeddings, labels)``.
 
-    A batch where the miner keeps no pair gives a zero loss without a gradient; the
-    trainer then skips the optimizer step's update for it (the gradient is zero).
+    A batch where the miner keeps no pair gives a zero loss with a zero gradient (the
+    trainer still takes the optimizer step, so AdamW's momentum moves the weights a
+    little; the loop before the trainer skipped such steps; they are rare).
     """
 
     def __init__(self, alpha: float = MS_ALPHA, beta: float = MS_BETA, base: float = MS_BASE,

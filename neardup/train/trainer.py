@@ -33,7 +33,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +152,6 @@ class FitResult:
     steps_per_epoch: int
     finished_before: bool = False
     stopped_early: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @contextmanager
