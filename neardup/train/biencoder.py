@@ -369,11 +369,13 @@ def _fingerprint(corpus: LabeledCorpus) -> dict[str, Any]:
 
 
 def _base_path(base: str | os.PathLike) -> Path:
-    from neardup.embed.biencoder import _ALIASES, SHIPPED_MODELS, shipped_model_path
+    from neardup.embed.biencoder import SHIPPED_MODELS, shipped_model_path
 
     name = os.fspath(base)
-    if name in SHIPPED_MODELS or name in _ALIASES:
+    try:
         return shipped_model_path(name)
+    except KeyError:  # not a shipped name (nor an alias of one): a directory?
+        pass
     path = Path(name)
     if (path / "modules.json").is_file() or (path / "config.json").is_file():
         return path

@@ -80,7 +80,7 @@ def _resolve_base(base: str) -> Path:
 
 def _candidates(corpus: LabeledCorpus, candidates: str, params: dict | None,
                 threads: int | None) -> Pairs:
-    from neardup.eval.evaluate import _batches
+    from neardup.io import DocumentBatch
     from neardup.methods.rerank import candidate_method
     from neardup.pipeline import sketch_corpus
 
@@ -88,7 +88,10 @@ def _candidates(corpus: LabeledCorpus, candidates: str, params: dict | None,
     method = candidate_method(candidates, params)
     if threads is not None and "threads" in method.get_params() and "threads" not in params:
         method = candidate_method(candidates, {**params, "threads": threads})
-    sketch = sketch_corpus(_batches(corpus), method, progress=False).sketch
+    # The corpus as one batch: training corpora fit in memory.
+    batch = DocumentBatch(ids=corpus.ids.tolist(), texts=corpus.texts, dates=corpus.dates,
+                          source="<labeled>", rows=np.arange(len(corpus), dtype=np.int64))
+    sketch = sketch_corpus([batch], method, progress=False).sketch
     return method.find_pairs(sketch).canonical()
 
 
