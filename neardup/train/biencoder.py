@@ -189,7 +189,9 @@ def train_biencoder(
         ``validation_ari``, ``threshold``, ``seconds``, ``cpu_seconds``; ``best_epoch``,
         ``best_validation_ari``, ``best_threshold``, total ``cpu_seconds``,
         ``resumed_at``: the 1-based epochs a call resumed in) plus ``baseline`` (the base
-        model's validation ``ari`` and ``threshold``), ``model_dir`` (the best model),
+        model's validation ``ari`` and ``threshold``), ``loss_check`` (the mean loss of
+        the first four batches under the ``base`` and the ``best`` model),
+        ``model_dir`` (the best model),
         ``onnx_dir`` (or None),
         ``export_check`` (cosine agreement and validation ARI of the export, or None),
         ``training_data`` (pair or batch counts), ``validation_docs``, ``stopped_early``,
@@ -261,6 +263,7 @@ def train_biencoder(
             validation_docs=len(validation),
             stopped_early=fitted.stopped_early,
             baseline=fitted.baseline,
+            loss_check=fitted.loss_check,
         )
         onnx_dir, check = None, None
         if export is not None:

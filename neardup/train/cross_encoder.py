@@ -344,7 +344,9 @@ def train_cross_encoder(
     dict
         The training log (:meth:`TrainingLog.to_dict`: config, epochs, best_epoch,
         best_validation_ari, best_threshold, cpu_seconds) plus ``output_dir``,
-        ``pair_counts`` and ``wall_seconds``.
+        ``pair_counts``, ``validation_docs``, ``validation_pairs``, ``stopped_early``,
+        ``loss_check`` (the mean loss of the first four batches under the base model, a
+        new head, and the ``best`` one) and ``wall_seconds``.
 
     Raises
     ------
@@ -425,7 +427,7 @@ def train_cross_encoder(
     fitted.log.save(out / _LOG)
     return {**fitted.log.to_dict(), "output_dir": str(out), "pair_counts": data["counts"],
             "validation_docs": len(subset), "validation_pairs": len(val_pairs),
-            "stopped_early": fitted.stopped_early,
+            "stopped_early": fitted.stopped_early, "loss_check": fitted.loss_check,
             "wall_seconds": round(time.perf_counter() - started_wall, 1)}
 
 

@@ -262,7 +262,9 @@ def train_retsim(
         ``model`` (path of model.onnx), ``log`` (path of training.json), ``best_epoch``
         (0: no epoch beat the base model, which is then what model.onnx holds),
         ``best_validation_ari``, ``best_threshold``, ``baseline_validation_ari``,
-        ``baseline_threshold``, ``epochs_run``, ``stopped_early``, ``cpu_seconds``,
+        ``baseline_threshold``, ``epochs_run``, ``stopped_early``, ``loss_check`` (the
+        mean loss of the first four batches under the ``base`` and the ``best`` model),
+        ``cpu_seconds``,
         ``wall_seconds``, ``validation_docs``.
 
     Raises
@@ -376,6 +378,7 @@ def train_retsim(
         "best_validation_ari": best.validation_ari if beat else baseline["ari"],
         "best_threshold": best.threshold if beat else baseline["threshold"],
         "stopped_early": fitted.stopped_early,
+        "loss_check": fitted.loss_check,
         "wall_seconds": round(baseline["seconds"] + sum(r.seconds for r in log.epochs), 1),
         "cpu_seconds": round(baseline["cpu_seconds"] + log.total_cpu_seconds(), 1),
     })  # fmt: skip
@@ -391,6 +394,7 @@ def train_retsim(
         "baseline_threshold": baseline["threshold"],
         "epochs_run": len(log.epochs),
         "stopped_early": fitted.stopped_early,
+        "loss_check": fitted.loss_check,
         "cpu_seconds": data["cpu_seconds"],
         "wall_seconds": data["wall_seconds"],
         "validation_docs": len(keep),

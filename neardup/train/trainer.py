@@ -64,6 +64,8 @@ __all__ = ["AriEvaluator", "FitResult", "TrainSettings", "TrainingTask", "fit", 
 
 _RUN = "run.json"
 _CHECKPOINTS = "checkpoints"
+#: Batches of the loss check: enough to see the loss fall, cheap next to training.
+_LOSS_CHECK_BATCHES = 4
 
 
 class AriEvaluator:
@@ -144,7 +146,9 @@ class TrainSettings:
 @dataclass
 class FitResult:
     """``model``: the best epoch's model (None when the run had finished before: it is
-    already saved); ``log``: the epoch log; ``baseline``: the score before training."""
+    already saved); ``log``: the epoch log; ``baseline``: the score before training;
+    ``loss_check``: the mean loss of the first batches of epoch 1 under the ``base``
+    model and the ``best`` one (eval mode, no dropout): did training lower the loss?"""
 
     model: torch.nn.Module | None
     log: TrainingLog
@@ -152,6 +156,7 @@ class FitResult:
     steps_per_epoch: int
     finished_before: bool = False
     stopped_early: bool = False
+    loss_check: dict[str, float] | None = None
 
 
 @contextmanager
@@ -199,7 +204,8 @@ def fit(
         if run.get("finished") and saved.get("epochs") == config.get("epochs"):
             log = TrainingLog.from_dict(run["log"])
             return FitResult(None, log, run.get("baseline"), run["steps_per_epoch"],
-                             finished_before=True, stopped_early=run.get("stopped_early", False))
+                             finished_before=True, stopped_early=run.get("stopped_early", False),
+                             loss_check=run.get("loss_check"))
 
     set_seed(settings.seed)  # python, numpy, torch: model init and data draws repeat
     task = build()
@@ -212,10 +218,14 @@ def fit(
     last = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
     if run is None or last is None:
         run = {"config": config, "resumed_at": [], "baseline": None, "steps_per_epoch": steps}
-    elif not run.get("finished"):
+    else:  # an interrupted run, or a finished one given more epochs
         done = json.loads((Path(last) / "trainer_state.json").read_text())["global_step"]
         run["resumed_at"].append(done // steps + 1)  # the (1-based) epoch resumed in
     run.update(config=config, finished=False, steps_per_epoch=steps)
+    check_batches = task.batches(0)[:_LOSS_CHECK_BATCHES]
+    if run.get("loss_check") is None:
+        run["loss_check"] = {"batches": len(check_batches),
+                             "base": _mean_loss(task, task.model, check_batches)}
     if settings.baseline and run.get("baseline") is None:
         wall, cpu = time.time(), cpu_seconds()
         score = task.evaluator(task.model)
@@ -261,9 +271,31 @@ def fit(
 
     log = _epoch_log(trainer.state.log_history, steps, run)
     stopped = len(log.epochs) < settings.epochs
+    run["loss_check"]["best"] = _mean_loss(task, trainer.model, check_batches)
     run.update(finished=True, stopped_early=stopped, log=log.to_dict())
     _write(run_path, run)
-    return FitResult(trainer.model, log, run.get("baseline"), steps, stopped_early=stopped)
+    return FitResult(trainer.model, log, run.get("baseline"), steps, stopped_early=stopped,
+                     loss_check=run["loss_check"])
+
+
+def _mean_loss(task: TrainingTask, model: torch.nn.Module, batches: list[np.ndarray]) -> float:
+    """Mean loss of ``model`` over ``batches``, without dropout or gradients."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            values = [float(task.loss(model, _to(task.collate(np.asarray(b).tolist()), device)))
+                      for b in batches]
+    finally:
+        model.train(was_training)
+    return round(float(np.mean(values)), 6) if values else float("nan")
+
+
+def _to(inputs: Any, device: torch.device) -> Any:
+    if isinstance(inputs, dict):
+        return {k: _to(v, device) for k, v in inputs.items()}
+    return inputs.to(device) if isinstance(inputs, torch.Tensor) else inputs
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
