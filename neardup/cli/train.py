@@ -45,10 +45,11 @@ def _data_options(function):
                           "and model selection (its 'validation' split when it has splits). "
                           "Default: the standard benchmark's validation split."),
         click.option("--out", "output_dir", required=True, type=click.Path(path_type=Path),
-                     help="Directory for the model, training.json, run.json and "
-                          "checkpoints/ (model, optimizer, scheduler and RNG states). Re-running "
-                          "the same command resumes from the last checkpoint; a finished run is "
-                          "not trained again; a run with other settings is refused."),
+                     help="Directory for the model and training.json; the neural kinds also "
+                          "keep run.json and checkpoints/ (model, optimizer, scheduler and RNG "
+                          "states) there. Re-running the same command resumes from the last "
+                          "checkpoint; a finished run is not trained again; a run with other "
+                          "settings is refused."),
         click.option("--seed", type=int, default=0, show_default=True,
                      help="Seeds data sampling, augmentation, dropout and initialisation: the "
                           "same seed on the same machine gives the same weights."),
