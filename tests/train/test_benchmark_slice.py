@@ -69,11 +69,11 @@ def test_biencoder_lowers_its_loss(benchmark, tmp_path):
 def test_cross_encoder_lowers_its_loss(benchmark, tmp_path):
     from neardup.train.cross_encoder import train_cross_encoder
 
-    train, negative_of, validation = _slice(benchmark, 120, 60)
+    train, negative_of, validation = _slice(benchmark, 120, 40)
     result = train_cross_encoder(
         train, validation, output_dir=tmp_path, negative_of=negative_of, epochs=1,
-        batch_size=8, max_pairs=48, max_tokens=48, lr=5e-5, candidates="minhash",
-        candidate_params={"threshold": 0.2}, validation_docs=60, threads=1, progress=False)
+        batch_size=8, max_pairs=32, max_tokens=48, lr=5e-5, candidates="minhash",
+        candidate_params={"threshold": 0.2}, validation_docs=40, threads=1, progress=False)
     assert _improved(result["loss_check"]), result["loss_check"]
     assert 0.0 < result["best_validation_ari"] <= 1.0
 
