@@ -259,7 +259,8 @@ def train_biencoder(
         result = fitted.log.to_dict()
         result.update(
             model_dir=str(out / "best"),
-            training_data=plans[0].counts if plans else None,
+            # A finished run builds no data again: its counts are in the earlier log.
+            training_data=plans[0].counts if plans else _previous(out, "training_data"),
             validation_docs=len(validation),
             stopped_early=fitted.stopped_early,
             baseline=fitted.baseline,
@@ -548,6 +549,12 @@ def _task(model: Any, plan: _TrainingData, validation: LabeledCorpus,
     evaluator = AriEvaluator(validation.clusters, embed=lambda m: _embed(m, validation.texts))
     return TrainingTask(model=model, loss=loss, collate=collate, batches=plan.batches,
                         evaluator=evaluator)
+
+
+def _previous(out: Path, key: str) -> Any:
+    """``key`` of the ``training.json`` an earlier call wrote, or None."""
+    path = out / "training.json"
+    return json.loads(path.read_text()).get(key) if path.is_file() else None
 
 
 def _save_best(out: Path, model: Any, validation: LabeledCorpus) -> None:

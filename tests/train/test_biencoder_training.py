@@ -81,6 +81,7 @@ def test_tiny_run_trains_checkpoints_and_loads_in_biencoder(tiny_run):
     # A finished run is not trained again: the same call returns the same log.
     again = train_biencoder(TRAIN, VALIDATION, output_dir=out, **SETTINGS)
     assert again["epochs"] == result["epochs"] and again["resumed_at"] == []
+    assert again["training_data"] == result["training_data"]
     # Other settings never resume this checkpoint.
     with pytest.raises(ValueError, match="'output_dir' holds a checkpoint"):
         train_biencoder(TRAIN, VALIDATION, output_dir=out, **dict(SETTINGS, lr=1e-4))
