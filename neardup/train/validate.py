@@ -2,8 +2,9 @@
 
 Trainers call these once per epoch on the *validation* split (never test): embeddings
 (or pair scores) of the validation documents -> edges above each threshold -> connected
-components -> ARI against the true clusters; the best threshold and its ARI are reported,
-which is exactly how the final model is later tuned (``neardup tune``).
+components -> ARI against the true clusters (scikit-learn's ``adjusted_rand_score``); the
+best threshold and its ARI are reported, which is exactly how the final model is later
+tuned (``neardup tune``). :class:`neardup.train.trainer.AriEvaluator` calls them.
 """
 
 from __future__ import annotations

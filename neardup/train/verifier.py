@@ -124,11 +124,7 @@ def train_verifier(
         Invalid parameters, unknown features, test-split documents in either corpus.
     """
     from neardup.methods.pair_features import FEATURES, default_features, pair_features
-    from neardup.train.cross_encoder import (
-        PROBABILITY_THRESHOLDS,
-        _candidates,
-        training_pairs,
-    )
+    from neardup.train.cross_encoder import PROBABILITY_THRESHOLDS, _candidates, training_pairs
     from neardup.train.validate import pairs_ari
 
     caller = "train_verifier"
