@@ -140,6 +140,11 @@ def _run(kind: str, opts: dict[str, Any]) -> None:
         if "progress" in accepted:
             kwargs["progress"] = False if quiet else None
         report = trainer(train_corpus, validation, **kwargs)
+    except ImportError as exc:  # trainers import torch, transformers, accelerate when called
+        raise click.ClickException(
+            f"`neardup train {kind}` needs optional dependencies: {exc}. Install them with: "
+            "pip install 'neardup[neural,train]'"
+        ) from exc
     except (NeardupError, ValueError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from exc
     if quiet:
