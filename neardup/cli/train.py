@@ -1,9 +1,10 @@
 """``neardup train``: fine-tune de-duplication models on labeled clusters.
 
 One subcommand per model kind (``retsim``, ``biencoder``, ``cross-encoder``,
-``verifier``); each calls the matching trainer in :mod:`neardup.train` with the options
+``verifier``); each calls the matching function in :mod:`neardup.train` with the options
 given, and writes the model, its checkpoints and ``training.json`` (the epoch log) to
-``--out``. Re-running the same command resumes from the last checkpoint.
+``--out``. The three neural kinds share one trainer (:mod:`neardup.train.trainer`, on
+transformers' ``Trainer``); re-running the same command resumes from the last checkpoint.
 """
 
 from __future__ import annotations
@@ -44,14 +45,19 @@ def _data_options(function):
                           "and model selection (its 'validation' split when it has splits). "
                           "Default: the standard benchmark's validation split."),
         click.option("--out", "output_dir", required=True, type=click.Path(path_type=Path),
-                     help="Directory for the model, checkpoints and training.json; an "
-                          "existing run there is resumed."),
+                     help="Directory for the model and training.json; the neural kinds also "
+                          "keep run.json and checkpoints/ (model, optimizer, scheduler and RNG "
+                          "states) there. Re-running the same command resumes from the last "
+                          "checkpoint; a finished run is not trained again; a run with other "
+                          "settings is refused."),
         click.option("--seed", type=int, default=0, show_default=True,
-                     help="Seeds data sampling, augmentation and initialisation."),
+                     help="Seeds data sampling, augmentation, dropout and initialisation: the "
+                          "same seed on the same machine gives the same weights."),
         click.option("--epochs", type=click.IntRange(min=1), default=None,
                      help="Maximum epochs (default: the trainer's)."),
         click.option("--patience", type=click.IntRange(min=1), default=None,
-                     help="Stop after this many epochs without a better validation ARI."),
+                     help="Stop after this many epochs without a better validation ARI "
+                          "(early stopping; the best epoch's model is kept)."),
         click.option("--threads", type=click.IntRange(min=1), default=None,
                      help="CPU threads for the model (default: the library's choice)."),
         click.option("--quiet", is_flag=True, help="No progress bar and no summary."),
@@ -65,7 +71,9 @@ def _model_options(function):
         click.option("--batch-size", "batch_size", type=click.IntRange(min=2), default=None,
                      help="Examples per optimizer step (default: the trainer's)."),
         click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=None,
-                     help="Peak learning rate (default: the trainer's)."),
+                     help="Peak AdamW learning rate, reached after the warm-up and decayed to "
+                          "0 at the last step: linearly (biencoder, cross-encoder) or along a "
+                          "cosine (retsim) (default: the trainer's)."),
     )
     return apply_options(options, function)
 
@@ -132,6 +140,11 @@ def _run(kind: str, opts: dict[str, Any]) -> None:
         if "progress" in accepted:
             kwargs["progress"] = False if quiet else None
         report = trainer(train_corpus, validation, **kwargs)
+    except ImportError as exc:  # trainers import torch, transformers, accelerate when called
+        raise click.ClickException(
+            f"`neardup train {kind}` needs optional dependencies: {exc}. Install them with: "
+            "pip install 'neardup[neural,train]'"
+        ) from exc
     except (NeardupError, ValueError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from exc
     if quiet:
@@ -148,9 +161,12 @@ def train_command() -> None:
     """Fine-tune a de-duplication model on labeled clusters (CPU or GPU).
 
     Each subcommand writes the model to --out with training.json (loss, validation ARI
-    and threshold per epoch, CPU time) and resumable checkpoints. The validation split is
-    used for early stopping and model selection only; the test split never enters
-    training. Use the result with `neardup dedup --method M --model DIR`.
+    and threshold per epoch, CPU time) and resumable checkpoints. retsim, biencoder and
+    cross-encoder run on one trainer (transformers' Trainer): AdamW with a warm-up, the
+    validation ARI after every epoch, the best epoch kept, early stopping after
+    --patience epochs without a better ARI. The validation split is used for early
+    stopping and model selection only; the test split never enters training. Use the
+    result with `neardup dedup --method M --model DIR`.
 
     \b
     Examples:
@@ -182,7 +198,8 @@ def retsim_train_command(**opts: Any) -> None:
 @_transformer_options
 @click.option("--loss", type=click.Choice(["online-contrastive", "mnrl", "supcon"]), default=None,
               help="online-contrastive: cosine distance, margin 0.2 (Silcock et al.'s best; the "
-                   "default); mnrl: multiple-negatives ranking; supcon: supervised contrastive.")
+                   "default); mnrl: multiple-negatives ranking; supcon: supervised contrastive "
+                   "(pytorch-metric-learning's SupConLoss, temperature 0.1).")
 @click.option("--margin", type=click.FloatRange(0, 2), default=None,
               help="Online contrastive margin (default 0.2).")
 @click.option("--no-hard-negatives", "hard_negatives", flag_value=False, default=None,

@@ -5,18 +5,16 @@ Adjusted Rand Index (Hubert & Arabie 1985) between predicted and gold duplicate 
 neardup reports it together with pairwise precision/recall/F1 and the Matthews correlation
 over document pairs, and homogeneity/completeness/V-measure (Rosenberg & Hirschberg 2007).
 
-Every pair-based number is computed from the sparse contingency table of the two
-labelings: with ``n_ij`` documents in true cluster ``i`` and predicted cluster ``j``,
-``a_i`` and ``b_j`` its row and column sums,
+The ARI is scikit-learn's ``adjusted_rand_score`` and the pair counts come from
+scikit-learn's ``pair_confusion_matrix`` (the sparse contingency table of the two
+labelings: no document pair is ever enumerated, so millions of documents cost a sort):
 
-* ``tp = sum_ij C(n_ij, 2)``: pairs together in both labelings,
-* ``fp = sum_j C(b_j, 2) - tp``: together only in the prediction,
-* ``fn = sum_i C(a_i, 2) - tp``: together only in the truth,
-* ``tn = C(n, 2) - tp - fp - fn``.
+* ``tp``: pairs together in both labelings,
+* ``fp``: together only in the prediction,
+* ``fn``: together only in the truth,
+* ``tn``: apart in both.
 
-No document pair is ever enumerated, so millions of documents cost one sort. Counts are
-unordered pairs (scikit-learn's ``pair_confusion_matrix`` counts ordered pairs, twice
-these numbers).
+Counts here are unordered pairs (scikit-learn counts ordered pairs, twice these).
 """
 
 from __future__ import annotations
@@ -25,7 +23,8 @@ import math
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
+from sklearn.metrics import adjusted_rand_score
+from sklearn.metrics.cluster import pair_confusion_matrix
 
 from neardup.graph.cluster import canonical_labels
 
@@ -49,8 +48,7 @@ def adjusted_rand_index(true_labels: Any, pred_labels: Any) -> float:
         1.0 whenever no pair is in disagreement (``fp == fn == 0``), which covers empty
         input, one document, all singletons in both, and one cluster in both.
     """
-    tp, fp, fn, tn = _pair_counts(*_encode("adjusted_rand_index", true_labels, pred_labels))
-    return _ari(tp, fp, fn, tn)
+    return float(adjusted_rand_score(*_encode("adjusted_rand_index", true_labels, pred_labels)))
 
 
 def pairwise_scores(true_labels: Any, pred_labels: Any) -> dict[str, Any]:
@@ -112,7 +110,7 @@ def cluster_metrics(true_labels: Any, pred_labels: Any) -> dict[str, Any]:
         homogeneity = completeness = v_measure = 1.0  # sklearn's convention, no warning
     pairwise = _pairwise(tp, fp, fn)
     return {
-        "ari": _ari(tp, fp, fn, tn),
+        "ari": float(adjusted_rand_score(true_codes, pred_codes)),
         "precision": pairwise["precision"],
         "recall": pairwise["recall"],
         "f1": pairwise["f1"],
@@ -156,39 +154,12 @@ def _n_clusters(codes: np.ndarray) -> int:
     return int(codes.max()) + 1 if codes.size else 0
 
 
-def _comb2_sum(counts: np.ndarray) -> int:
-    """sum over counts of C(count, 2), exact (int64 holds it for n < 4e9)."""
-    counts = counts.astype(np.int64, copy=False)
-    return int((counts * (counts - 1) // 2).sum())
-
-
 def _pair_counts(true_codes: np.ndarray, pred_codes: np.ndarray) -> tuple[int, int, int, int]:
-    """Unordered pair confusion counts ``(tp, fp, fn, tn)`` from the contingency table."""
-    n = true_codes.size
-    if n == 0:
+    """Unordered pair confusion counts ``(tp, fp, fn, tn)`` (scikit-learn's, halved)."""
+    if true_codes.size == 0:
         return 0, 0, 0, 0
-    table = sp.csr_matrix(
-        (np.ones(n, dtype=np.int64), (true_codes, pred_codes)),
-        shape=(_n_clusters(true_codes), _n_clusters(pred_codes)),
-    )
-    table.sum_duplicates()
-    together_both = _comb2_sum(table.data)
-    together_true = _comb2_sum(np.bincount(true_codes))
-    together_pred = _comb2_sum(np.bincount(pred_codes))
-    tp = together_both
-    fp = together_pred - tp
-    fn = together_true - tp
-    tn = n * (n - 1) // 2 - tp - fp - fn
-    return tp, fp, fn, tn
-
-
-def _ari(tp: int, fp: int, fn: int, tn: int) -> float:
-    # Pair-confusion form of ARI, as scikit-learn computes it; Python ints do not overflow.
-    # Scaling all four counts by 2 (sklearn's ordered pairs) scales numerator and
-    # denominator by powers of two, so the float result is bit-identical.
-    if fp == 0 and fn == 0:
-        return 1.0
-    return 2.0 * (tp * tn - fn * fp) / ((tp + fn) * (fn + tn) + (tp + fp) * (fp + tn))
+    (tn, fp), (fn, tp) = pair_confusion_matrix(true_codes, pred_codes) // 2
+    return int(tp), int(fp), int(fn), int(tn)
 
 
 def _pairwise(tp: int, fp: int, fn: int) -> dict[str, Any]:

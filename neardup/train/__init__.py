@@ -1,7 +1,10 @@
-"""Training de-duplication models: data, trainers, validation.
+"""Training de-duplication models: data, losses, one trainer, validation.
 
-Trainers need the ``neural`` extra (torch, sentence-transformers); the data helpers need
-only numpy and scikit-learn.
+The model kinds (``biencoder``, ``cross_encoder``, ``retsim_trainer``) plug into one
+trainer (:mod:`neardup.train.trainer`, on transformers' ``Trainer``) with their losses
+from :mod:`neardup.train.losses`; see docs/training.md. Training needs the ``neural`` and
+``train`` extras (torch, sentence-transformers, accelerate, pytorch-metric-learning); the
+data helpers and the validation ARI need only numpy and scikit-learn.
 """
 
 from neardup.train.data import (

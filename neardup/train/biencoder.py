@@ -25,18 +25,23 @@ linked when their cosine is above a threshold tuned on validation data. Three lo
   two documents of hard-negative clusters of the batch's clusters are added per
   cluster, up to half the batch (:func:`neardup.train.data.add_hard_negatives`).
 
-The loop is plain torch (no ``datasets``/``SentenceTransformerTrainer``): tokenize with
-``model.tokenize``, embed with ``model(features)["sentence_embedding"]``, AdamW with
-linear warm-up then linear decay. After every epoch the model embeds a validation subset
-(whole days, at most ``max_validation_docs`` documents) and the best cosine threshold's
-ARI is logged (:func:`neardup.train.validate.embedding_ari`); the best epoch's model is
-kept, training stops after ``patience`` epochs without improvement, and the best model is
-exported to int8 ONNX (:mod:`neardup.embed.onnx_encoder`), the form neardup ships.
+Training runs on the one trainer (:mod:`neardup.train.trainer`, transformers'
+``Trainer``): the model is a ``SentenceTransformer``, the loss one of
+:mod:`neardup.train.losses`, the collator tokenizes a batch with ``model.tokenize``;
+AdamW (weight decay 0.01 on all but biases and LayerNorm weights) with linear warm-up
+then linear decay, no gradient clipping. The base model and, after every epoch, the
+model embed a validation subset (whole days, at most ``max_validation_docs`` documents)
+and the best cosine threshold's ARI is logged (:func:`neardup.train.validate.embedding_ari`);
+the best epoch's model is kept, training stops after ``patience`` epochs without
+improvement, and the best model is exported to int8 ONNX (:mod:`neardup.embed.onnx_encoder`),
+the form neardup ships.
 
 Output directory
-    ``checkpoint.pt``  resumable state (model, optimizer, scheduler, RNG, position in the
-    epoch); written every ten minutes and after each epoch. Re-running the same call
-    resumes; a finished run returns its result without training again.
+    ``checkpoints/``   the trainer's resumable checkpoints (model, optimizer, scheduler,
+    RNG states, position in the epoch); written every ten minutes and after each epoch.
+    ``run.json``       the settings, the baseline score and, once finished, the epoch log.
+    Re-running the same call resumes; a finished run returns its result without
+    training again.
     ``best/``          the best epoch's model, a sentence-transformers directory.
     ``onnx/``          the best model as ONNX, int8 (``export="int8"``) or float32, with
     ``tokenizer.json``; ``BiEncoder(model=<that directory>)`` runs it.
@@ -62,27 +67,18 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.eval.labeled import LabeledCorpus
-from neardup.progress import progress_bar
-from neardup.train.loop import (
-    EpochRecord,
-    TrainingLog,
-    cpu_seconds,
-    load_checkpoint,
-    restore_rng_states,
-    rng_states,
-    save_checkpoint,
-    seed_everything,
-)
+from neardup.train.loop import cpu_seconds
 from neardup.train.validate import whole_days
+
+if TYPE_CHECKING:  # torch-dependent: imported when training
+    from neardup.train.trainer import TrainingTask
 
 __all__ = ["LOSSES", "train_biencoder"]
 
@@ -92,7 +88,6 @@ _CALLER = "train_biencoder"
 #: Documents per cluster in a cluster batch: MNRL needs exactly an (anchor, copy) pair;
 #: SupCon gains from more positives per anchor.
 _PER_CLUSTER = {"mnrl": 2, "supcon": 4}
-_SUPCON_TEMPERATURE = 0.1
 #: Mid-epoch checkpoints, so an interrupted epoch loses at most this much work.
 _CHECKPOINT_SECONDS = 600.0
 #: Texts per call when embedding the validation subset (no gradients: larger is fine).
@@ -159,8 +154,8 @@ def train_biencoder(
     lr : float, default 2e-5
         Peak AdamW learning rate (weight decay 0.01).
     warmup : float in [0, 1], default 0.1
-        Share of all steps over which the learning rate rises linearly from 0; it then
-        decays linearly to 0 at the last step. (The paper warms up over all steps of a
+        Share of all steps (rounded up) over which the learning rate rises linearly from
+        0; it then decays linearly to 0 at the last step. (The paper warms up over all steps of a
         16-epoch run; a short run needs the decay.)
     max_tokens : int, default 128
         Tokens read per document, special tokens included, in training and validation.
@@ -189,10 +184,15 @@ def train_biencoder(
     Returns
     -------
     dict
-        The log (:meth:`TrainingLog.to_dict`: config, per-epoch ``train_loss``,
+        The log (:meth:`TrainingLog.to_dict`: config, per-epoch ``train_loss`` (the mean
+        of the epoch's step losses),
         ``validation_ari``, ``threshold``, ``seconds``, ``cpu_seconds``; ``best_epoch``,
         ``best_validation_ari``, ``best_threshold``, total ``cpu_seconds``,
-        ``resumed_at``) plus ``model_dir`` (the best model), ``onnx_dir`` (or None),
+        ``resumed_at``: the 1-based epochs a call resumed in) plus ``baseline`` (the base
+        model's validation ``ari`` and ``threshold``), ``loss_check`` (the mean loss of
+        the first four batches under the ``base`` and the ``best`` model),
+        ``model_dir`` (the best model),
+        ``onnx_dir`` (or None),
         ``export_check`` (cosine agreement and validation ARI of the export, or None),
         ``training_data`` (pair or batch counts), ``validation_docs``, ``stopped_early``,
         and this call's ``wall_seconds`` and ``call_cpu_seconds`` (data preparation,
@@ -218,6 +218,12 @@ def train_biencoder(
     try:
         import torch
         from sentence_transformers import SentenceTransformer
+
+        from neardup.train.trainer import (
+            TrainSettings,
+            fit,
+            torch_threads,
+        )
     except ImportError as err:
         raise ImportError(
             "train_biencoder needs torch and sentence-transformers, part of neardup's "
@@ -230,36 +236,35 @@ def train_biencoder(
         "negative_of": None if negative_of is None else int(sum(v is not None for v in negative_of)),
     }
     started, started_cpu = time.time(), cpu_seconds()
-    with _torch_threads(threads):
-        seed_everything(seed)
+    validation = validation_corpus.select(whole_days(validation_corpus, max_validation_docs))
+    settings = TrainSettings(
+        epochs=epochs, lr=lr, seed=seed, patience=patience, warmup=warmup, schedule="linear",
+        weight_decay=_WEIGHT_DECAY, max_grad_norm=0.0,  # no clipping, as before the trainer
+        save_seconds=_CHECKPOINT_SECONDS, baseline=True, progress=progress)
+    plans: list[_TrainingData] = []
+
+    def build() -> TrainingTask:
         device = "cuda" if torch.cuda.is_available() else "cpu"
         model = SentenceTransformer(str(base_path), device=device, local_files_only=True)
         model.max_seq_length = max_tokens
-        validation = validation_corpus.select(whole_days(validation_corpus, max_validation_docs))
         plan = _TrainingData(train_corpus, negative_of, config)
+        plans.append(plan)
+        return _task(model, plan, validation, config)
 
-        checkpoint_path = out / "checkpoint.pt"
-        state = load_checkpoint(checkpoint_path)
-        if state is not None and state["config"] != _comparable(config):
-            raise ValueError(
-                f"{_CALLER}: parameter 'output_dir' holds a checkpoint of a run with other "
-                f"settings ({checkpoint_path}); got {str(out)!r}. Use another output_dir, "
-                "or delete it to start over."
-            )
-        trainer = _Trainer(model, plan, config, out, device, progress)
-        trainer.validation_subset = validation
-        if state is None:
-            log = TrainingLog(config=_comparable(config))
-        else:
-            log = trainer.restore(state)
-        if not (state is not None and state.get("finished")):
-            trainer.run(log)
-        result = log.to_dict()
+    with torch_threads(threads):
+        fitted = fit(build, settings, output_dir=out, config=_comparable(config),
+                     caller=_CALLER, resumable=frozenset({"threads", "export", "progress"}))
+        if fitted.model is not None:
+            _save_best(out, fitted.model, validation)
+        result = fitted.log.to_dict()
         result.update(
             model_dir=str(out / "best"),
-            training_data=plan.counts,
+            # A finished run builds no data again: its counts are in the earlier log.
+            training_data=plans[0].counts if plans else _previous(out, "training_data"),
             validation_docs=len(validation),
-            stopped_early=len(log.epochs) < epochs,
+            stopped_early=fitted.stopped_early,
+            baseline=fitted.baseline,
+            loss_check=fitted.loss_check,
         )
         onnx_dir, check = None, None
         if export is not None:
@@ -368,11 +373,13 @@ def _fingerprint(corpus: LabeledCorpus) -> dict[str, Any]:
 
 
 def _base_path(base: str | os.PathLike) -> Path:
-    from neardup.embed.biencoder import _ALIASES, SHIPPED_MODELS, shipped_model_path
+    from neardup.embed.biencoder import SHIPPED_MODELS, shipped_model_path
 
     name = os.fspath(base)
-    if name in SHIPPED_MODELS or name in _ALIASES:
+    try:
         return shipped_model_path(name)
+    except KeyError:  # not a shipped name (nor an alias of one): a directory?
+        pass
     path = Path(name)
     if (path / "modules.json").is_file() or (path / "config.json").is_file():
         return path
@@ -381,19 +388,6 @@ def _base_path(base: str | os.PathLike) -> Path:
         f"({', '.join(map(repr, SHIPPED_MODELS))}) or a sentence-transformers directory "
         f"(with modules.json or config.json); got {name!r}. ONNX models cannot be trained."
     )
-
-
-@contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 # -- data ----------------------------------------------------------------------------------
@@ -511,227 +505,72 @@ def _anchor_positive(batch: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return np.asarray(anchors + positives, np.int64)
 
 
-# -- the loop -------------------------------------------------------------------------------
+# -- the task: model + loss + collator --------------------------------------------------
 
 
-def _supcon_loss(embeddings: Any, labels: Any, temperature: float) -> Any:
-    """Supervised contrastive loss (Khosla et al. 2020, L_out) over one batch.
-
-    Each document with at least one same-cluster partner in the batch is an anchor; its
-    loss is the mean over its partners of -log softmax of the partner's scaled cosine
-    among all other documents of the batch.
-    """
+def _task(model: Any, plan: _TrainingData, validation: LabeledCorpus,
+          config: dict[str, Any]) -> TrainingTask:
+    """The bi-encoder as a :class:`~neardup.train.trainer.TrainingTask`."""
     import torch
-    import torch.nn.functional as F
 
-    z = F.normalize(embeddings, dim=1)
-    logits = z @ z.T / temperature
-    eye = torch.eye(len(z), dtype=torch.bool, device=z.device)
-    logits = logits.masked_fill(eye, float("-inf"))
-    log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
-    positive = (labels[:, None] == labels[None, :]) & ~eye
-    count = positive.sum(dim=1)
-    anchors = count > 0
-    if not bool(anchors.any()):
-        return z.sum() * 0.0  # no positives: a zero loss that keeps the graph
-    per_anchor = log_prob.masked_fill(~positive, 0.0).sum(dim=1)[anchors] / count[anchors]
-    return -per_anchor.mean()
+    from neardup.train.losses import SentenceLoss, SupCon
+    from neardup.train.trainer import AriEvaluator, TrainingTask
+    loss_name = config["loss"]
+    if loss_name == "supcon":
+        loss_fn: Any = SupCon()
+    else:
+        loss_fn = SentenceLoss(loss_name, model, margin=config["margin"])
+    columns = 2 if loss_name == "online-contrastive" or not plan.links else 3
+    prepare = getattr(model, "preprocess", None) or model.tokenize
 
-
-class _Trainer:
-    def __init__(
-        self, model: Any, plan: _TrainingData, config: dict[str, Any], out: Path, device: str,
-        progress: bool | None,
-    ) -> None:
-        import torch
-
-        self.model = model
-        self.plan = plan
-        self.config = config
-        self.out = out
-        self.device = device
-        self.progress = progress
-        self.validation_subset: LabeledCorpus | None = None
-        self.start_epoch = 0
-        self.start_step = 0
-        self.partial: dict[str, float] = {"loss_sum": 0.0, "steps": 0, "seconds": 0.0, "cpu": 0.0}
-        self.optimizer = torch.optim.AdamW(
-            model.parameters(), lr=config["lr"], weight_decay=_WEIGHT_DECAY
-        )
-        total = max(1, plan.steps * config["epochs"])
-        warm = int(round(config["warmup"] * total))
-
-        def schedule(step: int) -> float:  # warm up linearly, then decay linearly to 0
-            if step < warm:
-                return (step + 1) / (warm + 1)
-            return max(0.0, (total - step) / max(1, total - warm))
-
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, schedule)
-        self.loss_fn = self._make_loss()
-
-    def _make_loss(self) -> Any:
-        loss = self.config["loss"]
-        if loss == "online-contrastive":
-            from sentence_transformers.sentence_transformer.losses import (
-                OnlineContrastiveLoss,
-                SiameseDistanceMetric,
-            )
-
-            return OnlineContrastiveLoss(
-                self.model, distance_metric=SiameseDistanceMetric.COSINE_DISTANCE,
-                margin=self.config["margin"],
-            )
-        if loss == "mnrl":
-            from sentence_transformers.sentence_transformer.losses import (
-                MultipleNegativesRankingLoss,
-            )
-
-            return MultipleNegativesRankingLoss(self.model)
-        return None  # supcon: _supcon_loss
-
-    # -- checkpoints ------------------------------------------------------------------
-
-    def restore(self, state: dict[str, Any]) -> TrainingLog:
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        restore_rng_states(state["rng"])
-        self.start_epoch = int(state["epoch"])
-        self.start_step = int(state["step"])
-        self.partial = dict(state["partial"])
-        log = TrainingLog.from_dict(state["log"])
-        log.started = time.time()
-        if not state.get("finished"):
-            log.resumed_at.append(self.start_epoch + 1)  # the (1-based) epoch resumed in
-        return log
-
-    def _save(self, log: TrainingLog, epoch: int, step: int, *, finished: bool = False) -> None:
-        save_checkpoint(self.out / "checkpoint.pt", {
-            "config": _comparable(self.config),
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "rng": rng_states(),
-            "epoch": epoch,
-            "step": step,
-            "partial": dict(self.partial),
-            "log": log.to_dict(),
-            "finished": finished,
-        })
-
-    # -- training ----------------------------------------------------------------------
-
-    def _step_loss(self, batch: np.ndarray) -> Any:
-        import torch
-
-        plan = self.plan
-        if plan.loss == "online-contrastive":
-            texts = [plan.pairs.text_a[i] for i in batch] + [plan.pairs.text_b[i] for i in batch]
-            labels = torch.as_tensor(plan.pairs.label[batch], device=self.device)
+    def collate(batch: list[int]) -> dict[str, Any]:
+        idx = np.asarray(batch, np.int64)
+        if loss_name == "online-contrastive":
+            # One forward for both sides of the pairs: one padding, one call.
+            texts = [plan.pairs.text_a[i] for i in idx] + [plan.pairs.text_b[i] for i in idx]
+            targets = torch.as_tensor(plan.pairs.label[idx])
         else:
-            texts = [plan.corpus.texts[i] for i in batch]
-            labels = torch.as_tensor(plan.codes[batch], device=self.device)
-        # One forward for both sides of the pairs: one padding, one call.
-        prepare = getattr(self.model, "preprocess", None) or self.model.tokenize
-        features = {k: v.to(self.device) if hasattr(v, "to") else v
-                    for k, v in prepare(texts).items()}
-        embeddings = self.model(features)["sentence_embedding"]
-        if plan.loss == "supcon":
-            return _supcon_loss(embeddings, labels, _SUPCON_TEMPERATURE)
-        if plan.loss == "online-contrastive":
-            half = len(batch)
-            return self.loss_fn.compute_loss_from_embeddings(
-                [embeddings[:half], embeddings[half:]], labels[:half]
-            )
+            texts = [plan.corpus.texts[i] for i in idx]
+            targets = torch.as_tensor(plan.codes[idx])
+        return {"features": dict(prepare(texts)), "targets": targets}
+
+    def loss(model: Any, inputs: dict[str, Any]) -> Any:
+        embeddings = model(inputs["features"])["sentence_embedding"]
+        targets = inputs["targets"]
+        if loss_name == "supcon":
+            return loss_fn(embeddings, targets)
+        if loss_name == "online-contrastive":
+            half = embeddings.shape[0] // 2
+            return loss_fn([embeddings[:half], embeddings[half:]], targets)
         # MNRL: [anchors, copies] or [anchors, copies, hard negatives].
-        columns = 3 if plan.links else 2
-        k = len(batch) // columns
-        return self.loss_fn.compute_loss_from_embeddings(
-            [embeddings[i * k : (i + 1) * k] for i in range(columns)], labels[:k]
-        )
+        k = embeddings.shape[0] // columns
+        return loss_fn([embeddings[i * k : (i + 1) * k] for i in range(columns)], targets[:k])
 
-    def run(self, log: TrainingLog) -> None:
-        self.out.mkdir(parents=True, exist_ok=True)
-        epochs = self.config["epochs"]
-        for epoch in range(self.start_epoch, epochs):
-            if log.should_stop(self.config["patience"]):
-                break
-            start_step = self.start_step if epoch == self.start_epoch else 0
-            if start_step == 0:
-                self.partial = {"loss_sum": 0.0, "steps": 0, "seconds": 0.0, "cpu": 0.0}
-            self._train_epoch(log, epoch, start_step)
-            record = self._validate(epoch)
-            if log.add(record):
-                self._save_best()
-            self._save(log, epoch + 1, 0)
-            log.save(self.out / "training.json")
-        self._save(log, epochs, 0, finished=True)
+    evaluator = AriEvaluator(validation.clusters, embed=lambda m: _embed(m, validation.texts))
+    return TrainingTask(model=model, loss=loss, collate=collate, batches=plan.batches,
+                        evaluator=evaluator)
 
-    def _train_epoch(self, log: TrainingLog, epoch: int, start_step: int) -> None:
-        batches = self.plan.batches(epoch)
-        self.model.train()
-        wall, cpu, last_save = time.time(), cpu_seconds(), time.time()
-        description = f"epoch {epoch + 1}/{self.config['epochs']}"
-        with progress_bar(description, total=len(batches), unit="steps",
-                          enabled=self.progress) as advance:
-            advance(start_step)
-            for step in range(start_step, len(batches)):
-                loss = self._step_loss(batches[step])
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                self.optimizer.step()
-                self.scheduler.step()
-                value = float(loss.detach())
-                if not np.isfinite(value):
-                    raise FloatingPointError(
-                        f"{_CALLER}: the loss became {value} at epoch {epoch + 1}, step "
-                        f"{step + 1}; lower 'lr'."
-                    )
-                self.partial["loss_sum"] += value
-                self.partial["steps"] += 1
-                advance(1, status=f"loss {self.partial['loss_sum'] / self.partial['steps']:.4f}")
-                if time.time() - last_save > _CHECKPOINT_SECONDS and step + 1 < len(batches):
-                    self._account(wall, cpu)
-                    wall, cpu, last_save = time.time(), cpu_seconds(), time.time()
-                    self._save(log, epoch, step + 1)
-        self._account(wall, cpu)
 
-    def _account(self, wall: float, cpu: float) -> None:
-        self.partial["seconds"] += time.time() - wall
-        self.partial["cpu"] += cpu_seconds() - cpu
+def _previous(out: Path, key: str) -> Any:
+    """``key`` of the ``training.json`` an earlier call wrote, or None."""
+    path = out / "training.json"
+    return json.loads(path.read_text()).get(key) if path.is_file() else None
 
-    def _validate(self, epoch: int) -> EpochRecord:
-        from neardup.train.validate import embedding_ari
 
-        wall, cpu = time.time(), cpu_seconds()
-        embeddings = _embed(self.model, self.validation_subset.texts)
-        self.last_embeddings = embeddings
-        score = embedding_ari(embeddings, self.validation_subset.clusters)
-        self._account(wall, cpu)
-        steps = max(1, int(self.partial["steps"]))
-        return EpochRecord(
-            epoch=epoch + 1,
-            train_loss=round(self.partial["loss_sum"] / steps, 6),
-            validation_ari=round(float(score.ari), 6),
-            threshold=float(score.threshold),
-            seconds=round(self.partial["seconds"], 1),
-            cpu_seconds=round(self.partial["cpu"], 1),
-        )
-
-    def _save_best(self) -> None:
-        """Replace ``best/`` with the current model (written beside it, then swapped)."""
-        best = self.out / "best"
-        tmp = self.out / "best.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        self.model.save(str(tmp))
-        # The export check compares against these instead of embedding the subset again.
-        np.save(tmp / _REFERENCE, self.last_embeddings)
-        old = self.out / "best.old"
-        shutil.rmtree(old, ignore_errors=True)
-        if best.exists():
-            best.rename(old)
-        tmp.rename(best)
-        shutil.rmtree(old, ignore_errors=True)
+def _save_best(out: Path, model: Any, validation: LabeledCorpus) -> None:
+    """Replace ``best/`` with the best model (written beside it, then swapped)."""
+    best = out / "best"
+    tmp = out / "best.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save(str(tmp))
+    # The export check compares against these instead of embedding the subset again.
+    np.save(tmp / _REFERENCE, _embed(model, validation.texts))
+    old = out / "best.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if best.exists():
+        best.rename(old)
+    tmp.rename(best)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _embed(model: Any, texts: list[str]) -> np.ndarray:

@@ -4,8 +4,10 @@ Silcock et al. (2022, sec. 4.2) re-score a bi-encoder's nearest neighbours with 
 cross-encoder trained on duplicate and non-duplicate pairs (RoBERTa-base, AdamW, learning
 rate 2e-5, 20% warm-up, batch 32, 5 epochs). Here the base is the small
 all-MiniLM-L6-v2 (22M parameters; its pretrained encoder plus a new one-logit head) so
-that training fits a CPU budget, trained with binary cross-entropy on logits in a plain
-PyTorch loop:
+that training fits a CPU budget, trained with binary cross-entropy on logits
+(:class:`neardup.train.losses.PairBCE`) on the one trainer (:mod:`neardup.train.trainer`,
+transformers' ``Trainer``: AdamW with weight decay 0.01 on all but biases and LayerNorm
+weights, linear warm-up then linear decay, gradient norm clipped at 1):
 
 * **Pairs.** Half of ``max_pairs`` are the pairs the reranker will actually see: the
   candidates a fast method (``candidates``, default RETSim at a low cosine) proposes on
@@ -20,10 +22,11 @@ PyTorch loop:
   the validation split (whole days, about ``validation_docs`` documents), candidates
   re-scored, connected components at a sweep of probability thresholds, best ARI
   (:func:`neardup.train.validate.pairs_ari`). The best epoch's model is kept.
-* **Checkpoints** every ``checkpoint_every`` steps and at each epoch end (model,
-  optimizer, scheduler, RNG states, position in the epoch); re-running the same call
-  resumes where it stopped. Training stops early after ``patience`` epochs without a
-  better validation ARI.
+* **Checkpoints** in ``checkpoints/`` every ``checkpoint_every`` steps and at each epoch
+  end (model, optimizer, scheduler, RNG states, position in the epoch); re-running the
+  same call resumes where it stopped (``run.json`` holds the settings; other settings
+  are refused). Training stops early after ``patience`` epochs without a better
+  validation ARI (transformers' ``EarlyStoppingCallback``).
 
 The output folder is a model folder for :class:`neardup.methods.rerank.CrossEncoderScorer`
 (``model.json`` kind "cross-encoder", format "transformers"); :func:`export_onnx` adds an
@@ -33,33 +36,26 @@ int8 ONNX copy for fast CPU inference.
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.eval.labeled import LabeledCorpus
 from neardup.graph.edges import Pairs
-from neardup.train.loop import (
-    EpochRecord,
-    TrainingLog,
-    cpu_seconds,
-    load_checkpoint,
-    restore_rng_states,
-    rng_states,
-    save_checkpoint,
-    seed_everything,
-)
+from neardup.train.loop import EpochRecord
 from neardup.train.validate import whole_days
+
+if TYPE_CHECKING:  # torch-dependent: imported when training
+    from neardup.train.trainer import TrainingTask
 
 __all__ = ["export_onnx", "train_cross_encoder", "training_pairs"]
 
-_CHECKPOINT = "checkpoint.pt"
+_RUN = "run.json"  # the trainer's record of the run (neardup.train.trainer)
 _LOG = "training.json"
 _PAIRS = "train_pairs.json"
 _SCORE_BINS = 8
@@ -84,7 +80,7 @@ def _resolve_base(base: str) -> Path:
 
 def _candidates(corpus: LabeledCorpus, candidates: str, params: dict | None,
                 threads: int | None) -> Pairs:
-    from neardup.eval.evaluate import _batches
+    from neardup.io import DocumentBatch
     from neardup.methods.rerank import candidate_method
     from neardup.pipeline import sketch_corpus
 
@@ -92,7 +88,10 @@ def _candidates(corpus: LabeledCorpus, candidates: str, params: dict | None,
     method = candidate_method(candidates, params)
     if threads is not None and "threads" in method.get_params() and "threads" not in params:
         method = candidate_method(candidates, {**params, "threads": threads})
-    sketch = sketch_corpus(_batches(corpus), method, progress=False).sketch
+    # The corpus as one batch: training corpora fit in memory.
+    batch = DocumentBatch(ids=corpus.ids.tolist(), texts=corpus.texts, dates=corpus.dates,
+                          source="<labeled>", rows=np.arange(len(corpus), dtype=np.int64))
+    sketch = sketch_corpus([batch], method, progress=False).sketch
     return method.find_pairs(sketch).canonical()
 
 
@@ -345,7 +344,9 @@ def train_cross_encoder(
     dict
         The training log (:meth:`TrainingLog.to_dict`: config, epochs, best_epoch,
         best_validation_ari, best_threshold, cpu_seconds) plus ``output_dir``,
-        ``pair_counts`` and ``wall_seconds``.
+        ``pair_counts``, ``validation_docs``, ``validation_pairs``, ``stopped_early``,
+        ``loss_check`` (the mean loss of the first four batches under the base model, a
+        new head, and the ``best`` one) and ``wall_seconds``.
 
     Raises
     ------
@@ -369,14 +370,14 @@ def train_cross_encoder(
             raise ValueError(f"{caller}: parameter '{name}' holds test-split documents; the "
                              "test split is for the final report only.")
     try:
-        import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        from neardup.train.trainer import TrainSettings, fit, torch_threads
     except ImportError as err:
         raise ImportError(
-            f"{caller} needs torch and transformers: pip install 'neardup[neural]'."
+            f"{caller} needs torch, transformers and accelerate: "
+            "pip install 'neardup[neural,train]'."
         ) from err
-    from neardup.progress import progress_bar
-    from neardup.train.validate import pairs_ari
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -396,11 +397,45 @@ def train_cross_encoder(
         "train_docs": len(train_corpus), "train_hash": train_corpus.content_hash(),
         "validation_hash": validation_corpus.content_hash(),
     }
-    if threads is not None:
-        torch.set_num_threads(threads)
-    seed_everything(seed)
+    with torch_threads(threads):
+        data = _stored_pairs(out, config, train_corpus, negative_of=negative_of,
+                             max_pairs=max_pairs, candidate_share=candidate_share,
+                             linked_share=linked_share, linked_anchor=linked_anchor,
+                             candidates=candidates, candidate_params=candidate_params,
+                             seed=seed, threads=threads)
+        # Validation subset and its candidates (fixed for the whole run).
+        subset = validation_corpus.select(
+            whole_days(validation_corpus, validation_docs, at_least=True))
+        val_pairs = _candidates(subset, candidates, candidate_params, threads)
+        tokenizer = AutoTokenizer.from_pretrained(base_path, local_files_only=True)
 
-    # Training pairs: built once (the candidate search costs minutes) and stored.
+        def build() -> TrainingTask:
+            # Built after fit() seeds: the new one-logit head is drawn from the seed.
+            model = AutoModelForSequenceClassification.from_pretrained(
+                base_path, num_labels=1, local_files_only=True)
+            return _task(model, tokenizer, train_corpus.texts, data, subset, val_pairs,
+                         batch_size=batch_size, max_tokens=max_tokens, seed=seed)
+
+        settings = TrainSettings(
+            epochs=epochs, lr=lr, seed=seed, patience=patience, warmup=warmup,
+            schedule="linear", weight_decay=0.01, max_grad_norm=1.0,
+            save_seconds=None, save_steps=checkpoint_every, progress=progress)
+        fitted = fit(build, settings, output_dir=out, config=config, caller=caller)
+        if fitted.model is not None:
+            _save_model(out, fitted.model, tokenizer, max_tokens=max_tokens, base=base,
+                        record=fitted.log.best, config=config)
+    fitted.log.save(out / _LOG)
+    return {**fitted.log.to_dict(), "output_dir": str(out), "pair_counts": data["counts"],
+            "validation_docs": len(subset), "validation_pairs": len(val_pairs),
+            "stopped_early": fitted.stopped_early, "loss_check": fitted.loss_check,
+            "wall_seconds": round(time.perf_counter() - started_wall, 1)}
+
+
+def _stored_pairs(out: Path, config: dict[str, Any], corpus: LabeledCorpus,
+                  **params: Any) -> dict[str, Any]:
+    """:func:`training_pairs`, built once (the candidate search costs minutes) and kept in
+    ``out``; each pair's order flipped at random (seeded): a symmetric relation from
+    one-sided input."""
     pairs_path = out / _PAIRS
     pairs_key = {k: config[k] for k in ("train_hash", "max_pairs", "candidate_share",
                                         "linked_share", "linked_anchor", "candidates",
@@ -410,113 +445,55 @@ def train_cross_encoder(
         data = {k: np.asarray(stored[k]) for k in ("left", "right", "label")}
         data["counts"] = stored["counts"]
     else:
-        data = training_pairs(train_corpus, negative_of=negative_of, max_pairs=max_pairs,
-                              candidate_share=candidate_share, linked_share=linked_share,
-                              linked_anchor=linked_anchor, candidates=candidates,
-                              candidate_params=candidate_params, seed=seed, threads=threads)
+        data = training_pairs(corpus, **params)
         pairs_path.write_text(json.dumps({
             "key": pairs_key, "counts": data["counts"],
             **{k: data[k].tolist() for k in ("left", "right", "label")}}))
-    texts = train_corpus.texts
-    left, right, label = data["left"], data["right"], data["label"].astype(np.float32)
-    n_pairs = len(left)
-    # Random order flip per pair (seeded): a symmetric relation from one-sided input.
-    flip = np.random.default_rng(seed + 1).random(n_pairs) < 0.5
-    left, right = np.where(flip, right, left), np.where(flip, left, right)
+    left, right = data["left"], data["right"]
+    flip = np.random.default_rng(params["seed"] + 1).random(len(left)) < 0.5
+    data["left"], data["right"] = np.where(flip, right, left), np.where(flip, left, right)
+    data["label"] = data["label"].astype(np.float32)
+    return data
 
-    # Validation subset and its candidates (fixed for the whole run).
-    subset = validation_corpus.select(
-        whole_days(validation_corpus, validation_docs, at_least=True))
-    val_pairs = _candidates(subset, candidates, candidate_params, threads)
-    val_labels = np.asarray(subset.clusters).astype(str)
+
+def _task(model: Any, tokenizer: Any, texts: list[str], data: dict[str, Any],
+          subset: LabeledCorpus, val_pairs: Pairs, *, batch_size: int, max_tokens: int,
+          seed: int) -> TrainingTask:
+    """The cross-encoder as a :class:`~neardup.train.trainer.TrainingTask`: pairs in a
+    seeded order per epoch, ``[CLS] a [SEP] b [SEP]``, binary cross-entropy on the logit,
+    validation ARI of the candidate pairs re-scored."""
+    import torch
+
+    from neardup.methods.rerank import torch_logits
+    from neardup.train.losses import PairBCE
+    from neardup.train.trainer import AriEvaluator, TrainingTask
+
+    left, right, label = data["left"], data["right"], data["label"]
+    bce = PairBCE()
+
+    def batches(epoch: int) -> list[np.ndarray]:
+        order = np.random.default_rng(seed * 1000 + epoch).permutation(len(left))
+        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+    def collate(batch: list[int]) -> dict[str, Any]:
+        idx = np.asarray(batch, np.int64)
+        return {"encoded": _pair_batch(tokenizer, texts, left[idx], right[idx], max_tokens),
+                "targets": torch.from_numpy(label[idx])}
+
+    def loss(model: Any, inputs: dict[str, Any]) -> Any:
+        return bce(model(**inputs["encoded"]).logits, inputs["targets"])
+
     val_a = [subset.texts[i] for i in val_pairs.left.tolist()]
     val_b = [subset.texts[i] for i in val_pairs.right.tolist()]
 
-    tokenizer = AutoTokenizer.from_pretrained(base_path, local_files_only=True)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        base_path, num_labels=1, local_files_only=True)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
-    steps_per_epoch = math.ceil(n_pairs / batch_size)
-    total_steps = steps_per_epoch * epochs
-    warm_steps = int(round(warmup * total_steps))
+    def score_pairs(model: Any) -> np.ndarray:
+        logits = torch_logits(model, tokenizer, val_a, val_b, max_tokens, batch_size=32)
+        return 1.0 / (1.0 + np.exp(-np.clip(logits, -60, 60)))
 
-    def schedule(step: int) -> float:
-        if step < warm_steps:
-            return (step + 1) / max(1, warm_steps)
-        return max(0.0, (total_steps - step) / max(1, total_steps - warm_steps))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-    log = TrainingLog(config=config)
-    epoch, step_in_epoch, loss_sum, epoch_cpu, epoch_wall = 0, 0, 0.0, 0.0, 0.0
-    state = load_checkpoint(out / _CHECKPOINT)
-    if state is not None:
-        if state["config"] != config:
-            raise ValueError(f"{caller}: {out / _CHECKPOINT} was written with another "
-                             "configuration; use a new output_dir or the same parameters.")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        restore_rng_states(state["rng"])
-        log = TrainingLog.from_dict(state["log"])
-        epoch, step_in_epoch = state["epoch"], state["step_in_epoch"]
-        loss_sum, epoch_cpu, epoch_wall = state["loss_sum"], state["epoch_cpu"], state["epoch_wall"]
-        log.resumed_at.append(epoch * steps_per_epoch + step_in_epoch)
-        log.started = time.time()
-
-    def checkpoint() -> None:
-        save_checkpoint(out / _CHECKPOINT, {
-            "config": config, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(), "rng": rng_states(), "log": log.to_dict(),
-            "epoch": epoch, "step_in_epoch": step_in_epoch, "loss_sum": loss_sum,
-            "epoch_cpu": epoch_cpu, "epoch_wall": epoch_wall,
-        })
-
-    bce = torch.nn.BCEWithLogitsLoss()
-    while epoch < epochs and not (log.epochs and log.should_stop(patience)):
-        order = np.random.default_rng(seed * 1000 + epoch).permutation(n_pairs)
-        cpu0, wall0 = cpu_seconds(), time.perf_counter()
-        model.train()
-        with progress_bar(f"epoch {epoch + 1}/{epochs}", total=steps_per_epoch, unit="steps",
-                          enabled=progress) as advance:
-            advance(step_in_epoch)
-            for step in range(step_in_epoch, steps_per_epoch):
-                idx = order[step * batch_size : (step + 1) * batch_size]
-                enc = _pair_batch(tokenizer, texts, left[idx], right[idx], max_tokens)
-                logits = model(**enc).logits.reshape(-1)
-                loss = bce(logits, torch.from_numpy(label[idx]))
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                loss_sum += float(loss.detach()) * len(idx)
-                step_in_epoch = step + 1
-                advance(1)
-                if step_in_epoch % checkpoint_every == 0 and step_in_epoch < steps_per_epoch:
-                    epoch_cpu += cpu_seconds() - cpu0
-                    epoch_wall += time.perf_counter() - wall0
-                    cpu0, wall0 = cpu_seconds(), time.perf_counter()
-                    checkpoint()
-        from neardup.methods.rerank import _sigmoid, torch_logits
-
-        prob = _sigmoid(torch_logits(model, tokenizer, val_a, val_b, max_tokens, batch_size=32))
-        score = pairs_ari(Pairs(val_pairs.left, val_pairs.right, prob), val_labels,
-                          thresholds=PROBABILITY_THRESHOLDS)
-        epoch_cpu += cpu_seconds() - cpu0
-        epoch_wall += time.perf_counter() - wall0
-        record = EpochRecord(epoch=epoch + 1, train_loss=loss_sum / n_pairs,
-                             validation_ari=float(score.ari), threshold=float(score.threshold),
-                             seconds=round(epoch_wall, 1), cpu_seconds=round(epoch_cpu, 1))
-        if log.add(record):
-            _save_model(out, model, tokenizer, max_tokens=max_tokens, base=base, record=record,
-                        config=config)
-        epoch, step_in_epoch, loss_sum, epoch_cpu, epoch_wall = epoch + 1, 0, 0.0, 0.0, 0.0
-        checkpoint()
-        log.save(out / _LOG)
-    log.save(out / _LOG)
-    return {**log.to_dict(), "output_dir": str(out), "pair_counts": data["counts"],
-            "validation_docs": len(subset), "validation_pairs": len(val_pairs),
-            "wall_seconds": round(time.perf_counter() - started_wall, 1)}
+    evaluator = AriEvaluator(np.asarray(subset.clusters).astype(str), pairs=val_pairs,
+                             score_pairs=score_pairs, thresholds=PROBABILITY_THRESHOLDS)
+    return TrainingTask(model=model, loss=loss, collate=collate, batches=batches,
+                        evaluator=evaluator)
 
 
 def _pair_batch(tokenizer: Any, texts: list[str], left: np.ndarray, right: np.ndarray,
@@ -536,7 +513,7 @@ def _save_model(out: Path, model: Any, tokenizer: Any, *, max_tokens: int, base:
         "max_tokens": max_tokens, "threshold": record.threshold,
         "validation_ari": record.validation_ari, "epoch": record.epoch,
         "files": sorted(p.name for p in out.iterdir() if p.is_file() and p.name not in
-                        (_CHECKPOINT, _LOG, _PAIRS, "model.json", "model.json.tmp")),
+                        (_RUN, _LOG, _PAIRS, "model.json", "model.json.tmp")),
         "training": {k: config[k] for k in ("epochs", "batch_size", "lr", "warmup", "max_pairs",
                                              "candidates", "seed")},
     }

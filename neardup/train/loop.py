@@ -1,11 +1,10 @@
-"""Pieces every trainer shares: seeding, atomic checkpoints, the epoch log, early stopping.
+"""The epoch log every trainer writes, seeding and CPU time.
 
-A trainer runs epochs; after each it scores the validation split
-(:mod:`neardup.train.validate`), appends an :class:`EpochRecord` to a
-:class:`TrainingLog`, saves a checkpoint (model + optimizer + scheduler + RNG states +
-log) atomically, and keeps a copy of the best model so far. Re-running the same command
-resumes from the last checkpoint; the log then says so. Training stops after
-``patience`` epochs without a better validation ARI.
+:func:`neardup.train.trainer.fit` turns the transformers trainer's log history into a
+:class:`TrainingLog` of :class:`EpochRecord` (train loss, validation ARI and threshold,
+time per epoch), saved as ``training.json`` beside the model; the verifier, trained in
+one scikit-learn fit, writes one record. Checkpoints, resuming and early stopping are the
+transformers trainer's (:mod:`neardup.train.trainer`).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import random
 import resource
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,8 +25,6 @@ __all__ = [
     "EpochRecord",
     "TrainingLog",
     "cpu_seconds",
-    "load_checkpoint",
-    "save_checkpoint",
     "seed_everything",
 ]
 
@@ -109,39 +105,3 @@ class TrainingLog:
     def save(self, path: str | os.PathLike) -> None:
         with atomic_path(path) as tmp:
             tmp.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
-
-
-def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
-    """``torch.save`` to a temporary file, then move it into place (never half-written)."""
-    import torch
-
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
-
-
-def load_checkpoint(path: str | os.PathLike) -> dict[str, Any] | None:
-    """The checkpoint at ``path``, or None when there is none."""
-    import torch
-
-    if not Path(path).is_file():
-        return None
-    return torch.load(path, map_location="cpu", weights_only=False)
-
-
-def rng_states() -> dict[str, Any]:
-    """Python, numpy and torch RNG states, to store in a checkpoint."""
-    import torch
-
-    return {
-        "python": random.getstate(),
-        "numpy": np.random.get_state(),
-        "torch": torch.get_rng_state(),
-    }
-
-
-def restore_rng_states(states: dict[str, Any]) -> None:
-    import torch
-
-    random.setstate(states["python"])
-    np.random.set_state(states["numpy"])
-    torch.set_rng_state(states["torch"])

@@ -24,52 +24,41 @@ of several clusters; besides:
   a positive of that cluster, as RETSim's typo-augmented training does; singletons thus
   get positives too.
 
-After every epoch the model is exported and run through :class:`neardup.embed.RETSim` on
-the validation documents (whole days of them, at most ``max_validation_docs``), scored by
-the best ARI of cosine-threshold connected components
+Training runs on the one trainer (:mod:`neardup.train.trainer`, transformers'
+``Trainer``): the collator chunks and binarizes a batch (with its noisy copies), the
+loss is :class:`neardup.train.losses.MultiSimilarity`. After every epoch the PyTorch
+model embeds the validation documents (whole days of them, at most
+``max_validation_docs``; float32, as the export runs: the port matches the ONNX model
+to 1.5e-5), scored by the best ARI of cosine-threshold connected components
 (:func:`neardup.train.validate.embedding_ari`); the off-the-shelf model is scored the same
-way first (the baseline). The best epoch's model is ``output_dir/model.onnx``; training stops
-after ``patience`` epochs without a better validation ARI. Every epoch ends with a
-checkpoint, so re-running the same call resumes where it stopped.
+way first (the baseline). The best epoch's model is exported to ``output_dir/model.onnx``
+(the base model when no epoch beat it); training stops after ``patience`` epochs without
+a better validation ARI. Checkpoints (``checkpoints/``) are written at every epoch end
+and every ten minutes, so re-running the same call resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from neardup.errors import check_float, check_int
 from neardup.eval.labeled import LabeledCorpus
-from neardup.progress import progress_bar
+from neardup.io.writers import atomic_path
 from neardup.train.data import add_hard_negatives, cluster_batches, hard_negative_links
-from neardup.train.loop import (
-    EpochRecord,
-    TrainingLog,
-    cpu_seconds,
-    load_checkpoint,
-    restore_rng_states,
-    rng_states,
-    save_checkpoint,
-    seed_everything,
-)
-from neardup.train.validate import embedding_ari, whole_days
+from neardup.train.losses import MINER_EPSILON, MS_ALPHA, MS_BASE, MS_BETA
+from neardup.train.validate import whole_days
 
-__all__ = ["MS_ALPHA", "MS_BASE", "MS_BETA", "MINER_EPSILON", "train_retsim"]
+if TYPE_CHECKING:  # torch-dependent: imported when training
+    from neardup.train.trainer import TrainingTask
 
-#: Multi-similarity loss and miner parameters of RETSim's training (paper, sec. 3.2).
-MS_ALPHA = 4.0
-MS_BETA = 40.0
-MS_BASE = 0.5
-MINER_EPSILON = 0.1
+__all__ = ["MINER_EPSILON", "MS_ALPHA", "MS_BASE", "MS_BETA", "train_retsim"]
 
-_CHECKPOINT = "checkpoint.pt"
 _MODEL = "model.onnx"
 _LOG = "training.json"
 #: Share of the optimizer steps spent warming the learning rate up (then cosine decay).
@@ -77,7 +66,11 @@ _WARMUP = 0.1
 #: Hard-negative documents added to one batch at most, as a share of the batch size.
 _HARD_SHARE = 0.5
 #: Settings that may change when a run is resumed (the others must match the checkpoint).
-_RESUMABLE = frozenset({"epochs", "patience", "threads"})
+_RESUMABLE = frozenset({"epochs", "threads"})
+#: Mid-epoch checkpoints, so an interrupted epoch loses at most this much work.
+_CHECKPOINT_SECONDS = 600.0
+#: Validation documents embedded per forward pass (no gradients).
+_VALIDATION_BATCH = 64
 
 
 # -- batches -----------------------------------------------------------------------------
@@ -132,9 +125,9 @@ def _augment(
 # -- the model on documents --------------------------------------------------------------
 
 
-def _document_embeddings(model: Any, texts: Sequence[str]) -> Any:
-    """Document embeddings as ``RETSim.encode`` computes them, with gradients: mean of the
-    chunk embeddings, renormalised. Identical chunks run through the model once."""
+def _chunk_inputs(texts: Sequence[str]) -> dict[str, Any]:
+    """The model inputs of ``texts`` (the collator's half of ``RETSim.encode``): their
+    distinct 512-character chunks, binarized, and where each chunk goes."""
     import torch
 
     from neardup.embed.binarizer import binarize_codes, chunk_texts
@@ -143,36 +136,28 @@ def _document_embeddings(model: Any, texts: Sequence[str]) -> Any:
     codes = chunks.codes()
     keys = codes.view(np.dtype((np.void, codes.itemsize * codes.shape[1]))).ravel()
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    inputs = torch.from_numpy(binarize_codes(codes[first]))
-    chunk_emb = model(inputs)[torch.from_numpy(inverse.ravel().astype(np.int64))]
     owner = np.repeat(np.arange(len(texts)), np.diff(chunks.offsets))
-    sums = torch.zeros(len(texts), chunk_emb.shape[1], dtype=chunk_emb.dtype)
-    sums = sums.index_add(0, torch.from_numpy(owner), chunk_emb)
+    return {"chunks": torch.from_numpy(binarize_codes(codes[first])),
+            "inverse": torch.from_numpy(inverse.ravel().astype(np.int64)),
+            "owner": torch.from_numpy(owner.astype(np.int64)),
+            "documents": len(texts)}
+
+
+def _pool_documents(model: Any, inputs: dict[str, Any]) -> Any:
+    """Document embeddings as ``RETSim.encode`` computes them, with gradients: mean of the
+    chunk embeddings, renormalised. Identical chunks run through the model once."""
+    import torch
+
+    chunk_emb = model(inputs["chunks"])[inputs["inverse"]]
+    sums = torch.zeros(inputs["documents"], chunk_emb.shape[1], dtype=chunk_emb.dtype,
+                       device=chunk_emb.device)
+    sums = sums.index_add(0, inputs["owner"], chunk_emb)
     return torch.nn.functional.normalize(sums, dim=1)
 
 
-# -- validation ----------------------------------------------------------------------------
-
-
-def _validate(
-    model_path: Path, texts: list[str], clusters: np.ndarray, threads: int | None
-) -> tuple[float, float]:
-    """Best validation ARI and its threshold, with the exported model run by RETSim."""
-    from neardup.embed.retsim import RETSim
-
-    embeddings = RETSim(batch_size=32, threads=threads, model_path=model_path).encode(
-        texts, progress=False
-    )
-    score = embedding_ari(embeddings, clusters)
-    return float(score.ari), float(score.threshold)
-
-
-def _advance(advance: Any, status: str) -> None:
-    """Advance the bar by one batch, showing ``status`` where the bar supports it."""
-    try:
-        advance(1, status=status)
-    except TypeError:  # a progress bar without a status field
-        advance(1)
+def _document_embeddings(model: Any, texts: Sequence[str]) -> Any:
+    """Document embeddings of ``texts`` (a tensor, with gradients when enabled)."""
+    return _pool_documents(model, _chunk_inputs(texts))
 
 
 # -- the trainer -----------------------------------------------------------------------------
@@ -226,10 +211,12 @@ def train_retsim(
         Validation documents (e.g. ``load_labeled("benchmarks/reuters-news/
         validation.jsonl.gz")``), used to pick the epoch and report its threshold.
     output_dir : str or os.PathLike
-        Receives ``model.onnx`` (best epoch), ``training.json`` (the log) and
-        ``checkpoint.pt``. Running again with the same settings resumes from the checkpoint
-        (``epochs``, ``patience`` and ``threads`` may change; a finished run with more
+        Receives ``model.onnx`` (best epoch), ``training.json`` (the log), ``run.json``
+        and ``checkpoints/``. Running again with the same settings resumes from the last
+        checkpoint (``epochs`` and ``threads`` may change; a finished run with more
         ``epochs`` continues, its learning-rate schedule stretched to the new length).
+        ``patience`` may no longer change on resume: early stopping's state is restored
+        from the checkpoint with it.
     negative_of : ndarray or None, default None
         Per training document, the cluster label it is a hard negative of (None entries
         otherwise), as :func:`~neardup.train.data.load_training_corpus` returns it: a
@@ -250,7 +237,8 @@ def train_retsim(
         Peak learning rate of AdamW; linear warm-up over the first 10% of the steps, then
         cosine decay to 0 at the end of ``epochs``.
     seed : int, default 0
-        Seeds batches, noisy copies and torch; a run is repeatable on one machine.
+        Seeds batches, noisy copies (per batch, from the batch's documents) and torch; a
+        run is repeatable on one machine.
     augment : bool, default True
         Add a noisy copy of one member of each cluster of every batch (see the module
         docstring).
@@ -274,7 +262,9 @@ def train_retsim(
         ``model`` (path of model.onnx), ``log`` (path of training.json), ``best_epoch``
         (0: no epoch beat the base model, which is then what model.onnx holds),
         ``best_validation_ari``, ``best_threshold``, ``baseline_validation_ari``,
-        ``baseline_threshold``, ``epochs_run``, ``stopped_early``, ``cpu_seconds``,
+        ``baseline_threshold``, ``epochs_run``, ``stopped_early``, ``loss_check`` (the
+        mean loss of the first four batches under the ``base`` and the ``best`` model),
+        ``cpu_seconds``,
         ``wall_seconds``, ``validation_docs``.
 
     Raises
@@ -319,12 +309,10 @@ def train_retsim(
             )
 
     import torch
-    from pytorch_metric_learning import losses, miners
 
     from neardup.train.retsim_torch import export_onnx, from_onnx
+    from neardup.train.trainer import TrainSettings, fit, torch_threads
 
-    if threads is not None:
-        torch.set_num_threads(threads)
     if mixed_precision is None:
         mixed_precision = _native_bf16()
     out = Path(output_dir)
@@ -358,140 +346,44 @@ def train_retsim(
         "hard_negative_links": int(sum(len(v) for v in links.values())),
         "batches_per_epoch": n_batches,
         "validation_docs": len(keep),
-        "validation_clusters": int(len(np.unique(val_clusters.astype(str)))),
+        "validation_clusters": len(np.unique(val_clusters.astype(str))),
         "torch": torch.__version__,
     }  # fmt: skip
 
-    # -- model, optimizer, schedule ------------------------------------------------------
-    seed_everything(seed)
-    model = from_onnx(base_path).train()
-    model.bf16_blocks = mixed_precision
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    total_steps = max(1, epochs * n_batches)
-    warmup = max(1, int(_WARMUP * total_steps))
+    # -- the run on the trainer ------------------------------------------------------------
+    def build() -> TrainingTask:
+        model = from_onnx(base_path).train()
+        model.bf16_blocks = mixed_precision
+        return _task(model, train_texts, train_codes, train_corpus.clusters, links, val_texts,
+                     val_clusters, batch_size=batch_size, per_cluster=per_cluster, seed=seed,
+                     augment=augment)
 
-    def schedule(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        progress_ = min(1.0, (step - warmup) / max(1, total_steps - warmup))
-        return 0.5 * (1.0 + math.cos(math.pi * progress_))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-    loss_fn = losses.MultiSimilarityLoss(alpha=MS_ALPHA, beta=MS_BETA, base=MS_BASE)
-    miner = miners.MultiSimilarityMiner(epsilon=MINER_EPSILON)
-
-    # -- resume ---------------------------------------------------------------------------
-    log = TrainingLog(config=config)
-    baseline: dict[str, float] | None = None
-    best_state: dict[str, Any] | None = None
-    done = 0
-    checkpoint = load_checkpoint(out / _CHECKPOINT)
-    if checkpoint is not None:
-        saved = checkpoint["config"]
-        changed = sorted(k for k in set(saved) | set(config)
-                         if k not in _RESUMABLE and saved.get(k) != config.get(k))
-        if changed:
-            raise ValueError(
-                f"{caller}: {out / _CHECKPOINT} was made with other settings "
-                f"({', '.join(f'{k}: {saved.get(k)!r} -> {config.get(k)!r}' for k in changed)}). "
-                "Use another output_dir, or delete the checkpoint to start over."
-            )
-        model.load_state_dict(checkpoint["model"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        scheduler.load_state_dict(checkpoint["scheduler"])
-        restore_rng_states(checkpoint["rng"])
-        log = TrainingLog.from_dict(checkpoint["log"])
-        log.config = config
-        baseline = checkpoint["baseline"]
-        best_state = checkpoint["best_state"]
-        done = int(checkpoint["epoch"])
-        if done < epochs and not log.should_stop(patience):
-            log.resumed_at.append(done)
-
-    def write_log(stopped: bool) -> dict[str, Any]:
-        """training.json: the epoch log, the baseline, and which model model.onnx holds."""
-        assert baseline is not None
+    settings = TrainSettings(
+        epochs=epochs, lr=lr, seed=seed, patience=patience, warmup=_WARMUP, schedule="cosine",
+        weight_decay=0.0, max_grad_norm=1.0, save_seconds=_CHECKPOINT_SECONDS, baseline=True,
+        progress=progress)
+    with torch_threads(threads):
+        fitted = fit(build, settings, output_dir=out, config=config, caller=caller,
+                     resumable=_RESUMABLE)
+        log, baseline = fitted.log, fitted.baseline
         best = log.best
         beat = best is not None and best.validation_ari > baseline["ari"]
-        data = log.to_dict()
-        data.update({
-            "baseline": baseline,
-            "best_epoch": best.epoch if beat else 0,
-            "best_validation_ari": best.validation_ari if beat else baseline["ari"],
-            "best_threshold": best.threshold if beat else baseline["threshold"],
-            "stopped_early": stopped,
-            "wall_seconds": round(baseline["seconds"] + sum(r.seconds for r in log.epochs), 1),
-            "cpu_seconds": round(baseline["cpu_seconds"] + log.total_cpu_seconds(), 1),
-        })  # fmt: skip
-        with _atomic(out / _LOG) as tmp:
-            tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        return data
-
-    # -- baseline: the model before fine-tuning ---------------------------------------
-    if baseline is None:
-        t0, c0 = time.time(), cpu_seconds()
-        export_onnx(model, out / _MODEL)  # model.onnx is the base model until beaten
-        ari, threshold = _validate(out / _MODEL, val_texts, val_clusters, threads)
-        baseline = {"ari": ari, "threshold": threshold, "seconds": round(time.time() - t0, 1),
-                    "cpu_seconds": round(cpu_seconds() - c0, 1)}
-        save_checkpoint(out / _CHECKPOINT, {
-            "config": config, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(), "rng": rng_states(), "log": log.to_dict(),
-            "baseline": baseline, "best_state": None, "epoch": 0,
-        })  # fmt: skip
-        write_log(False)
-
-    # -- epochs ----------------------------------------------------------------------------
-    epoch = done
-    while epoch < epochs and not log.should_stop(patience):
-        epoch += 1
-        t0, c0 = time.time(), cpu_seconds()
-        batches = _epoch_batches(train_corpus.clusters, links, batch_size=batch_size,
-                                 per_cluster=per_cluster, seed=seed * 1000 + epoch)
-        rng = np.random.default_rng([seed, epoch])
-        total_loss, steps = 0.0, 0
-        description = f"RETSim epoch {epoch}/{epochs}"
-        bar = progress_bar(description, total=len(batches), unit="batches", enabled=progress)
-        with bar as advance:
-            for batch in batches:
-                texts = [train_texts[i] for i in batch.tolist()]
-                labels = train_codes[batch]
-                if augment:
-                    texts, labels = _augment(texts, labels, rng)
-                embeddings = _document_embeddings(model, texts)
-                target = torch.from_numpy(labels.astype(np.int64))
-                loss = loss_fn(embeddings, target, miner(embeddings, target))
-                optimizer.zero_grad(set_to_none=True)
-                if loss.requires_grad:  # no mined pair: nothing to learn from this batch
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                    optimizer.step()
-                scheduler.step()
-                total_loss += float(loss.detach())
-                steps += 1
-                _advance(advance, f"loss {total_loss / steps:.4f}")
-        candidate = out / "epoch.onnx"
-        export_onnx(model, candidate)
-        ari, threshold = _validate(candidate, val_texts, val_clusters, threads)
-        record = EpochRecord(
-            epoch=epoch, train_loss=round(total_loss / max(steps, 1), 6),
-            validation_ari=round(ari, 6), threshold=threshold,
-            seconds=round(time.time() - t0, 1), cpu_seconds=round(cpu_seconds() - c0, 1),
-        )  # fmt: skip
-        if log.add(record) and ari > baseline["ari"]:
-            os.replace(candidate, out / _MODEL)
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        else:
-            candidate.unlink()
-        save_checkpoint(out / _CHECKPOINT, {
-            "config": config, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(), "rng": rng_states(), "log": log.to_dict(),
-            "baseline": baseline, "best_state": best_state, "epoch": epoch,
-        })  # fmt: skip
-        write_log(False)
-
-    stopped = epoch < epochs
-    data = write_log(stopped)
+        if fitted.model is not None:
+            # model.onnx is the base model unless an epoch beat it on validation.
+            export_onnx(fitted.model if beat else from_onnx(base_path), out / _MODEL)
+    data = log.to_dict()
+    data.update({
+        "baseline": baseline,
+        "best_epoch": best.epoch if beat else 0,
+        "best_validation_ari": best.validation_ari if beat else baseline["ari"],
+        "best_threshold": best.threshold if beat else baseline["threshold"],
+        "stopped_early": fitted.stopped_early,
+        "loss_check": fitted.loss_check,
+        "wall_seconds": round(baseline["seconds"] + sum(r.seconds for r in log.epochs), 1),
+        "cpu_seconds": round(baseline["cpu_seconds"] + log.total_cpu_seconds(), 1),
+    })  # fmt: skip
+    with atomic_path(out / _LOG) as tmp:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return {
         "model": str(out / _MODEL),
         "log": str(out / _LOG),
@@ -501,11 +393,56 @@ def train_retsim(
         "baseline_validation_ari": baseline["ari"],
         "baseline_threshold": baseline["threshold"],
         "epochs_run": len(log.epochs),
-        "stopped_early": stopped,
+        "stopped_early": fitted.stopped_early,
+        "loss_check": fitted.loss_check,
         "cpu_seconds": data["cpu_seconds"],
         "wall_seconds": data["wall_seconds"],
         "validation_docs": len(keep),
     }
+
+
+def _task(model: Any, texts: list[str], codes: np.ndarray, clusters: np.ndarray,
+          links: dict[int, np.ndarray], val_texts: list[str], val_clusters: np.ndarray, *,
+          batch_size: int, per_cluster: int, seed: int, augment: bool) -> TrainingTask:
+    """RETSim as a :class:`~neardup.train.trainer.TrainingTask`: cluster batches with hard
+    negatives (and noisy copies), document embeddings, the multi-similarity loss."""
+    import torch
+
+    from neardup.train.losses import MultiSimilarity
+    from neardup.train.trainer import AriEvaluator, TrainingTask
+
+    ms = MultiSimilarity()
+
+    def batches(epoch: int) -> list[np.ndarray]:
+        # Every epoch draws other documents of each cluster.
+        return _epoch_batches(clusters, links, batch_size=batch_size,
+                              per_cluster=per_cluster, seed=seed * 1000 + epoch + 1)
+
+    def collate(batch: list[int]) -> dict[str, Any]:
+        idx = np.asarray(batch, np.int64)
+        batch_texts, labels = [texts[i] for i in idx.tolist()], codes[idx]
+        if augment:
+            # Seeded by the batch itself, so a resumed epoch makes the same copies.
+            rng = np.random.default_rng([seed, *idx.tolist()])
+            batch_texts, labels = _augment(batch_texts, labels, rng)
+        return {**_chunk_inputs(batch_texts), "targets": torch.from_numpy(labels.astype(np.int64))}
+
+    def loss(model: Any, inputs: dict[str, Any]) -> Any:
+        return ms(_pool_documents(model, inputs), inputs["targets"])
+
+    def embed(model: Any) -> np.ndarray:
+        # Validation in float32, as the exported model runs.
+        bf16, model.bf16_blocks = model.bf16_blocks, False
+        try:
+            return np.concatenate([
+                _document_embeddings(model, val_texts[i : i + _VALIDATION_BATCH]).numpy()
+                for i in range(0, len(val_texts), _VALIDATION_BATCH)])
+        finally:
+            model.bf16_blocks = bf16
+
+    evaluator = AriEvaluator(val_clusters, embed=embed)
+    return TrainingTask(model=model, loss=loss, collate=collate, batches=batches,
+                        evaluator=evaluator)
 
 
 def _native_bf16() -> bool:

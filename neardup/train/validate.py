@@ -2,8 +2,9 @@
 
 Trainers call these once per epoch on the *validation* split (never test): embeddings
 (or pair scores) of the validation documents -> edges above each threshold -> connected
-components -> ARI against the true clusters; the best threshold and its ARI are reported,
-which is exactly how the final model is later tuned (``neardup tune``).
+components -> ARI against the true clusters (scikit-learn's ``adjusted_rand_score``); the
+best threshold and its ARI are reported, which is exactly how the final model is later
+tuned (``neardup tune``). :class:`neardup.train.trainer.AriEvaluator` calls them.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.metrics import adjusted_rand_score
 
 from neardup.eval.labeled import LabeledCorpus
-from neardup.eval.metrics import adjusted_rand_index
 from neardup.graph import Pairs
 from neardup.graph.cluster import connected_components
 
@@ -47,7 +48,7 @@ def pairs_ari(
     for t in thresholds:
         keep = pairs.score >= t
         sub = Pairs(pairs.left[keep], pairs.right[keep], pairs.score[keep])
-        curve[float(t)] = adjusted_rand_index(clusters, connected_components(sub, n))
+        curve[float(t)] = float(adjusted_rand_score(clusters, connected_components(sub, n)))
     best = max(curve, key=lambda t: (curve[t], -t))
     return ValidationScore(ari=curve[best], threshold=best, curve=curve)
 

@@ -73,40 +73,61 @@ def test_tiny_run_trains_checkpoints_and_loads_in_biencoder(tiny_run):
     assert np.isfinite(record["train_loss"]) and record["train_loss"] >= 0
     assert 0.0 <= result["best_validation_ari"] <= 1.0 and result["best_epoch"] == 1
     assert result["training_data"]["pairs"] == 24
-    assert (out / "checkpoint.pt").is_file()
+    assert (out / "checkpoints").is_dir() and (out / "run.json").is_file()
     assert json.loads((out / "training.json").read_text())["best_epoch"] == 1
+    assert 0.0 <= result["baseline"]["ari"] <= 1.0  # the base model, scored before training
     emb = BiEncoder(model=result["model_dir"], max_tokens=32, threads=1).encode(VALIDATION.texts)
     assert emb.shape == (len(VALIDATION), 384)
     # A finished run is not trained again: the same call returns the same log.
     again = train_biencoder(TRAIN, VALIDATION, output_dir=out, **SETTINGS)
     assert again["epochs"] == result["epochs"] and again["resumed_at"] == []
+    assert again["training_data"] == result["training_data"]
     # Other settings never resume this checkpoint.
     with pytest.raises(ValueError, match="'output_dir' holds a checkpoint"):
         train_biencoder(TRAIN, VALIDATION, output_dir=out, **dict(SETTINGS, lr=1e-4))
 
 
 def test_interrupted_run_resumes_mid_epoch_to_the_same_result(tiny_run, tmp_path, monkeypatch):
+    from neardup.train import trainer as one_trainer
+
     _, straight = tiny_run
-    monkeypatch.setattr(trainer, "_CHECKPOINT_SECONDS", -1.0)  # checkpoint after each step
-    real_step = trainer._Trainer._step_loss
+    monkeypatch.setattr(trainer, "_CHECKPOINT_SECONDS", 0.0)  # checkpoint after each step
+    real_loss = one_trainer._TaskTrainer.compute_loss
     calls = {"n": 0}
 
-    def failing_step(self, batch):
+    def failing_loss(self, *args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 3:
             raise KeyboardInterrupt  # killed during the third step
-        return real_step(self, batch)
+        return real_loss(self, *args, **kwargs)
 
-    monkeypatch.setattr(trainer._Trainer, "_step_loss", failing_step)
+    monkeypatch.setattr(one_trainer._TaskTrainer, "compute_loss", failing_loss)
     with pytest.raises(KeyboardInterrupt):
         train_biencoder(TRAIN, VALIDATION, output_dir=tmp_path, **SETTINGS)
-    monkeypatch.setattr(trainer._Trainer, "_step_loss", real_step)
+    monkeypatch.setattr(one_trainer._TaskTrainer, "compute_loss", real_loss)
     resumed = train_biencoder(TRAIN, VALIDATION, output_dir=tmp_path, **SETTINGS)
     assert resumed["resumed_at"] == [1]
     # Same batches, same RNG and optimizer state: the same loss and validation score.
     assert resumed["epochs"][0]["train_loss"] == pytest.approx(
         straight["epochs"][0]["train_loss"], rel=1e-4)
     assert resumed["best_validation_ari"] == pytest.approx(straight["best_validation_ari"])
+
+
+def test_same_seed_same_weights(tiny_run, tmp_path):
+    from safetensors.torch import load_file
+
+    out, _ = tiny_run
+    train_biencoder(TRAIN, VALIDATION, output_dir=tmp_path, **SETTINGS)
+    a = load_file(out / "best" / "model.safetensors")
+    b = load_file(tmp_path / "best" / "model.safetensors")
+    assert a.keys() == b.keys()
+    assert all(torch_equal(a[k], b[k]) for k in a)
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return bool(torch.equal(a, b))
 
 
 @pytest.mark.parametrize("loss", ["mnrl", "supcon"])
@@ -143,10 +164,12 @@ def test_mnrl_batches_add_a_hard_negative_per_anchor_from_outside_the_batch():
 def test_supcon_loss_prefers_clustered_embeddings():
     import torch
 
+    from neardup.train.losses import SupCon
+
     labels = torch.tensor([0, 0, 1, 1])
     tight = torch.tensor([[1.0, 0.0], [0.99, 0.1], [0.0, 1.0], [0.1, 0.99]])
     mixed = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.99, 0.1], [0.1, 0.99]])
-    assert trainer._supcon_loss(tight, labels, 0.1) < trainer._supcon_loss(mixed, labels, 0.1)
+    assert SupCon(0.1)(tight, labels) < SupCon(0.1)(mixed, labels)
 
 
 

@@ -38,7 +38,7 @@ def test_tiny_run(tmp_path, corpora):
     assert len(report["epochs"]) == 1 and report["best_epoch"] == 1
     assert 0.0 <= report["best_validation_ari"] <= 1.0 and report["cpu_seconds"] > 0
     assert sum(report["pair_counts"].values()) == 16
-    assert (tmp_path / "training.json").is_file() and (tmp_path / "checkpoint.pt").is_file()
+    assert (tmp_path / "training.json").is_file() and (tmp_path / "checkpoints").is_dir()
     prob = CrossEncoderScorer(tmp_path, threads=1).score(train.texts[:3], train.texts[1:4])
     assert prob.shape == (3,) and np.all((prob >= 0) & (prob <= 1))
     # Re-running a finished run trains nothing more.
@@ -47,23 +47,29 @@ def test_tiny_run(tmp_path, corpora):
 
 
 def test_resume_mid_epoch(tmp_path, corpora, monkeypatch):
+    from neardup.train import trainer as one_trainer
+
     train, validation = corpora
-    real = ce.save_checkpoint
+    real = one_trainer._TaskTrainer._save_checkpoint
     calls = []
 
-    def interrupted(path, state):
-        real(path, state)
-        calls.append(state["step_in_epoch"])
+    def interrupted(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        calls.append(self.state.global_step)
         raise KeyboardInterrupt  # the process dies right after its first checkpoint
 
-    monkeypatch.setattr(ce, "save_checkpoint", interrupted)
+    monkeypatch.setattr(one_trainer._TaskTrainer, "_save_checkpoint", interrupted)
     with pytest.raises(KeyboardInterrupt):
         ce.train_cross_encoder(train, validation, output_dir=tmp_path, checkpoint_every=1, **_TINY)
     assert calls == [1]
-    monkeypatch.setattr(ce, "save_checkpoint", real)
+    monkeypatch.setattr(one_trainer._TaskTrainer, "_save_checkpoint", real)
     report = ce.train_cross_encoder(train, validation, output_dir=tmp_path, checkpoint_every=1,
                                     **_TINY)
     assert report["resumed_at"] == [1] and len(report["epochs"]) == 1
+    straight = ce.train_cross_encoder(train, validation, output_dir=tmp_path / "straight",
+                                      checkpoint_every=1, **_TINY)
+    assert report["epochs"][0]["train_loss"] == pytest.approx(
+        straight["epochs"][0]["train_loss"], rel=1e-4)
 
 
 def test_invalid_parameters(tmp_path, corpora):

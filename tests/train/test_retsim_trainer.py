@@ -73,13 +73,12 @@ def trained(tmp_path_factory):
 
 
 def test_loss_decreases_and_the_log_is_complete(trained):
-    from neardup.train.loop import load_checkpoint
     from neardup.train.retsim_torch import from_onnx
 
     out, result = trained
+    assert result["best_epoch"] > 0  # model.onnx is a trained epoch, not the base model
     base = from_onnx()
-    tuned = from_onnx()
-    tuned.load_state_dict(load_checkpoint(out / "checkpoint.pt")["model"])
+    tuned = from_onnx(result["model"])
     assert _ms_loss(tuned, _corpus(0)) < 0.9 * _ms_loss(base, _corpus(0))
     log = json.loads((out / "training.json").read_text())
     losses = [e["train_loss"] for e in log["epochs"]]
@@ -107,27 +106,28 @@ def test_output_model_runs_in_retsim(trained):
 
 
 def test_interrupted_run_resumes_to_the_same_result(trained, tmp_path, monkeypatch):
+    from neardup.train import trainer as one_trainer
+
     out, _ = trained
-    validate = retsim_trainer._validate
+    evaluate = one_trainer._TaskTrainer.evaluate
     calls = []
 
-    def crash_on_second_epoch(*args, **kwargs):
+    def crash_on_second_epoch(self, *args, **kwargs):
         calls.append(1)
-        if len(calls) == 3:  # baseline, epoch 1, then at the end of epoch 2
+        if len(calls) == 2:  # at the end of epoch 2, before its checkpoint
             raise KeyboardInterrupt
-        return validate(*args, **kwargs)
+        return evaluate(self, *args, **kwargs)
 
-    monkeypatch.setattr(retsim_trainer, "_validate", crash_on_second_epoch)
+    monkeypatch.setattr(one_trainer._TaskTrainer, "evaluate", crash_on_second_epoch)
     with pytest.raises(KeyboardInterrupt):
         train_retsim(_corpus(0), _corpus(1), output_dir=tmp_path, **_SETTINGS)
-    partial = json.loads((tmp_path / "training.json").read_text())
-    assert [e["epoch"] for e in partial["epochs"]] == [1]
+    assert not (tmp_path / "training.json").exists()
 
-    monkeypatch.setattr(retsim_trainer, "_validate", validate)
+    monkeypatch.setattr(one_trainer._TaskTrainer, "evaluate", evaluate)
     train_retsim(_corpus(0), _corpus(1), output_dir=tmp_path, **_SETTINGS)
     resumed = json.loads((tmp_path / "training.json").read_text())
     full = json.loads((out / "training.json").read_text())
-    assert resumed["resumed_at"] == [1]
+    assert resumed["resumed_at"] == [2]  # resumed in epoch 2, from epoch 1's checkpoint
     for a, b in zip(resumed["epochs"], full["epochs"], strict=True):
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-4)
         assert a["validation_ari"] == pytest.approx(b["validation_ari"], abs=1e-6)
