@@ -8,14 +8,16 @@ documents does it duplicate?) without re-running ``dedup`` over everything.
 
 from neardup.index._index import Index
 from neardup.index._methods import SUPPORTED_METHODS, DuplicateIdError
-from neardup.index._results import AddResult, QueryResult
-from neardup.index._store import IndexFormatError, IndexMismatchError
+from neardup.index._results import AddResult, BulkResult, QueryResult
+from neardup.index._store import IndexBusyError, IndexFormatError, IndexMismatchError
 
 __all__ = [
     "SUPPORTED_METHODS",
     "AddResult",
+    "BulkResult",
     "DuplicateIdError",
     "Index",
+    "IndexBusyError",
     "IndexFormatError",
     "IndexMismatchError",
     "QueryResult",
