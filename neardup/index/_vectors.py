@@ -124,7 +124,7 @@ class VectorSegments:
             if ids.size == 0:
                 continue
             lims, _, found = index.range_search(x, float(threshold) - _MARGIN)
-            q = np.repeat(np.arange(x.shape[0]), np.diff(lims))
+            q = np.repeat(np.arange(x.shape[0]), np.diff(lims).astype(np.int64))
             if q.size == 0:
                 continue
             at = np.searchsorted(ids, found)  # ids ascend within a segment
