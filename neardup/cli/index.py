@@ -26,7 +26,8 @@ _INPUT_OPTIONS = (
                       "their index position; query by their row number)."),
     DECODE_ERRORS_OPTION,
     click.option("--batch-size", type=click.IntRange(min=1), default=10_000, show_default=True,
-                 help="Documents per batch; each batch of an add is one transaction."),
+                 help="Documents per batch; each batch of an add is one transaction "
+                      "(with --bulk: documents sketched at once)."),
     click.option("--limit", type=click.IntRange(min=0), default=None,
                  help="Read at most this many documents."),
 )

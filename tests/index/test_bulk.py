@@ -72,8 +72,8 @@ def test_adds_after_a_bulk_add_give_dedup_clusters(demo_texts, tmp_path):
     half = len(texts) // 2
     with Index.create(tmp_path / "idx", "minhash", store_text=True) as index:
         index.bulk_add(_batches(texts[:half], 1000))
-        for a in (half, half + (len(texts) - half) // 2):
-            b = min(a + (len(texts) - half) // 2 + 1, len(texts))
+        bounds = [half, half + (len(texts) - half) // 2, len(texts)]
+        for a, b in zip(bounds[:-1], bounds[1:]):
             index.add(texts[a:b], ids=[str(i) for i in range(a, b)])
         assert partition_equal(_labels(index, len(texts)), expected)
         record = index.query([texts[5]]).records()[0]
