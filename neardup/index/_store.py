@@ -18,6 +18,10 @@ Layout (``DIR/index.sqlite``)::
     big(key PRIMARY KEY, first, last, count)        keys with more than the method's
                                                     bucket cap members (see _link.py)
 
+Embedding methods keep no postings: their vectors are faiss files ``DIR/vectors/seg-*``
+named by ``meta.vector_segments`` (see _vectors.py), written and recorded inside the add's
+transaction. A bulk add (_bulk.py) builds a whole new database file and swaps it in.
+
 Keys and payloads are unsigned 64-bit values stored bit for bit as SQLite's signed
 INTEGER.
 """
