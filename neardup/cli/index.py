@@ -197,8 +197,9 @@ def query_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> Non
         table = pa.concat_tables(tables) if tables else None
         if opts["pairs_out"] is not None:
             if table is None:
-                from neardup.index import QueryResult
                 import numpy as np
+
+                from neardup.index import QueryResult
 
                 table = QueryResult(np.empty(0, np.int64), [], [], np.empty(0, np.int64),
                                     np.empty(0, np.float32), []).table()

@@ -27,6 +27,13 @@ import pyarrow.compute as pc
 
 from neardup.errors import InputError, check_int
 from neardup.graph.edges import Pairs
+from neardup.index._bulk import BulkBuilder
+from neardup.index._link import (
+    keyed_candidates,
+    link_edges,
+    simhash_candidates,
+    unique_edges,
+)
 from neardup.index._methods import (
     EMBEDDING_METHODS,
     DuplicateIdError,
@@ -37,15 +44,7 @@ from neardup.index._methods import (
     serial_if_small,
     split_rows,
 )
-from neardup.index._bulk import BulkBuilder
 from neardup.index._results import AddResult, BulkResult, QueryResult
-from neardup.index._link import (
-    keyed_candidates,
-    link_edges,
-    simhash_candidates,
-    unique_edges,
-)
-from neardup.index._vectors import VectorSegments
 from neardup.index._store import (
     FORMAT,
     FORMAT_VERSION,
@@ -58,6 +57,7 @@ from neardup.index._store import (
     read_meta,
     replace_empty_database,
 )
+from neardup.index._vectors import VectorSegments
 from neardup.methods import make_method
 from neardup.methods.base import Method, Sketch
 from neardup.text.hashing import encode_codepoints, seed_words

@@ -15,8 +15,17 @@ from neardup.methods.base import Method
 from neardup.text.normalize import NormalizeConfig
 from neardup.text.shingle import ShingleConfig
 
-__all__ = ["DuplicateIdError", "EMBEDDING_METHODS", "SUPPORTED_METHODS", "check_supported", "method_from_params",
-           "params_json", "serial_if_small", "i64", "split_rows"]
+__all__ = [
+    "EMBEDDING_METHODS",
+    "SUPPORTED_METHODS",
+    "DuplicateIdError",
+    "check_supported",
+    "i64",
+    "method_from_params",
+    "params_json",
+    "serial_if_small",
+    "split_rows",
+]
 
 
 class DuplicateIdError(InputError):

@@ -42,13 +42,13 @@ __all__ = [
     "IndexBusyError",
     "IndexFormatError",
     "IndexMismatchError",
+    "connect",
     "create_database",
     "create_indexes",
     "create_tables",
-    "connect",
-    "replace_empty_database",
     "database_path",
     "read_meta",
+    "replace_empty_database",
 ]
 
 FORMAT = "neardup-index"

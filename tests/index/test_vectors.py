@@ -15,7 +15,6 @@ import pytest
 
 import neardup
 from neardup.index import Index
-
 from tests.index.conftest import partition_equal
 
 pytest.importorskip("onnxruntime")
