@@ -61,6 +61,23 @@ def _texts_at(corpus: str, positions: np.ndarray) -> list[str]:
     return out
 
 
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return round(usage.ru_utime + usage.ru_stime, 1)
+
+
+def _every(k: int):
+    """A log callback printing every k-th message (and every non-sketch one), timed."""
+    start, count = time.perf_counter(), [0]
+
+    def log(message: str) -> None:
+        count[0] += 1
+        if not message.startswith("bulk: sketched") or count[0] % k == 0:
+            print(f"{time.perf_counter() - start:7.0f} s  {message}", flush=True)
+
+    return log
+
+
 def _load_avg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
@@ -72,6 +89,22 @@ def phase_build(args) -> dict:
         shutil.rmtree(args.work)
     n_build = args.docs - args.add_docs
     start = time.perf_counter()
+    if args.bulk:
+        with Index.create(args.work, args.method) as index:
+            batches = ((texts, ids) for ids, texts in
+                       _shard_batches(args.corpus, n_build, args.batch_size))
+            result = index.bulk_add(batches, log=_every(20))
+            seconds = time.perf_counter() - start
+            stats = index.stats()
+        return {"docs": n_build, "path": "bulk_add", "seconds": round(seconds, 1),
+                "docs_per_s": round(n_build / seconds),
+                "stage_seconds": result.summary()["stage_seconds"],
+                "disk_bytes": stats["disk_bytes"], "disk_gib": round(stats["disk_bytes"] / 2**30, 3),
+                "postings": stats["postings"], "clusters": stats["clusters"],
+                "largest_cluster": stats["largest_cluster"],
+                "big_key_groups": stats["big_key_groups"], "cpu_s": _cpu_s(),
+                "peak_rss_mib": round(_peak_rss_mib()), "batch_size": args.batch_size,
+                "load_avg_after": _load_avg()}
     with Index.create(args.work, args.method) as index:
         # One read of a shard per batch would re-read it: read shard by shard instead.
         done = 0
@@ -87,7 +120,7 @@ def phase_build(args) -> dict:
             "postings": stats["postings"], "clusters": stats["clusters"],
             "largest_cluster": stats["largest_cluster"], "big_key_groups": stats["big_key_groups"],
             "peak_rss_mib": round(_peak_rss_mib()), "batch_size": args.batch_size,
-            "load_avg_after": _load_avg()}
+            "cpu_s": _cpu_s(), "load_avg_after": _load_avg()}
 
 
 def _shard_batches(corpus: str, stop: int, size: int, start: int = 0):
@@ -140,7 +173,7 @@ def phase_query(args) -> dict:
             "mean_ms": round(float(ms.mean()), 2), "max_ms": round(float(ms.max()), 1),
             "with_matches": matched,
             "batch_1000_docs_per_s": round(len(texts) / batch_seconds),
-            "peak_rss_mib": round(_peak_rss_mib()), "load_avg_after": _load_avg()}
+            "cpu_s": _cpu_s(), "peak_rss_mib": round(_peak_rss_mib()), "load_avg_after": _load_avg()}
 
 
 def phase_add(args) -> dict:
@@ -158,6 +191,7 @@ def phase_add(args) -> dict:
     return {"docs": args.add_docs, "index_docs_before": before, "seconds": round(seconds, 1),
             "docs_per_s": round(args.add_docs / seconds), "joined": joined,
             "disk_bytes_after": stats["disk_bytes"], "peak_rss_mib": round(_peak_rss_mib()),
+            "cpu_s": _cpu_s(),
             "load_avg_after": _load_avg()}
 
 
@@ -271,6 +305,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--phases", default="build,query,add,load")
+    parser.add_argument("--bulk", action="store_true",
+                        help="Build with Index.bulk_add (one bulk load) instead of add per batch.")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     phases = {"build": phase_build, "query": phase_query, "add": phase_add, "load": phase_load}

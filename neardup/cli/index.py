@@ -26,7 +26,8 @@ _INPUT_OPTIONS = (
                       "their index position; query by their row number)."),
     DECODE_ERRORS_OPTION,
     click.option("--batch-size", type=click.IntRange(min=1), default=10_000, show_default=True,
-                 help="Documents per batch; each batch of an add is one transaction."),
+                 help="Documents per batch; each batch of an add is one transaction "
+                      "(with --bulk: documents sketched at once)."),
     click.option("--limit", type=click.IntRange(min=0), default=None,
                  help="Read at most this many documents."),
 )
@@ -81,8 +82,9 @@ def index_command() -> None:
 def create_command(directory: Path, **opts: Any) -> None:
     """Create an empty index in DIRECTORY (new or empty) for one method and its parameters.
 
-    Methods: exact, minhash, simhash. The method and parameters are recorded; every later
-    add and query uses them.
+    Methods: exact, minhash, simhash (keys in SQLite), retsim, biencoder (vectors in faiss
+    segment files beside it; exact cosine search). The method and parameters are
+    recorded; every later add and query uses them.
     """
     from neardup.index import Index
     from neardup.methods import make_method
@@ -105,6 +107,12 @@ def create_command(directory: Path, **opts: Any) -> None:
                    "score for every added document: .parquet, .jsonl or .csv.")
 @click.option("--skip-existing", is_flag=True,
               help="Skip documents whose id is already in the index (resume a killed add).")
+@click.option("--bulk", is_flag=True,
+              help="Build an empty index from the whole input in one go: many times faster "
+                   "than batch by batch for a large corpus (no lookups per document, "
+                   "postings written in key order). All or nothing: a killed bulk add "
+                   "leaves the index empty. Needs an empty index used by no other process, "
+                   "and scratch space in DIRECTORY (about the final index size).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
     """Add the documents of INPUT files to the index in DIRECTORY.
@@ -112,12 +120,18 @@ def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
     Each batch (--batch-size) is one transaction: when it is reported ("committed ...")
     it is in the index, and a killed add leaves every reported batch and nothing of the
     next. Each document joins the cluster of the stored documents it duplicates (merging
-    clusters it bridges), or founds a new one.
+    clusters it bridges), or founds a new one. With --bulk (empty index only) the whole
+    input is one transaction, with the same clusters.
     """
     import pyarrow as pa
 
     from neardup.io import write_table
 
+    if opts["bulk"]:
+        if opts["skip_existing"]:
+            raise click.UsageError("--bulk builds an empty index: --skip-existing does not apply.")
+        _bulk_add(directory, inputs, opts)
+        return
     tables, total, joined = [], 0, 0
     try:
         with _open(directory) as index:
@@ -136,6 +150,27 @@ def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
             write_table(opts["clusters_out"], pa.concat_tables(tables))
     except (NeardupError, ValueError) as exc:
         raise _fail(exc) from exc
+
+
+def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -> None:
+    from neardup.io import write_table
+
+    def log(message: str) -> None:
+        if not opts["quiet"]:
+            click.echo(message, err=True)
+
+    batches = ((b.texts, b.ids if opts["id_field"] else None) for b in _batches(inputs, opts))
+    try:
+        with _open(directory) as index:
+            result = index.bulk_add(batches, table=opts["clusters_out"] is not None, log=log)
+        if opts["clusters_out"] is not None:
+            write_table(opts["clusters_out"], result.table)
+    except (NeardupError, ValueError) as exc:
+        raise _fail(exc) from exc
+    if not opts["quiet"]:
+        click.echo(f"committed {result.documents} documents in one bulk transaction "
+                   f"({result.clusters} clusters, {result.joined} joined another's cluster, "
+                   f"{result.seconds:.1f} s)", err=True)
 
 
 @index_command.command("query")
@@ -162,8 +197,9 @@ def query_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> Non
         table = pa.concat_tables(tables) if tables else None
         if opts["pairs_out"] is not None:
             if table is None:
-                from neardup.index import QueryResult
                 import numpy as np
+
+                from neardup.index import QueryResult
 
                 table = QueryResult(np.empty(0, np.int64), [], [], np.empty(0, np.int64),
                                     np.empty(0, np.float32), []).table()
@@ -179,15 +215,27 @@ def query_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> Non
 @_DIR
 @click.option("--ids", "ids_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               required=True, help="A text file with one document id per line.")
-def delete_command(directory: Path, ids_file: Path) -> None:
-    """Remove documents by id (clusters of the others are kept as they are)."""
+@click.option("--split/--no-split", default=True, show_default=True,
+              help="Re-link each cluster that lost a member from its remaining members, so "
+                   "a cluster held together only by a deleted document splits. --no-split "
+                   "keeps every remaining document in its cluster (cheaper for huge clusters).")
+def delete_command(directory: Path, ids_file: Path, split: bool) -> None:
+    """Remove documents by id, and split the clusters they held together.
+
+    Prints {"deleted", "missing", "split_clusters" (clusters re-linked), "new_clusters"
+    (clusters the re-link added)}. The remaining documents of a cluster are re-linked
+    with the method's own rule applied to them alone; clusters without a deleted member
+    are unchanged.
+    """
     ids = [line.strip() for line in ids_file.read_text(encoding="utf-8").splitlines() if line.strip()]
     try:
         with _open(directory) as index:
-            outcome = index.delete(ids)
+            outcome = index.delete(ids, split=split)
     except (NeardupError, ValueError) as exc:
         raise _fail(exc) from exc
-    click.echo(json.dumps({"deleted": outcome["deleted"], "missing": len(outcome["missing"])}))
+    click.echo(json.dumps({"deleted": outcome["deleted"], "missing": len(outcome["missing"]),
+                           "split_clusters": outcome["split_clusters"],
+                           "new_clusters": outcome["new_clusters"]}))
     if outcome["missing"]:
         click.echo(f"warning: {len(outcome['missing'])} id(s) not in the index, e.g. "
                    f"{outcome['missing'][:5]}", err=True)

@@ -50,6 +50,7 @@ __all__ = [
     "CorpusStageConfig",
     "PartitionLinker",
     "default_memory_limit",
+    "link_key_rows",
     "parse_memory",
     "run_corpus_stage",
     "supports_corpus_stage",
@@ -461,6 +462,38 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
             linker.consider(left, right)
             first = last
     return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts
+
+
+def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
+                  payload: np.ndarray | None, store, uf: UnionFind, *,
+                  chunk_rows: int = 1 << 20) -> Pairs:
+    """Link one key partition's rows as the corpus stage does, for a caller that keeps
+    its own spill (the index's bulk build): every row of a key must be in this call.
+
+    Parameters
+    ----------
+    method : Method
+    keys, docs, payload : ndarray
+        Candidate-key rows (``method.candidate_keys`` output, docs as global positions).
+    store : object with ``rows(docs) -> dict of arrays``
+        Reads the candidate arrays of sorted, unique global positions.
+    uf : UnionFind
+        The run's union-find over global positions; updated in place.
+    chunk_rows : int
+        Key rows whose candidate edges are built at once (arrays are read per step of
+        edges still to verify).
+
+    Returns
+    -------
+    Pairs
+        The verified edges that joined two sets (a spanning forest of this partition).
+    """
+    columns = {"key": keys, "doc": docs}
+    if payload is not None:
+        columns["payload"] = payload
+    forest, _, _ = _link_partition(method, [pa.table(columns)], store, None, None,
+                                   max(int(chunk_rows), 1024), uf)
+    return forest
 
 
 def _components_stage(wd: WorkDir, link_key: str, sketch_facts: dict[str, Any],

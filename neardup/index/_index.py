@@ -16,41 +16,48 @@ import os
 import threading
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from neardup.errors import InputError, check_int
 from neardup.graph.edges import Pairs
-from neardup.index._methods import (
-    DuplicateIdError,
-    check_supported,
-    i64,
-    method_from_params,
-    params_json,
-    serial_if_small,
-)
-from neardup.index._results import AddResult, QueryResult
+from neardup.index._bulk import BulkBuilder
 from neardup.index._link import (
     keyed_candidates,
     link_edges,
     simhash_candidates,
     unique_edges,
 )
+from neardup.index._methods import (
+    EMBEDDING_METHODS,
+    DuplicateIdError,
+    check_supported,
+    i64,
+    method_from_params,
+    params_json,
+    serial_if_small,
+    split_rows,
+)
+from neardup.index._results import AddResult, BulkResult, QueryResult
 from neardup.index._store import (
     FORMAT,
     FORMAT_VERSION,
+    IndexBusyError,
     IndexFormatError,
     IndexMismatchError,
     connect,
     create_database,
     database_path,
     read_meta,
+    replace_empty_database,
 )
+from neardup.index._vectors import VectorSegments
 from neardup.methods import make_method
 from neardup.methods.base import Method, Sketch
 from neardup.text.hashing import encode_codepoints, seed_words
@@ -111,6 +118,8 @@ class Index:
         self.store_text = bool(meta.get("store_text", False))
         self._layout = [(n, np.dtype(d), tuple(t)) for n, d, t in meta["layout"]]
         self._row_bytes = sum(d.itemsize * int(np.prod(t or (1,))) for _, d, t in self._layout)
+        self.embedding = self.method.name in EMBEDDING_METHODS
+        self._vectors = VectorSegments(self.path, int(meta["dim"])) if self.embedding else None
         if method is not None:
             self.check_method(method, **params)
         elif params:
@@ -142,11 +151,19 @@ class Index:
             raise ValueError("Index.create: give parameters in the Method or as keywords, not both.")
         check_supported("Index.create", method_obj)
         probe = method_obj.sketch(["probe"])
-        layout = [[name, probe.arrays[name].dtype.str, list(probe.arrays[name].shape[1:])]
-                  for name in method_obj.candidate_arrays]
+        extra: dict[str, Any] = {}
+        if method_obj.name in EMBEDDING_METHODS:
+            # Vectors live in faiss segment files (neardup.index._vectors), not in rows.
+            layout = []
+            extra = {"dim": int(probe.arrays[method_obj.embedding_key].shape[1]),
+                     "vector_segments": []}
+        else:
+            layout = [[name, probe.arrays[name].dtype.str, list(probe.arrays[name].shape[1:])]
+                      for name in method_obj.candidate_arrays]
         from neardup import __version__
 
         create_database(path, {
+            **extra,
             "format": FORMAT,
             "version": FORMAT_VERSION,
             "method": method_obj.name,
@@ -237,21 +254,20 @@ class Index:
             normalized = normalize_batch(texts, getattr(self.method, "normalize", NormalizeConfig()))
             return sketch, _text_digests(normalized), normalized
 
-    def _arrays_blob(self, sketch: Sketch) -> list[bytes]:
+    def _rows(self, sketch: Sketch) -> np.ndarray:
+        """Each document's candidate arrays as one row of bytes (uint8, (n, row_bytes))."""
         parts = [np.ascontiguousarray(sketch.arrays[name], dtype=dtype).reshape(len(sketch), -1)
                  .view(np.uint8) for name, dtype, _ in self._layout]
-        rows = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
-        return [r.tobytes() for r in rows]
+        return np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+
+    def _arrays_blob(self, sketch: Sketch) -> list[bytes]:
+        if not self._layout:
+            return [b""] * len(sketch)
+        return [r.tobytes() for r in self._rows(sketch)]
 
     def _arrays_from_blobs(self, blobs: list[bytes]) -> dict[str, np.ndarray]:
         raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), self._row_bytes)
-        out, offset = {}, 0
-        for name, dtype, tail in self._layout:
-            width = dtype.itemsize * int(np.prod(tail or (1,)))
-            out[name] = np.ascontiguousarray(raw[:, offset : offset + width]).view(dtype) \
-                .reshape((len(blobs), *tail))
-            offset += width
-        return out
+        return split_rows(raw, self._layout)
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -397,6 +413,78 @@ class Index:
         result.seconds = time.perf_counter() - start
         return result
 
+    def bulk_add(self, batches: Iterable[tuple[Sequence[str], Sequence[str] | None]], *,
+                 table: bool = False, partitions: int = 256,
+                 log: Callable[[str], None] | None = None) -> BulkResult:
+        """Add a whole corpus to an **empty** index in one go: much faster than
+        :meth:`add` for a large corpus (no per-document lookups; postings written in key
+        order; indexes built after the load). See :mod:`neardup.index._bulk`.
+
+        Parameters
+        ----------
+        batches : iterable of (texts, ids or None)
+            The corpus in input order; ids None name documents by position.
+        table : bool, default False
+            Also return the per-document table (id, cluster, status, duplicate_of, score).
+        partitions : int, default 256
+            Key-range partitions (power of two) linked and sorted one at a time.
+        log : callable str -> None, optional
+            Progress messages.
+
+        Returns
+        -------
+        BulkResult
+
+        Notes
+        -----
+        All or nothing: the database is built in a new file and swapped in at the end, so
+        a killed bulk add leaves the index empty (scratch files under ``DIR/.bulk-PID``
+        are removed by the next one). It needs exclusive use of the index (no server,
+        no other open :class:`Index`; IndexBusyError otherwise), and the clusters are
+        those of one-shot ``dedup`` of the corpus, as with :meth:`add` in batches.
+        Scratch disk: about the candidate arrays plus 16-24 bytes per candidate key.
+        """
+        start = time.perf_counter()
+        if self.embedding:
+            raise ValueError(
+                f"Index.bulk_add: the bulk path is for the keyed methods (exact, minhash, "
+                f"simhash); add {self.method.name!r} documents with add().")
+        with self._lock:
+            if self._writer.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None:
+                raise IndexBusyError(
+                    f"Index.bulk_add: the index {str(self.path)!r} already holds documents; "
+                    "the bulk path builds an index from empty. Add to it with add() "
+                    "(neardup index add without --bulk).")
+            builder = BulkBuilder(self.path, self.method, self._layout, self.meta,
+                                  lambda texts: self._sketch("Index.bulk_add", texts), self._rows,
+                                  self._cap, store_text=self.store_text, partitions=partitions,
+                                  log=log)
+            try:
+                built = builder.build(batches)
+                self.close()  # our own connections would block the swap
+                t = time.perf_counter()
+                if built["n"]:
+                    replace_empty_database(self.path, built["path"])
+                builder.seconds["swap"] = time.perf_counter() - t
+            finally:
+                builder.cleanup()
+                if not self._connections:
+                    self._reopen()
+        n, roots, nf = built["n"], built["roots"], built["n_features"]
+        joined = int((roots != np.arange(n)).sum())
+        empty = int((nf == 0).sum())
+        out = BulkResult(n, int((roots == np.arange(n)).sum()), joined, empty,
+                         time.perf_counter() - start, builder.seconds)
+        if table:
+            out.table = _bulk_table(built["ids"], roots, nf, *built["forest"])
+        return out
+
+    def _reopen(self) -> None:
+        self._local = threading.local()
+        self._writer = connect(self.path, cache_mib=max(self.cache_mib, 256))
+        self._connections.append(self._writer)
+        self.meta = read_meta(self._writer, "Index.open")
+
     def _present_ids(self, con, ids: list[str]) -> set[str]:
         con.execute("CREATE TEMP TABLE IF NOT EXISTS qi(id TEXT PRIMARY KEY)")
         con.execute("DELETE FROM qi")
@@ -404,6 +492,8 @@ class Index:
         return {r[0] for r in con.execute("SELECT d.id FROM qi CROSS JOIN docs d ON d.id = qi.id")}
 
     def _add_locked(self, con, sketch, digest, normalized, ids, keep, next_doc, arrays_blobs):
+        if self.embedding:
+            return self._add_vectors_locked(con, sketch, digest, normalized, ids, keep, next_doc)
         n = len(sketch)
         local = np.flatnonzero(keep)
         m = local.size
@@ -451,6 +541,89 @@ class Index:
         con.execute("UPDATE meta SET value = ? WHERE name = 'next_doc'", (json.dumps(next_doc + m),))
         return self._add_result(sketch, ids, keep, positions, clusters_new, left, right, score,
                                 next_doc, stored_ids, relabel)
+
+    # -- embedding methods -----------------------------------------------------------------
+
+    def _manifest(self, con) -> list[str]:
+        row = con.execute("SELECT value FROM meta WHERE name = 'vector_segments'").fetchone()
+        return json.loads(row[0]) if row else []
+
+    def _vector_threshold(self) -> float:
+        return max(float(self.method.threshold), 0.0)  # as the dedup method searches
+
+    def _add_vectors_locked(self, con, sketch, digest, normalized, ids, keep, next_doc):
+        """Add for an embedding method: link each new document to every stored or earlier
+        new document within the cosine threshold (exact), then store its vector in a new
+        segment named in the manifest within this transaction."""
+        from neardup.graph.similarity import similarity_pairs
+
+        n = len(sketch)
+        local = np.flatnonzero(keep)
+        m = local.size
+        positions = np.full(n, -1, np.int64)
+        positions[local] = next_doc + np.arange(m)
+        new_docs = positions[local]
+        vectors = np.asarray(sketch.arrays[self.method.embedding_key], np.float32)[local]
+        valid = sketch.n_features[local] > 0  # empty texts have no vector and never pair
+        threshold = self._vector_threshold()
+        manifest = self._manifest(con)
+        self._vectors.remove_unlisted(manifest)  # orphans of killed adds (we hold the lock)
+        q, stored, score = self._vectors.neighbours(manifest, vectors[valid], threshold)
+        vq = np.flatnonzero(valid)
+        left, right = stored, new_docs[vq[q]]
+        if valid.sum() >= 2:
+            inner = similarity_pairs(vectors[valid], threshold=threshold, index="flat")
+            left = np.concatenate((left, new_docs[vq[inner.left]]))
+            right = np.concatenate((right, new_docs[vq[inner.right]]))
+            score = np.concatenate((score, inner.score.astype(np.float32)))
+        # Stored documents deleted since their segment was written are not in docs.
+        rows = self._stored_rows(con, left[left < next_doc], "d.cluster, d.id") if left.size else []
+        cluster_of = {r[0]: r[1] for r in rows}
+        stored_ids = {r[0]: r[2] for r in rows}
+        live = (left >= next_doc) | np.isin(left, np.fromiter(cluster_of, np.int64, len(cluster_of)))
+        left, right, score = left[live], right[live], score[live]
+        if m:
+            clusters_new, relabel, (left, right, score) = link_edges(
+                new_docs, np.empty(0, np.int64), np.empty(0, np.int64), cluster_of, None,
+                linked=(left, right, score.astype(np.float32)))
+        else:
+            clusters_new, relabel = np.empty(0, np.int64), {}
+        con.executemany("UPDATE docs SET cluster = ? WHERE cluster = ?",
+                        [(new, old) for old, new in sorted(relabel.items())])
+        texts = [zlib.compress(normalized[i].encode("utf-8", "surrogatepass"))
+                 if self.store_text else None for i in local.tolist()]
+        con.executemany(
+            "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            zip(new_docs.tolist(), [ids[i] for i in local.tolist()], clusters_new.tolist(),
+                sketch.n_features[local].tolist(), [digest[i].tobytes() for i in local.tolist()],
+                [b""] * m, texts))
+        if valid.any():
+            name = self._vectors.write(new_docs[valid], vectors[valid])
+            self._set_manifest(con, manifest + [name])
+        con.execute("UPDATE meta SET value = ? WHERE name = 'next_doc'", (json.dumps(next_doc + m),))
+        return self._add_result(sketch, ids, keep, positions, clusters_new, left, right, score,
+                                next_doc, stored_ids, relabel)
+
+    def _set_manifest(self, con, manifest: list[str]) -> None:
+        con.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('vector_segments', ?)",
+                    (json.dumps(manifest),))
+
+    def _query_vectors(self, sketch, n):
+        """Query matches for an embedding method: (left stored doc, right query row +
+        base, score, rows) as the keyed query computes them."""
+        base = 1 << 62
+        vectors = np.asarray(sketch.arrays[self.method.embedding_key], np.float32)
+        valid = np.flatnonzero(sketch.n_features > 0)
+        with self._read() as con:
+            manifest = self._manifest(con)
+            q, stored, score = self._vectors.neighbours(manifest, vectors[valid],
+                                                        self._vector_threshold())
+            rows = self._stored_rows(con, stored, "d.cluster, d.id, d.arrays, d.digest, d.text") \
+                if stored.size else []
+        present = np.array([r[0] for r in rows], np.int64)
+        live = np.isin(stored, present)
+        return stored[live], base + valid[q[live]], score[live], rows, base
 
     def _stored(self, con, docs: np.ndarray):
         rows = self._stored_rows(con, docs, "d.cluster, d.id, d.arrays") if docs.size else []
@@ -538,6 +711,23 @@ class Index:
         query_ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(n)]
         if len(query_ids) != n:
             raise InputError(f"Index.query: got {n} texts but {len(query_ids)} ids.")
+        if self.embedding:
+            left, right, score, rows, base = self._query_vectors(sketch, n)
+            stored_docs = np.array([r[0] for r in rows], np.int64)
+        else:
+            left, right, score, rows, base, stored_docs = self._query_keyed(sketch, n)
+        query = right - base
+        order = np.lexsort((left, -score, query))
+        left, query, score = left[order], query[order], score[order]
+        rank = np.arange(query.size) - np.searchsorted(query, query)
+        keep = rank < top_k
+        left, query, score = left[keep], query[keep], score[keep]
+        at = np.searchsorted(stored_docs, left)
+        types = self._types(query, at, rows, digest, normalized)
+        return QueryResult(query, query_ids, [rows[i][2] for i in at.tolist()],
+                           np.array([rows[i][1] for i in at.tolist()], np.int64), score, types)
+
+    def _query_keyed(self, sketch, n):
         with serial_if_small(n):
             ck = self.method.candidate_keys(sketch)
         keys = i64(ck.keys)
@@ -553,17 +743,7 @@ class Index:
         stored_arrays = self._arrays_from_blobs([r[3] for r in rows]) if rows else {}
         verify = self._verifier(base, sketch.arrays, stored_docs, stored_arrays)
         score, accept = verify(left, right)
-        left, right, score = left[accept], right[accept], score[accept]
-        query = right - base
-        order = np.lexsort((left, -score, query))
-        left, query, score = left[order], query[order], score[order]
-        rank = np.arange(query.size) - np.searchsorted(query, query)
-        keep = rank < top_k
-        left, query, score = left[keep], query[keep], score[keep]
-        at = np.searchsorted(stored_docs, left)
-        types = self._types(query, at, rows, digest, normalized)
-        return QueryResult(query, query_ids, [rows[i][2] for i in at.tolist()],
-                           np.array([rows[i][1] for i in at.tolist()], np.int64), score, types)
+        return left[accept], right[accept], score[accept], rows, base, stored_docs
 
     def _types(self, query, at, rows, digest, normalized) -> list[str]:
         if query.size == 0:
@@ -585,36 +765,101 @@ class Index:
 
     # -- delete, compact, stats ----------------------------------------------------------
 
-    def delete(self, ids: Sequence[str]) -> dict[str, Any]:
+    def delete(self, ids: Sequence[str], *, split: bool = True) -> dict[str, Any]:
         """Remove documents (and their postings) by id, in one transaction.
 
-        Remaining documents keep their clusters: a cluster is not split when the document
-        that bridged it goes (union-find keeps no edges). Returns
-        ``{"deleted": n, "missing": [ids not in the index]}``.
+        Parameters
+        ----------
+        ids : sequence of str
+        split : bool, default True
+            Re-link every cluster that lost a member from its remaining members, so that
+            a cluster held together only through a deleted document splits (see Notes).
+            False keeps every remaining document in its cluster (cheaper for huge
+            clusters; union-find keeps no edges to undo).
+
+        Returns
+        -------
+        dict
+            ``{"deleted": n, "missing": [ids not in the index], "split_clusters": k,
+            "new_clusters": j}``: k clusters re-linked into k + j clusters.
+
+        Notes
+        -----
+        Re-linking applies the method's own rule to the cluster's remaining members
+        alone: their shared keys grouped as ``dedup`` groups a key (all pairs up to the
+        bucket cap, star plus chain above it; SimHash's block rule), candidates verified,
+        connected components taken; for embedding methods every remaining pair within the
+        cosine threshold. Each component is labelled by its earliest member. A re-link
+        never joins documents of two clusters, and clusters without a deleted member are
+        unchanged. When no key group of a re-linked cluster exceeds the cap, the result is
+        the clustering one-shot ``dedup`` gives the remaining documents; above the cap
+        dedup's star and chain run over the whole key group, so the two can differ for
+        documents of huge template clusters.
         """
         if isinstance(ids, (str, bytes)):
             raise InputError("Index.delete: pass a sequence of ids, not a single string.")
         ids = list(dict.fromkeys(str(i) for i in ids))
+        split_info = {"split_clusters": 0, "new_clusters": 0}
         with self._write() as con:
             con.execute("CREATE TEMP TABLE IF NOT EXISTS qi(id TEXT PRIMARY KEY)")
             con.execute("DELETE FROM qi")
             con.executemany("INSERT INTO qi(id) VALUES (?)", ((i,) for i in ids))
-            rows = con.execute("SELECT d.doc, d.id, d.n_features, d.arrays FROM qi CROSS JOIN docs d "
-                               "ON d.id = qi.id ORDER BY d.doc").fetchall()
+            rows = con.execute("SELECT d.doc, d.id, d.n_features, d.arrays, d.cluster FROM qi "
+                               "CROSS JOIN docs d ON d.id = qi.id ORDER BY d.doc").fetchall()
             found = {r[1] for r in rows}
             if rows:
                 docs = np.array([r[0] for r in rows], np.int64)
-                sketch = Sketch(np.array([r[2] for r in rows], np.int64),
-                                self._arrays_from_blobs([r[3] for r in rows]))
-                ck = self.method.candidate_keys(sketch)
-                keys = i64(ck.keys)
-                kdocs = docs[ck.docs]
-                payload = i64(ck.payload) if ck.payload is not None else np.zeros(keys.size, np.int64)
-                con.executemany("DELETE FROM postings WHERE key = ? AND payload = ? AND doc = ?",
-                                zip(keys.tolist(), payload.tolist(), kdocs.tolist()))
-                self._shrink_big(con, keys)
+                if not self.embedding:
+                    sketch = Sketch(np.array([r[2] for r in rows], np.int64),
+                                    self._arrays_from_blobs([r[3] for r in rows]))
+                    ck = self.method.candidate_keys(sketch)
+                    keys = i64(ck.keys)
+                    kdocs = docs[ck.docs]
+                    payload = i64(ck.payload) if ck.payload is not None \
+                        else np.zeros(keys.size, np.int64)
+                    con.executemany("DELETE FROM postings WHERE key = ? AND payload = ? AND doc = ?",
+                                    zip(keys.tolist(), payload.tolist(), kdocs.tolist()))
+                    self._shrink_big(con, keys)
+                # Vectors stay in their segment until compact; queries skip deleted docs.
                 con.executemany("DELETE FROM docs WHERE doc = ?", ((d,) for d in docs.tolist()))
-        return {"deleted": len(rows), "missing": [i for i in ids if i not in found]}
+                if split:
+                    split_info = self._split(con, sorted({r[4] for r in rows}))
+        return {"deleted": len(rows), "missing": [i for i in ids if i not in found], **split_info}
+
+    def _split(self, con, clusters: list[int]) -> dict[str, int]:
+        """Re-link each of ``clusters`` from its remaining members (see :meth:`delete`)."""
+        from neardup.engine import UnionFind, link_key_rows
+
+        relinked = new = 0
+        manifest = self._manifest(con) if self.embedding else []
+        for cluster in clusters:
+            members = con.execute("SELECT doc, n_features, arrays FROM docs WHERE cluster = ? "
+                                  "ORDER BY doc", (cluster,)).fetchall()
+            if not members:
+                continue
+            relinked += 1
+            docs = np.array([r[0] for r in members], np.int64)
+            nf = np.array([r[1] for r in members], np.int64)
+            uf = UnionFind(docs.size)  # local positions: same order as index positions
+            if self.embedding:
+                valid = np.flatnonzero(nf > 0)
+                if valid.size >= 2:
+                    from neardup.graph.similarity import similarity_pairs
+
+                    x = self._vectors.vectors_of(manifest, docs[valid])
+                    pairs = similarity_pairs(x, threshold=self._vector_threshold(), index="flat")
+                    uf.union(valid[pairs.left], valid[pairs.right])
+            elif docs.size >= 2:
+                arrays = self._arrays_from_blobs([r[2] for r in members])
+                ck = self.method.candidate_keys(Sketch(nf, arrays))
+                link_key_rows(self.method, ck.keys, ck.docs.astype(np.int64), ck.payload,
+                              _LocalRows(arrays), uf)
+            labels = docs[uf.roots()]
+            new += int(np.unique(labels).size) - 1
+            changed = labels != cluster
+            con.executemany("UPDATE docs SET cluster = ? WHERE doc = ?",
+                            zip(labels[changed].tolist(), docs[changed].tolist()))
+        return {"split_clusters": relinked, "new_clusters": new}
 
     def _shrink_big(self, con, keys: np.ndarray) -> None:
         cap = self._cap
@@ -633,6 +878,8 @@ class Index:
         """Checkpoint the write-ahead log and rebuild the database file without free pages
         (after deletes). Returns the file size before and after, in bytes."""
         before = self.disk_bytes()
+        if self.embedding:
+            self._merge_segments()
         with self._lock:
             self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._writer.execute("VACUUM")
@@ -640,9 +887,29 @@ class Index:
             self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return {"bytes_before": before, "bytes_after": self.disk_bytes()}
 
+    def _merge_segments(self) -> None:
+        """One segment with the vectors of the documents still stored, swapped into the
+        manifest in one transaction (files written first: before-or-after on a kill)."""
+        with self._write() as con:
+            manifest = self._manifest(con)
+            live = np.array([r[0] for r in con.execute(
+                "SELECT doc FROM docs WHERE n_features > 0 ORDER BY doc")], np.int64)
+            if not manifest or (len(manifest) == 1
+                                and self._vectors.load(manifest[0])[0].size == live.size):
+                return
+            name = self._vectors.write(live, self._vectors.vectors_of(manifest, live))
+            self._set_manifest(con, [name])
+        # Replaced segments go once the new manifest is committed; a reader still on the
+        # old snapshot keeps what it loaded (segments are read whole).
+        with self._lock:
+            self._vectors.remove_unlisted([name])
+
     def disk_bytes(self) -> int:
         db = database_path(self.path)
-        return sum(p.stat().st_size for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists())
+        files = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
+        if self.embedding and (self.path / "vectors").is_dir():
+            files += list((self.path / "vectors").iterdir())
+        return sum(p.stat().st_size for p in files if p.exists())
 
     def stats(self, *, check: bool = False) -> dict[str, Any]:
         """Counts, method, parameters and size; ``check=True`` also runs SQLite's
@@ -653,6 +920,7 @@ class Index:
             largest = con.execute("SELECT max(c) FROM (SELECT count(*) c FROM docs GROUP BY cluster)").fetchone()[0]
             n_postings = con.execute("SELECT count(*) FROM postings").fetchone()[0]
             n_big = con.execute("SELECT count(*) FROM big").fetchone()[0]
+            segments = len(self._manifest(con)) if self.embedding else None
             if check:
                 problems = [r[0] for r in con.execute("PRAGMA integrity_check")]
                 if problems != ["ok"]:
@@ -668,6 +936,7 @@ class Index:
             "largest_cluster": largest or 0,
             "postings": n_postings,
             "big_key_groups": n_big,
+            **({"vector_segments": segments} if self.embedding else {}),
             "disk_bytes": self.disk_bytes(),
             "created": self.meta.get("created"),
             "format_version": self.meta.get("version"),
@@ -686,6 +955,43 @@ class Index:
 
     def __repr__(self) -> str:
         return f"Index({str(self.path)!r}, method={self.method!r})"
+
+
+class _LocalRows:
+    """Candidate arrays by local position, for :func:`neardup.engine.link_key_rows`."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+        self.arrays = arrays
+
+    def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
+        return {k: v[docs] for k, v in self.arrays.items()}
+
+
+def _bulk_table(ids: pa.Array, roots: np.ndarray, n_features: np.ndarray, left: np.ndarray,
+                right: np.ndarray, score: np.ndarray) -> pa.Table:
+    """The per-document table of a bulk add (as :meth:`AddResult.table`), from Arrow ids."""
+    n = roots.size
+    positions = np.arange(n)
+    status = np.where(n_features == 0, "empty", np.where(roots == positions, "new", "joined"))
+    # duplicate_of: as an add reports it, the earlier end of a joining edge, best first.
+    lo, hi = np.minimum(left, right), np.maximum(left, right)
+    order = np.lexsort((-score, hi))
+    lo, hi, sc = lo[order], hi[order], score[order]
+    first = np.r_[True, hi[1:] != hi[:-1]] if hi.size else np.empty(0, bool)
+    other = np.full(n, -1, np.int64)
+    best = np.full(n, np.nan, np.float32)
+    other[hi[first]] = lo[first]
+    best[hi[first]] = sc[first]
+    has = other >= 0
+    dup = pc.if_else(pa.array(has), pc.take(ids, pa.array(np.where(has, other, 0))),
+                     pa.scalar(None, pa.string())) if n else pa.array([], pa.string())
+    return pa.table({
+        "id": ids,
+        "cluster": pa.array(roots, pa.int64()),
+        "status": pa.array(status, pa.string()),
+        "duplicate_of": dup,
+        "score": pa.array(best, pa.float32(), mask=np.isnan(best)),
+    })
 
 
 def _text_digests(normalized: list[str]) -> np.ndarray:

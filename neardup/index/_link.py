@@ -148,8 +148,11 @@ def unique_edges(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.nd
     left, right = left[keep], right[keep]
     if left.size == 0:
         return left, right
-    pairs = np.unique(np.stack((left, right), axis=1), axis=0)
-    return pairs[:, 0].copy(), pairs[:, 1].copy()
+    # lexsort + run starts: np.unique(axis=0) sorts a void view, several times slower.
+    order = np.lexsort((right, left))
+    left, right = left[order], right[order]
+    first = np.r_[True, (left[1:] != left[:-1]) | (right[1:] != right[:-1])]
+    return left[first], right[first]
 
 
 def link_edges(

@@ -15,8 +15,17 @@ from neardup.methods.base import Method
 from neardup.text.normalize import NormalizeConfig
 from neardup.text.shingle import ShingleConfig
 
-__all__ = ["DuplicateIdError", "SUPPORTED_METHODS", "check_supported", "method_from_params",
-           "params_json", "serial_if_small", "i64"]
+__all__ = [
+    "EMBEDDING_METHODS",
+    "SUPPORTED_METHODS",
+    "DuplicateIdError",
+    "check_supported",
+    "i64",
+    "method_from_params",
+    "params_json",
+    "serial_if_small",
+    "split_rows",
+]
 
 
 class DuplicateIdError(InputError):
@@ -24,13 +33,13 @@ class DuplicateIdError(InputError):
 
 
 #: Methods the index supports: those with the keyed contract (candidate keys + fixed-width
-#: verification arrays).
-SUPPORTED_METHODS = ("exact", "minhash", "simhash")
+#: verification arrays), and the document-embedding methods (vectors in faiss segments).
+SUPPORTED_METHODS = ("exact", "minhash", "simhash", "retsim", "biencoder")
+#: Methods whose documents are vectors searched by cosine rather than keys.
+EMBEDDING_METHODS = ("retsim", "biencoder")
 _NOT_YET = {
-    "retsim": "embedding methods need a vector index (faiss) that the index does not keep yet",
-    "retsim-partial": "embedding methods need a vector index (faiss) that the index does not "
-                      "keep yet",
-    "biencoder": "embedding methods need a vector index (faiss) that the index does not keep yet",
+    "retsim-partial": "partial-duplicate matching compares chunks, and the index keeps one "
+                      "vector per document (use retsim)",
     "rerank": "rerank verification of candidates is not implemented in the index yet",
 }
 
@@ -54,6 +63,8 @@ def check_supported(caller: str, method: Method) -> None:
             f"{caller}: parameter 'method' must be one of {', '.join(map(repr, SUPPORTED_METHODS))}; "
             f"got {method.name!r}: {_NOT_YET[method.name]}. Use neardup dedup for it."
         )
+    if method.name in EMBEDDING_METHODS:
+        return
     if method.name not in SUPPORTED_METHODS or method.candidate_arrays is None:
         hint = " (minhash with verify='exact' keeps shingle sets: use verify='signature')" \
             if method.name == "minhash" else ""
@@ -82,3 +93,16 @@ def serial_if_small(n: int):
 
 def i64(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).view(np.int64) if a.dtype == np.uint64 else a.astype(np.int64)
+
+
+def split_rows(raw: np.ndarray, layout) -> dict[str, np.ndarray]:
+    """Candidate arrays from stored rows (uint8, shape (n, row_bytes)): the inverse of
+    concatenating each array's bytes per row, in ``layout`` order ((name, dtype, tail))."""
+    out, offset = {}, 0
+    for name, dtype, tail in layout:
+        dtype = np.dtype(dtype)
+        width = dtype.itemsize * int(np.prod(tail or (1,)))
+        out[name] = np.ascontiguousarray(raw[:, offset : offset + width]).view(dtype) \
+            .reshape((raw.shape[0], *tail))
+        offset += width
+    return out

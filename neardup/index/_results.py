@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["AddResult", "QueryResult"]
+__all__ = ["AddResult", "BulkResult", "QueryResult"]
 
 
 @dataclass
@@ -51,6 +51,38 @@ class AddResult:
             "duplicate_of": pa.array(self.duplicate_of, pa.string()),
             "score": pa.array(np.where(np.isnan(self.score), None, self.score), pa.float32()),
         })
+
+
+@dataclass
+class BulkResult:
+    """What :meth:`Index.bulk_add` did: counts and timings, and optionally the table.
+
+    Attributes
+    ----------
+    documents, clusters, joined, empty : int
+        Documents added; clusters among them; documents that joined another's cluster;
+        documents without features (each its own cluster).
+    seconds : float
+    stage_seconds : dict of str -> float
+        sketch, link, postings, documents, indexes, swap.
+    table : pyarrow.Table or None
+        With ``table=True``: id, cluster, status, duplicate_of, score per document, as
+        :meth:`AddResult.table` (duplicate_of: the earlier end of a verified edge that
+        joined the document's cluster, when one has the document as its later end).
+    """
+
+    documents: int
+    clusters: int
+    joined: int
+    empty: int
+    seconds: float
+    stage_seconds: dict[str, float]
+    table: pa.Table | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {"documents": self.documents, "clusters": self.clusters, "joined": self.joined,
+                "empty": self.empty, "seconds": round(self.seconds, 1),
+                "stage_seconds": {k: round(v, 1) for k, v in self.stage_seconds.items()}}
 
 
 @dataclass

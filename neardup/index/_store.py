@@ -10,13 +10,17 @@ Layout (``DIR/index.sqlite``)::
 
     meta(name TEXT PRIMARY KEY, value TEXT)        format, version, method, params, ...
     docs(doc INTEGER PRIMARY KEY,                   insertion position (never reused)
-         id TEXT UNIQUE, cluster INTEGER,           cluster = position of its founder
+         id TEXT (unique index), cluster INTEGER,   cluster = position of its founder
          n_features INTEGER, digest BLOB(16),       normalized-text digest (exact pairs)
          arrays BLOB, text BLOB)                    candidate arrays row; zlib text or NULL
     postings(key, payload, doc) WITHOUT ROWID       key -> documents (payload: SimHash
                                                     fingerprint, 0 for other methods)
     big(key PRIMARY KEY, first, last, count)        keys with more than the method's
                                                     bucket cap members (see _link.py)
+
+Embedding methods keep no postings: their vectors are faiss files ``DIR/vectors/seg-*``
+named by ``meta.vector_segments`` (see _vectors.py), written and recorded inside the add's
+transaction. A bulk add (_bulk.py) builds a whole new database file and swaps it in.
 
 Keys and payloads are unsigned 64-bit values stored bit for bit as SQLite's signed
 INTEGER.
@@ -35,12 +39,16 @@ from neardup.errors import NeardupError
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "IndexBusyError",
     "IndexFormatError",
     "IndexMismatchError",
-    "create_database",
     "connect",
+    "create_database",
+    "create_indexes",
+    "create_tables",
     "database_path",
     "read_meta",
+    "replace_empty_database",
 ]
 
 FORMAT = "neardup-index"
@@ -51,14 +59,13 @@ _SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE docs (
     doc INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
+    id TEXT NOT NULL,
     cluster INTEGER NOT NULL,
     n_features INTEGER NOT NULL,
     digest BLOB NOT NULL,
     arrays BLOB NOT NULL,
     text BLOB
 );
-CREATE INDEX docs_cluster ON docs(cluster);
 CREATE TABLE postings (
     key INTEGER NOT NULL,
     payload INTEGER NOT NULL,
@@ -72,11 +79,22 @@ CREATE TABLE big (
     count INTEGER NOT NULL
 );
 """
+# Secondary indexes apart from the tables: a bulk build creates them after the load (one
+# sort each instead of a random B-tree insert per row). Indexes made by an older create
+# (an inline UNIQUE on docs.id) serve the same lookups.
+_INDEXES = """
+CREATE UNIQUE INDEX IF NOT EXISTS docs_id ON docs(id);
+CREATE INDEX IF NOT EXISTS docs_cluster ON docs(cluster);
+"""
 _TABLES = {"meta", "docs", "postings", "big"}
 
 
 class IndexFormatError(NeardupError):
     """The directory is not a neardup index, or its database is damaged."""
+
+
+class IndexBusyError(NeardupError):
+    """The index is in use elsewhere, or changed, when an operation needed it alone."""
 
 
 class IndexMismatchError(NeardupError, ValueError):
@@ -104,7 +122,8 @@ def create_database(directory: str | os.PathLike, meta: dict[str, Any]) -> Path:
     tmp.unlink(missing_ok=True)
     con = sqlite3.connect(tmp, isolation_level=None)
     try:
-        con.executescript(_SCHEMA)
+        create_tables(con)
+        create_indexes(con)
         con.execute("BEGIN")
         con.executemany(
             "INSERT INTO meta(name, value) VALUES (?, ?)",
@@ -118,6 +137,61 @@ def create_database(directory: str | os.PathLike, meta: dict[str, Any]) -> Path:
         os.fsync(handle.fileno())
     os.replace(tmp, database_path(directory))
     return database_path(directory)
+
+
+def create_tables(con: sqlite3.Connection) -> None:
+    """The index's tables, without their secondary indexes (:func:`create_indexes`)."""
+    con.executescript(_SCHEMA)
+
+
+def create_indexes(con: sqlite3.Connection) -> None:
+    """The secondary indexes (inside the caller's transaction: not executescript, which
+    commits first)."""
+    for statement in filter(str.strip, _INDEXES.split(";")):
+        con.execute(statement)
+
+
+def replace_empty_database(directory: str | os.PathLike, built: Path) -> None:
+    """Move the database file ``built`` into place of the index in ``directory``, which
+    must hold no documents and be open nowhere else.
+
+    Atomic for readers of the directory: ``os.replace`` swaps whole files. The old file
+    is first switched out of WAL mode, which SQLite refuses while any other connection
+    is open (so a running server or add is detected, not corrupted), and held under an
+    exclusive lock until the swap, so nothing writes to it in between. A process killed
+    before the swap leaves the old, empty index (in rollback-journal mode, which
+    :func:`connect` turns back to WAL).
+    """
+    path = database_path(directory)
+    con = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        try:
+            mode = con.execute("PRAGMA journal_mode=DELETE").fetchone()[0]
+            con.execute("BEGIN EXCLUSIVE")
+        except sqlite3.OperationalError as exc:
+            raise IndexBusyError(
+                f"Index.bulk_add: the index {str(directory)!r} is open in another process "
+                f"or connection ({exc}); a bulk add replaces the database file and needs "
+                "exclusive use: stop the server or other adds, or add without --bulk."
+            ) from exc
+        if mode != "delete":
+            raise IndexBusyError(f"Index.bulk_add: cannot take exclusive use of {str(path)!r}.")
+        if con.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None:
+            raise IndexBusyError(
+                f"Index.bulk_add: documents were added to {str(directory)!r} during the bulk "
+                "add; nothing was changed. Run it again on an empty index."
+            )
+        with open(built, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(built, path)
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the rename itself survives a power cut
+        finally:
+            os.close(fd)
+        con.execute("COMMIT")
+    finally:
+        con.close()
 
 
 def connect(directory: str | os.PathLike, *, cache_mib: int = 64) -> sqlite3.Connection:
@@ -152,6 +226,9 @@ def connect(directory: str | os.PathLike, *, cache_mib: int = 64) -> sqlite3.Con
             f"Index.open: {str(path)!r} is a SQLite database but not a neardup index (tables "
             f"{sorted(tables)}, expected {sorted(_TABLES)})."
         )
+    if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        # Left in rollback-journal mode by a bulk add killed just before its swap.
+        con.execute("PRAGMA journal_mode=WAL")
     return con
 
 

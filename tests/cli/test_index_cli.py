@@ -53,7 +53,9 @@ def test_create_add_query_delete_compact_stats(tmp_path):
 
     (tmp_path / "ids.txt").write_text("copy\nmissing\n")
     r = runner.invoke(main, ["index", "delete", idx, "--ids", str(tmp_path / "ids.txt")])
-    assert r.exit_code == 0 and json.loads(r.output.splitlines()[0]) == {"deleted": 1, "missing": 1}
+    assert r.exit_code == 0 and json.loads(r.output.splitlines()[0]) == {"deleted": 1, "missing": 1,
+                                                                 "split_clusters": 1,
+                                                                 "new_clusters": 0}
     assert runner.invoke(main, ["index", "compact", idx]).exit_code == 0
     r = runner.invoke(main, ["index", "stats", idx, "--check"])
     assert r.exit_code == 0 and json.loads(r.output)["documents"] == 3
@@ -64,8 +66,8 @@ def test_clear_errors(tmp_path):
     (tmp_path / "x").mkdir()
     r = runner.invoke(main, ["index", "stats", str(tmp_path / "x")])
     assert r.exit_code == 1 and "not a neardup index" in r.output
-    r = runner.invoke(main, ["index", "create", str(tmp_path / "e"), "--method", "retsim"])
-    assert r.exit_code == 1 and "vector index" in r.output
+    r = runner.invoke(main, ["index", "create", str(tmp_path / "e"), "--method", "retsim-partial"])
+    assert r.exit_code == 1 and "compares chunks" in r.output
     idx = str(tmp_path / "idx")
     runner.invoke(main, ["index", "create", idx, "--method", "exact"])
     data = _jsonl(tmp_path / "d.jsonl", [{"id": "a", "text": "x"}])

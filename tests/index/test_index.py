@@ -100,7 +100,8 @@ def test_delete_and_compact(tmp_path):
         index.add(texts, ids=[str(i) for i in range(400)])
         postings = index.stats()["postings"]
         gone = [str(i) for i in range(0, 400, 2)]
-        assert index.delete(gone + ["nope"]) == {"deleted": 200, "missing": ["nope"]}
+        outcome = index.delete(gone + ["nope"])
+        assert outcome["deleted"] == 200 and outcome["missing"] == ["nope"]
         stats = index.stats()
         assert stats["documents"] == 200 and stats["postings"] < postings
         assert index.query([texts[0]]).match_ids == [] or "0" not in index.query([texts[0]]).match_ids
@@ -122,7 +123,7 @@ def test_delete_updates_big_groups(tmp_path):
 
 
 @pytest.mark.parametrize("method, params, hint", [
-    ("retsim", {}, "vector index"),
+    ("retsim-partial", {}, "compares chunks"),
     ("rerank", {}, "rerank"),
     ("minhash", {"verify": "exact"}, "verify='signature'"),
     ("ngram", {}, "keyed contract"),
@@ -210,3 +211,45 @@ def test_concurrent_queries_during_an_add_see_whole_batches(tmp_path):
             t.join()
         assert not errors, errors[0]
         assert seen and len(index) == len(texts)
+
+
+def test_delete_splits_the_clusters_a_document_bridged(tmp_path):
+    words = [f"t{i}" for i in range(200)]
+    a, c = " ".join(words[0:100]), " ".join(words[24:124])  # Jaccard about 0.61: apart
+    b = " ".join(words[12:112])  # about 0.78 with each: the bridge
+    with Index.create(tmp_path / "idx", "minhash", threshold=0.7) as index:
+        index.add([a, b, c, a + " again"], ids=["a", "b", "c", "a2"])
+        clusters = dict(zip(*(index.clusters().column(n).to_pylist() for n in ("id", "cluster"))))
+        assert len(set(clusters.values())) == 1
+        outcome = index.delete(["a2"])  # not a bridge: nothing splits
+        assert outcome["split_clusters"] == 1 and outcome["new_clusters"] == 0
+        outcome = index.delete(["b"])
+        assert outcome["new_clusters"] == 1
+        clusters = dict(zip(*(index.clusters().column(n).to_pylist() for n in ("id", "cluster"))))
+        assert clusters == {"a": 0, "c": 2}  # each labelled by its earliest member
+        r = index.add([b], ids=["b2"])  # the bridge comes back: one cluster again
+        assert r.merged_clusters == 1
+
+
+def test_delete_without_split_keeps_clusters(tmp_path):
+    words = [f"t{i}" for i in range(200)]
+    a, b, c = (" ".join(words[s:s + 100]) for s in (0, 12, 24))
+    with Index.create(tmp_path / "idx", "minhash", threshold=0.7) as index:
+        index.add([a, b, c], ids=["a", "b", "c"])
+        assert index.delete(["b"], split=False)["split_clusters"] == 0
+        assert set(index.clusters().column("cluster").to_pylist()) == {0}
+
+
+@pytest.mark.parametrize("method", ["minhash", "simhash", "exact"])
+def test_clusters_after_deletes_are_dedup_of_the_rest(demo_texts, tmp_path, method):
+    texts = demo_texts
+    rng = np.random.default_rng(0)
+    gone = set(rng.choice(len(texts), 600, replace=False).tolist())
+    with Index.create(tmp_path / "idx", method) as index:
+        index.add(texts, ids=[str(i) for i in range(len(texts))])
+        index.delete([str(i) for i in sorted(gone)])
+        table = index.clusters()
+    rest = [i for i in range(len(texts)) if i not in gone]
+    assert table.column("id").to_pylist() == [str(i) for i in rest]
+    expected = neardup.dedup([texts[i] for i in rest], method, pair_types=False).clusters
+    assert partition_equal(table.column("cluster").to_numpy(), expected)

@@ -1,0 +1,145 @@
+"""Index.bulk_add (neardup index add --bulk): same clusters and store as adds, all or nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import neardup
+from neardup.index import DuplicateIdError, Index, IndexBusyError
+from tests.index.conftest import partition_equal, synthetic_texts
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _labels(index: Index, n: int) -> np.ndarray:
+    table = index.clusters()
+    labels = np.full(n, -1, np.int64)
+    labels[np.array(table.column("id").to_pylist(), int)] = table.column("cluster").to_numpy()
+    return labels
+
+
+def _batches(texts, size, start=0):
+    for a in range(0, len(texts), size):
+        yield texts[a:a + size], [str(start + i) for i in range(a, min(a + size, len(texts)))]
+
+
+def _store(index: Index):
+    con = index._reader()
+    return (con.execute("SELECT key, payload, doc FROM postings ORDER BY 1, 2, 3").fetchall(),
+            con.execute("SELECT key, first, last, count FROM big ORDER BY 1").fetchall(),
+            con.execute("SELECT doc, id, cluster, n_features, digest, arrays FROM docs "
+                        "ORDER BY doc").fetchall())
+
+
+@pytest.mark.parametrize("method, params", [
+    ("exact", {}), ("minhash", {}), ("simhash", {}), ("minhash", {"max_bucket_pairs": 2}),
+])
+def test_bulk_gives_dedup_clusters_and_the_store_of_an_add(demo_texts, tmp_path, method, params):
+    texts = demo_texts
+    expected = neardup.dedup(texts, method, pair_types=False, **params).clusters
+    with Index.create(tmp_path / "bulk", method, **params) as index:
+        result = index.bulk_add(_batches(texts, 700), partitions=8, table=True)
+        assert result.documents == len(texts) == len(index)
+        assert partition_equal(_labels(index, len(texts)), expected)
+        bulk_store = _store(index)
+        index.stats(check=True)
+    with Index.create(tmp_path / "add", method, **params) as index:
+        index.add(texts, ids=[str(i) for i in range(len(texts))])
+        # One add of everything and one bulk add store the same rows (big groups too).
+        assert _store(index) == bulk_store
+    table = result.table
+    assert table.column("id").to_pylist() == [str(i) for i in range(len(texts))]
+    status = table.column("status").to_pylist()
+    assert status.count("joined") == result.joined == len(texts) - result.clusters
+    dup = table.column("duplicate_of").to_pylist()
+    assert all(d is None or int(d) < i for i, d in enumerate(dup))
+    assert all(s == "joined" for s, d in zip(status, dup) if d is not None)
+
+
+def test_adds_after_a_bulk_add_give_dedup_clusters(demo_texts, tmp_path):
+    texts = demo_texts
+    expected = neardup.dedup(texts, "minhash", pair_types=False).clusters
+    half = len(texts) // 2
+    with Index.create(tmp_path / "idx", "minhash", store_text=True) as index:
+        index.bulk_add(_batches(texts[:half], 1000))
+        bounds = [half, half + (len(texts) - half) // 2, len(texts)]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            index.add(texts[a:b], ids=[str(i) for i in range(a, b)])
+        assert partition_equal(_labels(index, len(texts)), expected)
+        record = index.query([texts[5]]).records()[0]
+        assert record["matches"][0]["id"] == "5" and record["matches"][0]["type"] == "exact"
+
+
+def test_bulk_needs_an_empty_index_used_by_nobody_else(tmp_path):
+    texts = synthetic_texts(300, seed=3)
+    with Index.create(tmp_path / "idx", "minhash") as index:
+        with Index(tmp_path / "idx") as other:
+            other.stats()  # holds the file open
+            with pytest.raises(IndexBusyError, match="open in another process"):
+                index.bulk_add(_batches(texts, 100))
+        assert len(index) == 0 and not list((tmp_path / "idx").glob(".bulk-*"))
+        index.bulk_add(_batches(texts, 100))
+        assert len(index) == 300
+        with pytest.raises(IndexBusyError, match="already holds documents"):
+            index.bulk_add(_batches(texts, 100))
+
+
+def test_bulk_with_repeated_ids_adds_nothing(tmp_path):
+    with Index.create(tmp_path / "idx", "exact") as index:
+        with pytest.raises(DuplicateIdError, match="repeated"):
+            index.bulk_add([(["a text", "b text"], ["x", "y"]), (["c text"], ["x"])])
+        assert len(index) == 0
+        index.add(["a text"], ids=["x"])
+        assert len(index) == 1
+
+
+def _cli(*args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    return subprocess.Popen([sys.executable, "-m", "neardup", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_sigkill_during_bulk_add_leaves_the_index_empty(tmp_path):
+    n = 20_000
+    texts = synthetic_texts(n, seed=7)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n"
+                              for i, t in enumerate(texts)))
+    Index.create(tmp_path / "idx", "minhash").close()
+    proc = _cli("index", "add", str(tmp_path / "idx"), str(corpus), "--id-field", "id",
+                "--batch-size", "1000", "--bulk")
+    deadline = time.monotonic() + 300
+    seen = 0
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen += line.startswith("bulk: sketched")
+        if seen >= 5:
+            break
+    assert seen >= 5, proc.stderr.read()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert list((tmp_path / "idx").glob(".bulk-*"))  # killed mid-way: scratch left
+    with Index(tmp_path / "idx") as index:
+        assert index.stats(check=True)["documents"] == 0
+
+    out = tmp_path / "clusters.csv"
+    again = _cli("index", "add", str(tmp_path / "idx"), str(corpus), "--id-field", "id",
+                 "--bulk", "--clusters-out", str(out), "-q")
+    _, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err
+    assert not list((tmp_path / "idx").glob(".bulk-*"))  # the stale scratch was removed
+    with Index(tmp_path / "idx") as index:
+        labels = _labels(index, n)
+    assert partition_equal(labels, neardup.dedup(texts, "minhash", pair_types=False).clusters)
+    assert len(out.read_text().splitlines()) == n + 1
