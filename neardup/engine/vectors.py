@@ -22,9 +22,10 @@ shards of rows:
    per query shard, atomically, so a killed stage resumes at the first missing shard.
 3. **components**: the roots of the union-find, the forest and the outside-window pairs.
 
-Resident memory: two shards of float32 rows and a query batch's candidates (bounded by
-``CorpusStageConfig.memory_limit``), plus 8-16 bytes per document (union-find, row
-offsets). Time is that of exact search, n^2 * d multiply-adds, whatever the shard size.
+Resident memory: two shards of float32 rows (a quarter of ``CorpusStageConfig.memory_limit``
+each) and a query batch's candidates (batches shrink when they find more than another
+quarter's worth: a template's thousands of copies), plus 16 bytes per document
+(union-find, row offsets). Time is that of exact search, n^2 * d multiply-adds, whatever the shard size.
 
 Work directory (beside ``manifest.json``)::
 
@@ -170,8 +171,9 @@ class _ShardLinker:
     connected documents skipped, the rest rescored exactly, thresholded, the time window
     applied, and the joins kept as forest edges."""
 
-    def __init__(self, uf: UnionFind, offsets: np.ndarray, threshold: float,
+    def __init__(self, method: Method, uf: UnionFind, offsets: np.ndarray, threshold: float,
                  dates: np.ndarray | None, window_hours: float | None) -> None:
+        self.method = method
         self.uf, self.offsets, self.threshold = uf, offsets, np.float32(threshold)
         self.dates, self.window_hours = dates, window_hours
         self.forest: list[Pairs] = []
@@ -200,11 +202,30 @@ class _ShardLinker:
         pairs = Pairs(left[keep], right[keep], score[keep]).canonical()
         if self.dates is not None and len(pairs):
             far = outside_time_window(pairs, self.dates, self.window_hours)
+            far &= ~self.method.identical_mask(pairs.score)  # re-sent unchanged: same story
             if far.any():
                 self.outside.append(pairs.select(far))
                 pairs = pairs.select(~far)
         merged = self.uf.union(pairs.left, pairs.right)
         self.forest.append(pairs.select(merged))
+
+
+class _QueryBatchSize:
+    """Rows per range-search query batch, adapted so that a batch's results stay near
+    ``max_results``: a row can have thousands of neighbours (a template's copies), so a
+    batch that found too many makes the next ones smaller, and batches grow back (up to
+    :data:`QUERY_BATCH`) when they find few. faiss's results for one batch cannot be
+    capped beforehand; this bounds all but the first batch that meets such a cluster."""
+
+    def __init__(self, max_results: int) -> None:
+        self.max_results = max(max_results, 1024)
+        self.rows = QUERY_BATCH
+
+    def observe(self, found: int) -> None:
+        if found > self.max_results:
+            self.rows = max(1, int(self.rows * self.max_results / found))
+        elif found < self.max_results // 4:
+            self.rows = min(QUERY_BATCH, self.rows * 2)
 
 
 def _range_candidates(index, queries: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
@@ -226,7 +247,7 @@ def _merge_top(best_s: np.ndarray, best_i: np.ndarray, scores: np.ndarray, ids: 
 
 def _search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int,
                   search: VectorSearch, k: int | None, floor: float,
-                  linker: _ShardLinker) -> None:
+                  linker: _ShardLinker, batch: _QueryBatchSize) -> None:
     q0, q1 = shards[i]
     qx, qn = store.read(q0, q1)
     query = (qx, qn, q0)
@@ -236,13 +257,18 @@ def _search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int
             ix, inorm = (qx, qn) if j == i else store.read(i0, i1)
             index = faiss.IndexFlatIP(store.dim)
             index.add(ix)
-            for b in range(0, q1 - q0, QUERY_BATCH):
-                local_q, local_i = _range_candidates(index, qx[b:b + QUERY_BATCH], floor)
+            b = 0
+            while b < q1 - q0:
+                e = min(q1 - q0, b + batch.rows)
+                local_q, local_i = _range_candidates(index, qx[b:e], floor)
+                batch.observe(local_q.size)
                 q_rows, i_rows = local_q + (q0 + b), local_i + i0
+                del local_q, local_i
                 if j == i:  # within a shard each pair is found from both ends: keep one
                     keep = i_rows > q_rows
                     q_rows, i_rows = q_rows[keep], i_rows[keep]
                 linker.consider(query, (ix, inorm, i0), q_rows, i_rows)
+                b = e
             del index
         return
     # kNN: each query row's k + 1 best rows over all shards, merged shard by shard.
@@ -274,8 +300,8 @@ def _search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int
             linker.consider(query, (ix, inorm, i0), q_rows[inside], i_rows[inside])
 
 
-def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any],
-                  shard_rows: int, window_hours: float | None, timer, progress) -> dict[str, Any]:
+def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], shard_rows: int,
+                  budget: int, window_hours: float | None, timer, progress) -> dict[str, Any]:
     done = wd.done("search", key)
     if done is not None:
         return done
@@ -302,6 +328,9 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any],
     # One union-find across query shards, searched in order: a resumed stage replays the
     # forests of the completed shards (a prefix) to get the same state.
     uf = UnionFind(n_docs)
+    # A result row costs ~40 bytes (faiss's, the row numbers, the mask): a batch's results
+    # may take a quarter of the budget (two shards take half).
+    batch = _QueryBatchSize(budget // 4 // 40)
     resuming = True
     faiss = import_faiss() if n_rows >= 2 else None
     with progress_bar("searching", total=len(shards), unit="shards", enabled=progress) as advance, \
@@ -314,9 +343,9 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any],
                 away = table.column("outside_window").to_numpy(zero_copy_only=False)
                 uf.union(table.column("left").to_numpy()[~away], table.column("right").to_numpy()[~away])
             else:
-                linker = _ShardLinker(uf, offsets, search.threshold, dates, window_hours)
+                linker = _ShardLinker(method, uf, offsets, search.threshold, dates, window_hours)
                 if n_rows >= 2:
-                    _search_shard(faiss, store, shards, i, search, k, floor, linker)
+                    _search_shard(faiss, store, shards, i, search, k, floor, linker, batch)
                 forest, outside = Pairs.concat(linker.forest), Pairs.concat(linker.outside)
                 write_arrow(out, pa.table({
                     "left": np.concatenate((forest.left, outside.left)),
@@ -435,8 +464,8 @@ def run_vector_stage(
             )
         rows = shard_rows or shard_rows_for(config.budget, max(facts["dim"], 1), search.k)
         search_key = _stage_key("search", facts, search, rows, time_window_hours)
-        search_facts = _search_stage(wd, search_key, method, facts, rows, time_window_hours,
-                                     timer, progress)
+        search_facts = _search_stage(wd, search_key, method, facts, rows, config.budget,
+                                     time_window_hours, timer, progress)
         comp_facts = _components_stage(wd, search_key, facts["n_docs"], search_facts["shards"], timer)
         with timer.stage("cluster"):
             embed, comp = wd.stage_dir("embed"), wd.stage_dir("components")

@@ -233,3 +233,23 @@ def test_shipped_retsim_model_sharded_matches_in_memory(demo, tmp_path):
     np.testing.assert_array_equal(canonical_labels(stage.roots), memory.clusters)
     assert memory.n_clusters < len(records)
     assert _pair_set(stage.pairs) <= _pair_set(memory.pairs)
+
+
+def test_template_copies_shrink_the_query_batches(demo, monkeypatch):
+    # 400 copies of one text: each finds all the others, 160,000 results in one batch,
+    # more than a 1MB budget's share; later batches must shrink, and clusters not change.
+    records = demo[:200] + [demo[10]] * 400 + demo[200:400]
+    method = FakeRETSim(threshold=0.85, threads=1)
+    seen = []
+    real = vectors_module._QueryBatchSize.observe
+
+    def observe(self, found):
+        real(self, found)
+        seen.append(self.rows)
+
+    monkeypatch.setattr(vectors_module._QueryBatchSize, "observe", observe)
+    stage = run_vector_stage(_batches(records), method, config=CorpusStageConfig(memory_limit="1MB"))
+    monkeypatch.undo()
+    memory = run(_batches(records), method, engine="memory")
+    np.testing.assert_array_equal(canonical_labels(stage.roots), memory.clusters)
+    assert min(seen) < vectors_module.QUERY_BATCH // 8
