@@ -60,7 +60,7 @@ from neardup.graph.similarity import (
     search_margin,
 )
 from neardup.io.batch import DocumentBatch
-from neardup.methods.base import Method, VectorSearch
+from neardup.methods.base import Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
 
 __all__ = ["STORAGE_DTYPES", "run_vector_stage", "shard_rows_for", "supports_vector_stage"]
@@ -246,8 +246,9 @@ def _merge_top(best_s: np.ndarray, best_i: np.ndarray, scores: np.ndarray, ids: 
 
 
 def _search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int,
-                  search: VectorSearch, k: int | None, floor: float,
-                  linker: _ShardLinker, batch: _QueryBatchSize) -> None:
+                  k: int | None, floor: float, linker: _ShardLinker,
+                  batch: _QueryBatchSize) -> None:
+    """Query shard ``i`` against the shards it must meet (see the module docstring)."""
     q0, q1 = shards[i]
     qx, qn = store.read(q0, q1)
     query = (qx, qn, q0)
@@ -345,7 +346,7 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
             else:
                 linker = _ShardLinker(method, uf, offsets, search.threshold, dates, window_hours)
                 if n_rows >= 2:
-                    _search_shard(faiss, store, shards, i, search, k, floor, linker, batch)
+                    _search_shard(faiss, store, shards, i, k, floor, linker, batch)
                 forest, outside = Pairs.concat(linker.forest), Pairs.concat(linker.outside)
                 write_arrow(out, pa.table({
                     "left": np.concatenate((forest.left, outside.left)),

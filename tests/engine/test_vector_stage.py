@@ -14,7 +14,12 @@ import numpy as np
 import pytest
 
 from neardup.data import demo_corpus_path
-from neardup.engine import CorpusStageConfig, WorkDirError, run_vector_stage, supports_vector_stage
+from neardup.engine import (
+    CorpusStageConfig,
+    WorkDirError,
+    run_vector_stage,
+    supports_vector_stage,
+)
 from neardup.engine import vectors as vectors_module
 from neardup.engine.vectors import shard_rows_for
 from neardup.graph.cluster import canonical_labels
