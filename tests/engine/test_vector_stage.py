@@ -258,3 +258,28 @@ def test_template_copies_shrink_the_query_batches(demo, monkeypatch):
     memory = run(_batches(records), method, engine="memory")
     np.testing.assert_array_equal(canonical_labels(stage.roots), memory.clusters)
     assert min(seen) < vectors_module.QUERY_BATCH // 8
+
+
+def test_cli_local_engine_runs_retsim_out_of_core(demo, tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("unisim")
+    import pyarrow.parquet as pq
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n" for r in demo[:48]))
+    runs = {}
+    for engine in ("local", "memory"):
+        out = tmp_path / f"{engine}.parquet"
+        extra = (["--work-dir", tmp_path / "work", "--memory-limit", "1MB"] if engine == "local" else [])
+        result = CliRunner().invoke(main, ["dedup", str(corpus), "--method", "retsim", "--engine", engine,
+                                           "--id-field", "id", "--clusters-out", str(out), "-q",
+                                           *map(str, extra)])
+        assert result.exit_code == 0, result.output
+        runs[engine] = pq.read_table(out).to_pydict()
+    assert runs["local"]["cluster"] == runs["memory"]["cluster"]
+    assert runs["local"]["id"] == [r["id"] for r in demo[:48]]
+    assert (tmp_path / "work" / "embed" / "_DONE.json").exists()
+    assert (tmp_path / "work" / "components" / "roots.npy").exists()
