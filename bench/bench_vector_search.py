@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -100,9 +99,7 @@ def main() -> None:
                 proc = subprocess.run([sys.executable, "-c", CHILD, str(n), limit, work,
                                        "1" if args.compare else "0", root],
                                       capture_output=True, text=True, check=True)
-            usage = os.times()
-            row = {"docs": n, "memory_limit": limit, **json.loads(proc.stdout.strip().splitlines()[-1]),
-                   "children_cpu_s_cumulative": round(usage.children_user + usage.children_system, 1)}
+            row = {"docs": n, "memory_limit": limit, **json.loads(proc.stdout.strip().splitlines()[-1])}
             rows.append(row)
             print(json.dumps(row), flush=True)
     save(args.name, {"machine": machine(), "rows": rows,

@@ -42,9 +42,9 @@ SETTINGS = [
 ]
 NEURAL_SETTINGS = [
     ("retsim", {}),
-    ("retsim", {"model": "retsim-news"}),
-    ("retsim-partial", {"model": "retsim-news"}),
     ("biencoder", {"model": "biencoder-news"}),
+    ("retsim-partial", {"model": "retsim-news"}),
+    ("retsim", {"model": "retsim-news"}),
 ]
 
 
@@ -72,6 +72,9 @@ def main() -> None:
     parser.add_argument("--neural", action="store_true",
                         help="the embedding methods and the vector stage instead")
     parser.add_argument("--name", default="corpus_stage_agreement")
+    parser.add_argument("--cache-dir", default=None,
+                        help="--neural: keep the embedding cache here (default: a temporary "
+                             "directory)")
     args = parser.parse_args()
     if args.neural:
         return neural(args)
@@ -114,7 +117,8 @@ def main() -> None:
 
 def neural(args) -> None:
     rows = []
-    with tempfile.TemporaryDirectory() as cache:
+    with tempfile.TemporaryDirectory() as scratch:
+        cache = args.cache_dir or scratch
         for split in args.splits:
             corpus = load_labeled(ROOT / "benchmarks" / "reuters-news" / f"{split}.jsonl.gz")
             texts = list(corpus.texts)
@@ -150,9 +154,11 @@ def neural(args) -> None:
                 }
                 rows.append(row)
                 print(row, flush=True)
-    save(args.name, {"machine": machine(), "rows": rows,
-                     "command": "python bench/corpus_stage_agreement.py --neural --splits "
-                                + " ".join(args.splits) + f" --name {args.name}"})
+                # Saved after every setting: the model runs are long.
+                save(args.name, {"machine": machine(), "rows": rows,
+                                 "command": "python bench/corpus_stage_agreement.py --neural "
+                                            "--splits " + " ".join(args.splits)
+                                            + f" --name {args.name}"})
 
 
 if __name__ == "__main__":
