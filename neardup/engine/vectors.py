@@ -22,10 +22,13 @@ shards of rows:
    per query shard, atomically, so a killed stage resumes at the first missing shard.
 3. **components**: the roots of the union-find, the forest and the outside-window pairs.
 
-Resident memory: two shards of float32 rows (a quarter of ``CorpusStageConfig.memory_limit``
-each) and a query batch's candidates (batches shrink when they find more than another
-quarter's worth: a template's thousands of copies), plus 16 bytes per document
-(union-find, row offsets). Time is that of exact search, n^2 * d multiply-adds, whatever the shard size.
+Resident memory: two shards of float32 rows (a quarter of
+``CorpusStageConfig.memory_limit`` each) and a query batch's candidates (batches shrink
+when they find more than another quarter's worth: a template's thousands of copies), plus
+16 bytes per document (union-find, row offsets) and the model's own memory while
+embedding. Time is that of exact search, n^2 * d / 2 multiply-adds, whatever the shard
+size; an approximate index per shard (IVF) is not implemented (``index="ivf"`` or
+``"hnsw"`` stays in memory).
 
 Work directory (beside ``manifest.json``)::
 
