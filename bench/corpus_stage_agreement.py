@@ -19,6 +19,7 @@ are cached in a temporary directory, so the model runs once per setting.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -45,6 +46,7 @@ NEURAL_SETTINGS = [
     ("biencoder", {"model": "biencoder-news"}),
     ("retsim-partial", {"model": "retsim-news"}),
     ("retsim", {"model": "retsim-news"}),
+    ("biencoder", {}),
 ]
 
 
@@ -72,6 +74,8 @@ def main() -> None:
     parser.add_argument("--neural", action="store_true",
                         help="the embedding methods and the vector stage instead")
     parser.add_argument("--name", default="corpus_stage_agreement")
+    parser.add_argument("--only", nargs="+", default=None, metavar="METHOD[:MODEL]",
+                        help="--neural: only these settings (e.g. biencoder, retsim:retsim-news)")
     parser.add_argument("--cache-dir", default=None,
                         help="--neural: keep the embedding cache here (default: a temporary "
                              "directory)")
@@ -123,6 +127,9 @@ def neural(args) -> None:
             corpus = load_labeled(ROOT / "benchmarks" / "reuters-news" / f"{split}.jsonl.gz")
             texts = list(corpus.texts)
             for method, params in NEURAL_SETTINGS:
+                label = method + (f":{params['model']}" if "model" in params else "")
+                if args.only is not None and label not in args.only:
+                    continue
                 start = time.process_time()
                 memory = neardup.dedup(texts, method, engine="memory", pair_types=False,
                                        cache_dir=cache, **params)
@@ -156,9 +163,8 @@ def neural(args) -> None:
                 print(row, flush=True)
                 # Saved after every setting: the model runs are long.
                 save(args.name, {"machine": machine(), "rows": rows,
-                                 "command": "python bench/corpus_stage_agreement.py --neural "
-                                            "--splits " + " ".join(args.splits)
-                                            + f" --name {args.name}"})
+                                 "command": "python bench/corpus_stage_agreement.py "
+                                            + " ".join(sys.argv[1:])})
 
 
 if __name__ == "__main__":
