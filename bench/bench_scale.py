@@ -76,23 +76,41 @@ def main() -> None:
                         help="python of an environment with datatrove installed: also run "
                              "datatrove's MinHash pipeline (bench/peer_datatrove.py)")
     parser.add_argument("--name", default=None, help="results file name (default: scale-<corpus dir>)")
+    parser.add_argument("--first", type=int, default=None,
+                        help="run on the corpus's first N documents only (a Parquet copy in "
+                             "a temporary directory), e.g. for the slow neural methods")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                         help="further options for neardup dedup")
     args = parser.parse_args()
     files = sorted(str(p) for p in args.corpus.glob("part-*.parquet"))
-    truth = np.concatenate([pq.read_table(f, columns=["cluster"]).column("cluster").to_numpy()
-                            for f in files])
     rows = []
     with tempfile.TemporaryDirectory(dir=args.corpus.parent) as tmp:
+        source = f"{args.corpus}/part-*.parquet"
+        if args.first is not None:
+            import pyarrow as pa
+
+            table = pa.concat_tables(pq.read_table(f) for f in files).slice(0, args.first)
+            files = [str(Path(tmp) / "part-00000.parquet")]
+            pq.write_table(table, files[0])
+            source = f"(first {args.first:,} documents of {args.corpus}/part-*.parquet)"
+            del table
+        truth = np.concatenate([pq.read_table(f, columns=["cluster"]).column("cluster").to_numpy()
+                                for f in files])
         for method in args.methods:
             out = Path(tmp) / f"{method}.parquet"
+            report = Path(tmp) / f"{method}-report.json"
             cmd = [sys.executable, "-m", "neardup", "dedup", *files, "--method", method,
                    "--text-field", "text", "--id-field", "id", "--clusters-out", str(out),
-                   "--quiet", *args.extra]
+                   "--report", str(report), "--quiet", *args.extra]
             row = {"tool": "neardup", "method": method, "docs": int(truth.size), **measure_command(cmd)}
-            row["command"] = (f"neardup dedup {args.corpus}/part-*.parquet --method {method} "
+            row["command"] = (f"neardup dedup {source} --method {method} "
                               f"--text-field text --id-field id --clusters-out OUT --quiet "
                               + " ".join(args.extra)).strip()
+            if args.first is not None:
+                row["bench_command"] = ("python bench/bench_scale.py " + " ".join(sys.argv[1:])).strip()
+            saved = json.loads(report.read_text())
+            row["stage_seconds"] = saved.get("timings_seconds")
+            row["corpus_stage"] = (saved.get("params") or {}).get("corpus_stage")
             if method != "exact":
                 row["ari_vs_truth"] = ari(truth, pq.read_table(out, columns=["cluster"]).column("cluster").to_numpy())
             rows.append(row)

@@ -7,12 +7,19 @@ and reports the ARI between the two clusterings and each one's ARI against the l
 Thresholds are the methods' defaults and the validation-tuned ones from
 docs/benchmarks.md; nothing here is tuned.
 
+``--neural`` does the same for the embedding methods and the out-of-core vector stage
+(neardup.engine.vectors) with a 1MB memory limit (shards of ~250 rows, so the search runs
+over a dozen or more shards), plus the vector stage with float16 row storage. Embeddings
+are cached in a temporary directory, so the model runs once per setting.
+
     python bench/corpus_stage_agreement.py [--splits validation test]
+    python bench/corpus_stage_agreement.py --neural --splits validation --name corpus_stage_agreement_neural
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,12 +41,47 @@ SETTINGS = [
     ("simhash", {}),
     ("simhash", {"threshold": 6}),
 ]
+NEURAL_SETTINGS = [
+    ("retsim", {}),
+    ("biencoder", {"model": "biencoder-news"}),
+    ("retsim-partial", {"model": "retsim-news"}),
+    ("retsim", {"model": "retsim-news"}),
+    ("biencoder", {}),
+]
+
+
+def _float16_run(texts, method_name, params, cache):
+    """The vector stage with float16 row storage (not an option of neardup.dedup): one
+    batch of every text, as neardup.dedup reads them, so the embedding cache is hit."""
+    import numpy as np
+
+    from neardup.engine import CorpusStageConfig, run_vector_stage
+    from neardup.graph.cluster import canonical_labels
+    from neardup.io.batch import DocumentBatch
+    from neardup.methods import make_method
+
+    method = make_method(method_name, cache_dir=cache, **params)
+    batch = DocumentBatch(ids=[str(i) for i in range(len(texts))], texts=texts, dates=None,
+                          source="bench", rows=np.arange(len(texts)))
+    stage = run_vector_stage([batch], method, storage="float16",
+                             config=CorpusStageConfig(memory_limit="1MB"))
+    return canonical_labels(stage.roots), len(stage.pairs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--splits", nargs="+", default=["validation", "test"])
+    parser.add_argument("--neural", action="store_true",
+                        help="the embedding methods and the vector stage instead")
+    parser.add_argument("--name", default="corpus_stage_agreement")
+    parser.add_argument("--only", nargs="+", default=None, metavar="METHOD[:MODEL]",
+                        help="--neural: only these settings (e.g. biencoder, retsim:retsim-news)")
+    parser.add_argument("--cache-dir", default=None,
+                        help="--neural: keep the embedding cache here (default: a temporary "
+                             "directory)")
     args = parser.parse_args()
+    if args.neural:
+        return neural(args)
     rows = []
     for split in args.splits:
         corpus = load_labeled(ROOT / "benchmarks" / "reuters-news" / f"{split}.jsonl.gz")
@@ -74,7 +116,55 @@ def main() -> None:
             }
             rows.append(row)
             print(row, flush=True)
-    save("corpus_stage_agreement", {"machine": machine(), "rows": rows})
+    save(args.name, {"machine": machine(), "rows": rows})
+
+
+def neural(args) -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        cache = args.cache_dir or scratch
+        for split in args.splits:
+            corpus = load_labeled(ROOT / "benchmarks" / "reuters-news" / f"{split}.jsonl.gz")
+            texts = list(corpus.texts)
+            for method, params in NEURAL_SETTINGS:
+                label = method + (f":{params['model']}" if "model" in params else "")
+                if args.only is not None and label not in args.only:
+                    continue
+                start = time.process_time()
+                memory = neardup.dedup(texts, method, engine="memory", pair_types=False,
+                                       cache_dir=cache, **params)
+                cpu_memory = time.process_time() - start  # embedding included
+                with tempfile.TemporaryDirectory() as work:
+                    start = time.process_time()
+                    local = neardup.dedup(texts, method, engine="local", pair_types=False,
+                                          work_dir=work, memory_limit="1MB", cache_dir=cache,
+                                          **params)
+                    cpu_local = time.process_time() - start  # embeddings from the cache
+                half_labels, half_pairs = _float16_run(texts, method, params, cache)
+                row = {
+                    "split": split,
+                    "method": method,
+                    "params": {k: str(v) for k, v in params.items()},
+                    "docs": len(texts),
+                    "ari_local_vs_memory": adjusted_rand_index(memory.clusters, local.clusters),
+                    "identical_clusters": bool((memory.clusters == local.clusters).all()),
+                    "ari_local_float16_vs_memory": adjusted_rand_index(memory.clusters, half_labels),
+                    "identical_clusters_float16": bool((memory.clusters == half_labels).all()),
+                    "ari_memory_vs_labels": adjusted_rand_index(corpus.clusters, memory.clusters),
+                    "ari_local_vs_labels": adjusted_rand_index(corpus.clusters, local.clusters),
+                    "pairs_memory": len(memory.pairs),
+                    "forest_edges_local": len(local.pairs),
+                    "forest_edges_local_float16": half_pairs,
+                    "shards_local": local.params["corpus_stage"]["shards"],
+                    "cpu_s_memory_with_embedding": round(cpu_memory, 2),
+                    "cpu_s_local_from_cache": round(cpu_local, 2),
+                }
+                rows.append(row)
+                print(row, flush=True)
+                # Saved after every setting: the model runs are long.
+                save(args.name, {"machine": machine(), "rows": rows,
+                                 "command": "python bench/corpus_stage_agreement.py "
+                                            + " ".join(sys.argv[1:])})
 
 
 if __name__ == "__main__":

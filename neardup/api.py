@@ -255,8 +255,11 @@ def dedup(
         "local" runs exact, minhash and simhash (clustered by components) through the
         out-of-core corpus stage (:mod:`neardup.engine`): memory bounded by
         ``memory_limit`` plus a few bytes per document, and ``Result.pairs`` holds the
-        verified edges that joined each cluster. "memory" keeps every candidate pair in
-        memory (the only engine for the other methods and clusterings). "ray" runs the
+        verified edges that joined each cluster; retsim, retsim-partial and biencoder
+        (flat or auto index) through the out-of-core vector stage
+        (:mod:`neardup.engine.vectors`: embeddings on disk, exact search shard by shard).
+        "memory" keeps every candidate pair in memory (the only engine for the other
+        methods and clusterings). "ray" runs the
         same stage as "local" on a Ray cluster (``pip install 'neardup[ray]'``; see
         docs/scale-out.md): same clusters; the documents are shipped to the cluster batch
         by batch, and pair types are not computed (``pair_types`` is ignored).

@@ -18,7 +18,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from neardup.engine import CorpusStageConfig, run_corpus_stage, supports_corpus_stage
+from neardup.engine import (
+    CorpusStageConfig,
+    run_corpus_stage,
+    run_vector_stage,
+    supports_corpus_stage,
+    supports_vector_stage,
+)
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.cluster import cluster_pairs
 from neardup.graph.edges import Pairs, check_time_window, outside_time_window
@@ -38,7 +44,9 @@ __all__ = [
 ]
 
 #: "local": the keyed out-of-core corpus stage (:mod:`neardup.engine`) for methods that
-#: have one, clustered by connected components; the in-memory stage otherwise.
+#: have one, the out-of-core vector stage (:mod:`neardup.engine.vectors`) for the
+#: embedding methods (exact search shard by shard), both clustered by connected
+#: components; the in-memory stage otherwise.
 #: "memory": always the in-memory stage (every candidate pair held and verified; needed
 #: for community detection and HAC, and kept for comparison).
 #: "ray": the same keyed stage distributed over a Ray cluster
@@ -378,8 +386,10 @@ def run(
     engine : {"local", "memory"}, default "local"
         See :data:`ENGINES`. With "local", methods that have a keyed corpus stage
         (exact, minhash, simhash) spill sketches and keys to a work directory and hold
-        only per-document arrays; ``Result.pairs`` is then the spanning forest of
-        verified edges that joined each cluster, not every matching pair.
+        only per-document arrays, and the embedding methods (retsim, retsim-partial,
+        biencoder with the flat or auto index) write their embeddings there and search
+        them shard by shard; ``Result.pairs`` is then the spanning forest of verified
+        edges that joined each cluster, not every matching pair.
     corpus_stage : CorpusStageConfig or None
         Work directory, memory limit, partitions and resumption of that stage.
     input_identity : JSON-able, optional
@@ -408,8 +418,14 @@ def run(
                               time_window_hours=cluster.time_window_hours, timer=timer,
                               progress=progress)
         return _result_from_stage(stage, method, cluster, keep, timer, engine="ray")
+    # The out-of-core stages: keys for the lexical methods, shards of rows for embeddings.
+    stage_runner = None
     if engine == "local" and supports_corpus_stage(method, cluster.algorithm):
-        stage = run_corpus_stage(
+        stage_runner = run_corpus_stage
+    elif engine == "local" and supports_vector_stage(method, cluster.algorithm):
+        stage_runner = run_vector_stage
+    if stage_runner is not None:
+        stage = stage_runner(
             batches, method, config=corpus_stage or CorpusStageConfig(),
             time_window_hours=cluster.time_window_hours, input_identity=input_identity,
             timer=timer, progress=progress, total=total,

@@ -55,7 +55,10 @@ def engine_options(function: F) -> F:
                      show_default=True,
                      help="local: exact, minhash and simhash (clustered by components) run "
                           "out of core, spilling sketches and keys to --work-dir, with memory "
-                          "bounded by --memory-limit plus ~40 bytes per document; --pairs-out "
+                          "bounded by --memory-limit plus ~40 bytes per document; retsim, "
+                          "retsim-partial and biencoder write their embeddings there and "
+                          "search them exactly, shard by shard (shards sized from "
+                          "--memory-limit); --pairs-out "
                           "then lists the verified edges that joined each cluster. memory: "
                           "every candidate pair held and verified in RAM (always used for "
                           "the other methods, and for --cluster leiden/louvain/hac). ray: "

@@ -1,4 +1,5 @@
-"""Engines that run the corpus-wide stage: the keyed, out-of-core corpus stage."""
+"""Engines that run the corpus-wide stage out of core: the keyed corpus stage (lexical
+methods) and the vector stage (embedding methods)."""
 
 from neardup.engine.corpus import (
     CorpusStageConfig,
@@ -10,6 +11,7 @@ from neardup.engine.corpus import (
     supports_corpus_stage,
 )
 from neardup.engine.unionfind import UnionFind
+from neardup.engine.vectors import run_vector_stage, supports_vector_stage
 from neardup.engine.workdir import WorkDirError
 
 __all__ = [
@@ -21,5 +23,7 @@ __all__ = [
     "link_key_rows",
     "parse_memory",
     "run_corpus_stage",
+    "run_vector_stage",
     "supports_corpus_stage",
+    "supports_vector_stage",
 ]

@@ -44,7 +44,15 @@ from neardup.graph.cluster import _as_python
 from neardup.graph.edges import Pairs
 from neardup.progress import progress_bar
 
-__all__ = ["chunk_similarity_pairs", "similarity_pairs"]
+__all__ = [
+    "check_unit_rows",
+    "chunk_similarity_pairs",
+    "cosine_scores",
+    "import_faiss",
+    "omp_threads",
+    "search_margin",
+    "similarity_pairs",
+]
 
 INDEXES = ("auto", "flat", "hnsw", "ivf")
 # k of the approximate indexes when none is given: the largest NEWS-COPY cluster has
@@ -204,7 +212,7 @@ def similarity_pairs(
     ([0], [1], [0.96])
     """
     caller = "similarity_pairs"
-    x, norm = _check_embeddings(caller, "embeddings", embeddings)
+    x, norm = check_unit_rows(caller, "embeddings", embeddings)
     opts = _check_options(caller, locals())
     return _search_pairs(x, norm, opts, doc_of=None)
 
@@ -272,7 +280,7 @@ ef_construction, hnsw_m, nlist, nprobe, seed, deterministic
     ([0], [1], [0.8])
     """
     caller = "chunk_similarity_pairs"
-    x, norm = _check_embeddings(caller, "chunk_embeddings", chunk_embeddings)
+    x, norm = check_unit_rows(caller, "chunk_embeddings", chunk_embeddings)
     offsets = _check_offsets(caller, offsets, x.shape[0])
     opts = _check_options(caller, locals())
     doc_of = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
@@ -282,7 +290,7 @@ ef_construction, hnsw_m, nlist, nprobe, seed, deterministic
 # --------------------------------------------------------------------------- validation
 
 
-def _check_embeddings(caller: str, name: str, value: Any) -> tuple[np.ndarray, np.ndarray]:
+def check_unit_rows(caller: str, name: str, value: Any) -> tuple[np.ndarray, np.ndarray]:
     """Check ``value`` is a float32 (n, d) array of finite unit rows.
 
     Returns it C-contiguous, with the L2 norm of every row (float64, shape (n,)).
@@ -398,10 +406,46 @@ def _check_options(caller: str, given: dict[str, Any]) -> _Options:
     )
 
 
+# --------------------------------------------------------------------------- building blocks
+# Public so that the out-of-core vector stage (neardup.engine.vectors) selects and scores
+# candidates exactly as the in-memory search does: same margin, same float64 rescoring.
+
+
+def search_margin(d: int, max_norm_deviation: float) -> float:
+    """How far below the threshold faiss candidates are taken, for rows of dimension ``d``
+    whose L2 norms differ from 1 by at most ``max_norm_deviation``: faiss scores float32
+    inner products, which differ from the cosines by the norms and by rounding."""
+    deviation = max_norm_deviation
+    return max(_MIN_MARGIN, 2.0 * d * 2.0**-24) + 2.0 * deviation + deviation**2
+
+
+def cosine_scores(
+    x_left: np.ndarray,
+    norm_left: np.ndarray,
+    left: np.ndarray,
+    x_right: np.ndarray,
+    norm_right: np.ndarray,
+    right: np.ndarray,
+) -> np.ndarray:
+    """Cosine (float32, clipped to at most 1) of rows ``x_left[left]`` and
+    ``x_right[right]``, accumulated in float64 and divided by the rows' norms, in blocks
+    of bounded memory. Each score depends only on its two rows."""
+    cosine = np.empty(left.size, dtype=np.float64)
+    rows = max(1, _BLOCK_VALUES // x_left.shape[1])
+    for start in range(0, left.size, rows):
+        a = x_left[left[start : start + rows]].astype(np.float64)
+        b = x_right[right[start : start + rows]].astype(np.float64)
+        # float32 products are exact in float64, so the sum hardly depends on its order.
+        cosine[start : start + rows] = np.einsum("ij,ij->i", a, b)
+    # The cosine proper, not the inner product: float32 rounding leaves norms ~1e-7 off 1.
+    cosine /= norm_left[left] * norm_right[right]
+    return np.minimum(cosine, 1.0).astype(np.float32)
+
+
 # --------------------------------------------------------------------------- search
 
 
-def _import_faiss() -> Any:
+def import_faiss() -> Any:
     try:
         import faiss
     except ImportError as exc:  # pragma: no cover - exercised only without faiss
@@ -413,7 +457,7 @@ def _import_faiss() -> Any:
 
 
 @contextmanager
-def _omp_threads(faiss: Any, threads: int | None) -> Iterator[None]:
+def omp_threads(faiss: Any, threads: int | None) -> Iterator[None]:
     """Set faiss's (process-wide) OpenMP thread count for the block, then restore it."""
     if threads is None:
         yield
@@ -444,12 +488,10 @@ def _search_pairs(
         k = min(k, n - 1)
     # faiss scores inner products, which differ from cosines by the rows' norms (1 within
     # NORM_TOLERANCE) and by float32 rounding: take candidates that far below threshold.
-    deviation = float(np.abs(norm - 1.0).max())
-    margin = max(_MIN_MARGIN, 2.0 * d * 2.0**-24) + 2.0 * deviation + deviation**2
-    floor = opts.threshold - margin
-    faiss = _import_faiss()
+    floor = opts.threshold - search_margin(d, float(np.abs(norm - 1.0).max()))
+    faiss = import_faiss()
 
-    with _omp_threads(faiss, opts.threads):
+    with omp_threads(faiss, opts.threads):
         index = _build_index(faiss, x, kind, k, opts)
         if k is None:
             find = _range_finder(index, floor)
@@ -481,7 +523,7 @@ def _build_index(faiss: Any, x: np.ndarray, kind: str, k: int | None, opts: _Opt
         # A search keeps at most efSearch candidates: fewer than k + 1 would truncate.
         index.hnsw.efSearch = max(opts.ef_search, (k or 0) + 1)
         build_threads = 1 if opts.deterministic else None
-        with _omp_threads(faiss, build_threads):
+        with omp_threads(faiss, build_threads):
             _add_in_blocks(index, x, "building hnsw index", opts.progress)
         return index
     nlist = opts.nlist or max(1, min(round(4 * math.sqrt(n)), n // 39))
@@ -554,18 +596,9 @@ def _exact_pairs(
     if doc_of is not None:
         other = doc_of[left] != doc_of[right]
         left, right = left[other], right[other]
-    cosine = np.empty(left.size, dtype=np.float64)
-    rows = max(1, _BLOCK_VALUES // x.shape[1])
-    for start in range(0, left.size, rows):
-        a = x[left[start : start + rows]].astype(np.float64)
-        b = x[right[start : start + rows]].astype(np.float64)
-        # float32 products are exact in float64, so the sum hardly depends on its order.
-        cosine[start : start + rows] = np.einsum("ij,ij->i", a, b)
-    # The cosine proper, not the inner product: float32 rounding leaves norms ~1e-7 off 1.
-    cosine /= norm[left] * norm[right]
+    score = cosine_scores(x, norm, left, x, norm, right)
     # Threshold the float32 score as Pairs.above does, so re-thresholding the output at
     # the same value keeps every pair, and two copies of a row (1 within 1e-16) pass 1.0.
-    score = np.minimum(cosine, 1.0).astype(np.float32)
     keep = score >= np.float32(threshold)
     left, right, score = left[keep], right[keep], score[keep]
     if doc_of is not None:

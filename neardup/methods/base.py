@@ -25,6 +25,14 @@ memory:
 * :meth:`Method.link_bucket` (optional) — methods whose keys are weak (SimHash blocks hold
   unrelated documents) verify inside each key group instead of linking it as a star.
 
+Methods that link documents by the cosine of embeddings implement the *vector contract*,
+which the out-of-core vector stage (:mod:`neardup.engine.vectors`) searches shard by
+shard:
+
+* :attr:`Method.vector_search` — the threshold and search mode (:class:`VectorSearch`);
+* :meth:`Method.vector_rows` — per batch sketch, the unit rows to search and how many
+  rows each document owns (one, or one per chunk).
+
 Documents with ``n_features == 0`` (empty after normalization) are never paired.
 """
 
@@ -41,7 +49,7 @@ from neardup._params import ParamsMixin
 from neardup.graph.edges import Pairs
 from neardup.text.shingle import ShingleSets
 
-__all__ = ["CandidateKeys", "Matches", "Method", "Sketch"]
+__all__ = ["CandidateKeys", "Matches", "Method", "Sketch", "VectorSearch"]
 
 
 @dataclass
@@ -67,6 +75,28 @@ class CandidateKeys:
 
     def __len__(self) -> int:
         return int(self.docs.shape[0])
+
+
+@dataclass(frozen=True)
+class VectorSearch:
+    """How a method's :meth:`Method.find_pairs` searches its embedding rows, for the
+    out-of-core vector stage to do the same.
+
+    Attributes
+    ----------
+    threshold : float
+        Rows (documents, or chunks of two different documents) whose cosine reaches it
+        link their documents.
+    k : int or None
+        None: every row above the threshold (exact range search). Otherwise the ``k``
+        nearest rows of each row, then the threshold.
+    threads : int or None
+        faiss threads (None: faiss's setting).
+    """
+
+    threshold: float
+    k: int | None = None
+    threads: int | None = None
 
 
 @dataclass
@@ -240,6 +270,20 @@ class Method(ParamsMixin, ABC):
         """Scores (float32) and acceptance (bool) of candidate edges, given the rows of
         :attr:`candidate_arrays` of their two sides (row-aligned, one row per edge)."""
         raise NotImplementedError(f"{type(self).__name__} has no keyed corpus stage")
+
+    # -- vector contract (see the module docstring) -------------------------------------
+
+    @property
+    def vector_search(self) -> VectorSearch | None:
+        """How the method's rows are searched, or None when it has no vector contract (or
+        its parameters ask for a search the vector stage does not do)."""
+        return None
+
+    def vector_rows(self, sketch: Sketch) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of a batch sketch to search: float32 (n_rows, d) L2-normalised rows in
+        document order, and int64 (n_docs,) how many of them each document owns (0 for a
+        document that is never paired)."""
+        raise NotImplementedError(f"{type(self).__name__} has no vector contract")
 
     def link_bucket(self, keys: np.ndarray, docs: np.ndarray, payload: np.ndarray | None) -> Pairs | None:
         """Verified edges among rows sharing keys, or None (the default) to let the corpus

@@ -30,7 +30,7 @@ import numpy as np
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
-from neardup.methods.base import Method, Sketch
+from neardup.methods.base import Method, Sketch, VectorSearch
 from neardup.models import tuned_threshold
 
 __all__ = ["BiEncoderMethod", "EmbeddingMethod", "RETSimMethod", "RETSimPartialMethod"]
@@ -151,6 +151,18 @@ class EmbeddingMethod(Method):
     def _search_options(self) -> dict[str, Any]:
         return {"threshold": max(self.threshold, 0.0), "k": self.k, "index": self.index,
                 "exact_limit": self.exact_limit, "threads": self.threads}
+
+    @property
+    def vector_search(self) -> VectorSearch | None:
+        # The vector stage searches exactly (flat index, shard by shard); an approximate
+        # index asked for by name stays with the in-memory search that builds it.
+        if self.index in ("hnsw", "ivf"):
+            return None
+        return VectorSearch(threshold=max(self.threshold, 0.0), k=self.k, threads=self.threads)
+
+    def vector_rows(self, sketch: Sketch) -> tuple[np.ndarray, np.ndarray]:
+        owned = (sketch.n_features > 0).astype(np.int64)
+        return sketch.arrays[self.embedding_key][owned > 0], owned
 
     def find_pairs(self, sketch: Sketch) -> Pairs:
         from neardup.graph.similarity import similarity_pairs
@@ -279,6 +291,9 @@ class RETSimPartialMethod(RETSimMethod):
             n_chunks[valid] = arrays["n_chunks"]
             chunks = arrays["chunks"]
         return Sketch(n_chunks, {"n_chunks": n_chunks}, ragged={"chunks": chunks})
+
+    def vector_rows(self, sketch: Sketch) -> tuple[np.ndarray, np.ndarray]:
+        return sketch.ragged["chunks"], np.asarray(sketch.arrays["n_chunks"], np.int64)
 
     def find_pairs(self, sketch: Sketch) -> Pairs:
         from neardup.graph.similarity import chunk_similarity_pairs

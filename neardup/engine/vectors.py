@@ -1,0 +1,489 @@
+"""The out-of-core vector stage: embeddings -> shards -> cosine pairs -> components.
+
+The embedding methods (``retsim``, ``retsim-partial``, ``biencoder``) link documents whose
+rows (one embedding per document, or one per chunk) reach a cosine threshold. In memory
+they hold every row and search the whole corpus at once; here no step holds more than two
+shards of rows:
+
+1. **embed** (streaming, per batch): ``method.sketch`` then ``method.vector_rows``; rows
+   are appended to one raw array in the work directory (``storage``: float32 by default,
+   float16 halves the disk; see docs/benchmarks.md for what it costs in agreement), the
+   number of rows each document owns to another, document facts to Parquet.
+2. **search** (per query shard): rows are cut into shards of ``shard_rows`` (from the
+   memory limit). For query shard *i*, a faiss ``IndexFlatIP`` is built over each shard
+   *j* (``j >= i`` for range search: the search is symmetric, so each pair is found once;
+   every *j* in kNN mode, whose per-shard top-k are merged into a global top-k) and
+   queried in batches. Candidates come from faiss with the in-memory search's margin below
+   the threshold and are rescored in float64 by the same function
+   (:func:`neardup.graph.similarity.cosine_scores`), so the pairs above the threshold are
+   exactly those of :meth:`Method.find_pairs` with the flat index. Candidates whose
+   documents are already connected are skipped; the rest, once scored, join a union-find
+   over the documents (the time window applied first); its joins are the forest written
+   per query shard, atomically, so a killed stage resumes at the first missing shard.
+3. **components**: the roots of the union-find, the forest and the outside-window pairs.
+
+Resident memory: two shards of float32 rows (a quarter of
+``CorpusStageConfig.memory_limit`` each) and a query batch's candidates (batches shrink
+when they find more than another quarter's worth: a template's thousands of copies), plus
+16 bytes per document (union-find, row offsets) and the model's own memory while
+embedding. Time is that of exact search, n^2 * d / 2 multiply-adds, whatever the shard
+size; an approximate index per shard (IVF) is not implemented (``index="ivf"`` or
+``"hnsw"`` stays in memory).
+
+Work directory (beside ``manifest.json``)::
+
+    embed/rows.bin, embed/rows_per_doc.bin, embed/docs.parquet, embed/_DONE.json
+    search/q-IIII.arrow, search/q-IIII.json, search/_KEY, search/_DONE.json
+    components/forest.arrow, components/outside.arrow, components/roots.npy, _DONE.json
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from neardup.engine.corpus import CorpusStageConfig, CorpusStageOutput
+from neardup.engine.unionfind import UnionFind
+from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
+from neardup.errors import check_choice, check_int
+from neardup.graph.edges import Pairs, outside_time_window
+from neardup.graph.similarity import (
+    check_unit_rows,
+    cosine_scores,
+    import_faiss,
+    omp_threads,
+    search_margin,
+)
+from neardup.io.batch import DocumentBatch
+from neardup.methods.base import Method
+from neardup.progress import StageTimer, progress_bar, timed_batches
+
+__all__ = ["STORAGE_DTYPES", "run_vector_stage", "shard_rows_for", "supports_vector_stage"]
+
+#: How rows are stored on disk between the embed and search stages.
+STORAGE_DTYPES = ("float32", "float16")
+#: Query rows searched at once (the in-memory search's default ``query_batch``).
+QUERY_BATCH = 4096
+#: Fewest rows in a shard, however small the memory limit.
+MIN_SHARD_ROWS = 64
+
+_DOC_SCHEMA = pa.schema([("id", pa.string()), ("length", pa.int64()), ("source", pa.string()),
+                         ("date", pa.timestamp("s")), ("n_features", pa.int64())])
+
+
+def supports_vector_stage(method: Method, algorithm: str) -> bool:
+    """Whether ``method`` with clustering ``algorithm`` runs through this stage: methods
+    with the vector contract (:attr:`Method.vector_search`), clustered by connected
+    components."""
+    return method.vector_search is not None and algorithm == "components"
+
+
+def shard_rows_for(budget: int, dim: int, k: int | None) -> int:
+    """Rows per shard so that a query shard and an index shard (float32 rows, their
+    norms and, in kNN mode, the query shard's running top-k) take half of ``budget``
+    bytes; the other half is left to a query batch's candidates."""
+    row_bytes = dim * 4 + 8 + ((k + 1) * 12 if k else 0)
+    return max(MIN_SHARD_ROWS, budget // 4 // row_bytes)
+
+
+def _stage_key(*parts: Any) -> str:
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
+# --------------------------------------------------------------------------- embed
+
+
+def _embed_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method, storage: str,
+                 timer, progress, total) -> dict[str, Any]:
+    # Keyed by the sketch parameters only: a rerun with another threshold reuses the rows.
+    key = _stage_key("embed", method.sketch_key(), storage)
+    facts = wd.done("embed", key)
+    if facts is not None:
+        return facts
+    directory = wd.start("embed")
+    writer = pq.ParquetWriter(directory / "docs.parquet", _DOC_SCHEMA)
+    n_docs = n_rows = 0
+    dim, deviation, has_dates = None, 0.0, False
+    try:
+        with open(directory / "rows.bin", "wb") as rows_file, \
+                open(directory / "rows_per_doc.bin", "wb") as counts_file:
+            for batch in timed_batches(batches, timer, total=total, progress=progress):
+                n = len(batch)
+                with timer.stage("sketch"):
+                    sketch = method.sketch(batch.texts)
+                    rows, owned = method.vector_rows(sketch)
+                    rows = np.asarray(rows, dtype=np.float32)
+                    if rows.shape[0]:
+                        stored = rows.astype(storage)
+                        # Norms of the rows as the search will read them back.
+                        _, norms = check_unit_rows(method.name, "embeddings", stored.astype(np.float32))
+                        deviation = max(deviation, float(np.abs(norms - 1.0).max()))
+                        dim = int(rows.shape[1]) if dim is None else dim
+                        rows_file.write(np.ascontiguousarray(stored).tobytes())
+                counts_file.write(np.asarray(owned, np.int64).tobytes())
+                n_rows += int(rows.shape[0])
+                has_dates = has_dates or batch.dates is not None
+                dates = (batch.dates.astype("datetime64[s]") if batch.dates is not None
+                         else np.full(n, np.datetime64("NaT"), "datetime64[s]"))
+                writer.write_table(pa.table({
+                    "id": pa.array(batch.ids, pa.string()),
+                    "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
+                    "source": pa.array([batch.source] * n, pa.string()),
+                    "date": pa.array(dates, pa.timestamp("s")),
+                    "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
+                }, schema=_DOC_SCHEMA))
+                n_docs += n
+    finally:
+        writer.close()
+    facts = {"n_docs": n_docs, "n_rows": n_rows, "dim": dim or 0, "storage": storage,
+             "max_norm_deviation": deviation, "has_dates": has_dates}
+    wd.finish("embed", key, facts)
+    return facts
+
+
+class _RowStore:
+    """The embed stage's rows, read back shard by shard as float32 with their norms. The
+    file is mapped per read, so only the shard read stays resident."""
+
+    def __init__(self, wd: WorkDir, facts: dict[str, Any]) -> None:
+        self.path = wd.stage_dir("embed") / "rows.bin"
+        self.n_rows, self.dim = facts["n_rows"], facts["dim"]
+        self.dtype = np.dtype(facts["storage"])
+
+    def read(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        mapped = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.n_rows, self.dim))
+        rows = np.array(mapped[start:stop], dtype=np.float32, order="C")
+        del mapped
+        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
+        return rows, norms
+
+
+# --------------------------------------------------------------------------- search
+
+
+class _ShardLinker:
+    """Candidate row pairs -> document pairs joined in the run's union-find: already
+    connected documents skipped, the rest rescored exactly, thresholded, the time window
+    applied, and the joins kept as forest edges."""
+
+    def __init__(self, method: Method, uf: UnionFind, offsets: np.ndarray, threshold: float,
+                 dates: np.ndarray | None, window_hours: float | None) -> None:
+        self.method = method
+        self.uf, self.offsets, self.threshold = uf, offsets, np.float32(threshold)
+        self.dates, self.window_hours = dates, window_hours
+        self.forest: list[Pairs] = []
+        self.outside: list[Pairs] = []
+        self.counts = {"candidate_pairs": 0, "scored_pairs": 0}
+
+    def doc_of(self, rows: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.offsets, rows, side="right") - 1
+
+    def consider(self, query: tuple[np.ndarray, np.ndarray, int], index: tuple[np.ndarray, np.ndarray, int],
+                 q_rows: np.ndarray, i_rows: np.ndarray) -> None:
+        """``q_rows``, ``i_rows``: global row numbers of candidate pairs, the first in the
+        query shard (rows, norms, first row), the second in the index shard."""
+        left, right = self.doc_of(q_rows), self.doc_of(i_rows)
+        self.counts["candidate_pairs"] += int(left.size)
+        todo = (left != right)  # chunks of one document never pair it with itself
+        todo[todo] = ~self.uf.connected(left[todo], right[todo])
+        if not todo.any():
+            return
+        q_rows, i_rows, left, right = q_rows[todo], i_rows[todo], left[todo], right[todo]
+        (qx, qn, q0), (ix, inorm, i0) = query, index
+        score = cosine_scores(qx, qn, q_rows - q0, ix, inorm, i_rows - i0)
+        self.counts["scored_pairs"] += int(score.size)
+        keep = score >= self.threshold
+        # Chunk pairs of one document pair collapse to their best score.
+        pairs = Pairs(left[keep], right[keep], score[keep]).canonical()
+        if self.dates is not None and len(pairs):
+            far = outside_time_window(pairs, self.dates, self.window_hours)
+            far &= ~self.method.identical_mask(pairs.score)  # re-sent unchanged: same story
+            if far.any():
+                self.outside.append(pairs.select(far))
+                pairs = pairs.select(~far)
+        merged = self.uf.union(pairs.left, pairs.right)
+        self.forest.append(pairs.select(merged))
+
+
+class _QueryBatchSize:
+    """Rows per range-search query batch, adapted so that a batch's results stay near
+    ``max_results``: a row can have thousands of neighbours (a template's copies), so a
+    batch that found too many makes the next ones smaller, and batches grow back (up to
+    :data:`QUERY_BATCH`) when they find few. faiss's results for one batch cannot be
+    capped beforehand; this bounds all but the first batch that meets such a cluster."""
+
+    def __init__(self, max_results: int) -> None:
+        self.max_results = max(max_results, 1024)
+        self.rows = QUERY_BATCH
+
+    def observe(self, found: int) -> None:
+        if found > self.max_results:
+            self.rows = max(1, int(self.rows * self.max_results / found))
+        elif found < self.max_results // 4:
+            self.rows = min(QUERY_BATCH, self.rows * 2)
+
+
+def _range_candidates(index, queries: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """(query position, index position) of every inner product above ``floor``."""
+    lims, _, found = index.range_search(queries, floor)
+    query = np.repeat(np.arange(queries.shape[0], dtype=np.int64), np.diff(lims.astype(np.int64)))
+    return query, found.astype(np.int64, copy=False)
+
+
+def _merge_top(best_s: np.ndarray, best_i: np.ndarray, scores: np.ndarray, ids: np.ndarray,
+               width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``width`` best of two per-row candidate lists (score descending; ties: the
+    earlier list, then the lower position, as one flat index over all rows orders them)."""
+    s = np.concatenate((best_s, scores), axis=1)
+    i = np.concatenate((best_i, ids), axis=1)
+    order = np.argsort(-s, axis=1, kind="stable")[:, :width]
+    return np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1)
+
+
+def _search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int,
+                  k: int | None, floor: float, linker: _ShardLinker,
+                  batch: _QueryBatchSize) -> None:
+    """Query shard ``i`` against the shards it must meet (see the module docstring)."""
+    q0, q1 = shards[i]
+    qx, qn = store.read(q0, q1)
+    query = (qx, qn, q0)
+    if k is None:
+        for j in range(i, len(shards)):
+            i0, i1 = shards[j]
+            ix, inorm = (qx, qn) if j == i else store.read(i0, i1)
+            index = faiss.IndexFlatIP(store.dim)
+            index.add(ix)
+            b = 0
+            while b < q1 - q0:
+                e = min(q1 - q0, b + batch.rows)
+                local_q, local_i = _range_candidates(index, qx[b:e], floor)
+                batch.observe(local_q.size)
+                q_rows, i_rows = local_q + (q0 + b), local_i + i0
+                del local_q, local_i
+                if j == i:  # within a shard each pair is found from both ends: keep one
+                    keep = i_rows > q_rows
+                    q_rows, i_rows = q_rows[keep], i_rows[keep]
+                linker.consider(query, (ix, inorm, i0), q_rows, i_rows)
+                b = e
+            del index
+        return
+    # kNN: each query row's k + 1 best rows over all shards, merged shard by shard.
+    width = k + 1
+    best_s = np.full((q1 - q0, width), -np.inf, dtype=np.float32)
+    best_i = np.full((q1 - q0, width), -1, dtype=np.int64)
+    for j, (i0, i1) in enumerate(shards):
+        ix = qx if j == i else store.read(i0, i1)[0]
+        index = faiss.IndexFlatIP(store.dim)
+        index.add(ix)
+        n_search = min(width, i1 - i0)
+        for b in range(0, q1 - q0, QUERY_BATCH):
+            scores, found = index.search(qx[b:b + QUERY_BATCH], n_search)
+            found = np.where(found >= 0, found.astype(np.int64) + i0, -1)
+            part = slice(b, b + QUERY_BATCH)
+            best_s[part], best_i[part] = _merge_top(best_s[part], best_i[part], scores, found, width)
+        del index, ix
+    own = np.arange(q0, q1, dtype=np.int64)[:, None]
+    other = (best_i >= 0) & (best_i != own)
+    # As the in-memory search: the first k rows that are not the query, above the floor.
+    keep = other & (np.cumsum(other, axis=1) <= k) & (best_s >= floor)
+    rows, cols = np.nonzero(keep)
+    q_rows, i_rows = rows.astype(np.int64) + q0, best_i[rows, cols]
+    # Index rows lie in any shard: score them shard by shard against that shard's rows.
+    for i0, i1 in shards:
+        inside = (i_rows >= i0) & (i_rows < i1)
+        if inside.any():
+            ix, inorm = (qx, qn) if i0 == q0 else store.read(i0, i1)
+            linker.consider(query, (ix, inorm, i0), q_rows[inside], i_rows[inside])
+
+
+def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], shard_rows: int,
+                  budget: int, window_hours: float | None, timer, progress) -> dict[str, Any]:
+    done = wd.done("search", key)
+    if done is not None:
+        return done
+    directory = wd.stage_dir("search")
+    stamp = directory / "_KEY"
+    same = stamp.exists() and stamp.read_text() == key
+    directory = wd.start("search", keep_files=same)
+    stamp.write_text(key)
+    search = method.vector_search
+    n_docs, n_rows = facts["n_docs"], facts["n_rows"]
+    counts = np.fromfile(wd.stage_dir("embed") / "rows_per_doc.bin", dtype=np.int64)
+    offsets = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    del counts
+    dates = None
+    if window_hours is not None:
+        column = pq.read_table(wd.stage_dir("embed") / "docs.parquet", columns=["date"]).column("date")
+        dates = column.to_numpy().astype("datetime64[s]")
+    store = _RowStore(wd, facts)
+    shards = [(s, min(s + shard_rows, n_rows)) for s in range(0, n_rows, shard_rows)]
+    k = None if search.k is None else min(search.k, max(n_rows - 1, 1))
+    floor = search.threshold - search_margin(store.dim, facts["max_norm_deviation"])
+    totals = {"candidate_pairs": 0, "scored_pairs": 0}
+    # One union-find across query shards, searched in order: a resumed stage replays the
+    # forests of the completed shards (a prefix) to get the same state.
+    uf = UnionFind(n_docs)
+    # A result row costs ~40 bytes (faiss's, the row numbers, the mask): a batch's results
+    # may take a quarter of the budget (two shards take half).
+    batch = _QueryBatchSize(budget // 4 // 40)
+    resuming = True
+    faiss = import_faiss() if n_rows >= 2 else None
+    with progress_bar("searching", total=len(shards), unit="shards", enabled=progress) as advance, \
+            timer.stage("pairs"), omp_threads(faiss, search.threads if faiss else None):
+        for i in range(len(shards)):
+            out, marker = directory / f"q-{i:04d}.arrow", directory / f"q-{i:04d}.json"
+            resuming = resuming and out.exists() and marker.exists()
+            if resuming:
+                table = read_arrow(out)
+                away = table.column("outside_window").to_numpy(zero_copy_only=False)
+                uf.union(table.column("left").to_numpy()[~away], table.column("right").to_numpy()[~away])
+            else:
+                linker = _ShardLinker(method, uf, offsets, search.threshold, dates, window_hours)
+                if n_rows >= 2:
+                    _search_shard(faiss, store, shards, i, k, floor, linker, batch)
+                forest, outside = Pairs.concat(linker.forest), Pairs.concat(linker.outside)
+                write_arrow(out, pa.table({
+                    "left": np.concatenate((forest.left, outside.left)),
+                    "right": np.concatenate((forest.right, outside.right)),
+                    "score": np.concatenate((forest.score, outside.score)),
+                    "outside_window": np.concatenate((np.zeros(len(forest), bool),
+                                                      np.ones(len(outside), bool))),
+                }))
+                atomic_write_text(marker, json.dumps(linker.counts))
+            shard_counts = json.loads(marker.read_text())
+            for name in totals:
+                totals[name] += shard_counts[name]
+            advance(1)
+    totals.update(shards=len(shards), shard_rows=shard_rows)
+    wd.finish("search", key, totals)
+    return totals
+
+
+# --------------------------------------------------------------------------- components
+
+
+def _components_stage(wd: WorkDir, search_key: str, n_docs: int, n_shards: int, timer) -> dict[str, Any]:
+    key = _stage_key("components", search_key)
+    facts = wd.done("components", key)
+    if facts is not None:
+        return facts
+    directory = wd.start("components")
+    uf = UnionFind(n_docs)
+    forest, outside = [], []
+    with timer.stage("cluster"):
+        for i in range(n_shards):
+            table = read_arrow(wd.stage_dir("search") / f"q-{i:04d}.arrow")
+            pairs = Pairs(table.column("left").to_numpy(), table.column("right").to_numpy(),
+                          table.column("score").to_numpy())
+            away = table.column("outside_window").to_numpy(zero_copy_only=False)
+            outside.append(pairs.select(away))
+            pairs = pairs.select(~away)
+            forest.append(pairs.select(uf.union(pairs.left, pairs.right)))
+        forest_pairs = Pairs.concat(forest).canonical()
+        outside_pairs = Pairs.concat(outside).canonical()
+        write_arrow(directory / "forest.arrow", _pairs_table(forest_pairs))
+        write_arrow(directory / "outside.arrow", _pairs_table(outside_pairs))
+        np.save(directory / "roots.npy", uf.roots())
+    facts = {"forest_edges": len(forest_pairs), "outside_window": len(outside_pairs)}
+    wd.finish("components", key, facts)
+    return facts
+
+
+def _pairs_table(pairs: Pairs) -> pa.Table:
+    return pa.table({"left": pairs.left, "right": pairs.right, "score": pairs.score})
+
+
+def _pairs_from(path: Path) -> Pairs:
+    table = read_arrow(path)
+    return Pairs(table.column("left").to_numpy(), table.column("right").to_numpy(),
+                 table.column("score").to_numpy())
+
+
+def run_vector_stage(
+    batches: Iterable[DocumentBatch],
+    method: Method,
+    *,
+    config: CorpusStageConfig = CorpusStageConfig(),
+    time_window_hours: float | None = None,
+    input_identity: Any = None,
+    timer=None,
+    progress: bool | None = None,
+    total: int | None = None,
+    storage: str = "float32",
+    shard_rows: int | None = None,
+) -> CorpusStageOutput:
+    """Run the embed, search and components stages over ``batches`` (module docstring).
+
+    Parameters
+    ----------
+    batches, config, time_window_hours, input_identity, timer, progress, total
+        As :func:`neardup.engine.run_corpus_stage` (``config.partitions`` is unused).
+    storage : {"float32", "float16"}, default "float32"
+        How rows are stored between the stages. float32: the pairs of the in-memory
+        search, exactly. float16: half the disk, scores moved by ~1e-4.
+    shard_rows : int or None
+        Rows per shard; None: :func:`shard_rows_for` the memory limit.
+
+    Returns
+    -------
+    CorpusStageOutput
+        Same fields as the keyed stage's; ``pairs`` is the spanning forest of the scored
+        pairs that joined the components.
+    """
+    search = method.vector_search
+    if search is None:
+        raise ValueError(
+            f"run_vector_stage: method {method.name!r} with these parameters has no vector "
+            "stage (an approximate index is searched in memory); run it through "
+            "neardup.pipeline.run"
+        )
+    if search.threshold <= 0.0:
+        raise ValueError(
+            f"run_vector_stage: threshold must be a number in (0, 1]; got {search.threshold!r}. "
+            "A threshold of 0 pairs about half of all documents; near-duplicate thresholds "
+            "are usually 0.8-0.95."
+        )
+    check_choice("run_vector_stage", "storage", storage, STORAGE_DTYPES)
+    if shard_rows is not None:
+        check_int("run_vector_stage", "shard_rows", shard_rows, low=1)
+    timer = timer or StageTimer()
+    with tempfile.TemporaryDirectory(prefix=f"neardup-work-{os.getpid()}-") as scratch:
+        path = config.work_dir if config.work_dir is not None else scratch
+        wd = WorkDir(path, {"method": method.name, "input": input_identity}, resume=config.resume)
+        facts = _embed_stage(wd, batches, method, storage, timer, progress, total)
+        if time_window_hours is not None and not facts["has_dates"]:
+            raise ValueError(
+                f"run: a time window (time_window_hours={time_window_hours!r}) needs "
+                "document dates, and the input has none. Give the documents' dates "
+                "(--date-field; date_field= in neardup.dedup) or drop the window."
+            )
+        rows = shard_rows or shard_rows_for(config.budget, max(facts["dim"], 1), search.k)
+        search_key = _stage_key("search", facts, search, rows, time_window_hours)
+        search_facts = _search_stage(wd, search_key, method, facts, rows, config.budget,
+                                     time_window_hours, timer, progress)
+        comp_facts = _components_stage(wd, search_key, facts["n_docs"], search_facts["shards"], timer)
+        with timer.stage("cluster"):
+            embed, comp = wd.stage_dir("embed"), wd.stage_dir("components")
+            columns = ["id", "length", "n_features"] + (["date"] if facts["has_dates"] else [])
+            docs = pq.read_table(embed / "docs.parquet", columns=columns)
+            output = CorpusStageOutput(
+                ids=np.array(docs.column("id").to_pylist(), dtype=object),
+                lengths=docs.column("length").to_numpy(),
+                n_features=docs.column("n_features").to_numpy(),
+                dates=(docs.column("date").to_numpy().astype("datetime64[s]")
+                       if facts["has_dates"] else None),
+                roots=np.load(comp / "roots.npy"),
+                pairs=_pairs_from(comp / "forest.arrow"),
+                outside_window=_pairs_from(comp / "outside.arrow"),
+                stats={"rows": facts["n_rows"], "storage": storage, **search_facts, **comp_facts},
+            )
+    return output

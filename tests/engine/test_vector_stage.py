@@ -1,0 +1,285 @@
+"""The out-of-core vector stage: the in-memory search's clusters, shard by shard; resumable.
+
+Most tests use a deterministic stand-in for the model (hashed character trigrams), run
+through the real RETSim method classes, so they are fast and exercise the same code; one
+test uses the shipped RETSim model.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from neardup.data import demo_corpus_path
+from neardup.engine import (
+    CorpusStageConfig,
+    WorkDirError,
+    run_vector_stage,
+    supports_vector_stage,
+)
+from neardup.engine import vectors as vectors_module
+from neardup.engine.vectors import shard_rows_for
+from neardup.graph.cluster import canonical_labels
+from neardup.io.batch import DocumentBatch
+from neardup.methods.embedding import RETSimMethod, RETSimPartialMethod
+from neardup.pipeline import ClusterConfig, run
+
+pytest.importorskip("faiss")
+
+
+class TrigramEmbedder:
+    """Hashed character-trigram counts, L2-normalised: near-identical texts get close rows."""
+
+    dim = 64
+
+    def _rows(self, texts):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            data = np.frombuffer(text.lower().encode("utf-8"), dtype=np.uint8).astype(np.int64)
+            if data.size >= 3:
+                grams = (data[:-2] * 65599 + data[1:-1] * 257 + data[2:]) % 1000003
+                np.add.at(out[i], (grams * 2654435761) % self.dim, 1.0)
+            else:
+                out[i, 0] = 1.0
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    def encode(self, texts, batch_size=None, progress=False):
+        return self._rows(texts)
+
+    def encode_chunks(self, texts, batch_size=None, progress=False):
+        pieces = [[t[s:s + 300] for s in range(0, max(len(t), 1), 300)] for t in texts]
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in pieces], out=offsets[1:])
+        return self._rows([c for p in pieces for c in p]), offsets
+
+
+class FakeRETSim(RETSimMethod):
+    def _make_embedder(self):
+        return TrigramEmbedder()
+
+
+class FakeRETSimPartial(RETSimPartialMethod):
+    def _make_embedder(self):
+        return TrigramEmbedder()
+
+
+@pytest.fixture(scope="module")
+def demo():
+    with gzip.open(demo_corpus_path(), "rt") as handle:
+        records = [json.loads(line) for line in handle][:600]
+    # A few documents with nothing to embed: never paired, still output once.
+    for i in (5, 77, 301):
+        records[i] = dict(records[i], text=" ... ")
+    return records
+
+
+def _batches(records, size=128, dates=False):
+    for start in range(0, len(records), size):
+        chunk = records[start:start + size]
+        yield DocumentBatch(
+            ids=[str(start + i) for i in range(len(chunk))], texts=[r["text"] for r in chunk],
+            dates=(np.array([r["date"][:19] for r in chunk], dtype="datetime64[s]") if dates else None),
+            source="mem", rows=np.arange(start, start + len(chunk)))
+
+
+def _pair_set(pairs):
+    return set(zip(pairs.left.tolist(), pairs.right.tolist()))
+
+
+@pytest.mark.parametrize("method_class", [FakeRETSim, FakeRETSimPartial])
+@pytest.mark.parametrize("k", [None, 3])
+@pytest.mark.parametrize("shard_rows", [37, None])
+def test_sharded_search_matches_in_memory(demo, tmp_path, method_class, k, shard_rows):
+    method = method_class(threshold=0.85, k=k, threads=1)
+    memory = run(_batches(demo), method, engine="memory")
+    stage = run_vector_stage(_batches(demo), method, total=len(demo), shard_rows=shard_rows,
+                             config=CorpusStageConfig(work_dir=str(tmp_path / "w")))
+    np.testing.assert_array_equal(canonical_labels(stage.roots), memory.clusters)
+    assert memory.n_clusters < len(demo) - 20  # the corpus has duplicates to find
+    assert stage.ids.tolist() == [str(i) for i in range(len(demo))]  # every document once
+    # The forest: one edge per join, each a pair the in-memory search found (in kNN
+    # mode, rows tied within float32 rounding may swap places at the k-th neighbour).
+    assert len(stage.pairs) == len(demo) - memory.n_clusters
+    if k is None:
+        assert _pair_set(stage.pairs) <= _pair_set(memory.pairs)
+    assert (stage.pairs.score >= np.float32(0.85)).all()
+    if k is None and method_class is FakeRETSim:
+        best = dict(zip(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()),
+                        memory.pairs.score.tolist()))
+        assert [best[p] for p in zip(stage.pairs.left.tolist(), stage.pairs.right.tolist())] \
+            == stage.pairs.score.tolist()  # same scores, bit for bit
+    for empty in (5, 77, 301):
+        assert stage.n_features[empty] == 0
+        assert (canonical_labels(stage.roots) == canonical_labels(stage.roots)[empty]).sum() == 1
+
+
+def test_pipeline_local_engine_uses_vector_stage(demo, tmp_path):
+    method = FakeRETSim(threshold=0.85)
+    memory = run(_batches(demo), method, engine="memory")
+    local = run(_batches(demo), method, engine="local",
+                corpus_stage=CorpusStageConfig(work_dir=str(tmp_path / "w"), memory_limit="1MB"))
+    np.testing.assert_array_equal(local.clusters, memory.clusters)
+    np.testing.assert_array_equal(local.representative, memory.representative)
+    np.testing.assert_array_equal(local.status, memory.status)
+    assert (tmp_path / "w" / "embed" / "rows.bin").stat().st_size == 597 * 64 * 4
+    assert local.params["corpus_stage"]["shards"] == 1
+    # Approximate indexes and community detection stay in memory.
+    assert not supports_vector_stage(FakeRETSim(threshold=0.85, index="ivf"), "components")
+    assert not supports_vector_stage(method, "leiden")
+    assert supports_vector_stage(method, "components")
+
+
+def test_time_window_matches_in_memory(demo):
+    method = FakeRETSim(threshold=0.8)
+    cluster = ClusterConfig(time_window_hours=24)
+    memory = run(_batches(demo, dates=True), method, engine="memory", cluster=cluster)
+    local = run(_batches(demo, dates=True), method, engine="local", cluster=cluster,
+                corpus_stage=CorpusStageConfig(memory_limit="1MB"))
+    np.testing.assert_array_equal(local.clusters, memory.clusters)
+    assert len(memory.outside_window) > 0
+    assert _pair_set(local.outside_window) <= _pair_set(memory.outside_window)
+
+
+def test_float16_storage_halves_the_rows_and_keeps_clusters(demo, tmp_path):
+    method = FakeRETSim(threshold=0.85)
+    full = run_vector_stage(_batches(demo), method, shard_rows=100,
+                            config=CorpusStageConfig(work_dir=str(tmp_path / "a")))
+    half = run_vector_stage(_batches(demo), method, shard_rows=100, storage="float16",
+                            config=CorpusStageConfig(work_dir=str(tmp_path / "b")))
+    size = (tmp_path / "a" / "embed" / "rows.bin").stat().st_size
+    assert (tmp_path / "b" / "embed" / "rows.bin").stat().st_size * 2 == size
+    np.testing.assert_array_equal(half.roots, full.roots)  # no pair sits within 1e-3 of 0.85 here
+
+
+def test_shard_size_follows_the_memory_limit():
+    assert shard_rows_for(64 << 20, 256, None) == (64 << 20) // 4 // (256 * 4 + 8)
+    assert shard_rows_for(64 << 20, 256, 100) < shard_rows_for(64 << 20, 256, None)
+    assert shard_rows_for(1 << 20, 4096, None) == vectors_module.MIN_SHARD_ROWS
+
+
+class _Killed(Exception):
+    pass
+
+
+@pytest.mark.parametrize("stage", ["embed", "search"])
+def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage):
+    method = FakeRETSimPartial(threshold=0.85, threads=1)
+    clean = run_vector_stage(_batches(demo), method, shard_rows=60,
+                             config=CorpusStageConfig(work_dir=str(tmp_path / "clean")))
+    calls = {"n": 0}
+    if stage == "embed":
+        real = FakeRETSimPartial.sketch
+
+        def dying(self, texts):
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise _Killed
+            return real(self, texts)
+
+        monkeypatch.setattr(FakeRETSimPartial, "sketch", dying)
+    else:
+        real = vectors_module._search_shard
+
+        def dying(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 5:
+                raise _Killed
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(vectors_module, "_search_shard", dying)
+    work = tmp_path / "killed"
+    with pytest.raises(_Killed):
+        run_vector_stage(_batches(demo), method, shard_rows=60,
+                         config=CorpusStageConfig(work_dir=str(work)))
+    monkeypatch.undo()
+    if stage == "search":
+        assert len(list((work / "search").glob("q-*.json"))) == 4  # shards done before the kill
+    with pytest.raises(WorkDirError, match="resume"):
+        run_vector_stage(_batches(demo), method, shard_rows=60,
+                         config=CorpusStageConfig(work_dir=str(work)))
+    resumed = run_vector_stage(_batches(demo), method, shard_rows=60,
+                               config=CorpusStageConfig(work_dir=str(work), resume=True))
+    np.testing.assert_array_equal(resumed.roots, clean.roots)
+    for a, b in ((resumed.pairs, clean.pairs), (resumed.outside_window, clean.outside_window)):
+        np.testing.assert_array_equal(a.left, b.left)
+        np.testing.assert_array_equal(a.right, b.right)
+        np.testing.assert_array_equal(a.score, b.score)
+    for name in ("forest.arrow", "roots.npy"):
+        assert (work / "components" / name).read_bytes() == (tmp_path / "clean" / "components" / name).read_bytes()
+
+
+def test_resume_with_another_threshold_reuses_the_embeddings(demo, tmp_path, monkeypatch):
+    work = str(tmp_path / "w")
+    run_vector_stage(_batches(demo), FakeRETSim(threshold=0.85), shard_rows=100,
+                     config=CorpusStageConfig(work_dir=work))
+
+    def no_model(self, texts):
+        raise AssertionError("embedded again")
+
+    monkeypatch.setattr(FakeRETSim, "sketch", no_model)
+    looser = run_vector_stage(_batches(demo), FakeRETSim(threshold=0.7), shard_rows=100,
+                              config=CorpusStageConfig(work_dir=work, resume=True))
+    monkeypatch.undo()
+    memory = run(_batches(demo), FakeRETSim(threshold=0.7), engine="memory")
+    np.testing.assert_array_equal(canonical_labels(looser.roots), memory.clusters)
+
+
+def test_shipped_retsim_model_sharded_matches_in_memory(demo, tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("unisim")
+    records = demo[:160]
+    method = RETSimMethod(threshold=0.9, cache_dir=str(tmp_path / "cache"))
+    memory = run(_batches(records, size=40), method, engine="memory")
+    stage = run_vector_stage(_batches(records, size=40), method, shard_rows=25,
+                             config=CorpusStageConfig(work_dir=str(tmp_path / "w")))
+    np.testing.assert_array_equal(canonical_labels(stage.roots), memory.clusters)
+    assert memory.n_clusters < len(records)
+    assert _pair_set(stage.pairs) <= _pair_set(memory.pairs)
+
+
+def test_template_copies_shrink_the_query_batches(demo, monkeypatch):
+    # 400 copies of one text: each finds all the others, 160,000 results in one batch,
+    # more than a 1MB budget's share; later batches must shrink, and clusters not change.
+    records = demo[:200] + [demo[10]] * 400 + demo[200:400]
+    method = FakeRETSim(threshold=0.85, threads=1)
+    seen = []
+    real = vectors_module._QueryBatchSize.observe
+
+    def observe(self, found):
+        real(self, found)
+        seen.append(self.rows)
+
+    monkeypatch.setattr(vectors_module._QueryBatchSize, "observe", observe)
+    stage = run_vector_stage(_batches(records), method, config=CorpusStageConfig(memory_limit="1MB"))
+    monkeypatch.undo()
+    memory = run(_batches(records), method, engine="memory")
+    np.testing.assert_array_equal(canonical_labels(stage.roots), memory.clusters)
+    assert min(seen) < vectors_module.QUERY_BATCH // 8
+
+
+def test_cli_local_engine_runs_retsim_out_of_core(demo, tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("unisim")
+    import pyarrow.parquet as pq
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n" for r in demo[:48]))
+    runs = {}
+    for engine in ("local", "memory"):
+        out = tmp_path / f"{engine}.parquet"
+        extra = (["--work-dir", tmp_path / "work", "--memory-limit", "1MB"] if engine == "local" else [])
+        result = CliRunner().invoke(main, ["dedup", str(corpus), "--method", "retsim", "--engine", engine,
+                                           "--id-field", "id", "--clusters-out", str(out), "-q",
+                                           *map(str, extra)])
+        assert result.exit_code == 0, result.output
+        runs[engine] = pq.read_table(out).to_pydict()
+    assert runs["local"]["cluster"] == runs["memory"]["cluster"]
+    assert runs["local"]["id"] == [r["id"] for r in demo[:48]]
+    assert (tmp_path / "work" / "embed" / "_DONE.json").exists()
+    assert (tmp_path / "work" / "components" / "roots.npy").exists()
