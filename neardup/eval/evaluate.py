@@ -164,8 +164,10 @@ def evaluate(
     method_obj = build_method(method, params)
     start = time.perf_counter()
     if sketch_cache is None:
+        # Recall@k ranks every scored pair; the out-of-core stage keeps only the spanning
+        # forest, so retrieval runs in memory (labeled sets are small).
         result = run(_batches(corpus), method_obj, cluster=config, progress=progress,
-                     total=len(corpus))
+                     total=len(corpus), engine="memory" if ks is not None else "local")
     else:
         key = method_obj.sketch_key()
         if key not in sketch_cache:
