@@ -132,8 +132,12 @@ def test_signal_cleans_up_and_exits_without_traceback(tmp_path, signum, code, wo
     (tmp_path / "out").mkdir()
     for path in outputs.values():
         path.write_bytes(b"previous run")
+    # A test run started in the background by a non-interactive shell ignores SIGINT, and
+    # children inherit that (Python then installs no KeyboardInterrupt handler): give the
+    # run the default disposition, as a terminal would.
     process = subprocess.Popen(_command(big, outputs, "--method", "ngram"), env=_env(),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         # Wait until the outputs are checked and their temporary files exist: the run is
