@@ -422,7 +422,9 @@ def run(
     stage_runner = None
     if engine == "local" and supports_corpus_stage(method, cluster.algorithm):
         stage_runner = run_corpus_stage
-    elif engine == "local" and supports_vector_stage(method, cluster.algorithm):
+    elif engine == "local" and supports_vector_stage(
+            method, cluster.algorithm,
+            total if total is not None else (corpus_stage or CorpusStageConfig()).expected_docs):
         stage_runner = run_vector_stage
     if stage_runner is not None:
         stage = stage_runner(

@@ -120,12 +120,17 @@ class CorpusStageConfig:
         256 (enough for ~10^8 documents with the default memory limit).
     resume : bool, default False
         Reuse the completed stages found in ``work_dir``.
+    expected_docs : int or None, default None
+        Documents the caller expects (exact from Parquet footers, or an estimate; set by
+        :meth:`resolve`). Sizes partitions when ``partitions`` is None, and tells whether
+        an embedding method's exact out-of-core search fits its ``exact_limit``.
     """
 
     work_dir: str | None = None
     memory_limit: int | None = None
     partitions: int | None = None
     resume: bool = False
+    expected_docs: int | None = None
 
     def __post_init__(self) -> None:
         if self.partitions is not None:
@@ -138,9 +143,12 @@ class CorpusStageConfig:
         return self.memory_limit or default_memory_limit()
 
     def resolve(self, n_docs: int | None) -> CorpusStageConfig:
-        """This config with ``partitions`` fixed: enough that one partition's keys (about
-        40 rows of 24 bytes per document, grouping doubles them) take an eighth of the
-        budget, a power of two."""
+        """This config with ``expected_docs`` (if not set) and ``partitions`` fixed: enough
+        partitions that one's keys (about 40 rows of 24 bytes per document, grouping
+        doubles them) take an eighth of the budget, a power of two."""
+        if self.expected_docs is None and n_docs is not None:
+            return replace(self, expected_docs=int(n_docs)).resolve(n_docs)
+        n_docs = self.expected_docs if n_docs is None else n_docs
         if self.partitions is not None:
             return self
         if n_docs is None:

@@ -79,11 +79,16 @@ _DOC_SCHEMA = pa.schema([("id", pa.string()), ("length", pa.int64()), ("source",
                          ("date", pa.timestamp("s")), ("n_features", pa.int64())])
 
 
-def supports_vector_stage(method: Method, algorithm: str) -> bool:
-    """Whether ``method`` with clustering ``algorithm`` runs through this stage: methods
-    with the vector contract (:attr:`Method.vector_search`), clustered by connected
-    components."""
-    return method.vector_search is not None and algorithm == "components"
+def supports_vector_stage(method: Method, algorithm: str, n_docs: int | None = None) -> bool:
+    """Whether ``method`` with clustering ``algorithm`` over ``n_docs`` documents runs
+    through this stage: methods with the vector contract (:attr:`Method.vector_search`),
+    clustered by connected components, whose search is exact at this size. Exact search
+    grows with the square of the corpus: above the method's ``exact_limit`` (or when the
+    size is unknown) ``index="auto"`` keeps the in-memory approximate index."""
+    search = method.vector_search
+    if search is None or algorithm != "components":
+        return False
+    return search.exact_limit is None or (n_docs is not None and n_docs <= search.exact_limit)
 
 
 def shard_rows_for(budget: int, dim: int, k: int | None) -> int:

@@ -92,11 +92,16 @@ class VectorSearch:
         nearest rows of each row, then the threshold.
     threads : int or None
         faiss threads (None: faiss's setting).
+    exact_limit : int or None
+        Largest corpus the method searches exactly (its ``index="auto"`` switches to an
+        approximate index above it); None: always exact. The vector stage searches
+        exactly, shard by shard, so it takes only corpora up to this size.
     """
 
     threshold: float
     k: int | None = None
     threads: int | None = None
+    exact_limit: int | None = None
 
 
 @dataclass

@@ -158,7 +158,8 @@ class EmbeddingMethod(Method):
         # index asked for by name stays with the in-memory search that builds it.
         if self.index in ("hnsw", "ivf"):
             return None
-        return VectorSearch(threshold=max(self.threshold, 0.0), k=self.k, threads=self.threads)
+        return VectorSearch(threshold=max(self.threshold, 0.0), k=self.k, threads=self.threads,
+                            exact_limit=self.exact_limit if self.index == "auto" else None)
 
     def vector_rows(self, sketch: Sketch) -> tuple[np.ndarray, np.ndarray]:
         owned = (sketch.n_features > 0).astype(np.int64)

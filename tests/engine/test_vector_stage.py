@@ -119,7 +119,7 @@ def test_sharded_search_matches_in_memory(demo, tmp_path, method_class, k, shard
 def test_pipeline_local_engine_uses_vector_stage(demo, tmp_path):
     method = FakeRETSim(threshold=0.85)
     memory = run(_batches(demo), method, engine="memory")
-    local = run(_batches(demo), method, engine="local",
+    local = run(_batches(demo), method, engine="local", total=len(demo),
                 corpus_stage=CorpusStageConfig(work_dir=str(tmp_path / "w"), memory_limit="1MB"))
     np.testing.assert_array_equal(local.clusters, memory.clusters)
     np.testing.assert_array_equal(local.representative, memory.representative)
@@ -129,14 +129,18 @@ def test_pipeline_local_engine_uses_vector_stage(demo, tmp_path):
     # Approximate indexes and community detection stay in memory.
     assert not supports_vector_stage(FakeRETSim(threshold=0.85, index="ivf"), "components")
     assert not supports_vector_stage(method, "leiden")
-    assert supports_vector_stage(method, "components")
+    # Exact search only where the method's index="auto" searches exactly in memory.
+    assert supports_vector_stage(method, "components", method.exact_limit)
+    assert not supports_vector_stage(method, "components", method.exact_limit + 1)
+    assert not supports_vector_stage(method, "components", None)
+    assert supports_vector_stage(FakeRETSim(threshold=0.85, index="flat"), "components", None)
 
 
 def test_time_window_matches_in_memory(demo):
     method = FakeRETSim(threshold=0.8)
     cluster = ClusterConfig(time_window_hours=24)
     memory = run(_batches(demo, dates=True), method, engine="memory", cluster=cluster)
-    local = run(_batches(demo, dates=True), method, engine="local", cluster=cluster,
+    local = run(_batches(demo, dates=True), method, engine="local", cluster=cluster, total=len(demo),
                 corpus_stage=CorpusStageConfig(memory_limit="1MB"))
     np.testing.assert_array_equal(local.clusters, memory.clusters)
     assert len(memory.outside_window) > 0
