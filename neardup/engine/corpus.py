@@ -51,8 +51,12 @@ __all__ = [
     "PartitionLinker",
     "default_memory_limit",
     "link_key_rows",
+    "merge_forests",
     "parse_memory",
+    "read_stage_output",
+    "require_dates",
     "run_corpus_stage",
+    "stage_key",
     "supports_corpus_stage",
 ]
 
@@ -209,13 +213,15 @@ class _KeySpill:
         self.buffered = 0
 
 
-def _stage_key(*parts: Any) -> str:
+def stage_key(*parts: Any) -> str:
+    """A stage's completion key: its inputs and parameters as sorted JSON (a resumed run
+    reuses a stage only when the key matches)."""
     return json.dumps(parts, sort_keys=True, default=str)
 
 
 def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
                   config: CorpusStageConfig, timer, progress, total) -> dict[str, Any]:
-    key = _stage_key("sketch", method.name, method.get_params(), config.partitions)
+    key = stage_key("sketch", method.name, method.get_params(), config.partitions)
     facts = wd.done("sketch", key)
     if facts is not None:
         return facts
@@ -504,20 +510,21 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
     return forest
 
 
-def _components_stage(wd: WorkDir, link_key: str, sketch_facts: dict[str, Any],
-                      config: CorpusStageConfig, timer) -> dict[str, Any]:
-    """Global merge of the partitions' forests: a union-find over their edges (nothing
-    left to verify), whose joins form the run's forest."""
-    key = _stage_key("components", link_key)
+def merge_forests(wd: WorkDir, key: str, n_docs: int, edge_files: list[Path], timer) -> dict[str, Any]:
+    """The "components" stage of the out-of-core stages: the global merge of the forests
+    in ``edge_files`` (Arrow: left, right, score, outside_window; one per partition or
+    shard), a union-find over their edges (nothing left to verify) whose joins form the
+    run's forest. Writes forest.arrow, outside.arrow and roots.npy."""
+    key = stage_key("components", key)
     facts = wd.done("components", key)
     if facts is not None:
         return facts
     directory = wd.start("components")
-    uf = UnionFind(sketch_facts["n_docs"])
+    uf = UnionFind(n_docs)
     forest, outside = [], []
     with timer.stage("cluster"):
-        for p in range(config.partitions):
-            table = read_arrow(wd.stage_dir("link") / f"p-{p:04d}.arrow")
+        for path in edge_files:
+            table = read_arrow(path)
             left = table.column("left").to_numpy()
             right = table.column("right").to_numpy()
             score = table.column("score").to_numpy()
@@ -534,6 +541,35 @@ def _components_stage(wd: WorkDir, link_key: str, sketch_facts: dict[str, Any],
     facts = {"forest_edges": len(forest_pairs), "outside_window": len(outside_pairs)}
     wd.finish("components", key, facts)
     return facts
+
+
+def require_dates(time_window_hours: float | None, has_dates: bool) -> None:
+    """ValueError when a time window is asked for and the input has no dates."""
+    if time_window_hours is not None and not has_dates:
+        raise ValueError(
+            f"run: a time window (time_window_hours={time_window_hours!r}) needs "
+            "document dates, and the input has none. Give the documents' dates "
+            "(--date-field; date_field= in neardup.dedup) or drop the window."
+        )
+
+
+def read_stage_output(wd: WorkDir, docs_stage: str, has_dates: bool,
+                      stats: dict[str, Any]) -> CorpusStageOutput:
+    """The stage's output from its work directory: documents' facts from
+    ``docs_stage``/docs.parquet, components from the "components" stage."""
+    columns = ["id", "length", "n_features"] + (["date"] if has_dates else [])
+    docs = pq.read_table(wd.stage_dir(docs_stage) / "docs.parquet", columns=columns)
+    comp = wd.stage_dir("components")
+    return CorpusStageOutput(
+        ids=string_array(docs.column("id")),
+        lengths=docs.column("length").to_numpy(),
+        n_features=docs.column("n_features").to_numpy(),
+        dates=docs.column("date").to_numpy().astype("datetime64[s]") if has_dates else None,
+        roots=np.load(comp / "roots.npy"),
+        pairs=_pairs_from(comp / "forest.arrow"),
+        outside_window=_pairs_from(comp / "outside.arrow"),
+        stats=stats,
+    )
 
 
 def _far_apart(dates: np.ndarray, left: np.ndarray, right: np.ndarray, hours: float) -> np.ndarray:
@@ -618,32 +654,17 @@ def run_corpus_stage(
         path = config.work_dir if config.work_dir is not None else scratch
         wd = WorkDir(path, {"method": method.name, "input": input_identity}, resume=config.resume)
         sketch_facts = _sketch_stage(wd, batches, method, config, timer, progress, total)
-        if time_window_hours is not None and not sketch_facts["has_dates"]:
-            raise ValueError(
-                f"run: a time window (time_window_hours={time_window_hours!r}) needs "
-                "document dates, and the input has none. Give the documents' dates "
-                "(--date-field; date_field= in neardup.dedup) or drop the window."
-            )
-        link_key = _stage_key("link", method.name, method.get_params(), config.partitions,
-                              time_window_hours)
+        require_dates(time_window_hours, sketch_facts["has_dates"])
+        link_key = stage_key("link", method.name, method.get_params(), config.partitions,
+                             time_window_hours)
         link_facts = _link_stage(wd, link_key, method, sketch_facts, config, time_window_hours,
                                  timer, progress)
-        comp_facts = _components_stage(wd, link_key, sketch_facts, config, timer)
+        edge_files = [wd.stage_dir("link") / f"p-{p:04d}.arrow" for p in range(config.partitions)]
+        comp_facts = merge_forests(wd, link_key, sketch_facts["n_docs"], edge_files, timer)
         with timer.stage("cluster"):
-            columns = ["id", "length", "n_features"] + (["date"] if sketch_facts["has_dates"] else [])
-            docs = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=columns)
-            comp = wd.stage_dir("components")
-            output = CorpusStageOutput(
-                ids=string_array(docs.column("id")),
-                lengths=docs.column("length").to_numpy(),
-                n_features=docs.column("n_features").to_numpy(),
-                dates=(docs.column("date").to_numpy().astype("datetime64[s]")
-                       if sketch_facts["has_dates"] else None),
-                roots=np.load(comp / "roots.npy"),
-                pairs=_pairs_from(comp / "forest.arrow"),
-                outside_window=_pairs_from(comp / "outside.arrow"),
-                stats={"candidate_keys": sketch_facts["n_keys"], **link_facts, **comp_facts},
-            )
+            output = read_stage_output(
+                wd, "sketch", sketch_facts["has_dates"],
+                {"candidate_keys": sketch_facts["n_keys"], **link_facts, **comp_facts})
     return output
 
 

@@ -43,14 +43,20 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.engine.corpus import CorpusStageConfig, CorpusStageOutput
+from neardup.engine.corpus import (
+    CorpusStageConfig,
+    CorpusStageOutput,
+    merge_forests,
+    read_stage_output,
+    require_dates,
+    stage_key,
+)
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
 from neardup.errors import check_choice, check_int
@@ -99,17 +105,13 @@ def shard_rows_for(budget: int, dim: int, k: int | None) -> int:
     return max(MIN_SHARD_ROWS, budget // 4 // row_bytes)
 
 
-def _stage_key(*parts: Any) -> str:
-    return json.dumps(parts, sort_keys=True, default=str)
-
-
 # --------------------------------------------------------------------------- embed
 
 
 def _embed_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method, storage: str,
                  timer, progress, total) -> dict[str, Any]:
     # Keyed by the sketch parameters only: a rerun with another threshold reuses the rows.
-    key = _stage_key("embed", method.sketch_key(), storage)
+    key = stage_key("embed", method.sketch_key(), storage)
     facts = wd.done("embed", key)
     if facts is not None:
         return facts
@@ -376,43 +378,6 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
 # --------------------------------------------------------------------------- components
 
 
-def _components_stage(wd: WorkDir, search_key: str, n_docs: int, n_shards: int, timer) -> dict[str, Any]:
-    key = _stage_key("components", search_key)
-    facts = wd.done("components", key)
-    if facts is not None:
-        return facts
-    directory = wd.start("components")
-    uf = UnionFind(n_docs)
-    forest, outside = [], []
-    with timer.stage("cluster"):
-        for i in range(n_shards):
-            table = read_arrow(wd.stage_dir("search") / f"q-{i:04d}.arrow")
-            pairs = Pairs(table.column("left").to_numpy(), table.column("right").to_numpy(),
-                          table.column("score").to_numpy())
-            away = table.column("outside_window").to_numpy(zero_copy_only=False)
-            outside.append(pairs.select(away))
-            pairs = pairs.select(~away)
-            forest.append(pairs.select(uf.union(pairs.left, pairs.right)))
-        forest_pairs = Pairs.concat(forest).canonical()
-        outside_pairs = Pairs.concat(outside).canonical()
-        write_arrow(directory / "forest.arrow", _pairs_table(forest_pairs))
-        write_arrow(directory / "outside.arrow", _pairs_table(outside_pairs))
-        np.save(directory / "roots.npy", uf.roots())
-    facts = {"forest_edges": len(forest_pairs), "outside_window": len(outside_pairs)}
-    wd.finish("components", key, facts)
-    return facts
-
-
-def _pairs_table(pairs: Pairs) -> pa.Table:
-    return pa.table({"left": pairs.left, "right": pairs.right, "score": pairs.score})
-
-
-def _pairs_from(path: Path) -> Pairs:
-    table = read_arrow(path)
-    return Pairs(table.column("left").to_numpy(), table.column("right").to_numpy(),
-                 table.column("score").to_numpy())
-
-
 def run_vector_stage(
     batches: Iterable[DocumentBatch],
     method: Method,
@@ -465,30 +430,16 @@ def run_vector_stage(
         path = config.work_dir if config.work_dir is not None else scratch
         wd = WorkDir(path, {"method": method.name, "input": input_identity}, resume=config.resume)
         facts = _embed_stage(wd, batches, method, storage, timer, progress, total)
-        if time_window_hours is not None and not facts["has_dates"]:
-            raise ValueError(
-                f"run: a time window (time_window_hours={time_window_hours!r}) needs "
-                "document dates, and the input has none. Give the documents' dates "
-                "(--date-field; date_field= in neardup.dedup) or drop the window."
-            )
+        require_dates(time_window_hours, facts["has_dates"])
         rows = shard_rows or shard_rows_for(config.budget, max(facts["dim"], 1), search.k)
-        search_key = _stage_key("search", facts, search, rows, time_window_hours)
+        search_key = stage_key("search", facts, search, rows, time_window_hours)
         search_facts = _search_stage(wd, search_key, method, facts, rows, config.budget,
                                      time_window_hours, timer, progress)
-        comp_facts = _components_stage(wd, search_key, facts["n_docs"], search_facts["shards"], timer)
+        edge_files = [wd.stage_dir("search") / f"q-{i:04d}.arrow"
+                      for i in range(search_facts["shards"])]
+        comp_facts = merge_forests(wd, search_key, facts["n_docs"], edge_files, timer)
         with timer.stage("cluster"):
-            embed, comp = wd.stage_dir("embed"), wd.stage_dir("components")
-            columns = ["id", "length", "n_features"] + (["date"] if facts["has_dates"] else [])
-            docs = pq.read_table(embed / "docs.parquet", columns=columns)
-            output = CorpusStageOutput(
-                ids=np.array(docs.column("id").to_pylist(), dtype=object),
-                lengths=docs.column("length").to_numpy(),
-                n_features=docs.column("n_features").to_numpy(),
-                dates=(docs.column("date").to_numpy().astype("datetime64[s]")
-                       if facts["has_dates"] else None),
-                roots=np.load(comp / "roots.npy"),
-                pairs=_pairs_from(comp / "forest.arrow"),
-                outside_window=_pairs_from(comp / "outside.arrow"),
-                stats={"rows": facts["n_rows"], "storage": storage, **search_facts, **comp_facts},
-            )
+            output = read_stage_output(
+                wd, "embed", facts["has_dates"],
+                {"rows": facts["n_rows"], "storage": storage, **search_facts, **comp_facts})
     return output
