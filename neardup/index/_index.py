@@ -524,16 +524,8 @@ class Index:
             left = right = np.empty(0, np.int64)
             score = np.empty(0, np.float32)
         # Write: relabel merged clusters, insert documents and postings, grow big groups.
-        con.executemany("UPDATE docs SET cluster = ? WHERE cluster = ?",
-                        [(new, old) for old, new in sorted(relabel.items())])
-        texts = [zlib.compress(normalized[i].encode("utf-8", "surrogatepass"))
-                 if self.store_text else None for i in local.tolist()]
-        con.executemany(
-            "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            zip(new_docs.tolist(), [ids[i] for i in local.tolist()], clusters_new.tolist(),
-                sketch.n_features[local].tolist(), [digest[i].tobytes() for i in local.tolist()],
-                [arrays_blobs[i] for i in local.tolist()], texts))
+        self._insert_docs(con, relabel, new_docs, local, ids, clusters_new, sketch, digest,
+                          [arrays_blobs[i] for i in local.tolist()], normalized)
         order = np.lexsort((docs, payload, keys))
         con.executemany("INSERT INTO postings(key, payload, doc) VALUES (?, ?, ?)",
                         zip(keys[order].tolist(), payload[order].tolist(), docs[order].tolist()))
@@ -588,16 +580,8 @@ class Index:
                 linked=(left, right, score.astype(np.float32)))
         else:
             clusters_new, relabel = np.empty(0, np.int64), {}
-        con.executemany("UPDATE docs SET cluster = ? WHERE cluster = ?",
-                        [(new, old) for old, new in sorted(relabel.items())])
-        texts = [zlib.compress(normalized[i].encode("utf-8", "surrogatepass"))
-                 if self.store_text else None for i in local.tolist()]
-        con.executemany(
-            "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            zip(new_docs.tolist(), [ids[i] for i in local.tolist()], clusters_new.tolist(),
-                sketch.n_features[local].tolist(), [digest[i].tobytes() for i in local.tolist()],
-                [b""] * m, texts))
+        self._insert_docs(con, relabel, new_docs, local, ids, clusters_new, sketch, digest,
+                          [b""] * m, normalized)
         if valid.any():
             name = self._vectors.write(new_docs[valid], vectors[valid])
             self._set_manifest(con, manifest + [name])
@@ -630,6 +614,23 @@ class Index:
         stored_docs = np.array([r[0] for r in rows], np.int64)
         arrays = self._arrays_from_blobs([r[3] for r in rows]) if rows else {}
         return stored_docs, arrays, {r[0]: r[1] for r in rows}, {r[0]: r[2] for r in rows}
+
+    def _insert_docs(self, con, relabel: dict, new_docs: np.ndarray, local: np.ndarray, ids,
+                     clusters_new: np.ndarray, sketch, digest: np.ndarray, arrays_blobs: list,
+                     normalized) -> None:
+        """Relabel merged clusters, then insert the batch's new documents (``local``: their
+        positions in the batch; ``arrays_blobs`` aligned with ``local``)."""
+        con.executemany("UPDATE docs SET cluster = ? WHERE cluster = ?",
+                        [(new, old) for old, new in sorted(relabel.items())])
+        chosen = local.tolist()
+        texts = [zlib.compress(normalized[i].encode("utf-8", "surrogatepass"))
+                 if self.store_text else None for i in chosen]
+        con.executemany(
+            "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            zip(new_docs.tolist(), [ids[i] for i in chosen], clusters_new.tolist(),
+                sketch.n_features[local].tolist(), [digest[i].tobytes() for i in chosen],
+                arrays_blobs, texts))
 
     def _grow_big(self, con, keys: np.ndarray, docs: np.ndarray, big: dict, rows: np.ndarray) -> None:
         """Record key groups that now exceed the cap (anchor, last member, count), given
