@@ -150,16 +150,17 @@ class CorpusStageConfig:
         """This config with ``expected_docs`` (if not set) and ``partitions`` fixed: enough
         partitions that one's keys (about 40 rows of 24 bytes per document, grouping
         doubles them) take an eighth of the budget, a power of two."""
-        if self.expected_docs is None and n_docs is not None:
-            return replace(self, expected_docs=int(n_docs)).resolve(n_docs)
-        n_docs = self.expected_docs if n_docs is None else n_docs
-        if self.partitions is not None:
-            return self
+        config = self
+        if config.expected_docs is None and n_docs is not None:
+            config = replace(config, expected_docs=int(n_docs))
+        n_docs = config.expected_docs if n_docs is None else n_docs
+        if config.partitions is not None:
+            return config
         if n_docs is None:
-            return replace(self, partitions=256)
+            return replace(config, partitions=256)
         need = n_docs * 40 * 24 * 2 / max(self.budget // 8, 1)
         partitions = 1 << max(int(np.ceil(np.log2(max(need, 1.0)))), 0)
-        return replace(self, partitions=min(partitions, 4096))
+        return replace(config, partitions=min(partitions, 4096))
 
 
 def supports_corpus_stage(method: Method, algorithm: str) -> bool:
