@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.errors import InputError, check_int
-from neardup.io._dates import as_datetime64, field_epoch_seconds
+from neardup.io import as_datetime64, field_epoch_seconds
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method, method_parameters
 from neardup.engine import CorpusStageConfig

@@ -19,7 +19,8 @@ from neardup.graph.edges import Pairs
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Method
 from neardup.methods.exact import ExactHash
-from neardup.pipeline import _Timer, sketch_corpus
+from neardup.pipeline import sketch_corpus
+from neardup.progress import StageTimer
 
 __all__ = ["LeakageReport", "find_leakage"]
 
@@ -85,7 +86,7 @@ def find_leakage(
         The near-duplicate method (any of ``neardup.METHODS``).
     progress : bool or None, default None
     """
-    timer = _Timer()
+    timer = StageTimer()
     flags: list[np.ndarray] = []
 
     def both() -> Iterable[DocumentBatch]:

@@ -145,7 +145,7 @@ class Result:
         Seconds per stage.
     pair_types : ndarray of str, shape (n_pairs,), or None
         Duplicate type of each pair (``exact``, ``expanded``, ``corrected``, ``template``,
-        ``near``; see :mod:`neardup.graph.pair_types`), when computed.
+        ``near``; see :mod:`neardup.methods.pair_types`), when computed.
     template_groups : ndarray of int64, shape (n_docs,), or None
         The cluster each document had before oversized clusters were split (equal to
         ``clusters`` unless ``oversized="split"``); groups the template clusters in
@@ -257,8 +257,6 @@ class Result:
         }
 
 
-_Timer = StageTimer
-
 
 def choose_representatives(labels: np.ndarray, lengths: np.ndarray, keep: str) -> np.ndarray:
     """One representative per cluster (bool, shape (n_docs,)).
@@ -313,12 +311,12 @@ def sketch_corpus(
     batches: Iterable[DocumentBatch],
     method: Method,
     *,
-    timer: _Timer | None = None,
+    timer: StageTimer | None = None,
     progress: bool | None = None,
     total: int | None = None,
 ) -> CorpusSketch:
     """Run the per-batch stage (``method.sketch``) over every batch, in order."""
-    timer = timer or _Timer()
+    timer = timer or StageTimer()
     ids: list[str] = []
     lengths: list[np.ndarray] = []
     sources: list[np.ndarray] = []
@@ -403,7 +401,7 @@ def run(
     """
     check_choice("run", "keep", keep, KEEP_RULES)
     check_choice("run", "engine", engine, ENGINES)
-    timer = _Timer()
+    timer = StageTimer()
     if engine == "ray":
         from neardup.engine.ray_engine import RayConfig, run_ray_stage
 
@@ -459,7 +457,7 @@ def pair_types(
     reading from ``batches`` only the texts of documents that appear in a pair. Pairs
     dated further apart than the run's ``time_window_hours`` (default: Sanderson's 48
     hours) are templates unless identical."""
-    from neardup.graph.pair_types import classify_pairs
+    from neardup.methods.pair_types import classify_pairs
     from neardup.text import NormalizeConfig, normalize_batch
 
     pairs = Pairs.concat([result.pairs, result.outside_window])
@@ -527,7 +525,7 @@ def run_on_sketch(
     *,
     cluster: ClusterConfig = ClusterConfig(),
     keep: str = "longest",
-    timer: _Timer | None = None,
+    timer: StageTimer | None = None,
 ) -> Result:
     """The corpus-wide stages of :func:`run` over an existing corpus sketch.
 
@@ -536,7 +534,7 @@ def run_on_sketch(
     pair-only parameters (thresholds) re-uses one sketch.
     """
     check_choice("run_on_sketch", "keep", keep, KEEP_RULES)
-    timer = timer or _Timer()
+    timer = timer or StageTimer()
     n_docs = corpus.n_docs
     sketch = corpus.sketch
     if cluster.time_window_hours is not None and corpus.dates is None:

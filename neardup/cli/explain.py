@@ -89,7 +89,7 @@ def render_explanation(console: Any, ids: tuple[str, str], docs: dict, result: d
     console.print(
         f"[bold]Pair type:[/bold] {result['pair_type']}  [dim](identical={f['identical']}, "
         f"Jaccard {f['jaccard']}, containment {f['containment']}, Jaccard with digits "
-        f"masked {f['masked_jaccard']}; rules in neardup.graph.pair_types)[/dim]"
+        f"masked {f['masked_jaccard']}; rules in neardup.methods.pair_types)[/dim]"
     )
     dates, gap, window = result["dates"], result["gap_hours"], result["window"]
     if gap is None:

@@ -31,7 +31,7 @@ import numpy as np
 from neardup.errors import InputError
 from neardup.graph import Pairs, connected_components
 from neardup.io import ReaderConfig, detect_format, iter_records, read_corpus
-from neardup.io._dates import as_datetime64, field_epoch_seconds
+from neardup.io import as_datetime64, field_epoch_seconds
 
 __all__ = ["LabeledCorpus", "load_labeled"]
 

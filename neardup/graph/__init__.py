@@ -1,6 +1,6 @@
 """Scored edges -> clusters: connected components, Leiden/Louvain, agglomerative clustering,
 oversized-cluster flags; faiss similarity graphs over embeddings. Duplicate types of pairs
-are in :mod:`neardup.graph.pair_types`."""
+are in :mod:`neardup.methods.pair_types`."""
 
 from neardup.graph.agglomerative import agglomerative_labels
 from neardup.graph.cluster import (

@@ -60,7 +60,6 @@ from neardup.index._store import (
 from neardup.index._vectors import VectorSegments
 from neardup.methods import make_method
 from neardup.methods.base import Method, Sketch
-from neardup.text.hashing import encode_codepoints, seed_words
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 
 __all__ = ["Index"]
@@ -752,7 +751,7 @@ class Index:
         same = np.array([rows[a][4] == digest[q].tobytes() for q, a in zip(query.tolist(), at.tolist())])
         if not self.store_text:
             return np.where(same, "exact", "near").tolist()
-        from neardup.graph.pair_types import classify_pairs
+        from neardup.methods.pair_types import classify_pairs
 
         texts: dict[int, str] = {}
         for q in np.unique(query).tolist():
@@ -997,11 +996,9 @@ def _bulk_table(ids: pa.Array, roots: np.ndarray, n_features: np.ndarray, left: 
 
 def _text_digests(normalized: list[str]) -> np.ndarray:
     """128-bit digests of normalized texts (uint64, shape (n, 2)): equal -> exact copy."""
-    from neardup.methods.exact import _digests
+    from neardup.methods.exact import ExactHash
 
-    cps, offsets = encode_codepoints(normalized)
-    key_a, key_b = seed_words(0, 2, salt=0xE4AC7)
-    return _digests(cps, offsets, key_a, key_b)
+    return ExactHash(seed=0).digest_normalized(normalized)
 
 
 

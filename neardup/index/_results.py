@@ -101,7 +101,7 @@ class QueryResult:
         Method score (MinHash estimated Jaccard, SimHash 1 - hamming/64, exact 1.0).
     type : list of str
         "exact" (same normalized text) or, with stored texts, Sanderson's types (see
-        :func:`neardup.graph.pair_types.classify_pairs`); without stored texts every
+        :func:`neardup.methods.pair_types.classify_pairs`); without stored texts every
         other match is "near".
     """
 

@@ -1,5 +1,6 @@
 """Corpus I/O: stream documents in as batches, write tables and records out atomically."""
 
+from neardup.io._dates import as_datetime64, field_epoch_seconds
 from neardup.io._formats import parquet_num_rows, parquet_records
 from neardup.io.batch import DocumentBatch
 from neardup.io.outputs import OutputSet
@@ -8,6 +9,8 @@ from neardup.io.reuters import find_reuters_dir
 from neardup.io.writers import atomic_path, write_records, write_table
 
 __all__ = [
+    "as_datetime64",
+    "field_epoch_seconds",
     "parquet_num_rows",
     "parquet_records",
     "DocumentBatch",

@@ -85,11 +85,20 @@ class ExactHash(Method):
         self.seed = check_int("ExactHash", "seed", seed, low=0)
 
     def sketch(self, texts: Sequence[str]) -> Sketch:
-        normalized = normalize_batch(texts, self.normalize)
-        cps, offsets = encode_codepoints(normalized)
-        key_a, key_b = seed_words(self.seed, 2, salt=0xE4AC7)
+        digests, lengths = self._digests_and_lengths(normalize_batch(texts, self.normalize))
         # A text that is empty after normalization has no features: never a duplicate.
-        return Sketch(np.diff(offsets), {"digest": _digests(cps, offsets, key_a, key_b)})
+        return Sketch(lengths, {"digest": digests})
+
+    def digest_normalized(self, normalized: Sequence[str]) -> np.ndarray:
+        """128-bit digests (uint64, shape (n, 2)) of texts that are already normalized:
+        equal digests mean identical texts (for callers that keep the normalized text,
+        like the index)."""
+        return self._digests_and_lengths(normalized)[0]
+
+    def _digests_and_lengths(self, normalized: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        cps, offsets = encode_codepoints(list(normalized))
+        key_a, key_b = seed_words(self.seed, 2, salt=0xE4AC7)
+        return _digests(cps, offsets, key_a, key_b), np.diff(offsets)
 
     def find_pairs(self, sketch: Sketch) -> Pairs:
         valid = np.flatnonzero(sketch.n_features > 0)

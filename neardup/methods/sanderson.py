@@ -188,7 +188,7 @@ class Sanderson(Method):
         A retrieval counterpart of :class:`~neardup.methods.ngram.NGramOverlap`: scores
         come from weighted term overlap rather than shingle Jaccard, so word order does not
         matter and abridged copies are retrieved by their sources but not the other way
-        round. :func:`neardup.graph.pair_types.classify_pairs` sorts its pairs (and any
+        round. :func:`neardup.methods.pair_types.classify_pairs` sorts its pairs (and any
         method's) into Sanderson's duplicate types.
 
     Parameters

@@ -157,9 +157,9 @@ def _best_edges(outputs: RunOutputs, shown: np.ndarray, rep_of: np.ndarray) -> d
 
 def _fill_pair_types(outputs: RunOutputs, raw: dict[int, str], dates: dict[int, str]) -> None:
     """Type the shown pairs when the run did not (dedup without --pairs-out), from the
-    texts just read: the same rules as the run's pair types (:mod:`neardup.graph.pair_types`)."""
+    texts just read: the same rules as the run's pair types (:mod:`neardup.methods.pair_types`)."""
     from neardup.graph.edges import Pairs
-    from neardup.graph.pair_types import classify_pairs
+    from neardup.methods.pair_types import classify_pairs
     from neardup.text import NormalizeConfig, normalize_batch
 
     untyped = outputs.pair_type == ""

@@ -6,7 +6,7 @@ lists their shared word shingles, scores the pair by each lexical method against
 default threshold (the same kernels the methods run at scale: exact digests, exact shingle
 Jaccard and containment, the MinHash estimate and LSH band collisions, SimHash Hamming
 distance, SpotSigs signature Jaccard), gives the pair its duplicate type
-(:mod:`neardup.graph.pair_types`), and checks the time window. Methods whose score depends
+(:mod:`neardup.methods.pair_types`), and checks the time window. Methods whose score depends
 on the whole corpus (``sanderson``: BM25 mutual retrieval; ``wminhash``: IDF weights) are
 listed as such; a neural method is scored only when named, since it loads a model.
 """
@@ -225,7 +225,7 @@ def explain_pair(
         rules' inputs), ``dates`` and ``window``.
     """
     from neardup.graph.edges import Pairs, outside_time_window
-    from neardup.graph.pair_types import classify_pairs, pair_features
+    from neardup.methods.pair_types import classify_pairs, pair_features
     from neardup.methods import METHODS, NEURAL_METHODS
     from neardup.report.align import align_words
     from neardup.text import normalize_batch

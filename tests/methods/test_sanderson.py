@@ -295,7 +295,7 @@ def test_find_pairs_input_errors():
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:.*not a valid date:UserWarning")
 def test_reuters_identical_bodies_and_types():
-    from neardup.graph.pair_types import PAIR_TYPES, classify_pairs, count_pair_types
+    from neardup.methods.pair_types import PAIR_TYPES, classify_pairs, count_pair_types
     from neardup.io import ReaderConfig, find_reuters_dir, iter_records, read_corpus
     from neardup.text import normalize_batch
 

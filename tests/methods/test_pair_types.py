@@ -8,9 +8,9 @@ import doctest
 import numpy as np
 import pytest
 
-import neardup.graph.pair_types as pair_types_module
+import neardup.methods.pair_types as pair_types_module
 from neardup.graph.edges import Pairs
-from neardup.graph.pair_types import (
+from neardup.methods.pair_types import (
     PAIR_TYPES,
     classify_pairs,
     count_pair_types,
