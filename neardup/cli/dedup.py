@@ -35,6 +35,7 @@ from neardup.cli.options import (
 from neardup.errors import NeardupError, spelled_as
 from neardup.methods import make_method
 from neardup.cli.engine import (
+    check_engine_options,
     corpus_stage_from_options,
     engine_options,
     input_bytes,
@@ -203,6 +204,7 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         console.print(f"[dim]{DEMO_HINT} ({inputs[0].name})[/dim]")
     try:
         with spelled_as(spell_flag), _termination_as_exception():
+            check_engine_options(opts)
             if opts["engine"] == "ray":
                 _dedup_ray(inputs, opts)
                 return
@@ -295,7 +297,8 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
             f"--engine ray runs exact, minhash and simhash clustered by components; got "
             f"--method {method_obj.name} with --cluster {cluster.algorithm}. Use --engine local."
         )
-    config = RayConfig(address=opts["ray_address"], partitions=opts["partitions"])
+    config = RayConfig(address=opts["ray_address"], partitions=opts["partitions"],
+                       shard_rows=opts["ray_shard_rows"])
     run = RayRun(RayInputs(tuple(str(p) for p in inputs), reader), method_obj, config=config,
                  time_window_hours=cluster.time_window_hours, progress=progress)
     run.execute()

@@ -11,7 +11,7 @@ import click
 
 from neardup.engine import CorpusStageConfig, parse_memory
 
-__all__ = ["corpus_stage_from_options", "engine_options", "estimated_documents", "input_bytes",
+__all__ = ["check_engine_options", "corpus_stage_from_options", "engine_options", "estimated_documents", "input_bytes",
            "input_identity"]
 
 _COMPRESSED_INPUT = (".gz", ".parquet")
@@ -48,7 +48,7 @@ def _memory(ctx, param, value):
 
 
 def engine_options(function: F) -> F:
-    """``--engine``, ``--ray-address``, ``--work-dir``, ``--memory-limit``, ``--partitions``,
+    """``--engine``, ``--ray-address``, ``--ray-shard-rows``, ``--work-dir``, ``--memory-limit``, ``--partitions``,
     ``--resume``."""
     options = (
         click.option("--engine", type=click.Choice(["local", "memory", "ray"]), default="local",
@@ -70,6 +70,12 @@ def engine_options(function: F) -> F:
                      help="With --engine ray: the cluster to run on (host:6379 as printed by "
                           "`ray start --head`, ray://host:10001, or auto); default: "
                           "RAY_ADDRESS, else a new single-machine cluster."),
+        click.option("--ray-shard-rows", type=click.IntRange(1), default=25_000, show_default=True,
+                     metavar="N",
+                     help="With --engine ray: rows per read-and-sketch task (whole Parquet row "
+                          "groups; other formats one file per task). Larger shards mean fewer "
+                          "objects per exchange (shards x partitions): use ~1000000 with "
+                          "~2048 --partitions beyond 10^8 documents (docs/scale-out.md)."),
         click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help="Directory for the out-of-core stages (default: a temporary "
                           "directory, removed at the end). Must be new or empty, unless "
@@ -87,6 +93,22 @@ def engine_options(function: F) -> F:
     for option in reversed(options):
         function = option(function)
     return function
+
+
+def check_engine_options(opts: dict[str, Any]) -> None:
+    """UsageError for a Ray option given on the command line without ``--engine ray``
+    (it would be ignored)."""
+    from click.core import ParameterSource
+
+    context = click.get_current_context(silent=True)
+    if context is None or opts["engine"] == "ray":
+        return
+    for name, flag in (("ray_address", "--ray-address"), ("ray_shard_rows", "--ray-shard-rows")):
+        if context.get_parameter_source(name) not in (None, ParameterSource.DEFAULT):
+            raise click.UsageError(
+                f"{flag} applies to --engine ray only; with --engine {opts['engine']} it would "
+                f"be ignored. Add --engine ray or drop {flag}."
+            )
 
 
 def corpus_stage_from_options(opts: dict[str, Any], inputs=()) -> CorpusStageConfig:

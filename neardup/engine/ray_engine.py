@@ -3,8 +3,8 @@ tasks over numpy arrays, so a corpus larger than one machine is de-duplicated wi
 same clusters.
 
 Dataflow (S shards, P key partitions; each ``->`` an all-to-all exchange of objects
-through the object store, S x P of them, as in Ray Data's pull-based shuffle; nothing
-but counts, forest edges and per-duplicate integers reaches the driver)::
+through the object store, S x P of them, as in Ray Data's pull-based shuffle; with the
+CLI's outputs nothing but counts reaches the driver)::
 
     sketch task per shard (files cut into row ranges): read + method.sketch +
         method.candidate_keys --> facts (Arrow: id, length, date, ...), arrays (numpy:
@@ -20,8 +20,10 @@ but counts, forest edges and per-duplicate integers reaches the driver)::
            documents are joined, verify the others) with a union-find over the
            partition's documents, seeded (wave 2) with wave 1's components
            --> partition forest (<= one edge per document of the partition)
-      driver: union-find over the forests' edges (int64 arrays of joined documents)
-    --> roots --> labels; clusters, pairs and kept records written by the workers.
+      merge tree (tasks, fan-in 8): a union-find over the forests' edges -> one forest
+    --> assign task: roots, sizes, representatives of the joined documents (about 40 B
+        per duplicate document, in one worker), the pairs table
+    --> clusters and kept records written by tasks per shard; the driver gets counts.
 
 Only documents of shared keys travel past the sketch task, and only their verification
 arrays (a MinHash signature: 4 bytes per permutation), once per partition that verifies
@@ -436,6 +438,10 @@ def _merge_forests(*results: dict) -> tuple[dict, tuple[np.ndarray, np.ndarray],
     return merged, (nodes, nodes[uf.roots()]), counts
 
 
+def _forest_sizes(merged: dict) -> tuple[int, int]:
+    return int(merged["forest"][0].size), int(merged["outside"][0].size)
+
+
 def _reduce_forests(refs: list, fan_in: int = 8):
     """A tree of merge tasks over link results: object references to the merged result,
     the seed and the counts. Each merge holds at most ``fan_in`` forests, each of at most
@@ -538,10 +544,13 @@ class RayRun:
     """One Ray de-duplication: the distributed datasets and the driver's merge state.
 
     After :meth:`execute`: ``docs`` (the sketch tasks' per-document facts as a materialized
-    Ray dataset, None for an empty corpus), ``offsets`` (global
-    position of each shard's first document), ``nodes`` and ``node_roots`` (sorted
-    positions of every document that joined another, and its component root: the
-    smallest member), ``forest`` and ``outside`` (Pairs), ``stats``.
+    Ray dataset, None for an empty corpus), ``offsets`` (global position of each shard's
+    first document), ``stats``, and object references to the merge tree's result:
+    ``merged_ref`` (forest and outside-window pairs) and ``seed_ref`` (sorted positions
+    of every document that joined another, and its component root: the smallest member).
+    The driver fetches those only when asked (``nodes``, ``node_roots``, ``forest``,
+    ``outside``: the Python API's :meth:`stage_output`); :func:`write_outputs` leaves
+    them in the cluster.
     """
 
     def __init__(self, source, method: Method, *, config: RayConfig = RayConfig(),
@@ -638,20 +647,35 @@ class RayRun:
                 totals = counts
         with timer.stage("cluster"):
             if merged is None:
-                final, (nodes, roots), _ = _merge_forests()
-            else:
-                final, (nodes, roots) = ray.get([merged, seed])
-            self._finish(final, nodes, roots, partitions)
+                final, seed_arrays, totals = _merge_forests()
+                merged, seed = ray.put(final), ray.put(seed_arrays)
+            self.merged_ref, self.seed_ref = merged, seed
+            self._fetched = None
+            # Only two counts come back: the forest stays in the cluster.
+            forest_edges, outside = ray.get(ray.remote(_forest_sizes).remote(merged))
+            self._finish(totals, forest_edges, outside, partitions)
 
-    def _finish(self, final: dict, nodes: np.ndarray, roots: np.ndarray, partitions: int) -> None:
-        self.nodes, self.node_roots = nodes, roots
-        self.forest = Pairs(*final["forest"]).canonical()
-        self.outside = Pairs(*final["outside"]).canonical()
-        counts = final["counts"]
+    def _fetch(self) -> tuple:
+        """The merge tree's result on the driver (once): nodes, roots, forest, outside."""
+        if self._fetched is None:
+            import ray
+
+            final, (nodes, roots) = ray.get([self.merged_ref, self.seed_ref])
+            self._fetched = (nodes, roots, Pairs(*final["forest"]).canonical(),
+                             Pairs(*final["outside"]).canonical())
+        return self._fetched
+
+    nodes = property(lambda self: self._fetch()[0], doc="Sorted positions of joined documents.")
+    node_roots = property(lambda self: self._fetch()[1], doc="Component root of each of ``nodes``.")
+    forest = property(lambda self: self._fetch()[2], doc="Verified edges joining components (Pairs).")
+    outside = property(lambda self: self._fetch()[3], doc="Pairs the time window kept apart (Pairs).")
+
+    def _finish(self, counts: dict, forest_edges: int, outside: int, partitions: int) -> None:
+        self.forest_edges, self.outside_edges = forest_edges, outside
         self.stats = {
             "candidate_keys": self.n_keys, "candidate_edges": counts.get("candidate_edges", 0),
-            "verified_edges": counts.get("verified_edges", 0), "forest_edges": len(self.forest),
-            "shared_key_rows": counts.get("shared_key_rows", 0), "outside_window": len(self.outside),
+            "verified_edges": counts.get("verified_edges", 0), "forest_edges": forest_edges,
+            "shared_key_rows": counts.get("shared_key_rows", 0), "outside_window": outside,
             "partitions": partitions, "shards": self.n_shards, "waves": self.wave_stats,
             # CPU seconds inside the tasks (not their start-up, transfers or Ray's daemons).
             "task_cpu_s": {"sketch": round(self.sketch_cpu, 2),
@@ -703,13 +727,69 @@ def _resolved(value):
     return ray.get(value) if isinstance(value, ray.ObjectRef) else value
 
 
-def _duplicate_facts(block: pa.Table, nodes_ref, offsets: np.ndarray) -> pa.Table:
+def _duplicate_facts(block: pa.Table, seed_ref, offsets: np.ndarray) -> pa.Table:
     """Position, id and length of the block's documents that joined another."""
-    nodes = _resolved(nodes_ref)
+    nodes = _resolved(seed_ref)[0]
     doc = offsets[block.column("shard").to_numpy()] + block.column("row").to_numpy()
     inside = np.isin(doc, nodes)
     rows = block.filter(pa.array(inside))
     return pa.table({"doc": doc[inside], "id": rows.column("id"), "length": rows.column("length")})
+
+
+def _assign_clusters(seed: tuple[np.ndarray, np.ndarray], merged: dict, max_cluster_size: int | None,
+                     oversized: str, keep: str, pairs_dir: str | None, method_name: str,
+                     *facts: pa.Table) -> tuple[dict, np.ndarray, dict]:
+    """Cluster, size, representative and template flag of every document that joined
+    another (the others are singletons, their own representatives), with the local
+    engine's rules (graph.cluster.flag_oversized, pipeline.choose_representatives) and
+    root positions as cluster ids; writes the pairs table into ``pairs_dir`` when given.
+    One task holds the duplicates' facts (about 40 bytes per duplicate document), as the
+    root of the merge tree does; the driver receives only the counts. Returns the
+    per-duplicate table, the sorted positions of the documents ``out`` drops, counts."""
+    nodes, roots = seed
+    facts = [t for t in facts if t.num_rows]
+    facts = pa.concat_tables(facts) if facts else pa.table({
+        "doc": pa.array([], pa.int64()), "id": pa.array([], pa.string()), "length": pa.array([], pa.int64())})
+    facts = facts.take(pa.array(np.argsort(facts.column("doc").to_numpy(), kind="stable")))
+    lengths = facts.column("length").to_numpy().astype(np.int64)
+    cluster_of = roots.copy()
+    _, inverse, sizes = np.unique(roots, return_inverse=True, return_counts=True)
+    size = sizes[inverse]
+    template = np.zeros(nodes.size, bool)
+    if max_cluster_size is not None:
+        template = size > max_cluster_size
+        if oversized == "split":
+            cluster_of = np.where(template, nodes, cluster_of)
+            size = np.where(template, 1, size)
+    primary = -lengths if keep == "longest" else np.zeros(nodes.size, np.int64)
+    by = np.lexsort((nodes, primary, cluster_of))
+    first = np.ones(nodes.size, bool)
+    first[1:] = cluster_of[by][1:] != cluster_of[by][:-1]
+    representative = np.zeros(nodes.size, bool)
+    representative[by[first]] = True
+    if pairs_dir is not None:
+        import pyarrow.parquet as pq
+
+        ids = facts.column("id").to_pylist()
+        ids = np.array([str(d) if i is None else i for i, d in zip(ids, nodes.tolist())], dtype=object)
+        forest, outside = Pairs(*merged["forest"]).canonical(), Pairs(*merged["outside"]).canonical()
+        pairs = Pairs.concat([forest, outside])
+        pq.write_table(pa.table({
+            "id_a": pa.array(ids[np.searchsorted(nodes, pairs.left)].tolist(), pa.string()),
+            "id_b": pa.array(ids[np.searchsorted(nodes, pairs.right)].tolist(), pa.string()),
+            "score": pa.array(pairs.score, pa.float32()),
+            "method": pa.array([method_name] * len(pairs), pa.string()),
+            "outside_window": pa.array([False] * len(forest) + [True] * len(outside)),
+        }), Path(pairs_dir) / "part-00000.parquet")
+    cluster_sizes = np.unique(cluster_of, return_counts=True)[1] if nodes.size else np.zeros(0, np.int64)
+    counts = {"dropped": int((~representative).sum()),
+              "documents_in_duplicate_clusters": int((size > 1).sum()),
+              "duplicate_clusters": int((cluster_sizes > 1).sum()),
+              "largest_cluster": int(cluster_sizes.max()) if cluster_sizes.size else 0,
+              "template_documents": int(template.sum())}
+    table = {"doc": nodes, "cluster": cluster_of, "size": size, "representative": representative,
+             "template": template}
+    return table, np.sort(nodes[~representative]), counts
 
 
 def _empty_count(block: pa.Table) -> int:
@@ -784,46 +864,26 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
     first document), ``pairs_out`` (id_a, id_b, score, method, outside_window: the
     forest of verified edges, then the time-window rejects) and ``out`` (the kept
     documents' full records). Each directory is written beside its final path and
-    renamed into place. The driver holds only the duplicates' positions, ids and
-    lengths. Returns the run summary (as :meth:`neardup.pipeline.Result.summary`)."""
+    renamed into place. The driver holds only counts (the duplicates' facts meet in one
+    task, :func:`_assign_clusters`). Returns the run summary (as :meth:`neardup.pipeline.Result.summary`)."""
     import ray
 
     if not isinstance(run.source, RayInputs):
         raise ValueError("write_outputs: the run must read its inputs from files (RayInputs)")
-    nodes, roots = run.nodes, run.node_roots
-    nodes_ref = ray.put(nodes)
     fetch = ray.remote(_duplicate_facts)
     count = ray.remote(_empty_count)
     refs = run.docs.to_arrow_refs() if run.docs is not None else []
-    facts = [t for t in ray.get([fetch.remote(r, nodes_ref, run.offsets) for r in refs]) if t.num_rows]
+    facts = [fetch.remote(r, run.seed_ref, run.offsets) for r in refs]
     empty = sum(ray.get([count.remote(r) for r in refs]))
-    facts = pa.concat_tables(facts) if facts else pa.table({"doc": pa.array([], pa.int64()),
-                                                            "id": pa.array([], pa.string()),
-                                                            "length": pa.array([], pa.int64())})
-    order = np.argsort(facts.column("doc").to_numpy(), kind="stable")
-    facts = facts.take(pa.array(order))
-    lengths = facts.column("length").to_numpy().astype(np.int64)
-    ids = [str(d) if i is None else i for i, d in zip(facts.column("id").to_pylist(), nodes.tolist())]
-    # Per duplicate: its cluster (the root), size, representative and template flag, with
-    # the local engine's rules (graph.cluster.flag_oversized, pipeline.choose_representatives)
-    # over the duplicates only, keeping root positions as cluster ids.
-    cluster_of = roots.copy()
-    _, inverse, sizes = np.unique(roots, return_inverse=True, return_counts=True)
-    size = sizes[inverse]
-    template = np.zeros(nodes.size, bool)
-    if max_cluster_size is not None:
-        template = size > max_cluster_size
-        if oversized == "split":
-            cluster_of = np.where(template, nodes, cluster_of)
-            size = np.where(template, 1, size)
-    primary = -lengths if keep == "longest" else np.zeros(nodes.size, np.int64)
-    by = np.lexsort((nodes, primary, cluster_of))
-    first = np.ones(nodes.size, bool)
-    first[1:] = cluster_of[by][1:] != cluster_of[by][:-1]
-    representative = np.zeros(nodes.size, bool)
-    representative[by[first]] = True
-    clusters_ref = ray.put({"doc": nodes, "cluster": cluster_of, "size": size,
-                            "representative": representative, "template": template})
+    pairs_tmp = None
+    if pairs_out is not None:
+        pairs_tmp = Path(pairs_out).with_name(f".{Path(pairs_out).name}.tmp-{os.getpid()}")
+        pairs_tmp.mkdir(parents=True)
+    assign = ray.remote(_assign_clusters).options(num_returns=3)
+    clusters_ref, dropped, counts = assign.remote(
+        run.seed_ref, run.merged_ref, max_cluster_size, oversized, keep,
+        str(pairs_tmp) if pairs_tmp is not None else None, run.method.name, *facts)
+    counts = ray.get(counts)
     shards = plan_shards(run.source, run.config.shard_rows)
     written = {}
     if clusters_out is not None:
@@ -842,25 +902,10 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
                            tmp / "part-00000.parquet")
         written["clusters"] = (tmp, final)
     if pairs_out is not None:
-        import pyarrow.parquet as pq
-
-        final = Path(pairs_out)
-        tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-        tmp.mkdir(parents=True)
-        pairs = Pairs.concat([run.forest, run.outside])
-        ids_array = np.array(ids, dtype=object)
-        pq.write_table(pa.table({
-            "id_a": pa.array(ids_array[np.searchsorted(nodes, pairs.left)].tolist(), pa.string()),
-            "id_b": pa.array(ids_array[np.searchsorted(nodes, pairs.right)].tolist(), pa.string()),
-            "score": pa.array(pairs.score, pa.float32()),
-            "method": pa.array([run.method.name] * len(pairs), pa.string()),
-            "outside_window": pa.array([False] * len(run.forest) + [True] * len(run.outside)),
-        }), tmp / "part-00000.parquet")
-        written["pairs"] = (tmp, final)
+        written["pairs"] = (pairs_tmp, Path(pairs_out))
     if out is not None:
         final = Path(out)
         tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-        dropped = ray.put(np.sort(nodes[~representative]))
         items = ray.data.from_items([{"shard": i} for i in range(len(shards))],
                                     override_num_blocks=max(len(shards), 1))
         items.map_batches(_kept_records, batch_size=1, batch_format="pyarrow",
@@ -870,17 +915,16 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
         written["out"] = (tmp, final)
     for tmp, final in written.values():  # all written: now move them into place
         _replace_dir(tmp, final)
-    n_clusters = run.n_docs - int((~representative).sum())
-    cluster_sizes = np.unique(cluster_of, return_counts=True)[1] if nodes.size else np.zeros(0, np.int64)
+    n_clusters = run.n_docs - counts["dropped"]
     return {
         "documents": run.n_docs,
         "clusters": n_clusters,
         "duplicates_removed": run.n_docs - n_clusters,
-        "documents_in_duplicate_clusters": int((size > 1).sum()),
-        "duplicate_clusters": int((cluster_sizes > 1).sum()),
-        "largest_cluster": int(cluster_sizes.max()) if cluster_sizes.size else min(run.n_docs, 1),
+        "documents_in_duplicate_clusters": counts["documents_in_duplicate_clusters"],
+        "duplicate_clusters": counts["duplicate_clusters"],
+        "largest_cluster": counts["largest_cluster"] or min(run.n_docs, 1),
         "empty_documents": int(empty),
-        "template_documents": int(template.sum()),
-        "pairs": len(run.forest),
-        **({"pairs_outside_time_window": len(run.outside)} if len(run.outside) else {}),
+        "template_documents": counts["template_documents"],
+        "pairs": run.forest_edges,
+        **({"pairs_outside_time_window": run.outside_edges} if run.outside_edges else {}),
     }

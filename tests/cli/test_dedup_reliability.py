@@ -298,6 +298,8 @@ def test_ngram_zero_is_an_error(corpus):
         (["--hac-distance", "0.3"], "--hac-distance applies to --cluster hac only"),
         (["--cluster", "hac", "--resolution", "2"], "--resolution applies to --cluster leiden"),
         (["--oversized", "split"], "--oversized applies to clusters larger than"),
+        (["--ray-address", "auto"], "--ray-address applies to --engine ray only"),
+        (["--engine", "memory", "--ray-shard-rows", "1000"], "--ray-shard-rows applies to --engine ray only"),
     ],
 )
 def test_option_the_algorithm_ignores_is_an_error(corpus, args, phrase):

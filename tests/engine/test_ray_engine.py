@@ -27,8 +27,10 @@ from neardup.engine.ray_engine import (  # noqa: E402
     FAULT_ENV,
     RayConfig,
     RayInputs,
+    RayRun,
     import_ray,
     worker_runtime_env,
+    write_outputs,
 )
 
 _MB = 1 << 20
@@ -191,6 +193,22 @@ def test_cli_writes_parquet_partitions_like_local(cluster, shards, tmp_path):
     assert edges.num_rows == len(expected) - expected["representative"].sum()
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["summary"]["clusters"] == int(expected["representative"].sum())
+
+
+def test_outputs_written_without_the_forest_on_the_driver(cluster, shards, tmp_path):
+    reader = ReaderConfig(id_field="id")
+    method = make_method("minhash")
+    local = run(read_corpus(shards, reader), method)
+    run_ = RayRun(RayInputs(tuple(shards), reader), method,
+                  config=RayConfig(shard_rows=800, partitions=8))
+    run_.execute()
+    summary = write_outputs(run_, clusters_out=tmp_path / "c", pairs_out=tmp_path / "p")
+    assert run_._fetched is None  # nodes, roots and forest stayed in the cluster
+    expected = local.summary()
+    for key in ("documents", "clusters", "duplicates_removed", "documents_in_duplicate_clusters",
+                "duplicate_clusters", "largest_cluster", "pairs"):
+        assert summary[key] == expected[key], key
+    assert pq.read_table(tmp_path / "p").num_rows == summary["pairs"]
 
 
 def test_unsupported_method_is_refused(cluster):
