@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 
@@ -144,6 +145,28 @@ def test_mismatched_method_is_refused(tmp_path):
             index.check_method("simhash")
     with pytest.raises(IndexMismatchError):
         Index(tmp_path / "idx", method="minhash", num_perm=64)
+
+
+def test_minhash_index_recorded_before_signature_schemes_keeps_working(tmp_path):
+    """An index written before minhash recorded ``signature_scheme`` holds "perm64"
+    signatures: it reopens with that scheme, matches new documents against the old ones,
+    and refuses the current default scheme with a clear error."""
+    texts = [f"story {i} about the market where prices of grain rose sharply on strong "
+             f"demand from buyers in region {i} said traders" for i in range(6)]
+    Index.create(tmp_path / "idx", "minhash", signature_scheme="perm64").close()
+    con = sqlite3.connect(tmp_path / "idx" / "index.sqlite")
+    params = json.loads(con.execute("SELECT value FROM meta WHERE name = 'params'").fetchone()[0])
+    del params["signature_scheme"]  # as neardup wrote it before the field existed
+    con.execute("UPDATE meta SET value = ? WHERE name = 'params'", (json.dumps(params),))
+    con.commit()
+    con.close()
+    with Index(tmp_path / "idx") as index:
+        assert index.method.get_params()["signature_scheme"] == "perm64"
+        index.add(texts, ids=[f"d{i}" for i in range(6)])
+        matches = index.query([texts[3] + " today"]).records()[0]["matches"]
+        assert matches[0]["id"] == "d3" and matches[0]["score"] > max(m["score"] for m in matches[1:])
+    with pytest.raises(IndexMismatchError, match="differs in signature_scheme"):
+        Index(tmp_path / "idx", method="minhash")
 
 
 def test_foreign_or_corrupted_directories_give_clear_errors(tmp_path):
