@@ -1,14 +1,33 @@
 """MinHash signatures (Broder 1997) with LSH banding, computed for whole batches at once.
 
-Each shingle hash ``h`` (64-bit, from :mod:`neardup.text.shingle`) is permuted by
-``num_perm`` seeded bijections ``p_k(h) = xorshift(a_k * h + b_k)`` (``a_k`` odd, arithmetic
-modulo 2**64); a document's signature holds the minimum of each. Because shingle hashes
-are already well mixed, this cheap family behaves like random permutations in practice
-(the tests check estimates against exact Jaccard and the LSH S-curve empirically).
+A document's signature holds, for each of ``num_perm`` seeded bijections ``p_k``, the
+minimum of ``p_k`` over its shingle hashes (64-bit, from :mod:`neardup.text.shingle`).
+Two permutation families exist (``signature_scheme``):
 
-The kernel runs over a flat array of shingle hashes with offsets, one compiled pass for the
-batch and parallel over documents — the per-document, per-token Python work that dominates
-``datasketch`` is gone.
+* ``"perm32"`` (default, 32-bit values): each shingle hash ``h`` is folded once to 32 bits,
+  ``x = (h ^ (h >> 32)) mod 2**32``, and permuted by ``p_k(x) = a_k * x + b_k`` modulo
+  2**32 (``a_k`` odd, so a bijection). 32-bit products fill twice the SIMD lanes of 64-bit
+  ones and compile to ``vpmulld`` instead of the slow ``vpmullq`` (or its emulation on
+  CPUs without AVX-512DQ), which made the kernel ~2.4x faster (docs/benchmarks.md).
+* ``"perm64"`` (64-bit values, and 32-bit values of neardup before issue #14):
+  ``p_k(h) = xorshift(a_k * h + b_k)`` modulo 2**64; a 32-bit value is the top half of
+  the 64-bit minimum.
+
+Affine maps are not min-wise independent on arbitrary inputs, but the shingle hashes are
+already uniformly mixed (keyed SplitMix64), and for such inputs any fixed bijection makes
+the minimum a uniform draw from the union; what matters is that the ``num_perm`` minima
+are close to independent. The tests check that empirically for both families: estimates
+against exact Jaccard, the LSH S-curve, and over many seeds the estimates' mean (no bias)
+and variance (the binomial one of independent permutations, sets of 20 and 200). A
+xorshift after the 32-bit product would not change the order of the top bits that decide
+the minimum, so perm32 leaves it out. Folding to 32 bits first costs a false match only
+when two different shingles' folded hashes collide (2**-32 per pair), as likely as two
+different 64-bit minima sharing their top halves in perm64.
+
+The kernels run over a flat array of shingle hashes with offsets, one compiled pass for
+the batch and parallel over blocks of documents — the per-document, per-token Python
+work that dominates ``datasketch`` is gone. Eight shingles share each sweep over the
+permutations, so ``a``, ``b`` and the running minima are loaded once for eight products.
 
 References: Broder, "On the resemblance and containment of documents" (1997); Silcock et
 al., "Noise-robust de-duplication at scale" (2022), sec. 4.3 and 6 (MinHash LSH baseline,
@@ -54,6 +73,11 @@ def resolve_signature_scheme(caller: str, scheme: str | None, hash_bits: int) ->
         )
     return scheme
 
+#: Documents per parallel task of the kernels: scratch buffers are allocated per block,
+#: not per document.
+_BLOCK_DOCS = 64
+
+
 @njit(inline="always", cache=True)
 def _permute(a, b, h):
     v = a * h + b
@@ -61,11 +85,12 @@ def _permute(a, b, h):
 
 
 @njit(inline="always", cache=True)
-def _doc_minhash64(hashes, start, end, a, b, out, d, shift):
+def _doc_minhash64(hashes, start, end, a, b, out, d, shift, row):
     """``out[d]`` = the minimum of every 64-bit permutation over ``hashes[start:end]``,
-    shifted right by ``shift`` (0 for uint64 output, 32 for the legacy uint32 scheme)."""
+    shifted right by ``shift`` (0 for uint64 output, 32 for the legacy uint32 scheme);
+    ``row`` (uint64, ``num_perm``) is scratch."""
     num_perm = a.shape[0]
-    row = np.full(num_perm, uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
+    row[:] = uint64(0xFFFFFFFFFFFFFFFF)
     s = start
     # Four shingles per sweep over the permutations: a and b are loaded once for four
     # products, and the vectorized loop has four independent chains.
@@ -138,21 +163,21 @@ def _doc_minhash32(hashes, start, end, a, b, out, d):
 
 
 @njit(parallel=True, cache=True)
-def _signatures64(hashes, offsets, a, b, out, shift):
-    """Signatures of shingle sets in CSR layout, parallel over documents."""
-    for d in prange(offsets.shape[0] - 1):
-        _doc_minhash64(hashes, offsets[d], offsets[d + 1], a, b, out, d, shift)
+def _signatures64(hashes, offsets, a, b, out, shift, block):
+    """Signatures of shingle sets in CSR layout, parallel over blocks of documents."""
+    n_docs = offsets.shape[0] - 1
+    for blk in prange((n_docs + block - 1) // block):
+        row = np.empty(a.shape[0], dtype=np.uint64)
+        for d in range(blk * block, min(blk * block + block, n_docs)):
+            _doc_minhash64(hashes, offsets[d], offsets[d + 1], a, b, out, d, shift, row)
 
 
 @njit(parallel=True, cache=True)
-def _signatures32(hashes, offsets, a, b, out):
-    for d in prange(offsets.shape[0] - 1):
-        _doc_minhash32(hashes, offsets[d], offsets[d + 1], a, b, out, d)
-
-
-#: Documents per task of the one-pass kernels: scratch buffers are allocated per block,
-#: not per document.
-_BLOCK_DOCS = 64
+def _signatures32(hashes, offsets, a, b, out, block):
+    n_docs = offsets.shape[0] - 1
+    for blk in prange((n_docs + block - 1) // block):
+        for d in range(blk * block, min(blk * block + block, n_docs)):
+            _doc_minhash32(hashes, offsets[d], offsets[d + 1], a, b, out, d)
 
 
 @njit(inline="always", cache=True)
@@ -197,10 +222,11 @@ def _word_signatures64(cps, offsets, n, key_unit, key_shingle, a, b, out, shift,
         first = blk * block
         last = min(first + block, n_docs)
         tokens, shingles = _block_scratch(offsets, first, last)
+        row = np.empty(a.shape[0], dtype=np.uint64)
         for d in range(first, last):
             c = _doc_word_shingles(cps, offsets, d, n, key_unit, key_shingle, tokens, shingles)
             counts[d] = c
-            _doc_minhash64(shingles, 0, c, a, b, out, d, shift)
+            _doc_minhash64(shingles, 0, c, a, b, out, d, shift, row)
 
 
 @njit(parallel=True, cache=True)
@@ -317,10 +343,10 @@ class MinHash:
         """
         out = np.empty((len(sets), self.num_perm), dtype=self.dtype)
         if self.signature_scheme == "perm32":
-            _signatures32(sets.hashes, sets.offsets, self._a, self._b, out)
+            _signatures32(sets.hashes, sets.offsets, self._a, self._b, out, _BLOCK_DOCS)
         else:
             shift = uint64(64 - self.hash_bits)
-            _signatures64(sets.hashes, sets.offsets, self._a, self._b, out, shift)
+            _signatures64(sets.hashes, sets.offsets, self._a, self._b, out, shift, _BLOCK_DOCS)
         return out
 
     def signatures(self, texts: Sequence[str]) -> np.ndarray:
