@@ -45,7 +45,9 @@ def test_a_bridging_document_merges_clusters(tmp_path):
     words = [f"t{i}" for i in range(200)]
     a, c = " ".join(words[0:100]), " ".join(words[24:124])  # Jaccard about 0.61
     b = " ".join(words[12:112])  # about 0.78 with each
-    with Index.create(tmp_path / "idx", "minhash", threshold=0.7) as index:
+    # 512 permutations: each estimate is > 4 standard deviations from the threshold, so the
+    # outcome does not hang on one draw of the permutations.
+    with Index.create(tmp_path / "idx", "minhash", threshold=0.7, num_perm=512) as index:
         first = index.add([a, c], ids=["a", "c"])
         assert first.clusters[0] != first.clusters[1]
         second = index.add([b], ids=["b"])
@@ -240,7 +242,8 @@ def test_delete_splits_the_clusters_a_document_bridged(tmp_path):
     words = [f"t{i}" for i in range(200)]
     a, c = " ".join(words[0:100]), " ".join(words[24:124])  # Jaccard about 0.61: apart
     b = " ".join(words[12:112])  # about 0.78 with each: the bridge
-    with Index.create(tmp_path / "idx", "minhash", threshold=0.7) as index:
+    # 512 permutations: estimates > 4 standard deviations from the threshold.
+    with Index.create(tmp_path / "idx", "minhash", threshold=0.7, num_perm=512) as index:
         index.add([a, b, c, a + " again"], ids=["a", "b", "c", "a2"])
         clusters = dict(zip(*(index.clusters().column(n).to_pylist() for n in ("id", "cluster"))))
         assert len(set(clusters.values())) == 1
@@ -257,7 +260,8 @@ def test_delete_splits_the_clusters_a_document_bridged(tmp_path):
 def test_delete_without_split_keeps_clusters(tmp_path):
     words = [f"t{i}" for i in range(200)]
     a, b, c = (" ".join(words[s:s + 100]) for s in (0, 12, 24))
-    with Index.create(tmp_path / "idx", "minhash", threshold=0.7) as index:
+    # 512 permutations: estimates > 4 standard deviations from the threshold.
+    with Index.create(tmp_path / "idx", "minhash", threshold=0.7, num_perm=512) as index:
         index.add([a, b, c], ids=["a", "b", "c"])
         assert index.delete(["b"], split=False)["split_clusters"] == 0
         assert set(index.clusters().column("cluster").to_pylist()) == {0}
