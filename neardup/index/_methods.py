@@ -46,6 +46,10 @@ _NOT_YET = {
 
 def method_from_params(name: str, params: dict[str, Any]) -> Method:
     p = dict(params)
+    if name == "minhash" and "signature_scheme" not in p:
+        # Recorded before minhash had signature schemes: its signatures are "perm64" ones
+        # (64-bit permutations, 32-bit values their top halves), whatever hash_bits says.
+        p["signature_scheme"] = "perm64"
     if isinstance(p.get("normalize"), dict):
         p["normalize"] = NormalizeConfig(**p["normalize"])
     if isinstance(p.get("shingle"), dict):

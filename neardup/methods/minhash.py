@@ -1,14 +1,33 @@
 """MinHash signatures (Broder 1997) with LSH banding, computed for whole batches at once.
 
-Each shingle hash ``h`` (64-bit, from :mod:`neardup.text.shingle`) is permuted by
-``num_perm`` seeded bijections ``p_k(h) = xorshift(a_k * h + b_k)`` (``a_k`` odd, arithmetic
-modulo 2**64); a document's signature holds the minimum of each. Because shingle hashes
-are already well mixed, this cheap family behaves like random permutations in practice
-(the tests check estimates against exact Jaccard and the LSH S-curve empirically).
+A document's signature holds, for each of ``num_perm`` seeded bijections ``p_k``, the
+minimum of ``p_k`` over its shingle hashes (64-bit, from :mod:`neardup.text.shingle`).
+Two permutation families exist (``signature_scheme``):
 
-The kernel runs over a flat array of shingle hashes with offsets, one compiled pass for the
-batch and parallel over documents — the per-document, per-token Python work that dominates
-``datasketch`` is gone.
+* ``"perm32"`` (default, 32-bit values): each shingle hash ``h`` is folded once to 32 bits,
+  ``x = (h ^ (h >> 32)) mod 2**32``, and permuted by ``p_k(x) = a_k * x + b_k`` modulo
+  2**32 (``a_k`` odd, so a bijection). 32-bit products fill twice the SIMD lanes of 64-bit
+  ones and compile to ``vpmulld`` instead of the slow ``vpmullq`` (or its emulation on
+  CPUs without AVX-512DQ), which made the kernel ~2.4x faster (docs/benchmarks.md).
+* ``"perm64"`` (64-bit values, and 32-bit values of neardup before issue #14):
+  ``p_k(h) = xorshift(a_k * h + b_k)`` modulo 2**64; a 32-bit value is the top half of
+  the 64-bit minimum.
+
+Affine maps are not min-wise independent on arbitrary inputs, but the shingle hashes are
+already uniformly mixed (keyed SplitMix64), and for such inputs any fixed bijection makes
+the minimum a uniform draw from the union; what matters is that the ``num_perm`` minima
+are close to independent. The tests check that empirically for both families: estimates
+against exact Jaccard, the LSH S-curve, and over many seeds the estimates' mean (no bias)
+and variance (the binomial one of independent permutations, sets of 20 and 200). A
+xorshift after the 32-bit product would not change the order of the top bits that decide
+the minimum, so perm32 leaves it out. Folding to 32 bits first costs a false match only
+when two different shingles' folded hashes collide (2**-32 per pair), as likely as two
+different 64-bit minima sharing their top halves in perm64.
+
+The kernels run over a flat array of shingle hashes with offsets, one compiled pass for
+the batch and parallel over blocks of documents — the per-document, per-token Python
+work that dominates ``datasketch`` is gone. Eight shingles share each sweep over the
+permutations, so ``a``, ``b`` and the running minima are loaded once for eight products.
 
 References: Broder, "On the resemblance and containment of documents" (1997); Silcock et
 al., "Noise-robust de-duplication at scale" (2022), sec. 4.3 and 6 (MinHash LSH baseline,
@@ -20,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit, prange, uint64
+from numba import njit, prange, uint32, uint64
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
@@ -34,10 +53,30 @@ from neardup.text.shingle import (
     doc_rolling_shingles,
     doc_word_tokens,
     shingle_codes,
-    shingle_count,
 )
 
-__all__ = ["MinHash", "MinHashLSH", "jaccard_from_signatures"]
+__all__ = ["MinHash", "MinHashLSH", "jaccard_from_signatures", "resolve_signature_scheme"]
+
+#: Permutation schemes, newest first (see :class:`MinHash`'s ``signature_scheme``).
+SIGNATURE_SCHEMES = ("perm32", "perm64")
+
+
+def resolve_signature_scheme(caller: str, scheme: str | None, hash_bits: int) -> str:
+    """The scheme in use: ``scheme``, or the default for ``hash_bits`` when None."""
+    if scheme is None:
+        return "perm32" if hash_bits == 32 else "perm64"
+    scheme = check_choice(caller, "signature_scheme", scheme, SIGNATURE_SCHEMES)
+    if scheme == "perm32" and hash_bits != 32:
+        raise ValueError(
+            f"{caller}: parameter 'signature_scheme' 'perm32' needs hash_bits=32; got "
+            f"hash_bits={hash_bits}. Use signature_scheme='perm64' (or None) for 64-bit values."
+        )
+    return scheme
+
+#: Documents per parallel task of the kernels: scratch buffers are allocated per block,
+#: not per document.
+_BLOCK_DOCS = 64
+
 
 @njit(inline="always", cache=True)
 def _permute(a, b, h):
@@ -46,11 +85,12 @@ def _permute(a, b, h):
 
 
 @njit(inline="always", cache=True)
-def _doc_minhash(hashes, start, end, a, b, out, d, shift):
-    """``out[d]`` = the minimum of every permutation over ``hashes[start:end]``, shifted
-    right by ``shift`` (0 for uint64 output, 32 for uint32)."""
+def _doc_minhash64(hashes, start, end, a, b, out, d, shift, row):
+    """``out[d]`` = the minimum of every 64-bit permutation over ``hashes[start:end]``,
+    shifted right by ``shift`` (0 for uint64 output, 32 for the legacy uint32 scheme);
+    ``row`` (uint64, ``num_perm``) is scratch."""
     num_perm = a.shape[0]
-    row = np.full(num_perm, uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
+    row[:] = uint64(0xFFFFFFFFFFFFFFFF)
     s = start
     # Four shingles per sweep over the permutations: a and b are loaded once for four
     # products, and the vectorized loop has four independent chains.
@@ -75,27 +115,118 @@ def _doc_minhash(hashes, start, end, a, b, out, d, shift):
         out[d, k] = row[k] >> shift
 
 
-@njit(parallel=True, cache=True)
-def _signatures(hashes, offsets, a, b, out, shift):
-    """Signatures of shingle sets in CSR layout, parallel over documents."""
-    for d in prange(offsets.shape[0] - 1):
-        _doc_minhash(hashes, offsets[d], offsets[d + 1], a, b, out, d, shift)
+@njit(inline="always", cache=True)
+def _fold32(h):
+    """A 64-bit shingle hash folded to 32 bits (both halves count)."""
+    return uint32((h ^ (h >> uint64(32))) & uint64(0xFFFFFFFF))
+
+
+@njit(inline="always", cache=True)
+def _affine32(a, b, h):
+    """``a * h + b`` modulo 2**32 (numba widens uint32 products to 64 bits: cast back)."""
+    return uint32(a * h + b)
+
+
+@njit(inline="always", cache=True)
+def _doc_minhash32(hashes, start, end, a, b, out, d):
+    """``out[d, k]`` = min over ``hashes[start:end]`` of ``a[k] * fold32(h) + b[k]``
+    (modulo 2**32), accumulated in place in the output row: no scratch allocation."""
+    num_perm = a.shape[0]
+    for k in range(num_perm):
+        out[d, k] = uint32(0xFFFFFFFF)
+    s = start
+    # Eight shingles per sweep over the permutations: the row, a and b are loaded once
+    # for eight products (vpmulld, 8 lanes a ymm register) with independent chains.
+    while s + 8 <= end:
+        h0 = _fold32(hashes[s])
+        h1 = _fold32(hashes[s + 1])
+        h2 = _fold32(hashes[s + 2])
+        h3 = _fold32(hashes[s + 3])
+        h4 = _fold32(hashes[s + 4])
+        h5 = _fold32(hashes[s + 5])
+        h6 = _fold32(hashes[s + 6])
+        h7 = _fold32(hashes[s + 7])
+        for k in range(num_perm):
+            ak = a[k]
+            bk = b[k]
+            v = min(min(min(_affine32(ak, bk, h0), _affine32(ak, bk, h1)),
+                        min(_affine32(ak, bk, h2), _affine32(ak, bk, h3))),
+                    min(min(_affine32(ak, bk, h4), _affine32(ak, bk, h5)),
+                        min(_affine32(ak, bk, h6), _affine32(ak, bk, h7))))  # fmt: skip
+            out[d, k] = min(out[d, k], v)
+        s += 8
+    while s < end:
+        h0 = _fold32(hashes[s])
+        for k in range(num_perm):
+            out[d, k] = min(out[d, k], _affine32(a[k], b[k], h0))
+        s += 1
 
 
 @njit(parallel=True, cache=True)
-def _word_signatures(cps, offsets, n, key_unit, key_shingle, a, b, out, shift, counts):
+def _signatures64(hashes, offsets, a, b, out, shift, block):
+    """Signatures of shingle sets in CSR layout, parallel over blocks of documents."""
+    n_docs = offsets.shape[0] - 1
+    for blk in prange((n_docs + block - 1) // block):
+        row = np.empty(a.shape[0], dtype=np.uint64)
+        for d in range(blk * block, min(blk * block + block, n_docs)):
+            _doc_minhash64(hashes, offsets[d], offsets[d + 1], a, b, out, d, shift, row)
+
+
+@njit(parallel=True, cache=True)
+def _signatures32(hashes, offsets, a, b, out, block):
+    n_docs = offsets.shape[0] - 1
+    for blk in prange((n_docs + block - 1) // block):
+        for d in range(blk * block, min(blk * block + block, n_docs)):
+            _doc_minhash32(hashes, offsets[d], offsets[d + 1], a, b, out, d)
+
+
+@njit(inline="always", cache=True)
+def _block_scratch(offsets, first, last):
+    """Token and shingle buffers large enough for every document in ``first:last``."""
+    longest = 0
+    for d in range(first, last):
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    max_tokens = (longest + 1) // 2 + 1
+    return np.empty(max_tokens, dtype=np.uint64), np.empty(max_tokens + 1, dtype=np.uint64)
+
+
+@njit(inline="always", cache=True)
+def _doc_word_shingles(cps, offsets, d, n, key_unit, key_shingle, tokens, shingles):
+    """Word n-gram hashes of document ``d`` into ``shingles``; returns their number."""
+    t = doc_word_tokens(cps, offsets[d], offsets[d + 1], key_unit, tokens, 0)
+    return doc_rolling_shingles(tokens, 0, t, n, key_shingle, shingles, 0)
+
+
+@njit(parallel=True, cache=True)
+def _word_signatures32(cps, offsets, n, key_unit, key_shingle, a, b, out, counts, block):
     """Normalized text (code points) to signatures for word n-grams in one pass per
-    document: tokens, shingles and permutations stay in per-document buffers, with the
-    same hashes as :func:`~neardup.text.shingle.hash_shingles`. ``counts[d]`` receives the
+    document: tokens, shingles and permutations stay in per-block buffers, with the same
+    hashes as :func:`~neardup.text.shingle.hash_shingles`. ``counts[d]`` receives the
     document's number of shingles."""
-    for d in prange(offsets.shape[0] - 1):
-        start, end = offsets[d], offsets[d + 1]
-        tokens = np.empty((end - start + 1) // 2 + 1, dtype=np.uint64)
-        t = doc_word_tokens(cps, start, end, key_unit, tokens, 0)
-        shingles = np.empty(shingle_count(t, n), dtype=np.uint64)
-        c = doc_rolling_shingles(tokens, 0, t, n, key_shingle, shingles, 0)
-        counts[d] = c
-        _doc_minhash(shingles, 0, c, a, b, out, d, shift)
+    n_docs = offsets.shape[0] - 1
+    for blk in prange((n_docs + block - 1) // block):
+        first = blk * block
+        last = min(first + block, n_docs)
+        tokens, shingles = _block_scratch(offsets, first, last)
+        for d in range(first, last):
+            c = _doc_word_shingles(cps, offsets, d, n, key_unit, key_shingle, tokens, shingles)
+            counts[d] = c
+            _doc_minhash32(shingles, 0, c, a, b, out, d)
+
+
+@njit(parallel=True, cache=True)
+def _word_signatures64(cps, offsets, n, key_unit, key_shingle, a, b, out, shift, counts, block):
+    """:func:`_word_signatures32` with 64-bit permutations shifted right by ``shift``."""
+    n_docs = offsets.shape[0] - 1
+    for blk in prange((n_docs + block - 1) // block):
+        first = blk * block
+        last = min(first + block, n_docs)
+        tokens, shingles = _block_scratch(offsets, first, last)
+        row = np.empty(a.shape[0], dtype=np.uint64)
+        for d in range(first, last):
+            c = _doc_word_shingles(cps, offsets, d, n, key_unit, key_shingle, tokens, shingles)
+            counts[d] = c
+            _doc_minhash64(shingles, 0, c, a, b, out, d, shift, row)
 
 
 @njit(parallel=True, cache=True)
@@ -147,11 +278,18 @@ class MinHash:
         Seeds shingle hashing and the permutations; signatures are only comparable
         between objects with the same seed, shingling, normalization and ``hash_bits``.
     hash_bits : {32, 64}, default 32
-        Width of the stored signature values. Each permutation is computed on 64 bits and
-        a 32-bit value is the top half of the 64-bit one (the minimum commutes with
-        dropping low bits), so 32 bits halve the memory and change an estimate only when
-        two different minima share their top 32 bits (about one comparison in 10**8 for
-        documents of 100 shingles). rensa and datasketch's usual settings keep 32 bits too.
+        Width of the stored signature values. 32 bits halve the memory and change an
+        estimate only when two different minima are equal 32-bit values (about one
+        comparison in 10**8 for documents of 100 shingles). rensa and datasketch's usual
+        settings keep 32 bits too.
+    signature_scheme : {"perm32", "perm64"} or None, default None
+        How the permutations are computed. "perm32": each shingle hash is folded to 32
+        bits once and permuted with 32-bit arithmetic (twice the SIMD lanes of 64-bit
+        products; only with ``hash_bits=32``). "perm64": 64-bit permutations, a 32-bit
+        value being the top half of the 64-bit one; the only scheme before issue #14,
+        kept so that indexes built with it still open and match. None picks
+        "perm32" for ``hash_bits=32`` and "perm64" for ``hash_bits=64``. Signatures of
+        different schemes are not comparable.
 
     Examples
     --------
@@ -171,15 +309,21 @@ class MinHash:
         shingle: ShingleConfig = ShingleConfig(),
         seed: int = 0,
         hash_bits: int = 32,
+        signature_scheme: str | None = None,
     ) -> None:
         self.num_perm = check_int("MinHash", "num_perm", num_perm, low=1, high=4096)
         self.normalize = normalize
         self.shingle = shingle
         self.seed = check_int("MinHash", "seed", seed, low=0)
         self.hash_bits = check_choice("MinHash", "hash_bits", hash_bits, (32, 64))
+        self.signature_scheme = resolve_signature_scheme("MinHash", signature_scheme, self.hash_bits)
         words = seed_words(seed, 2 * self.num_perm, salt=0x313)
-        self._a = words[: self.num_perm] | np.uint64(1)  # odd -> bijective
-        self._b = words[self.num_perm :]
+        if self.signature_scheme == "perm32":
+            self._a = (words[: self.num_perm] & np.uint64(0xFFFFFFFF)).astype(np.uint32) | np.uint32(1)
+            self._b = (words[self.num_perm :] & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        else:
+            self._a = words[: self.num_perm] | np.uint64(1)  # odd -> bijective
+            self._b = words[self.num_perm :]
 
     def shingle_sets(self, texts: Sequence[str]) -> ShingleSets:
         """Normalize and shingle ``texts`` the way :meth:`signatures` does."""
@@ -198,7 +342,11 @@ class MinHash:
         A document without shingles gets all values 2**hash_bits - 1.
         """
         out = np.empty((len(sets), self.num_perm), dtype=self.dtype)
-        _signatures(sets.hashes, sets.offsets, self._a, self._b, out, uint64(64 - self.hash_bits))
+        if self.signature_scheme == "perm32":
+            _signatures32(sets.hashes, sets.offsets, self._a, self._b, out, _BLOCK_DOCS)
+        else:
+            shift = uint64(64 - self.hash_bits)
+            _signatures64(sets.hashes, sets.offsets, self._a, self._b, out, shift, _BLOCK_DOCS)
         return out
 
     def signatures(self, texts: Sequence[str]) -> np.ndarray:
@@ -216,10 +364,16 @@ class MinHash:
         key_unit, key_shingle = seed_words(self.seed, 2, salt=0x5EED)  # as shingle_codes
         out = np.empty((offsets.shape[0] - 1, self.num_perm), dtype=self.dtype)
         counts = np.empty(offsets.shape[0] - 1, dtype=np.int64)
-        _word_signatures(
-            cps, offsets, self.shingle.n, key_unit, key_shingle, self._a, self._b, out,
-            uint64(64 - self.hash_bits), counts,
-        )  # fmt: skip
+        if self.signature_scheme == "perm32":
+            _word_signatures32(
+                cps, offsets, self.shingle.n, key_unit, key_shingle, self._a, self._b, out,
+                counts, _BLOCK_DOCS,
+            )  # fmt: skip
+        else:
+            _word_signatures64(
+                cps, offsets, self.shingle.n, key_unit, key_shingle, self._a, self._b, out,
+                uint64(64 - self.hash_bits), counts, _BLOCK_DOCS,
+            )  # fmt: skip
         return out, counts
 
     @staticmethod
@@ -239,6 +393,7 @@ class MinHash:
             "shingle": self.shingle.get_params(),
             "seed": self.seed,
             "hash_bits": self.hash_bits,
+            "signature_scheme": self.signature_scheme,
         }
 
 
@@ -269,6 +424,10 @@ class MinHashLSH(Method):
     seed : int, default 0
     hash_bits : {32, 64}, default 32
         Width of the stored signature values (see :class:`MinHash`).
+    signature_scheme : {"perm32", "perm64"} or None, default None
+        How permutations are computed (see :class:`MinHash`); None picks "perm32" for
+        32-bit values. :meth:`get_params` reports the scheme in use, so a persisted index
+        or stage records it.
     """
 
     name = "minhash"
@@ -287,6 +446,7 @@ class MinHashLSH(Method):
         shingle: ShingleConfig = ShingleConfig(),
         seed: int = 0,
         hash_bits: int = 32,
+        signature_scheme: str | None = None,
     ) -> None:
         caller = "MinHashLSH"
         self.threshold = check_float(caller, "threshold", threshold, low=0.0, high=1.0)
@@ -300,9 +460,11 @@ class MinHashLSH(Method):
         self.shingle = shingle
         self.seed = check_int(caller, "seed", seed, low=0)
         self.hash_bits = check_choice(caller, "hash_bits", hash_bits, (32, 64))
+        self.signature_scheme = resolve_signature_scheme(caller, signature_scheme, self.hash_bits)
         self._minhash = MinHash(
-            num_perm=num_perm, normalize=normalize, shingle=shingle, seed=seed, hash_bits=hash_bits
-        )
+            num_perm=num_perm, normalize=normalize, shingle=shingle, seed=seed,
+            hash_bits=hash_bits, signature_scheme=self.signature_scheme,
+        )  # fmt: skip
 
     @property
     def banding(self) -> tuple[int, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 
@@ -44,7 +45,9 @@ def test_a_bridging_document_merges_clusters(tmp_path):
     words = [f"t{i}" for i in range(200)]
     a, c = " ".join(words[0:100]), " ".join(words[24:124])  # Jaccard about 0.61
     b = " ".join(words[12:112])  # about 0.78 with each
-    with Index.create(tmp_path / "idx", "minhash", threshold=0.7) as index:
+    # 512 permutations: each estimate is > 4 standard deviations from the threshold, so the
+    # outcome does not hang on one draw of the permutations.
+    with Index.create(tmp_path / "idx", "minhash", threshold=0.7, num_perm=512) as index:
         first = index.add([a, c], ids=["a", "c"])
         assert first.clusters[0] != first.clusters[1]
         second = index.add([b], ids=["b"])
@@ -146,6 +149,28 @@ def test_mismatched_method_is_refused(tmp_path):
         Index(tmp_path / "idx", method="minhash", num_perm=64)
 
 
+def test_minhash_index_recorded_before_signature_schemes_keeps_working(tmp_path):
+    """An index written before minhash recorded ``signature_scheme`` holds "perm64"
+    signatures: it reopens with that scheme, matches new documents against the old ones,
+    and refuses the current default scheme with a clear error."""
+    texts = [f"story {i} about the market where prices of grain rose sharply on strong "
+             f"demand from buyers in region {i} said traders" for i in range(6)]
+    Index.create(tmp_path / "idx", "minhash", signature_scheme="perm64").close()
+    con = sqlite3.connect(tmp_path / "idx" / "index.sqlite")
+    params = json.loads(con.execute("SELECT value FROM meta WHERE name = 'params'").fetchone()[0])
+    del params["signature_scheme"]  # as neardup wrote it before the field existed
+    con.execute("UPDATE meta SET value = ? WHERE name = 'params'", (json.dumps(params),))
+    con.commit()
+    con.close()
+    with Index(tmp_path / "idx") as index:
+        assert index.method.get_params()["signature_scheme"] == "perm64"
+        index.add(texts, ids=[f"d{i}" for i in range(6)])
+        matches = index.query([texts[3] + " today"]).records()[0]["matches"]
+        assert matches[0]["id"] == "d3" and matches[0]["score"] > max(m["score"] for m in matches[1:])
+    with pytest.raises(IndexMismatchError, match="differs in signature_scheme"):
+        Index(tmp_path / "idx", method="minhash")
+
+
 def test_foreign_or_corrupted_directories_give_clear_errors(tmp_path):
     with pytest.raises(IndexFormatError, match="not a directory"):
         Index(tmp_path / "missing")
@@ -217,7 +242,8 @@ def test_delete_splits_the_clusters_a_document_bridged(tmp_path):
     words = [f"t{i}" for i in range(200)]
     a, c = " ".join(words[0:100]), " ".join(words[24:124])  # Jaccard about 0.61: apart
     b = " ".join(words[12:112])  # about 0.78 with each: the bridge
-    with Index.create(tmp_path / "idx", "minhash", threshold=0.7) as index:
+    # 512 permutations: estimates > 4 standard deviations from the threshold.
+    with Index.create(tmp_path / "idx", "minhash", threshold=0.7, num_perm=512) as index:
         index.add([a, b, c, a + " again"], ids=["a", "b", "c", "a2"])
         clusters = dict(zip(*(index.clusters().column(n).to_pylist() for n in ("id", "cluster"))))
         assert len(set(clusters.values())) == 1
@@ -234,7 +260,8 @@ def test_delete_splits_the_clusters_a_document_bridged(tmp_path):
 def test_delete_without_split_keeps_clusters(tmp_path):
     words = [f"t{i}" for i in range(200)]
     a, b, c = (" ".join(words[s:s + 100]) for s in (0, 12, 24))
-    with Index.create(tmp_path / "idx", "minhash", threshold=0.7) as index:
+    # 512 permutations: estimates > 4 standard deviations from the threshold.
+    with Index.create(tmp_path / "idx", "minhash", threshold=0.7, num_perm=512) as index:
         index.add([a, b, c], ids=["a", "b", "c"])
         assert index.delete(["b"], split=False)["split_clusters"] == 0
         assert set(index.clusters().column("cluster").to_pylist()) == {0}

@@ -111,20 +111,25 @@ def test_get_params_round_trip():
     assert params["threshold"] == 0.7 and params["shingle"] == {"unit": "char", "n": 5}
 
 
-def test_32_bit_signatures_are_the_top_halves_of_64_bit_ones():
+def test_perm64_32_bit_signatures_are_the_top_halves_of_64_bit_ones():
     texts = ["the cat sat on the mat today", "a b", "", "x " * 500, "one two three four five"]
     wide = MinHash(num_perm=64, seed=5, hash_bits=64).signatures(texts)
-    narrow = MinHash(num_perm=64, seed=5, hash_bits=32).signatures(texts)
+    narrow = MinHash(num_perm=64, seed=5, hash_bits=32, signature_scheme="perm64").signatures(texts)
     assert wide.dtype == np.uint64 and narrow.dtype == np.uint32
     assert np.array_equal(narrow, (wide >> np.uint64(32)).astype(np.uint32))
     assert np.all(wide[2] == np.iinfo(np.uint64).max)
 
 
-def test_signature_kernel_matches_a_plain_numpy_minimum():
-    rng = np.random.default_rng(3)
-    counts = [0, 1, 2, 3, 4, 5, 7, 8, 9, 33]
+def _ragged_hashes(seed):
+    rng = np.random.default_rng(seed)
+    counts = [0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33]
     hashes = rng.integers(0, 2**64, size=sum(counts), dtype=np.uint64)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return hashes, offsets
+
+
+def test_signature_kernel_matches_a_plain_numpy_minimum():
+    hashes, offsets = _ragged_hashes(3)
     mh = MinHash(num_perm=37, seed=2, hash_bits=64)
     sig = mh.signatures_from_sets(ShingleSets(hashes, offsets))
     with np.errstate(over="ignore"):
@@ -135,6 +140,54 @@ def test_signature_kernel_matches_a_plain_numpy_minimum():
             assert np.array_equal(sig[d], want)
 
 
+def test_perm32_kernel_matches_a_plain_numpy_minimum():
+    hashes, offsets = _ragged_hashes(4)
+    mh = MinHash(num_perm=37, seed=2)  # 32-bit values: "perm32" by default
+    assert mh.signature_scheme == "perm32" and mh._a.dtype == np.uint32
+    sig = mh.signatures_from_sets(ShingleSets(hashes, offsets))
+    folded = ((hashes ^ (hashes >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    with np.errstate(over="ignore"):
+        for d, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):
+            v = mh._a[None, :] * folded[a:b, None] + mh._b[None, :]  # uint32: modulo 2**32
+            want = v.min(axis=0) if b > a else np.full(37, np.iinfo(np.uint32).max, np.uint32)
+            assert np.array_equal(sig[d], want)
+
+
+@pytest.mark.parametrize("scheme", ["perm32", "perm64"])
+def test_estimates_unbiased_with_binomial_spread_across_seeds(scheme):
+    """Each signature scheme over many permutation seeds: for pairs with known Jaccard, the
+    estimates' mean is the exact Jaccard and their variance is the binomial one of
+    independent permutations (correlated permutations would inflate it)."""
+    rng = np.random.default_rng(7)
+    num_perm, seeds = 64, 150
+    for jaccard, size in [(0.2, 200), (0.5, 20), (0.8, 200)]:
+        pairs = [_pair_sets(rng, jaccard, size=size) for _ in range(40)]
+        exact = np.array([p[2] for p in pairs])
+        errors = []
+        for seed in range(seeds):
+            mh = MinHash(num_perm=num_perm, seed=seed, signature_scheme=scheme)
+            sig = _signatures_for(pairs, mh)
+            errors.append(jaccard_from_signatures(sig, np.arange(0, 80, 2), np.arange(1, 80, 2)) - exact)
+        errors = np.concatenate(errors)  # 6,000 estimates
+        var = exact.mean() * (1 - exact.mean()) / num_perm
+        assert abs(errors.mean()) < 4 * np.sqrt(var / errors.size)
+        assert 0.9 < errors.var() / var < 1.1  # sd of the ratio ~0.02
+
+
+def test_signature_schemes_are_recorded_and_validated():
+    assert MinHash().get_params()["signature_scheme"] == "perm32"
+    assert MinHash(hash_bits=64).get_params()["signature_scheme"] == "perm64"
+    assert MinHashLSH().get_params()["signature_scheme"] == "perm32"
+    assert MinHashLSH(signature_scheme="perm64").get_params()["signature_scheme"] == "perm64"
+    texts = ["the cat sat on the mat today", "the cat sat on a mat today"]
+    assert not np.array_equal(MinHash().signatures(texts),
+                              MinHash(signature_scheme="perm64").signatures(texts))
+    with pytest.raises(ValueError, match="signature_scheme"):
+        MinHash(signature_scheme="perm16")
+    with pytest.raises(ValueError, match="hash_bits=32"):
+        MinHashLSH(hash_bits=64, signature_scheme="perm32")
+
+
 def test_hash_bits_validated():
     with pytest.raises(ValueError, match="hash_bits"):
         MinHash(hash_bits=16)
@@ -143,11 +196,11 @@ def test_hash_bits_validated():
 
 
 @pytest.mark.parametrize("shingle", [ShingleConfig("word", 1), ShingleConfig("word", 3), ShingleConfig("char", 4)])
-@pytest.mark.parametrize("hash_bits", [32, 64])
-def test_one_pass_signatures_equal_the_staged_ones(shingle, hash_bits):
+@pytest.mark.parametrize("hash_bits, scheme", [(32, "perm32"), (32, "perm64"), (64, "perm64")])
+def test_one_pass_signatures_equal_the_staged_ones(shingle, hash_bits, scheme):
     texts = ["", "a", "the cat sat", "Ünïcödé  TEXT\n\nnext one", "x " * 301, "elec-\ntric fence co"]
-    texts = texts * 3 + ["word%d" % i for i in range(50)]
-    mh = MinHash(num_perm=70, shingle=shingle, seed=4, hash_bits=hash_bits)
+    texts = texts * 3 + ["word%d" % i for i in range(150)]  # several blocks of documents
+    mh = MinHash(num_perm=70, shingle=shingle, seed=4, hash_bits=hash_bits, signature_scheme=scheme)
     sig, counts = mh.signatures_and_counts(texts)
     sets = mh.shingle_sets(texts)
     assert np.array_equal(sig, mh.signatures_from_sets(sets))
