@@ -62,17 +62,22 @@ from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write
 from neardup.errors import check_choice, check_int
 from neardup.graph.edges import Pairs, outside_time_window
 from neardup.graph.similarity import (
+    DEFAULT_APPROX_K,
     check_unit_rows,
     cosine_scores,
     import_faiss,
+    ivf_nlist,
     omp_threads,
     search_margin,
+    train_ivf,
 )
 from neardup.io.batch import DocumentBatch
+from neardup.io.writers import atomic_path
 from neardup.methods.base import Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
 
-__all__ = ["STORAGE_DTYPES", "run_vector_stage", "shard_rows_for", "supports_vector_stage"]
+__all__ = ["STORAGE_DTYPES", "resolve_index", "run_vector_stage", "shard_rows_for",
+           "supports_vector_stage"]
 
 #: How rows are stored on disk between the embed and search stages.
 STORAGE_DTYPES = ("float32", "float16")
@@ -80,28 +85,40 @@ STORAGE_DTYPES = ("float32", "float16")
 QUERY_BATCH = 4096
 #: Fewest rows in a shard, however small the memory limit.
 MIN_SHARD_ROWS = 64
+#: IVF training rows per centroid at most (faiss's own cap, ``max_points_per_centroid``).
+IVF_TRAIN_PER_CELL = 256
+#: IVF training rows per centroid at least (faiss warns below it).
+IVF_MIN_PER_CELL = 39
 
 _DOC_SCHEMA = pa.schema([("id", pa.string()), ("length", pa.int64()), ("source", pa.string()),
                          ("date", pa.timestamp("s")), ("n_features", pa.int64())])
 
 
 def supports_vector_stage(method: Method, algorithm: str, n_docs: int | None = None) -> bool:
-    """Whether ``method`` with clustering ``algorithm`` over ``n_docs`` documents runs
-    through this stage: methods with the vector contract (:attr:`Method.vector_search`),
-    clustered by connected components, whose search is exact at this size. Exact search
-    grows with the square of the corpus: above the method's ``exact_limit`` (or when the
-    size is unknown) ``index="auto"`` keeps the in-memory approximate index."""
-    search = method.vector_search
-    if search is None or algorithm != "components":
-        return False
-    return search.exact_limit is None or (n_docs is not None and n_docs <= search.exact_limit)
+    """Whether ``method`` with clustering ``algorithm`` runs through this stage: methods
+    with the vector contract (:attr:`Method.vector_search`; flat, IVF or ``auto``
+    indexes, not HNSW) clustered by connected components, at any size (``n_docs`` is
+    accepted for compatibility; the index is chosen from the row count once the rows are
+    embedded, :func:`resolve_index`)."""
+    return method.vector_search is not None and algorithm == "components"
 
 
-def shard_rows_for(budget: int, dim: int, k: int | None) -> int:
+def resolve_index(search, n_rows: int) -> tuple[str, int | None]:
+    """The index kind (``"flat"`` or ``"ivf"``) and neighbours per row (None: range
+    search) the stage uses for ``n_rows`` rows, as :meth:`Method.find_pairs` chooses
+    them: flat up to ``search.exact_limit`` rows, the approximate index above it with
+    ``k`` (default :data:`~neardup.graph.similarity.DEFAULT_APPROX_K`)."""
+    if search.exact_limit is None or n_rows <= search.exact_limit or search.index == "flat":
+        return "flat", search.k
+    return search.index, search.k if search.k is not None else DEFAULT_APPROX_K
+
+
+def shard_rows_for(budget: int, dim: int, k: int | None, ivf: bool = False) -> int:
     """Rows per shard so that a query shard and an index shard (float32 rows, their
-    norms and, in kNN mode, the query shard's running top-k) take half of ``budget``
-    bytes; the other half is left to a query batch's candidates."""
-    row_bytes = dim * 4 + 8 + ((k + 1) * 12 if k else 0)
+    norms, an IVF shard's row ids and, in kNN mode, the query shard's running top-k) take
+    half of ``budget`` bytes; the other half is left to a query batch's candidates (or,
+    with IVF, the training sample)."""
+    row_bytes = dim * 4 + 8 + ((k + 1) * 12 if k else 0) + (8 if ivf else 0)
     return max(MIN_SHARD_ROWS, budget // 4 // row_bytes)
 
 
@@ -171,6 +188,71 @@ class _RowStore:
         del mapped
         norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
         return rows, norms
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        """Rows at sorted ``positions``, float32."""
+        mapped = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.n_rows, self.dim))
+        rows = np.array(mapped[positions], dtype=np.float32, order="C")
+        del mapped
+        return rows
+
+
+class _IvfShards:
+    """One ``IndexIVFFlat`` per shard, all on the same centroids (trained once, by
+    spherical k-means on a seeded sample of every row), each written to the work
+    directory once and read back per query shard. A query's probed cells are chosen once
+    against the shared centroids and searched in every shard; the merged per-shard top-k
+    is then the top-k of one IVF index over all rows with those centroids."""
+
+    def __init__(self, faiss, directory, store: _RowStore, shards: list[tuple[int, int]],
+                 search, budget: int) -> None:
+        self.faiss = faiss
+        self.nlist = ivf_nlist(store.n_rows, search.nlist)
+        path = directory / "ivf-centroids.faiss"
+        if path.exists():  # a resumed stage (files are kept only under the same key)
+            trained = faiss.read_index(str(path))
+        else:
+            sample = _training_sample(store, self.nlist, search.seed, budget)
+            self.training_rows = int(sample.shape[0])
+            trained = train_ivf(faiss, sample, self.nlist, search.seed, search.nprobe)
+            del sample
+            with atomic_path(path) as tmp:
+                faiss.write_index(trained, str(tmp))
+        self.nprobe = min(search.nprobe, self.nlist)
+        self.trained = trained  # owns the quantizer
+        self.quantizer = faiss.downcast_index(trained.quantizer)
+        self.paths = []
+        for j, (i0, i1) in enumerate(shards):
+            shard_path = directory / f"ivf-{j:04d}.faiss"
+            if not shard_path.exists():
+                index = faiss.clone_index(trained)
+                index.add_with_ids(store.read(i0, i1)[0], np.arange(i0, i1, dtype=np.int64))
+                with atomic_path(shard_path) as tmp:
+                    faiss.write_index(index, str(tmp))
+                del index
+            self.paths.append(shard_path)
+
+    def probes(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(centroid scores, cells) each query visits, shape (n, nprobe)."""
+        return self.quantizer.search(queries, self.nprobe)
+
+    def index(self, j: int):
+        index = self.faiss.read_index(str(self.paths[j]))
+        index.nprobe = self.nprobe
+        return index
+
+
+def _training_sample(store: _RowStore, nlist: int, seed: int, budget: int) -> np.ndarray:
+    """The rows the centroids are trained on: every row when there are at most
+    :data:`IVF_TRAIN_PER_CELL` per cell and they fit in half the budget (then the
+    centroids are those of the in-memory index), else a seeded uniform sample of that
+    size, sorted by position."""
+    cap = max(IVF_MIN_PER_CELL * nlist, budget // 2 // (store.dim * 4))
+    size = min(store.n_rows, IVF_TRAIN_PER_CELL * nlist, cap)
+    if size >= store.n_rows:
+        return store.read(0, store.n_rows)[0]
+    picks = np.random.default_rng(seed).choice(store.n_rows, size=size, replace=False)
+    return store.take(np.sort(picks))
 
 
 # --------------------------------------------------------------------------- search
@@ -257,7 +339,7 @@ def _merge_top(best_s: np.ndarray, best_i: np.ndarray, scores: np.ndarray, ids: 
 
 def _search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int,
                   k: int | None, floor: float, linker: _ShardLinker,
-                  batch: _QueryBatchSize) -> None:
+                  batch: _QueryBatchSize, ivf: _IvfShards | None = None) -> None:
     """Query shard ``i`` against the shards it must meet (see the module docstring)."""
     q0, q1 = shards[i]
     qx, qn = store.read(q0, q1)
@@ -286,17 +368,26 @@ def _search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int
     width = k + 1
     best_s = np.full((q1 - q0, width), -np.inf, dtype=np.float32)
     best_i = np.full((q1 - q0, width), -1, dtype=np.int64)
+    probe_scores, probe_cells = ivf.probes(qx) if ivf is not None else (None, None)
     for j, (i0, i1) in enumerate(shards):
-        ix = qx if j == i else store.read(i0, i1)[0]
-        index = faiss.IndexFlatIP(store.dim)
-        index.add(ix)
-        n_search = min(width, i1 - i0)
+        if ivf is None:
+            ix = qx if j == i else store.read(i0, i1)[0]
+            index = faiss.IndexFlatIP(store.dim)
+            index.add(ix)
+            n_search, base = min(width, i1 - i0), i0
+            del ix
+        else:  # the shard's IVF lists hold global row numbers
+            index, n_search, base = ivf.index(j), width, 0
         for b in range(0, q1 - q0, QUERY_BATCH):
-            scores, found = index.search(qx[b:b + QUERY_BATCH], n_search)
-            found = np.where(found >= 0, found.astype(np.int64) + i0, -1)
             part = slice(b, b + QUERY_BATCH)
+            if ivf is None:
+                scores, found = index.search(qx[part], n_search)
+            else:
+                scores, found = index.search_preassigned(qx[part], n_search, probe_cells[part],
+                                                         probe_scores[part])
+            found = np.where(found >= 0, found.astype(np.int64) + base, -1)
             best_s[part], best_i[part] = _merge_top(best_s[part], best_i[part], scores, found, width)
-        del index, ix
+        del index
     own = np.arange(q0, q1, dtype=np.int64)[:, None]
     other = (best_i >= 0) & (best_i != own)
     # As the in-memory search: the first k rows that are not the query, above the floor.
@@ -312,7 +403,8 @@ def _search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int
 
 
 def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], shard_rows: int,
-                  budget: int, window_hours: float | None, timer, progress) -> dict[str, Any]:
+                  budget: int, window_hours: float | None, timer, progress,
+                  kind: str = "flat", k: int | None = None) -> dict[str, Any]:
     done = wd.done("search", key)
     if done is not None:
         return done
@@ -333,7 +425,7 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
         dates = column.to_numpy().astype("datetime64[s]")
     store = _RowStore(wd, facts)
     shards = [(s, min(s + shard_rows, n_rows)) for s in range(0, n_rows, shard_rows)]
-    k = None if search.k is None else min(search.k, max(n_rows - 1, 1))
+    k = None if k is None else min(k, max(n_rows - 1, 1))
     floor = search.threshold - search_margin(store.dim, facts["max_norm_deviation"])
     totals = {"candidate_pairs": 0, "scored_pairs": 0}
     # One union-find across query shards, searched in order: a resumed stage replays the
@@ -344,6 +436,11 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
     batch = _QueryBatchSize(budget // 4 // 40)
     resuming = True
     faiss = import_faiss() if n_rows >= 2 else None
+    ivf, ivf_facts = None, {}
+    if kind == "ivf" and faiss is not None:
+        with timer.stage("index"), omp_threads(faiss, search.threads):
+            ivf = _IvfShards(faiss, directory, store, shards, search, budget)
+        ivf_facts = {"nlist": ivf.nlist, "nprobe": ivf.nprobe}
     with progress_bar("searching", total=len(shards), unit="shards", enabled=progress) as advance, \
             timer.stage("pairs"), omp_threads(faiss, search.threads if faiss else None):
         for i in range(len(shards)):
@@ -356,7 +453,7 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
             else:
                 linker = _ShardLinker(method, uf, offsets, search.threshold, dates, window_hours)
                 if n_rows >= 2:
-                    _search_shard(faiss, store, shards, i, k, floor, linker, batch)
+                    _search_shard(faiss, store, shards, i, k, floor, linker, batch, ivf)
                 forest, outside = Pairs.concat(linker.forest), Pairs.concat(linker.outside)
                 write_arrow(out, pa.table({
                     "left": np.concatenate((forest.left, outside.left)),
@@ -370,7 +467,7 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
             for name in totals:
                 totals[name] += shard_counts[name]
             advance(1)
-    totals.update(shards=len(shards), shard_rows=shard_rows)
+    totals.update(shards=len(shards), shard_rows=shard_rows, index=kind, k=k, **ivf_facts)
     wd.finish("search", key, totals)
     return totals
 
@@ -431,10 +528,11 @@ def run_vector_stage(
         wd = WorkDir(path, {"method": method.name, "input": input_identity}, resume=config.resume)
         facts = _embed_stage(wd, batches, method, storage, timer, progress, total)
         require_dates(time_window_hours, facts["has_dates"])
-        rows = shard_rows or shard_rows_for(config.budget, max(facts["dim"], 1), search.k)
-        search_key = stage_key("search", facts, search, rows, time_window_hours)
+        kind, k = resolve_index(search, facts["n_rows"])
+        rows = shard_rows or shard_rows_for(config.budget, max(facts["dim"], 1), k, kind == "ivf")
+        search_key = stage_key("search", facts, search, rows, time_window_hours, kind, k)
         search_facts = _search_stage(wd, search_key, method, facts, rows, config.budget,
-                                     time_window_hours, timer, progress)
+                                     time_window_hours, timer, progress, kind, k)
         edge_files = [wd.stage_dir("search") / f"q-{i:04d}.arrow"
                       for i in range(search_facts["shards"])]
         comp_facts = merge_forests(wd, search_key, facts["n_docs"], edge_files, timer)
