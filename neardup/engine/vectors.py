@@ -242,13 +242,19 @@ class _IvfShards:
         return index
 
 
+def training_rows(n_rows: int, dim: int, nlist: int, budget: int) -> int:
+    """Rows the IVF centroids are trained on: at most :data:`IVF_TRAIN_PER_CELL` per
+    cell and half the budget of float32 rows, at least :data:`IVF_MIN_PER_CELL` per cell."""
+    cap = max(IVF_MIN_PER_CELL * nlist, budget // 2 // (dim * 4))
+    return min(n_rows, IVF_TRAIN_PER_CELL * nlist, cap)
+
+
 def _training_sample(store: _RowStore, nlist: int, seed: int, budget: int) -> np.ndarray:
     """The rows the centroids are trained on: every row when there are at most
     :data:`IVF_TRAIN_PER_CELL` per cell and they fit in half the budget (then the
     centroids are those of the in-memory index), else a seeded uniform sample of that
     size, sorted by position."""
-    cap = max(IVF_MIN_PER_CELL * nlist, budget // 2 // (store.dim * 4))
-    size = min(store.n_rows, IVF_TRAIN_PER_CELL * nlist, cap)
+    size = training_rows(store.n_rows, store.dim, nlist, budget)
     if size >= store.n_rows:
         return store.read(0, store.n_rows)[0]
     picks = np.random.default_rng(seed).choice(store.n_rows, size=size, replace=False)
@@ -440,7 +446,8 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
     if kind == "ivf" and faiss is not None:
         with timer.stage("index"), omp_threads(faiss, search.threads):
             ivf = _IvfShards(faiss, directory, store, shards, search, budget)
-        ivf_facts = {"nlist": ivf.nlist, "nprobe": ivf.nprobe}
+        ivf_facts = {"nlist": ivf.nlist, "nprobe": ivf.nprobe,
+                     "training_rows": training_rows(n_rows, store.dim, ivf.nlist, budget)}
     with progress_bar("searching", total=len(shards), unit="shards", enabled=progress) as advance, \
             timer.stage("pairs"), omp_threads(faiss, search.threads if faiss else None):
         for i in range(len(shards)):
