@@ -77,7 +77,7 @@ from neardup.methods.base import Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
 
 __all__ = ["STORAGE_DTYPES", "resolve_index", "run_vector_stage", "shard_rows_for",
-           "supports_vector_stage"]
+           "supports_vector_stage", "training_positions", "training_rows"]
 
 #: How rows are stored on disk between the embed and search stages.
 STORAGE_DTYPES = ("float32", "float16")
@@ -249,16 +249,22 @@ def training_rows(n_rows: int, dim: int, nlist: int, budget: int) -> int:
     return min(n_rows, IVF_TRAIN_PER_CELL * nlist, cap)
 
 
+def training_positions(n_rows: int, dim: int, nlist: int, seed: int, budget: int) -> np.ndarray | None:
+    """Sorted positions of the rows the IVF centroids are trained on, or None for every
+    row (:func:`training_rows` of them; a seeded uniform sample when fewer). With every
+    row (at most :data:`IVF_TRAIN_PER_CELL` per cell, within half the budget) the
+    centroids are those of the in-memory index."""
+    size = training_rows(n_rows, dim, nlist, budget)
+    if size >= n_rows:
+        return None
+    return np.sort(np.random.default_rng(seed).choice(n_rows, size=size, replace=False))
+
+
 def _training_sample(store: _RowStore, nlist: int, seed: int, budget: int) -> np.ndarray:
-    """The rows the centroids are trained on: every row when there are at most
-    :data:`IVF_TRAIN_PER_CELL` per cell and they fit in half the budget (then the
-    centroids are those of the in-memory index), else a seeded uniform sample of that
-    size, sorted by position."""
-    size = training_rows(store.n_rows, store.dim, nlist, budget)
-    if size >= store.n_rows:
+    positions = training_positions(store.n_rows, store.dim, nlist, seed, budget)
+    if positions is None:
         return store.read(0, store.n_rows)[0]
-    picks = np.random.default_rng(seed).choice(store.n_rows, size=size, replace=False)
-    return store.take(np.sort(picks))
+    return store.take(positions)
 
 
 # --------------------------------------------------------------------------- search
