@@ -10,30 +10,51 @@ shards of rows:
    float16 halves the disk; see docs/benchmarks.md for what it costs in agreement), the
    number of rows each document owns to another, document facts to Parquet.
 2. **search** (per query shard): rows are cut into shards of ``shard_rows`` (from the
-   memory limit). For query shard *i*, a faiss ``IndexFlatIP`` is built over each shard
-   *j* (``j >= i`` for range search: the search is symmetric, so each pair is found once;
+   memory limit). The index is chosen as :meth:`Method.find_pairs` chooses it
+   (:func:`resolve_index`): flat up to the method's ``exact_limit`` rows (``index="auto"``)
+   or always (``"flat"``), IVF above it (or always, ``"ivf"``).
+
+   *Flat*: for query shard *i*, a faiss ``IndexFlatIP`` is built over each shard *j*
+   (``j >= i`` for range search: the search is symmetric, so each pair is found once;
    every *j* in kNN mode, whose per-shard top-k are merged into a global top-k) and
-   queried in batches. Candidates come from faiss with the in-memory search's margin below
-   the threshold and are rescored in float64 by the same function
-   (:func:`neardup.graph.similarity.cosine_scores`), so the pairs above the threshold are
-   exactly those of :meth:`Method.find_pairs` with the flat index. Candidates whose
+   queried in batches.
+
+   *IVF* (kNN, ``k`` or 100 as in memory): the ``nlist`` centroids (``4 * sqrt(rows)``,
+   as in memory) are trained once by seeded spherical k-means on every row when there
+   are at most 256 per centroid and they fit in half the memory limit (then they are the
+   in-memory index's centroids), else on a seeded uniform sample of that size. Each
+   shard's ``IndexIVFFlat`` on those centroids is written once (``ivf-JJJJ.faiss``);
+   each query row's ``nprobe`` cells are chosen once per query shard, and every shard's
+   lists for those cells are searched (``search_preassigned``) and their top-k merged:
+   the neighbours of one IVF index over all rows, whatever the shard size. Time: the
+   training, plus per query row ``nprobe / nlist`` of the rows, plus reading every
+   shard's index once per query shard.
+
+   Candidates come from faiss with the in-memory search's margin below the threshold
+   and are rescored in float64 by the same function
+   (:func:`neardup.graph.similarity.cosine_scores`), so with the flat index the pairs
+   above the threshold are exactly those of :meth:`Method.find_pairs`. Candidates whose
    documents are already connected are skipped; the rest, once scored, join a union-find
    over the documents (the time window applied first); its joins are the forest written
-   per query shard, atomically, so a killed stage resumes at the first missing shard.
+   per query shard, atomically, so a killed stage resumes at the first missing shard
+   (the IVF centroids and shard indexes are kept too).
 3. **components**: the roots of the union-find, the forest and the outside-window pairs.
 
 Resident memory: two shards of float32 rows (a quarter of
-``CorpusStageConfig.memory_limit`` each) and a query batch's candidates (batches shrink
-when they find more than another quarter's worth: a template's thousands of copies), plus
-16 bytes per document (union-find, row offsets) and the model's own memory while
-embedding. Time is that of exact search, n^2 * d / 2 multiply-adds, whatever the shard
-size; an approximate index per shard (IVF) is not implemented (``index="ivf"`` or
-``"hnsw"`` stays in memory).
+``CorpusStageConfig.memory_limit`` each; with IVF the index shard is its index, the
+same rows plus 8-byte ids) and a query batch's candidates (batches shrink when they find
+more than another quarter's worth: a template's thousands of copies), plus 16 bytes per
+document (union-find, row offsets), the IVF training sample (at most half the limit,
+before any shard is read) and the model's own memory while embedding. Flat search takes
+n^2 * d / 2 multiply-adds whatever the shard size; HNSW (``index="hnsw"``) is not built
+per shard (it stays in memory: its single-threaded, reproducible build costs as much as
+exact search here, docs/benchmarks.md).
 
 Work directory (beside ``manifest.json``)::
 
     embed/rows.bin, embed/rows_per_doc.bin, embed/docs.parquet, embed/_DONE.json
     search/q-IIII.arrow, search/q-IIII.json, search/_KEY, search/_DONE.json
+    search/ivf-centroids.faiss, search/ivf-JJJJ.faiss (IVF only)
     components/forest.arrow, components/outside.arrow, components/roots.npy, _DONE.json
 """
 
