@@ -259,6 +259,21 @@ def test_embedding_methods_same_clusters_as_local_engine(cluster, shards, method
         assert len(distributed.outside_window) > 0
 
 
+def test_embedding_method_on_batches_with_empty_and_identical_documents(cluster):
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    from neardup.io.batch import DocumentBatch
+
+    texts = ["The same story about the harbour.", " ... ", "The same story about the harbour.",
+             "Something else entirely, of another kind."]
+    batches = [DocumentBatch(ids=[str(i)], texts=[t], dates=None, source="mem", rows=np.array([i]))
+               for i, t in enumerate(texts)]
+    result = run(iter(batches), _FakeRETSim(threshold=0.9, threads=1), engine="ray")
+    assert result.clusters.tolist() == [0, 1, 0, 2]
+    assert result.status.tolist() == ["ok", "empty", "ok", "ok"]
+    nothing = run(iter([]), _FakeRETSim(threshold=0.9), engine="ray")
+    assert nothing.n_docs == 0
+
+
 def test_unsupported_method_is_refused(cluster):
     with pytest.raises(ValueError, match="engine='ray' runs methods with a keyed corpus stage"):
         neardup.dedup(["a b c", "a b c"], "ngram", engine="ray")
