@@ -8,6 +8,7 @@ stage, so only storage, sharded flat search, rescoring and union-find are measur
 setting runs in a child process (CPU = user + system, peak RSS from ``os.wait4``).
 
     python bench/bench_vector_search.py --docs 20000 50000 --memory-limits 16MB 1GB
+    python bench/bench_vector_search.py --docs 100000 --index auto --memory-limits 64MB --compare exact
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from neardup.graph.similarity import similarity_pairs
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Method, Sketch, VectorSearch
 
-n, limit, work, compare = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+n, limit, work, compare = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+index = sys.argv[6]
 rng = np.random.default_rng(0)
 d = 256
 rows = rng.standard_normal((n, d)).astype(np.float32)
@@ -42,8 +44,8 @@ rows /= np.linalg.norm(rows, axis=1, keepdims=True)
 class Precomputed(Method):
     """Hands the stage precomputed rows: text i is row i."""
     name = "precomputed"
-    def __init__(self, *, threshold=0.9):
-        self.threshold = threshold
+    def __init__(self, *, threshold=0.9, index="flat"):
+        self.threshold, self.index = threshold, index
     def sketch(self, texts):
         idx = np.array([int(t) for t in texts])
         return Sketch(np.ones(idx.size, np.int64), {"embedding": rows[idx]})
@@ -51,7 +53,10 @@ class Precomputed(Method):
         raise NotImplementedError
     @property
     def vector_search(self):
-        return VectorSearch(threshold=self.threshold)
+        # As EmbeddingMethod.vector_search: auto is flat up to 50,000 rows, IVF above.
+        limit = {"auto": 50_000, "flat": None, "ivf": 0}[self.index]
+        return VectorSearch(threshold=self.threshold, exact_limit=limit,
+                            index="flat" if self.index == "flat" else "ivf")
     def vector_rows(self, sketch):
         return sketch.arrays["embedding"], np.ones(len(sketch), np.int64)
 
@@ -61,24 +66,50 @@ def batches():
         yield DocumentBatch(ids=[str(i) for i in range(s, e)], texts=[str(i) for i in range(s, e)],
                             dates=None, source="synthetic", rows=np.arange(s, e))
 
-t0 = time.process_time()
-stage = run_vector_stage(batches(), Precomputed(), config=CorpusStageConfig(work_dir=work, memory_limit=limit))
-cpu = time.process_time() - t0
-out = {"stage_cpu_s": round(cpu, 2), "stats": stage.stats,
-       "components": int(np.unique(stage.roots).size),
-       "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
-if compare:
-    memory = similarity_pairs(rows, threshold=0.9, index="flat")
-    forest = set(zip(stage.pairs.left.tolist(), stage.pairs.right.tolist()))
-    every = set(zip(memory.left.tolist(), memory.right.tolist()))
+def labels_of(pairs):
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
-    g = coo_matrix((np.ones(len(memory)), (memory.left, memory.right)), shape=(n, n))
-    _, labels = connected_components(g, directed=False)
-    same = bool((np.unique(labels, return_inverse=True)[1] ==
-                 np.unique(stage.roots, return_inverse=True)[1]).all())
+    g = coo_matrix((np.ones(len(pairs)), (pairs.left, pairs.right)), shape=(n, n))
+    return connected_components(g, directed=False)[1]
+
+def joined(labels, pairs):
+    """Fraction of ``pairs`` whose two rows share a cluster in ``labels``."""
+    return float((labels[pairs.left] == labels[pairs.right]).mean()) if len(pairs) else 1.0
+
+t0 = time.process_time()
+stage = run_vector_stage(batches(), Precomputed(index=index),
+                         config=CorpusStageConfig(work_dir=work, memory_limit=limit))
+cpu = time.process_time() - t0
+out = {"index": index, "stage_cpu_s": round(cpu, 2), "stats": stage.stats,
+       "components": int(np.unique(stage.roots).size),
+       "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+stage_labels = np.unique(stage.roots, return_inverse=True)[1]
+if compare in ("memory", "exact"):
+    from sklearn.metrics import adjusted_rand_score
+    # The in-memory search with the same index choice (auto: IVF above 50,000 rows).
+    t0 = time.process_time()
+    memory = similarity_pairs(rows, threshold=0.9, index=index)
+    out["memory_cpu_s"] = round(time.process_time() - t0, 2)
+    memory_labels = labels_of(memory)
+    forest = set(zip(stage.pairs.left.tolist(), stage.pairs.right.tolist()))
+    every = set(zip(memory.left.tolist(), memory.right.tolist()))
     out.update(pairs_in_memory=len(memory), forest_subset_of_memory_pairs=forest <= every,
-               identical_components=same)
+               identical_components=bool((memory_labels == stage_labels).all()),
+               ari_stage_vs_memory=adjusted_rand_score(memory_labels, stage_labels))
+    if compare == "exact":
+        t0 = time.process_time()
+        exact = memory if index == "flat" else similarity_pairs(rows, threshold=0.9, index="flat")
+        out["exact_cpu_s"] = round(time.process_time() - t0, 2)
+        exact_labels = labels_of(exact)
+        found = set(zip(memory.left.tolist(), memory.right.tolist()))
+        out.update(
+            pairs_exact=len(exact),
+            # Of the exact search's pairs: found by the in-memory search, joined by each.
+            memory_pair_recall=sum(p in found for p in zip(exact.left.tolist(), exact.right.tolist())) / max(len(exact), 1),
+            memory_pairs_joined=joined(memory_labels, exact),
+            stage_pairs_joined=joined(stage_labels, exact),
+            ari_memory_vs_exact=adjusted_rand_score(exact_labels, memory_labels),
+            ari_stage_vs_exact=adjusted_rand_score(exact_labels, stage_labels))
 print(json.dumps(out))
 '''
 
@@ -87,8 +118,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, nargs="+", default=[20000])
     parser.add_argument("--memory-limits", nargs="+", default=["16MB", "1GB"])
-    parser.add_argument("--compare", action="store_true",
-                        help="also run the in-memory flat search and compare components")
+    parser.add_argument("--index", choices=["flat", "auto", "ivf"], default="flat",
+                        help="the method's index (auto: flat up to 50,000 rows, IVF above)")
+    parser.add_argument("--compare", nargs="?", const="memory", default="none",
+                        choices=["none", "memory", "exact"],
+                        help="memory: also run the in-memory search with the same index and "
+                             "compare clusters (ARI); exact: also the exact flat search (pair "
+                             "recall, ARI against it)")
     parser.add_argument("--name", default="vector_search")
     args = parser.parse_args()
     root = str(Path(__file__).resolve().parents[1])
@@ -97,7 +133,7 @@ def main() -> None:
         for limit in args.memory_limits:
             with tempfile.TemporaryDirectory() as work:
                 proc = subprocess.run([sys.executable, "-c", CHILD, str(n), limit, work,
-                                       "1" if args.compare else "0", root],
+                                       args.compare, root, args.index],
                                       capture_output=True, text=True, check=True)
             row = {"docs": n, "memory_limit": limit, **json.loads(proc.stdout.strip().splitlines()[-1])}
             rows.append(row)

@@ -403,12 +403,13 @@ def run(
     check_choice("run", "engine", engine, ENGINES)
     timer = StageTimer()
     if engine == "ray":
-        from neardup.engine.ray_engine import RayConfig, run_ray_stage
+        from neardup.engine.ray_engine import RayConfig, ray_supports, run_ray_stage
 
-        if not supports_corpus_stage(method, cluster.algorithm):
+        if not ray_supports(method, cluster.algorithm):
             raise ValueError(
                 f"run: engine='ray' runs methods with a keyed corpus stage (exact, minhash "
-                f"with verify='signature' or 'none', simhash) clustered by components; got "
+                f"with verify='signature' or 'none', simhash) or a vector stage (retsim, "
+                f"retsim-partial, biencoder; not index='hnsw') clustered by components; got "
                 f"method {method.name!r} with cluster algorithm {cluster.algorithm!r}. Use "
                 "engine='local' or engine='memory' for it."
             )

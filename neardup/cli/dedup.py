@@ -278,8 +278,7 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
     Parquet files); the driver holds per-duplicate integers only."""
     import time
 
-    from neardup.engine.ray_engine import RayConfig, RayInputs, RayRun, write_outputs
-    from neardup.engine import supports_corpus_stage
+    from neardup.engine.ray_engine import RayConfig, RayInputs, RayRun, ray_supports, write_outputs
 
     for name in ("clusters_out", "pairs_out", "out"):
         path = opts[name]
@@ -292,9 +291,10 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
     if opts["html"] is not None:
         raise click.UsageError("--html is not supported with --engine ray (it needs every "
                                "document on one machine); use --engine local.")
-    if not supports_corpus_stage(method_obj, cluster.algorithm):
+    if not ray_supports(method_obj, cluster.algorithm):
         raise click.UsageError(
-            f"--engine ray runs exact, minhash and simhash clustered by components; got "
+            f"--engine ray runs exact, minhash, simhash, and retsim, retsim-partial and "
+            f"biencoder (--index other than hnsw), clustered by components; got "
             f"--method {method_obj.name} with --cluster {cluster.algorithm}. Use --engine local."
         )
     config = RayConfig(address=opts["ray_address"], partitions=opts["partitions"],

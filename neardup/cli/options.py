@@ -131,7 +131,9 @@ _METHOD_OPTIONS = (
                  show_default=True, help="Largest edit distance --spell-correct repairs."),
     click.option("--param", "extra_params", multiple=True, metavar="NAME=VALUE",
                  help="Any other method parameter, by its Python name (repeatable), e.g. "
-                      "--param rare_fraction=0.25. VALUE is read as JSON when it parses "
+                      "--param rare_fraction=0.25, or for the embedding methods "
+                      "--param index=auto|flat|ivf|hnsw (auto: exact up to --param "
+                      "exact_limit=50000 rows, IVF above). VALUE is read as JSON when it parses "
                       "(numbers, true/false, null, lists), else as a string. See the "
                       "method's docstring for its parameters."),
 )

@@ -68,8 +68,8 @@ from neardup.io.readers import ReaderConfig, detect_format, part_records, read_p
 from neardup.methods.base import Method
 from neardup.progress import StageTimer
 
-__all__ = ["INSTALL_HINT", "RayConfig", "RayInputs", "RayRun", "connect", "import_ray", "run_ray_stage",
-           "worker_runtime_env", "write_outputs"]
+__all__ = ["INSTALL_HINT", "RayConfig", "RayInputs", "RayRun", "connect", "import_ray", "ray_supports",
+           "run_ray_stage", "worker_runtime_env", "write_outputs"]
 
 INSTALL_HINT = "pip install 'neardup[ray]'"
 #: Fault-injection drill (tests, chaos runs): when this environment variable names a path
@@ -139,12 +139,17 @@ class RayConfig:
         eighth of the partitions (at least one). ``partitions``: one wave (every
         partition verifies its candidates on its own, as many times as partitions find
         the same duplicate).
+    memory_limit : int or None, default None
+        Embedding methods: bytes a search task may use for a query batch's candidates and
+        the IVF training sample, as the local stage's ``--memory-limit`` (the same value
+        gives the same IVF centroids). None: the local engine's default.
     """
 
     address: str | None = None
     partitions: int | None = None
     shard_rows: int = 25_000
     first_wave: int | None = None
+    memory_limit: int | None = None
 
     def __post_init__(self) -> None:
         if self.partitions is not None:
@@ -152,6 +157,8 @@ class RayConfig:
         check_int("RayConfig", "shard_rows", self.shard_rows, low=1)
         if self.first_wave is not None:
             check_int("RayConfig", "first_wave", self.first_wave, low=1)
+        if self.memory_limit is not None:
+            check_int("RayConfig", "memory_limit", self.memory_limit, low=1 << 20)
 
 
 @dataclass(frozen=True)
@@ -457,6 +464,169 @@ def _reduce_forests(refs: list, fan_in: int = 8):
         refs = [o[0] for o in out]
 
 
+# -- embedding methods: the vector stage as tasks ---------------------------------------
+
+
+def ray_supports(method: Method, algorithm: str) -> bool:
+    """Whether ``engine="ray"`` runs ``method`` clustered by ``algorithm``: the keyed
+    corpus stage's methods, and the embedding methods the local vector stage runs."""
+    from neardup.engine.corpus import supports_corpus_stage
+    from neardup.engine.vectors import supports_vector_stage
+
+    return supports_corpus_stage(method, algorithm) or supports_vector_stage(method, algorithm)
+
+
+def _embed_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig,
+                memory: list | None) -> tuple:
+    """Read and embed one shard. Returns five objects: counts (documents, rows, row
+    dimension, largest deviation of a row norm from 1, CPU seconds), the shard's facts
+    (Arrow, :data:`_FACTS`), its rows (float32, document order), the rows each document
+    owns (int64) and the documents' dates (int64 seconds, NaT as int64 min)."""
+    from neardup.graph.similarity import check_unit_rows
+
+    cpu = time.process_time()
+    facts, rows, owned, dates, offset, deviation = [], [], [], [], 0, 0.0
+    for batch in _shard_batches(shard, reader, memory):
+        n = len(batch)
+        sketch = method.sketch(batch.texts)
+        found, counts = method.vector_rows(sketch)
+        found = np.asarray(found, np.float32)
+        if found.shape[0]:
+            # Norms as the local stage checks them (its float32 storage reads the same).
+            found, norms = check_unit_rows(method.name, "embeddings", found)
+            deviation = max(deviation, float(np.abs(norms - 1.0).max()))
+            rows.append(found)
+        date = (batch.dates.astype("datetime64[s]").astype(np.int64) if batch.dates is not None
+                else np.full(n, _NO_DATE, np.int64))
+        facts.append(pa.table({
+            "shard": pa.array(np.full(n, index, np.int32)),
+            "row": pa.array(np.arange(offset, offset + n, dtype=np.int64)),
+            "id": pa.array(batch.ids if batch.ids is not None else [None] * n, pa.string()),
+            "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
+            "date": pa.array(date),
+            "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
+        }, schema=_FACTS))
+        owned.append(np.asarray(counts, np.int64))
+        dates.append(date)
+        offset += n
+    rows = np.concatenate(rows) if rows else np.zeros((0, 0), np.float32)
+    owned = np.concatenate(owned) if owned else np.zeros(0, np.int64)
+    dates = np.concatenate(dates) if dates else np.zeros(0, np.int64)
+    table = pa.concat_tables(facts) if facts else _FACTS.empty_table()
+    info = (offset, int(rows.shape[0]), int(rows.shape[1]), deviation, time.process_time() - cpu)
+    return info, table, rows, owned, dates
+
+
+class _ObjectRows:
+    """The embed tasks' rows, one object per row shard, read as the local stage's row
+    store reads its file (float32 rows and their float64 norms)."""
+
+    def __init__(self, shards: list[tuple[int, int]], refs: list, dim: int) -> None:
+        self.starts = {start: j for j, (start, _) in enumerate(shards)}
+        self.refs, self.dim = refs, dim
+
+    def read(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        import ray
+
+        rows = ray.get(self.refs[self.starts[start]])
+        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
+        return rows, norms
+
+
+def _train_ivf_task(shards: list[tuple[int, int]], refs: list, n_rows: int, dim: int, nlist: int,
+                    search, budget: int) -> np.ndarray:
+    """The shared IVF centroids, trained as the local stage trains them (the same rows,
+    seed and thread count), serialized."""
+    import ray
+
+    from neardup.engine.vectors import training_positions
+    from neardup.graph.similarity import import_faiss, omp_threads, train_ivf
+
+    positions = training_positions(n_rows, dim, nlist, search.seed, budget)
+    parts = []
+    for (start, stop), ref in zip(shards, refs):
+        rows = ray.get(ref)
+        if positions is None:
+            parts.append(rows)
+        else:
+            inside = positions[(positions >= start) & (positions < stop)]
+            parts.append(rows[inside - start])
+        del rows
+    sample = np.ascontiguousarray(np.concatenate(parts))
+    del parts
+    faiss = import_faiss()
+    with omp_threads(faiss, search.threads or 1):
+        trained = train_ivf(faiss, sample, nlist, search.seed, search.nprobe)
+    return faiss.serialize_index(trained)
+
+
+def _build_ivf_task(trained: np.ndarray, rows: np.ndarray, start: int, threads: int | None) -> np.ndarray:
+    """One row shard's IVF index on the shared centroids (lists hold global row numbers),
+    serialized."""
+    from neardup.graph.similarity import import_faiss, omp_threads
+
+    faiss = import_faiss()
+    index = faiss.deserialize_index(np.array(trained))
+    with omp_threads(faiss, threads or 1):
+        index.add_with_ids(rows, np.arange(start, start + rows.shape[0], dtype=np.int64))
+    return faiss.serialize_index(index)
+
+
+class _ObjectIvf:
+    """Per-shard IVF indexes from the object store, for the local stage's shard search."""
+
+    def __init__(self, faiss, trained: np.ndarray, refs: list, nprobe: int) -> None:
+        self.faiss, self.refs = faiss, refs
+        self.trained = faiss.deserialize_index(np.array(trained))  # owns the quantizer
+        self.nprobe = min(nprobe, self.trained.nlist)
+        self.quantizer = faiss.downcast_index(self.trained.quantizer)
+
+    def probes(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.quantizer.search(queries, self.nprobe)
+
+    def index(self, j: int):
+        import ray
+
+        index = self.faiss.deserialize_index(np.array(ray.get(self.refs[j])))
+        index.nprobe = self.nprobe
+        return index
+
+
+def _vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, owned_refs: list,
+                        date_refs: list | None, method: Method, k: int | None, floor: float,
+                        window_hours: float | None, trained: np.ndarray | None,
+                        ivf_refs: list | None, budget: int) -> dict:
+    """Row shard ``i`` searched against the shards it must meet, exactly as the local
+    vector stage searches it (the same candidates, float64 rescoring and union-find over
+    the documents): its forest, the pairs the time window kept apart, counts."""
+    import ray
+
+    from neardup.engine.vectors import _QueryBatchSize, _search_shard, _ShardLinker
+    from neardup.graph.similarity import import_faiss, omp_threads
+
+    cpu = time.process_time()
+    search = method.vector_search
+    owned = np.concatenate([ray.get(r) for r in owned_refs])
+    offsets = np.zeros(owned.size + 1, np.int64)
+    np.cumsum(owned, out=offsets[1:])
+    del owned
+    dates = None
+    if window_hours is not None:  # int64 min is NaT's own representation
+        dates = np.concatenate([ray.get(r) for r in date_refs]).astype("datetime64[s]")
+    linker = _ShardLinker(method, UnionFind(offsets.size - 1), offsets, search.threshold, dates,
+                          window_hours)
+    faiss = import_faiss()
+    store = _ObjectRows(shards, row_refs, 0)
+    with omp_threads(faiss, search.threads or 1):
+        ivf = _ObjectIvf(faiss, trained, ivf_refs, search.nprobe) if trained is not None else None
+        store.dim = int(ray.get(row_refs[i]).shape[1])
+        _search_shard(faiss, store, shards, i, k, floor, linker, _QueryBatchSize(budget // 4 // 40), ivf)
+    forest, outside = Pairs.concat(linker.forest), Pairs.concat(linker.outside)
+    return {"forest": (forest.left, forest.right, forest.score),
+            "outside": (outside.left, outside.right, outside.score),
+            "counts": {**linker.counts, "search_cpu_s": time.process_time() - cpu}}
+
+
 # -- driver ------------------------------------------------------------------------------
 
 
@@ -556,11 +726,13 @@ class RayRun:
     def __init__(self, source, method: Method, *, config: RayConfig = RayConfig(),
                  time_window_hours: float | None = None, timer: StageTimer | None = None,
                  progress: bool | None = None) -> None:
-        if method.candidate_arrays is None:
+        if method.candidate_arrays is None and method.vector_search is None:
             raise ValueError(
-                f"run: method {method.name!r} with these parameters has no keyed corpus stage, "
-                "which engine='ray' needs; supported: exact, minhash (verify='signature' or "
-                "'none'), simhash, clustered by components. Use engine='local' or 'memory'."
+                f"run: method {method.name!r} with these parameters has no keyed corpus stage "
+                "nor vector stage, which engine='ray' needs; supported: exact, minhash "
+                "(verify='signature' or 'none'), simhash, and retsim, retsim-partial, "
+                "biencoder with index 'auto', 'flat' or 'ivf' (not 'hnsw'), clustered by "
+                "components. Use engine='local' or 'memory'."
             )
         self.source, self.method, self.config = source, method, config
         self.window = time_window_hours
@@ -597,6 +769,9 @@ class RayRun:
                 "in neardup.dedup) or drop the window."
             )
         self.n_shards = len(shards)
+        if method.candidate_arrays is None:  # an embedding method: the vector stage
+            self._execute_vector(ray, shards, memory, reader)
+            return
         partitions = self.config.partitions or _default_partitions(_estimate_docs(shards, memory))
         self.partitions = partitions
         method_ref = ray.put(method)
@@ -654,6 +829,79 @@ class RayRun:
             # Only two counts come back: the forest stays in the cluster.
             forest_edges, outside = ray.get(ray.remote(_forest_sizes).remote(merged))
             self._finish(totals, forest_edges, outside, partitions)
+
+    def _execute_vector(self, ray, shards: list[_Shard], memory: list | None, reader: ReaderConfig) -> None:
+        """The vector stage on Ray: one embed task per input shard (its rows stay in the
+        object store as one row shard), the shared IVF centroids and per-shard IVF
+        indexes when the index is approximate, one search task per row shard, and the
+        keyed stage's merge tree over their forests."""
+        from neardup.engine.corpus import default_memory_limit
+        from neardup.engine.vectors import resolve_index
+        from neardup.graph.similarity import ivf_nlist, search_margin
+
+        method, timer = self.method, self.timer
+        search = method.vector_search
+        budget = self.config.memory_limit or default_memory_limit()
+        method_ref = ray.put(method)
+        embed = ray.remote(_embed_task).options(num_returns=5)
+        with timer.stage("sketch"):
+            out = [embed.remote(i, shard, method_ref, reader, memory) for i, shard in enumerate(shards)]
+            info = ray.get([o[0] for o in out])
+        counts = np.array([x[0] for x in info], np.int64)
+        row_counts = np.array([x[1] for x in info], np.int64)
+        dim = max([x[2] for x in info], default=0)
+        deviation = max([x[3] for x in info], default=0.0)
+        self.sketch_cpu = float(sum(x[4] for x in info))
+        self.n_keys, self.wave_stats, self.partitions = 0, [], 0
+        self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+        self.n_docs = int(counts.sum())
+        facts = [o[1] for o, n in zip(out, counts) if n]
+        self.docs = ray.data.from_arrow_refs(facts) if facts else None
+        row_starts = np.concatenate(([0], np.cumsum(row_counts))).astype(np.int64)
+        live = np.flatnonzero(row_counts > 0).tolist()
+        row_shards = [(int(row_starts[s]), int(row_starts[s + 1])) for s in live]
+        row_refs = [out[s][2] for s in live]
+        owned_refs = [o[3] for o in out]
+        date_refs = [o[4] for o in out] if self.window is not None else None
+        del out
+        n_rows = int(row_counts.sum())
+        kind, k = resolve_index(search, n_rows)
+        k = None if k is None else min(k, max(n_rows - 1, 1))
+        floor = search.threshold - search_margin(max(dim, 1), deviation)
+        trained, ivf_refs, extra = None, None, {}
+        merged = None
+        with timer.stage("pairs"):
+            if n_rows >= 2:
+                if kind == "ivf":
+                    nlist = ivf_nlist(n_rows, search.nlist)
+                    trained = ray.remote(_train_ivf_task).remote(row_shards, row_refs, n_rows, dim,
+                                                                 nlist, search, budget)
+                    build = ray.remote(_build_ivf_task)
+                    ivf_refs = [build.remote(trained, row_refs[j], row_shards[j][0], search.threads)
+                                for j in range(len(row_shards))]
+                    extra = {"nlist": nlist, "nprobe": min(search.nprobe, nlist)}
+                task = ray.remote(_vector_search_task)
+                results = [task.remote(i, row_shards, row_refs, owned_refs, date_refs, method_ref, k, floor,
+                                       self.window, trained, ivf_refs, budget)
+                           for i in range(len(row_shards))]
+                merged, seed, counts = _reduce_forests(results)
+        with timer.stage("cluster"):
+            if merged is None:
+                final, seed_arrays, totals = _merge_forests()
+                merged, seed = ray.put(final), ray.put(seed_arrays)
+            else:
+                totals = ray.get(counts)
+            self.merged_ref, self.seed_ref, self._fetched = merged, seed, None
+            forest_edges, outside = ray.get(ray.remote(_forest_sizes).remote(merged))
+            self._finish(totals, forest_edges, outside, 0)
+        self.stats = {
+            "rows": n_rows, "index": kind, "k": k, **extra, "shards": self.n_shards,
+            "row_shards": len(row_shards), "candidate_pairs": totals.get("candidate_pairs", 0),
+            "scored_pairs": totals.get("scored_pairs", 0), "forest_edges": forest_edges,
+            "outside_window": outside,
+            "task_cpu_s": {"embed": round(self.sketch_cpu, 2),
+                           "search": round(totals.get("search_cpu_s", 0.0), 2)},
+        }
 
     def _fetch(self) -> tuple:
         """The merge tree's result on the driver (once): nodes, roots, forest, outside."""

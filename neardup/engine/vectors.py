@@ -10,30 +10,51 @@ shards of rows:
    float16 halves the disk; see docs/benchmarks.md for what it costs in agreement), the
    number of rows each document owns to another, document facts to Parquet.
 2. **search** (per query shard): rows are cut into shards of ``shard_rows`` (from the
-   memory limit). For query shard *i*, a faiss ``IndexFlatIP`` is built over each shard
-   *j* (``j >= i`` for range search: the search is symmetric, so each pair is found once;
+   memory limit). The index is chosen as :meth:`Method.find_pairs` chooses it
+   (:func:`resolve_index`): flat up to the method's ``exact_limit`` rows (``index="auto"``)
+   or always (``"flat"``), IVF above it (or always, ``"ivf"``).
+
+   *Flat*: for query shard *i*, a faiss ``IndexFlatIP`` is built over each shard *j*
+   (``j >= i`` for range search: the search is symmetric, so each pair is found once;
    every *j* in kNN mode, whose per-shard top-k are merged into a global top-k) and
-   queried in batches. Candidates come from faiss with the in-memory search's margin below
-   the threshold and are rescored in float64 by the same function
-   (:func:`neardup.graph.similarity.cosine_scores`), so the pairs above the threshold are
-   exactly those of :meth:`Method.find_pairs` with the flat index. Candidates whose
+   queried in batches.
+
+   *IVF* (kNN, ``k`` or 100 as in memory): the ``nlist`` centroids (``4 * sqrt(rows)``,
+   as in memory) are trained once by seeded spherical k-means on every row when there
+   are at most 256 per centroid and they fit in half the memory limit (then they are the
+   in-memory index's centroids), else on a seeded uniform sample of that size. Each
+   shard's ``IndexIVFFlat`` on those centroids is written once (``ivf-JJJJ.faiss``);
+   each query row's ``nprobe`` cells are chosen once per query shard, and every shard's
+   lists for those cells are searched (``search_preassigned``) and their top-k merged:
+   the neighbours of one IVF index over all rows, whatever the shard size. Time: the
+   training, plus per query row ``nprobe / nlist`` of the rows, plus reading every
+   shard's index once per query shard.
+
+   Candidates come from faiss with the in-memory search's margin below the threshold
+   and are rescored in float64 by the same function
+   (:func:`neardup.graph.similarity.cosine_scores`), so with the flat index the pairs
+   above the threshold are exactly those of :meth:`Method.find_pairs`. Candidates whose
    documents are already connected are skipped; the rest, once scored, join a union-find
    over the documents (the time window applied first); its joins are the forest written
-   per query shard, atomically, so a killed stage resumes at the first missing shard.
+   per query shard, atomically, so a killed stage resumes at the first missing shard
+   (the IVF centroids and shard indexes are kept too).
 3. **components**: the roots of the union-find, the forest and the outside-window pairs.
 
 Resident memory: two shards of float32 rows (a quarter of
-``CorpusStageConfig.memory_limit`` each) and a query batch's candidates (batches shrink
-when they find more than another quarter's worth: a template's thousands of copies), plus
-16 bytes per document (union-find, row offsets) and the model's own memory while
-embedding. Time is that of exact search, n^2 * d / 2 multiply-adds, whatever the shard
-size; an approximate index per shard (IVF) is not implemented (``index="ivf"`` or
-``"hnsw"`` stays in memory).
+``CorpusStageConfig.memory_limit`` each; with IVF the index shard is its index, the
+same rows plus 8-byte ids) and a query batch's candidates (batches shrink when they find
+more than another quarter's worth: a template's thousands of copies), plus 16 bytes per
+document (union-find, row offsets), the IVF training sample (at most half the limit,
+before any shard is read) and the model's own memory while embedding. Flat search takes
+n^2 * d / 2 multiply-adds whatever the shard size; HNSW (``index="hnsw"``) is not built
+per shard (it stays in memory: its single-threaded, reproducible build costs as much as
+exact search here, docs/benchmarks.md).
 
 Work directory (beside ``manifest.json``)::
 
     embed/rows.bin, embed/rows_per_doc.bin, embed/docs.parquet, embed/_DONE.json
     search/q-IIII.arrow, search/q-IIII.json, search/_KEY, search/_DONE.json
+    search/ivf-centroids.faiss, search/ivf-JJJJ.faiss (IVF only)
     components/forest.arrow, components/outside.arrow, components/roots.npy, _DONE.json
 """
 
@@ -62,17 +83,22 @@ from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write
 from neardup.errors import check_choice, check_int
 from neardup.graph.edges import Pairs, outside_time_window
 from neardup.graph.similarity import (
+    DEFAULT_APPROX_K,
     check_unit_rows,
     cosine_scores,
     import_faiss,
+    ivf_nlist,
     omp_threads,
     search_margin,
+    train_ivf,
 )
 from neardup.io.batch import DocumentBatch
+from neardup.io.writers import atomic_path
 from neardup.methods.base import Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
 
-__all__ = ["STORAGE_DTYPES", "run_vector_stage", "shard_rows_for", "supports_vector_stage"]
+__all__ = ["STORAGE_DTYPES", "resolve_index", "run_vector_stage", "shard_rows_for",
+           "supports_vector_stage", "training_positions", "training_rows"]
 
 #: How rows are stored on disk between the embed and search stages.
 STORAGE_DTYPES = ("float32", "float16")
@@ -80,28 +106,40 @@ STORAGE_DTYPES = ("float32", "float16")
 QUERY_BATCH = 4096
 #: Fewest rows in a shard, however small the memory limit.
 MIN_SHARD_ROWS = 64
+#: IVF training rows per centroid at most (faiss's own cap, ``max_points_per_centroid``).
+IVF_TRAIN_PER_CELL = 256
+#: IVF training rows per centroid at least (faiss warns below it).
+IVF_MIN_PER_CELL = 39
 
 _DOC_SCHEMA = pa.schema([("id", pa.string()), ("length", pa.int64()), ("source", pa.string()),
                          ("date", pa.timestamp("s")), ("n_features", pa.int64())])
 
 
 def supports_vector_stage(method: Method, algorithm: str, n_docs: int | None = None) -> bool:
-    """Whether ``method`` with clustering ``algorithm`` over ``n_docs`` documents runs
-    through this stage: methods with the vector contract (:attr:`Method.vector_search`),
-    clustered by connected components, whose search is exact at this size. Exact search
-    grows with the square of the corpus: above the method's ``exact_limit`` (or when the
-    size is unknown) ``index="auto"`` keeps the in-memory approximate index."""
-    search = method.vector_search
-    if search is None or algorithm != "components":
-        return False
-    return search.exact_limit is None or (n_docs is not None and n_docs <= search.exact_limit)
+    """Whether ``method`` with clustering ``algorithm`` runs through this stage: methods
+    with the vector contract (:attr:`Method.vector_search`; flat, IVF or ``auto``
+    indexes, not HNSW) clustered by connected components, at any size (``n_docs`` is
+    accepted for compatibility; the index is chosen from the row count once the rows are
+    embedded, :func:`resolve_index`)."""
+    return method.vector_search is not None and algorithm == "components"
 
 
-def shard_rows_for(budget: int, dim: int, k: int | None) -> int:
+def resolve_index(search, n_rows: int) -> tuple[str, int | None]:
+    """The index kind (``"flat"`` or ``"ivf"``) and neighbours per row (None: range
+    search) the stage uses for ``n_rows`` rows, as :meth:`Method.find_pairs` chooses
+    them: flat up to ``search.exact_limit`` rows, the approximate index above it with
+    ``k`` (default :data:`~neardup.graph.similarity.DEFAULT_APPROX_K`)."""
+    if search.exact_limit is None or n_rows <= search.exact_limit or search.index == "flat":
+        return "flat", search.k
+    return search.index, search.k if search.k is not None else DEFAULT_APPROX_K
+
+
+def shard_rows_for(budget: int, dim: int, k: int | None, ivf: bool = False) -> int:
     """Rows per shard so that a query shard and an index shard (float32 rows, their
-    norms and, in kNN mode, the query shard's running top-k) take half of ``budget``
-    bytes; the other half is left to a query batch's candidates."""
-    row_bytes = dim * 4 + 8 + ((k + 1) * 12 if k else 0)
+    norms, an IVF shard's row ids and, in kNN mode, the query shard's running top-k) take
+    half of ``budget`` bytes; the other half is left to a query batch's candidates (or,
+    with IVF, the training sample)."""
+    row_bytes = dim * 4 + 8 + ((k + 1) * 12 if k else 0) + (8 if ivf else 0)
     return max(MIN_SHARD_ROWS, budget // 4 // row_bytes)
 
 
@@ -171,6 +209,83 @@ class _RowStore:
         del mapped
         norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
         return rows, norms
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        """Rows at sorted ``positions``, float32."""
+        mapped = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.n_rows, self.dim))
+        rows = np.array(mapped[positions], dtype=np.float32, order="C")
+        del mapped
+        return rows
+
+
+class _IvfShards:
+    """One ``IndexIVFFlat`` per shard, all on the same centroids (trained once, by
+    spherical k-means on a seeded sample of every row), each written to the work
+    directory once and read back per query shard. A query's probed cells are chosen once
+    against the shared centroids and searched in every shard; the merged per-shard top-k
+    is then the top-k of one IVF index over all rows with those centroids."""
+
+    def __init__(self, faiss, directory, store: _RowStore, shards: list[tuple[int, int]],
+                 search, budget: int) -> None:
+        self.faiss = faiss
+        self.nlist = ivf_nlist(store.n_rows, search.nlist)
+        path = directory / "ivf-centroids.faiss"
+        if path.exists():  # a resumed stage (files are kept only under the same key)
+            trained = faiss.read_index(str(path))
+        else:
+            sample = _training_sample(store, self.nlist, search.seed, budget)
+            self.training_rows = int(sample.shape[0])
+            trained = train_ivf(faiss, sample, self.nlist, search.seed, search.nprobe)
+            del sample
+            with atomic_path(path) as tmp:
+                faiss.write_index(trained, str(tmp))
+        self.nprobe = min(search.nprobe, self.nlist)
+        self.trained = trained  # owns the quantizer
+        self.quantizer = faiss.downcast_index(trained.quantizer)
+        self.paths = []
+        for j, (i0, i1) in enumerate(shards):
+            shard_path = directory / f"ivf-{j:04d}.faiss"
+            if not shard_path.exists():
+                index = faiss.clone_index(trained)
+                index.add_with_ids(store.read(i0, i1)[0], np.arange(i0, i1, dtype=np.int64))
+                with atomic_path(shard_path) as tmp:
+                    faiss.write_index(index, str(tmp))
+                del index
+            self.paths.append(shard_path)
+
+    def probes(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(centroid scores, cells) each query visits, shape (n, nprobe)."""
+        return self.quantizer.search(queries, self.nprobe)
+
+    def index(self, j: int):
+        index = self.faiss.read_index(str(self.paths[j]))
+        index.nprobe = self.nprobe
+        return index
+
+
+def training_rows(n_rows: int, dim: int, nlist: int, budget: int) -> int:
+    """Rows the IVF centroids are trained on: at most :data:`IVF_TRAIN_PER_CELL` per
+    cell and half the budget of float32 rows, at least :data:`IVF_MIN_PER_CELL` per cell."""
+    cap = max(IVF_MIN_PER_CELL * nlist, budget // 2 // (dim * 4))
+    return min(n_rows, IVF_TRAIN_PER_CELL * nlist, cap)
+
+
+def training_positions(n_rows: int, dim: int, nlist: int, seed: int, budget: int) -> np.ndarray | None:
+    """Sorted positions of the rows the IVF centroids are trained on, or None for every
+    row (:func:`training_rows` of them; a seeded uniform sample when fewer). With every
+    row (at most :data:`IVF_TRAIN_PER_CELL` per cell, within half the budget) the
+    centroids are those of the in-memory index."""
+    size = training_rows(n_rows, dim, nlist, budget)
+    if size >= n_rows:
+        return None
+    return np.sort(np.random.default_rng(seed).choice(n_rows, size=size, replace=False))
+
+
+def _training_sample(store: _RowStore, nlist: int, seed: int, budget: int) -> np.ndarray:
+    positions = training_positions(store.n_rows, store.dim, nlist, seed, budget)
+    if positions is None:
+        return store.read(0, store.n_rows)[0]
+    return store.take(positions)
 
 
 # --------------------------------------------------------------------------- search
@@ -257,7 +372,7 @@ def _merge_top(best_s: np.ndarray, best_i: np.ndarray, scores: np.ndarray, ids: 
 
 def _search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int,
                   k: int | None, floor: float, linker: _ShardLinker,
-                  batch: _QueryBatchSize) -> None:
+                  batch: _QueryBatchSize, ivf: _IvfShards | None = None) -> None:
     """Query shard ``i`` against the shards it must meet (see the module docstring)."""
     q0, q1 = shards[i]
     qx, qn = store.read(q0, q1)
@@ -286,17 +401,26 @@ def _search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int
     width = k + 1
     best_s = np.full((q1 - q0, width), -np.inf, dtype=np.float32)
     best_i = np.full((q1 - q0, width), -1, dtype=np.int64)
+    probe_scores, probe_cells = ivf.probes(qx) if ivf is not None else (None, None)
     for j, (i0, i1) in enumerate(shards):
-        ix = qx if j == i else store.read(i0, i1)[0]
-        index = faiss.IndexFlatIP(store.dim)
-        index.add(ix)
-        n_search = min(width, i1 - i0)
+        if ivf is None:
+            ix = qx if j == i else store.read(i0, i1)[0]
+            index = faiss.IndexFlatIP(store.dim)
+            index.add(ix)
+            n_search, base = min(width, i1 - i0), i0
+            del ix
+        else:  # the shard's IVF lists hold global row numbers
+            index, n_search, base = ivf.index(j), width, 0
         for b in range(0, q1 - q0, QUERY_BATCH):
-            scores, found = index.search(qx[b:b + QUERY_BATCH], n_search)
-            found = np.where(found >= 0, found.astype(np.int64) + i0, -1)
             part = slice(b, b + QUERY_BATCH)
+            if ivf is None:
+                scores, found = index.search(qx[part], n_search)
+            else:
+                scores, found = index.search_preassigned(qx[part], n_search, probe_cells[part],
+                                                         probe_scores[part])
+            found = np.where(found >= 0, found.astype(np.int64) + base, -1)
             best_s[part], best_i[part] = _merge_top(best_s[part], best_i[part], scores, found, width)
-        del index, ix
+        del index
     own = np.arange(q0, q1, dtype=np.int64)[:, None]
     other = (best_i >= 0) & (best_i != own)
     # As the in-memory search: the first k rows that are not the query, above the floor.
@@ -312,7 +436,8 @@ def _search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int
 
 
 def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], shard_rows: int,
-                  budget: int, window_hours: float | None, timer, progress) -> dict[str, Any]:
+                  budget: int, window_hours: float | None, timer, progress,
+                  kind: str = "flat", k: int | None = None) -> dict[str, Any]:
     done = wd.done("search", key)
     if done is not None:
         return done
@@ -333,7 +458,7 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
         dates = column.to_numpy().astype("datetime64[s]")
     store = _RowStore(wd, facts)
     shards = [(s, min(s + shard_rows, n_rows)) for s in range(0, n_rows, shard_rows)]
-    k = None if search.k is None else min(search.k, max(n_rows - 1, 1))
+    k = None if k is None else min(k, max(n_rows - 1, 1))
     floor = search.threshold - search_margin(store.dim, facts["max_norm_deviation"])
     totals = {"candidate_pairs": 0, "scored_pairs": 0}
     # One union-find across query shards, searched in order: a resumed stage replays the
@@ -344,6 +469,12 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
     batch = _QueryBatchSize(budget // 4 // 40)
     resuming = True
     faiss = import_faiss() if n_rows >= 2 else None
+    ivf, ivf_facts = None, {}
+    if kind == "ivf" and faiss is not None:
+        with timer.stage("index"), omp_threads(faiss, search.threads):
+            ivf = _IvfShards(faiss, directory, store, shards, search, budget)
+        ivf_facts = {"nlist": ivf.nlist, "nprobe": ivf.nprobe,
+                     "training_rows": training_rows(n_rows, store.dim, ivf.nlist, budget)}
     with progress_bar("searching", total=len(shards), unit="shards", enabled=progress) as advance, \
             timer.stage("pairs"), omp_threads(faiss, search.threads if faiss else None):
         for i in range(len(shards)):
@@ -356,7 +487,7 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
             else:
                 linker = _ShardLinker(method, uf, offsets, search.threshold, dates, window_hours)
                 if n_rows >= 2:
-                    _search_shard(faiss, store, shards, i, k, floor, linker, batch)
+                    _search_shard(faiss, store, shards, i, k, floor, linker, batch, ivf)
                 forest, outside = Pairs.concat(linker.forest), Pairs.concat(linker.outside)
                 write_arrow(out, pa.table({
                     "left": np.concatenate((forest.left, outside.left)),
@@ -370,7 +501,7 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
             for name in totals:
                 totals[name] += shard_counts[name]
             advance(1)
-    totals.update(shards=len(shards), shard_rows=shard_rows)
+    totals.update(shards=len(shards), shard_rows=shard_rows, index=kind, k=k, **ivf_facts)
     wd.finish("search", key, totals)
     return totals
 
@@ -431,10 +562,11 @@ def run_vector_stage(
         wd = WorkDir(path, {"method": method.name, "input": input_identity}, resume=config.resume)
         facts = _embed_stage(wd, batches, method, storage, timer, progress, total)
         require_dates(time_window_hours, facts["has_dates"])
-        rows = shard_rows or shard_rows_for(config.budget, max(facts["dim"], 1), search.k)
-        search_key = stage_key("search", facts, search, rows, time_window_hours)
+        kind, k = resolve_index(search, facts["n_rows"])
+        rows = shard_rows or shard_rows_for(config.budget, max(facts["dim"], 1), k, kind == "ivf")
+        search_key = stage_key("search", facts, search, rows, time_window_hours, kind, k)
         search_facts = _search_stage(wd, search_key, method, facts, rows, config.budget,
-                                     time_window_hours, timer, progress)
+                                     time_window_hours, timer, progress, kind, k)
         edge_files = [wd.stage_dir("search") / f"q-{i:04d}.arrow"
                       for i in range(search_facts["shards"])]
         comp_facts = merge_forests(wd, search_key, facts["n_docs"], edge_files, timer)

@@ -45,13 +45,16 @@ from neardup.graph.edges import Pairs
 from neardup.progress import progress_bar
 
 __all__ = [
+    "DEFAULT_APPROX_K",
     "check_unit_rows",
     "chunk_similarity_pairs",
     "cosine_scores",
     "import_faiss",
+    "ivf_nlist",
     "omp_threads",
     "search_margin",
     "similarity_pairs",
+    "train_ivf",
 ]
 
 INDEXES = ("auto", "flat", "hnsw", "ivf")
@@ -526,16 +529,30 @@ def _build_index(faiss: Any, x: np.ndarray, kind: str, k: int | None, opts: _Opt
         with omp_threads(faiss, build_threads):
             _add_in_blocks(index, x, "building hnsw index", opts.progress)
         return index
-    nlist = opts.nlist or max(1, min(round(4 * math.sqrt(n)), n // 39))
-    nlist = min(nlist, n)
+    index = train_ivf(faiss, x, ivf_nlist(n, opts.nlist), opts.seed, opts.nprobe)
+    _add_in_blocks(index, x, "building ivf index", opts.progress)
+    return index
+
+
+def ivf_nlist(n_rows: int, nlist: int | None = None) -> int:
+    """IVF cells for ``n_rows`` rows: ``nlist`` if given, else ``4 * sqrt(n_rows)`` capped
+    at ``n_rows / 39`` so each cell has enough training points; at most ``n_rows``."""
+    chosen = nlist or max(1, min(round(4 * math.sqrt(n_rows)), n_rows // 39))
+    return max(1, min(chosen, n_rows))
+
+
+def train_ivf(faiss: Any, sample: np.ndarray, nlist: int, seed: int, nprobe: int) -> Any:
+    """An empty ``IndexIVFFlat`` (inner product) whose ``nlist`` centroids are trained by
+    spherical k-means on ``sample`` (float32 unit rows) with ``seed``; it visits
+    ``nprobe`` cells per query. Deterministic for a given sample and seed."""
+    d = sample.shape[1]
     quantizer = faiss.IndexFlatIP(d)
     index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
-    index.cp.seed = opts.seed  # k-means init and training sample
+    index.cp.seed = seed  # k-means init and training sample
     index.cp.spherical = True  # centroids on the unit sphere, as the data
     index.cp.verbose = False
-    index.train(x)
-    _add_in_blocks(index, x, "building ivf index", opts.progress)
-    index.nprobe = min(opts.nprobe, nlist)
+    index.train(sample)
+    index.nprobe = min(nprobe, nlist)
     return index  # faiss's Python wrapper keeps ``quantizer`` alive with the index
 
 

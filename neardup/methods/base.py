@@ -93,15 +93,25 @@ class VectorSearch:
     threads : int or None
         faiss threads (None: faiss's setting).
     exact_limit : int or None
-        Largest corpus the method searches exactly (its ``index="auto"`` switches to an
-        approximate index above it); None: always exact. The vector stage searches
-        exactly, shard by shard, so it takes only corpora up to this size.
+        Largest number of rows searched exactly (flat index); above it the rows are
+        searched with the approximate ``index``. None: always exact.
+    index : {"flat", "ivf"}, default "flat"
+        The index above ``exact_limit`` rows ("flat": exact at any size). ``"ivf"``: one
+        inverted-file index per shard on shared centroids, the ``k`` nearest rows of each
+        row (``k`` None: :data:`neardup.graph.similarity.DEFAULT_APPROX_K`).
+    nlist, nprobe, seed : int or None, int, int
+        IVF: cells (None: :func:`neardup.graph.similarity.ivf_nlist` of the row count),
+        cells visited per query, seed of the centroid training.
     """
 
     threshold: float
     k: int | None = None
     threads: int | None = None
     exact_limit: int | None = None
+    index: str = "flat"
+    nlist: int | None = None
+    nprobe: int = 16
+    seed: int = 0
 
 
 @dataclass

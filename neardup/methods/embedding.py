@@ -154,12 +154,14 @@ class EmbeddingMethod(Method):
 
     @property
     def vector_search(self) -> VectorSearch | None:
-        # The vector stage searches exactly (flat index, shard by shard); an approximate
-        # index asked for by name stays with the in-memory search that builds it.
-        if self.index in ("hnsw", "ivf"):
+        # The vector stage searches shard by shard with a flat index, or IVF on shared
+        # centroids (as find_pairs does above exact_limit); HNSW, asked for by name, stays
+        # with the in-memory search that builds it.
+        if self.index == "hnsw":
             return None
+        limit = {"auto": self.exact_limit, "flat": None, "ivf": 0}[self.index]
         return VectorSearch(threshold=max(self.threshold, 0.0), k=self.k, threads=self.threads,
-                            exact_limit=self.exact_limit if self.index == "auto" else None)
+                            exact_limit=limit, index="flat" if self.index == "flat" else "ivf")
 
     def vector_rows(self, sketch: Sketch) -> tuple[np.ndarray, np.ndarray]:
         owned = (sketch.n_features > 0).astype(np.int64)

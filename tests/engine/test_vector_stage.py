@@ -126,14 +126,72 @@ def test_pipeline_local_engine_uses_vector_stage(demo, tmp_path):
     np.testing.assert_array_equal(local.status, memory.status)
     assert (tmp_path / "w" / "embed" / "rows.bin").stat().st_size == 597 * 64 * 4
     assert local.params["corpus_stage"]["shards"] == 1
-    # Approximate indexes and community detection stay in memory.
-    assert not supports_vector_stage(FakeRETSim(threshold=0.85, index="ivf"), "components")
+    # HNSW and community detection stay in memory; flat, IVF and auto at any size.
+    assert not supports_vector_stage(FakeRETSim(threshold=0.85, index="hnsw"), "components")
     assert not supports_vector_stage(method, "leiden")
-    # Exact search only where the method's index="auto" searches exactly in memory.
-    assert supports_vector_stage(method, "components", method.exact_limit)
-    assert not supports_vector_stage(method, "components", method.exact_limit + 1)
-    assert not supports_vector_stage(method, "components", None)
+    assert supports_vector_stage(FakeRETSim(threshold=0.85, index="ivf"), "components")
+    assert supports_vector_stage(method, "components", method.exact_limit + 1)
+    assert supports_vector_stage(method, "components", None)
     assert supports_vector_stage(FakeRETSim(threshold=0.85, index="flat"), "components", None)
+
+
+@pytest.fixture(scope="module")
+def demo_all():
+    with gzip.open(demo_corpus_path(), "rt") as handle:
+        return [json.loads(line) for line in handle]
+
+
+@pytest.mark.parametrize("method_class, k, shard_rows", [
+    (FakeRETSim, None, 500), (FakeRETSim, 4, None), (FakeRETSimPartial, None, 500),
+    (FakeRETSimPartial, 4, 500)])
+def test_ivf_shards_match_the_in_memory_ivf(demo_all, tmp_path, method_class, k, shard_rows):
+    # Every row trains the shared centroids (<= 256 per cell), as in memory: per-shard
+    # lists searched with the same probes give the in-memory IVF's neighbours.
+    method = method_class(threshold=0.85, index="ivf", k=k, threads=1)
+    docs = demo_all[:2500]
+    memory = run(_batches(docs, 1000), method, engine="memory")
+    stage = run_vector_stage(_batches(docs, 1000), method, shard_rows=shard_rows,
+                             config=CorpusStageConfig(work_dir=str(tmp_path / "w")))
+    assert stage.stats["index"] == "ivf" and stage.stats["k"] == (k or 100)
+    assert stage.stats["shards"] == (1 if shard_rows is None else -(-stage.stats["rows"] // 500))
+    np.testing.assert_array_equal(canonical_labels(stage.roots), memory.clusters)
+    assert memory.n_clusters < len(docs) - 100
+    assert len(stage.pairs) == len(docs) - memory.n_clusters
+    assert (stage.pairs.score >= np.float32(0.85)).all()
+    assert len(list((tmp_path / "w" / "search").glob("ivf-0*.faiss"))) == stage.stats["shards"]
+
+
+def test_auto_index_switches_to_ivf_above_exact_limit(demo_all, tmp_path):
+    docs = demo_all[:2500]
+    small = FakeRETSim(threshold=0.85, exact_limit=len(docs))
+    large = FakeRETSim(threshold=0.85, exact_limit=1000)
+    flat = run(_batches(docs, 1000), small, engine="local", total=len(docs),
+               corpus_stage=CorpusStageConfig(memory_limit="4MB"))
+    ivf = run(_batches(docs, 1000), large, engine="local", total=len(docs),
+              corpus_stage=CorpusStageConfig(memory_limit="4MB"))
+    assert flat.params["corpus_stage"]["index"] == "flat"
+    assert ivf.params["corpus_stage"]["index"] == "ivf" and ivf.params["corpus_stage"]["shards"] > 1
+    np.testing.assert_array_equal(ivf.clusters, run(_batches(docs, 1000), large, engine="memory").clusters)
+
+
+def test_ivf_training_sample_is_seeded_and_bounded(demo_all, tmp_path, monkeypatch):
+    # Fewer training rows than rows: a seeded sample trains the centroids; two runs give
+    # identical outputs, and the clusters stay close to the in-memory IVF's.
+    from sklearn.metrics import adjusted_rand_score
+
+    monkeypatch.setattr(vectors_module, "IVF_TRAIN_PER_CELL", 39)
+    docs = demo_all[:2500]
+    method = FakeRETSim(threshold=0.85, index="ivf", threads=1)
+    runs = [run_vector_stage(_batches(docs, 1000), method, shard_rows=700,
+                             config=CorpusStageConfig(work_dir=str(tmp_path / name)))
+            for name in ("a", "b")]
+    assert runs[0].stats["training_rows"] == 39 * runs[0].stats["nlist"] < runs[0].stats["rows"]
+    np.testing.assert_array_equal(runs[0].roots, runs[1].roots)
+    np.testing.assert_array_equal(runs[0].pairs.left, runs[1].pairs.left)
+    assert (tmp_path / "a" / "search" / "ivf-centroids.faiss").read_bytes() == \
+        (tmp_path / "b" / "search" / "ivf-centroids.faiss").read_bytes()
+    memory = run(_batches(docs, 1000), method, engine="memory")
+    assert adjusted_rand_score(memory.clusters, canonical_labels(runs[0].roots)) > 0.99
 
 
 def test_time_window_matches_in_memory(demo):
@@ -168,9 +226,9 @@ class _Killed(Exception):
     pass
 
 
-@pytest.mark.parametrize("stage", ["embed", "search"])
-def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage):
-    method = FakeRETSimPartial(threshold=0.85, threads=1)
+@pytest.mark.parametrize("stage, index", [("embed", "flat"), ("search", "flat"), ("search", "ivf")])
+def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, index):
+    method = FakeRETSimPartial(threshold=0.85, threads=1, index=index)
     clean = run_vector_stage(_batches(demo), method, shard_rows=60,
                              config=CorpusStageConfig(work_dir=str(tmp_path / "clean")))
     calls = {"n": 0}
