@@ -65,6 +65,7 @@ class Entry:
     params: dict = field(default_factory=dict)
     grid: dict | None = None  # None: the method's default grid
     neural: bool = False
+    run: bool = True  # False: results kept from an earlier code version, not re-run
 
 
 CHAR5 = {"shingle": {"unit": "char", "n": 5}}
@@ -87,6 +88,9 @@ ENTRIES = [
           grid={"threshold": [0.5, 0.6, 0.62, 0.64, 0.66, 0.68, 0.7, 0.72, 0.75, 0.8, 0.85, 0.9]},
           neural=True),
     Entry("rerank (verifier)", "rerank", neural=True),
+    # The verifier before its mixture retraining (issue 17), over word-3-gram MinHash
+    # candidates: kept for comparison (bench/verifier_transfer.py has both).
+    Entry("rerank (previous verifier, word candidates)", "rerank", neural=True, run=False),
 ]
 
 
@@ -240,6 +244,17 @@ def write_doc(results: dict, analysis: dict, command: str) -> None:
                      f"{_fmt(a['worst_validation_ari'])} | {_fmt(min(a['test_ari'].values()))} | "
                      f"{', '.join(gaps) or 'none'} |")
     lines.append("")
+    off, tuned = "retsim (off-the-shelf)", "retsim (retsim-news)"
+    both = [n for n in names if f"{off}|{n}" in results and f"{tuned}|{n}" in results]
+    if both:
+        lines += ["### RETSim: fine-tuned retsim-news minus off-the-shelf (test ARI)", "",
+                  "| | " + " | ".join(both) + " |", "|---|" + "---:|" * len(both)]
+        for what, key in (("tuned on the set's validation split", "tuned"),
+                          ("default threshold", "default")):
+            lines.append(f"| {what} | " + " | ".join(
+                f"{results[f'{tuned}|{n}'][key]['test_ari'] - results[f'{off}|{n}'][key]['test_ari']:+.3f}"
+                for n in both) + " |")
+        lines.append("")
     kept = DOC.read_text().split(HAND_WRITTEN, 1)[1] if DOC.exists() and HAND_WRITTEN in \
         DOC.read_text() else "\n"
     DOC.write_text("\n".join(lines) + HAND_WRITTEN + kept)
@@ -261,7 +276,7 @@ def main() -> None:
         results.update(json.loads(path.read_text()))
     if not args.table_only:
         for entry in ENTRIES:
-            if entry.neural and not args.neural:
+            if (entry.neural and not args.neural) or not entry.run:
                 continue
             if args.only and entry.label not in args.only:
                 continue
