@@ -163,6 +163,8 @@ def analyse(results: dict) -> dict:
         logo = {}
         for name, cell in cells.items():
             key, _ = maximin([c for s, c in cells.items() if s != name])
+            if key is None:  # no other set run for this entry
+                continue
             logo[name] = {"values": json.loads(key), "test_ari": _curve(cell, "test")[key]}
         key, worst = maximin(list(cells.values()))
         out[label] = {

@@ -316,6 +316,8 @@ def _ship(entry, out: Path, data: dict, trainable: list[str]) -> None:
         "threshold": threshold, "validation_ari": round(worst, 4),
         "validation_ari_is": "worst validation ARI over every set (maximin threshold)",
         "candidates": "minhash", "candidate_params": None,
+        "candidates_described": "rerank's default MinHash candidates: character 5-grams, "
+                                "Jaccard 0.1 (neardup.methods.rerank.CANDIDATE_DEFAULTS)",
         "tuned_thresholds": {"minhash": threshold},
         "tuned_thresholds_source": "maximin over the validation splits of every set in "
                                    "bench/verifier_transfer.py (MinHash candidates)",
