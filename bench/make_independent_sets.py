@@ -8,6 +8,10 @@ indep-confusables. Multilingual sets (translated Debian man pages, Faker's Greek
 multi-latin, multi-cyrillic, multi-greek, multi-cjk. Each directory gets
 validation.jsonl.gz, test.jsonl.gz and info.json; indep-confusables' info.json also holds
 the share of injected confusables that neardup's normalizer folds.
+
+``--train DOCS`` also writes train.jsonl.gz (about DOCS documents, for training the
+learned methods on a mixture of generators); the train split is drawn after test and
+validation from stories/pages they did not take, so those two stay byte-identical.
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="set names to build (default: all)")
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks")
+    parser.add_argument("--train", type=int, default=0, metavar="DOCS",
+                        help="also build a train split of about DOCS documents (0: none)")
     args = parser.parse_args()
     names = args.only or [*REUTERS_SETS, *MULTI_SETS]
     stories = None
@@ -66,14 +72,21 @@ def main() -> None:
         start = time.perf_counter()
         if name in REUTERS_SETS:
             stories = stories if stories is not None else _reuters_stories()
-            records, info = build_independent_set(stories, REUTERS_SETS[name], seed=args.seed)
+            splits = [("validation", 1500), ("test", 1500)]
+            if args.train:
+                splits.append(("train", args.train))
+            records, info = build_independent_set(stories, REUTERS_SETS[name], seed=args.seed,
+                                                  splits=splits)
             if REUTERS_SETS[name] == "confusables":
                 info["normalizer_folds"] = confusable_fold_rate(records)
         elif name in MULTI_SETS:
-            records, info = build_multilingual_set(MULTI_SETS[name], seed=args.seed)
+            splits = ("test", "validation", "train") if args.train else ("test", "validation")
+            records, info = build_multilingual_set(MULTI_SETS[name], seed=args.seed,
+                                                   splits=splits, docs_per_split=600)
         else:
             raise SystemExit(f"unknown set {name!r}; choose from {[*REUTERS_SETS, *MULTI_SETS]}")
-        info["command"] = f"python bench/make_independent_sets.py --only {name} --seed {args.seed}"
+        info["command"] = (f"python bench/make_independent_sets.py --only {name} --seed {args.seed}"
+                           + (f" --train {args.train}" if args.train else ""))
         info["stats"] = _summary(records)
         sizes = write_set(records, args.out / name, info)
         print(f"{name}: {len(records)} docs, {sizes} bytes, {time.perf_counter() - start:.0f} s",

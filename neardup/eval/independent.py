@@ -564,6 +564,7 @@ def build_multilingual_set(
     mean_cluster_size: float = 3.0,
     max_cluster_size: int = 20,
     hard_negative_share: float = 0.2,
+    splits: Sequence[str] = ("test", "validation"),
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """A labelled set in one script group: ``name`` in :data:`LANGUAGE_SETS`.
 
@@ -574,6 +575,10 @@ def build_multilingual_set(
     another chunk of the same page, a separate cluster). Each copy is made by one of
     "nlpaug", "augly" and "noisocr" in turn (the generator is in the record's ``noise``).
 
+    ``splits`` are filled in the order given, each with about ``docs_per_split``
+    documents from pages no earlier split took; a split appended to the default
+    ``("test", "validation")`` (e.g. ``"train"``) leaves those two byte-identical.
+
     Raises
     ------
     ValueError
@@ -583,6 +588,8 @@ def build_multilingual_set(
     caller = "build_multilingual_set"
     check_choice(caller, "name", name, tuple(LANGUAGE_SETS))
     seed = check_int(caller, "seed", seed, low=0)
+    for split in splits:
+        check_choice(caller, "splits", split, tuple(_SPLIT_CODE))
     languages = LANGUAGE_SETS[name]
     docs: list[dict] = []
     for language in languages:
@@ -603,7 +610,7 @@ def build_multilingual_set(
     per_story = mean_cluster_size * (1 + hard_negative_share)
     plans, info = [], {}
     cursor = 0
-    for split in ("test", "validation"):
+    for split in splits:
         chosen: list[int] = []
         while cursor < len(page_order) and len(chosen) * per_story < docs_per_split:
             chosen += pages[page_order[cursor]]

@@ -10,9 +10,13 @@ C++ alignment (rapidfuzz ``process.cpdist``); there is no Python loop over pairs
 Features (names as in :data:`FEATURES`; a model records the names it was trained on):
 
 * ``word{n}_jaccard`` / ``word{n}_containment`` (n = 1, 2, 3, 5) and ``char{n}_jaccard`` /
-  ``char{n}_containment`` (n = 4, 8): ``|A ∩ B| / |A ∪ B|`` and ``|A ∩ B| / min(|A|, |B|)``
+  ``char{n}_containment`` (n = 3, 4, 5, 8): ``|A ∩ B| / |A ∪ B|`` and ``|A ∩ B| / min(|A|, |B|)``
   of the two documents' n-gram sets. Containment stays high for abridged copies and
-  excerpts; character n-grams survive OCR noise inside words.
+  excerpts; character n-grams survive OCR noise inside words and need no word
+  boundaries (scripts written without spaces, such as Chinese and Japanese).
+* ``nospace5_jaccard`` / ``nospace5_containment``: character 5-gram sets of the texts
+  with all white space removed, so merged and split words and re-flowed lines (OCR,
+  augmenters) do not change them.
 * ``masked3_jaccard``: word 3-gram Jaccard with digits masked, and ``numbers_jaccard``:
   Jaccard of the sets of number tokens. Template stories (same wording, other figures)
   have a high masked but a low number Jaccard; reprints have both high.
@@ -51,10 +55,12 @@ __all__ = [
 ]
 
 _WORD_N = (1, 2, 3, 5)
-_CHAR_N = (4, 8)
+_CHAR_N = (3, 4, 5, 8)
 LEXICAL_FEATURES: tuple[str, ...] = (
     *(f"word{n}_{k}" for n in _WORD_N for k in ("jaccard", "containment")),
     *(f"char{n}_{k}" for n in _CHAR_N for k in ("jaccard", "containment")),
+    "nospace5_jaccard",
+    "nospace5_containment",
     "masked3_jaccard",
     "numbers_jaccard",
     "length_ratio",
@@ -76,6 +82,7 @@ _ALIGN_CHARS = 4000
 _PARTIAL_SHORT, _PARTIAL_LONG = 300, 1500
 _DATE_CAP_DAYS = 365.0
 _DIGITS = re.compile(r"\d")
+_SPACE = re.compile(r"\s+")
 _NUMBER_TOKEN = re.compile(r"\S*\d\S*")
 
 
@@ -216,6 +223,9 @@ def pair_features(
     for n in _CHAR_N:
         if {f"char{n}_jaccard", f"char{n}_containment"} & wanted:
             _set_similarity(norm, ShingleConfig("char", n), a, b, cols, f"char{n}")
+    if {"nospace5_jaccard", "nospace5_containment"} & wanted:
+        squeezed = [_SPACE.sub("", t) for t in norm]
+        _set_similarity(squeezed, ShingleConfig("char", 5), a, b, cols, "nospace5")
     if "masked3_jaccard" in wanted:
         masked = [_DIGITS.sub("0", t) for t in norm]
         sets = hash_shingles(masked, ShingleConfig("word", 3)).unique()

@@ -57,3 +57,18 @@ def test_roff_paragraphs():
     paragraphs = _roff_paragraphs(source)
     assert "ls zeigt Verzeichnisinhalte an. Zweite Zeile." in paragraphs
     assert all("\\f" not in p and not p.startswith(".") for p in paragraphs)
+
+
+def test_multilingual_train_split_leaves_test_and_validation_unchanged():
+    pytest.importorskip("faker")
+    from neardup.eval.independent import build_multilingual_set
+
+    two, _ = build_multilingual_set("greek", seed=3, docs_per_split=40)
+    three, info = build_multilingual_set("greek", seed=3, docs_per_split=40,
+                                         splits=("test", "validation", "train"))
+    assert [r for r in three if r["split"] != "train"] == two
+    train = [r for r in three if r["split"] == "train"]
+    assert train and info["splits"]["train"]["docs"] == len(train)
+    assert {r["cluster"] for r in train}.isdisjoint({r["cluster"] for r in two})
+    with pytest.raises(ValueError, match="splits"):
+        build_multilingual_set("greek", splits=("dev",))

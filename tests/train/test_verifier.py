@@ -35,7 +35,26 @@ def test_pair_features_values():
     assert col["word1_jaccard"][2] == 0.0 or col["word1_jaccard"][2] < 0.2
     assert np.all(col["date_missing"] == 1.0) and np.all(col["date_days"] == 0.0)
     assert col["length_ratio"][3] == 0.0  # the empty text
-    assert np.all((x[:, :14] >= 0) & (x[:, :14] <= 1))
+    ratios = [j for j, name in enumerate(LEXICAL_FEATURES)
+              if name.endswith(("_jaccard", "_containment"))]
+    assert np.all((x[:, ratios] >= 0) & (x[:, ratios] <= 1))
+
+
+def test_character_features_need_no_word_boundaries():
+    # Split and merged words (OCR, augmenters) and a script written without spaces.
+    texts = ["the central bank bought bills outright today",
+             "the cen tral bank boughtbills out right today",
+             "今天天气很好我们去公园散步然后回家吃饭",
+             "今天天气很好我们去了公园散步然后回家吃饭"]
+    x = pair_features(texts, [0, 2], [1, 3], features=LEXICAL_FEATURES)
+    col = {name: x[:, j] for j, name in enumerate(LEXICAL_FEATURES)}
+    # White space removed, the split copy has the same character 5-grams.
+    assert col["nospace5_jaccard"][0] == 1.0 > col["char5_jaccard"][0]
+    assert col["word3_jaccard"][0] < 0.2
+    # One added character in an unsegmented text: word features see different "words",
+    # character n-grams the near-copy it is.
+    assert col["word1_jaccard"][1] == 0.0
+    assert col["char3_jaccard"][1] > 0.7 and col["nospace5_containment"][1] > 0.7
 
 
 def test_pair_features_dates_and_order():
