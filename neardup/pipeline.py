@@ -407,7 +407,7 @@ def run(
     if engine == "ray":
         from neardup.engine.ray_engine import RayConfig, run_ray_stage
 
-        if not supports_corpus_stage(method, cluster.algorithm):
+        if not (supports_corpus_stage(method, cluster.algorithm) and method.candidate_fixed_width):
             raise ValueError(
                 f"run: engine='ray' runs methods with a keyed corpus stage (exact, minhash "
                 f"with verify='signature' or 'none', simhash) clustered by components; got "
@@ -517,7 +517,7 @@ def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str,
         params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep,
                 "engine": engine, "corpus_stage": stage.stats},
         timings=timer.seconds,
-        pruning=_pruning({}, stage.dates),
+        pruning=_pruning(method.keyed_pruning(stage.stats), stage.dates),
     )
 
 

@@ -9,7 +9,9 @@ pairs). Here a bucket becomes:
   that matches another member but not the first still gets its edge — a constant per
   document, not a function of the bucket;
 * above that, a *star* (every member against the bucket's anchor, its first document)
-  plus a *chain* (each member against the next), at most ``2 * (m - 1)`` edges.
+  plus a *chain* (each member against the next), at most ``2 * (m - 1)`` edges;
+* above ``star_upto`` (a method's ``bucket_star_upto``; keys so common that the anchor
+  is unrelated to most members), the chain alone: ``m - 1`` edges.
 
 Candidates are verified afterwards and only joins matter for connected components, so
 edges between documents already joined are skipped without a check.
@@ -36,18 +38,20 @@ def group_runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
-def _edge_count(sizes, all_pairs_upto):
+def _edge_count(sizes, all_pairs_upto, star_upto):
     total = 0
     for m in sizes:
         if m <= all_pairs_upto:
             total += m * (m - 1) // 2
+        elif m > star_upto:
+            total += m - 1  # chain only
         elif m > 1:
             total += 2 * m - 3  # m - 1 star edges, m - 2 chain edges
     return total
 
 
 @njit(cache=True)
-def _emit_edges(docs, starts, sizes, all_pairs_upto, left, right):
+def _emit_edges(docs, starts, sizes, all_pairs_upto, star_upto, left, right):
     k = 0
     for g in range(starts.shape[0]):
         s, m = starts[g], sizes[g]
@@ -57,6 +61,11 @@ def _emit_edges(docs, starts, sizes, all_pairs_upto, left, right):
                     left[k] = docs[s + a]
                     right[k] = docs[s + b]
                     k += 1
+        elif m > star_upto:
+            for a in range(m - 1):
+                left[k] = docs[s + a]
+                right[k] = docs[s + a + 1]
+                k += 1
         elif m > 1:
             for a in range(1, m):
                 left[k] = docs[s]
@@ -70,20 +79,23 @@ def _emit_edges(docs, starts, sizes, all_pairs_upto, left, right):
 
 
 def bucket_edges(
-    sorted_docs: np.ndarray, starts: np.ndarray, sizes: np.ndarray, all_pairs_upto: int = 0
+    sorted_docs: np.ndarray, starts: np.ndarray, sizes: np.ndarray, all_pairs_upto: int = 0,
+    star_upto: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate edges of the buckets ``sorted_docs[starts[g] : starts[g] + sizes[g]]``.
 
     Parameters
     ----------
     sorted_docs : ndarray of int64
-        Document positions grouped by key, ascending inside each group (so a bucket's
-        anchor is its first document in input order).
+        Document positions grouped by key, in chain order inside each group (ascending
+        unless the method orders them by payload); a bucket's anchor is its first.
     starts, sizes : ndarray of int64
         The buckets to link.
     all_pairs_upto : int, default 0
         Buckets of at most this many members yield all their pairs; larger ones a star
         plus a chain.
+    star_upto : int or None, default None
+        Buckets larger than this get the chain alone; None: no limit.
 
     Returns
     -------
@@ -92,9 +104,10 @@ def bucket_edges(
     """
     starts = np.ascontiguousarray(starts, np.int64)
     sizes = np.ascontiguousarray(sizes, np.int64)
-    total = _edge_count(sizes, all_pairs_upto)
+    star = np.iinfo(np.int64).max if star_upto is None else int(star_upto)
+    total = _edge_count(sizes, all_pairs_upto, star)
     left = np.empty(total, np.int64)
     right = np.empty(total, np.int64)
     _emit_edges(np.ascontiguousarray(sorted_docs, np.int64), starts, sizes, all_pairs_upto,
-                left, right)
+                star, left, right)
     return left, right

@@ -4,14 +4,20 @@ No step holds all sketches or all pairs in memory:
 
 1. **sketch** (streaming, per batch): ``method.sketch`` and ``method.candidate_keys``;
    the per-document arrays the method verifies with (``method.candidate_arrays``) go to
-   raw files, document facts (id, length, date) to Parquet, and keys are hashed into
-   ``partitions`` files, spilled whenever the buffer passes a share of ``memory_limit``.
+   raw files, shingle sets (``method.candidate_sets``) to a ragged pair of files (set
+   sizes, concatenated values), texts a scorer reads (``method.candidate_text_chars``)
+   to an Arrow IPC file, document facts (id, length, date) to Parquet, and keys are
+   hashed into ``partitions`` files, spilled whenever the buffer passes a share of
+   ``memory_limit``.
 2. **buckets** (per key partition): rows grouped by key become a star plus a chain per
-   bucket (:func:`~neardup.engine.buckets.star_chain_edges`), linear in the bucket's
-   size, or the method's own in-bucket verification (:meth:`Method.link_bucket`).
+   bucket (:func:`~neardup.engine.buckets.bucket_edges`; all pairs up to the method's
+   ``bucket_all_pairs_upto``, the chain alone over its ``bucket_star_upto``, ordered by
+   the rows' payload when there is one), linear in the bucket's size, or the method's
+   own in-bucket verification (:meth:`Method.link_bucket`).
 3. **components** (edges streamed in bounded batches): an edge whose documents are
-   already connected is skipped; the others are verified against the stored arrays
-   (memory-mapped per batch, so only the batch's rows are resident), the window check
+   already connected is skipped; the others are verified against the stored data of
+   their documents (memory-mapped and fetched per step of edges, so only the step's
+   rows are resident; :meth:`~neardup.methods.Method.score_candidate_rows`), the window check
    applied, and joins recorded in a union-find over an int64 array. The joins form a
    spanning forest: the scored pairs written as the run's pairs.
 
@@ -34,7 +40,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
+from numba import njit
 
 from neardup.engine.buckets import bucket_edges, group_runs
 from neardup.engine.unionfind import UnionFind
@@ -42,8 +50,9 @@ from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write
 from neardup.errors import check_int
 from neardup.graph.edges import Pairs
 from neardup.io.batch import DocumentBatch
-from neardup.methods.base import Method
+from neardup.methods.base import CandidateRows, Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
+from neardup.text.shingle import ShingleSets
 
 __all__ = [
     "ArrayRows",
@@ -232,7 +241,13 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
     names = method.candidate_arrays
     spill = _KeySpill(directory / "keys", config.partitions, config.budget // 4)
     array_files = {name: open(directory / "arrays" / f"{name}.bin", "wb") for name in names}
+    if method.candidate_sets:
+        # Ragged: one size per document and the concatenated values; offsets are rebuilt
+        # from the sizes when read.
+        array_files[_SET_SIZES] = open(directory / "arrays" / f"{_SET_SIZES}.bin", "wb")
+        array_files[_SET_VALUES] = open(directory / "arrays" / f"{_SET_VALUES}.bin", "wb")
     array_layout: dict[str, list] = {}
+    text_writer = None
     writer = pq.ParquetWriter(directory / "docs.parquet", _DOC_SCHEMA)
     n_docs, has_dates = 0, False
     try:
@@ -243,10 +258,21 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
                 candidates = method.candidate_keys(sketch)
                 spill.add(candidates.docs.astype(np.int64) + n_docs, candidates.keys,
                           candidates.payload)
-            for name, handle in array_files.items():
+            for name in names:
                 values = np.ascontiguousarray(sketch.arrays[name])
                 array_layout.setdefault(name, [values.dtype.str, list(values.shape[1:])])
-                handle.write(values.tobytes())
+                array_files[name].write(values.tobytes())
+            if method.candidate_sets:
+                sets = sketch.require_sets("run_corpus_stage", "shingle", f"{method.name}.sketch")
+                array_files[_SET_SIZES].write(sets.counts().astype(np.int64).tobytes())
+                array_files[_SET_VALUES].write(sets.hashes.tobytes())
+            if method.candidate_text_chars is not None:
+                cut = method.candidate_text_chars
+                column = pa.array([t[:cut] for t in batch.texts], pa.large_string())
+                if text_writer is None:
+                    text_writer = ipc.new_file(str(directory / _TEXTS),
+                                               pa.schema([("text", column.type)]))
+                text_writer.write_table(pa.table({"text": column}))
             has_dates = has_dates or batch.dates is not None
             dates = (batch.dates.astype("datetime64[s]") if batch.dates is not None
                      else np.full(n, np.datetime64("NaT"), "datetime64[s]"))
@@ -264,10 +290,13 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
         spill.flush()
     finally:
         writer.close()
+        if text_writer is not None:
+            text_writer.close()
         for handle in array_files.values():
             handle.close()
     facts = {"n_docs": n_docs, "n_keys": spill.rows, "arrays": array_layout, "has_dates": has_dates,
-             "payload": None}
+             "payload": None, "sets": bool(method.candidate_sets),
+             "texts": text_writer is not None}
     wd.finish("sketch", key, facts)
     return facts
 
@@ -291,19 +320,27 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     directory = wd.start("link", keep_files=same)
     stamp.write_text(key)
     n_docs = sketch_facts["n_docs"]
-    store = _ArrayStore(wd, sketch_facts["arrays"], n_docs)
     dates = None
-    if window_hours is not None:
+    if window_hours is not None or method.candidate_dates:
         date = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=["date"]).column("date")
         dates = date.cast(pa.timestamp("s")).cast(pa.int64()).fill_null(_NO_DATE).to_numpy()
+    # Dates reach the scorer only when the input has some (None means "no dates", as in
+    # the in-memory stage).
+    store = _ArrayStore(wd, sketch_facts,
+                        dates if method.candidate_dates and sketch_facts["has_dates"] else None)
+    if window_hours is None:
+        dates = None
     keys_dir = wd.stage_dir("sketch") / "keys"
     by_part: dict[int, list[str]] = {}
     for name in sorted(os.listdir(keys_dir)):
         by_part.setdefault(int(name[2:6]), []).append(name)
-    # The edges of one chunk's rows must fit in a quarter of the budget: at most
-    # (m - 1) / 2 per row in an all-pairs bucket of m <= 50, 16 bytes each (+ masks).
-    chunk_rows = int(max(config.budget // 4 // 512, 1024))
-    totals = {"candidate_edges": 0, "verified_edges": 0}
+    # The edges of one chunk of buckets must fit in a quarter of the budget (16 bytes
+    # each, plus masks): whole buckets are taken until their edge count reaches it.
+    chunk_edges = int(max(config.budget // 4 // 64, 1 << 14))
+    # Rows fetched to verify one step of edges (two documents each) must fit in another
+    # quarter: texts and long sets make a row large.
+    step = int(min(max(config.budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
+    totals = {"candidate_edges": 0, "verified_edges": 0, "capped_keys": 0}
     # One union-find across partitions: a document joined in one partition is not
     # checked again in the next. Partitions are linked in order, so a resumed stage
     # replays the forests of the completed ones (a prefix) to get the same state.
@@ -323,7 +360,8 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
             else:
                 tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
                 forest, outside, counts = _link_partition(
-                    method, tables, store, dates, window_hours, chunk_rows, uf)
+                    method, tables, store, dates, window_hours, chunk_edges, uf, step=step)
+                store.release()
                 del tables
                 write_arrow(out, pa.table({
                     "left": np.concatenate((forest.left, outside.left)),
@@ -335,16 +373,34 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                 atomic_write_text(done, json.dumps(counts))
             counts = json.loads(done.read_text())
             for name in totals:
-                totals[name] += counts[name]
+                totals[name] += counts.get(name, 0)
             advance(1)
     wd.finish("link", key, totals)
     return totals
 
 
+_SET_SIZES, _SET_VALUES = "sets.sizes", "sets.values"
+_TEXTS = "texts.arrow"
+
+
+@njit(cache=True)
+def _gather_ragged(values, offsets, docs, out, out_offsets):
+    """Copy the runs ``values[offsets[d]:offsets[d + 1]]`` of ``docs`` into ``out`` at
+    ``out_offsets``."""
+    for i in range(docs.shape[0]):
+        start = offsets[docs[i]]
+        base = out_offsets[i]
+        for k in range(out_offsets[i + 1] - base):
+            out[base + k] = values[start + k]
+
+
 class _ArrayStore:
-    """The per-document arrays of the sketch stage, read back by row. Files are mapped per
-    read, so the pages touched leave the process with the mapping (they stay in the OS
-    cache): resident memory is the rows read, not the corpus.
+    """The per-document data of the sketch stage, read back by row: fixed-width arrays,
+    ragged shingle sets, texts and dates (each only when the method reads it). Raw files
+    are mapped per read, so the pages touched leave the process with the mapping (they
+    stay in the OS cache): resident memory is the rows read, not the corpus. Set offsets
+    (8 bytes per document) stay in memory; texts are an Arrow IPC file read
+    memory-mapped (``take`` per step, unmapped after each partition).
 
     A fault on a file page already in the page cache maps the pages around it too (the
     kernel's fault-around, 64 KB): 16,384 random 512-byte rows read through one mapping
@@ -354,13 +410,29 @@ class _ArrayStore:
 
     rows_per_map = 2048
 
-    def __init__(self, wd: WorkDir, layout: dict[str, list], n_docs: int) -> None:
+    def __init__(self, wd: WorkDir, facts: dict[str, Any], dates: np.ndarray | None = None) -> None:
+        layout, n_docs = facts["arrays"], facts["n_docs"]
+        directory = wd.stage_dir("sketch")
         self.layout = {name: (np.dtype(d), tuple(tail)) for name, (d, tail) in layout.items()}
-        self.paths = {name: wd.stage_dir("sketch") / "arrays" / f"{name}.bin" for name in layout}
+        self.paths = {name: directory / "arrays" / f"{name}.bin" for name in layout}
         self.n_docs = n_docs
+        self.row_bytes = sum(d.itemsize * int(np.prod(t or (1,))) for d, t in self.layout.values())
+        self.set_offsets = None
+        if facts.get("sets"):
+            sizes = np.fromfile(directory / "arrays" / f"{_SET_SIZES}.bin", np.int64)
+            self.set_offsets = np.zeros(n_docs + 1, np.int64)
+            np.cumsum(sizes, out=self.set_offsets[1:])
+            self.set_path = directory / "arrays" / f"{_SET_VALUES}.bin"
+            self.row_bytes += 8 * int(self.set_offsets[-1] // max(n_docs, 1))
+        self.text_path = directory / _TEXTS if facts.get("texts") else None
+        if self.text_path is not None:
+            self.row_bytes += int(self.text_path.stat().st_size // max(n_docs, 1))
+        self._texts = None
+        self.dates = dates
 
-    def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
-        out = {}
+    def rows(self, docs: np.ndarray) -> CandidateRows:
+        """The stored data of ``docs`` (ascending corpus positions)."""
+        out = CandidateRows(docs)
         for name, (dtype, tail) in self.layout.items():
             values = np.empty((docs.shape[0], *tail), dtype)
             for start in range(0, docs.shape[0], self.rows_per_map):
@@ -369,21 +441,46 @@ class _ArrayStore:
                                    shape=(self.n_docs, *tail))
                 values[part] = mapped[docs[part]]
                 del mapped
-            out[name] = values
+            out.arrays[name] = values
+        if self.set_offsets is not None:
+            offsets = np.zeros(docs.shape[0] + 1, np.int64)
+            np.cumsum(self.set_offsets[docs + 1] - self.set_offsets[docs], out=offsets[1:])
+            values = np.empty(int(offsets[-1]), np.uint64)
+            if values.size:
+                for start in range(0, docs.shape[0], self.rows_per_map):
+                    stop = min(start + self.rows_per_map, docs.shape[0])
+                    mapped = np.memmap(self.set_path, dtype=np.uint64, mode="r",
+                                       shape=(int(self.set_offsets[-1]),))
+                    _gather_ragged(mapped.view(np.ndarray), self.set_offsets, docs[start:stop],
+                                   values, offsets[start:stop + 1])
+                    del mapped
+            out.sets = ShingleSets(values, offsets)
+        if self.text_path is not None:
+            if self._texts is None:
+                self._texts = ipc.open_file(pa.memory_map(str(self.text_path))).read_all().column("text")
+            # An Arrow array: the scorer turns into Python strings only those it reads.
+            out.texts = self._texts.take(pa.array(docs))
+        if self.dates is not None:
+            out.dates = self.dates[docs].view("datetime64[s]")
         return out
+
+    def release(self) -> None:
+        """Unmap the texts (touched pages leave the process); reopened on the next read."""
+        self._texts = None
 
 
 class ArrayRows:
     """Verification arrays held in memory for the documents ``docs`` (sorted), read by
     row like the work directory's store; what an executor that ships each partition its
-    own documents' arrays (Ray) gives :class:`PartitionLinker`."""
+    own documents' arrays (Ray) gives :class:`PartitionLinker`. Fixed-width arrays only
+    (methods with :attr:`~neardup.methods.Method.candidate_fixed_width`)."""
 
     def __init__(self, docs: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
         self.docs, self.arrays = docs, arrays
 
-    def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
+    def rows(self, docs: np.ndarray) -> CandidateRows:
         index = np.searchsorted(self.docs, docs)
-        return {name: values[index] for name, values in self.arrays.items()}
+        return CandidateRows(docs, {name: values[index] for name, values in self.arrays.items()})
 
 
 class PartitionLinker:
@@ -439,10 +536,9 @@ class PartitionLinker:
             # already joined, and reading every candidate's row made the reads (random
             # pages of a file larger than the page cache share) grow faster than the corpus.
             need = np.unique(np.concatenate((left, right)))
-            arrays = self.store.rows(need)
-            li, ri = np.searchsorted(need, left), np.searchsorted(need, right)
-            score, accept = self.method.score_candidates({k: v[li] for k, v in arrays.items()},
-                                                         {k: v[ri] for k, v in arrays.items()})
+            rows = self.store.rows(need)
+            score, accept = self.method.score_candidate_rows(
+                rows, np.searchsorted(need, left), np.searchsorted(need, right))
             score, accept = np.asarray(score, np.float32), np.asarray(accept, bool)
             self.counts["verified_edges"] += int(left.size)
         else:
@@ -458,35 +554,58 @@ class PartitionLinker:
         self.forest.append((left[merged], right[merged], score[merged]))
 
 
+def _bucket_edge_counts(sizes: np.ndarray, all_pairs_upto: int, star_upto: int | None) -> np.ndarray:
+    """Candidate edges :func:`bucket_edges` makes of each bucket."""
+    sizes = sizes.astype(np.int64)
+    count = np.where(sizes <= all_pairs_upto, sizes * (sizes - 1) // 2, 2 * sizes - 3)
+    if star_upto is not None:
+        count = np.where((sizes > all_pairs_upto) & (sizes > star_upto), sizes - 1, count)
+    return np.maximum(count, 0)
+
+
 def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                     dates: np.ndarray | None, window_hours: float | None,
-                    chunk_rows: int, uf: UnionFind | None = None,
+                    chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
                     ) -> tuple[Pairs, Pairs, dict[str, int]]:
+    """One key partition's forest, outside-window pairs and counts (``capped_keys``: key
+    groups over ``method.bucket_star_upto``, linked by their chain alone)."""
     if not tables:
-        return Pairs.empty(), Pairs.empty(), {"candidate_edges": 0, "verified_edges": 0}
+        return Pairs.empty(), Pairs.empty(), {"candidate_edges": 0, "verified_edges": 0,
+                                              "capped_keys": 0}
     table = pa.concat_tables(tables)
     keys = table.column("key").to_numpy()
     docs = table.column("doc").to_numpy()
     payload = table.column("payload").to_numpy() if "payload" in table.column_names else None
     del table
     linker = PartitionLinker(method, docs, store, dates, window_hours, uf)
+    linker.counts["capped_keys"] = 0
+    if step is not None:
+        linker.step = step
     linked = method.link_bucket(keys, docs, payload)
     if linked is not None:
         linker.consider(linked.left, linked.right, linked.score)
     else:
-        order = np.lexsort((docs, keys))
+        # Inside a key group the chain follows the payload when there is one (documents
+        # with close payloads are likely matches), else input order.
+        order = np.lexsort((docs, keys) if payload is None else (docs, payload, keys))
         keys, docs = keys[order], docs[order]
+        del payload, order
         starts, sizes = group_runs(keys)
+        star_upto = method.bucket_star_upto
+        upto = method.bucket_all_pairs_upto
+        if star_upto is not None:
+            linker.counts["capped_keys"] = int(np.count_nonzero((sizes > star_upto) & (sizes > upto)))
         multi = sizes > 1
         starts, sizes = starts[multi], sizes[multi]
-        ends = starts + sizes
+        ends = np.cumsum(_bucket_edge_counts(sizes, upto, star_upto))
         first = 0
         while first < starts.size:
             # A chunk of whole buckets whose edges fit the budget (at least one bucket).
-            last = int(np.searchsorted(ends, starts[first] + chunk_rows, "right"))
+            done = int(ends[first - 1]) if first else 0
+            last = int(np.searchsorted(ends, done + chunk_edges, "right"))
             last = max(last, first + 1)
-            left, right = bucket_edges(docs, starts[first:last], sizes[first:last],
-                                       method.bucket_all_pairs_upto)
+            left, right = bucket_edges(docs, starts[first:last], sizes[first:last], upto,
+                                       star_upto)
             linker.consider(left, right)
             first = last
     return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts
@@ -508,8 +627,8 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
     uf : UnionFind
         The run's union-find over global positions; updated in place.
     chunk_rows : int
-        Key rows whose candidate edges are built at once (arrays are read per step of
-        edges still to verify).
+        Candidate edges built at once (whole buckets; arrays are read per step of edges
+        still to verify).
 
     Returns
     -------

@@ -547,11 +547,14 @@ class RayRun:
     def __init__(self, source, method: Method, *, config: RayConfig = RayConfig(),
                  time_window_hours: float | None = None, timer: StageTimer | None = None,
                  progress: bool | None = None) -> None:
-        if method.candidate_arrays is None:
+        if not method.candidate_fixed_width:
+            # The Ray shuffle carries fixed-width arrays only (no ragged sets, texts, dates).
             raise ValueError(
-                f"run: method {method.name!r} with these parameters has no keyed corpus stage, "
-                "which engine='ray' needs; supported: exact, minhash (verify='signature' or "
-                "'none'), simhash, clustered by components. Use engine='local' or 'memory'."
+                f"run: method {method.name!r} with these parameters has no keyed corpus stage "
+                "that verifies from fixed-width rows, which engine='ray' needs (ngram and rerank "
+                "read shingle sets or texts the Ray shuffle does not carry); supported: exact, "
+                "minhash (verify='signature' or 'none'), simhash, clustered by components. Use "
+                "engine='local' or 'memory'."
             )
         self.source, self.method, self.config = source, method, config
         self.window = time_window_hours

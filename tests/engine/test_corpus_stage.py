@@ -226,3 +226,102 @@ def test_work_directories_of_killed_runs_are_removed(tmp_path, monkeypatch):
     assert not stale.exists() and live.exists() and other.exists()
     # The run's own temporary work directory is gone too.
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
+
+
+# -- methods whose verification reads ragged sets or texts (ngram, rerank) --------------
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"threshold": 0.3}, {"similarity": "containment", "threshold": 0.8},
+     {"shingle": "char5", "threshold": 0.5}],
+)
+def test_ngram_out_of_core_matches_in_memory(demo, params, tmp_path):
+    from neardup.text import ShingleConfig
+
+    params = dict(params)
+    if params.get("shingle") == "char5":
+        params["shingle"] = ShingleConfig(unit="char", n=5)
+    # Character sets are ~5x larger: a smaller corpus keeps the test short.
+    texts = _texts(demo[:800] if "shingle" in params else demo)
+    memory = neardup.dedup(texts, "ngram", engine="memory", pair_types=False, **params)
+    # Tiny budget, many partitions: sets fetched in steps of a few dozen edges.
+    spilled = neardup.dedup(texts, "ngram", engine="local", pair_types=False,
+                            work_dir=tmp_path / "w", memory_limit="1MB", partitions=16,
+                            batch_size=300, **params)
+    # Identical clusters (not merely ARI >= 0.99) on the demo corpus.
+    np.testing.assert_array_equal(spilled.clusters, memory.clusters)
+    assert spilled.clusters.size == len(texts) == len(set(spilled.ids.tolist()))
+    assert len(spilled.pairs) == len(texts) - spilled.n_clusters
+    assert (tmp_path / "w" / "sketch" / "arrays" / "sets.values.bin").exists()
+
+
+@pytest.mark.parametrize("max_df", [50, 100_000])
+def test_ngram_giant_bucket_of_copies_stays_linear(max_df):
+    n = 6000
+    story = "the same wire story printed again and again by every paper in the land"
+    texts = [story] * n + ["an unrelated note about the weather"] * 3
+    result = neardup.dedup(texts, "ngram", pair_types=False, memory_limit="1MB", max_df=max_df)
+    stats = result.params["corpus_stage"]
+    keys_per_copy = stats["candidate_keys"] // n
+    assert result.clusters.tolist() == [0] * n + [1] * 3
+    # Star plus chain (chain alone over max_df) per key group: at most 2 edges per row.
+    assert stats["candidate_edges"] <= 2 * stats["candidate_keys"]
+    # Once joined, copies are not verified again: about one check per document.
+    assert stats["verified_edges"] <= 2 * (n + 3)
+    assert keys_per_copy < 20
+    if max_df == 50:
+        assert result.summary()["max_df_shingles"] > 0  # the copies' keys are over max_df
+
+
+def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_path, monkeypatch):
+    pytest.importorskip("rapidfuzz")
+    from neardup.methods.rerank import VerifierScorer
+
+    records = demo[:1200]
+    memory = neardup.dedup(records, "rerank", engine="memory", pair_types=False, date_field="date")
+    calls = []
+    real = VerifierScorer.score_positions
+
+    def counting(self, texts, left, right, dates=None):
+        calls.append((len(texts), len(left)))
+        return real(self, texts, left, right, dates)
+
+    monkeypatch.setattr(VerifierScorer, "score_positions", counting)
+    local = neardup.dedup(records, "rerank", engine="local", pair_types=False, date_field="date",
+                          work_dir=tmp_path / "w", memory_limit="4MB", partitions=8, batch_size=250)
+    np.testing.assert_array_equal(local.clusters, memory.clusters)
+    assert local.clusters.size == len(records) == len(set(local.ids.tolist()))
+    # Texts live in the work directory (Arrow IPC), not in the sketch; the scorer sees
+    # bounded batches: never the corpus, at most the documents of one step of edges.
+    assert (tmp_path / "w" / "sketch" / "texts.arrow").exists()
+    assert calls and max(n_texts for n_texts, _ in calls) < len(records) // 2
+    # Only edges that passed MinHash's permissive check reach the scorer.
+    assert sum(n for _, n in calls) <= local.params["corpus_stage"]["verified_edges"]
+
+
+def test_ragged_and_text_rows_are_fetched_as_stored(tmp_path):
+    from neardup.engine.corpus import _ArrayStore
+
+    texts = ["alpha beta gamma delta epsilon", "", "one two three four five six", "x y z w"] * 5
+    method = make_method("ngram")
+    run_corpus_stage(_batches(texts, size=3), method,
+                     config=CorpusStageConfig(work_dir=str(tmp_path), memory_limit="1MB"))
+
+    class Dir:  # the one WorkDir method the store reads
+        def stage_dir(self, name):
+            return tmp_path / name
+
+    store = _ArrayStore(Dir(), {"arrays": {}, "n_docs": len(texts), "sets": True, "texts": False})
+    docs = np.array([0, 1, 6, 19])
+    rows = store.rows(docs)
+    expected = method.sketch([texts[d] for d in docs]).sets
+    np.testing.assert_array_equal(rows.sets.offsets, expected.offsets)
+    np.testing.assert_array_equal(rows.sets.hashes, expected.hashes)
+
+
+def test_ray_engine_refuses_methods_that_verify_with_sets_or_texts():
+    pytest.importorskip("ray")
+    # Its shuffle carries fixed-width rows only: refused before any Ray work.
+    with pytest.raises(ValueError, match="keyed corpus stage"):
+        neardup.dedup(["a b c d", "a b c d"], "ngram", engine="ray", pair_types=False)
