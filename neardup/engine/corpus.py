@@ -340,7 +340,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     # Rows fetched to verify one step of edges (two documents each) must fit in another
     # quarter: texts and long sets make a row large.
     step = int(min(max(config.budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
-    totals = {"candidate_edges": 0, "verified_edges": 0, "capped_keys": 0}
+    totals = {"candidate_edges": 0, "verified_edges": 0, "capped_keys": 0, "pruned_edges": 0}
     # One union-find across partitions: a document joined in one partition is not
     # checked again in the next. Partitions are linked in order, so a resumed stage
     # replays the forests of the completed ones (a prefix) to get the same state.
@@ -458,15 +458,34 @@ class _ArrayStore:
         if self.text_path is not None:
             if self._texts is None:
                 self._texts = ipc.open_file(pa.memory_map(str(self.text_path))).read_all().column("text")
-            # An Arrow array: the scorer turns into Python strings only those it reads.
-            out.texts = self._texts.take(pa.array(docs))
+            # Nothing is copied here: the scorer takes the texts of the edges that pass
+            # its cheap check, and only those become Python strings.
+            out.texts = _TextRows(self._texts, docs)
         if self.dates is not None:
             out.dates = self.dates[docs].view("datetime64[s]")
         return out
 
+    def set_sizes(self, docs: np.ndarray) -> np.ndarray:
+        """Shingle-set sizes of ``docs`` (from the offsets held in memory)."""
+        return self.set_offsets[docs + 1] - self.set_offsets[docs]
+
     def release(self) -> None:
         """Unmap the texts (touched pages leave the process); reopened on the next read."""
         self._texts = None
+
+
+class _TextRows:
+    """The texts of a step's documents, aligned with them, read from the memory-mapped
+    Arrow column only when taken (``take(positions)`` -> Arrow array)."""
+
+    def __init__(self, column: pa.ChunkedArray, docs: np.ndarray) -> None:
+        self.column, self.docs = column, docs
+
+    def __len__(self) -> int:
+        return int(self.docs.shape[0])
+
+    def take(self, positions) -> pa.ChunkedArray:
+        return self.column.take(pa.array(self.docs[np.asarray(positions, np.int64)]))
 
 
 class ArrayRows:
@@ -563,6 +582,51 @@ def _bucket_edge_counts(sizes: np.ndarray, all_pairs_upto: int, star_upto: int |
     return np.maximum(count, 0)
 
 
+def _overlap_candidates(method: Method, store, docs: np.ndarray, starts: np.ndarray,
+                        sizes: np.ndarray, upto: int, left: np.ndarray, right: np.ndarray,
+                        counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """A chunk's candidate edges for keys that documents share many of (shingles): each
+    pair once (sorted, so a group's first document is its star), and dropped when even
+    sharing every key the chunk does not show could not reach the method's threshold
+    (:meth:`Method.overlap_bound`): ``shared`` keys of the pair in the chunk's all-pairs
+    buckets, plus at most ``(|A| - known_A) + (|B| - known_B)`` others, ``known`` being a
+    document's keys in those buckets."""
+    # Canonical (a bucket's chain order may put the later document first).
+    codes = np.sort((np.minimum(left, right) << 32) | np.maximum(left, right))
+    if codes.size == 0:
+        return left, right
+    first = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    shared = np.diff(np.r_[first, codes.size])
+    codes = codes[first]
+    left, right = codes >> 32, codes & 0xFFFFFFFF
+    if getattr(store, "set_offsets", None) is None:  # no sets: no size bound
+        return left, right
+    set_sizes = store.set_sizes
+    small = sizes <= upto
+    member_rows = _ranges(starts[small], sizes[small])
+    known_docs, known = np.unique(docs[member_rows], return_counts=True)
+
+    def known_of(d):
+        at = np.minimum(np.searchsorted(known_docs, d), max(known_docs.size - 1, 0))
+        return np.where(known_docs[at] == d, known[at], 0) if known_docs.size else np.zeros_like(d)
+
+    keep = method.overlap_bound(shared, known_of(left), known_of(right), set_sizes(left),
+                                set_sizes(right))
+    if keep is None:
+        return left, right
+    counts["pruned_edges"] = counts.get("pruned_edges", 0) + int(keep.size - np.count_nonzero(keep))
+    return left[keep], right[keep]
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The concatenated ranges ``starts[g] .. starts[g] + sizes[g] - 1``."""
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    ends = np.cumsum(sizes)
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - sizes), sizes)
+
+
 def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                     dates: np.ndarray | None, window_hours: float | None,
                     chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
@@ -606,6 +670,10 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
             last = max(last, first + 1)
             left, right = bucket_edges(docs, starts[first:last], sizes[first:last], upto,
                                        star_upto)
+            if method.bucket_edges_overlap:
+                left, right = _overlap_candidates(method, store, docs, starts[first:last],
+                                                  sizes[first:last], upto, left, right,
+                                                  linker.counts)
             linker.consider(left, right)
             first = last
     return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts

@@ -343,6 +343,22 @@ class Method(ParamsMixin, ABC):
         None (the default): star plus chain at every size."""
         return None
 
+    @property
+    def bucket_edges_overlap(self) -> bool:
+        """Whether two documents typically share many keys (inverted-index keys such as
+        shingles, unlike LSH bands): the stage then removes repeated edges from each
+        chunk of buckets before verifying, so a pair is checked once per chunk."""
+        return False
+
+    def overlap_bound(self, shared: np.ndarray, known_left: np.ndarray, known_right: np.ndarray,
+                      size_left: np.ndarray, size_right: np.ndarray) -> np.ndarray | None:
+        """With :attr:`bucket_edges_overlap`: which candidate edges can still reach the
+        threshold when their intersection is at most ``shared + (size_left - known_left)
+        + (size_right - known_right)``: the keys seen shared, plus every common feature
+        that is not a key of both in the chunk (each is one of a side's features not
+        seen there). None (the default): all."""
+        return None
+
     def keyed_pruning(self, stats: dict) -> dict[str, int]:
         """What the keyed stage skipped that can cost recall, named as the method's
         :attr:`Matches.pruning`, from the stage's counts (``capped_keys``: key groups over

@@ -447,7 +447,7 @@ class NGramOverlap(Method):
 
     #: Largest key group compared all-to-all in the keyed stage (all pairs of a group of
     #: m cost m (m - 1) / 2 checks; star plus chain 2 m).
-    KEYED_ALL_PAIRS_UPTO = 50
+    KEYED_ALL_PAIRS_UPTO = 1000
     #: MinHash orders a key group's chain may follow (one per group, picked by its key).
     CHAIN_ORDERS = 8
 
@@ -462,6 +462,10 @@ class NGramOverlap(Method):
     @property
     def bucket_all_pairs_upto(self) -> int:
         return min(self.max_df, self.KEYED_ALL_PAIRS_UPTO)
+
+    @property
+    def bucket_edges_overlap(self) -> bool:
+        return True
 
     @property
     def bucket_star_upto(self) -> int | None:
@@ -492,6 +496,16 @@ class NGramOverlap(Method):
         pick = (keys % np.uint64(self.CHAIN_ORDERS)).astype(np.int64)
         high = minima[docs, pick] & np.uint64(0xFFFFFFFF00000000)
         return CandidateKeys(docs, keys, high | (content[docs] >> np.uint64(32)))
+
+    def overlap_bound(self, shared, known_left, known_right, size_left, size_right):
+        bound = shared + (size_left - known_left) + (size_right - known_right)
+        bound = np.minimum(bound, np.minimum(size_left, size_right)).astype(np.float64)
+        if self.similarity == "containment":
+            sim = bound / np.maximum(np.minimum(size_left, size_right), 1)
+        else:
+            sim = bound / np.maximum(size_left + size_right - bound, 1)
+        # The same float64 comparison as the exact check (a slack keeps rounding safe).
+        return sim >= self.threshold - 1e-9
 
     def keyed_pruning(self, stats: dict) -> dict[str, int]:
         # Counted over the prefix keys (not every shingle, as find_pairs counts them).
