@@ -254,6 +254,8 @@ class Result:
                 else {}
             ),
             **self.pruning,
+            **({"engine_fallback": self.params["engine_fallback"]}
+               if "engine_fallback" in (self.params or {}) else {}),
         }
 
 
@@ -440,11 +442,28 @@ def run(
         return result
     corpus = sketch_corpus(batches, method, timer=timer, progress=progress, total=total)
     result = run_on_sketch(corpus, method, cluster=cluster, keep=keep, timer=timer)
+    result.params["engine"] = "memory"
+    if engine == "local":
+        # Not silent: the run summary and report say why the in-memory stage ran.
+        reason = _memory_reason(method, cluster)
+        result.params["engine_fallback"] = reason
+        import logging
+
+        logging.getLogger("neardup").warning("engine 'local': %s", reason)
     if reread is not None:
         with timer.stage("pair types"):
             result.pair_types = pair_types(result, method, reread(), corpus.dates,
                                            time_window_hours=cluster.time_window_hours)
     return result
+
+
+def _memory_reason(method: Method, cluster: ClusterConfig) -> str:
+    """Why ``engine="local"`` ran ``method`` in memory (for the run's summary)."""
+    if cluster.algorithm != "components":
+        return (f"cluster algorithm {cluster.algorithm!r} needs every pair; the out-of-core "
+                "stages cluster by connected components, so the in-memory stage ran")
+    return (f"method {method.name!r} with these parameters has no out-of-core stage "
+            "(no keyed or vector contract), so the in-memory stage ran")
 
 
 def pair_types(

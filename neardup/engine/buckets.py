@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["bucket_edges", "group_runs"]
+__all__ = ["bucket_edges", "group_runs", "overlap_pairs"]
 
 
 def group_runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -111,3 +111,93 @@ def bucket_edges(
     _emit_edges(np.ascontiguousarray(sorted_docs, np.int64), starts, sizes, all_pairs_upto,
                 star, left, right)
     return left, right
+
+
+@njit(cache=True)
+def _overlap_pairs(local, starts, sizes, n_local, out_left, out_right, out_shared, known):
+    # Document -> its buckets (CSR), and each document's rows in them (``known``).
+    ptr = np.zeros(n_local + 1, np.int64)
+    for g in range(starts.shape[0]):
+        for r in range(starts[g], starts[g] + sizes[g]):
+            ptr[local[r] + 1] += 1
+            known[local[r]] += 1
+    for d in range(n_local):
+        ptr[d + 1] += ptr[d]
+    fill = ptr[:-1].copy()
+    member_of = np.empty(ptr[n_local], np.int64)
+    for g in range(starts.shape[0]):
+        for r in range(starts[g], starts[g] + sizes[g]):
+            d = local[r]
+            member_of[fill[d]] = g
+            fill[d] += 1
+    # Per document i, a dense counter over its partners j > i (reset as it is read).
+    counter = np.zeros(n_local, np.int32)
+    touched = np.empty(n_local, np.int64)
+    k = 0
+    for i in range(n_local):
+        n_touched = 0
+        for q in range(ptr[i], ptr[i + 1]):
+            g = member_of[q]
+            s = starts[g]
+            e = s + sizes[g]
+            # Members ascend within a bucket: partners are those after i.
+            lo = s + np.searchsorted(local[s:e], i, side="right")
+            for r in range(lo, e):
+                j = local[r]
+                if counter[j] == 0:
+                    touched[n_touched] = j
+                    n_touched += 1
+                counter[j] += 1
+        for t in range(n_touched):
+            j = touched[t]
+            out_left[k] = i
+            out_right[k] = j
+            out_shared[k] = counter[j]
+            counter[j] = 0
+            k += 1
+    return k
+
+
+def overlap_pairs(sorted_docs: np.ndarray, starts: np.ndarray, sizes: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct pairs of documents sharing a bucket, with how many buckets each pair
+    shares, for keys that documents share many of (shingles), where listing every
+    bucket's pairs repeats a pair once per shared key. Counted per document with a dense
+    counter (as ngram's in-memory index does), in compiled code.
+
+    Parameters
+    ----------
+    sorted_docs : ndarray of int64
+        Document positions grouped by bucket, ascending inside each bucket.
+    starts, sizes : ndarray of int64
+        The buckets (all pairs of each are candidates).
+
+    Returns
+    -------
+    left, right : ndarray of int64
+        Pairs, ``left < right``, ordered by ``left``.
+    shared : ndarray of int64
+        Buckets each pair shares.
+    docs, known : ndarray of int64
+        The documents of the buckets (ascending) and how many of the buckets each is in.
+    """
+    sizes = np.ascontiguousarray(sizes, np.int64)
+    member_docs = sorted_docs[_rows_of(np.asarray(starts, np.int64), sizes)]
+    docs, local = np.unique(member_docs, return_inverse=True)
+    local_starts = np.cumsum(sizes) - sizes
+    total = int((sizes * (sizes - 1) // 2).sum())
+    left = np.empty(total, np.int64)
+    right = np.empty(total, np.int64)
+    shared = np.empty(total, np.int64)
+    known = np.zeros(docs.size, np.int64)
+    k = _overlap_pairs(local.astype(np.int64), local_starts, sizes, docs.size, left, right,
+                       shared, known)
+    return docs[left[:k]], docs[right[:k]], shared[:k], docs, known
+
+
+def _rows_of(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    ends = np.cumsum(sizes)
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - sizes), sizes)

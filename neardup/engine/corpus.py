@@ -44,7 +44,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 from numba import njit
 
-from neardup.engine.buckets import bucket_edges, group_runs
+from neardup.engine.buckets import bucket_edges, group_runs, overlap_pairs
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
 from neardup.errors import check_int
@@ -583,39 +583,35 @@ def _bucket_edge_counts(sizes: np.ndarray, all_pairs_upto: int, star_upto: int |
 
 
 def _overlap_candidates(method: Method, store, docs: np.ndarray, starts: np.ndarray,
-                        sizes: np.ndarray, upto: int, left: np.ndarray, right: np.ndarray,
+                        sizes: np.ndarray, upto: int, star_upto: int | None,
                         counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """A chunk's candidate edges for keys that documents share many of (shingles): each
-    pair once (sorted, so a group's first document is its star), and dropped when even
-    sharing every key the chunk does not show could not reach the method's threshold
-    (:meth:`Method.overlap_bound`): ``shared`` keys of the pair in the chunk's all-pairs
-    buckets, plus at most ``(|A| - known_A) + (|B| - known_B)`` others, ``known`` being a
-    document's keys in those buckets."""
-    # Canonical (a bucket's chain order may put the later document first).
-    codes = np.sort((np.minimum(left, right) << 32) | np.maximum(left, right))
-    if codes.size == 0:
-        return left, right
-    first = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-    shared = np.diff(np.r_[first, codes.size])
-    codes = codes[first]
-    left, right = codes >> 32, codes & 0xFFFFFFFF
-    if getattr(store, "set_offsets", None) is None:  # no sets: no size bound
-        return left, right
-    set_sizes = store.set_sizes
+    """A chunk's candidate edges for keys that documents share many of (shingles): the
+    all-pairs buckets' distinct pairs (:func:`~neardup.engine.buckets.overlap_pairs`,
+    ordered by their first document, so a group of copies is joined by its first
+    document's edges), dropped when even sharing every key the chunk does not show could
+    not reach the method's threshold (:meth:`Method.overlap_bound`): ``shared`` keys of
+    the pair in these buckets, plus at most ``(|A| - known_A) + (|B| - known_B)`` others,
+    ``known`` being a document's keys in them; then the larger buckets' star and chain."""
     small = sizes <= upto
-    member_rows = _ranges(starts[small], sizes[small])
-    known_docs, known = np.unique(docs[member_rows], return_counts=True)
-
-    def known_of(d):
-        at = np.minimum(np.searchsorted(known_docs, d), max(known_docs.size - 1, 0))
-        return np.where(known_docs[at] == d, known[at], 0) if known_docs.size else np.zeros_like(d)
-
-    keep = method.overlap_bound(shared, known_of(left), known_of(right), set_sizes(left),
-                                set_sizes(right))
-    if keep is None:
-        return left, right
-    counts["pruned_edges"] = counts.get("pruned_edges", 0) + int(keep.size - np.count_nonzero(keep))
-    return left[keep], right[keep]
+    # Inside an all-pairs bucket, documents ascending (the chain's payload order is for
+    # the larger buckets).
+    rows = _ranges(starts[small], sizes[small])
+    bucket = np.repeat(np.arange(int(np.count_nonzero(small))), sizes[small])
+    member = docs[rows][np.lexsort((docs[rows], bucket))]
+    left, right, shared, known_docs, known = overlap_pairs(
+        member, np.cumsum(sizes[small]) - sizes[small], sizes[small])
+    if left.size and getattr(store, "set_offsets", None) is not None:
+        known_left = known[np.searchsorted(known_docs, left)]
+        known_right = known[np.searchsorted(known_docs, right)]
+        keep = method.overlap_bound(shared, known_left, known_right, store.set_sizes(left),
+                                    store.set_sizes(right))
+        if keep is not None:
+            counts["pruned_edges"] = counts.get("pruned_edges", 0) + int(keep.size - np.count_nonzero(keep))
+            left, right = left[keep], right[keep]
+    if not small.all():
+        big_left, big_right = bucket_edges(docs, starts[~small], sizes[~small], upto, star_upto)
+        left, right = np.concatenate((left, big_left)), np.concatenate((right, big_right))
+    return left, right
 
 
 def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -668,12 +664,13 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
             done = int(ends[first - 1]) if first else 0
             last = int(np.searchsorted(ends, done + chunk_edges, "right"))
             last = max(last, first + 1)
-            left, right = bucket_edges(docs, starts[first:last], sizes[first:last], upto,
-                                       star_upto)
             if method.bucket_edges_overlap:
                 left, right = _overlap_candidates(method, store, docs, starts[first:last],
-                                                  sizes[first:last], upto, left, right,
+                                                  sizes[first:last], upto, star_upto,
                                                   linker.counts)
+            else:
+                left, right = bucket_edges(docs, starts[first:last], sizes[first:last], upto,
+                                           star_upto)
             linker.consider(left, right)
             first = last
     return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts

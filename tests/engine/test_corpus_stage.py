@@ -76,9 +76,10 @@ class _Killed(Exception):
 
 
 @pytest.mark.parametrize("stage", ["sketch", "link", "components"])
-def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage):
+@pytest.mark.parametrize(("name", "params"), [("minhash", {"threshold": 0.4}), ("ngram", {})])
+def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, name, params):
     texts = _texts(demo)
-    method = make_method("minhash", threshold=0.4)
+    method = make_method(name, **params)
     config = CorpusStageConfig(work_dir=str(tmp_path / "clean"), memory_limit="1MB", partitions=8)
     clean = run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
 
@@ -258,7 +259,7 @@ def test_ngram_out_of_core_matches_in_memory(demo, params, tmp_path):
 
 @pytest.mark.parametrize("max_df", [50, 100_000])
 def test_ngram_giant_bucket_of_copies_stays_linear(max_df):
-    n = 6000
+    n = 10_000
     story = "the same wire story printed again and again by every paper in the land"
     texts = [story] * n + ["an unrelated note about the weather"] * 3
     result = neardup.dedup(texts, "ngram", pair_types=False, memory_limit="1MB", max_df=max_df)
@@ -325,3 +326,25 @@ def test_ray_engine_refuses_methods_that_verify_with_sets_or_texts():
     # Its shuffle carries fixed-width rows only: refused before any Ray work.
     with pytest.raises(ValueError, match="keyed corpus stage"):
         neardup.dedup(["a b c d", "a b c d"], "ngram", engine="ray", pair_types=False)
+
+
+def test_ngram_all_pairs_groups_check_each_copy_about_once():
+    # 900 copies: every key group is compared all-to-all (<= 1000 members), 404,550 pairs
+    # per group; after the first document's edges join them, the rest are skipped.
+    n = 900
+    texts = ["a story that was sent again and again over the wire today"] * n + ["unrelated"]
+    result = neardup.dedup(texts, "ngram", pair_types=False, memory_limit="1MB")
+    stats = result.params["corpus_stage"]
+    assert result.clusters.tolist() == [0] * n + [1]
+    assert stats["verified_edges"] <= 2 * n
+
+
+def test_local_engine_records_a_fallback_to_memory(caplog):
+    texts = ["the cat sat on the mat today", "the cat sat on the mat today", "dogs bark"]
+    with caplog.at_level("WARNING", logger="neardup"):
+        result = neardup.dedup(texts, "spotsigs", pair_types=False)
+    assert result.params["engine"] == "memory"
+    assert "no out-of-core stage" in result.summary()["engine_fallback"]
+    assert any("engine 'local'" in r.getMessage() for r in caplog.records)
+    keyed = neardup.dedup(texts, "ngram", pair_types=False)
+    assert "engine_fallback" not in keyed.summary() and keyed.params["engine"] == "local"
