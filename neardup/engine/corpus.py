@@ -582,36 +582,31 @@ def _bucket_edge_counts(sizes: np.ndarray, all_pairs_upto: int, star_upto: int |
     return np.maximum(count, 0)
 
 
-def _overlap_candidates(method: Method, store, docs: np.ndarray, starts: np.ndarray,
-                        sizes: np.ndarray, upto: int, star_upto: int | None,
-                        counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """A chunk's candidate edges for keys that documents share many of (shingles): the
-    all-pairs buckets' distinct pairs (:func:`~neardup.engine.buckets.overlap_pairs`,
-    ordered by their first document, so a group of copies is joined by its first
-    document's edges), dropped when even sharing every key the chunk does not show could
-    not reach the method's threshold (:meth:`Method.overlap_bound`): ``shared`` keys of
-    the pair in these buckets, plus at most ``(|A| - known_A) + (|B| - known_B)`` others,
-    ``known`` being a document's keys in them; then the larger buckets' star and chain."""
-    small = sizes <= upto
-    # Inside an all-pairs bucket, documents ascending (the chain's payload order is for
-    # the larger buckets).
-    rows = _ranges(starts[small], sizes[small])
-    bucket = np.repeat(np.arange(int(np.count_nonzero(small))), sizes[small])
-    member = docs[rows][np.lexsort((docs[rows], bucket))]
-    left, right, shared, known_docs, known = overlap_pairs(
-        member, np.cumsum(sizes[small]) - sizes[small], sizes[small])
-    if left.size and getattr(store, "set_offsets", None) is not None:
-        known_left = known[np.searchsorted(known_docs, left)]
-        known_right = known[np.searchsorted(known_docs, right)]
-        keep = method.overlap_bound(shared, known_left, known_right, store.set_sizes(left),
-                                    store.set_sizes(right))
-        if keep is not None:
-            counts["pruned_edges"] = counts.get("pruned_edges", 0) + int(keep.size - np.count_nonzero(keep))
-            left, right = left[keep], right[keep]
-    if not small.all():
-        big_left, big_right = bucket_edges(docs, starts[~small], sizes[~small], upto, star_upto)
-        left, right = np.concatenate((left, big_left)), np.concatenate((right, big_right))
-    return left, right
+def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: np.ndarray,
+                         starts: np.ndarray, sizes: np.ndarray, block_edges: int) -> None:
+    """A partition's all-pairs key groups, for keys that documents share many of
+    (shingles): each pair once (:func:`~neardup.engine.buckets.overlap_pairs`, in blocks
+    of documents, ordered by their first document, so a group of copies is joined by its
+    first document's edges), dropped when even sharing every key not seen could not
+    reach the method's threshold (:meth:`Method.overlap_bound`: ``shared`` keys of the
+    pair in these groups, plus at most ``(|A| - known_A) + (|B| - known_B)`` others,
+    ``known`` being a document's keys in them)."""
+    # Inside an all-pairs group, documents ascending (the payload order is for chains).
+    rows = _ranges(starts, sizes)
+    group = np.repeat(np.arange(starts.size), sizes)
+    member = docs[rows][np.lexsort((docs[rows], group))]
+    del rows, group
+    bounded = getattr(store, "set_offsets", None) is not None
+    for left, right, shared, known_docs, known in overlap_pairs(
+            member, np.cumsum(sizes) - sizes, sizes, block_edges):
+        if bounded and left.size:
+            keep = method.overlap_bound(shared, known[np.searchsorted(known_docs, left)],
+                                        known[np.searchsorted(known_docs, right)],
+                                        store.set_sizes(left), store.set_sizes(right))
+            if keep is not None:
+                linker.counts["pruned_edges"] += int(keep.size - np.count_nonzero(keep))
+                left, right = left[keep], right[keep]
+        linker.consider(left, right)
 
 
 def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -657,6 +652,12 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
             linker.counts["capped_keys"] = int(np.count_nonzero((sizes > star_upto) & (sizes > upto)))
         multi = sizes > 1
         starts, sizes = starts[multi], sizes[multi]
+        if method.bucket_edges_overlap:
+            small = sizes <= upto
+            linker.counts["pruned_edges"] = 0
+            _link_overlap_groups(method, linker, store, docs, starts[small], sizes[small],
+                                 chunk_edges)
+            starts, sizes = starts[~small], sizes[~small]
         ends = np.cumsum(_bucket_edge_counts(sizes, upto, star_upto))
         first = 0
         while first < starts.size:
@@ -664,13 +665,8 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
             done = int(ends[first - 1]) if first else 0
             last = int(np.searchsorted(ends, done + chunk_edges, "right"))
             last = max(last, first + 1)
-            if method.bucket_edges_overlap:
-                left, right = _overlap_candidates(method, store, docs, starts[first:last],
-                                                  sizes[first:last], upto, star_upto,
-                                                  linker.counts)
-            else:
-                left, right = bucket_edges(docs, starts[first:last], sizes[first:last], upto,
-                                           star_upto)
+            left, right = bucket_edges(docs, starts[first:last], sizes[first:last], upto,
+                                       star_upto)
             linker.consider(left, right)
             first = last
     return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts

@@ -322,11 +322,10 @@ def load_scorer(scorer: str, model: str | os.PathLike | None = None, *, batch_si
 
 
 def _take_texts(texts: Any, positions: np.ndarray) -> list[str]:
-    """``texts[positions]`` as Python strings, from a pyarrow array or a sequence."""
+    """``texts[positions]`` as Python strings, from an object with ``take`` (the corpus
+    stage's texts, read only now) or a sequence."""
     if hasattr(texts, "take"):
-        import pyarrow as pa
-
-        return texts.take(pa.array(positions)).to_pylist()
+        return texts.take(np.asarray(positions, np.int64)).to_pylist()
     return [texts[i] for i in positions.tolist()]
 
 

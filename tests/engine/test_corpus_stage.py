@@ -348,3 +348,26 @@ def test_local_engine_records_a_fallback_to_memory(caplog):
     assert any("engine 'local'" in r.getMessage() for r in caplog.records)
     keyed = neardup.dedup(texts, "ngram", pair_types=False)
     assert "engine_fallback" not in keyed.summary() and keyed.params["engine"] == "local"
+
+
+def test_overlap_pairs_counts_each_pair_once_with_its_shared_buckets():
+    from collections import Counter
+
+    from neardup.engine.buckets import overlap_pairs
+
+    rng = np.random.default_rng(3)
+    buckets = [np.sort(rng.choice(40, size=int(rng.integers(2, 12)), replace=False)) for _ in range(60)]
+    docs = np.concatenate(buckets).astype(np.int64) * 7  # positions need not be dense
+    sizes = np.array([b.size for b in buckets], np.int64)
+    starts = np.cumsum(sizes) - sizes
+    blocks = list(overlap_pairs(docs, starts, sizes, block_emits=37))
+    assert len(blocks) > 3  # several blocks of documents: each pair still once
+    left, right, shared = (np.concatenate([b[i] for b in blocks]) for i in range(3))
+    known_docs, known = blocks[0][3], blocks[0][4]
+    expected = Counter((int(a) * 7, int(b) * 7) for bucket in buckets
+                       for i, a in enumerate(bucket) for b in bucket[i + 1:])
+    got = dict(zip(zip(left.tolist(), right.tolist()), shared.tolist()))
+    assert len(got) == left.size and got == dict(expected)
+    assert np.all(left[:-1] <= left[1:])
+    members = Counter(docs.tolist())
+    assert dict(zip(known_docs.tolist(), known.tolist())) == dict(members)
