@@ -583,21 +583,22 @@ def _bucket_edge_counts(sizes: np.ndarray, all_pairs_upto: int, star_upto: int |
 
 
 def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: np.ndarray,
-                         starts: np.ndarray, sizes: np.ndarray, block_edges: int) -> None:
+                         starts: np.ndarray, sizes: np.ndarray, block_edges: int,
+                         known_docs: np.ndarray, known: np.ndarray) -> None:
     """A partition's all-pairs key groups, for keys that documents share many of
     (shingles): each pair once (:func:`~neardup.engine.buckets.overlap_pairs`, in blocks
     of documents, ordered by their first document, so a group of copies is joined by its
     first document's edges), dropped when even sharing every key not seen could not
     reach the method's threshold (:meth:`Method.overlap_bound`: ``shared`` keys of the
-    pair in these groups, plus at most ``(|A| - known_A) + (|B| - known_B)`` others,
-    ``known`` being a document's keys in them)."""
+    pair in these groups, ``known`` being a document's keys in groups of at most
+    ``bucket_all_pairs_upto`` documents, singletons included)."""
     # Inside an all-pairs group, documents ascending (the payload order is for chains).
     rows = _ranges(starts, sizes)
     group = np.repeat(np.arange(starts.size), sizes)
     member = docs[rows][np.lexsort((docs[rows], group))]
     del rows, group
     bounded = getattr(store, "set_offsets", None) is not None
-    for left, right, shared, known_docs, known in overlap_pairs(
+    for left, right, shared, _, _ in overlap_pairs(
             member, np.cumsum(sizes) - sizes, sizes, block_edges):
         if bounded and left.size:
             keep = method.overlap_bound(shared, known[np.searchsorted(known_docs, left)],
@@ -650,13 +651,19 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
         upto = method.bucket_all_pairs_upto
         if star_upto is not None:
             linker.counts["capped_keys"] = int(np.count_nonzero((sizes > star_upto) & (sizes > upto)))
-        multi = sizes > 1
-        starts, sizes = starts[multi], sizes[multi]
-        if method.bucket_edges_overlap:
+        if not method.bucket_edges_overlap:
+            starts, sizes = starts[sizes > 1], sizes[sizes > 1]
+        else:
+            # A document's keys in groups compared all-to-all, singletons included (a key
+            # no other document has is seen not to be shared).
+            seen = np.repeat(sizes <= upto, sizes)
+            known_docs, known = np.unique(docs[seen], return_counts=True)
+            del seen
+            starts, sizes = starts[sizes > 1], sizes[sizes > 1]
             small = sizes <= upto
             linker.counts["pruned_edges"] = 0
             _link_overlap_groups(method, linker, store, docs, starts[small], sizes[small],
-                                 chunk_edges)
+                                 chunk_edges, known_docs, known)
             starts, sizes = starts[~small], sizes[~small]
         ends = np.cumsum(_bucket_edge_counts(sizes, upto, star_upto))
         first = 0

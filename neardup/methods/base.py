@@ -353,10 +353,11 @@ class Method(ParamsMixin, ABC):
     def overlap_bound(self, shared: np.ndarray, known_left: np.ndarray, known_right: np.ndarray,
                       size_left: np.ndarray, size_right: np.ndarray) -> np.ndarray | None:
         """With :attr:`bucket_edges_overlap`: which candidate edges can still reach the
-        threshold when their intersection is at most ``shared + (size_left - known_left)
-        + (size_right - known_right)``: the keys seen shared, plus every common feature
-        that is not a key of both in the chunk (each is one of a side's features not
-        seen there). None (the default): all."""
+        threshold, given ``shared`` (the key groups of at most
+        :attr:`bucket_all_pairs_upto` documents, in this partition, that hold both) and
+        ``known_*`` (each side's keys in such groups, singletons included; the others are
+        unseen here). None (the default): all.
+        """
         return None
 
     def keyed_pruning(self, stats: dict) -> dict[str, int]:

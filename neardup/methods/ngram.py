@@ -438,16 +438,16 @@ class NGramOverlap(Method):
 
     # -- keyed contract (the out-of-core corpus stage) ------------------------------------
     #
-    # Keys are each set's prefix hashes (see prefix_sizes: every pair at or above a Jaccard
-    # threshold shares one). A key group of up to min(max_df, KEYED_ALL_PAIRS_UPTO)
-    # documents is compared all-to-all, as find_pairs compares every group up to max_df
-    # (star plus chain there lost pairs: ARI 0.98 against the in-memory clusters on the
-    # benchmark with groups of 50); the stage counts each pair's shared keys in compiled
-    # code and drops pairs whose count bound (overlap_bound) cannot reach the threshold,
-    # like step 4. A larger group gets a star plus a chain, and one over max_df the chain
-    # alone, ordered by a MinHash value and a digest of the whole set (the payload), so
-    # identical sets sit next to each other and are always linked, as in step 6 of the
-    # module docstring. Edges are verified with the exact similarity of the stored sets.
+    # Keys are every shingle of each set (the documents' postings). A key group of up to
+    # min(max_df, KEYED_ALL_PAIRS_UPTO) documents is compared all-to-all, as find_pairs
+    # compares every group up to max_df (star plus chain there lost pairs: ARI 0.98
+    # against the in-memory clusters on the benchmark with groups of 50): the stage
+    # counts each pair's shared keys in compiled code and drops pairs whose count bound
+    # (overlap_bound, step 4 of the module docstring) cannot reach the threshold. A larger
+    # group gets a star plus a chain, and one over max_df the chain alone, ordered by a
+    # MinHash value and a digest of the whole set (the payload), so identical sets sit
+    # next to each other and are always linked, as in step 6. Edges are verified with the
+    # exact similarity of the stored sets.
 
     #: Largest key group compared all-to-all in the keyed stage (all pairs of a group of
     #: m cost m (m - 1) / 2 candidate emissions, most of them between documents already
@@ -480,7 +480,11 @@ class NGramOverlap(Method):
         sets = sketch.require_sets("NGramOverlap.candidate_keys", "shingle", "NGramOverlap.sketch")
         hashes, offsets = sets.hashes, sets.offsets
         sizes = np.diff(offsets)
-        prefix = prefix_sizes(sizes, self.threshold, self.similarity == "containment")
+        # Every shingle is a key (not only a prefix, which would suffice to find every
+        # pair at the threshold): the stage's count bound is then the in-memory search's
+        # (shared shingles + the smaller count of shingles not seen), which drops most
+        # unrelated pairs before their sets are read; with prefix keys it could not.
+        prefix = sizes
         docs = np.repeat(np.arange(sizes.size, dtype=np.int64), prefix)
         # Row r of document d is its (r - first row of d)-th smallest hash.
         starts = np.cumsum(prefix) - prefix
@@ -503,7 +507,9 @@ class NGramOverlap(Method):
         return CandidateKeys(docs, keys, high | (content[docs] >> np.uint64(32)))
 
     def overlap_bound(self, shared, known_left, known_right, size_left, size_right):
-        bound = shared + (size_left - known_left) + (size_right - known_right)
+        # Every shingle is a key: a common shingle not counted in ``shared`` sits in a key
+        # group neither document is "known" in, so it is one of both sides' unseen ones.
+        bound = shared + np.minimum(size_left - known_left, size_right - known_right)
         bound = np.minimum(bound, np.minimum(size_left, size_right)).astype(np.float64)
         if self.similarity == "containment":
             sim = bound / np.maximum(np.minimum(size_left, size_right), 1)
