@@ -44,6 +44,8 @@ SETTINGS = [
     ("ngram", {}),
     ("ngram", {"shingle": "char", "ngram": 5, "threshold": 0.3}),
     ("rerank", {}),
+    ("spotsigs", {}),
+    ("spotsigs", {"threshold": 0.3}),
 ]
 NEURAL_SETTINGS = [
     ("retsim", {}),

@@ -387,7 +387,8 @@ def run(
         (``Result.pair_types``); raw text is never held for the whole corpus.
     engine : {"local", "memory"}, default "local"
         See :data:`ENGINES`. With "local", methods that have a keyed corpus stage
-        (exact, minhash, simhash) spill sketches and keys to a work directory and hold
+        (exact, minhash, simhash, ngram, rerank over MinHash) spill sketches and keys
+        to a work directory and hold
         only per-document arrays, and the embedding methods (retsim, retsim-partial,
         biencoder with the flat or auto index) write their embeddings there and search
         them shard by shard; ``Result.pairs`` is then the spanning forest of verified

@@ -290,7 +290,8 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
     if opts["html"] is not None:
         raise click.UsageError("--html is not supported with --engine ray (it needs every "
                                "document on one machine); use --engine local.")
-    if not supports_corpus_stage(method_obj, cluster.algorithm):
+    if not (supports_corpus_stage(method_obj, cluster.algorithm)
+            and method_obj.candidate_fixed_width):
         raise click.UsageError(
             f"--engine ray runs exact, minhash and simhash clustered by components; got "
             f"--method {method_obj.name} with --cluster {cluster.algorithm}. Use --engine local."

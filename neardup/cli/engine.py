@@ -53,7 +53,8 @@ def engine_options(function: F) -> F:
     options = (
         click.option("--engine", type=click.Choice(["local", "memory", "ray"]), default="local",
                      show_default=True,
-                     help="local: exact, minhash and simhash (clustered by components) run "
+                     help="local: exact, minhash, simhash, ngram and rerank (clustered by "
+                          "components) run "
                           "out of core, spilling sketches and keys to --work-dir, with memory "
                           "bounded by --memory-limit plus ~40 bytes per document; retsim, "
                           "retsim-partial and biencoder write their embeddings there and "
@@ -61,7 +62,8 @@ def engine_options(function: F) -> F:
                           "--memory-limit); --pairs-out "
                           "then lists the verified edges that joined each cluster. memory: "
                           "every candidate pair held and verified in RAM (always used for "
-                          "the other methods, and for --cluster leiden/louvain/hac). ray: "
+                          "the other methods, and for --cluster leiden/louvain/hac; the run's "
+                          "summary then names the reason as engine_fallback). ray: "
                           "the local engine's stage on a Ray cluster (pip install "
                           "'neardup[ray]'; exact, minhash, simhash; see docs/scale-out.md): "
                           "workers read the inputs and write --clusters-out, --pairs-out and "

@@ -651,6 +651,13 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
         upto = method.bucket_all_pairs_upto
         if star_upto is not None:
             linker.counts["capped_keys"] = int(np.count_nonzero((sizes > star_upto) & (sizes > upto)))
+        skip = method.bucket_skip_over
+        if skip is not None:
+            over = sizes > skip
+            linker.counts["capped_keys"] = int(np.count_nonzero(over))
+            if over.any():
+                # Their rows still count as unseen keys for the count bound.
+                starts, sizes = starts[~over], sizes[~over]
         if not method.bucket_edges_overlap:
             starts, sizes = starts[sizes > 1], sizes[sizes > 1]
         else:

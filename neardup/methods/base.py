@@ -344,6 +344,13 @@ class Method(ParamsMixin, ABC):
         return None
 
     @property
+    def bucket_skip_over(self) -> int | None:
+        """Key groups larger than this are not linked at all (SpotSigs' ``max_df``:
+        signatures that common never pair documents, as in its in-memory search). None
+        (the default): every group is linked."""
+        return None
+
+    @property
     def bucket_edges_overlap(self) -> bool:
         """Whether two documents typically share many keys (inverted-index keys such as
         shingles, unlike LSH bands): the stage then removes repeated edges from each

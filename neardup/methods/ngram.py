@@ -68,7 +68,13 @@ from numba import njit, prange
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, CandidateRows, Method, Sketch
-from neardup.methods.overlap_kernels import indexed_pairs, intersection_size, set_similarity
+from neardup.methods.overlap_kernels import (
+    bounded_similarity,
+    count_bound_passes,
+    indexed_pairs,
+    intersection_size,
+    set_similarity,
+)
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
 
@@ -154,26 +160,6 @@ def _postings_by_doc(keep_doc, keep_end, n_docs):
         fill[d] += 1
         emits[d] += keep_end[p] - p - 1  # docs after d in this posting list
     return ptr, posts, emits
-
-
-@njit(cache=True)
-def _bounded_similarity(hashes, offsets, left, right, containment, threshold):
-    """As :func:`_pair_similarity`, but a pair whose size bound (the intersection is at
-    most the smaller set) is below ``threshold`` scores -1 without a merge. Serial: it
-    runs on one step of edges at a time, where starting threads costs more than it
-    saves on a busy machine."""
-    out = np.empty(left.shape[0], dtype=np.float64)
-    for p in range(left.shape[0]):
-        i = left[p]
-        j = right[p]
-        a0, a1, b0, b1 = offsets[i], offsets[i + 1], offsets[j], offsets[j + 1]
-        low = min(a1 - a0, b1 - b0)
-        if set_similarity(low, a1 - a0, b1 - b0, containment) < threshold:
-            out[p] = -1.0
-            continue
-        inter = intersection_size(hashes, a0, a1, b0, b1)
-        out[p] = set_similarity(inter, a1 - a0, b1 - b0, containment)
-    return out
 
 
 def prefix_sizes(sizes: np.ndarray, threshold: float, containment: bool) -> np.ndarray:
@@ -509,14 +495,8 @@ class NGramOverlap(Method):
     def overlap_bound(self, shared, known_left, known_right, size_left, size_right):
         # Every shingle is a key: a common shingle not counted in ``shared`` sits in a key
         # group neither document is "known" in, so it is one of both sides' unseen ones.
-        bound = shared + np.minimum(size_left - known_left, size_right - known_right)
-        bound = np.minimum(bound, np.minimum(size_left, size_right)).astype(np.float64)
-        if self.similarity == "containment":
-            sim = bound / np.maximum(np.minimum(size_left, size_right), 1)
-        else:
-            sim = bound / np.maximum(size_left + size_right - bound, 1)
-        # The same float64 comparison as the exact check (a slack keeps rounding safe).
-        return sim >= self.threshold - 1e-9
+        return count_bound_passes(shared, known_left, known_right, size_left, size_right,
+                                  self.threshold, self.similarity == "containment")
 
     def keyed_pruning(self, stats: dict) -> dict[str, int]:
         # Counted over the prefix keys (not every shingle, as find_pairs counts them).
@@ -524,7 +504,7 @@ class NGramOverlap(Method):
 
     def score_candidate_rows(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray):
         sets = rows.sets
-        sim = _bounded_similarity(sets.hashes, sets.offsets, np.ascontiguousarray(left, np.int64),
+        sim = bounded_similarity(sets.hashes, sets.offsets, np.ascontiguousarray(left, np.int64),
                                   np.ascontiguousarray(right, np.int64),
                                   self.similarity == "containment", self.threshold)
         return np.maximum(sim, 0.0).astype(np.float32), sim >= self.threshold

@@ -76,7 +76,8 @@ class _Killed(Exception):
 
 
 @pytest.mark.parametrize("stage", ["sketch", "link", "components"])
-@pytest.mark.parametrize(("name", "params"), [("minhash", {"threshold": 0.4}), ("ngram", {})])
+@pytest.mark.parametrize(("name", "params"),
+                         [("minhash", {"threshold": 0.4}), ("ngram", {}), ("spotsigs", {})])
 def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, name, params):
     texts = _texts(demo)
     method = make_method(name, **params)
@@ -342,7 +343,7 @@ def test_ngram_all_pairs_groups_check_each_copy_about_once():
 def test_local_engine_records_a_fallback_to_memory(caplog):
     texts = ["the cat sat on the mat today", "the cat sat on the mat today", "dogs bark"]
     with caplog.at_level("WARNING", logger="neardup"):
-        result = neardup.dedup(texts, "spotsigs", pair_types=False)
+        result = neardup.dedup(texts, "wminhash", pair_types=False)
     assert result.params["engine"] == "memory"
     assert "no out-of-core stage" in result.summary()["engine_fallback"]
     assert any("engine 'local'" in r.getMessage() for r in caplog.records)
@@ -371,3 +372,15 @@ def test_overlap_pairs_counts_each_pair_once_with_its_shared_buckets():
     assert np.all(left[:-1] <= left[1:])
     members = Counter(docs.tolist())
     assert dict(zip(known_docs.tolist(), known.tolist())) == dict(members)
+
+
+@pytest.mark.parametrize("params", [{}, {"threshold": 0.3}, {"max_df": 5}])
+def test_spotsigs_out_of_core_matches_in_memory(demo, params, tmp_path):
+    texts = _texts(demo)
+    memory = neardup.dedup(texts, "spotsigs", engine="memory", pair_types=False, **params)
+    spilled = neardup.dedup(texts, "spotsigs", engine="local", pair_types=False,
+                            work_dir=tmp_path / "w", memory_limit="1MB", partitions=16,
+                            batch_size=300, **params)
+    assert spilled.params["engine"] == "local"
+    np.testing.assert_array_equal(spilled.clusters, memory.clusters)
+    assert spilled.clusters.size == len(texts) == len(set(spilled.ids.tolist()))
