@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -102,7 +103,10 @@ def corpus_stage_from_options(opts: dict[str, Any], inputs=()) -> CorpusStageCon
         partitions=opts["partitions"],
         resume=opts["resume"],
     )
-    return config.resolve(estimated_documents(inputs))
+    # Partitions are sized when the method is known (run_corpus_stage): its keys per
+    # document range from a few (LSH bands) to hundreds (ngram's shingles).
+    estimate = estimated_documents(inputs)
+    return config if estimate is None else dataclasses.replace(config, expected_docs=estimate)
 
 
 def estimated_documents(inputs) -> int | None:

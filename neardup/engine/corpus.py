@@ -155,10 +155,11 @@ class CorpusStageConfig:
     def budget(self) -> int:
         return self.memory_limit or default_memory_limit()
 
-    def resolve(self, n_docs: int | None) -> CorpusStageConfig:
+    def resolve(self, n_docs: int | None, keys_per_doc: int = 40) -> CorpusStageConfig:
         """This config with ``expected_docs`` (if not set) and ``partitions`` fixed: enough
-        partitions that one's keys (about 40 rows of 24 bytes per document, grouping
-        doubles them) take an eighth of the budget, a power of two."""
+        partitions that one's keys (``keys_per_doc`` rows of 24 bytes per document, the
+        method's :attr:`~neardup.methods.Method.candidate_keys_per_doc`; grouping doubles
+        them) take an eighth of the budget, a power of two."""
         config = self
         if config.expected_docs is None and n_docs is not None:
             config = replace(config, expected_docs=int(n_docs))
@@ -167,7 +168,7 @@ class CorpusStageConfig:
             return config
         if n_docs is None:
             return replace(config, partitions=256)
-        need = n_docs * 40 * 24 * 2 / max(self.budget // 8, 1)
+        need = n_docs * keys_per_doc * 24 * 2 / max(self.budget // 8, 1)
         partitions = 1 << max(int(np.ceil(np.log2(max(need, 1.0)))), 0)
         return replace(config, partitions=min(partitions, 4096))
 
@@ -856,7 +857,7 @@ def run_corpus_stage(
             "corpus stage; run it through neardup.pipeline.run"
         )
     timer = timer or StageTimer()
-    config = config.resolve(total)
+    config = config.resolve(total, method.candidate_keys_per_doc)
     _remove_stale_scratch()
     with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH}{os.getpid()}-") as scratch:
         path = config.work_dir if config.work_dir is not None else scratch

@@ -344,6 +344,12 @@ class Method(ParamsMixin, ABC):
         return None
 
     @property
+    def candidate_keys_per_doc(self) -> int:
+        """Typical candidate-key rows per document, for sizing the stage's partitions
+        (when not given) so that one partition's keys fit its share of the memory limit."""
+        return 40
+
+    @property
     def bucket_skip_over(self) -> int | None:
         """Key groups larger than this are not linked at all (SpotSigs' ``max_df``:
         signatures that common never pair documents, as in its in-memory search). None

@@ -459,6 +459,12 @@ class NGramOverlap(Method):
         return True
 
     @property
+    def candidate_keys_per_doc(self) -> int:
+        # One key per distinct shingle: ~200 word n-grams for a news story (measured on
+        # the scale corpus: 201), about five times that many character n-grams.
+        return 200 if self.shingle.unit == "word" else 1000
+
+    @property
     def bucket_star_upto(self) -> int | None:
         return self.max_df
 
