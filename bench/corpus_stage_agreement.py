@@ -84,12 +84,18 @@ def main() -> None:
     parser.add_argument("--cache-dir", default=None,
                         help="--neural: keep the embedding cache here (default: a temporary "
                              "directory)")
+    parser.add_argument("--memory-limit", default="16MB",
+                        help="the local stage's memory limit ('default': neardup's default)")
+    parser.add_argument("--partitions", default="64",
+                        help="the local stage's partitions ('default': sized by neardup)")
     parser.add_argument("--methods", nargs="+", default=None,
                         help="only these methods' settings (default: all)")
     parser.add_argument("--name", default="corpus_stage_agreement", help="results file name")
     args = parser.parse_args()
     if args.neural:
         return neural(args)
+    memory_limit = None if args.memory_limit == "default" else args.memory_limit
+    partitions = None if args.partitions == "default" else int(args.partitions)
     rows = []
     for split in args.splits:
         corpus = load_labeled(ROOT / "benchmarks" / "reuters-news" / f"{split}.jsonl.gz")
@@ -108,8 +114,8 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as work:
                 start, cpu = time.perf_counter(), time.process_time()
                 local = neardup.dedup(texts, method, engine="local", pair_types=False,
-                                      work_dir=work, memory_limit="16MB", partitions=64,
-                                      **params)
+                                      work_dir=work, memory_limit=memory_limit,
+                                      partitions=partitions, **params)
                 t_local, cpu_local = time.perf_counter() - start, time.process_time() - cpu
             row = {
                 "split": split,
@@ -128,7 +134,8 @@ def main() -> None:
             }
             rows.append(row)
             print(row, flush=True)
-    save(args.name, {"machine": machine(), "rows": rows})
+    save(args.name, {"machine": machine(), "rows": rows,
+                     "command": "python bench/corpus_stage_agreement.py " + " ".join(sys.argv[1:])})
 
 
 def neural(args) -> None:

@@ -557,6 +557,8 @@ class PartitionLinker:
             # pages of a file larger than the page cache share) grow faster than the corpus.
             need = np.unique(np.concatenate((left, right)))
             rows = self.store.rows(need)
+            if isinstance(rows, dict):  # a store of fixed-width arrays only (the index's)
+                rows = CandidateRows(need, rows)
             score, accept = self.method.score_candidate_rows(
                 rows, np.searchsorted(need, left), np.searchsorted(need, right))
             score, accept = np.asarray(score, np.float32), np.asarray(accept, bool)
@@ -698,7 +700,7 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
     method : Method
     keys, docs, payload : ndarray
         Candidate-key rows (``method.candidate_keys`` output, docs as global positions).
-    store : object with ``rows(docs) -> dict of arrays``
+    store : object with ``rows(docs) -> dict of arrays`` (or ``CandidateRows``)
         Reads the candidate arrays of sorted, unique global positions.
     uf : UnionFind
         The run's union-find over global positions; updated in place.
