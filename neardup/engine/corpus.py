@@ -654,22 +654,20 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
         upto = method.bucket_all_pairs_upto
         if star_upto is not None:
             linker.counts["capped_keys"] = int(np.count_nonzero((sizes > star_upto) & (sizes > upto)))
-        skip = method.bucket_skip_over
-        if skip is not None:
-            over = sizes > skip
-            linker.counts["capped_keys"] = int(np.count_nonzero(over))
-            if over.any():
-                # Their rows still count as unseen keys for the count bound.
-                starts, sizes = starts[~over], sizes[~over]
-        if not method.bucket_edges_overlap:
-            starts, sizes = starts[sizes > 1], sizes[sizes > 1]
-        else:
+        if method.bucket_edges_overlap:
             # A document's keys in groups compared all-to-all, singletons included (a key
             # no other document has is seen not to be shared).
             seen = np.repeat(sizes <= upto, sizes)
             known_docs, known = np.unique(docs[seen], return_counts=True)
             del seen
-            starts, sizes = starts[sizes > 1], sizes[sizes > 1]
+        skip = method.bucket_skip_over
+        if skip is not None:
+            over = sizes > skip
+            linker.counts["capped_keys"] = int(np.count_nonzero(over))
+            if over.any():  # not linked; their rows count as unseen keys for the bound
+                starts, sizes = starts[~over], sizes[~over]
+        starts, sizes = starts[sizes > 1], sizes[sizes > 1]
+        if method.bucket_edges_overlap:
             small = sizes <= upto
             linker.counts["pruned_edges"] = 0
             _link_overlap_groups(method, linker, store, docs, starts[small], sizes[small],
