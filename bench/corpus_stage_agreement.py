@@ -1,6 +1,6 @@
 """Does the out-of-core corpus stage keep each method's quality? (#14)
 
-For every method with a keyed corpus stage, clusters the standard benchmark's splits
+For every method with a keyed corpus stage (ngram and rerank included), clusters the standard benchmark's splits
 with the in-memory stage (every candidate pair verified) and with the corpus stage (star
 + chain edges, verified in batches, tiny partitions and memory so everything spills),
 and reports the ARI between the two clusterings and each one's ARI against the labels.
@@ -14,6 +14,7 @@ are cached in a temporary directory, so the model runs once per setting.
 
     python bench/corpus_stage_agreement.py [--splits validation test]
     python bench/corpus_stage_agreement.py --neural --splits validation --name corpus_stage_agreement_neural
+    python bench/corpus_stage_agreement.py --methods ngram rerank spotsigs wminhash sanderson --name corpus_stage_agreement_keyed
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ SETTINGS = [
     ("minhash", {"shingle": "char", "ngram": 10, "threshold": 0.3}),
     ("simhash", {}),
     ("simhash", {"threshold": 6}),
+    ("ngram", {}),
+    ("ngram", {"shingle": "char", "ngram": 5, "threshold": 0.3}),
+    ("rerank", {}),
+    ("spotsigs", {}),
+    ("spotsigs", {"threshold": 0.3}),
 ]
 NEURAL_SETTINGS = [
     ("retsim", {}),
@@ -73,34 +79,44 @@ def main() -> None:
     parser.add_argument("--splits", nargs="+", default=["validation", "test"])
     parser.add_argument("--neural", action="store_true",
                         help="the embedding methods and the vector stage instead")
-    parser.add_argument("--name", default="corpus_stage_agreement")
     parser.add_argument("--only", nargs="+", default=None, metavar="METHOD[:MODEL]",
                         help="--neural: only these settings (e.g. biencoder, retsim:retsim-news)")
     parser.add_argument("--cache-dir", default=None,
                         help="--neural: keep the embedding cache here (default: a temporary "
                              "directory)")
+    parser.add_argument("--memory-limit", default="16MB",
+                        help="the local stage's memory limit ('default': neardup's default)")
+    parser.add_argument("--partitions", default="64",
+                        help="the local stage's partitions ('default': sized by neardup)")
+    parser.add_argument("--methods", nargs="+", default=None,
+                        help="only these methods' settings (default: all)")
+    parser.add_argument("--name", default="corpus_stage_agreement", help="results file name")
     args = parser.parse_args()
     if args.neural:
         return neural(args)
+    memory_limit = None if args.memory_limit == "default" else args.memory_limit
+    partitions = None if args.partitions == "default" else int(args.partitions)
     rows = []
     for split in args.splits:
         corpus = load_labeled(ROOT / "benchmarks" / "reuters-news" / f"{split}.jsonl.gz")
         texts = list(corpus.texts)
         for method, params in SETTINGS:
+            if args.methods and method not in args.methods:
+                continue
             params = dict(params)
             if "shingle" in params:
                 from neardup.text import ShingleConfig
 
                 params["shingle"] = ShingleConfig(unit=params.pop("shingle"), n=params.pop("ngram"))
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             memory = neardup.dedup(texts, method, engine="memory", pair_types=False, **params)
-            t_memory = time.perf_counter() - start
+            t_memory, cpu_memory = time.perf_counter() - start, time.process_time() - cpu
             with tempfile.TemporaryDirectory() as work:
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 local = neardup.dedup(texts, method, engine="local", pair_types=False,
-                                      work_dir=work, memory_limit="16MB", partitions=64,
-                                      **params)
-                t_local = time.perf_counter() - start
+                                      work_dir=work, memory_limit=memory_limit,
+                                      partitions=partitions, **params)
+                t_local, cpu_local = time.perf_counter() - start, time.process_time() - cpu
             row = {
                 "split": split,
                 "method": method,
@@ -113,10 +129,13 @@ def main() -> None:
                 "pairs_local": len(local.pairs),
                 "seconds_memory": round(t_memory, 2),
                 "seconds_local": round(t_local, 2),
+                "cpu_seconds_memory": round(cpu_memory, 2),
+                "cpu_seconds_local": round(cpu_local, 2),
             }
             rows.append(row)
             print(row, flush=True)
-    save(args.name, {"machine": machine(), "rows": rows})
+    save(args.name, {"machine": machine(), "rows": rows,
+                     "command": "python bench/corpus_stage_agreement.py " + " ".join(sys.argv[1:])})
 
 
 def neural(args) -> None:

@@ -252,7 +252,8 @@ def dedup(
         Give every pair its duplicate type (exact, expanded, corrected, template, near) in
         ``Result.pair_types``; costs a second look at the paired documents' texts.
     engine : {"local", "memory", "ray"}, default "local"
-        "local" runs exact, minhash and simhash (clustered by components) through the
+        "local" runs exact, minhash, simhash, ngram and rerank (clustered by components;
+        other methods fall back to memory, recorded as ``engine_fallback``) through the
         out-of-core corpus stage (:mod:`neardup.engine`): memory bounded by
         ``memory_limit`` plus a few bytes per document, and ``Result.pairs`` holds the
         verified edges that joined each cluster; retsim, retsim-partial and biencoder

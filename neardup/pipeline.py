@@ -254,6 +254,8 @@ class Result:
                 else {}
             ),
             **self.pruning,
+            **({"engine_fallback": self.params["engine_fallback"]}
+               if "engine_fallback" in (self.params or {}) else {}),
         }
 
 
@@ -383,7 +385,8 @@ def run(
         (``Result.pair_types``); raw text is never held for the whole corpus.
     engine : {"local", "memory"}, default "local"
         See :data:`ENGINES`. With "local", methods that have a keyed corpus stage
-        (exact, minhash, simhash) spill sketches and keys to a work directory and hold
+        (exact, minhash, simhash, ngram, rerank over MinHash) spill sketches and keys
+        to a work directory and hold
         only per-document arrays, and the embedding methods (retsim, retsim-partial,
         biencoder with the flat or auto index) write their embeddings there and search
         them shard by shard; ``Result.pairs`` is then the spanning forest of verified
@@ -439,11 +442,28 @@ def run(
         return result
     corpus = sketch_corpus(batches, method, timer=timer, progress=progress, total=total)
     result = run_on_sketch(corpus, method, cluster=cluster, keep=keep, timer=timer)
+    result.params["engine"] = "memory"
+    if engine == "local":
+        # Not silent: the run summary and report say why the in-memory stage ran.
+        reason = _memory_reason(method, cluster)
+        result.params["engine_fallback"] = reason
+        import logging
+
+        logging.getLogger("neardup").warning("engine 'local': %s", reason)
     if reread is not None:
         with timer.stage("pair types"):
             result.pair_types = pair_types(result, method, reread(), corpus.dates,
                                            time_window_hours=cluster.time_window_hours)
     return result
+
+
+def _memory_reason(method: Method, cluster: ClusterConfig) -> str:
+    """Why ``engine="local"`` ran ``method`` in memory (for the run's summary)."""
+    if cluster.algorithm != "components":
+        return (f"cluster algorithm {cluster.algorithm!r} needs every pair; the out-of-core "
+                "stages cluster by connected components, so the in-memory stage ran")
+    return (f"method {method.name!r} with these parameters has no out-of-core stage "
+            "(no keyed or vector contract), so the in-memory stage ran")
 
 
 def pair_types(
@@ -516,7 +536,7 @@ def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str,
         params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep,
                 "engine": engine, "corpus_stage": stage.stats},
         timings=timer.seconds,
-        pruning=_pruning({}, stage.dates),
+        pruning=_pruning(method.keyed_pruning(stage.stats), stage.dates),
     )
 
 

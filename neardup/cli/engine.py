@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -53,7 +54,8 @@ def engine_options(function: F) -> F:
     options = (
         click.option("--engine", type=click.Choice(["local", "memory", "ray"]), default="local",
                      show_default=True,
-                     help="local: exact, minhash and simhash (clustered by components) run "
+                     help="local: exact, minhash, simhash, ngram and rerank (clustered by "
+                          "components) run "
                           "out of core, spilling sketches and keys to --work-dir, with memory "
                           "bounded by --memory-limit plus ~40 bytes per document; retsim, "
                           "retsim-partial and biencoder write their embeddings there and "
@@ -64,7 +66,8 @@ def engine_options(function: F) -> F:
                           "index=hnsw stays in memory; --pairs-out "
                           "then lists the verified edges that joined each cluster. memory: "
                           "every candidate pair held and verified in RAM (always used for "
-                          "the other methods, and for --cluster leiden/louvain/hac). ray: "
+                          "the other methods, and for --cluster leiden/louvain/hac; the run's "
+                          "summary then names the reason as engine_fallback). ray: "
                           "the local engine's stage on a Ray cluster (pip install "
                           "'neardup[ray]'; exact, minhash, simhash, retsim, "
                           "retsim-partial, biencoder; see docs/scale-out.md): "
@@ -126,7 +129,10 @@ def corpus_stage_from_options(opts: dict[str, Any], inputs=()) -> CorpusStageCon
         partitions=opts["partitions"],
         resume=opts["resume"],
     )
-    return config.resolve(estimated_documents(inputs))
+    # Partitions are sized when the method is known (run_corpus_stage): its keys per
+    # document range from a few (LSH bands) to hundreds (ngram's shingles).
+    estimate = estimated_documents(inputs)
+    return config if estimate is None else dataclasses.replace(config, expected_docs=estimate)
 
 
 def estimated_documents(inputs) -> int | None:

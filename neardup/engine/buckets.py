@@ -9,7 +9,9 @@ pairs). Here a bucket becomes:
   that matches another member but not the first still gets its edge — a constant per
   document, not a function of the bucket;
 * above that, a *star* (every member against the bucket's anchor, its first document)
-  plus a *chain* (each member against the next), at most ``2 * (m - 1)`` edges.
+  plus a *chain* (each member against the next), at most ``2 * (m - 1)`` edges;
+* above ``star_upto`` (a method's ``bucket_star_upto``; keys so common that the anchor
+  is unrelated to most members), the chain alone: ``m - 1`` edges.
 
 Candidates are verified afterwards and only joins matter for connected components, so
 edges between documents already joined are skipped without a check.
@@ -20,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["bucket_edges", "group_runs"]
+__all__ = ["bucket_edges", "group_runs", "overlap_pairs"]
 
 
 def group_runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -36,18 +38,20 @@ def group_runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
-def _edge_count(sizes, all_pairs_upto):
+def _edge_count(sizes, all_pairs_upto, star_upto):
     total = 0
     for m in sizes:
         if m <= all_pairs_upto:
             total += m * (m - 1) // 2
+        elif m > star_upto:
+            total += m - 1  # chain only
         elif m > 1:
             total += 2 * m - 3  # m - 1 star edges, m - 2 chain edges
     return total
 
 
 @njit(cache=True)
-def _emit_edges(docs, starts, sizes, all_pairs_upto, left, right):
+def _emit_edges(docs, starts, sizes, all_pairs_upto, star_upto, left, right):
     k = 0
     for g in range(starts.shape[0]):
         s, m = starts[g], sizes[g]
@@ -57,6 +61,11 @@ def _emit_edges(docs, starts, sizes, all_pairs_upto, left, right):
                     left[k] = docs[s + a]
                     right[k] = docs[s + b]
                     k += 1
+        elif m > star_upto:
+            for a in range(m - 1):
+                left[k] = docs[s + a]
+                right[k] = docs[s + a + 1]
+                k += 1
         elif m > 1:
             for a in range(1, m):
                 left[k] = docs[s]
@@ -70,20 +79,23 @@ def _emit_edges(docs, starts, sizes, all_pairs_upto, left, right):
 
 
 def bucket_edges(
-    sorted_docs: np.ndarray, starts: np.ndarray, sizes: np.ndarray, all_pairs_upto: int = 0
+    sorted_docs: np.ndarray, starts: np.ndarray, sizes: np.ndarray, all_pairs_upto: int = 0,
+    star_upto: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate edges of the buckets ``sorted_docs[starts[g] : starts[g] + sizes[g]]``.
 
     Parameters
     ----------
     sorted_docs : ndarray of int64
-        Document positions grouped by key, ascending inside each group (so a bucket's
-        anchor is its first document in input order).
+        Document positions grouped by key, in chain order inside each group (ascending
+        unless the method orders them by payload); a bucket's anchor is its first.
     starts, sizes : ndarray of int64
         The buckets to link.
     all_pairs_upto : int, default 0
         Buckets of at most this many members yield all their pairs; larger ones a star
         plus a chain.
+    star_upto : int or None, default None
+        Buckets larger than this get the chain alone; None: no limit.
 
     Returns
     -------
@@ -92,9 +104,114 @@ def bucket_edges(
     """
     starts = np.ascontiguousarray(starts, np.int64)
     sizes = np.ascontiguousarray(sizes, np.int64)
-    total = _edge_count(sizes, all_pairs_upto)
+    star = np.iinfo(np.int64).max if star_upto is None else int(star_upto)
+    total = _edge_count(sizes, all_pairs_upto, star)
     left = np.empty(total, np.int64)
     right = np.empty(total, np.int64)
     _emit_edges(np.ascontiguousarray(sorted_docs, np.int64), starts, sizes, all_pairs_upto,
-                left, right)
+                star, left, right)
     return left, right
+
+
+@njit(cache=True)
+def _overlap_index(local, starts, sizes, n_local):
+    """Document -> its buckets (CSR), each document's bucket count (``known``) and the
+    partners it emits (members after it in each of its buckets)."""
+    ptr = np.zeros(n_local + 1, np.int64)
+    known = np.zeros(n_local, np.int64)
+    emits = np.zeros(n_local, np.int64)
+    for g in range(starts.shape[0]):
+        for r in range(starts[g], starts[g] + sizes[g]):
+            ptr[local[r] + 1] += 1
+            known[local[r]] += 1
+            emits[local[r]] += starts[g] + sizes[g] - r - 1
+    for d in range(n_local):
+        ptr[d + 1] += ptr[d]
+    fill = ptr[:-1].copy()
+    member_of = np.empty(ptr[n_local], np.int64)
+    for g in range(starts.shape[0]):
+        for r in range(starts[g], starts[g] + sizes[g]):
+            d = local[r]
+            member_of[fill[d]] = g
+            fill[d] += 1
+    return ptr, member_of, known, emits
+
+
+@njit(cache=True)
+def _overlap_block(local, starts, sizes, ptr, member_of, n_local, d0, d1, out_left, out_right,
+                   out_shared):
+    # Per document i, a dense counter over its partners j > i (reset as it is read).
+    counter = np.zeros(n_local, np.int32)
+    touched = np.empty(n_local, np.int64)
+    k = 0
+    for i in range(d0, d1):
+        n_touched = 0
+        for q in range(ptr[i], ptr[i + 1]):
+            g = member_of[q]
+            s = starts[g]
+            e = s + sizes[g]
+            # Members ascend within a bucket: partners are those after i.
+            lo = s + np.searchsorted(local[s:e], i, side="right")
+            for r in range(lo, e):
+                j = local[r]
+                if counter[j] == 0:
+                    touched[n_touched] = j
+                    n_touched += 1
+                counter[j] += 1
+        for t in range(n_touched):
+            j = touched[t]
+            out_left[k] = i
+            out_right[k] = j
+            out_shared[k] = counter[j]
+            counter[j] = 0
+            k += 1
+    return k
+
+
+def overlap_pairs(sorted_docs: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
+                  block_emits: int = 1 << 62):
+    """The distinct pairs of documents sharing a bucket, with how many buckets each pair
+    shares, for keys that documents share many of (shingles), where listing every
+    bucket's pairs repeats a pair once per shared key. Counted per document with a dense
+    counter (as ngram's in-memory index does), in compiled code, in blocks of documents
+    whose emissions (partners listed before counting) stay under ``block_emits``, so each
+    pair is produced exactly once and a block's arrays are bounded.
+
+    Parameters
+    ----------
+    sorted_docs : ndarray of int64
+        Document positions grouped by bucket, ascending inside each bucket.
+    starts, sizes : ndarray of int64
+        The buckets (all pairs of each are candidates).
+    block_emits : int
+        Emissions per block (a single document with more gets a block of its own).
+
+    Yields
+    ------
+    left, right, shared : ndarray of int64
+        A block's pairs (``left < right``, ordered by ``left``) and the buckets each
+        shares.
+    docs, known : ndarray of int64
+        The documents of the buckets (ascending) and how many of the buckets each is in
+        (the same in every block).
+    """
+    starts = np.ascontiguousarray(starts, np.int64)
+    sizes = np.ascontiguousarray(sizes, np.int64)
+    docs, local = np.unique(np.ascontiguousarray(sorted_docs, np.int64), return_inverse=True)
+    local = local.astype(np.int64)
+    if docs.size == 0:
+        return
+    ptr, member_of, known, emits = _overlap_index(local, starts, sizes, docs.size)
+    ends = np.cumsum(emits)
+    d0 = 0
+    while d0 < docs.size:
+        done = int(ends[d0 - 1]) if d0 else 0
+        d1 = max(int(np.searchsorted(ends, done + block_emits, "right")), d0 + 1)
+        total = int(ends[d1 - 1]) - done
+        left = np.empty(total, np.int64)
+        right = np.empty(total, np.int64)
+        shared = np.empty(total, np.int64)
+        k = _overlap_block(local, starts, sizes, ptr, member_of, docs.size, d0, d1, left, right,
+                           shared)
+        yield docs[left[:k]], docs[right[:k]], shared[:k], docs, known
+        d0 = d1

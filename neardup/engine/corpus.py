@@ -4,14 +4,20 @@ No step holds all sketches or all pairs in memory:
 
 1. **sketch** (streaming, per batch): ``method.sketch`` and ``method.candidate_keys``;
    the per-document arrays the method verifies with (``method.candidate_arrays``) go to
-   raw files, document facts (id, length, date) to Parquet, and keys are hashed into
-   ``partitions`` files, spilled whenever the buffer passes a share of ``memory_limit``.
+   raw files, shingle sets (``method.candidate_sets``) to a ragged pair of files (set
+   sizes, concatenated values), texts a scorer reads (``method.candidate_text_chars``)
+   to an Arrow IPC file, document facts (id, length, date) to Parquet, and keys are
+   hashed into ``partitions`` files, spilled whenever the buffer passes a share of
+   ``memory_limit``.
 2. **buckets** (per key partition): rows grouped by key become a star plus a chain per
-   bucket (:func:`~neardup.engine.buckets.star_chain_edges`), linear in the bucket's
-   size, or the method's own in-bucket verification (:meth:`Method.link_bucket`).
+   bucket (:func:`~neardup.engine.buckets.bucket_edges`; all pairs up to the method's
+   ``bucket_all_pairs_upto``, the chain alone over its ``bucket_star_upto``, ordered by
+   the rows' payload when there is one), linear in the bucket's size, or the method's
+   own in-bucket verification (:meth:`Method.link_bucket`).
 3. **components** (edges streamed in bounded batches): an edge whose documents are
-   already connected is skipped; the others are verified against the stored arrays
-   (memory-mapped per batch, so only the batch's rows are resident), the window check
+   already connected is skipped; the others are verified against the stored data of
+   their documents (memory-mapped and fetched per step of edges, so only the step's
+   rows are resident; :meth:`~neardup.methods.Method.score_candidate_rows`), the window check
    applied, and joins recorded in a union-find over an int64 array. The joins form a
    spanning forest: the scored pairs written as the run's pairs.
 
@@ -34,16 +40,19 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
+from numba import njit
 
-from neardup.engine.buckets import bucket_edges, group_runs
+from neardup.engine.buckets import bucket_edges, group_runs, overlap_pairs
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
 from neardup.errors import check_int
 from neardup.graph.edges import Pairs
 from neardup.io.batch import DocumentBatch
-from neardup.methods.base import Method
+from neardup.methods.base import CandidateRows, Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
+from neardup.text.shingle import ShingleSets
 
 __all__ = [
     "ArrayRows",
@@ -146,10 +155,11 @@ class CorpusStageConfig:
     def budget(self) -> int:
         return self.memory_limit or default_memory_limit()
 
-    def resolve(self, n_docs: int | None) -> CorpusStageConfig:
+    def resolve(self, n_docs: int | None, keys_per_doc: int = 40) -> CorpusStageConfig:
         """This config with ``expected_docs`` (if not set) and ``partitions`` fixed: enough
-        partitions that one's keys (about 40 rows of 24 bytes per document, grouping
-        doubles them) take an eighth of the budget, a power of two."""
+        partitions that one's keys (``keys_per_doc`` rows of 24 bytes per document, the
+        method's :attr:`~neardup.methods.Method.candidate_keys_per_doc`; grouping doubles
+        them) take an eighth of the budget, a power of two."""
         config = self
         if config.expected_docs is None and n_docs is not None:
             config = replace(config, expected_docs=int(n_docs))
@@ -158,7 +168,7 @@ class CorpusStageConfig:
             return config
         if n_docs is None:
             return replace(config, partitions=256)
-        need = n_docs * 40 * 24 * 2 / max(self.budget // 8, 1)
+        need = n_docs * keys_per_doc * 24 * 2 / max(self.budget // 8, 1)
         partitions = 1 << max(int(np.ceil(np.log2(max(need, 1.0)))), 0)
         return replace(config, partitions=min(partitions, 4096))
 
@@ -232,7 +242,13 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
     names = method.candidate_arrays
     spill = _KeySpill(directory / "keys", config.partitions, config.budget // 4)
     array_files = {name: open(directory / "arrays" / f"{name}.bin", "wb") for name in names}
+    if method.candidate_sets:
+        # Ragged: one size per document and the concatenated values; offsets are rebuilt
+        # from the sizes when read.
+        array_files[_SET_SIZES] = open(directory / "arrays" / f"{_SET_SIZES}.bin", "wb")
+        array_files[_SET_VALUES] = open(directory / "arrays" / f"{_SET_VALUES}.bin", "wb")
     array_layout: dict[str, list] = {}
+    text_writer = None
     writer = pq.ParquetWriter(directory / "docs.parquet", _DOC_SCHEMA)
     n_docs, has_dates = 0, False
     try:
@@ -243,10 +259,21 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
                 candidates = method.candidate_keys(sketch)
                 spill.add(candidates.docs.astype(np.int64) + n_docs, candidates.keys,
                           candidates.payload)
-            for name, handle in array_files.items():
+            for name in names:
                 values = np.ascontiguousarray(sketch.arrays[name])
                 array_layout.setdefault(name, [values.dtype.str, list(values.shape[1:])])
-                handle.write(values.tobytes())
+                array_files[name].write(values.tobytes())
+            if method.candidate_sets:
+                sets = sketch.require_sets("run_corpus_stage", "shingle", f"{method.name}.sketch")
+                array_files[_SET_SIZES].write(sets.counts().astype(np.int64).tobytes())
+                array_files[_SET_VALUES].write(sets.hashes.tobytes())
+            if method.candidate_text_chars is not None:
+                cut = method.candidate_text_chars
+                column = pa.array([t[:cut] for t in batch.texts], pa.large_string())
+                if text_writer is None:
+                    text_writer = ipc.new_file(str(directory / _TEXTS),
+                                               pa.schema([("text", column.type)]))
+                text_writer.write_table(pa.table({"text": column}))
             has_dates = has_dates or batch.dates is not None
             dates = (batch.dates.astype("datetime64[s]") if batch.dates is not None
                      else np.full(n, np.datetime64("NaT"), "datetime64[s]"))
@@ -264,10 +291,13 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
         spill.flush()
     finally:
         writer.close()
+        if text_writer is not None:
+            text_writer.close()
         for handle in array_files.values():
             handle.close()
     facts = {"n_docs": n_docs, "n_keys": spill.rows, "arrays": array_layout, "has_dates": has_dates,
-             "payload": None}
+             "payload": None, "sets": bool(method.candidate_sets),
+             "texts": text_writer is not None}
     wd.finish("sketch", key, facts)
     return facts
 
@@ -291,19 +321,27 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     directory = wd.start("link", keep_files=same)
     stamp.write_text(key)
     n_docs = sketch_facts["n_docs"]
-    store = _ArrayStore(wd, sketch_facts["arrays"], n_docs)
     dates = None
-    if window_hours is not None:
+    if window_hours is not None or method.candidate_dates:
         date = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=["date"]).column("date")
         dates = date.cast(pa.timestamp("s")).cast(pa.int64()).fill_null(_NO_DATE).to_numpy()
+    # Dates reach the scorer only when the input has some (None means "no dates", as in
+    # the in-memory stage).
+    store = _ArrayStore(wd, sketch_facts,
+                        dates if method.candidate_dates and sketch_facts["has_dates"] else None)
+    if window_hours is None:
+        dates = None
     keys_dir = wd.stage_dir("sketch") / "keys"
     by_part: dict[int, list[str]] = {}
     for name in sorted(os.listdir(keys_dir)):
         by_part.setdefault(int(name[2:6]), []).append(name)
-    # The edges of one chunk's rows must fit in a quarter of the budget: at most
-    # (m - 1) / 2 per row in an all-pairs bucket of m <= 50, 16 bytes each (+ masks).
-    chunk_rows = int(max(config.budget // 4 // 512, 1024))
-    totals = {"candidate_edges": 0, "verified_edges": 0}
+    # The edges of one chunk of buckets must fit in a quarter of the budget (16 bytes
+    # each, plus masks): whole buckets are taken until their edge count reaches it.
+    chunk_edges = int(max(config.budget // 4 // 64, 1 << 14))
+    # Rows fetched to verify one step of edges (two documents each) must fit in another
+    # quarter: texts and long sets make a row large.
+    step = int(min(max(config.budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
+    totals = {"candidate_edges": 0, "verified_edges": 0, "capped_keys": 0, "pruned_edges": 0}
     # One union-find across partitions: a document joined in one partition is not
     # checked again in the next. Partitions are linked in order, so a resumed stage
     # replays the forests of the completed ones (a prefix) to get the same state.
@@ -323,7 +361,8 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
             else:
                 tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
                 forest, outside, counts = _link_partition(
-                    method, tables, store, dates, window_hours, chunk_rows, uf)
+                    method, tables, store, dates, window_hours, chunk_edges, uf, step=step)
+                store.release()
                 del tables
                 write_arrow(out, pa.table({
                     "left": np.concatenate((forest.left, outside.left)),
@@ -335,16 +374,34 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                 atomic_write_text(done, json.dumps(counts))
             counts = json.loads(done.read_text())
             for name in totals:
-                totals[name] += counts[name]
+                totals[name] += counts.get(name, 0)
             advance(1)
     wd.finish("link", key, totals)
     return totals
 
 
+_SET_SIZES, _SET_VALUES = "sets.sizes", "sets.values"
+_TEXTS = "texts.arrow"
+
+
+@njit(cache=True)
+def _gather_ragged(values, offsets, docs, out, out_offsets):
+    """Copy the runs ``values[offsets[d]:offsets[d + 1]]`` of ``docs`` into ``out`` at
+    ``out_offsets``."""
+    for i in range(docs.shape[0]):
+        start = offsets[docs[i]]
+        base = out_offsets[i]
+        for k in range(out_offsets[i + 1] - base):
+            out[base + k] = values[start + k]
+
+
 class _ArrayStore:
-    """The per-document arrays of the sketch stage, read back by row. Files are mapped per
-    read, so the pages touched leave the process with the mapping (they stay in the OS
-    cache): resident memory is the rows read, not the corpus.
+    """The per-document data of the sketch stage, read back by row: fixed-width arrays,
+    ragged shingle sets, texts and dates (each only when the method reads it). Raw files
+    are mapped per read, so the pages touched leave the process with the mapping (they
+    stay in the OS cache): resident memory is the rows read, not the corpus. Set offsets
+    (8 bytes per document) stay in memory; texts are an Arrow IPC file read
+    memory-mapped (``take`` per step, unmapped after each partition).
 
     A fault on a file page already in the page cache maps the pages around it too (the
     kernel's fault-around, 64 KB): 16,384 random 512-byte rows read through one mapping
@@ -354,13 +411,29 @@ class _ArrayStore:
 
     rows_per_map = 2048
 
-    def __init__(self, wd: WorkDir, layout: dict[str, list], n_docs: int) -> None:
+    def __init__(self, wd: WorkDir, facts: dict[str, Any], dates: np.ndarray | None = None) -> None:
+        layout, n_docs = facts["arrays"], facts["n_docs"]
+        directory = wd.stage_dir("sketch")
         self.layout = {name: (np.dtype(d), tuple(tail)) for name, (d, tail) in layout.items()}
-        self.paths = {name: wd.stage_dir("sketch") / "arrays" / f"{name}.bin" for name in layout}
+        self.paths = {name: directory / "arrays" / f"{name}.bin" for name in layout}
         self.n_docs = n_docs
+        self.row_bytes = sum(d.itemsize * int(np.prod(t or (1,))) for d, t in self.layout.values())
+        self.set_offsets = None
+        if facts.get("sets"):
+            sizes = np.fromfile(directory / "arrays" / f"{_SET_SIZES}.bin", np.int64)
+            self.set_offsets = np.zeros(n_docs + 1, np.int64)
+            np.cumsum(sizes, out=self.set_offsets[1:])
+            self.set_path = directory / "arrays" / f"{_SET_VALUES}.bin"
+            self.row_bytes += 8 * int(self.set_offsets[-1] // max(n_docs, 1))
+        self.text_path = directory / _TEXTS if facts.get("texts") else None
+        if self.text_path is not None:
+            self.row_bytes += int(self.text_path.stat().st_size // max(n_docs, 1))
+        self._texts = None
+        self.dates = dates
 
-    def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
-        out = {}
+    def rows(self, docs: np.ndarray) -> CandidateRows:
+        """The stored data of ``docs`` (ascending corpus positions)."""
+        out = CandidateRows(docs)
         for name, (dtype, tail) in self.layout.items():
             values = np.empty((docs.shape[0], *tail), dtype)
             for start in range(0, docs.shape[0], self.rows_per_map):
@@ -369,21 +442,65 @@ class _ArrayStore:
                                    shape=(self.n_docs, *tail))
                 values[part] = mapped[docs[part]]
                 del mapped
-            out[name] = values
+            out.arrays[name] = values
+        if self.set_offsets is not None:
+            offsets = np.zeros(docs.shape[0] + 1, np.int64)
+            np.cumsum(self.set_offsets[docs + 1] - self.set_offsets[docs], out=offsets[1:])
+            values = np.empty(int(offsets[-1]), np.uint64)
+            if values.size:
+                for start in range(0, docs.shape[0], self.rows_per_map):
+                    stop = min(start + self.rows_per_map, docs.shape[0])
+                    mapped = np.memmap(self.set_path, dtype=np.uint64, mode="r",
+                                       shape=(int(self.set_offsets[-1]),))
+                    _gather_ragged(mapped.view(np.ndarray), self.set_offsets, docs[start:stop],
+                                   values, offsets[start:stop + 1])
+                    del mapped
+            out.sets = ShingleSets(values, offsets)
+        if self.text_path is not None:
+            if self._texts is None:
+                self._texts = ipc.open_file(pa.memory_map(str(self.text_path))).read_all().column("text")
+            # Nothing is copied here: the scorer takes the texts of the edges that pass
+            # its cheap check, and only those become Python strings.
+            out.texts = _TextRows(self._texts, docs)
+        if self.dates is not None:
+            out.dates = self.dates[docs].view("datetime64[s]")
         return out
+
+    def set_sizes(self, docs: np.ndarray) -> np.ndarray:
+        """Shingle-set sizes of ``docs`` (from the offsets held in memory)."""
+        return self.set_offsets[docs + 1] - self.set_offsets[docs]
+
+    def release(self) -> None:
+        """Unmap the texts (touched pages leave the process); reopened on the next read."""
+        self._texts = None
+
+
+class _TextRows:
+    """The texts of a step's documents, aligned with them, read from the memory-mapped
+    Arrow column only when taken (``take(positions)`` -> Arrow array)."""
+
+    def __init__(self, column: pa.ChunkedArray, docs: np.ndarray) -> None:
+        self.column, self.docs = column, docs
+
+    def __len__(self) -> int:
+        return int(self.docs.shape[0])
+
+    def take(self, positions) -> pa.ChunkedArray:
+        return self.column.take(pa.array(self.docs[np.asarray(positions, np.int64)]))
 
 
 class ArrayRows:
     """Verification arrays held in memory for the documents ``docs`` (sorted), read by
     row like the work directory's store; what an executor that ships each partition its
-    own documents' arrays (Ray) gives :class:`PartitionLinker`."""
+    own documents' arrays (Ray) gives :class:`PartitionLinker`. Fixed-width arrays only
+    (methods with :attr:`~neardup.methods.Method.candidate_fixed_width`)."""
 
     def __init__(self, docs: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
         self.docs, self.arrays = docs, arrays
 
-    def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
+    def rows(self, docs: np.ndarray) -> CandidateRows:
         index = np.searchsorted(self.docs, docs)
-        return {name: values[index] for name, values in self.arrays.items()}
+        return CandidateRows(docs, {name: values[index] for name, values in self.arrays.items()})
 
 
 class PartitionLinker:
@@ -439,10 +556,11 @@ class PartitionLinker:
             # already joined, and reading every candidate's row made the reads (random
             # pages of a file larger than the page cache share) grow faster than the corpus.
             need = np.unique(np.concatenate((left, right)))
-            arrays = self.store.rows(need)
-            li, ri = np.searchsorted(need, left), np.searchsorted(need, right)
-            score, accept = self.method.score_candidates({k: v[li] for k, v in arrays.items()},
-                                                         {k: v[ri] for k, v in arrays.items()})
+            rows = self.store.rows(need)
+            if isinstance(rows, dict):  # a store of fixed-width arrays only (the index's)
+                rows = CandidateRows(need, rows)
+            score, accept = self.method.score_candidate_rows(
+                rows, np.searchsorted(need, left), np.searchsorted(need, right))
             score, accept = np.asarray(score, np.float32), np.asarray(accept, bool)
             self.counts["verified_edges"] += int(left.size)
         else:
@@ -458,35 +576,112 @@ class PartitionLinker:
         self.forest.append((left[merged], right[merged], score[merged]))
 
 
+def _bucket_edge_counts(sizes: np.ndarray, all_pairs_upto: int, star_upto: int | None) -> np.ndarray:
+    """Candidate edges :func:`bucket_edges` makes of each bucket."""
+    sizes = sizes.astype(np.int64)
+    count = np.where(sizes <= all_pairs_upto, sizes * (sizes - 1) // 2, 2 * sizes - 3)
+    if star_upto is not None:
+        count = np.where((sizes > all_pairs_upto) & (sizes > star_upto), sizes - 1, count)
+    return np.maximum(count, 0)
+
+
+def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: np.ndarray,
+                         starts: np.ndarray, sizes: np.ndarray, block_edges: int,
+                         known_docs: np.ndarray, known: np.ndarray) -> None:
+    """A partition's all-pairs key groups, for keys that documents share many of
+    (shingles): each pair once (:func:`~neardup.engine.buckets.overlap_pairs`, in blocks
+    of documents, ordered by their first document, so a group of copies is joined by its
+    first document's edges), dropped when even sharing every key not seen could not
+    reach the method's threshold (:meth:`Method.overlap_bound`: ``shared`` keys of the
+    pair in these groups, ``known`` being a document's keys in groups of at most
+    ``bucket_all_pairs_upto`` documents, singletons included)."""
+    # Inside an all-pairs group, documents ascending (the payload order is for chains).
+    rows = _ranges(starts, sizes)
+    group = np.repeat(np.arange(starts.size), sizes)
+    member = docs[rows][np.lexsort((docs[rows], group))]
+    del rows, group
+    bounded = getattr(store, "set_offsets", None) is not None
+    for left, right, shared, _, _ in overlap_pairs(
+            member, np.cumsum(sizes) - sizes, sizes, block_edges):
+        if bounded and left.size:
+            keep = method.overlap_bound(shared, known[np.searchsorted(known_docs, left)],
+                                        known[np.searchsorted(known_docs, right)],
+                                        store.set_sizes(left), store.set_sizes(right))
+            if keep is not None:
+                linker.counts["pruned_edges"] += int(keep.size - np.count_nonzero(keep))
+                left, right = left[keep], right[keep]
+        linker.consider(left, right)
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The concatenated ranges ``starts[g] .. starts[g] + sizes[g] - 1``."""
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    ends = np.cumsum(sizes)
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - sizes), sizes)
+
+
 def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                     dates: np.ndarray | None, window_hours: float | None,
-                    chunk_rows: int, uf: UnionFind | None = None,
+                    chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
                     ) -> tuple[Pairs, Pairs, dict[str, int]]:
+    """One key partition's forest, outside-window pairs and counts (``capped_keys``: key
+    groups over ``method.bucket_star_upto``, linked by their chain alone)."""
     if not tables:
-        return Pairs.empty(), Pairs.empty(), {"candidate_edges": 0, "verified_edges": 0}
+        return Pairs.empty(), Pairs.empty(), {"candidate_edges": 0, "verified_edges": 0,
+                                              "capped_keys": 0}
     table = pa.concat_tables(tables)
     keys = table.column("key").to_numpy()
     docs = table.column("doc").to_numpy()
     payload = table.column("payload").to_numpy() if "payload" in table.column_names else None
     del table
     linker = PartitionLinker(method, docs, store, dates, window_hours, uf)
+    linker.counts["capped_keys"] = 0
+    if step is not None:
+        linker.step = step
     linked = method.link_bucket(keys, docs, payload)
     if linked is not None:
         linker.consider(linked.left, linked.right, linked.score)
     else:
-        order = np.lexsort((docs, keys))
+        # Inside a key group the chain follows the payload when there is one (documents
+        # with close payloads are likely matches), else input order.
+        order = np.lexsort((docs, keys) if payload is None else (docs, payload, keys))
         keys, docs = keys[order], docs[order]
+        del payload, order
         starts, sizes = group_runs(keys)
-        multi = sizes > 1
-        starts, sizes = starts[multi], sizes[multi]
-        ends = starts + sizes
+        star_upto = method.bucket_star_upto
+        upto = method.bucket_all_pairs_upto
+        if star_upto is not None:
+            linker.counts["capped_keys"] = int(np.count_nonzero((sizes > star_upto) & (sizes > upto)))
+        if method.bucket_edges_overlap:
+            # A document's keys in groups compared all-to-all, singletons included (a key
+            # no other document has is seen not to be shared).
+            seen = np.repeat(sizes <= upto, sizes)
+            known_docs, known = np.unique(docs[seen], return_counts=True)
+            del seen
+        skip = method.bucket_skip_over
+        if skip is not None:
+            over = sizes > skip
+            linker.counts["capped_keys"] = int(np.count_nonzero(over))
+            if over.any():  # not linked; their rows count as unseen keys for the bound
+                starts, sizes = starts[~over], sizes[~over]
+        starts, sizes = starts[sizes > 1], sizes[sizes > 1]
+        if method.bucket_edges_overlap:
+            small = sizes <= upto
+            linker.counts["pruned_edges"] = 0
+            _link_overlap_groups(method, linker, store, docs, starts[small], sizes[small],
+                                 chunk_edges, known_docs, known)
+            starts, sizes = starts[~small], sizes[~small]
+        ends = np.cumsum(_bucket_edge_counts(sizes, upto, star_upto))
         first = 0
         while first < starts.size:
             # A chunk of whole buckets whose edges fit the budget (at least one bucket).
-            last = int(np.searchsorted(ends, starts[first] + chunk_rows, "right"))
+            done = int(ends[first - 1]) if first else 0
+            last = int(np.searchsorted(ends, done + chunk_edges, "right"))
             last = max(last, first + 1)
-            left, right = bucket_edges(docs, starts[first:last], sizes[first:last],
-                                       method.bucket_all_pairs_upto)
+            left, right = bucket_edges(docs, starts[first:last], sizes[first:last], upto,
+                                       star_upto)
             linker.consider(left, right)
             first = last
     return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts
@@ -503,13 +698,13 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
     method : Method
     keys, docs, payload : ndarray
         Candidate-key rows (``method.candidate_keys`` output, docs as global positions).
-    store : object with ``rows(docs) -> dict of arrays``
+    store : object with ``rows(docs) -> dict of arrays`` (or ``CandidateRows``)
         Reads the candidate arrays of sorted, unique global positions.
     uf : UnionFind
         The run's union-find over global positions; updated in place.
     chunk_rows : int
-        Key rows whose candidate edges are built at once (arrays are read per step of
-        edges still to verify).
+        Candidate edges built at once (whole buckets; arrays are read per step of edges
+        still to verify).
 
     Returns
     -------
@@ -662,7 +857,7 @@ def run_corpus_stage(
             "corpus stage; run it through neardup.pipeline.run"
         )
     timer = timer or StageTimer()
-    config = config.resolve(total)
+    config = config.resolve(total, method.candidate_keys_per_doc)
     _remove_stale_scratch()
     with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH}{os.getpid()}-") as scratch:
         path = config.work_dir if config.work_dir is not None else scratch

@@ -473,7 +473,8 @@ def ray_supports(method: Method, algorithm: str) -> bool:
     from neardup.engine.corpus import supports_corpus_stage
     from neardup.engine.vectors import supports_vector_stage
 
-    return supports_corpus_stage(method, algorithm) or supports_vector_stage(method, algorithm)
+    return ((supports_corpus_stage(method, algorithm) and method.candidate_fixed_width)
+            or supports_vector_stage(method, algorithm))
 
 
 def _embed_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig,
@@ -726,13 +727,15 @@ class RayRun:
     def __init__(self, source, method: Method, *, config: RayConfig = RayConfig(),
                  time_window_hours: float | None = None, timer: StageTimer | None = None,
                  progress: bool | None = None) -> None:
-        if method.candidate_arrays is None and method.vector_search is None:
+        if not method.candidate_fixed_width and method.vector_search is None:
+            # The Ray shuffle carries fixed-width arrays only (no ragged sets, texts, dates).
             raise ValueError(
                 f"run: method {method.name!r} with these parameters has no keyed corpus stage "
-                "nor vector stage, which engine='ray' needs; supported: exact, minhash "
-                "(verify='signature' or 'none'), simhash, and retsim, retsim-partial, "
-                "biencoder with index 'auto', 'flat' or 'ivf' (not 'hnsw'), clustered by "
-                "components. Use engine='local' or 'memory'."
+                "that verifies from fixed-width rows nor a vector stage, which engine='ray' "
+                "needs (ngram, spotsigs and rerank read shingle sets or texts the Ray shuffle "
+                "does not carry); supported: exact, minhash (verify='signature' or 'none'), "
+                "simhash, and retsim, retsim-partial, biencoder with index 'auto', 'flat' or "
+                "'ivf' (not 'hnsw'), clustered by components. Use engine='local' or 'memory'."
             )
         self.source, self.method, self.config = source, method, config
         self.window = time_window_hours

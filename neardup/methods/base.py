@@ -22,6 +22,11 @@ memory:
   document so that candidates can be checked later;
 * :meth:`Method.score_candidates` — scores and accepts candidate edges from the rows of
   those arrays, in bounded batches;
+* optionally, per-document data that is not fixed-width: :attr:`Method.candidate_sets`
+  (the ragged shingle sets, stored by the stage as offsets + values), and
+  :attr:`Method.candidate_text_chars` / :attr:`Method.candidate_dates` (texts and dates a
+  pair scorer reads); the stage fetches them for each batch of edges as a
+  :class:`CandidateRows` and calls :meth:`Method.score_candidate_rows`;
 * :meth:`Method.link_bucket` (optional) — methods whose keys are weak (SimHash blocks hold
   unrelated documents) verify inside each key group instead of linking it as a star.
 
@@ -49,7 +54,7 @@ from neardup._params import ParamsMixin
 from neardup.graph.edges import Pairs
 from neardup.text.shingle import ShingleSets
 
-__all__ = ["CandidateKeys", "Matches", "Method", "Sketch", "VectorSearch"]
+__all__ = ["CandidateKeys", "CandidateRows", "Matches", "Method", "Sketch", "VectorSearch"]
 
 
 @dataclass
@@ -66,7 +71,9 @@ class CandidateKeys:
         partitions rows by key bits, so keys must look uniformly random.
     payload : ndarray of uint64, shape (n_rows,), or None
         A fixed-width value carried with each row into its key group, for
-        :meth:`Method.link_bucket` (the SimHash fingerprint).
+        :meth:`Method.link_bucket` (the SimHash fingerprint). Without ``link_bucket``,
+        the stage orders each key group by it before linking, so that documents with
+        close payloads are chained together (ngram: a MinHash value and a set digest).
     """
 
     docs: np.ndarray
@@ -112,6 +119,33 @@ class VectorSearch:
     nlist: int | None = None
     nprobe: int = 16
     seed: int = 0
+
+
+@dataclass
+class CandidateRows:
+    """The stored per-document data of a batch of documents, fetched by the corpus stage
+    to verify a batch of candidate edges (only what the method declares it reads).
+
+    Attributes
+    ----------
+    docs : ndarray of int64, shape (n,)
+        Corpus positions of the documents, ascending; edges index rows by position here.
+    arrays : dict of str -> ndarray
+        The rows of :attr:`Method.candidate_arrays`, aligned with ``docs``.
+    sets : ShingleSets or None
+        The documents' shingle sets (:attr:`Method.candidate_sets`), aligned with ``docs``.
+    texts : pyarrow array of strings, sequence of str, or None
+        The documents' raw texts cut to :attr:`Method.candidate_text_chars`, aligned with
+        ``docs`` (the corpus stage gives an Arrow array: ``take`` what is read).
+    dates : ndarray of datetime64[s] or None
+        The documents' dates (NaT where unknown) when :attr:`Method.candidate_dates`.
+    """
+
+    docs: np.ndarray
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    sets: ShingleSets | None = None
+    texts: Sequence[str] | None = None
+    dates: np.ndarray | None = None
 
 
 @dataclass
@@ -285,6 +319,84 @@ class Method(ParamsMixin, ABC):
         """Scores (float32) and acceptance (bool) of candidate edges, given the rows of
         :attr:`candidate_arrays` of their two sides (row-aligned, one row per edge)."""
         raise NotImplementedError(f"{type(self).__name__} has no keyed corpus stage")
+
+    @property
+    def candidate_sets(self) -> bool:
+        """Whether :meth:`score_candidate_rows` reads the documents' shingle sets
+        (:attr:`Sketch.sets`); the stage then stores them ragged in its work directory."""
+        return False
+
+    @property
+    def candidate_dates(self) -> bool:
+        """Whether :meth:`score_candidate_rows` reads the documents' dates."""
+        return False
+
+    @property
+    def candidate_text_chars(self) -> int | None:
+        """How many leading characters of each raw text :meth:`score_candidate_rows`
+        reads (``CandidateRows.texts``), or None (the default) when it reads no text. The
+        stage writes them to its work directory, so that no sketch carries text."""
+        return None
+
+    @property
+    def candidate_fixed_width(self) -> bool:
+        """Whether verification reads the fixed-width :attr:`candidate_arrays` only (no
+        sets, texts or dates): what an executor that ships rows between workers (Ray)
+        carries."""
+        return (self.candidate_arrays is not None and not self.candidate_sets
+                and not self.candidate_dates and self.candidate_text_chars is None)
+
+    @property
+    def bucket_star_upto(self) -> int | None:
+        """Key groups larger than this are linked by their chain alone (no star): keys
+        so common that a star would compare unrelated documents (ngram's ``max_df``).
+        None (the default): star plus chain at every size."""
+        return None
+
+    @property
+    def candidate_keys_per_doc(self) -> int:
+        """Typical candidate-key rows per document, for sizing the stage's partitions
+        (when not given) so that one partition's keys fit its share of the memory limit."""
+        return 40
+
+    @property
+    def bucket_skip_over(self) -> int | None:
+        """Key groups larger than this are not linked at all (SpotSigs' ``max_df``:
+        signatures that common never pair documents, as in its in-memory search). None
+        (the default): every group is linked."""
+        return None
+
+    @property
+    def bucket_edges_overlap(self) -> bool:
+        """Whether two documents typically share many keys (inverted-index keys such as
+        shingles, unlike LSH bands): the stage then removes repeated edges from each
+        chunk of buckets before verifying, so a pair is checked once per chunk."""
+        return False
+
+    def overlap_bound(self, shared: np.ndarray, known_left: np.ndarray, known_right: np.ndarray,
+                      size_left: np.ndarray, size_right: np.ndarray) -> np.ndarray | None:
+        """With :attr:`bucket_edges_overlap`: which candidate edges can still reach the
+        threshold, given ``shared`` (the key groups of at most
+        :attr:`bucket_all_pairs_upto` documents, in this partition, that hold both) and
+        ``known_*`` (each side's keys in such groups, singletons included; the others are
+        unseen here). None (the default): all.
+        """
+        return None
+
+    def keyed_pruning(self, stats: dict) -> dict[str, int]:
+        """What the keyed stage skipped that can cost recall, named as the method's
+        :attr:`Matches.pruning`, from the stage's counts (``capped_keys``: key groups over
+        :attr:`bucket_star_upto`, linked by their chain alone)."""
+        return {}
+
+    def score_candidate_rows(
+        self, rows: CandidateRows, left: np.ndarray, right: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Scores (float32) and acceptance (bool) of candidate edges ``(left[i],
+        right[i])``, row positions in ``rows``. The default gathers the fixed-width rows
+        and calls :meth:`score_candidates`."""
+        return self.score_candidates({k: v[left] for k, v in rows.arrays.items()},
+                                     {k: v[right] for k, v in rows.arrays.items()})
 
     # -- vector contract (see the module docstring) -------------------------------------
 

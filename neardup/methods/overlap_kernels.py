@@ -27,7 +27,8 @@ from numba import get_num_threads, get_thread_id, njit, prange
 
 from neardup.graph.edges import Pairs
 
-__all__ = ["indexed_pairs", "intersection_size", "set_similarity"]
+__all__ = ["bounded_similarity", "count_bound_passes", "indexed_pairs", "intersection_size",
+           "set_similarity"]
 
 # Candidate (i, j) emissions held in memory at once (12 bytes each); a single position
 # needing more gets a block of its own.
@@ -246,3 +247,42 @@ def indexed_pairs(
             stats["merged"] += int(totals[2])
         d0 = d1
     return Pairs.concat(parts).canonical()
+
+
+# -- shared by the keyed corpus stage of ngram and spotsigs ---------------------------------
+
+
+@njit(cache=True)
+def bounded_similarity(hashes, offsets, left, right, containment, threshold):
+    """The exact similarity of the pairs ``(left[p], right[p])``, but a pair whose size bound (the intersection is at
+    most the smaller set) is below ``threshold`` scores -1 without a merge. Serial: it
+    runs on one step of edges at a time, where starting threads costs more than it
+    saves on a busy machine."""
+    out = np.empty(left.shape[0], dtype=np.float64)
+    for p in range(left.shape[0]):
+        i = left[p]
+        j = right[p]
+        a0, a1, b0, b1 = offsets[i], offsets[i + 1], offsets[j], offsets[j + 1]
+        low = min(a1 - a0, b1 - b0)
+        if set_similarity(low, a1 - a0, b1 - b0, containment) < threshold:
+            out[p] = -1.0
+            continue
+        inter = intersection_size(hashes, a0, a1, b0, b1)
+        out[p] = set_similarity(inter, a1 - a0, b1 - b0, containment)
+    return out
+
+
+def count_bound_passes(shared, known_left, known_right, size_left, size_right, threshold: float,
+                       containment: bool) -> np.ndarray:
+    """Which candidate pairs may reach ``threshold`` (step 4 of :mod:`neardup.methods.ngram`)
+    when every feature is a key: the intersection is at most the ``shared`` keys counted
+    plus the smaller number of either side's features not seen (``size - known``), and at
+    most the smaller set."""
+    bound = shared + np.minimum(size_left - known_left, size_right - known_right)
+    bound = np.minimum(bound, np.minimum(size_left, size_right)).astype(np.float64)
+    if containment:
+        sim = bound / np.maximum(np.minimum(size_left, size_right), 1)
+    else:
+        sim = bound / np.maximum(size_left + size_right - bound, 1)
+    # The exact check compares in float64 too; the slack keeps rounding on the safe side.
+    return sim >= threshold - 1e-9

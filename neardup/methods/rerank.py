@@ -21,11 +21,15 @@ clustered. This method does the same with any fast method as the retriever:
 
 3. pairs with probability >= ``threshold`` are the edges clustered as usual.
 
-The sketch keeps each document's raw text (UTF-8, cut to ``max_chars`` characters)
-beside the candidate method's sketch, because re-scoring reads text; re-ranking is meant
-for corpora of moderate size, where accuracy matters most (the paper's words). Re-scored
-candidates are cached on the corpus sketch, so a threshold sweep (``neardup tune``) runs
-the scorer once.
+When the candidate method has a keyed corpus stage (MinHash), so does re-ranking: the
+candidate method's keys and pre-check (the permissive Jaccard estimate), then the scorer
+on the surviving edges, in bounded batches; the stage keeps the texts (cut to
+``max_chars``) in an Arrow file in its work directory and fetches those of each batch,
+and the dates for the verifier's date features. Otherwise (RETSim, bi-encoder
+candidates, ``engine="memory"``, ``neardup tune``) the sketch keeps each document's raw
+text (UTF-8, cut to ``max_chars`` characters) beside the candidate method's sketch, and
+re-scored candidates are cached on the corpus sketch, so a threshold sweep runs the
+scorer once.
 
 On the reuters-news test split (threshold tuned on validation, connected components):
 the shipped verifier scores ARI 0.976 over MinHash candidates and 0.974 over RETSim ones,
@@ -49,7 +53,7 @@ import numpy as np
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
-from neardup.methods.base import Matches, Method, Sketch
+from neardup.methods.base import CandidateKeys, CandidateRows, Matches, Method, Sketch
 from neardup.models import tuned_threshold
 from neardup.text import ShingleConfig
 
@@ -321,6 +325,14 @@ def load_scorer(scorer: str, model: str | os.PathLike | None = None, *, batch_si
     return VerifierScorer(model, threads=threads)
 
 
+def _take_texts(texts: Any, positions: np.ndarray) -> list[str]:
+    """``texts[positions]`` as Python strings, from an object with ``take`` (the corpus
+    stage's texts, read only now) or a sequence."""
+    if hasattr(texts, "take"):
+        return texts.take(np.asarray(positions, np.int64)).to_pylist()
+    return [texts[i] for i in positions.tolist()]
+
+
 # -- the method ---------------------------------------------------------------------------
 
 
@@ -479,6 +491,59 @@ class RerankMethod(Method):
         # and every threshold of a sweep shares it (the scorer dominates the cost).
         setattr(sketch, _CACHE_ATTR, (key, scored))
         return scored
+
+    # -- keyed contract: the candidate method's keys, then the scorer on its edges --------
+
+    @property
+    def _keyed(self) -> bool:
+        # The candidate method verifies from fixed-width rows in the stage's own linking
+        # (no link_bucket of its own, which would not re-score).
+        base = self._candidate
+        return base.candidate_fixed_width and type(base).link_bucket is Method.link_bucket
+
+    @property
+    def candidate_arrays(self) -> tuple[str, ...] | None:
+        return self._candidate.candidate_arrays if self._keyed else None
+
+    @property
+    def candidate_text_chars(self) -> int | None:
+        return self.max_chars if self._keyed else None
+
+    @property
+    def candidate_dates(self) -> bool:
+        return self._keyed and self.scorer == "verifier"
+
+    @property
+    def bucket_all_pairs_upto(self) -> int:
+        return self._candidate.bucket_all_pairs_upto
+
+    @property
+    def bucket_star_upto(self) -> int | None:
+        return self._candidate.bucket_star_upto
+
+    def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
+        return self._candidate.candidate_keys(sketch)
+
+    def score_candidate_rows(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray):
+        """The candidate method's check (its permissive threshold), then the scorer's
+        probability on the edges that pass it (0 for the others)."""
+        _, passed = self._candidate.score_candidate_rows(rows, left, right)
+        keep = np.flatnonzero(passed)
+        prob = np.zeros(len(left), np.float32)
+        if keep.size:
+            scorer = self._get_scorer()
+            # Only the texts of the edges that passed become Python strings: the scorer's
+            # features cost per text it is given.
+            used, where = np.unique(np.concatenate((left[keep], right[keep])), return_inverse=True)
+            texts = _take_texts(rows.texts, used)
+            a, b = where[: keep.size], where[keep.size:]
+            if isinstance(scorer, VerifierScorer):
+                dates = None if rows.dates is None else rows.dates[used]
+                prob[keep] = scorer.score_positions(texts, a, b, dates)
+            else:
+                prob[keep] = scorer.score([texts[i] for i in a.tolist()],
+                                          [texts[i] for i in b.tolist()])
+        return prob, passed & (prob >= self.threshold)
 
     def find_pairs(self, sketch: Sketch, dates: np.ndarray | None = None) -> Pairs:
         if len(sketch) < 2:

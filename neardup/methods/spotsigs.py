@@ -60,9 +60,14 @@ from numba import njit, uint64
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
-from neardup.methods.base import Method, Sketch
-from neardup.methods.overlap_kernels import indexed_pairs, set_similarity
-from neardup.text.hashing import mix64, seed_words
+from neardup.methods.base import CandidateKeys, CandidateRows, Method, Sketch
+from neardup.methods.overlap_kernels import (
+    bounded_similarity,
+    count_bound_passes,
+    indexed_pairs,
+    set_similarity,
+)
+from neardup.text.hashing import mix64, mix64_array, seed_words
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
 
@@ -485,6 +490,56 @@ class SpotSigs(Method):
         words = [w for text in normalized for w in _TOKEN.findall(text)]
         rows = [tuple(words[p] for p in row if p >= 0) for row in pos.tolist()]
         return [rows[offsets[d] : offsets[d + 1]] for d in range(len(normalized))]
+
+    # -- keyed contract (the out-of-core corpus stage) ------------------------------------
+    #
+    # Every signature is a key. Groups of up to min(max_df, KEYED_ALL_PAIRS_UPTO) documents
+    # are compared all-to-all (the stage counts each pair's shared signatures in compiled
+    # code and drops pairs whose count bound cannot reach the threshold, as find_pairs
+    # does); groups over max_df are not linked, as find_pairs leaves those signatures out
+    # (between max_df > 1000 and 1000, a star plus a chain). Edges are verified with the
+    # exact Jaccard of the stored sets, whose size bound is SpotSigs' length pruning.
+
+    #: Largest key group compared all-to-all in the keyed stage.
+    KEYED_ALL_PAIRS_UPTO = 1000
+
+    @property
+    def candidate_arrays(self) -> tuple[str, ...] | None:
+        return ()
+
+    @property
+    def candidate_sets(self) -> bool:
+        return True
+
+    @property
+    def bucket_all_pairs_upto(self) -> int:
+        return min(self.max_df, self.KEYED_ALL_PAIRS_UPTO)
+
+    @property
+    def bucket_skip_over(self) -> int | None:
+        return self.max_df
+
+    @property
+    def bucket_edges_overlap(self) -> bool:
+        return True
+
+    def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
+        sets = sketch.require_sets("SpotSigs.candidate_keys", "signature", "SpotSigs.sketch")
+        docs = np.repeat(np.arange(len(sets), dtype=np.int64), sets.counts())
+        return CandidateKeys(docs, mix64_array(sets.hashes))
+
+    def overlap_bound(self, shared, known_left, known_right, size_left, size_right):
+        return count_bound_passes(shared, known_left, known_right, size_left, size_right,
+                                  self.threshold, False)
+
+    def keyed_pruning(self, stats: dict) -> dict[str, int]:
+        return {"max_df_signatures": int(stats.get("capped_keys", 0))}
+
+    def score_candidate_rows(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray):
+        sets = rows.sets
+        sim = bounded_similarity(sets.hashes, sets.offsets, np.ascontiguousarray(left, np.int64),
+                                 np.ascontiguousarray(right, np.int64), False, self.threshold)
+        return np.maximum(sim, 0.0).astype(np.float32), sim >= self.threshold
 
     # ---------------------------------------------------------------- pairs
 

@@ -76,9 +76,11 @@ class _Killed(Exception):
 
 
 @pytest.mark.parametrize("stage", ["sketch", "link", "components"])
-def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage):
+@pytest.mark.parametrize(("name", "params"),
+                         [("minhash", {"threshold": 0.4}), ("ngram", {}), ("spotsigs", {})])
+def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, name, params):
     texts = _texts(demo)
-    method = make_method("minhash", threshold=0.4)
+    method = make_method(name, **params)
     config = CorpusStageConfig(work_dir=str(tmp_path / "clean"), memory_limit="1MB", partitions=8)
     clean = run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
 
@@ -226,3 +228,159 @@ def test_work_directories_of_killed_runs_are_removed(tmp_path, monkeypatch):
     assert not stale.exists() and live.exists() and other.exists()
     # The run's own temporary work directory is gone too.
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
+
+
+# -- methods whose verification reads ragged sets or texts (ngram, rerank) --------------
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"threshold": 0.3}, {"similarity": "containment", "threshold": 0.8},
+     {"shingle": "char5", "threshold": 0.5}],
+)
+def test_ngram_out_of_core_matches_in_memory(demo, params, tmp_path):
+    from neardup.text import ShingleConfig
+
+    params = dict(params)
+    if params.get("shingle") == "char5":
+        params["shingle"] = ShingleConfig(unit="char", n=5)
+    # Character sets are ~5x larger: a smaller corpus keeps the test short.
+    texts = _texts(demo[:800] if "shingle" in params else demo)
+    memory = neardup.dedup(texts, "ngram", engine="memory", pair_types=False, **params)
+    # Tiny budget, many partitions: sets fetched in steps of a few dozen edges.
+    spilled = neardup.dedup(texts, "ngram", engine="local", pair_types=False,
+                            work_dir=tmp_path / "w", memory_limit="1MB", partitions=16,
+                            batch_size=300, **params)
+    # Identical clusters (not merely ARI >= 0.99) on the demo corpus.
+    np.testing.assert_array_equal(spilled.clusters, memory.clusters)
+    assert spilled.clusters.size == len(texts) == len(set(spilled.ids.tolist()))
+    assert len(spilled.pairs) == len(texts) - spilled.n_clusters
+    assert (tmp_path / "w" / "sketch" / "arrays" / "sets.values.bin").exists()
+
+
+@pytest.mark.parametrize("max_df", [50, 100_000])
+def test_ngram_giant_bucket_of_copies_stays_linear(max_df):
+    n = 10_000
+    story = "the same wire story printed again and again by every paper in the land"
+    texts = [story] * n + ["an unrelated note about the weather"] * 3
+    result = neardup.dedup(texts, "ngram", pair_types=False, memory_limit="1MB", max_df=max_df)
+    stats = result.params["corpus_stage"]
+    keys_per_copy = stats["candidate_keys"] // n
+    assert result.clusters.tolist() == [0] * n + [1] * 3
+    # Star plus chain (chain alone over max_df) per key group: at most 2 edges per row.
+    assert stats["candidate_edges"] <= 2 * stats["candidate_keys"]
+    # Once joined, copies are not verified again: about one check per document.
+    assert stats["verified_edges"] <= 2 * (n + 3)
+    assert keys_per_copy < 20
+    if max_df == 50:
+        assert result.summary()["max_df_shingles"] > 0  # the copies' keys are over max_df
+
+
+def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_path, monkeypatch):
+    pytest.importorskip("rapidfuzz")
+    from neardup.methods.rerank import VerifierScorer
+
+    records = demo[:1200]
+    memory = neardup.dedup(records, "rerank", engine="memory", pair_types=False, date_field="date")
+    calls = []
+    real = VerifierScorer.score_positions
+
+    def counting(self, texts, left, right, dates=None):
+        calls.append((len(texts), len(left)))
+        return real(self, texts, left, right, dates)
+
+    monkeypatch.setattr(VerifierScorer, "score_positions", counting)
+    local = neardup.dedup(records, "rerank", engine="local", pair_types=False, date_field="date",
+                          work_dir=tmp_path / "w", memory_limit="4MB", partitions=8, batch_size=250)
+    np.testing.assert_array_equal(local.clusters, memory.clusters)
+    assert local.clusters.size == len(records) == len(set(local.ids.tolist()))
+    # Texts live in the work directory (Arrow IPC), not in the sketch; the scorer sees
+    # bounded batches: never the corpus, at most the documents of one step of edges.
+    assert (tmp_path / "w" / "sketch" / "texts.arrow").exists()
+    assert calls and max(n_texts for n_texts, _ in calls) < len(records) // 2
+    # Only edges that passed MinHash's permissive check reach the scorer.
+    assert sum(n for _, n in calls) <= local.params["corpus_stage"]["verified_edges"]
+
+
+def test_ragged_and_text_rows_are_fetched_as_stored(tmp_path):
+    from neardup.engine.corpus import _ArrayStore
+
+    texts = ["alpha beta gamma delta epsilon", "", "one two three four five six", "x y z w"] * 5
+    method = make_method("ngram")
+    run_corpus_stage(_batches(texts, size=3), method,
+                     config=CorpusStageConfig(work_dir=str(tmp_path), memory_limit="1MB"))
+
+    class Dir:  # the one WorkDir method the store reads
+        def stage_dir(self, name):
+            return tmp_path / name
+
+    store = _ArrayStore(Dir(), {"arrays": {}, "n_docs": len(texts), "sets": True, "texts": False})
+    docs = np.array([0, 1, 6, 19])
+    rows = store.rows(docs)
+    expected = method.sketch([texts[d] for d in docs]).sets
+    np.testing.assert_array_equal(rows.sets.offsets, expected.offsets)
+    np.testing.assert_array_equal(rows.sets.hashes, expected.hashes)
+
+
+def test_ray_engine_refuses_methods_that_verify_with_sets_or_texts():
+    pytest.importorskip("ray")
+    # Its shuffle carries fixed-width rows only: refused before any Ray work.
+    with pytest.raises(ValueError, match="keyed corpus stage"):
+        neardup.dedup(["a b c d", "a b c d"], "ngram", engine="ray", pair_types=False)
+
+
+def test_ngram_all_pairs_groups_check_each_copy_about_once():
+    # 900 copies: every key group is compared all-to-all (<= 1000 members), 404,550 pairs
+    # per group; after the first document's edges join them, the rest are skipped.
+    n = 900
+    texts = ["a story that was sent again and again over the wire today"] * n + ["unrelated"]
+    result = neardup.dedup(texts, "ngram", pair_types=False, memory_limit="1MB")
+    stats = result.params["corpus_stage"]
+    assert result.clusters.tolist() == [0] * n + [1]
+    assert stats["verified_edges"] <= 2 * n
+
+
+def test_local_engine_records_a_fallback_to_memory(caplog):
+    texts = ["the cat sat on the mat today", "the cat sat on the mat today", "dogs bark"]
+    with caplog.at_level("WARNING", logger="neardup"):
+        result = neardup.dedup(texts, "wminhash", pair_types=False)
+    assert result.params["engine"] == "memory"
+    assert "no out-of-core stage" in result.summary()["engine_fallback"]
+    assert any("engine 'local'" in r.getMessage() for r in caplog.records)
+    keyed = neardup.dedup(texts, "ngram", pair_types=False)
+    assert "engine_fallback" not in keyed.summary() and keyed.params["engine"] == "local"
+
+
+def test_overlap_pairs_counts_each_pair_once_with_its_shared_buckets():
+    from collections import Counter
+
+    from neardup.engine.buckets import overlap_pairs
+
+    rng = np.random.default_rng(3)
+    buckets = [np.sort(rng.choice(40, size=int(rng.integers(2, 12)), replace=False)) for _ in range(60)]
+    docs = np.concatenate(buckets).astype(np.int64) * 7  # positions need not be dense
+    sizes = np.array([b.size for b in buckets], np.int64)
+    starts = np.cumsum(sizes) - sizes
+    blocks = list(overlap_pairs(docs, starts, sizes, block_emits=37))
+    assert len(blocks) > 3  # several blocks of documents: each pair still once
+    left, right, shared = (np.concatenate([b[i] for b in blocks]) for i in range(3))
+    known_docs, known = blocks[0][3], blocks[0][4]
+    expected = Counter((int(a) * 7, int(b) * 7) for bucket in buckets
+                       for i, a in enumerate(bucket) for b in bucket[i + 1:])
+    got = dict(zip(zip(left.tolist(), right.tolist()), shared.tolist()))
+    assert len(got) == left.size and got == dict(expected)
+    assert np.all(left[:-1] <= left[1:])
+    members = Counter(docs.tolist())
+    assert dict(zip(known_docs.tolist(), known.tolist())) == dict(members)
+
+
+@pytest.mark.parametrize("params", [{}, {"threshold": 0.3}, {"max_df": 5}])
+def test_spotsigs_out_of_core_matches_in_memory(demo, params, tmp_path):
+    texts = _texts(demo)
+    memory = neardup.dedup(texts, "spotsigs", engine="memory", pair_types=False, **params)
+    spilled = neardup.dedup(texts, "spotsigs", engine="local", pair_types=False,
+                            work_dir=tmp_path / "w", memory_limit="1MB", partitions=16,
+                            batch_size=300, **params)
+    assert spilled.params["engine"] == "local"
+    np.testing.assert_array_equal(spilled.clusters, memory.clusters)
+    assert spilled.clusters.size == len(texts) == len(set(spilled.ids.tolist()))

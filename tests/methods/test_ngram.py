@@ -398,7 +398,10 @@ def test_default_max_df_keeps_1001_copies_in_one_cluster():
     result = neardup.dedup([story] * 1001 + ["something else"], method="ngram")
     assert result.clusters.tolist() == [0] * 1001 + [1]
     summary = result.summary()
-    assert summary["clusters"] == 2 and summary["max_df_only_documents"] == 1001
+    # The keyed stage (the default engine) counts the key groups over max_df it chained.
+    assert summary["clusters"] == 2 and summary["max_df_shingles"] == 7  # its 7 word 3-grams
+    memory = neardup.dedup([story] * 1001 + ["something else"], method="ngram", engine="memory")
+    assert memory.summary()["max_df_only_documents"] == 1001
 
 
 def test_near_copy_of_frequent_text_is_found():
@@ -421,3 +424,34 @@ def test_chained_pairs_carry_exact_similarity(corpus):
     for i, j, score in zip(pairs.left.tolist(), pairs.right.tolist(), pairs.score.tolist()):
         assert score == float(np.float32(_similarity(docs[i], docs[j], "jaccard")))
         assert _similarity(docs[i], docs[j], "jaccard") >= 0.3
+
+
+# --------------------------------------------------------------------------- keyed stage
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 40), min_size=1, max_size=25), min_size=2, max_size=12),
+       st.sampled_from([0.2, 0.5, 0.7, 0.9, 1.0]))
+def test_prefix_keys_are_shared_by_every_pair_at_the_threshold(sets, threshold):
+    """Prefix filtering is exact for Jaccard: a pair at or above the threshold shares a key."""
+    from neardup.methods.ngram import prefix_sizes
+
+    hashes = [np.unique(np.asarray(s, np.uint64)) for s in sets]
+    sizes = np.array([h.size for h in hashes])
+    prefix = prefix_sizes(sizes, threshold, containment=False)
+    for i in range(len(hashes)):
+        for j in range(i + 1, len(hashes)):
+            a, b = set(hashes[i].tolist()), set(hashes[j].tolist())
+            if len(a & b) / len(a | b) >= threshold:
+                assert set(hashes[i][: prefix[i]].tolist()) & set(hashes[j][: prefix[j]].tolist())
+
+
+def test_keyed_contract_declares_ragged_sets():
+    method = NGramOverlap(threshold=0.5, max_df=100)
+    assert method.candidate_sets and method.candidate_arrays == ()
+    assert not method.candidate_fixed_width  # the Ray shuffle carries fixed-width rows only
+    assert method.bucket_star_upto == 100
+    sketch = method.sketch(["a b c d e f", "", "a b c d e g"])
+    keys = method.candidate_keys(sketch)
+    assert set(keys.docs.tolist()) == {0, 2}  # the empty document files no key
+    assert keys.payload.shape == keys.keys.shape

@@ -199,3 +199,21 @@ def test_threshold_defaults_to_the_scorers_tuned_one(verifier_dir, tmp_path):
     assert RerankMethod(model=str(tuned), candidates="retsim").threshold == 0.5
     if _shipped("verifier-news", "verifier"):
         assert RerankMethod().threshold == 0.9  # tuned with MinHash candidates
+
+
+def test_keyed_stage_with_minhash_candidates_only(verifier_dir):
+    keyed = RerankMethod(scorer="verifier", model=str(verifier_dir), **_CANDIDATES)
+    assert keyed.candidate_arrays == ("signature",)
+    assert keyed.candidate_text_chars == keyed.max_chars and keyed.candidate_dates
+    assert not keyed.candidate_fixed_width
+    retsim = RerankMethod(scorer="verifier", model=str(verifier_dir), candidates="retsim")
+    assert retsim.candidate_arrays is None  # in-memory stage (texts in the sketch)
+
+
+def test_keyed_dedup_matches_in_memory(verifier_dir, corpus, tmp_path):
+    texts = corpus.texts + ["", "x"]
+    kwargs = dict(scorer="verifier", model=str(verifier_dir), pair_types=False, **_CANDIDATES)
+    memory = neardup.dedup(texts, "rerank", engine="memory", **kwargs)
+    local = neardup.dedup(texts, "rerank", engine="local", work_dir=tmp_path / "w",
+                          memory_limit="2MB", partitions=4, **kwargs)
+    np.testing.assert_array_equal(local.clusters, memory.clusters)
