@@ -460,7 +460,7 @@ class Index:
                                   self._cap, store_text=self.store_text, partitions=partitions,
                                   log=log)
             try:
-                built = builder.build(batches)
+                built = builder.build(batches, table=table)
                 self.close()  # our own connections would block the swap
                 t = time.perf_counter()
                 if built["n"]:
