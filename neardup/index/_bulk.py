@@ -44,6 +44,14 @@ from neardup.engine import UnionFind, link_key_rows
 from neardup.engine.buckets import group_runs
 from neardup.errors import InputError
 from neardup.index._methods import DuplicateIdError, i64, split_rows
+from neardup.index._rerank import (
+    DOC_ARRAY,
+    TEXT_SCHEMA,
+    TEXT_TABLE,
+    RerankedMethod,
+    compress_texts,
+    decompress_text,
+)
 from neardup.index._store import create_indexes, create_tables
 
 __all__ = ["BulkBuilder", "remove_stale_scratch"]
@@ -76,8 +84,10 @@ class _RowStore:
 
     rows_per_map = 2048
 
-    def __init__(self, path: Path, n: int, row_bytes: int, layout) -> None:
+    def __init__(self, path: Path, n: int, row_bytes: int, layout, *,
+                 with_positions: bool = False) -> None:
         self.path, self.n, self.row_bytes, self.layout = path, n, row_bytes, layout
+        self.with_positions = with_positions
 
     def raw(self, docs) -> np.ndarray:
         docs = np.asarray(docs)
@@ -90,7 +100,30 @@ class _RowStore:
         return out
 
     def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
-        return split_rows(self.raw(docs), self.layout)
+        out = split_rows(self.raw(docs), self.layout)
+        if self.with_positions:  # for the rerank verifier's text lookup
+            out[DOC_ARRAY] = np.asarray(docs, np.int64)
+        return out
+
+
+class _TextStore:
+    """The rerank verifier's compressed texts in the scratch (``rerank.bin``, end offsets
+    in ``rerank.end``), read by position."""
+
+    def __init__(self, directory: Path, n: int) -> None:
+        self.data, self.end_path, self.n = directory / "rerank.bin", directory / "rerank.end", n
+
+    def texts_of(self, docs: np.ndarray) -> list[str]:
+        docs = np.asarray(docs, np.int64)
+        ends = np.memmap(self.end_path, np.int64, "r", shape=(self.n,))
+        stop = np.array(ends[docs])
+        start = np.where(docs > 0, np.array(ends[np.maximum(docs - 1, 0)]), 0)
+        del ends
+        out = []
+        with open(self.data, "rb") as handle:
+            for a, b in zip(start.tolist(), stop.tolist()):
+                out.append(decompress_text(os.pread(handle.fileno(), b - a, a)))
+        return out
 
 
 #: Postings rows per INSERT statement of the bulk load: one statement binding many rows
@@ -146,17 +179,20 @@ class BulkBuilder:
         (about 25 rows of 16-24 bytes per MinHash document: 256 partitions keep one
         partition of a 10M-document corpus near 25 MB).
     log : callable str -> None
+    rerank : RerankVerifier or None
+        Rerank verification (texts kept in the scratch for the linker, then stored).
     """
 
     def __init__(self, directory: Path, method, layout, meta: dict[str, Any], sketch: Callable,
                  rows_blob: Callable, cap: int, *, store_text: bool, partitions: int = 256,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, rerank=None) -> None:
         if partitions < 1 or partitions & (partitions - 1):
             raise ValueError(f"Index.bulk_add: partitions must be a power of two; got {partitions}.")
         self.directory = Path(directory)
         self.method, self.layout, self.meta = method, layout, meta
         self.sketch, self.rows_blob, self.cap = sketch, rows_blob, cap
         self.store_text, self.partitions = store_text, partitions
+        self.rerank = rerank
         self.log = log or (lambda message: None)
         self.row_bytes = sum(np.dtype(d).itemsize * int(np.prod(t or (1,))) for _, d, t in layout)
         self.scratch = self.directory / f"{_SCRATCH}{os.getpid()}"
@@ -171,8 +207,10 @@ class BulkBuilder:
         flush_bytes = 64 << 20
         names = pa.schema([("id", pa.string())] + ([("text", pa.binary())] if self.store_text else []))
         sc = self.scratch
+        text_end = 0
         with open(sc / "rows.bin", "wb") as rows_f, open(sc / "digest.bin", "wb") as digest_f, \
                 open(sc / "nf.bin", "wb") as nf_f, \
+                open(sc / "rerank.bin", "wb") as text_f, open(sc / "rerank.end", "wb") as end_f, \
                 pa.OSFile(str(sc / "ids.arrow"), "wb") as ids_sink, \
                 pa.ipc.new_stream(ids_sink, names) as ids_w:
 
@@ -193,6 +231,12 @@ class BulkBuilder:
                     ids = [str(n + i) for i in range(m)]
                 elif len(ids) != m:
                     raise InputError(f"Index.bulk_add: got {m} texts but {len(ids)} ids.")
+                if self.rerank is not None:
+                    blobs = compress_texts(texts, self.rerank.max_chars)
+                    text_f.write(b"".join(blobs))
+                    ends = text_end + np.cumsum([len(b) for b in blobs], dtype=np.int64)
+                    end_f.write(ends.tobytes())
+                    text_end = int(ends[-1])
                 rows_f.write(self.rows_blob(sketch).tobytes())
                 digest_f.write(np.ascontiguousarray(digest).tobytes())
                 nf_f.write(np.asarray(sketch.n_features, np.int64).tobytes())
@@ -235,7 +279,12 @@ class BulkBuilder:
 
     def _link_and_post(self, con: sqlite3.Connection, n: int,
                        keep_forest: bool) -> tuple[UnionFind, list]:
-        store = _RowStore(self.scratch / "rows.bin", n, self.row_bytes, self.layout)
+        store = _RowStore(self.scratch / "rows.bin", n, self.row_bytes, self.layout,
+                          with_positions=self.rerank is not None)
+        method = self.method
+        if self.rerank is not None:
+            method = RerankedMethod(self.method, self.rerank,
+                                    _TextStore(self.scratch, n).texts_of)
         uf = UnionFind(n)
         forests = []
         t_link = t_post = 0.0
@@ -250,7 +299,7 @@ class BulkBuilder:
             keys, docs = raw[:, 0], raw[:, 1]
             payload = raw[:, 2] if self.width == 3 else np.zeros(keys.size, np.int64)
             t = time.perf_counter()
-            forest = link_key_rows(self.method, keys.view(np.uint64), docs,
+            forest = link_key_rows(method, keys.view(np.uint64), docs,
                                    payload.view(np.uint64) if self.width == 3 else None,
                                    store, uf, chunk_rows=chunk_rows)
             if keep_forest:
@@ -284,8 +333,10 @@ class BulkBuilder:
         digest_bytes = 16
         at = 0
         id_chunks = []
+        text_at = 0
         with open(sc / "rows.bin", "rb") as rows_f, open(sc / "digest.bin", "rb") as digest_f, \
                 open(sc / "nf.bin", "rb") as nf_f, \
+                open(sc / "rerank.bin", "rb") as text_f, open(sc / "rerank.end", "rb") as end_f, \
                 pa.OSFile(str(sc / "ids.arrow"), "rb") as source:
             reader = pa.ipc.open_stream(source)
             for record in reader:
@@ -298,6 +349,14 @@ class BulkBuilder:
                     .reshape(m, self.row_bytes)
                 digest = np.frombuffer(digest_f.read(m * digest_bytes), np.uint8).reshape(m, -1)
                 nf = np.frombuffer(nf_f.read(m * 8), np.int64)
+                if self.rerank is not None:
+                    ends = np.frombuffer(end_f.read(m * 8), np.int64)
+                    data = text_f.read(int(ends[-1]) - text_at)
+                    cuts = np.r_[0, ends - text_at].tolist()
+                    con.executemany(f"INSERT INTO {TEXT_TABLE}(doc, text) VALUES (?, ?)",
+                                    zip(range(at, at + m),
+                                        (data[a:b] for a, b in zip(cuts[:-1], cuts[1:]))))
+                    text_at = int(ends[-1])
                 con.executemany(
                     "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -331,6 +390,8 @@ class BulkBuilder:
             con.execute("PRAGMA locking_mode=EXCLUSIVE")
             con.execute(f"PRAGMA cache_size=-{256 * 1024}")
             create_tables(con)
+            if self.rerank is not None:
+                con.execute(TEXT_SCHEMA)
             con.execute("BEGIN")
             uf, forests = self._link_and_post(con, n, table)
             t = time.perf_counter()
