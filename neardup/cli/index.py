@@ -164,6 +164,12 @@ def create_command(directory: Path, **opts: Any) -> None:
                    "postings written in key order). All or nothing: a killed bulk add "
                    "leaves the index empty. Needs an empty index used by no other process, "
                    "and scratch space in DIRECTORY (about the final index size).")
+@click.option("--resume", is_flag=True,
+              help="With --bulk: continue a bulk add of the same INPUT files (same paths, "
+                   "sizes, modification times and reader options) that was killed or "
+                   "interrupted, from its last completed step (sketch checkpoints, each key "
+                   "partition, the documents table, the indexes) instead of starting over. "
+                   "Without it a killed bulk add's scratch is discarded.")
 @_rerank_options
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
@@ -185,6 +191,9 @@ def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
             raise click.UsageError("--bulk builds an empty index: --skip-existing does not apply.")
         _bulk_add(directory, inputs, opts)
         return
+    if opts["resume"]:
+        raise click.UsageError("--resume continues a --bulk add (an ordinary add resumes "
+                               "with --skip-existing).")
     tables, total, joined = [], 0, 0
     try:
         with _open(directory, opts["rerank"]) as index:
@@ -205,6 +214,19 @@ def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
         raise _fail(exc) from exc
 
 
+def _input_key(inputs: tuple[Path, ...], opts: dict[str, Any]) -> dict[str, Any]:
+    """What identifies a bulk add's input for --resume: the files and the reader options."""
+    files = []
+    for path in inputs:
+        try:
+            st = Path(path).stat()
+            files.append([str(Path(path).resolve()), st.st_size, st.st_mtime_ns])
+        except OSError:
+            files.append([str(path), None, None])
+    return {"files": files, **{k: opts[k] for k in ("text_field", "id_field", "decode_errors",
+                                                    "batch_size", "limit")}}
+
+
 def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -> None:
     from neardup.io import write_table
 
@@ -215,7 +237,8 @@ def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -
     batches = ((b.texts, b.ids if opts["id_field"] else None) for b in _batches(inputs, opts))
     try:
         with _open(directory, opts["rerank"]) as index:
-            result = index.bulk_add(batches, table=opts["clusters_out"] is not None, log=log)
+            result = index.bulk_add(batches, table=opts["clusters_out"] is not None, log=log,
+                                    resume=opts["resume"], input_key=_input_key(inputs, opts))
         if opts["clusters_out"] is not None:
             write_table(opts["clusters_out"], result.table)
     except (NeardupError, ValueError) as exc:

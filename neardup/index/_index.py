@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import threading
 import time
 import zlib
@@ -25,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from neardup.errors import InputError, check_int
+from neardup.errors import InputError, NeardupError, check_int
 from neardup.graph.edges import Pairs
 from neardup.index._bulk import BulkBuilder
 from neardup.index._link import (
@@ -469,7 +470,8 @@ class Index:
 
     def bulk_add(self, batches: Iterable[tuple[Sequence[str], Sequence[str] | None]], *,
                  table: bool = False, partitions: int = 256,
-                 log: Callable[[str], None] | None = None) -> BulkResult:
+                 log: Callable[[str], None] | None = None, resume: bool = False,
+                 input_key: Any = None, checkpoint_docs: int = 1_000_000) -> BulkResult:
         """Add a whole corpus to an **empty** index in one go: much faster than
         :meth:`add` for a large corpus (no per-document lookups; postings written in key
         order; indexes built after the load). See :mod:`neardup.index._bulk`.
@@ -484,6 +486,21 @@ class Index:
             Key-range partitions (power of two) linked and sorted one at a time.
         log : callable str -> None, optional
             Progress messages.
+        resume : bool, default False
+            Continue the interrupted (killed, interrupted, failed on I/O) bulk add of the
+            same input into this index from its last completed step: the sketch stage
+            checkpoints every ~64 MB of keys, the link + postings stage every key
+            partition, the documents table and the indexes are one step each. ``batches``
+            must be the same corpus from its beginning (documents already sketched are
+            skipped). A scratch left by another input or setting is refused
+            (InputError); without ``resume`` it is discarded.
+        input_key : JSON-able, optional
+            What identifies the input (the CLI passes its files' paths, sizes and
+            modification times and the reader options); recorded with the scratch so
+            that ``resume`` refuses another input. None: the caller vouches for it.
+        checkpoint_docs : int, default 1,000,000
+            Documents between checkpoints of the sketch stage (also one per 64 MB of
+            buffered keys): at most this much sketching is redone by a resume.
 
         Returns
         -------
@@ -512,16 +529,27 @@ class Index:
             builder = BulkBuilder(self.path, self.method, self._layout, self.meta,
                                   lambda texts: self._sketch("Index.bulk_add", texts), self._rows,
                                   self._cap, store_text=self.store_text, partitions=partitions,
-                                  log=log, rerank=self._rerank)
+                                  log=log, rerank=self._rerank,
+                                  checkpoint_docs=check_int("Index.bulk_add", "checkpoint_docs",
+                                                            checkpoint_docs, low=1))
             try:
-                built = builder.build(batches, table=table)
+                identity = {"method": self.method.name, "params": json.loads(params_json(self.method)),
+                            "store_text": self.store_text, "rerank": self.rerank,
+                            "layout": self.meta["layout"], "partitions": partitions,
+                            "input": input_key}
+                built = builder.build(batches, table=table, resume=resume, identity=identity)
                 self.close()  # our own connections would block the swap
                 t = time.perf_counter()
                 if built["n"]:
                     replace_empty_database(self.path, built["path"])
                 builder.seconds["swap"] = time.perf_counter() - t
-            finally:
+            except (NeardupError, ValueError, sqlite3.IntegrityError):
+                builder.cleanup()  # bad input or a busy index: nothing worth resuming
+                raise
+            else:
                 builder.cleanup()
+            finally:
+                # Other failures (interrupt, full disk) keep the scratch for resume=True.
                 if not self._connections:
                     self._reopen()
         n, roots, nf = built["n"], built["roots"], built["n_features"]
