@@ -385,7 +385,12 @@ class BulkBuilder:
                                     _TextStore(self.scratch, n).texts_of)
         width = self._width()
         t_link = t_post = 0.0
-        chunk_rows = max((256 << 20) // (self.row_bytes + 64), 1024)
+        # Key rows whose candidate edges are built at once: a group of up to the cap (50)
+        # members is paired all-to-all, so a chunk gives up to ~25 edges per row. 466k-row
+        # chunks (the earlier 256 MB / row) allowed ~11M edges, several hundred MB with
+        # their temporaries: the likely source of the 10M build's transient peak (1.96 GB
+        # in its first partitions, while sampled RSS stayed under 0.9 GB).
+        chunk_rows = 1 << 16
         self.log("bulk: linking key partitions" + (f" from {done}" if done else ""))
         committed = 0
         with open(self.scratch / "forest.bin", "ab") as forest_f:
