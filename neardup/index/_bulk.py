@@ -19,10 +19,19 @@ neither: nothing is stored to look up, and the postings can be written in key or
    their component, as an add labels them); then the secondary indexes, each built by
    one sort.
 
-Everything is written into a new database file beside the index (journal off: nothing
-else sees it until it is complete), then swapped in by
-:func:`neardup.index._store.replace_empty_database`. A killed bulk add leaves the index
-as it was (empty) and a scratch directory that the next bulk add removes.
+Everything is written into a new database file in a scratch directory beside the index
+(``DIR/.bulk-PID``; nothing else sees it until it is complete; no fsync until the end),
+then swapped in by :func:`neardup.index._store.replace_empty_database`. A killed bulk add
+leaves the index as it was (empty) and its scratch, which ``resume=True`` continues (the
+next bulk add without it removes the scratch): the sketch stage checkpoints every
+``checkpoint_docs`` documents or 64 MB of keys (``sketch.json``: documents done, every
+file's size; a resume cuts the files back and skips that many input documents), each key
+partition is committed with its progress (the scratch database keeps a rollback journal,
+so an interrupted partition is rolled back when it is reopened) after its forest edges
+are appended to ``forest.bin`` (a resume replays them into the union-find: the same sets,
+hence the same later decisions), and the documents table and the indexes are one
+transaction each. The scratch records the identity of the build (method, parameters,
+settings, input key); a resume of another is refused.
 """
 
 from __future__ import annotations
