@@ -397,7 +397,7 @@ class BulkBuilder:
         # Key rows whose candidate edges are built at once: a group of up to the cap (50)
         # members is paired all-to-all, so a chunk gives up to ~25 edges per row. 466k-row
         # chunks (the earlier 256 MB / row) allowed ~11M edges, several hundred MB with
-        # their temporaries: the likely source of the 10M build's transient peak (1.96 GB
+        # their temporaries: the likely source of the 10M build's transient peak (1,912 MiB
         # in its first partitions, while sampled RSS stayed under 0.9 GB).
         chunk_rows = 1 << 16
         self.log("bulk: linking key partitions" + (f" from {done}" if done else ""))
