@@ -33,6 +33,47 @@ _INPUT_OPTIONS = (
 )
 
 
+_RERANK_OPTIONS = (
+    click.option("--rerank", "rerank_scorer", type=click.Choice(["verifier", "cross-encoder"]),
+                 default=None,
+                 help="Rerank verification (minhash only): every candidate the method accepts "
+                      "is also scored by the pair classifier of `dedup --method rerank` and "
+                      "kept only at a duplicate probability >= --rerank-threshold (the match "
+                      "score is then that probability); the index stores each document's raw "
+                      "text (zstd) for it. With create: turns it on. With add/query: must be "
+                      "the index's setting (refused otherwise); omit to use the index's own."),
+    click.option("--rerank-model", default=None,
+                 help="--rerank: a shipped model name or model folder of the scorer's kind "
+                      "(default verifier-news / cross-encoder-news)."),
+    click.option("--rerank-threshold", type=click.FloatRange(0.0, 1.0), default=None,
+                 help="--rerank: duplicate probability an edge needs (default the model's "
+                      "threshold tuned on validation with MinHash candidates, 0.9 for "
+                      "verifier-news)."),
+    click.option("--rerank-max-chars", type=click.IntRange(min=1), default=None,
+                 help="--rerank: characters of each raw text the scorer reads and the index "
+                      "stores (default 20000)."),
+)
+
+
+def _rerank_options(function):
+    for option in reversed(_RERANK_OPTIONS):
+        function = option(function)
+    return function
+
+
+def _rerank_spec(opts: dict[str, Any]) -> dict[str, Any] | None:
+    """The --rerank options as Index's ``rerank`` argument (None: not given)."""
+    extra = {"model": opts.pop("rerank_model", None), "threshold": opts.pop("rerank_threshold", None),
+             "max_chars": opts.pop("rerank_max_chars", None)}
+    scorer = opts.pop("rerank_scorer", None)
+    if scorer is None:
+        given = [f"--rerank-{k.replace('_', '-')}" for k, v in extra.items() if v is not None]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} need(s) --rerank.")
+        return None
+    return {"scorer": scorer, **{k: v for k, v in extra.items() if v is not None}}
+
+
 def _input_options(function):
     for option in reversed(_INPUT_OPTIONS):
         function = option(function)
@@ -48,10 +89,10 @@ def _batches(inputs: tuple[Path, ...], opts: dict[str, Any]):
     return read_corpus(list(inputs), config)
 
 
-def _open(directory: Path):
+def _open(directory: Path, rerank: dict[str, Any] | None = None):
     from neardup.index import Index
 
-    return Index(directory)
+    return Index(directory) if rerank is None else Index(directory, rerank=rerank)
 
 
 def _fail(exc: Exception) -> click.ClickException:
@@ -79,20 +120,30 @@ def index_command() -> None:
 @click.option("--store-text", is_flag=True,
               help="Also store normalized texts, so query matches get Sanderson's duplicate "
                    "types (exact, expanded, corrected, template, near) rather than exact/near.")
+@_rerank_options
 def create_command(directory: Path, **opts: Any) -> None:
     """Create an empty index in DIRECTORY (new or empty) for one method and its parameters.
 
     Methods: exact, minhash, simhash (keys in SQLite), retsim, biencoder (vectors in faiss
     segment files beside it; exact cosine search). The method and parameters are
     recorded; every later add and query uses them.
+
+    \b
+    With --rerank verifier (minhash), candidates are confirmed by the pair classifier of
+    `dedup --method rerank`: the clusters are those of
+      neardup dedup --method rerank --param scorer=verifier --param candidates=minhash
+        --param 'candidate_params={"threshold": T}'
+    for an index made with --threshold T.
     """
     from neardup.index import Index
     from neardup.methods import make_method
 
+    rerank = _rerank_spec(opts)
     try:
         params = method_params_from_options(opts["method"], opts, seed=opts["seed"])
         method = make_method(opts["method"], **params)
-        with Index.create(directory, method, store_text=opts["store_text"]) as index:
+        with Index.create(directory, method, store_text=opts["store_text"],
+                          rerank=rerank) as index:
             click.echo(json.dumps(index.stats(), sort_keys=True))
     except (NeardupError, ValueError) as exc:
         raise _fail(exc) from exc
@@ -113,6 +164,13 @@ def create_command(directory: Path, **opts: Any) -> None:
                    "postings written in key order). All or nothing: a killed bulk add "
                    "leaves the index empty. Needs an empty index used by no other process, "
                    "and scratch space in DIRECTORY (about the final index size).")
+@click.option("--resume", is_flag=True,
+              help="With --bulk: continue a bulk add of the same INPUT files (same paths, "
+                   "sizes, modification times and reader options) that was killed or "
+                   "interrupted, from its last completed step (sketch checkpoints, each key "
+                   "partition, the documents table, the indexes) instead of starting over. "
+                   "Without it a killed bulk add's scratch is discarded.")
+@_rerank_options
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
     """Add the documents of INPUT files to the index in DIRECTORY.
@@ -127,14 +185,18 @@ def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
 
     from neardup.io import write_table
 
+    opts["rerank"] = _rerank_spec(opts)
     if opts["bulk"]:
         if opts["skip_existing"]:
             raise click.UsageError("--bulk builds an empty index: --skip-existing does not apply.")
         _bulk_add(directory, inputs, opts)
         return
+    if opts["resume"]:
+        raise click.UsageError("--resume continues a --bulk add (an ordinary add resumes "
+                               "with --skip-existing).")
     tables, total, joined = [], 0, 0
     try:
-        with _open(directory) as index:
+        with _open(directory, opts["rerank"]) as index:
             for batch in _batches(inputs, opts):
                 ids = batch.ids if opts["id_field"] else None
                 result = index.add(batch.texts, ids, skip_existing=opts["skip_existing"])
@@ -152,6 +214,19 @@ def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
         raise _fail(exc) from exc
 
 
+def _input_key(inputs: tuple[Path, ...], opts: dict[str, Any]) -> dict[str, Any]:
+    """What identifies a bulk add's input for --resume: the files and the reader options."""
+    files = []
+    for path in inputs:
+        try:
+            st = Path(path).stat()
+            files.append([str(Path(path).resolve()), st.st_size, st.st_mtime_ns])
+        except OSError:
+            files.append([str(path), None, None])
+    return {"files": files, **{k: opts[k] for k in ("text_field", "id_field", "decode_errors",
+                                                    "batch_size", "limit")}}
+
+
 def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -> None:
     from neardup.io import write_table
 
@@ -161,8 +236,9 @@ def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -
 
     batches = ((b.texts, b.ids if opts["id_field"] else None) for b in _batches(inputs, opts))
     try:
-        with _open(directory) as index:
-            result = index.bulk_add(batches, table=opts["clusters_out"] is not None, log=log)
+        with _open(directory, opts["rerank"]) as index:
+            result = index.bulk_add(batches, table=opts["clusters_out"] is not None, log=log,
+                                    resume=opts["resume"], input_key=_input_key(inputs, opts))
         if opts["clusters_out"] is not None:
             write_table(opts["clusters_out"], result.table)
     except (NeardupError, ValueError) as exc:
@@ -182,6 +258,7 @@ def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -
                    ".parquet, .jsonl or .csv. Default: JSON lines on stdout.")
 @click.option("--top-k", type=click.IntRange(min=1), default=10, show_default=True,
               help="At most this many matches per query document, best first.")
+@_rerank_options
 def query_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
     """Find the stored near-duplicates of the documents in INPUT files (read only)."""
     import pyarrow as pa
@@ -189,8 +266,9 @@ def query_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> Non
     from neardup.io import write_table
 
     tables = []
+    rerank = _rerank_spec(opts)
     try:
-        with _open(directory) as index:
+        with _open(directory, rerank) as index:
             for batch in _batches(inputs, opts):
                 result = index.query(batch.texts, batch.ids, top_k=opts["top_k"])
                 tables.append(result.table())

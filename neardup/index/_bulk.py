@@ -19,10 +19,19 @@ neither: nothing is stored to look up, and the postings can be written in key or
    their component, as an add labels them); then the secondary indexes, each built by
    one sort.
 
-Everything is written into a new database file beside the index (journal off: nothing
-else sees it until it is complete), then swapped in by
-:func:`neardup.index._store.replace_empty_database`. A killed bulk add leaves the index
-as it was (empty) and a scratch directory that the next bulk add removes.
+Everything is written into a new database file in a scratch directory beside the index
+(``DIR/.bulk-PID``; nothing else sees it until it is complete; no fsync until the end),
+then swapped in by :func:`neardup.index._store.replace_empty_database`. A killed bulk add
+leaves the index as it was (empty) and its scratch, which ``resume=True`` continues (the
+next bulk add without it removes the scratch): the sketch stage checkpoints every
+``checkpoint_docs`` documents or 64 MB of keys (``sketch.json``: documents done, every
+file's size; a resume cuts the files back and skips that many input documents), each key
+partition is committed with its progress (the scratch database keeps a rollback journal,
+so an interrupted partition is rolled back when it is reopened) after its forest edges
+are appended to ``forest.bin`` (a resume replays them into the union-find: the same sets,
+hence the same later decisions), and the documents table and the indexes are one
+transaction each. The scratch records the identity of the build (method, parameters,
+settings, input key); a resume of another is refused.
 """
 
 from __future__ import annotations
@@ -44,39 +53,107 @@ from neardup.engine import UnionFind, link_key_rows
 from neardup.engine.buckets import group_runs
 from neardup.errors import InputError
 from neardup.index._methods import DuplicateIdError, i64, split_rows
+from neardup.index._rerank import (
+    DOC_ARRAY,
+    TEXT_SCHEMA,
+    TEXT_TABLE,
+    RerankedMethod,
+    compress_texts,
+    decompress_text,
+)
 from neardup.index._store import create_indexes, create_tables
+from neardup.io.outputs import kill_point
 
-__all__ = ["BulkBuilder", "remove_stale_scratch"]
+__all__ = ["BulkBuilder"]
 
 _SCRATCH = ".bulk-"
 _SIGN = np.uint64(1 << 63)
 
 
-def remove_stale_scratch(directory: Path) -> None:
-    """Delete scratch directories of bulk adds whose process is gone (killed)."""
-    from neardup.io.outputs import process_alive
-
-    for path in directory.glob(f"{_SCRATCH}*"):
-        pid = path.name[len(_SCRATCH):]
-        if pid.isdigit() and (int(pid) == os.getpid() or not process_alive(int(pid))):
-            shutil.rmtree(path, ignore_errors=True)
-
-
 class _RowStore:
     """Candidate-array rows in a raw file, read by position (mapped per read: resident
-    memory is the rows read, the rest stays in the OS cache)."""
+    memory is the rows read, the rest stays in the OS cache).
 
-    def __init__(self, path: Path, n: int, row_bytes: int, layout) -> None:
+    A fault on a mapped file page maps the pages around it too (the kernel's
+    fault-around, 64 KB), and every page a mapping touched counts in the process's RSS
+    until it is unmapped: the linker's reads of up to 16,384 random 512-byte rows through
+    one mapping put ~1 GB in RSS (the 2.1 GB peak of the 2.9M build). Rows are therefore
+    read :attr:`rows_per_map` at a time, each slice through its own mapping, as the
+    corpus stage does.
+    """
+
+    rows_per_map = 2048
+
+    def __init__(self, path: Path, n: int, row_bytes: int, layout, *,
+                 with_positions: bool = False) -> None:
         self.path, self.n, self.row_bytes, self.layout = path, n, row_bytes, layout
+        self.with_positions = with_positions
 
     def raw(self, docs) -> np.ndarray:
-        mapped = np.memmap(self.path, np.uint8, "r", shape=(self.n, self.row_bytes))
-        out = np.array(mapped[docs])
-        del mapped
+        docs = np.asarray(docs)
+        out = np.empty((docs.size, self.row_bytes), np.uint8)
+        for start in range(0, docs.size, self.rows_per_map):
+            part = slice(start, start + self.rows_per_map)
+            mapped = np.memmap(self.path, np.uint8, "r", shape=(self.n, self.row_bytes))
+            out[part] = mapped[docs[part]]
+            del mapped
         return out
 
     def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
-        return split_rows(self.raw(docs), self.layout)
+        out = split_rows(self.raw(docs), self.layout)
+        if self.with_positions:  # for the rerank verifier's text lookup
+            out[DOC_ARRAY] = np.asarray(docs, np.int64)
+        return out
+
+
+class _TextStore:
+    """The rerank verifier's compressed texts in the scratch (``rerank.bin``, end offsets
+    in ``rerank.end``), read by position."""
+
+    def __init__(self, directory: Path, n: int) -> None:
+        self.data, self.end_path, self.n = directory / "rerank.bin", directory / "rerank.end", n
+
+    def texts_of(self, docs: np.ndarray) -> list[str]:
+        docs = np.asarray(docs, np.int64)
+        ends = np.memmap(self.end_path, np.int64, "r", shape=(self.n,))
+        stop = np.array(ends[docs])
+        start = np.where(docs > 0, np.array(ends[np.maximum(docs - 1, 0)]), 0)
+        del ends
+        out = []
+        with open(self.data, "rb") as handle:
+            for a, b in zip(start.tolist(), stop.tolist()):
+                out.append(decompress_text(os.pread(handle.fileno(), b - a, a)))
+        return out
+
+
+#: Postings rows per INSERT statement of the bulk load: one statement binding many rows
+#: costs a third of the CPU of one row per statement (measured: 2M sorted rows, 3.0 vs
+#: 1.1 CPU s), the per-statement work of the VM and the Python driver being shared.
+_ROWS_PER_INSERT = 256
+#: Rows converted to Python ints at once (bounds the transient lists, ~100 B a row).
+_INSERT_SLICE = 1 << 17
+
+
+def _insert_postings(con: sqlite3.Connection, keys: np.ndarray, payload: np.ndarray | None,
+                     docs: np.ndarray) -> None:
+    """Append sorted postings rows (key order: each at the B-tree's right edge), many rows
+    per statement; ``payload`` None: 0 for every row."""
+    k = _ROWS_PER_INSERT
+    if payload is None:
+        cols, row = (keys, docs), "(?,0,?)"
+    else:
+        cols, row = (keys, payload, docs), "(?,?,?)"
+    many = "INSERT INTO postings(key, payload, doc) VALUES " + ",".join([row] * k)
+    one = "INSERT INTO postings(key, payload, doc) VALUES " + row
+    n = keys.size
+    for start in range(0, n, _INSERT_SLICE):
+        stop = min(start + _INSERT_SLICE, n)
+        table = np.stack([c[start:stop] for c in cols], axis=1)
+        whole = (stop - start) // k * k
+        if whole:
+            con.executemany(many, map(tuple, table[:whole].reshape(-1, k * len(cols)).tolist()))
+        if whole < table.shape[0]:
+            con.executemany(one, map(tuple, table[whole:].tolist()))
 
 
 class BulkBuilder:
@@ -102,45 +179,134 @@ class BulkBuilder:
         (about 25 rows of 16-24 bytes per MinHash document: 256 partitions keep one
         partition of a 10M-document corpus near 25 MB).
     log : callable str -> None
+    rerank : RerankVerifier or None
+        Rerank verification (texts kept in the scratch for the linker, then stored).
+    checkpoint_docs : int
+        The sketch stage checkpoints (spills its buffered keys and records every file's
+        size) after this many documents, or sooner when 64 MB of keys are buffered.
     """
 
     def __init__(self, directory: Path, method, layout, meta: dict[str, Any], sketch: Callable,
                  rows_blob: Callable, cap: int, *, store_text: bool, partitions: int = 256,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, rerank=None,
+                 checkpoint_docs: int = 1_000_000) -> None:
         if partitions < 1 or partitions & (partitions - 1):
             raise ValueError(f"Index.bulk_add: partitions must be a power of two; got {partitions}.")
         self.directory = Path(directory)
         self.method, self.layout, self.meta = method, layout, meta
         self.sketch, self.rows_blob, self.cap = sketch, rows_blob, cap
         self.store_text, self.partitions = store_text, partitions
+        self.rerank = rerank
+        self.checkpoint_docs = checkpoint_docs
         self.log = log or (lambda message: None)
         self.row_bytes = sum(np.dtype(d).itemsize * int(np.prod(t or (1,))) for _, d, t in layout)
         self.scratch = self.directory / f"{_SCRATCH}{os.getpid()}"
         self.seconds: dict[str, float] = {}
 
+    # -- the scratch directory and its resumption -------------------------------------------
+
+    def _claim(self, resume: bool, identity: dict[str, Any] | None) -> None:
+        """Make ``self.scratch``: a new directory, or with ``resume`` the scratch of an
+        interrupted bulk add of the same identity (renamed to ours)."""
+        from neardup.io.outputs import process_alive
+
+        stale = []
+        for path in sorted(self.directory.glob(f"{_SCRATCH}*")):
+            pid = path.name[len(_SCRATCH):]
+            if pid.isdigit() and (int(pid) == os.getpid() or not process_alive(int(pid))):
+                stale.append(path)
+        ident = json.loads(json.dumps(identity, sort_keys=True, default=str))
+        adopted = None
+        if resume:
+            for path in stale:
+                try:
+                    saved = json.loads((path / "manifest.json").read_text())
+                except (OSError, ValueError):
+                    continue
+                if saved == ident:
+                    adopted = path
+            if adopted is None and stale:
+                raise InputError(
+                    f"Index.bulk_add: the interrupted bulk add in {str(stale[-1])!r} was for "
+                    "another input, method or setting; it cannot be resumed for this one. "
+                    "Run without --resume (resume=False) to discard it and start afresh.")
+        elif stale:
+            self.log("bulk: discarding the scratch of an interrupted bulk add "
+                     "(--resume / resume=True would have continued it)")
+        for path in stale:
+            if path != adopted:
+                shutil.rmtree(path, ignore_errors=True)
+        if adopted is not None and adopted != self.scratch:
+            os.replace(adopted, self.scratch)
+        if adopted is not None:
+            self.log("bulk: resuming an interrupted bulk add")
+            return
+        self.scratch.mkdir()
+        _write_json(self.scratch / "manifest.json", ident)
+
     # -- 1. sketch -----------------------------------------------------------------------
 
     def _spill(self, batches: Iterable[tuple[Sequence[str], Sequence[str] | None]]) -> int:
+        """Sketch and spill, checkpointed at every flush (``sketch.json``: documents done
+        and the size of every scratch file); resumes from the last checkpoint."""
+        sc = self.scratch
+        state = _read_json(sc / "sketch.json") or {"docs": 0, "sizes": {}, "segments": 0,
+                                                   "text_end": 0, "done": False}
+        if state["done"]:
+            self.log(f"bulk: sketch stage already complete ({state['docs']} documents)")
+            return int(state["docs"])
+        # Back to the checkpoint: files cut to their recorded sizes, later files removed.
+        for path in sc.iterdir():
+            name = path.name
+            if name in ("manifest.json", "sketch.json"):
+                continue
+            if name.startswith("ids-") and int(name[4:9]) < state["segments"]:
+                continue
+            if name in state["sizes"]:
+                os.truncate(path, state["sizes"][name])
+            else:
+                path.unlink()
+        n = int(state["docs"])
+        if n:
+            self.log(f"bulk: sketch resumes after {n} documents")
         bits = self.partitions.bit_length() - 1
         buffers: list[list[np.ndarray]] = [[] for _ in range(self.partitions)]
-        buffered, n = 0, 0
+        buffered = since = 0
         flush_bytes = 64 << 20
         names = pa.schema([("id", pa.string())] + ([("text", pa.binary())] if self.store_text else []))
-        sc = self.scratch
-        with open(sc / "rows.bin", "wb") as rows_f, open(sc / "digest.bin", "wb") as digest_f, \
-                open(sc / "nf.bin", "wb") as nf_f, \
-                pa.OSFile(str(sc / "ids.arrow"), "wb") as ids_sink, \
-                pa.ipc.new_stream(ids_sink, names) as ids_w:
+        text_end = int(state["text_end"])
+        segments = int(state["segments"])
+        files = {name: open(sc / name, "ab") for name in _FILES}
+        ids_w = [None]
 
-            def flush() -> None:
-                for p, parts in enumerate(buffers):
-                    if parts:
-                        with open(sc / f"p-{p:05d}.bin", "ab") as handle:
-                            for part in parts:
-                                handle.write(part.tobytes())
-                        buffers[p] = []
+        def ids_writer():
+            if ids_w[0] is None:
+                sink = pa.OSFile(str(sc / f"ids-{segments:05d}.arrow"), "wb")
+                ids_w[0] = (sink, pa.ipc.new_stream(sink, names))
+            return ids_w[0][1]
 
-            for texts, ids in batches:
+        def checkpoint(done: bool) -> None:
+            nonlocal segments
+            for p, parts in enumerate(buffers):
+                if parts:
+                    with open(sc / f"p-{p:05d}.bin", "ab") as handle:
+                        for part in parts:
+                            handle.write(part.tobytes())
+                    buffers[p] = []
+            if ids_w[0] is not None:
+                ids_w[0][1].close()
+                ids_w[0][0].close()
+                ids_w[0] = None
+                segments += 1
+            for handle in files.values():
+                handle.flush()
+            sizes = {p.name: p.stat().st_size for p in sc.iterdir()
+                     if p.name in _FILES or p.name.startswith("p-")}
+            _write_json(sc / "sketch.json", {"docs": n, "sizes": sizes, "segments": segments,
+                                             "text_end": text_end, "done": done})
+
+        try:
+            for texts, ids in _skip_documents(batches, n):
                 sketch, digest, normalized = self.sketch(texts)
                 m = len(sketch)
                 if m == 0:
@@ -149,15 +315,21 @@ class BulkBuilder:
                     ids = [str(n + i) for i in range(m)]
                 elif len(ids) != m:
                     raise InputError(f"Index.bulk_add: got {m} texts but {len(ids)} ids.")
-                rows_f.write(self.rows_blob(sketch).tobytes())
-                digest_f.write(np.ascontiguousarray(digest).tobytes())
-                nf_f.write(np.asarray(sketch.n_features, np.int64).tobytes())
+                if self.rerank is not None:
+                    blobs = compress_texts(texts, self.rerank.max_chars)
+                    files["rerank.bin"].write(b"".join(blobs))
+                    ends = text_end + np.cumsum([len(b) for b in blobs], dtype=np.int64)
+                    files["rerank.end"].write(ends.tobytes())
+                    text_end = int(ends[-1])
+                files["rows.bin"].write(self.rows_blob(sketch).tobytes())
+                files["digest.bin"].write(np.ascontiguousarray(digest).tobytes())
+                files["nf.bin"].write(np.asarray(sketch.n_features, np.int64).tobytes())
                 columns = [pa.array([str(i) for i in ids], pa.string())]
                 if self.store_text:
                     columns.append(pa.array(
                         [zlib.compress(t.encode("utf-8", "surrogatepass")) for t in normalized],
                         pa.binary()))
-                ids_w.write_batch(pa.record_batch(columns, schema=names))
+                ids_writer().write_batch(pa.record_batch(columns, schema=names))
                 ck = self.method.candidate_keys(sketch)
                 keys = np.ascontiguousarray(ck.keys).view(np.uint64) if ck.keys.dtype.itemsize == 8 \
                     else ck.keys.astype(np.uint64)
@@ -175,140 +347,275 @@ class BulkBuilder:
                 for p in np.flatnonzero(np.diff(bounds)).tolist():
                     buffers[p].append(table[bounds[p]:bounds[p + 1]])
                 buffered += table.nbytes
-                if buffered >= flush_bytes:
-                    flush()
-                    buffered = 0
                 n += m
+                since += m
+                if buffered >= flush_bytes or since >= self.checkpoint_docs:
+                    checkpoint(False)
+                    buffered = since = 0
+                    kill_point("bulk-sketch")
                 self.log(f"bulk: sketched {n} documents")
-            flush()
-        self.width = 3 if self._has_payload() else 2
+            checkpoint(True)
+        finally:
+            if ids_w[0] is not None:
+                ids_w[0][1].close()
+                ids_w[0][0].close()
+            for handle in files.values():
+                handle.close()
         return n
 
-    def _has_payload(self) -> bool:
-        return self.method.candidate_keys(self.sketch(["probe text"])[0]).payload is not None
+    def _width(self) -> int:
+        probe = self.method.candidate_keys(self.sketch(["probe text"])[0])
+        return 3 if probe.payload is not None else 2
 
     # -- 2. link + postings ----------------------------------------------------------------
 
-    def _link_and_post(self, con: sqlite3.Connection, n: int) -> tuple[UnionFind, list]:
-        store = _RowStore(self.scratch / "rows.bin", n, self.row_bytes, self.layout)
+    def _replay_forest(self, n: int, forest_bytes: int) -> UnionFind:
+        """The union-find of the partitions linked so far, from their forest edges
+        (``forest.bin`` cut to the committed size): the same sets, so the same answers
+        to every later ``connected`` and ``union``."""
+        path = self.scratch / "forest.bin"
+        if path.exists():
+            os.truncate(path, forest_bytes)
         uf = UnionFind(n)
-        forests = []
+        if forest_bytes:
+            edges = np.fromfile(path, _FOREST)
+            uf.union(edges["left"], edges["right"])
+        return uf
+
+    def _link_and_post(self, con: sqlite3.Connection, n: int, uf: UnionFind, done: int) -> None:
+        """Partitions ``done``.. in key order; each one's forest edges appended to
+        ``forest.bin`` and its postings committed with the progress (a killed run
+        resumes after the last committed partition)."""
+        store = _RowStore(self.scratch / "rows.bin", n, self.row_bytes, self.layout,
+                          with_positions=self.rerank is not None)
+        method = self.method
+        if self.rerank is not None:
+            method = RerankedMethod(self.method, self.rerank,
+                                    _TextStore(self.scratch, n).texts_of)
+        width = self._width()
         t_link = t_post = 0.0
-        chunk_rows = max((256 << 20) // (self.row_bytes + 64), 1024)
-        for p in range(self.partitions):
-            path = self.scratch / f"p-{p:05d}.bin"
-            if not path.exists():
-                continue
-            raw = np.fromfile(path, np.int64).reshape(-1, self.width)
-            path.unlink()
-            keys, docs = raw[:, 0], raw[:, 1]
-            payload = raw[:, 2] if self.width == 3 else np.zeros(keys.size, np.int64)
-            t = time.perf_counter()
-            forest = link_key_rows(self.method, keys.view(np.uint64), docs,
-                                   payload.view(np.uint64) if self.width == 3 else None,
-                                   store, uf, chunk_rows=chunk_rows)
-            forests.append((forest.left, forest.right, forest.score))
-            t_link += time.perf_counter() - t
-            t = time.perf_counter()
-            order = np.lexsort((docs, payload, keys) if self.width == 3 else (docs, keys))
-            keys, docs, payload = keys[order], docs[order], payload[order]
-            # Key order: each row is appended at the B-tree's right edge.
-            con.executemany("INSERT INTO postings(key, payload, doc) VALUES (?, ?, ?)",
-                            zip(keys.tolist(), payload.tolist(), docs.tolist()))
-            t_post += time.perf_counter() - t
-            starts, sizes = group_runs(keys)
-            over = sizes > self.cap
-            if over.any():
-                first = np.minimum.reduceat(docs, starts)[over]
-                last = np.maximum.reduceat(docs, starts)[over]
-                con.executemany("INSERT INTO big(key, first, last, count) VALUES (?, ?, ?, ?)",
-                                zip(keys[starts[over]].tolist(), first.tolist(), last.tolist(),
-                                    sizes[over].tolist()))
-            if p % 16 == 15:
-                self.log(f"bulk: linked and stored key partition {p + 1}/{self.partitions}")
+        # Key rows whose candidate edges are built at once: a group of up to the cap (50)
+        # members is paired all-to-all, so a chunk gives up to ~25 edges per row. 466k-row
+        # chunks (the earlier 256 MB / row) allowed ~11M edges, several hundred MB with
+        # their temporaries: the likely source of the 10M build's transient peak (1,912 MiB
+        # in its first partitions, while sampled RSS stayed under 0.9 GB).
+        chunk_rows = 1 << 16
+        self.log("bulk: linking key partitions" + (f" from {done}" if done else ""))
+        committed = 0
+        with open(self.scratch / "forest.bin", "ab") as forest_f:
+            for p in range(done, self.partitions):
+                path = self.scratch / f"p-{p:05d}.bin"
+                if path.exists():
+                    raw = np.fromfile(path, np.int64).reshape(-1, width)
+                    keys, docs = raw[:, 0], raw[:, 1]
+                    payload = raw[:, 2] if width == 3 else np.zeros(keys.size, np.int64)
+                    t = time.perf_counter()
+                    forest = link_key_rows(method, keys.view(np.uint64), docs,
+                                           payload.view(np.uint64) if width == 3 else None,
+                                           store, uf, chunk_rows=chunk_rows)
+                    edges = np.empty(len(forest), _FOREST)
+                    edges["left"], edges["right"], edges["score"] = \
+                        forest.left, forest.right, forest.score
+                    forest_f.write(edges.tobytes())
+                    forest_f.flush()
+                    t_link += time.perf_counter() - t
+                    t = time.perf_counter()
+                    order = np.lexsort((docs, payload, keys) if width == 3 else (docs, keys))
+                    keys, docs, payload = keys[order], docs[order], payload[order]
+                    _insert_postings(con, keys, payload if width == 3 else None, docs)
+                    starts, sizes = group_runs(keys)
+                    over = sizes > self.cap
+                    if over.any():
+                        first = np.minimum.reduceat(docs, starts)[over]
+                        last = np.maximum.reduceat(docs, starts)[over]
+                        con.executemany("INSERT INTO big(key, first, last, count) VALUES (?, ?, ?, ?)",
+                                        zip(keys[starts[over]].tolist(), first.tolist(),
+                                            last.tolist(), sizes[over].tolist()))
+                    t_post += time.perf_counter() - t
+                _set_progress(con, partitions_done=p + 1, forest_bytes=forest_f.tell())
+                con.execute("COMMIT")
+                con.execute("BEGIN")
+                path.unlink(missing_ok=True)
+                committed += 1
+                if committed == 2:
+                    kill_point("bulk-link")
+                if p % 16 == 15:
+                    self.log(f"bulk: linked and stored key partition {p + 1}/{self.partitions}")
         self.seconds["link"], self.seconds["postings"] = t_link, t_post
-        return uf, forests
 
     # -- 3. documents ----------------------------------------------------------------------
 
-    def _documents(self, con: sqlite3.Connection, n: int, roots: np.ndarray) -> pa.Array:
+    def _id_segments(self) -> list[Path]:
+        return sorted(self.scratch.glob("ids-*.arrow"))
+
+    def _documents(self, con: sqlite3.Connection, n: int, roots: np.ndarray) -> None:
         sc = self.scratch
-        # Read in blocks, not through one memory map of the whole file: every page a map
-        # touches counts in the process's RSS until it is unmapped (2.1 GB at 2.9M docs).
-        digest = np.fromfile(sc / "digest.bin", np.uint8).reshape(n, -1)
-        nf = np.fromfile(sc / "nf.bin", np.int64)
+        # Every scratch file read in blocks, not mapped or loaded whole: touched pages of a
+        # map count in the process's RSS (2.1 GB at 2.9M docs), whole files grow with n.
+        digest_bytes = 16
         at = 0
-        id_chunks = []
-        with open(sc / "rows.bin", "rb") as rows_f, pa.OSFile(str(sc / "ids.arrow"), "rb") as source:
-            reader = pa.ipc.open_stream(source)
-            for record in reader:
-                m = record.num_rows
-                ids = record.column(0)
-                id_chunks.append(ids)
-                texts = record.column(1).to_pylist() if self.store_text else [None] * m
-                block = np.frombuffer(rows_f.read(m * self.row_bytes), np.uint8) \
-                    .reshape(m, self.row_bytes)
-                con.executemany(
-                    "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    zip(range(at, at + m), ids.to_pylist(), roots[at:at + m].tolist(),
-                        nf[at:at + m].tolist(), [d.tobytes() for d in digest[at:at + m]],
-                        [r.tobytes() for r in block], texts))
-                at += m
-        return pa.chunked_array(id_chunks, pa.string()).combine_chunks() if id_chunks \
+        text_at = 0
+        with open(sc / "rows.bin", "rb") as rows_f, open(sc / "digest.bin", "rb") as digest_f, \
+                open(sc / "nf.bin", "rb") as nf_f, \
+                open(sc / "rerank.bin", "rb") as text_f, open(sc / "rerank.end", "rb") as end_f:
+            for segment in self._id_segments():
+                with pa.OSFile(str(segment), "rb") as source:
+                    for record in pa.ipc.open_stream(source):
+                        m = record.num_rows
+                        ids = record.column(0)
+                        texts = record.column(1).to_pylist() if self.store_text else [None] * m
+                        block = np.frombuffer(rows_f.read(m * self.row_bytes), np.uint8) \
+                            .reshape(m, self.row_bytes)
+                        digest = np.frombuffer(digest_f.read(m * digest_bytes), np.uint8) \
+                            .reshape(m, -1)
+                        nf = np.frombuffer(nf_f.read(m * 8), np.int64)
+                        if self.rerank is not None:
+                            ends = np.frombuffer(end_f.read(m * 8), np.int64)
+                            data = text_f.read(int(ends[-1]) - text_at)
+                            cuts = np.r_[0, ends - text_at].tolist()
+                            con.executemany(f"INSERT INTO {TEXT_TABLE}(doc, text) VALUES (?, ?)",
+                                            zip(range(at, at + m),
+                                                (data[a:b] for a, b in zip(cuts[:-1], cuts[1:]))))
+                            text_at = int(ends[-1])
+                        con.executemany(
+                            "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            zip(range(at, at + m), ids.to_pylist(), roots[at:at + m].tolist(),
+                                nf.tolist(), [d.tobytes() for d in digest],
+                                [r.tobytes() for r in block], texts))
+                        at += m
+                        kill_point("bulk-documents")
+
+    def _ids(self) -> pa.Array:
+        chunks = []
+        for segment in self._id_segments():
+            with pa.OSFile(str(segment), "rb") as source:
+                chunks.extend(r.column(0) for r in pa.ipc.open_stream(source))
+        return pa.chunked_array(chunks, pa.string()).combine_chunks() if chunks \
             else pa.array([], pa.string())
 
     # -- the whole build -------------------------------------------------------------------
 
-    def build(self, batches) -> dict[str, Any]:
-        """Build the new database; returns its path and what the result table needs."""
-        remove_stale_scratch(self.directory)
-        self.scratch.mkdir()
+    def build(self, batches, *, table: bool = False, resume: bool = False,
+              identity: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Build the new database; returns its path, the documents' roots and feature
+        counts, and with ``table`` the ids and forest the result table needs (read back
+        only then: they grow with the corpus). ``resume``: continue the interrupted bulk
+        add of the same ``identity`` (method, settings, input) from its last completed
+        step; its scratch is refused for another identity."""
+        self._claim(resume, identity)
         t = time.perf_counter()
         n = self._spill(batches)
         self.seconds["sketch"] = time.perf_counter() - t
         db = self.scratch / "index.sqlite"
+        if not db.exists():  # made whole under another name: a resumed build finds all tables
+            fresh = db.with_name("index.sqlite.new")
+            fresh.unlink(missing_ok=True)
+            con = sqlite3.connect(fresh, isolation_level=None)
+            try:
+                create_tables(con)
+                if self.rerank is not None:
+                    con.execute(TEXT_SCHEMA)
+                con.execute(_PROGRESS_SCHEMA)
+            finally:
+                con.close()
+            os.replace(fresh, db)
         con = sqlite3.connect(db, isolation_level=None)
         try:
-            # Nothing reads this file before the swap: no journal, no fsync per commit
-            # (the file is fsynced once before the swap), a large cache for the sorts.
-            con.execute("PRAGMA journal_mode=OFF")
+            # Nothing reads this file before the swap: no fsync per commit (the file is
+            # fsynced once before the swap), a large cache for the sorts. A rollback
+            # journal: a killed process leaves it, and the next open rolls the
+            # interrupted transaction back, so a resumed build starts from a commit.
+            con.execute("PRAGMA journal_mode=DELETE")
             con.execute("PRAGMA synchronous=OFF")
             con.execute("PRAGMA locking_mode=EXCLUSIVE")
             con.execute(f"PRAGMA cache_size=-{256 * 1024}")
-            create_tables(con)
-            con.execute("BEGIN")
-            uf, forests = self._link_and_post(con, n)
-            t = time.perf_counter()
-            roots = uf.roots()
-            del uf
-            ids = self._documents(con, n, roots)
-            self.seconds["documents"] = time.perf_counter() - t
-            t = time.perf_counter()
-            self.log("bulk: building the id and cluster indexes")
-            try:
-                create_indexes(con)
-            except sqlite3.IntegrityError as exc:
-                dup = con.execute("SELECT id FROM docs GROUP BY id HAVING count(*) > 1 LIMIT 5")
-                raise DuplicateIdError(
-                    f"Index.bulk_add: ids must be unique; repeated: {[r[0] for r in dup]}. "
-                    "Nothing was added.") from exc
-            meta = dict(self.meta, next_doc=n)
-            con.execute("DELETE FROM meta")
-            con.executemany("INSERT INTO meta(name, value) VALUES (?, ?)",
-                            [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items()])
-            con.execute("COMMIT")
+            finished = con.execute("SELECT 1 FROM meta LIMIT 1").fetchone() is not None
+            progress = {} if finished else dict(con.execute("SELECT name, value FROM _bulk"))
+            uf = self._replay_forest(n, int(progress.get("forest_bytes", 0)) if not finished
+                                     else (self.scratch / "forest.bin").stat().st_size
+                                     if (self.scratch / "forest.bin").exists() else 0)
+            if not finished:
+                con.execute("BEGIN")
+                self._link_and_post(con, n, uf, int(progress.get("partitions_done", 0)))
+                t = time.perf_counter()
+                roots = uf.roots()
+                if not progress.get("documents_done"):
+                    self.log("bulk: documents table")
+                    self._documents(con, n, roots)
+                    _set_progress(con, documents_done=1)
+                    con.execute("COMMIT")
+                    con.execute("BEGIN")
+                self.seconds["documents"] = time.perf_counter() - t
+                t = time.perf_counter()
+                self.log("bulk: building the id and cluster indexes")
+                try:
+                    create_indexes(con)
+                except sqlite3.IntegrityError as exc:
+                    dup = con.execute("SELECT id FROM docs GROUP BY id HAVING count(*) > 1 LIMIT 5")
+                    raise DuplicateIdError(
+                        f"Index.bulk_add: ids must be unique; repeated: {[r[0] for r in dup]}. "
+                        "Nothing was added.") from exc
+                meta = dict(self.meta, next_doc=n)
+                con.execute("DELETE FROM meta")
+                con.executemany("INSERT INTO meta(name, value) VALUES (?, ?)",
+                                [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items()])
+                con.execute("DROP TABLE _bulk")
+                con.execute("COMMIT")
+                kill_point("bulk-indexed")
+                self.seconds["indexes"] = time.perf_counter() - t
+            else:
+                roots = uf.roots()
             con.execute("PRAGMA locking_mode=NORMAL")
             con.execute("PRAGMA journal_mode=WAL")
-            self.seconds["indexes"] = time.perf_counter() - t
         finally:
             con.close()
-        left = np.concatenate([f[0] for f in forests]) if forests else np.empty(0, np.int64)
-        right = np.concatenate([f[1] for f in forests]) if forests else np.empty(0, np.int64)
-        score = np.concatenate([f[2] for f in forests]) if forests else np.empty(0, np.float32)
         nf = np.fromfile(self.scratch / "nf.bin", np.int64)
-        return {"path": db, "n": n, "roots": roots, "ids": ids, "n_features": nf,
-                "forest": (left, right, score)}
+        out = {"path": db, "n": n, "roots": roots, "n_features": nf, "ids": None,
+               "forest": None}
+        if table:
+            path = self.scratch / "forest.bin"
+            edges = np.fromfile(path, _FOREST) if path.exists() else np.empty(0, _FOREST)
+            out["ids"] = self._ids()
+            out["forest"] = (edges["left"].copy(), edges["right"].copy(), edges["score"].copy())
+        return out
 
     def cleanup(self) -> None:
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+#: Scratch files of the sketch stage appended per batch (p-*.bin and ids-*.arrow aside).
+_FILES = ("rows.bin", "digest.bin", "nf.bin", "rerank.bin", "rerank.end")
+#: A forest edge in ``forest.bin``.
+_FOREST = np.dtype([("left", "<i8"), ("right", "<i8"), ("score", "<f4")])
+_PROGRESS_SCHEMA = "CREATE TABLE _bulk (name TEXT PRIMARY KEY, value INTEGER NOT NULL)"
+
+
+def _set_progress(con: sqlite3.Connection, **values: int) -> None:
+    con.executemany("INSERT OR REPLACE INTO _bulk(name, value) VALUES (?, ?)", values.items())
+
+
+def _skip_documents(batches, skip: int):
+    """``batches`` without their first ``skip`` documents (a resumed sketch)."""
+    for texts, ids in batches:
+        if skip >= len(texts):
+            skip -= len(texts)
+            continue
+        if skip:
+            texts = list(texts)[skip:]
+            ids = None if ids is None else list(ids)[skip:]
+            skip = 0
+        yield texts, ids
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

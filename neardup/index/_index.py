@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import threading
 import time
 import zlib
@@ -25,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from neardup.errors import InputError, check_int
+from neardup.errors import InputError, NeardupError, check_int
 from neardup.graph.edges import Pairs
 from neardup.index._bulk import BulkBuilder
 from neardup.index._link import (
@@ -43,6 +44,17 @@ from neardup.index._methods import (
     params_json,
     serial_if_small,
     split_rows,
+)
+from neardup.index._rerank import (
+    DOC_ARRAY,
+    RERANK_METHODS,
+    TEXT_SCHEMA,
+    TEXT_TABLE,
+    RerankedMethod,
+    RerankVerifier,
+    compress_texts,
+    rerank_config,
+    texts_lookup,
 )
 from neardup.index._results import AddResult, BulkResult, QueryResult
 from neardup.index._store import (
@@ -64,6 +76,8 @@ from neardup.text.normalize import NormalizeConfig, normalize_batch
 
 __all__ = ["Index"]
 
+_UNSET: Any = object()
+
 
 class Index:
     """A persistent near-duplicate index in a directory (``Index.create``, ``Index(path)``).
@@ -77,6 +91,9 @@ class Index:
         otherwise): guards a caller that assumes a configuration.
     cache_mib : int, default 64
         SQLite page cache per connection, MiB.
+    rerank : None, str or dict, optional
+        When given, must equal the index's rerank verification (see :meth:`create`;
+        None: the index must have none), IndexMismatchError otherwise.
 
     Notes
     -----
@@ -96,7 +113,7 @@ class Index:
     """
 
     def __init__(self, path: str | os.PathLike, *, method: str | Method | None = None,
-                 cache_mib: int = 64, **params: Any) -> None:
+                 cache_mib: int = 64, rerank: Any = _UNSET, **params: Any) -> None:
         self.path = Path(path)
         self.cache_mib = check_int("Index", "cache_mib", cache_mib, low=1)
         self._lock = threading.Lock()
@@ -115,10 +132,14 @@ class Index:
                 "written by another neardup or is corrupted."
             ) from exc
         self.store_text = bool(meta.get("store_text", False))
+        self.rerank = meta.get("rerank")
+        self._rerank = RerankVerifier(self.rerank) if self.rerank else None
         self._layout = [(n, np.dtype(d), tuple(t)) for n, d, t in meta["layout"]]
         self._row_bytes = sum(d.itemsize * int(np.prod(t or (1,))) for _, d, t in self._layout)
         self.embedding = self.method.name in EMBEDDING_METHODS
         self._vectors = VectorSegments(self.path, int(meta["dim"])) if self.embedding else None
+        if rerank is not _UNSET:
+            self.check_rerank(rerank)
         if method is not None:
             self.check_method(method, **params)
         elif params:
@@ -130,7 +151,7 @@ class Index:
 
     @classmethod
     def create(cls, path: str | os.PathLike, method: str | Method = "minhash", *,
-               store_text: bool = False, **params: Any) -> Index:
+               store_text: bool = False, rerank: Any = None, **params: Any) -> Index:
         """Create an empty index in ``path`` (a new or empty directory).
 
         Parameters
@@ -142,6 +163,15 @@ class Index:
             matches with Sanderson's duplicate types (exact, expanded, corrected,
             template, near); without it a match is "exact" (same normalized text) or
             "near". Costs about the corpus's compressed size on disk.
+        rerank : None, "verifier", "cross-encoder" or dict, default None
+            Rerank verification (minhash only): every candidate the method accepts is
+            also scored by the pair classifier of ``dedup --method rerank`` and kept only
+            if its duplicate probability reaches the threshold (the edge's score is then
+            that probability). A dict gives ``scorer``, ``model`` (default the shipped
+            one), ``threshold`` (default the one tuned on validation for the model with
+            MinHash candidates) and ``max_chars`` (default 20,000). The index then also
+            stores each document's raw text (cut to ``max_chars``; zstd) for the scorer.
+            See :mod:`neardup.index._rerank`.
         **params
             Method parameters (e.g. ``threshold=0.5, num_perm=128``).
         """
@@ -149,6 +179,11 @@ class Index:
         if isinstance(method, Method) and params:
             raise ValueError("Index.create: give parameters in the Method or as keywords, not both.")
         check_supported("Index.create", method_obj)
+        rerank = rerank_config(rerank)
+        if rerank is not None and method_obj.name not in RERANK_METHODS:
+            raise ValueError(
+                f"Index.create: rerank verification (rerank=, --rerank) applies to the "
+                f"methods {', '.join(RERANK_METHODS)}; got method {method_obj.name!r}.")
         probe = method_obj.sketch(["probe"])
         extra: dict[str, Any] = {}
         if method_obj.name in EMBEDDING_METHODS:
@@ -169,10 +204,11 @@ class Index:
             "params": json.loads(params_json(method_obj)),
             "layout": layout,
             "store_text": bool(store_text),
+            "rerank": rerank,
             "next_doc": 0,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "neardup_version": __version__,
-        })
+        }, extra_tables=(TEXT_SCHEMA,) if rerank else ())
         return cls(path)
 
     def check_method(self, method: str | Method, **params: Any) -> None:
@@ -189,6 +225,19 @@ class Index:
                 + ". Query and add with the index's own method (omit the method options), or "
                 "build another index."
             )
+
+    def check_rerank(self, rerank: Any) -> None:
+        """Raise IndexMismatchError unless ``rerank`` (None, a scorer name or a dict, as
+        for :meth:`create`; unset keys take their defaults) is the index's rerank
+        verification."""
+        theirs = rerank_config(rerank)
+        mine = self.rerank
+        if (theirs is None) != (mine is None) or (
+                theirs is not None and {k: v for k, v in theirs.items()} != mine):
+            raise IndexMismatchError(
+                f"Index: this index was built with rerank verification {mine!r}; got "
+                f"{theirs!r}. Query and add with the index's own (omit the rerank options), "
+                "or build another index.")
 
     def __enter__(self) -> Index:
         return self
@@ -339,9 +388,11 @@ class Index:
         return con.execute(f"SELECT d.doc, {columns} FROM qd CROSS JOIN docs d ON d.doc = qd.doc "
                            "ORDER BY d.doc").fetchall()
 
-    def _verifier(self, new_base: int, new_arrays, stored_docs, stored_arrays):
+    def _verifier(self, new_base: int, new_arrays, stored_docs, stored_arrays,
+                  texts_of=None):
         """``verify(left, right) -> (score, accept)`` for edges whose sides are stored
-        positions (< new_base, rows of ``stored_arrays`` by ``stored_docs``) or new ones."""
+        positions (< new_base, rows of ``stored_arrays`` by ``stored_docs``) or new ones;
+        with rerank verification, accepted edges are re-scored (texts from ``texts_of``)."""
         new_count = len(next(iter(new_arrays.values()))) if new_arrays else 0
         tables = {name: np.concatenate((new_arrays[name], stored_arrays[name]))
                   if stored_arrays else new_arrays[name] for name in new_arrays}
@@ -357,6 +408,8 @@ class Index:
             if left.size == 0:
                 return np.empty(0, np.float32), np.empty(0, bool)
             score, accept = self.method.score_candidates(side(left), side(right))
+            if self._rerank is not None:
+                return self._rerank.confirm(score, accept, left, right, texts_of)
             return np.asarray(score, np.float32), np.asarray(accept, bool)
 
         return verify
@@ -381,6 +434,8 @@ class Index:
         AddResult
         """
         start = time.perf_counter()
+        if not isinstance(texts, (str, bytes)):
+            texts = list(texts)
         sketch, digest, normalized = self._sketch("Index.add", texts)
         n = len(sketch)
         if ids is not None:
@@ -408,13 +463,14 @@ class Index:
                     )
                 keep = np.array([i not in present for i in ids], bool)
             result = self._add_locked(con, sketch, digest, normalized, ids, keep, next_doc,
-                                      arrays_blobs)
+                                      arrays_blobs, texts)
         result.seconds = time.perf_counter() - start
         return result
 
     def bulk_add(self, batches: Iterable[tuple[Sequence[str], Sequence[str] | None]], *,
                  table: bool = False, partitions: int = 256,
-                 log: Callable[[str], None] | None = None) -> BulkResult:
+                 log: Callable[[str], None] | None = None, resume: bool = False,
+                 input_key: Any = None, checkpoint_docs: int = 1_000_000) -> BulkResult:
         """Add a whole corpus to an **empty** index in one go: much faster than
         :meth:`add` for a large corpus (no per-document lookups; postings written in key
         order; indexes built after the load). See :mod:`neardup.index._bulk`.
@@ -429,6 +485,21 @@ class Index:
             Key-range partitions (power of two) linked and sorted one at a time.
         log : callable str -> None, optional
             Progress messages.
+        resume : bool, default False
+            Continue the interrupted (killed, interrupted, failed on I/O) bulk add of the
+            same input into this index from its last completed step: the sketch stage
+            checkpoints every ~64 MB of keys, the link + postings stage every key
+            partition, the documents table and the indexes are one step each. ``batches``
+            must be the same corpus from its beginning (documents already sketched are
+            skipped). A scratch left by another input or setting is refused
+            (InputError); without ``resume`` it is discarded.
+        input_key : JSON-able, optional
+            What identifies the input (the CLI passes its files' paths, sizes and
+            modification times and the reader options); recorded with the scratch so
+            that ``resume`` refuses another input. None: the caller vouches for it.
+        checkpoint_docs : int, default 1,000,000
+            Documents between checkpoints of the sketch stage (also one per 64 MB of
+            buffered keys): at most this much sketching is redone by a resume.
 
         Returns
         -------
@@ -457,16 +528,27 @@ class Index:
             builder = BulkBuilder(self.path, self.method, self._layout, self.meta,
                                   lambda texts: self._sketch("Index.bulk_add", texts), self._rows,
                                   self._cap, store_text=self.store_text, partitions=partitions,
-                                  log=log)
+                                  log=log, rerank=self._rerank,
+                                  checkpoint_docs=check_int("Index.bulk_add", "checkpoint_docs",
+                                                            checkpoint_docs, low=1))
             try:
-                built = builder.build(batches)
+                identity = {"method": self.method.name, "params": json.loads(params_json(self.method)),
+                            "store_text": self.store_text, "rerank": self.rerank,
+                            "layout": self.meta["layout"], "partitions": partitions,
+                            "input": input_key}
+                built = builder.build(batches, table=table, resume=resume, identity=identity)
                 self.close()  # our own connections would block the swap
                 t = time.perf_counter()
                 if built["n"]:
                     replace_empty_database(self.path, built["path"])
                 builder.seconds["swap"] = time.perf_counter() - t
-            finally:
+            except (NeardupError, ValueError, sqlite3.IntegrityError):
+                builder.cleanup()  # bad input or a busy index: nothing worth resuming
+                raise
+            else:
                 builder.cleanup()
+            finally:
+                # Other failures (interrupt, full disk) keep the scratch for resume=True.
                 if not self._connections:
                     self._reopen()
         n, roots, nf = built["n"], built["roots"], built["n_features"]
@@ -490,7 +572,8 @@ class Index:
         con.executemany("INSERT OR IGNORE INTO qi(id) VALUES (?)", ((i,) for i in ids))
         return {r[0] for r in con.execute("SELECT d.id FROM qi CROSS JOIN docs d ON d.id = qi.id")}
 
-    def _add_locked(self, con, sketch, digest, normalized, ids, keep, next_doc, arrays_blobs):
+    def _add_locked(self, con, sketch, digest, normalized, ids, keep, next_doc, arrays_blobs,
+                    texts=None):
         if self.embedding:
             return self._add_vectors_locked(con, sketch, digest, normalized, ids, keep, next_doc)
         n = len(sketch)
@@ -510,7 +593,12 @@ class Index:
             extra = self.method.link_bucket(ck.keys, docs, ck.payload)  # new among new
         left, right = unique_edges(left, right)
         stored_docs, stored_arrays, cluster_of, stored_ids = self._stored(con, left[left < next_doc])
-        verify = self._verifier(next_doc, sub.arrays, stored_docs, stored_arrays)
+        new_texts = None
+        if self._rerank is not None:
+            new_texts = self._rerank.cut([texts[i] for i in local.tolist()])
+        verify = self._verifier(next_doc, sub.arrays, stored_docs, stored_arrays,
+                                texts_lookup(con, next_doc, new_texts) if new_texts is not None
+                                else None)
         new_docs = positions[local]
         linked = None
         if extra is not None and len(extra):
@@ -529,6 +617,9 @@ class Index:
         con.executemany("INSERT INTO postings(key, payload, doc) VALUES (?, ?, ?)",
                         zip(keys[order].tolist(), payload[order].tolist(), docs[order].tolist()))
         self._grow_big(con, keys, docs, *lookup)
+        if new_texts is not None:
+            con.executemany(f"INSERT INTO {TEXT_TABLE}(doc, text) VALUES (?, ?)",
+                            zip(new_docs.tolist(), compress_texts(new_texts, self._rerank.max_chars)))
         con.execute("UPDATE meta SET value = ? WHERE name = 'next_doc'", (json.dumps(next_doc + m),))
         return self._add_result(sketch, ids, keep, positions, clusters_new, left, right, score,
                                 next_doc, stored_ids, relabel)
@@ -706,6 +797,8 @@ class Index:
             :mod:`neardup.index._link`); a document matching nothing has no rows.
         """
         top_k = check_int("Index.query", "top_k", top_k, low=1)
+        if not isinstance(texts, (str, bytes)):
+            texts = list(texts)
         sketch, digest, normalized = self._sketch("Index.query", texts)
         n = len(sketch)
         query_ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(n)]
@@ -715,7 +808,7 @@ class Index:
             left, right, score, rows, base = self._query_vectors(sketch, n)
             stored_docs = np.array([r[0] for r in rows], np.int64)
         else:
-            left, right, score, rows, base, stored_docs = self._query_keyed(sketch, n)
+            left, right, score, rows, base, stored_docs = self._query_keyed(sketch, n, texts)
         query = right - base
         order = np.lexsort((left, -score, query))
         left, query, score = left[order], query[order], score[order]
@@ -727,7 +820,7 @@ class Index:
         return QueryResult(query, query_ids, [rows[i][2] for i in at.tolist()],
                            np.array([rows[i][1] for i in at.tolist()], np.int64), score, types)
 
-    def _query_keyed(self, sketch, n):
+    def _query_keyed(self, sketch, n, texts):
         with serial_if_small(n):
             ck = self.method.candidate_keys(sketch)
         keys = i64(ck.keys)
@@ -739,10 +832,12 @@ class Index:
             left, right = unique_edges(left, right)
             rows = self._stored_rows(con, left, "d.cluster, d.id, d.arrays, d.digest, d.text") \
                 if left.size else []
-        stored_docs = np.array([r[0] for r in rows], np.int64)
-        stored_arrays = self._arrays_from_blobs([r[3] for r in rows]) if rows else {}
-        verify = self._verifier(base, sketch.arrays, stored_docs, stored_arrays)
-        score, accept = verify(left, right)
+            stored_docs = np.array([r[0] for r in rows], np.int64)
+            stored_arrays = self._arrays_from_blobs([r[3] for r in rows]) if rows else {}
+            texts_of = texts_lookup(con, base, self._rerank.cut(texts)) \
+                if self._rerank is not None else None
+            verify = self._verifier(base, sketch.arrays, stored_docs, stored_arrays, texts_of)
+            score, accept = verify(left, right)  # in the snapshot: may read stored texts
         return left[accept], right[accept], score[accept], rows, base, stored_docs
 
     def _types(self, query, at, rows, digest, normalized) -> list[str]:
@@ -822,6 +917,9 @@ class Index:
                     self._shrink_big(con, keys)
                 # Vectors stay in their segment until compact; queries skip deleted docs.
                 con.executemany("DELETE FROM docs WHERE doc = ?", ((d,) for d in docs.tolist()))
+                if self._rerank is not None:
+                    con.executemany(f"DELETE FROM {TEXT_TABLE} WHERE doc = ?",
+                                    ((d,) for d in docs.tolist()))
                 if split:
                     split_info = self._split(con, sorted({r[4] for r in rows}))
         return {"deleted": len(rows), "missing": [i for i in ids if i not in found], **split_info}
@@ -852,7 +950,11 @@ class Index:
             elif docs.size >= 2:
                 arrays = self._arrays_from_blobs([r[2] for r in members])
                 ck = self.method.candidate_keys(Sketch(nf, arrays))
-                link_key_rows(self.method, ck.keys, ck.docs.astype(np.int64), ck.payload,
+                method = self.method
+                if self._rerank is not None:  # rows carry index positions for the texts
+                    arrays = {**arrays, DOC_ARRAY: docs}
+                    method = RerankedMethod(self.method, self._rerank, texts_lookup(con, 1 << 62, []))
+                link_key_rows(method, ck.keys, ck.docs.astype(np.int64), ck.payload,
                               _LocalRows(arrays), uf)
             labels = docs[uf.roots()]
             new += int(np.unique(labels).size) - 1
@@ -931,6 +1033,7 @@ class Index:
             "method": self.method.name,
             "params": json.loads(params_json(self.method)),
             "store_text": self.store_text,
+            "rerank": self.rerank,
             "documents": n_docs,
             "clusters": n_clusters,
             "largest_cluster": largest or 0,

@@ -40,7 +40,8 @@ EMBEDDING_METHODS = ("retsim", "biencoder")
 _NOT_YET = {
     "retsim-partial": "partial-duplicate matching compares chunks, and the index keeps one "
                       "vector per document (use retsim)",
-    "rerank": "rerank verification of candidates is not implemented in the index yet",
+    "rerank": "rerank is an index option, not a method: create a minhash index with "
+              "rerank=\"verifier\" (--rerank verifier)",
 }
 
 

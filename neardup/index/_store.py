@@ -18,6 +18,9 @@ Layout (``DIR/index.sqlite``)::
     big(key PRIMARY KEY, first, last, count)        keys with more than the method's
                                                     bucket cap members (see _link.py)
 
+With rerank verification on (_rerank.py), ``rerank_text(doc INTEGER PRIMARY KEY, text
+BLOB)`` holds each document's raw text cut to the scorer's ``max_chars``, zstd.
+
 Embedding methods keep no postings: their vectors are faiss files ``DIR/vectors/seg-*``
 named by ``meta.vector_segments`` (see _vectors.py), written and recorded inside the add's
 transaction. A bulk add (_bulk.py) builds a whole new database file and swaps it in.
@@ -105,7 +108,8 @@ def database_path(directory: str | os.PathLike) -> Path:
     return Path(directory) / _FILE
 
 
-def create_database(directory: str | os.PathLike, meta: dict[str, Any]) -> Path:
+def create_database(directory: str | os.PathLike, meta: dict[str, Any],
+                    extra_tables: tuple[str, ...] = ()) -> Path:
     """Create ``DIR/index.sqlite`` with the schema and ``meta``; atomic: the database is
     built under a temporary name and renamed into place, so a killed create leaves no
     half-made index."""
@@ -123,6 +127,8 @@ def create_database(directory: str | os.PathLike, meta: dict[str, Any]) -> Path:
     con = sqlite3.connect(tmp, isolation_level=None)
     try:
         create_tables(con)
+        for statement in extra_tables:
+            con.execute(statement)
         create_indexes(con)
         con.execute("BEGIN")
         con.executemany(

@@ -10,6 +10,11 @@ Endpoints::
                            -> {"documents": [{"id", "cluster", "status", "duplicate_of", "score"}],
                                "merged_clusters": n}
 
+    Both POSTs take an optional "rerank": {"scorer": "verifier" | "cross-encoder" | "none",
+    "model"?, "threshold"?, "max_chars"?}: the rerank verification the client expects; a
+    request naming another than the index's gets 409 (the index always uses its own, see
+    ``GET /stats`` "rerank").
+
 Queries run concurrently (FastAPI runs synchronous endpoints on a thread pool; each
 thread reads its own snapshot), adds one at a time (the index's write lock). An add is
 answered only after its transaction is committed with a full sync, so an acknowledged
@@ -18,14 +23,14 @@ and finishes the requests in flight before the index is closed.
 
 Requests are validated at the boundary: bodies above ``max_body_bytes`` get 413, more than
 ``max_documents`` documents or a text above ``max_text_chars`` characters 422, malformed
-JSON or fields 422, an id already in the index 409; no request crashes the server.
+JSON or fields 422, an id already in the index or a mismatched rerank setting 409; no request crashes the server.
 """
 
 # No "from __future__ import annotations": FastAPI reads the endpoint annotations, and
 # the request models are local to create_app.
 import os
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 from neardup.errors import InputError, NeardupError
 
@@ -103,7 +108,7 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
             "neardup serve needs FastAPI and uvicorn: pip install 'neardup[serve]'"
         ) from exc
 
-    from neardup.index import DuplicateIdError, Index
+    from neardup.index import DuplicateIdError, Index, IndexMismatchError
 
     index = Index(directory)  # fails here, before serving, on a foreign or damaged index
 
@@ -112,15 +117,34 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
         id: str | None = Field(default=None, min_length=1, max_length=1024)
         text: str = Field(max_length=max_text_chars)
 
+    class RerankSetting(BaseModel):
+        """The rerank verification the client expects (refused with 409 unless it is
+        the index's; unset fields take their defaults, as for Index.create)."""
+        model_config = ConfigDict(extra="forbid")
+        scorer: Literal["verifier", "cross-encoder", "none"]
+        model: str | None = Field(default=None, max_length=4096)
+        threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+        max_chars: int | None = Field(default=None, ge=1)
+
+    def _check_rerank(setting: RerankSetting | None) -> None:
+        if setting is None:
+            return
+        if setting.scorer == "none":
+            index.check_rerank(None)
+        else:
+            index.check_rerank(setting.model_dump(exclude_none=True))
+
     class QueryRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
         documents: list[Document] = Field(min_length=1, max_length=max_documents)
         top_k: int = Field(default=10, ge=1, le=max_top_k)
+        rerank: RerankSetting | None = None
 
     class AddRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
         documents: list[Document] = Field(min_length=1, max_length=max_documents)
         skip_existing: bool = False
+        rerank: RerankSetting | None = None
 
     @asynccontextmanager
     async def lifespan(app):
@@ -138,6 +162,10 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
     async def _input(request: Request, exc: InputError):
         return JSONResponse(status_code=400, content={"detail": str(exc)})
 
+    @app.exception_handler(IndexMismatchError)
+    async def _mismatch(request: Request, exc: IndexMismatchError):
+        return JSONResponse(status_code=409, content={"detail": str(exc)})
+
     @app.exception_handler(NeardupError)
     async def _neardup(request: Request, exc: NeardupError):
         return JSONResponse(status_code=500, content={"detail": str(exc)})
@@ -152,6 +180,7 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
 
     @app.post("/query")
     def query(request: QueryRequest) -> dict[str, Any]:
+        _check_rerank(request.rerank)
         docs = request.documents
         ids = [d.id if d.id is not None else str(i) for i, d in enumerate(docs)]
         result = index.query([d.text for d in docs], ids, top_k=request.top_k)
@@ -159,6 +188,7 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
 
     @app.post("/add")
     def add(request: AddRequest) -> dict[str, Any]:
+        _check_rerank(request.rerank)
         docs = request.documents
         given = [d.id is not None for d in docs]
         if any(given) and not all(given):

@@ -1,0 +1,133 @@
+"""A bulk add killed (SIGKILL) at each of its steps, then resumed, gives the index an
+uninterrupted bulk add gives (Index.bulk_add(resume=True), index add --bulk --resume).
+The kills use the test hook NEARDUP_TEST_KILL_AT (neardup.io.outputs.kill_point)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neardup.index import Index
+from neardup.io.outputs import KILL_ENV
+from tests.index.conftest import synthetic_texts
+
+ROOT = Path(__file__).resolve().parents[2]
+N = 3000
+
+# Builds DIR from CORPUS (JSON list of texts) in batches of 250, checkpointing the sketch
+# every 1,000 documents; argv: directory, corpus, resume (0/1).
+_SCRIPT = """
+import json, sys
+from neardup.index import Index
+directory, corpus, resume = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+texts = json.loads(open(corpus).read())
+batches = ((texts[a:a + 250], [str(i) for i in range(a, min(a + 250, len(texts)))])
+           for a in range(0, len(texts), 250))
+with Index(directory) as index:
+    index.bulk_add(batches, partitions=8, resume=resume, checkpoint_docs=1000,
+                   input_key={"corpus": corpus}, log=lambda m: print(m, file=sys.stderr))
+"""
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != KILL_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["HF_HUB_OFFLINE"] = "1"
+    return env | extra
+
+
+def _build(directory: Path, corpus: Path, resume: bool, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", _SCRIPT, str(directory), str(corpus),
+                           "1" if resume else "0"], env=_env(**env), capture_output=True,
+                          text=True, timeout=600)
+
+
+def _content(directory: Path):
+    with Index(directory) as index:
+        con = index._reader()
+        return (con.execute("SELECT doc, id, cluster, n_features, digest, arrays, text FROM docs "
+                            "ORDER BY doc").fetchall(),
+                con.execute("SELECT key, payload, doc FROM postings ORDER BY 1, 2, 3").fetchall(),
+                con.execute("SELECT * FROM big ORDER BY key").fetchall(),
+                index.stats(check=True)["documents"])
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    base = tmp_path_factory.mktemp("resume")
+    corpus = base / "corpus.json"
+    corpus.write_text(json.dumps(synthetic_texts(N, seed=11)))
+    Index.create(base / "whole", "minhash", store_text=True).close()
+    done = _build(base / "whole", corpus, False)
+    assert done.returncode == 0, done.stderr
+    return base, corpus, _content(base / "whole")
+
+
+@pytest.mark.parametrize("stage", ["bulk-sketch", "bulk-link", "bulk-documents", "bulk-indexed"])
+def test_killed_at_each_step_then_resumed_gives_the_same_index(setup, stage):
+    base, corpus, expected = setup
+    directory = base / stage
+    Index.create(directory, "minhash", store_text=True).close()
+    killed = _build(directory, corpus, False, **{KILL_ENV: stage})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert list(directory.glob(".bulk-*"))  # the scratch is left for a resume
+    with Index(directory) as index:
+        assert len(index) == 0  # all or nothing: the index itself is untouched
+    resumed = _build(directory, corpus, True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming an interrupted bulk add" in resumed.stderr
+    if stage == "bulk-sketch":  # work was reused, not redone
+        assert "sketch resumes after 1000 documents" in resumed.stderr
+    else:
+        assert "sketch stage already complete" in resumed.stderr
+    if stage == "bulk-link":
+        assert "linking key partitions from 2" in resumed.stderr
+    if stage == "bulk-documents":
+        assert "linking key partitions from 8" in resumed.stderr
+    assert _content(directory) == expected
+    assert not list(directory.glob(".bulk-*"))
+
+
+def test_resume_refuses_another_input_and_without_resume_starts_afresh(setup):
+    base, corpus, expected = setup
+    directory = base / "other"
+    Index.create(directory, "minhash", store_text=True).close()
+    assert _build(directory, corpus, False, **{KILL_ENV: "bulk-link"}).returncode == -signal.SIGKILL
+    other = base / "other.json"
+    other.write_text(corpus.read_text())
+    refused = subprocess.run([sys.executable, "-c", _SCRIPT.replace("corpus}", "corpus + 'x'}"),
+                              str(directory), str(other), "1"], env=_env(), capture_output=True,
+                             text=True, timeout=600)
+    assert refused.returncode != 0 and "another input" in refused.stderr
+    fresh = _build(directory, corpus, False)
+    assert fresh.returncode == 0 and "discarding the scratch" in fresh.stderr
+    assert _content(directory) == expected
+
+
+def test_cli_resume(setup, tmp_path):
+    base, corpus, _ = setup
+    texts = json.loads(corpus.read_text())
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)))
+    directory = tmp_path / "idx"
+    Index.create(directory, "minhash", store_text=True).close()
+    command = [sys.executable, "-m", "neardup", "index", "add", str(directory), str(jsonl),
+               "--id-field", "id", "--bulk", "--batch-size", "250"]
+    killed = subprocess.run(command, env=_env(**{KILL_ENV: "bulk-link"}), capture_output=True,
+                            text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL
+    usage = subprocess.run([sys.executable, "-m", "neardup", "index", "add", str(directory),
+                            str(jsonl), "--resume"], env=_env(), capture_output=True, text=True)
+    assert usage.returncode == 2 and "--bulk" in usage.stderr
+    resumed = subprocess.run(command + ["--resume"], env=_env(), capture_output=True, text=True,
+                             timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming an interrupted bulk add" in resumed.stderr
+    with Index(directory) as index:
+        assert index.stats(check=True)["documents"] == N

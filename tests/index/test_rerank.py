@@ -1,0 +1,161 @@
+"""Rerank verification in the index (Index.create(rerank=...), index create --rerank)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import neardup
+from neardup.cli import main as cli
+from neardup.index import Index, IndexMismatchError
+from neardup.models import MODELS_DIR
+from tests.index.conftest import partition_equal
+
+pytestmark = pytest.mark.skipif(not (MODELS_DIR / "verifier-news" / "model.json").is_file(),
+                                reason="no shipped verifier")
+
+# A permissive MinHash threshold: many candidates that the verifier turns down.
+THRESHOLD = 0.2
+
+
+@pytest.fixture(scope="module")
+def texts(demo_texts):
+    return demo_texts[:3000]
+
+
+@pytest.fixture(scope="module")
+def expected(texts):
+    """One-shot dedup --method rerank with the index's method as the candidates."""
+    return neardup.dedup(texts, "rerank", pair_types=False, scorer="verifier",
+                         candidates="minhash", candidate_params={"threshold": THRESHOLD}).clusters
+
+
+def _labels(index: Index, n: int) -> np.ndarray:
+    table = index.clusters()
+    labels = np.full(n, -1, np.int64)
+    labels[np.array(table.column("id").to_pylist(), int)] = table.column("cluster").to_numpy()
+    return labels
+
+
+def _batches(texts, size):
+    return [(texts[a:a + size], [str(i) for i in range(a, min(a + size, len(texts)))])
+            for a in range(0, len(texts), size)]
+
+
+@pytest.mark.parametrize("how", ["add in 3 batches", "bulk"])
+def test_rerank_index_gives_dedup_rerank_clusters(texts, expected, tmp_path, how):
+    plain = neardup.dedup(texts, "minhash", pair_types=False, threshold=THRESHOLD).clusters
+    # The verifier changes the clustering here, so the equality below is not vacuous.
+    assert not partition_equal(plain, expected)
+    with Index.create(tmp_path / "idx", "minhash", rerank="verifier", threshold=THRESHOLD) as index:
+        if how == "bulk":
+            index.bulk_add(_batches(texts, 1000), partitions=8)
+        else:
+            for batch, ids in _batches(texts, 1000):
+                index.add(batch, ids)
+        assert partition_equal(_labels(index, len(texts)), expected)
+        stats = index.stats(check=True)
+        assert stats["rerank"]["scorer"] == "verifier" and stats["rerank"]["threshold"] == 0.9
+        con = index._reader()
+        count, stored = con.execute("SELECT count(*), sum(length(text)) FROM rerank_text").fetchone()
+        assert count == len(texts)
+        assert stored < sum(len(t.encode()) for t in texts)  # compressed
+
+
+def test_query_matches_are_minhash_matches_the_verifier_confirms(texts, tmp_path):
+    stored, probe = texts[:2500], texts[2500:]
+    with Index.create(tmp_path / "plain", "minhash", threshold=THRESHOLD) as plain, \
+            Index.create(tmp_path / "rr", "minhash", threshold=THRESHOLD,
+                         rerank={"scorer": "verifier", "threshold": 0.9}) as rr:
+        plain.add(stored)
+        rr.add(stored)
+        a = {(r["id"], m["id"]) for r in plain.query(probe, top_k=100).records() for m in r["matches"]}
+        found = rr.query(probe, top_k=100).records()
+        b = {(r["id"], m["id"]) for r in found for m in r["matches"]}
+        assert b and b < a  # a strict subset: the verifier turned some down
+        assert all(m["score"] >= 0.9 for r in found for m in r["matches"])
+
+
+def test_texts_stored_only_with_rerank_and_mismatch_refused(tmp_path):
+    with Index.create(tmp_path / "plain", "minhash") as index:
+        index.add(["some text here for the index", "another one"])
+        tables = {r[0] for r in index._reader().execute("SELECT name FROM sqlite_master")}
+        assert "rerank_text" not in tables and index.stats()["rerank"] is None
+        index.check_rerank(None)
+        with pytest.raises(IndexMismatchError, match="rerank"):
+            index.check_rerank("verifier")
+    Index.create(tmp_path / "rr", "minhash", rerank={"scorer": "verifier", "threshold": 0.8}).close()
+    with Index(tmp_path / "rr", rerank={"scorer": "verifier", "threshold": 0.8}) as index:
+        assert index.rerank["threshold"] == 0.8
+    for other in (None, "verifier", {"scorer": "verifier", "threshold": 0.5}):
+        with pytest.raises(IndexMismatchError, match="rerank"):
+            Index(tmp_path / "rr", rerank=other)
+    with pytest.raises(ValueError, match="applies to the methods"):
+        Index.create(tmp_path / "s", "simhash", rerank="verifier")
+    with pytest.raises(ValueError, match="rerank model"):
+        Index.create(tmp_path / "m", "minhash", rerank={"model": str(tmp_path / "nowhere")})
+
+
+def test_delete_relinks_with_the_verifier(texts, expected, tmp_path):
+    keep = np.ones(len(texts), bool)
+    keep[::7] = False
+    rest = [t for t, k in zip(texts, keep) if k]
+    want = neardup.dedup(rest, "rerank", pair_types=False, scorer="verifier",
+                         candidates="minhash", candidate_params={"threshold": THRESHOLD}).clusters
+    with Index.create(tmp_path / "idx", "minhash", rerank="verifier", threshold=THRESHOLD) as index:
+        index.add(texts)
+        index.delete([str(i) for i in np.flatnonzero(~keep).tolist()])
+        table = index.clusters()
+        assert table.column("id").to_pylist() == [str(i) for i in np.flatnonzero(keep).tolist()]
+        assert partition_equal(table.column("cluster").to_numpy(), want)
+        assert index._reader().execute("SELECT count(*) FROM rerank_text").fetchone()[0] == len(rest)
+
+
+def test_cli_create_add_query_and_help(texts, tmp_path):
+    runner = CliRunner()
+    assert "--rerank" in runner.invoke(cli, ["index", "create", "--help"]).output
+    assert "--rerank" in runner.invoke(cli, ["index", "query", "--help"]).output
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n"
+                              for i, t in enumerate(texts[:600])))
+    idx = str(tmp_path / "idx")
+    r = runner.invoke(cli, ["index", "create", idx, "--method", "minhash", "--threshold", "0.2",
+                            "--rerank", "verifier", "--rerank-threshold", "0.8"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["rerank"]["threshold"] == 0.8
+    r = runner.invoke(cli, ["index", "add", idx, str(corpus), "--id-field", "id", "--bulk", "-q"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(cli, ["index", "query", idx, str(corpus), "--id-field", "id", "--limit", "20",
+                            "--rerank", "verifier", "--rerank-threshold", "0.8"])
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(line) for line in r.output.splitlines()]
+    assert rows and all(row["score"] >= 0.8 for row in rows)
+    r = runner.invoke(cli, ["index", "query", idx, str(corpus), "--rerank", "verifier"])
+    assert r.exit_code != 0 and "rerank" in r.output
+    r = runner.invoke(cli, ["index", "create", str(tmp_path / "x"), "--rerank-threshold", "0.5"])
+    assert r.exit_code != 0 and "--rerank" in r.output
+
+
+def test_http_reports_and_checks_rerank(texts, tmp_path):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from neardup.index.service import create_app
+
+    Index.create(tmp_path / "idx", "minhash", rerank="verifier", threshold=THRESHOLD).close()
+    with TestClient(create_app(tmp_path / "idx"), raise_server_exceptions=False) as client:
+        assert client.get("/stats").json()["rerank"]["scorer"] == "verifier"
+        docs = [{"id": str(i), "text": t} for i, t in enumerate(texts[:50])]
+        r = client.post("/add", json={"documents": docs, "rerank": {"scorer": "verifier"}})
+        assert r.status_code == 200, r.text
+        r = client.post("/query", json={"documents": [{"text": texts[3]}],
+                                        "rerank": {"scorer": "verifier"}})
+        assert r.status_code == 200 and r.json()["results"][0]["matches"][0]["id"] == "3"
+        for bad in ({"scorer": "none"}, {"scorer": "verifier", "threshold": 0.1}):
+            r = client.post("/query", json={"documents": [{"text": "x"}], "rerank": bad})
+            assert r.status_code == 409, r.text
+        r = client.post("/query", json={"documents": [{"text": "x"}], "rerank": {"scorer": "?"}})
+        assert r.status_code == 422
