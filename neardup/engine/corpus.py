@@ -346,22 +346,33 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     # checked again in the next. Partitions are linked in order, so a resumed stage
     # replays the forests of the completed ones (a prefix) to get the same state.
     uf = UnionFind(n_docs)
+    # Capped keys held per document (4 bytes each), for the method's pruning summary:
+    # which documents share keys too common to be compared all-to-all.
+    capping = method.bucket_star_upto is not None or method.bucket_skip_over is not None
+    capped_per_doc = np.zeros(n_docs if capping else 0, np.int32)
     resuming = True
     with progress_bar("linking", total=config.partitions, unit="partitions",
                       enabled=progress) as advance, timer.stage("pairs"):
         for p in range(config.partitions):
             out = directory / f"p-{p:04d}.arrow"
             done = directory / f"p-{p:04d}.json"
+            capped_file = directory / f"p-{p:04d}.capped.arrow"
             resuming = resuming and out.exists() and done.exists()
             if resuming:
+                if capping:
+                    _count_capped(capped_per_doc, read_arrow(capped_file).column("doc").to_numpy())
                 table = read_arrow(out)
                 away = table.column("outside_window").to_numpy(zero_copy_only=False)
                 uf.union(table.column("left").to_numpy()[~away],
                          table.column("right").to_numpy()[~away])
             else:
                 tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
-                forest, outside, counts = _link_partition(
+                forest, outside, counts, capped_docs = _link_partition(
                     method, tables, store, dates, window_hours, chunk_edges, uf, step=step)
+                if capping:
+                    _count_capped(capped_per_doc, capped_docs)
+                    write_arrow(capped_file, pa.table({"doc": capped_docs}), durable=False)
+                del capped_docs
                 store.release()
                 del tables
                 write_arrow(out, pa.table({
@@ -376,8 +387,19 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
             for name in totals:
                 totals[name] += counts.get(name, 0)
             advance(1)
+    if capping:
+        sizes = pq.read_table(wd.stage_dir("sketch") / "docs.parquet",
+                              columns=["n_features"]).column("n_features").to_numpy()
+        totals["capped_documents"] = int(np.count_nonzero(capped_per_doc))
+        totals["capped_only_documents"] = int(np.count_nonzero((capped_per_doc == sizes) & (sizes > 0)))
     wd.finish("link", key, totals)
     return totals
+
+
+def _count_capped(per_doc: np.ndarray, docs: np.ndarray) -> None:
+    if docs.size:
+        found, counts = np.unique(docs, return_counts=True)
+        per_doc[found] += counts.astype(np.int32)
 
 
 _SET_SIZES, _SET_VALUES = "sets.sizes", "sets.values"
@@ -625,12 +647,15 @@ def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                     dates: np.ndarray | None, window_hours: float | None,
                     chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
-                    ) -> tuple[Pairs, Pairs, dict[str, int]]:
-    """One key partition's forest, outside-window pairs and counts (``capped_keys``: key
-    groups over ``method.bucket_star_upto``, linked by their chain alone)."""
+                    ) -> tuple[Pairs, Pairs, dict[str, int], np.ndarray]:
+    """One key partition's forest, outside-window pairs, counts (``capped_keys``: key
+    groups over ``method.bucket_star_upto``, linked by their chain alone, or over
+    ``method.bucket_skip_over``, not linked) and the documents of those groups' rows (one
+    entry per capped key a document holds)."""
+    capped_docs = np.zeros(0, np.int64)
     if not tables:
         return Pairs.empty(), Pairs.empty(), {"candidate_edges": 0, "verified_edges": 0,
-                                              "capped_keys": 0}
+                                              "capped_keys": 0}, capped_docs
     table = pa.concat_tables(tables)
     keys = table.column("key").to_numpy()
     docs = table.column("doc").to_numpy()
@@ -653,7 +678,9 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
         star_upto = method.bucket_star_upto
         upto = method.bucket_all_pairs_upto
         if star_upto is not None:
-            linker.counts["capped_keys"] = int(np.count_nonzero((sizes > star_upto) & (sizes > upto)))
+            capped = (sizes > star_upto) & (sizes > upto)
+            linker.counts["capped_keys"] = int(np.count_nonzero(capped))
+            capped_docs = docs[np.repeat(capped, sizes)]
         if method.bucket_edges_overlap:
             # A document's keys in groups compared all-to-all, singletons included (a key
             # no other document has is seen not to be shared).
@@ -664,6 +691,7 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
         if skip is not None:
             over = sizes > skip
             linker.counts["capped_keys"] = int(np.count_nonzero(over))
+            capped_docs = docs[np.repeat(over, sizes)]
             if over.any():  # not linked; their rows count as unseen keys for the bound
                 starts, sizes = starts[~over], sizes[~over]
         starts, sizes = starts[sizes > 1], sizes[sizes > 1]
@@ -684,7 +712,7 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                                        star_upto)
             linker.consider(left, right)
             first = last
-    return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts
+    return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts, capped_docs
 
 
 def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
@@ -714,7 +742,7 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
     columns = {"key": keys, "doc": docs}
     if payload is not None:
         columns["payload"] = payload
-    forest, _, _ = _link_partition(method, [pa.table(columns)], store, None, None,
+    forest, _, _, _ = _link_partition(method, [pa.table(columns)], store, None, None,
                                    max(int(chunk_rows), 1024), uf)
     return forest
 

@@ -505,8 +505,10 @@ class NGramOverlap(Method):
                                   self.threshold, self.similarity == "containment")
 
     def keyed_pruning(self, stats: dict) -> dict[str, int]:
-        # Counted over the prefix keys (not every shingle, as find_pairs counts them).
-        return {"max_df_shingles": int(stats.get("capped_keys", 0))}
+        # Every shingle is a key, so these are find_pairs' counts.
+        return {"max_df_shingles": int(stats.get("capped_keys", 0)),
+                "max_df_documents": int(stats.get("capped_documents", 0)),
+                "max_df_only_documents": int(stats.get("capped_only_documents", 0))}
 
     def score_candidate_rows(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray):
         sets = rows.sets

@@ -348,15 +348,18 @@ def test_report_and_metadata_record_version_and_banding(tmp_path, corpus, given,
         assert (method["bands"], method["rows"]) == tuple(expected)
 
 
-def test_ngram_copies_above_max_df_found_and_reported(tmp_path):
+@pytest.mark.parametrize("engine", ["local", "memory"])
+def test_ngram_copies_above_max_df_found_and_reported(tmp_path, engine):
     path = tmp_path / "copies.jsonl"
-    path.write_text(json.dumps({"text": STORY}) + "\n" * 1 + (json.dumps({"text": STORY}) + "\n") * 20)
+    other = "A different story about grain shipments from the port, with its own words."
+    path.write_text((json.dumps({"text": STORY}) + "\n") * 21 + json.dumps({"text": other}) + "\n")
     report = tmp_path / "r.json"
-    result = invoke(path, "--method", "ngram", "--max-df", "5", "--report", report)
+    result = invoke(path, "--method", "ngram", "--max-df", "5", "--engine", engine, "--report", report)
     assert result.exit_code == 0, result.output
     summary = json.loads(report.read_text())["summary"]
-    assert summary["clusters"] == 1 and summary["documents"] == 21
-    assert summary["max_df_only_documents"] == 21 and summary["max_df_shingles"] > 0
+    assert summary["clusters"] == 2 and summary["documents"] == 22
+    assert summary["max_df_only_documents"] == 21 and summary["max_df_documents"] == 21
+    assert summary["max_df_shingles"] > 0
 
 
 def test_summary_table_shows_pruning(tmp_path):
