@@ -269,7 +269,10 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
                 array_files[_SET_VALUES].write(sets.hashes.tobytes())
             if method.candidate_text_chars is not None:
                 cut = method.candidate_text_chars
-                column = pa.array([t[:cut] for t in batch.texts], pa.large_string())
+                # Bytes, not Arrow strings: a lone surrogate (valid in a Python str, not
+                # in UTF-8) must reach the scorer unchanged rather than fail the run.
+                column = pa.array([t[:cut].encode("utf-8", "surrogatepass") for t in batch.texts],
+                                  pa.large_binary())
                 if text_writer is None:
                     text_writer = ipc.new_file(str(directory / _TEXTS),
                                                pa.schema([("text", column.type)]))
@@ -499,7 +502,7 @@ class _ArrayStore:
 
 class _TextRows:
     """The texts of a step's documents, aligned with them, read from the memory-mapped
-    Arrow column only when taken (``take(positions)`` -> Arrow array)."""
+    Arrow column only when taken (``take(positions)`` -> list of str)."""
 
     def __init__(self, column: pa.ChunkedArray, docs: np.ndarray) -> None:
         self.column, self.docs = column, docs
@@ -507,8 +510,9 @@ class _TextRows:
     def __len__(self) -> int:
         return int(self.docs.shape[0])
 
-    def take(self, positions) -> pa.ChunkedArray:
-        return self.column.take(pa.array(self.docs[np.asarray(positions, np.int64)]))
+    def take(self, positions) -> list[str]:
+        raw = self.column.take(pa.array(self.docs[np.asarray(positions, np.int64)])).to_pylist()
+        return [b.decode("utf-8", "surrogatepass") for b in raw]
 
 
 class ArrayRows:

@@ -174,6 +174,12 @@ class RerankedMethod:
         return self._verifier.confirm(score, accept, left[DOC_ARRAY], right[DOC_ARRAY],
                                       self._texts_of)
 
+    def score_candidate_rows(self, rows, left: np.ndarray, right: np.ndarray):
+        # The corpus stage's linker calls this one; without it __getattr__ would hand it
+        # the wrapped method's, which never asks the verifier.
+        return self.score_candidates({k: v[left] for k, v in rows.arrays.items()},
+                                     {k: v[right] for k, v in rows.arrays.items()})
+
 
 def stored_texts(con, docs: np.ndarray) -> dict[int, str]:
     """Stored texts of index positions ``docs`` (one temp-table join)."""

@@ -134,9 +134,9 @@ class CandidateRows:
         The rows of :attr:`Method.candidate_arrays`, aligned with ``docs``.
     sets : ShingleSets or None
         The documents' shingle sets (:attr:`Method.candidate_sets`), aligned with ``docs``.
-    texts : pyarrow array of strings, sequence of str, or None
+    texts : sequence of str, an object with ``take(positions) -> list[str]``, or None
         The documents' raw texts cut to :attr:`Method.candidate_text_chars`, aligned with
-        ``docs`` (the corpus stage gives an Arrow array: ``take`` what is read).
+        ``docs`` (the corpus stage gives a lazy reader: ``take`` what is read).
     dates : ndarray of datetime64[s] or None
         The documents' dates (NaT where unknown) when :attr:`Method.candidate_dates`.
     """

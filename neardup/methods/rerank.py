@@ -329,7 +329,8 @@ def _take_texts(texts: Any, positions: np.ndarray) -> list[str]:
     """``texts[positions]`` as Python strings, from an object with ``take`` (the corpus
     stage's texts, read only now) or a sequence."""
     if hasattr(texts, "take"):
-        return texts.take(np.asarray(positions, np.int64)).to_pylist()
+        taken = texts.take(np.asarray(positions, np.int64))
+        return taken if isinstance(taken, list) else taken.to_pylist()
     return [texts[i] for i in positions.tolist()]
 
 

@@ -12,6 +12,7 @@ import neardup
 from neardup.cli import main as cli
 from neardup.index import Index, IndexMismatchError
 from neardup.models import MODELS_DIR
+from neardup.text.shingle import ShingleConfig
 from tests.index.conftest import partition_equal
 
 pytestmark = pytest.mark.skipif(not (MODELS_DIR / "verifier-news" / "model.json").is_file(),
@@ -19,6 +20,8 @@ pytestmark = pytest.mark.skipif(not (MODELS_DIR / "verifier-news" / "model.json"
 
 # A permissive MinHash threshold: many candidates that the verifier turns down.
 THRESHOLD = 0.2
+# The index's own MinHash (word 3-grams), not rerank's character 5-gram candidates.
+INDEX_CANDIDATES = {"threshold": THRESHOLD, "shingle": ShingleConfig("word", 3)}
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +31,10 @@ def texts(demo_texts):
 
 @pytest.fixture(scope="module")
 def expected(texts):
-    """One-shot dedup --method rerank with the index's method as the candidates."""
-    return neardup.dedup(texts, "rerank", pair_types=False, scorer="verifier",
-                         candidates="minhash", candidate_params={"threshold": THRESHOLD}).clusters
+    """One-shot dedup --method rerank with the index's method (MinHash defaults: word
+    3-grams, not rerank's own character 5-gram candidates) as the candidates."""
+    return neardup.dedup(texts, "rerank", pair_types=False, scorer="verifier", candidates="minhash",
+                         candidate_params=INDEX_CANDIDATES).clusters
 
 
 def _labels(index: Index, n: int) -> np.ndarray:
@@ -103,8 +107,8 @@ def test_delete_relinks_with_the_verifier(texts, expected, tmp_path):
     keep = np.ones(len(texts), bool)
     keep[::7] = False
     rest = [t for t, k in zip(texts, keep) if k]
-    want = neardup.dedup(rest, "rerank", pair_types=False, scorer="verifier",
-                         candidates="minhash", candidate_params={"threshold": THRESHOLD}).clusters
+    want = neardup.dedup(rest, "rerank", pair_types=False, scorer="verifier", candidates="minhash",
+                         candidate_params=INDEX_CANDIDATES).clusters
     with Index.create(tmp_path / "idx", "minhash", rerank="verifier", threshold=THRESHOLD) as index:
         index.add(texts)
         index.delete([str(i) for i in np.flatnonzero(~keep).tolist()])
