@@ -261,6 +261,22 @@ _FACTS = pa.schema([("shard", pa.int32()), ("row", pa.int64()), ("id", pa.string
                     ("length", pa.int64()), ("date", pa.int64()), ("n_features", pa.int64())])
 
 
+def _batch_facts(index: int, offset: int, batch: DocumentBatch, n_features) -> tuple:
+    """A batch's dates (int64 seconds, NaT as :data:`_NO_DATE`) and its facts table
+    (:data:`_FACTS`; ``offset``: the batch's first shard row)."""
+    n = len(batch)
+    dates = (batch.dates.astype("datetime64[s]").astype(np.int64) if batch.dates is not None
+             else np.full(n, _NO_DATE, np.int64))
+    return dates, pa.table({
+        "shard": pa.array(np.full(n, index, np.int32)),
+        "row": pa.array(np.arange(offset, offset + n, dtype=np.int64)),
+        "id": pa.array(batch.ids if batch.ids is not None else [None] * n, pa.string()),
+        "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
+        "date": pa.array(dates),
+        "n_features": pa.array(np.asarray(n_features, np.int64)),
+    }, schema=_FACTS)
+
+
 def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig, memory: list | None,
                  partitions: int) -> tuple:
     """Read and sketch one shard. Returns ``partitions + 3`` objects: a count (documents,
@@ -274,16 +290,8 @@ def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig
         n = len(batch)
         sketch = method.sketch(batch.texts)
         found = method.candidate_keys(sketch)
-        dates = (batch.dates.astype("datetime64[s]").astype(np.int64) if batch.dates is not None
-                 else np.full(n, _NO_DATE, np.int64))
-        facts.append(pa.table({
-            "shard": pa.array(np.full(n, index, np.int32)),
-            "row": pa.array(np.arange(offset, offset + n, dtype=np.int64)),
-            "id": pa.array(batch.ids if batch.ids is not None else [None] * n, pa.string()),
-            "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
-            "date": pa.array(dates),  # NaT is int64 min, _NO_DATE
-            "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
-        }, schema=_FACTS))
+        dates, table = _batch_facts(index, offset, batch, sketch.n_features)
+        facts.append(table)
         for name in method.candidate_arrays:
             arrays.setdefault(name, []).append(np.ascontiguousarray(sketch.arrays[name]))
         arrays.setdefault("date", []).append(dates)
@@ -497,16 +505,8 @@ def _embed_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig,
             found, norms = check_unit_rows(method.name, "embeddings", found)
             deviation = max(deviation, float(np.abs(norms - 1.0).max()))
             rows.append(found)
-        date = (batch.dates.astype("datetime64[s]").astype(np.int64) if batch.dates is not None
-                else np.full(n, _NO_DATE, np.int64))
-        facts.append(pa.table({
-            "shard": pa.array(np.full(n, index, np.int32)),
-            "row": pa.array(np.arange(offset, offset + n, dtype=np.int64)),
-            "id": pa.array(batch.ids if batch.ids is not None else [None] * n, pa.string()),
-            "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
-            "date": pa.array(date),
-            "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
-        }, schema=_FACTS))
+        date, table = _batch_facts(index, offset, batch, sketch.n_features)
+        facts.append(table)
         owned.append(np.asarray(counts, np.int64))
         dates.append(date)
         offset += n

@@ -54,7 +54,7 @@ from neardup._params import ParamsMixin
 from neardup.graph.edges import Pairs
 from neardup.text.shingle import ShingleSets
 
-__all__ = ["CandidateKeys", "CandidateRows", "Matches", "Method", "Sketch", "VectorSearch"]
+__all__ = ["CandidateKeys", "CandidateRows", "Matches", "Method", "SetKeyedMixin", "Sketch", "VectorSearch"]
 
 
 @dataclass
@@ -418,3 +418,27 @@ class Method(ParamsMixin, ABC):
         :meth:`score_candidates`. ``keys``, ``docs``, ``payload`` are one key partition's
         rows, in any order."""
         return None
+
+
+class SetKeyedMixin:
+    """The keyed contract shared by the set-overlap methods (``ngram``, ``spotsigs``):
+    every set element is a key, verification reads the stored sets (no fixed-width
+    arrays), and key groups of up to ``min(max_df, KEYED_ALL_PAIRS_UPTO)`` documents are
+    compared all-to-all, as their in-memory inverted index does. The class needs a
+    ``max_df`` attribute."""
+
+    #: Largest key group compared all-to-all in the keyed stage (bounds the pairs of a
+    #: group: 1000 members, ~500k pairs, most dropped by the count bound).
+    KEYED_ALL_PAIRS_UPTO = 1000
+
+    @property
+    def candidate_arrays(self) -> tuple[str, ...] | None:
+        return ()
+
+    @property
+    def candidate_sets(self) -> bool:
+        return True
+
+    @property
+    def bucket_all_pairs_upto(self) -> int:
+        return min(self.max_df, self.KEYED_ALL_PAIRS_UPTO)

@@ -67,7 +67,7 @@ from numba import njit, prange
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
-from neardup.methods.base import CandidateKeys, CandidateRows, Method, Sketch
+from neardup.methods.base import CandidateKeys, CandidateRows, Method, SetKeyedMixin, Sketch
 from neardup.methods.overlap_kernels import (
     bounded_similarity,
     count_bound_passes,
@@ -288,7 +288,7 @@ def exact_similarity(
     return _pair_similarity(hashes, offsets, left, right, kind == "containment").astype(np.float32)
 
 
-class NGramOverlap(Method):
+class NGramOverlap(SetKeyedMixin, Method):
     """Exact n-gram overlap near-duplicate detection (``--method ngram``).
 
     Every pair of documents sharing at least one rare shingle gets its exact Jaccard (or
@@ -435,24 +435,10 @@ class NGramOverlap(Method):
     # next to each other and are always linked, as in step 6. Edges are verified with the
     # exact similarity of the stored sets.
 
-    #: Largest key group compared all-to-all in the keyed stage (all pairs of a group of
-    #: m cost m (m - 1) / 2 candidate emissions, most of them between documents already
-    #: joined or dropped by the count bound; star plus chain 2 m).
-    KEYED_ALL_PAIRS_UPTO = 1000
+    # (KEYED_ALL_PAIRS_UPTO comes from SetKeyedMixin.)
+
     #: MinHash orders a key group's chain may follow (one per group, picked by its key).
     CHAIN_ORDERS = 8
-
-    @property
-    def candidate_arrays(self) -> tuple[str, ...] | None:
-        return ()
-
-    @property
-    def candidate_sets(self) -> bool:
-        return True
-
-    @property
-    def bucket_all_pairs_upto(self) -> int:
-        return min(self.max_df, self.KEYED_ALL_PAIRS_UPTO)
 
     @property
     def bucket_edges_overlap(self) -> bool:

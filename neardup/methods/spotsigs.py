@@ -60,7 +60,7 @@ from numba import njit, uint64
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
-from neardup.methods.base import CandidateKeys, CandidateRows, Method, Sketch
+from neardup.methods.base import CandidateKeys, CandidateRows, Method, SetKeyedMixin, Sketch
 from neardup.methods.overlap_kernels import (
     bounded_similarity,
     count_bound_passes,
@@ -274,7 +274,7 @@ def _build_index(sorted_hashes, sorted_ranks, sizes, max_df, threshold):
     return frequent, keep_rank, keep_stop, doc_ptr, doc_posts, emits, n_frequent, skipped
 
 
-class SpotSigs(Method):
+class SpotSigs(SetKeyedMixin, Method):
     """SpotSigs near-duplicate detection (``--method spotsigs``).
 
     Each document becomes the set of its *spot signatures*: an antecedent word followed by
@@ -500,20 +500,6 @@ class SpotSigs(Method):
     # (between max_df > 1000 and 1000, a star plus a chain). Edges are verified with the
     # exact Jaccard of the stored sets, whose size bound is SpotSigs' length pruning.
 
-    #: Largest key group compared all-to-all in the keyed stage.
-    KEYED_ALL_PAIRS_UPTO = 1000
-
-    @property
-    def candidate_arrays(self) -> tuple[str, ...] | None:
-        return ()
-
-    @property
-    def candidate_sets(self) -> bool:
-        return True
-
-    @property
-    def bucket_all_pairs_upto(self) -> int:
-        return min(self.max_df, self.KEYED_ALL_PAIRS_UPTO)
 
     @property
     def bucket_skip_over(self) -> int | None:

@@ -19,7 +19,6 @@ from neardup.data import demo_corpus_path
 from neardup.errors import InputError
 from neardup.io import ReaderConfig, read_corpus
 from neardup.methods import make_method
-from neardup.methods.embedding import RETSimMethod, RETSimPartialMethod
 from neardup.pipeline import ClusterConfig, run
 
 ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
@@ -33,6 +32,7 @@ from neardup.engine.ray_engine import (  # noqa: E402
     worker_runtime_env,
     write_outputs,
 )
+from tests.engine.fakes import FakeRETSim, FakeRETSimPartial  # noqa: E402
 
 _MB = 1 << 20
 
@@ -212,48 +212,11 @@ def test_outputs_written_without_the_forest_on_the_driver(cluster, shards, tmp_p
     assert pq.read_table(tmp_path / "p").num_rows == summary["pairs"]
 
 
-class _TrigramEmbedder:
-    """Hashed character-trigram counts, L2-normalised: a fast, deterministic stand-in for
-    the model (as in test_vector_stage.py)."""
-
-    dim = 64
-
-    def _rows(self, texts):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            data = np.frombuffer(text.lower().encode("utf-8"), dtype=np.uint8).astype(np.int64)
-            if data.size >= 3:
-                grams = (data[:-2] * 65599 + data[1:-1] * 257 + data[2:]) % 1000003
-                np.add.at(out[i], (grams * 2654435761) % self.dim, 1.0)
-            else:
-                out[i, 0] = 1.0
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-    def encode(self, texts, batch_size=None, progress=False):
-        return self._rows(texts)
-
-    def encode_chunks(self, texts, batch_size=None, progress=False):
-        pieces = [[t[s:s + 300] for s in range(0, max(len(t), 1), 300)] for t in texts]
-        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum([len(p) for p in pieces], out=offsets[1:])
-        return self._rows([c for p in pieces for c in p]), offsets
-
-
-class _FakeRETSim(RETSimMethod):
-    def _make_embedder(self):
-        return _TrigramEmbedder()
-
-
-class _FakeRETSimPartial(RETSimPartialMethod):
-    def _make_embedder(self):
-        return _TrigramEmbedder()
-
-
 @pytest.mark.parametrize("method_class, params, window", [
-    (_FakeRETSim, {"threshold": 0.85}, None),
-    (_FakeRETSim, {"threshold": 0.85, "index": "ivf"}, None),
-    (_FakeRETSimPartial, {"threshold": 0.85, "exact_limit": 1000, "k": 5}, None),  # auto -> IVF
-    (_FakeRETSim, {"threshold": 0.8}, 24),
+    (FakeRETSim, {"threshold": 0.85}, None),
+    (FakeRETSim, {"threshold": 0.85, "index": "ivf"}, None),
+    (FakeRETSimPartial, {"threshold": 0.85, "exact_limit": 1000, "k": 5}, None),  # auto -> IVF
+    (FakeRETSim, {"threshold": 0.8}, 24),
 ])
 def test_embedding_methods_same_clusters_as_local_engine(cluster, shards, method_class, params, window):
     # The workers unpickle the stand-in classes by value (this module is not importable there).
@@ -285,10 +248,10 @@ def test_embedding_method_on_batches_with_empty_and_identical_documents(cluster)
              "Something else entirely, of another kind."]
     batches = [DocumentBatch(ids=[str(i)], texts=[t], dates=None, source="mem", rows=np.array([i]))
                for i, t in enumerate(texts)]
-    result = run(iter(batches), _FakeRETSim(threshold=0.9, threads=1), engine="ray")
+    result = run(iter(batches), FakeRETSim(threshold=0.9, threads=1), engine="ray")
     assert result.clusters.tolist() == [0, 1, 0, 2]
     assert result.status.tolist() == ["ok", "empty", "ok", "ok"]
-    nothing = run(iter([]), _FakeRETSim(threshold=0.9), engine="ray")
+    nothing = run(iter([]), FakeRETSim(threshold=0.9), engine="ray")
     assert nothing.n_docs == 0
 
 
