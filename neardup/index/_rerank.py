@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from neardup.methods.base import Method
+
 __all__ = ["DOC_ARRAY", "RERANK_METHODS", "TEXT_TABLE", "RerankVerifier", "RerankedMethod",
            "rerank_config"]
 
@@ -174,11 +176,10 @@ class RerankedMethod:
         return self._verifier.confirm(score, accept, left[DOC_ARRAY], right[DOC_ARRAY],
                                       self._texts_of)
 
-    def score_candidate_rows(self, rows, left: np.ndarray, right: np.ndarray):
-        # The corpus stage's linker calls this one; without it __getattr__ would hand it
-        # the wrapped method's, which never asks the verifier.
-        return self.score_candidates({k: v[left] for k, v in rows.arrays.items()},
-                                     {k: v[right] for k, v in rows.arrays.items()})
+    # The corpus stage's linker calls this one: the base class's, bound here, gathers the
+    # rows and calls the score_candidates above (through __getattr__ it would be the
+    # wrapped method's, which never asks the verifier).
+    score_candidate_rows = Method.score_candidate_rows
 
 
 def stored_texts(con, docs: np.ndarray) -> dict[int, str]:
