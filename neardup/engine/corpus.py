@@ -42,7 +42,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
-from numba import njit
 
 from neardup.engine.buckets import bucket_edges, group_runs, overlap_pairs
 from neardup.engine.unionfind import UnionFind
@@ -50,6 +49,7 @@ from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write
 from neardup.errors import check_int
 from neardup.graph.edges import Pairs
 from neardup.io.batch import DocumentBatch
+from neardup.io.rowfile import read_rows, read_spans
 from neardup.methods.base import CandidateRows, Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
 from neardup.text.shingle import ShingleSets
@@ -409,32 +409,15 @@ _SET_SIZES, _SET_VALUES = "sets.sizes", "sets.values"
 _TEXTS = "texts.arrow"
 
 
-@njit(cache=True)
-def _gather_ragged(values, offsets, docs, out, out_offsets):
-    """Copy the runs ``values[offsets[d]:offsets[d + 1]]`` of ``docs`` into ``out`` at
-    ``out_offsets``."""
-    for i in range(docs.shape[0]):
-        start = offsets[docs[i]]
-        base = out_offsets[i]
-        for k in range(out_offsets[i + 1] - base):
-            out[base + k] = values[start + k]
-
-
 class _ArrayStore:
     """The per-document data of the sketch stage, read back by row: fixed-width arrays,
     ragged shingle sets, texts and dates (each only when the method reads it). Raw files
-    are mapped per read, so the pages touched leave the process with the mapping (they
-    stay in the OS cache): resident memory is the rows read, not the corpus. Set offsets
-    (8 bytes per document) stay in memory; texts are an Arrow IPC file read
-    memory-mapped (``take`` per step, unmapped after each partition).
-
-    A fault on a file page already in the page cache maps the pages around it too (the
-    kernel's fault-around, 64 KB): 16,384 random 512-byte rows read through one mapping
-    put ~1 GB of file pages in the process's RSS until it is unmapped (measured). Rows are
-    therefore read :attr:`rows_per_map` at a time, each slice through its own mapping.
+    are read with ``pread`` (:mod:`neardup.io.rowfile`: a memory map put the file's
+    page-cache folios around each row in the process's RSS), so resident memory is the
+    rows read, not the corpus. Set offsets (8 bytes per document) stay in memory; texts
+    are an Arrow IPC file read memory-mapped (``take`` per step, unmapped after each
+    partition).
     """
-
-    rows_per_map = 2048
 
     def __init__(self, wd: WorkDir, facts: dict[str, Any], dates: np.ndarray | None = None) -> None:
         layout, n_docs = facts["arrays"], facts["n_docs"]
@@ -460,26 +443,14 @@ class _ArrayStore:
         """The stored data of ``docs`` (ascending corpus positions)."""
         out = CandidateRows(docs)
         for name, (dtype, tail) in self.layout.items():
-            values = np.empty((docs.shape[0], *tail), dtype)
-            for start in range(0, docs.shape[0], self.rows_per_map):
-                part = slice(start, start + self.rows_per_map)
-                mapped = np.memmap(self.paths[name], dtype=dtype, mode="r",
-                                   shape=(self.n_docs, *tail))
-                values[part] = mapped[docs[part]]
-                del mapped
-            out.arrays[name] = values
+            width = dtype.itemsize * int(np.prod(tail or (1,)))
+            out.arrays[name] = read_rows(self.paths[name], docs, width).view(dtype) \
+                .reshape(docs.shape[0], *tail)
         if self.set_offsets is not None:
+            sizes = self.set_offsets[docs + 1] - self.set_offsets[docs]
             offsets = np.zeros(docs.shape[0] + 1, np.int64)
-            np.cumsum(self.set_offsets[docs + 1] - self.set_offsets[docs], out=offsets[1:])
-            values = np.empty(int(offsets[-1]), np.uint64)
-            if values.size:
-                for start in range(0, docs.shape[0], self.rows_per_map):
-                    stop = min(start + self.rows_per_map, docs.shape[0])
-                    mapped = np.memmap(self.set_path, dtype=np.uint64, mode="r",
-                                       shape=(int(self.set_offsets[-1]),))
-                    _gather_ragged(mapped.view(np.ndarray), self.set_offsets, docs[start:stop],
-                                   values, offsets[start:stop + 1])
-                    del mapped
+            np.cumsum(sizes, out=offsets[1:])
+            values = read_spans(self.set_path, self.set_offsets[docs] * 8, sizes * 8).view(np.uint64)
             out.sets = ShingleSets(values, offsets)
         if self.text_path is not None:
             if self._texts is None:
