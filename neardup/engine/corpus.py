@@ -814,16 +814,19 @@ def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: n
     member = docs[rows][np.lexsort((docs[rows], group))]
     del rows, group
     bounded = getattr(store, "set_offsets", None) is not None
-    for left, right, shared, _, _ in overlap_pairs(
+    aligned = None
+    for left, right, shared, group_docs, _, left_local, right_local in overlap_pairs(
             member, np.cumsum(sizes) - sizes, sizes, block_edges):
         if bounded and left.size:
-            known_left = known[np.searchsorted(known_docs, left)]
-            known_right = known[np.searchsorted(known_docs, right)]
+            if aligned is None:  # the groups' documents' facts, looked up once
+                aligned = (known[np.searchsorted(known_docs, group_docs)],
+                           store.set_sizes(group_docs))
+            known_left, known_right = aligned[0][left_local], aligned[0][right_local]
             # The bound with this partition's counts holds for the whole pair (a common
             # key not counted here is one of both sides' keys not seen here), so a pair
             # it drops is below the threshold: safe to leave out of the exchange too.
             keep = method.overlap_bound(shared, known_left, known_right,
-                                        store.set_sizes(left), store.set_sizes(right))
+                                        aligned[1][left_local], aligned[1][right_local])
             if keep is not None:
                 linker.counts["pruned_edges"] += int(keep.size - np.count_nonzero(keep))
                 left, right, shared = left[keep], right[keep], shared[keep]
