@@ -490,3 +490,16 @@ def test_decide_pairs_scores_exact_counts_and_bounds_the_rest():
     assert score[0] == np.float32(8 / 12) and accept.tolist() == [True, False, False, False]
     # 4 shared + at most 3 unseen common = 7 of 13: may pass; 1 + 4 = 5 of 15 cannot.
     assert verify.tolist() == [False, False, True, False]
+
+
+@pytest.mark.parametrize("name", ["ngram", "spotsigs"])
+def test_time_window_through_the_exchange_matches_in_memory(demo, name):
+    # Pairs scored from counts in the exchange pass the same window check as verified ones.
+    kwargs = dict(date_field="date", time_window_hours=24, pair_types=False, threshold=0.3)
+    memory = neardup.dedup(demo, name, engine="memory", **kwargs)
+    local = neardup.dedup(demo, name, engine="local", memory_limit="1MB", partitions=16, **kwargs)
+    np.testing.assert_array_equal(local.clusters, memory.clusters)
+    assert local.params["corpus_stage"]["exchange_pairs"] > 0
+    assert len(local.outside_window) > 0
+    assert set(zip(local.outside_window.left.tolist(), local.outside_window.right.tolist())) <= set(
+        zip(memory.outside_window.left.tolist(), memory.outside_window.right.tolist()))
