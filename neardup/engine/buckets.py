@@ -194,6 +194,9 @@ def overlap_pairs(sorted_docs: np.ndarray, starts: np.ndarray, sizes: np.ndarray
     docs, known : ndarray of int64
         The documents of the buckets (ascending) and how many of the buckets each is in
         (the same in every block).
+    left_local, right_local : ndarray of int64
+        The block's pairs as positions in ``docs`` (to look up per-document facts
+        without a search).
     """
     starts = np.ascontiguousarray(starts, np.int64)
     sizes = np.ascontiguousarray(sizes, np.int64)
@@ -213,5 +216,5 @@ def overlap_pairs(sorted_docs: np.ndarray, starts: np.ndarray, sizes: np.ndarray
         shared = np.empty(total, np.int64)
         k = _overlap_block(local, starts, sizes, ptr, member_of, docs.size, d0, d1, left, right,
                            shared)
-        yield docs[left[:k]], docs[right[:k]], shared[:k], docs, known
+        yield docs[left[:k]], docs[right[:k]], shared[:k], docs, known, left[:k], right[:k]
         d0 = d1

@@ -14,6 +14,12 @@ No step holds all sketches or all pairs in memory:
    ``bucket_all_pairs_upto``, the chain alone over its ``bucket_star_upto``, ordered by
    the rows' payload when there is one), linear in the bucket's size, or the method's
    own in-bucket verification (:meth:`Method.link_bucket`).
+   For set-overlap methods (ngram, spotsigs: :func:`exchanges_pair_counts`), each
+   all-pairs group's pairs are counted once per partition and go to the **pair-count
+   exchange** (:mod:`neardup.engine.overlap`): spilled with their shared counts, then,
+   in the **exchange** stage, summed over the partitions per range of left documents,
+   so a pair is scored once from its exact counts (its sets read only when a count is
+   not exact), whatever the number of partitions.
 3. **components** (edges streamed in bounded batches): an edge whose documents are
    already connected is skipped; the others are verified against the stored data of
    their documents (memory-mapped and fetched per step of edges, so only the step's
@@ -44,6 +50,15 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from neardup.engine.buckets import bucket_edges, group_runs, overlap_pairs
+from neardup.engine.overlap import (
+    code_pairs,
+    decide_pairs,
+    likely_pairs,
+    pair_codes,
+    pair_ranges,
+    records_below,
+    sum_pair_counts,
+)
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
 from neardup.errors import check_int
@@ -324,16 +339,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     directory = wd.start("link", keep_files=same)
     stamp.write_text(key)
     n_docs = sketch_facts["n_docs"]
-    dates = None
-    if window_hours is not None or method.candidate_dates:
-        date = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=["date"]).column("date")
-        dates = date.cast(pa.timestamp("s")).cast(pa.int64()).fill_null(_NO_DATE).to_numpy()
-    # Dates reach the scorer only when the input has some (None means "no dates", as in
-    # the in-memory stage).
-    store = _ArrayStore(wd, sketch_facts,
-                        dates if method.candidate_dates and sketch_facts["has_dates"] else None)
-    if window_hours is None:
-        dates = None
+    store, dates = _open_store(wd, method, sketch_facts, window_hours)
     keys_dir = wd.stage_dir("sketch") / "keys"
     by_part: dict[int, list[str]] = {}
     for name in sorted(os.listdir(keys_dir)):
@@ -341,10 +347,11 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     # The edges of one chunk of buckets must fit in a quarter of the budget (16 bytes
     # each, plus masks): whole buckets are taken until their edge count reaches it.
     chunk_edges = int(max(config.budget // 4 // 64, 1 << 14))
-    # Rows fetched to verify one step of edges (two documents each) must fit in another
-    # quarter: texts and long sets make a row large.
-    step = int(min(max(config.budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
+    step = _verify_step(config, store)
+    exchange = exchanges_pair_counts(method)
     totals = {"candidate_edges": 0, "verified_edges": 0, "capped_keys": 0, "pruned_edges": 0}
+    if exchange:
+        totals["exchange_records"] = 0
     # One union-find across partitions: a document joined in one partition is not
     # checked again in the next. Partitions are linked in order, so a resumed stage
     # replays the forests of the completed ones (a prefix) to get the same state.
@@ -364,27 +371,23 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
             if resuming:
                 if capping:
                     _count_capped(capped_per_doc, read_arrow(capped_file).column("doc").to_numpy())
-                table = read_arrow(out)
-                away = table.column("outside_window").to_numpy(zero_copy_only=False)
-                uf.union(table.column("left").to_numpy()[~away],
-                         table.column("right").to_numpy()[~away])
+                _replay_forest(uf, out)
             else:
                 tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
+                spill = _PairSpill(directory, p) if exchange else None
                 forest, outside, counts, capped_docs = _link_partition(
-                    method, tables, store, dates, window_hours, chunk_edges, uf, step=step)
+                    method, tables, store, dates, window_hours, chunk_edges, uf, step=step,
+                    exchange=spill)
+                if spill is not None:
+                    spill.commit()
+                    counts["exchange_records"] = spill.records
                 if capping:
                     _count_capped(capped_per_doc, capped_docs)
                     write_arrow(capped_file, pa.table({"doc": capped_docs}), durable=False)
                 del capped_docs
                 store.release()
                 del tables
-                write_arrow(out, pa.table({
-                    "left": np.concatenate((forest.left, outside.left)),
-                    "right": np.concatenate((forest.right, outside.right)),
-                    "score": np.concatenate((forest.score, outside.score)),
-                    "outside_window": np.concatenate((np.zeros(len(forest), bool),
-                                                      np.ones(len(outside), bool))),
-                }))
+                _write_edges(out, forest, outside)
                 atomic_write_text(done, json.dumps(counts))
             counts = json.loads(done.read_text())
             for name in totals:
@@ -397,6 +400,189 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
         totals["capped_only_documents"] = int(np.count_nonzero((capped_per_doc == sizes) & (sizes > 0)))
     wd.finish("link", key, totals)
     return totals
+
+
+def _open_store(wd: WorkDir, method: Method, sketch_facts: dict[str, Any],
+                window_hours: float | None) -> tuple[_ArrayStore, np.ndarray | None]:
+    """The sketch stage's per-document data, and the dates (int64 epoch seconds) the time
+    window needs (None without a window)."""
+    dates = None
+    if window_hours is not None or method.candidate_dates:
+        date = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=["date"]).column("date")
+        dates = date.cast(pa.timestamp("s")).cast(pa.int64()).fill_null(_NO_DATE).to_numpy()
+    # Dates reach the scorer only when the input has some (None means "no dates", as in
+    # the in-memory stage).
+    store = _ArrayStore(wd, sketch_facts,
+                        dates if method.candidate_dates and sketch_facts["has_dates"] else None)
+    return store, dates if window_hours is not None else None
+
+
+def _verify_step(config: CorpusStageConfig, store: _ArrayStore) -> int:
+    """Edges verified at once: the rows fetched for one step (two documents each) must
+    fit in a quarter of the budget (texts and long sets make a row large)."""
+    return int(min(max(config.budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
+
+
+def exchanges_pair_counts(method: Method) -> bool:
+    """Whether the method's all-pairs key groups go through the pair-count exchange
+    (:mod:`neardup.engine.overlap`): set-overlap keys, scored from counts."""
+    empty = np.zeros(0, np.int64)
+    return bool(method.bucket_edges_overlap) and method.overlap_scores(empty, empty, empty) is not None
+
+
+class _PairSpill:
+    """One key partition's exchange records, appended (ordered by left document) to
+    ``p-PPPP.codes.bin`` (uint64 pair codes) and ``p-PPPP.shared.bin`` (uint32 shared
+    counts) through temporary files moved into place by :meth:`commit`; plus the
+    partition's unseen keys per document (rows in groups not compared all-to-all),
+    ``p-PPPP.unseen.arrow``."""
+
+    def __init__(self, directory: Path, partition: int) -> None:
+        self.paths = [directory / f"p-{partition:04d}.{name}.bin" for name in ("codes", "shared")]
+        self.unseen_path = directory / f"p-{partition:04d}.unseen.arrow"
+        self.handles = [open(path.with_name(path.name + ".tmp"), "wb") for path in self.paths]
+        self.records = 0
+        self.unseen = pa.table({"doc": np.zeros(0, np.int64), "count": np.zeros(0, np.int64)})
+
+    def add(self, left: np.ndarray, right: np.ndarray, shared: np.ndarray) -> None:
+        if left.size == 0:
+            return
+        self.handles[0].write(pair_codes(left, right).tobytes())
+        self.handles[1].write(np.asarray(shared, np.uint32).tobytes())
+        self.records += int(left.size)
+
+    def set_unseen(self, docs: np.ndarray) -> None:
+        found, counts = np.unique(docs, return_counts=True)
+        self.unseen = pa.table({"doc": found.astype(np.int64), "count": counts.astype(np.int64)})
+
+    def commit(self) -> None:
+        for handle, path in zip(self.handles, self.paths):
+            handle.close()
+            os.replace(handle.name, path)
+        write_arrow(self.unseen_path, self.unseen, durable=False)
+
+
+def _read_raw(path: Path, dtype) -> np.ndarray:
+    """A raw file memory-mapped (an empty array for an empty file)."""
+    if path.stat().st_size == 0:
+        return np.zeros(0, dtype)
+    return np.memmap(path, dtype=dtype, mode="r")
+
+
+#: Memory of one record in the exchange's reduce: the record (12 bytes), its sort order,
+#: the summed pairs and their sides' facts. A range of records takes half the budget.
+EXCHANGE_BYTES_PER_RECORD = 64
+
+
+def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, Any],
+                    config: CorpusStageConfig, window_hours: float | None, timer,
+                    progress) -> dict[str, Any]:
+    """The reduce side of the pair-count exchange (:mod:`neardup.engine.overlap`): per
+    range of left documents, the link stage's records of every key partition summed by
+    pair; pairs whose intersection the counts give are scored without reading sets, the
+    others bounded with the totals and their survivors verified. Joins continue the link
+    stage's union-find (its forests replayed). One file per range, written atomically,
+    so an interrupted stage resumes at the first missing range."""
+    facts = wd.done("exchange", key)
+    if facts is not None:
+        return facts
+    directory = wd.stage_dir("exchange")
+    stamp = directory / "_KEY"
+    same = stamp.exists() and stamp.read_text() == key
+    directory = wd.start("exchange", keep_files=same)
+    stamp.write_text(key)
+    n_docs = sketch_facts["n_docs"]
+    store, dates = _open_store(wd, method, sketch_facts, window_hours)
+    step = _verify_step(config, store)
+    link_dir = wd.stage_dir("link")
+    partitions = config.partitions
+    uf = UnionFind(n_docs)
+    unseen = np.zeros(n_docs, np.int64)
+    for p in range(partitions):
+        _replay_forest(uf, link_dir / f"p-{p:04d}.arrow")
+        table = read_arrow(link_dir / f"p-{p:04d}.unseen.arrow")
+        unseen[table.column("doc").to_numpy()] += table.column("count").to_numpy()
+    sizes = np.diff(store.set_offsets)
+    code_paths = [link_dir / f"p-{p:04d}.codes.bin" for p in range(partitions)]
+    shared_paths = [link_dir / f"p-{p:04d}.shared.bin" for p in range(partitions)]
+    max_records = max(config.budget // 2 // EXCHANGE_BYTES_PER_RECORD, 1 << 10)
+    ranges = pair_ranges([_read_raw(path, np.uint64) for path in code_paths], n_docs, max_records)
+    totals = {"exchange_pairs": 0, "scored_from_counts": 0, "candidate_edges": 0,
+              "verified_edges": 0, "pruned_edges": 0}
+    resuming = True
+    with progress_bar("exchanging", total=len(ranges), unit="ranges", enabled=progress) as advance, \
+            timer.stage("pairs"):
+        for r, (lo, hi) in enumerate(ranges):
+            out = directory / f"r-{r:05d}.arrow"
+            done = directory / f"r-{r:05d}.json"
+            resuming = resuming and out.exists() and done.exists()
+            if resuming:
+                _replay_forest(uf, out)
+            else:
+                forest, outside, counts = _reduce_pair_range(
+                    method, code_paths, shared_paths, lo, hi, sizes, unseen, store, dates,
+                    window_hours, uf, step)
+                store.release()
+                _write_edges(out, forest, outside)
+                atomic_write_text(done, json.dumps(counts))
+            counts = json.loads(done.read_text())
+            for name in totals:
+                totals[name] += counts.get(name, 0)
+            advance(1)
+    totals["exchange_ranges"] = len(ranges)
+    wd.finish("exchange", key, totals)
+    return totals
+
+
+def _reduce_pair_range(method: Method, code_paths: list[Path], shared_paths: list[Path], lo: int,
+                       hi: int, sizes: np.ndarray, unseen: np.ndarray, store: _ArrayStore,
+                       dates: np.ndarray | None, window_hours: float | None, uf: UnionFind,
+                       step: int) -> tuple[Pairs, Pairs, dict[str, int]]:
+    """One range of left documents of the exchange: its forest, outside-window pairs and
+    counts."""
+    codes, shared = [], []
+    for code_path, shared_path in zip(code_paths, shared_paths):
+        file_codes = _read_raw(code_path, np.uint64)
+        start, stop = records_below([file_codes], lo)[0], records_below([file_codes], hi)[0]
+        if stop > start:
+            codes.append(np.array(file_codes[start:stop]))
+            shared.append(np.array(_read_raw(shared_path, np.uint32)[start:stop]))
+        del file_codes
+    records = sum(c.size for c in codes)
+    codes, total = sum_pair_counts(np.concatenate(codes) if codes else np.zeros(0, np.uint64),
+                                   np.concatenate(shared) if shared else np.zeros(0, np.uint32))
+    del shared
+    left, right = code_pairs(codes)
+    del codes
+    exact, score, accept, verify = decide_pairs(
+        total, sizes[left], sizes[right], unseen[left], unseen[right], method.overlap_scores,
+        method.overlap_bound)
+    linker = PartitionLinker(method, np.zeros(0, np.int64), store, dates, window_hours, uf)
+    linker.step = step
+    # Pairs scored from counts first (no reads), then those to verify, each in pair order.
+    linker.consider(left[accept], right[accept], score[accept])
+    linker.consider(left[verify], right[verify])
+    counts = dict(linker.counts)
+    counts.update(exchange_records=int(records), exchange_pairs=int(left.size),
+                  scored_from_counts=int(np.count_nonzero(exact)),
+                  pruned_edges=int(np.count_nonzero(~exact & ~verify)))
+    return _concat(linker.forest), _concat(linker.outside).canonical(), counts
+
+
+def _replay_forest(uf: UnionFind, path: Path) -> None:
+    """Join the forest edges (not the outside-window ones) of an edge file."""
+    table = read_arrow(path)
+    away = table.column("outside_window").to_numpy(zero_copy_only=False)
+    uf.union(table.column("left").to_numpy()[~away], table.column("right").to_numpy()[~away])
+
+
+def _write_edges(path: Path, forest: Pairs, outside: Pairs) -> None:
+    write_arrow(path, pa.table({
+        "left": np.concatenate((forest.left, outside.left)),
+        "right": np.concatenate((forest.right, outside.right)),
+        "score": np.concatenate((forest.score, outside.score)),
+        "outside_window": np.concatenate((np.zeros(len(forest), bool), np.ones(len(outside), bool))),
+    }))
 
 
 def _count_capped(per_doc: np.ndarray, docs: np.ndarray) -> None:
@@ -584,7 +770,8 @@ def _bucket_edge_counts(sizes: np.ndarray, all_pairs_upto: int, star_upto: int |
 
 def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: np.ndarray,
                          starts: np.ndarray, sizes: np.ndarray, block_edges: int,
-                         known_docs: np.ndarray, known: np.ndarray) -> None:
+                         known_docs: np.ndarray, known: np.ndarray,
+                         exchange: _PairSpill | None = None) -> None:
     """A partition's all-pairs key groups, for keys that documents share many of
     (shingles): each pair once (:func:`~neardup.engine.buckets.overlap_pairs`, in blocks
     of documents, ordered by their first document, so a group of copies is joined by its
@@ -598,16 +785,56 @@ def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: n
     member = docs[rows][np.lexsort((docs[rows], group))]
     del rows, group
     bounded = getattr(store, "set_offsets", None) is not None
-    for left, right, shared, _, _ in overlap_pairs(
+    aligned = None
+    for left, right, shared, group_docs, _, left_local, right_local in overlap_pairs(
             member, np.cumsum(sizes) - sizes, sizes, block_edges):
         if bounded and left.size:
-            keep = method.overlap_bound(shared, known[np.searchsorted(known_docs, left)],
-                                        known[np.searchsorted(known_docs, right)],
-                                        store.set_sizes(left), store.set_sizes(right))
+            if aligned is None:  # the groups' documents' facts, looked up once
+                aligned = (known[np.searchsorted(known_docs, group_docs)],
+                           store.set_sizes(group_docs))
+            known_left, known_right = aligned[0][left_local], aligned[0][right_local]
+            # The bound with this partition's counts holds for the whole pair (a common
+            # key not counted here is one of both sides' keys not seen here), so a pair
+            # it drops is below the threshold: safe to leave out of the exchange too.
+            keep = method.overlap_bound(shared, known_left, known_right,
+                                        aligned[1][left_local], aligned[1][right_local])
             if keep is not None:
                 linker.counts["pruned_edges"] += int(keep.size - np.count_nonzero(keep))
-                left, right = left[keep], right[keep]
+                left, right, shared = left[keep], right[keep], shared[keep]
+                known_left, known_right = known_left[keep], known_right[keep]
+            if exchange is not None:
+                _exchange_block(method, linker, exchange, left, right, shared, known_left,
+                                known_right)
+                continue
         linker.consider(left, right)
+
+
+#: Shared keys (in one partition) a pair needs before its sets are merged at once.
+LIKELY_MIN_SHARED = 3
+
+
+def _exchange_block(method: Method, linker: PartitionLinker, exchange: _PairSpill,
+                    left: np.ndarray, right: np.ndarray, shared: np.ndarray,
+                    known_left: np.ndarray, known_right: np.ndarray) -> None:
+    """A block of a partition's counted pairs, on the map side of the exchange: pairs whose
+    documents are already joined are left out; likely matches
+    (:func:`~neardup.engine.overlap.likely_pairs`) are verified now, so groups of copies
+    are joined in the first partitions and their pairs left out of the later ones; the
+    rest are spilled with their shared counts. A verified pair is left out whatever the
+    verdict (joined, rejected by its exact similarity, or kept apart by the window and
+    recorded as such)."""
+    open_ = ~linker.uf.connected(left, right)
+    left, right, shared = left[open_], right[open_], shared[open_]
+    known_left, known_right = known_left[open_], known_right[open_]
+    likely = likely_pairs(shared, known_left, known_right, method.overlap_scores,
+                          LIKELY_MIN_SHARED)
+    if likely.any():
+        linker.consider(left[likely], right[likely])
+        rest = ~likely
+        left, right, shared = left[rest], right[rest], shared[rest]
+        open_ = ~linker.uf.connected(left, right)
+        left, right, shared = left[open_], right[open_], shared[open_]
+    exchange.add(left, right, shared)
 
 
 def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -622,11 +849,15 @@ def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                     dates: np.ndarray | None, window_hours: float | None,
                     chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
+                    exchange: _PairSpill | None = None,
                     ) -> tuple[Pairs, Pairs, dict[str, int], np.ndarray]:
     """One key partition's forest, outside-window pairs, counts (``capped_keys``: key
     groups over ``method.bucket_star_upto``, linked by their chain alone, or over
     ``method.bucket_skip_over``, not linked) and the documents of those groups' rows (one
-    entry per capped key a document holds)."""
+    entry per capped key a document holds). With ``exchange`` (and ``uf``, the run's
+    union-find), the all-pairs groups' counted pairs go to the pair-count exchange
+    instead of being verified here (:func:`_exchange_block`), after the larger groups
+    are linked, and the partition's unseen keys per document are recorded."""
     capped_docs = np.zeros(0, np.int64)
     if not tables:
         return Pairs.empty(), Pairs.empty(), {"candidate_edges": 0, "verified_edges": 0,
@@ -661,6 +892,8 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
             # no other document has is seen not to be shared).
             seen = np.repeat(sizes <= upto, sizes)
             known_docs, known = np.unique(docs[seen], return_counts=True)
+            if exchange is not None:
+                exchange.set_unseen(docs[~seen])
             del seen
         skip = method.bucket_skip_over
         if skip is not None:
@@ -673,21 +906,35 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
         if method.bucket_edges_overlap:
             small = sizes <= upto
             linker.counts["pruned_edges"] = 0
+            if exchange is not None:
+                # Larger groups first: the copies they join are then left out of the
+                # exchange.
+                _link_chained_groups(linker, docs, starts[~small], sizes[~small], upto,
+                                     star_upto, chunk_edges)
             _link_overlap_groups(method, linker, store, docs, starts[small], sizes[small],
-                                 chunk_edges, known_docs, known)
+                                 chunk_edges, known_docs, known, exchange)
             starts, sizes = starts[~small], sizes[~small]
-        ends = np.cumsum(_bucket_edge_counts(sizes, upto, star_upto))
-        first = 0
-        while first < starts.size:
-            # A chunk of whole buckets whose edges fit the budget (at least one bucket).
-            done = int(ends[first - 1]) if first else 0
-            last = int(np.searchsorted(ends, done + chunk_edges, "right"))
-            last = max(last, first + 1)
-            left, right = bucket_edges(docs, starts[first:last], sizes[first:last], upto,
-                                       star_upto)
-            linker.consider(left, right)
-            first = last
+        if exchange is None:
+            _link_chained_groups(linker, docs, starts, sizes, upto, star_upto, chunk_edges)
     return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts, capped_docs
+
+
+def _link_chained_groups(linker: PartitionLinker, docs: np.ndarray, starts: np.ndarray,
+                         sizes: np.ndarray, upto: int, star_upto: int | None,
+                         chunk_edges: int) -> None:
+    """Key groups linked by :func:`~neardup.engine.buckets.bucket_edges` (all pairs, or
+    star plus chain, or chain alone), in chunks of whole groups whose edges fit
+    ``chunk_edges`` (at least one group)."""
+    ends = np.cumsum(_bucket_edge_counts(sizes, upto, star_upto))
+    first = 0
+    while first < starts.size:
+        done = int(ends[first - 1]) if first else 0
+        last = int(np.searchsorted(ends, done + chunk_edges, "right"))
+        last = max(last, first + 1)
+        left, right = bucket_edges(docs, starts[first:last], sizes[first:last], upto,
+                                   star_upto)
+        linker.consider(left, right)
+        first = last
 
 
 def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
@@ -867,12 +1114,24 @@ def run_corpus_stage(
         wd = WorkDir(path, {"method": method.name, "input": input_identity}, resume=config.resume)
         sketch_facts = _sketch_stage(wd, batches, method, config, timer, progress, total)
         require_dates(time_window_hours, sketch_facts["has_dates"])
+        exchange = exchanges_pair_counts(method)
         link_key = stage_key("link", method.name, method.get_params(), config.partitions,
-                             time_window_hours)
+                             time_window_hours, "exchange" if exchange else "verify")
         link_facts = _link_stage(wd, link_key, method, sketch_facts, config, time_window_hours,
                                  timer, progress)
         edge_files = [wd.stage_dir("link") / f"p-{p:04d}.arrow" for p in range(config.partitions)]
-        comp_facts = merge_forests(wd, link_key, sketch_facts["n_docs"], edge_files, timer)
+        last_key = link_key
+        if exchange:
+            # The range sizes depend on the budget: a resumed run with another one redoes
+            # the stage.
+            last_key = stage_key("exchange", link_key, config.budget)
+            exchange_facts = _exchange_stage(wd, last_key, method, sketch_facts, config,
+                                             time_window_hours, timer, progress)
+            edge_files += sorted(wd.stage_dir("exchange").glob("r-*.arrow"))
+            link_facts = dict(link_facts)
+            for name, value in exchange_facts.items():
+                link_facts[name] = link_facts.get(name, 0) + value
+        comp_facts = merge_forests(wd, last_key, sketch_facts["n_docs"], edge_files, timer)
         with timer.stage("cluster"):
             output = read_stage_output(
                 wd, "sketch", sketch_facts["has_dates"],

@@ -383,6 +383,15 @@ class Method(ParamsMixin, ABC):
         """
         return None
 
+    def overlap_scores(self, inter: np.ndarray, size_left: np.ndarray,
+                       size_right: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """With :attr:`bucket_edges_overlap`: the similarity (float64) and acceptance of
+        pairs from their intersection and set sizes, exactly as :meth:`score_candidate_rows`
+        would score them after merging their sets (the stage then scores pairs whose
+        intersection it knows from its counts without reading them). None (the default):
+        the method does not score from counts."""
+        return None
+
     def keyed_pruning(self, stats: dict) -> dict[str, int]:
         """What the keyed stage skipped that can cost recall, named as the method's
         :attr:`Matches.pruning`, from the stage's counts (``capped_keys``: key groups over

@@ -71,6 +71,7 @@ from neardup.methods.base import CandidateKeys, CandidateRows, Method, SetKeyedM
 from neardup.methods.overlap_kernels import (
     bounded_similarity,
     count_bound_passes,
+    count_similarity,
     indexed_pairs,
     intersection_size,
     set_similarity,
@@ -489,6 +490,10 @@ class NGramOverlap(SetKeyedMixin, Method):
         # group neither document is "known" in, so it is one of both sides' unseen ones.
         return count_bound_passes(shared, known_left, known_right, size_left, size_right,
                                   self.threshold, self.similarity == "containment")
+
+    def overlap_scores(self, inter, size_left, size_right):
+        return count_similarity(inter, size_left, size_right, self.threshold,
+                                self.similarity == "containment")
 
     def keyed_pruning(self, stats: dict) -> dict[str, int]:
         # Every shingle is a key, so these are find_pairs' counts.

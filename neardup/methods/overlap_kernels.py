@@ -27,8 +27,8 @@ from numba import get_num_threads, get_thread_id, njit, prange
 
 from neardup.graph.edges import Pairs
 
-__all__ = ["bounded_similarity", "count_bound_passes", "indexed_pairs", "intersection_size",
-           "set_similarity"]
+__all__ = ["bounded_similarity", "count_bound_passes", "count_similarity", "indexed_pairs",
+           "intersection_size", "set_similarity"]
 
 # Candidate (i, j) emissions held in memory at once (12 bytes each); a single position
 # needing more gets a block of its own.
@@ -286,3 +286,19 @@ def count_bound_passes(shared, known_left, known_right, size_left, size_right, t
         sim = bound / np.maximum(size_left + size_right - bound, 1)
     # The exact check compares in float64 too; the slack keeps rounding on the safe side.
     return sim >= threshold - 1e-9
+
+
+def count_similarity(inter, size_left, size_right, threshold: float, containment: bool):
+    """:func:`set_similarity` of arrays of counts (float64, the same division) and whether
+    each reaches ``threshold``: what :func:`bounded_similarity` gives pairs whose
+    intersection is known without a merge."""
+    inter = np.asarray(inter, np.int64)
+    size_left = np.asarray(size_left, np.int64)
+    size_right = np.asarray(size_right, np.int64)
+    if containment:
+        denominator = np.minimum(size_left, size_right)
+    else:
+        denominator = size_left + size_right - inter
+    sim = np.zeros(inter.shape[0], np.float64)
+    np.divide(inter, denominator, out=sim, where=denominator > 0)
+    return sim, sim >= threshold

@@ -64,6 +64,7 @@ from neardup.methods.base import CandidateKeys, CandidateRows, Method, SetKeyedM
 from neardup.methods.overlap_kernels import (
     bounded_similarity,
     count_bound_passes,
+    count_similarity,
     indexed_pairs,
     set_similarity,
 )
@@ -517,6 +518,9 @@ class SpotSigs(SetKeyedMixin, Method):
     def overlap_bound(self, shared, known_left, known_right, size_left, size_right):
         return count_bound_passes(shared, known_left, known_right, size_left, size_right,
                                   self.threshold, False)
+
+    def overlap_scores(self, inter, size_left, size_right):
+        return count_similarity(inter, size_left, size_right, self.threshold, False)
 
     def keyed_pruning(self, stats: dict) -> dict[str, int]:
         return {"max_df_signatures": int(stats.get("capped_keys", 0))}

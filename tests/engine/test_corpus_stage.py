@@ -75,12 +75,16 @@ class _Killed(Exception):
     pass
 
 
-@pytest.mark.parametrize("stage", ["sketch", "link", "components"])
+@pytest.mark.parametrize("stage", ["sketch", "link", "exchange", "components"])
 @pytest.mark.parametrize(("name", "params"),
                          [("minhash", {"threshold": 0.4}), ("ngram", {}), ("spotsigs", {})])
 def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, name, params):
+    if stage == "exchange" and name == "minhash":
+        pytest.skip("minhash has no pair-count exchange")
     texts = _texts(demo)
     method = make_method(name, **params)
+    # Small exchange ranges (a few thousand records each): the exchange has several.
+    monkeypatch.setattr(corpus_module, "EXCHANGE_BYTES_PER_RECORD", 256)
     config = CorpusStageConfig(work_dir=str(tmp_path / "clean"), memory_limit="1MB", partitions=8)
     clean = run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
 
@@ -106,6 +110,16 @@ def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, s
             return real(*args, **kwargs)
 
         monkeypatch.setattr(corpus_module, "_link_partition", dying)
+    elif stage == "exchange":
+        real = corpus_module._reduce_pair_range
+
+        def dying(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise _Killed
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(corpus_module, "_reduce_pair_range", dying)
     else:
         monkeypatch.setattr(corpus_module, "write_arrow", _die_on("roots", corpus_module.write_arrow))
         monkeypatch.setattr(np, "save", _die_on("roots", np.save))
@@ -114,12 +128,16 @@ def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, s
     with pytest.raises(_Killed):
         run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
     monkeypatch.undo()
+    monkeypatch.setattr(corpus_module, "EXCHANGE_BYTES_PER_RECORD", 256)
     with pytest.raises(WorkDirError, match="resume"):
         run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
     resumed = run_corpus_stage(_batches(texts), method, total=len(texts),
                                config=CorpusStageConfig(work_dir=str(work), memory_limit="1MB",
                                                         partitions=8, resume=True))
     np.testing.assert_array_equal(resumed.roots, clean.roots)
+    if stage == "exchange":  # killed at its second range: there were several
+        assert clean.stats["exchange_ranges"] >= 2
+        assert calls["n"] == 2
     for a, b in ((resumed.pairs, clean.pairs), (resumed.outside_window, clean.outside_window)):
         np.testing.assert_array_equal(a.left, b.left)
         np.testing.assert_array_equal(a.right, b.right)
@@ -384,3 +402,104 @@ def test_spotsigs_out_of_core_matches_in_memory(demo, params, tmp_path):
     assert spilled.params["engine"] == "local"
     np.testing.assert_array_equal(spilled.clusters, memory.clusters)
     assert spilled.clusters.size == len(texts) == len(set(spilled.ids.tolist()))
+
+
+@pytest.mark.parametrize(("name", "params"),
+                         [("ngram", {}), ("ngram", {"similarity": "containment", "threshold": 0.8}),
+                          ("spotsigs", {"threshold": 0.3})])
+def test_pair_count_exchange_does_not_depend_on_partitions(demo, name, params):
+    texts = _texts(demo)
+    memory = neardup.dedup(texts, name, engine="memory", pair_types=False, **params)
+    verified = []
+    for partitions in (1, 4, 32):
+        local = neardup.dedup(texts, name, engine="local", pair_types=False, memory_limit="1MB",
+                              partitions=partitions, batch_size=500, **params)
+        np.testing.assert_array_equal(local.clusters, memory.clusters)
+        assert local.clusters.size == len(texts) == len(set(local.ids.tolist()))
+        stats = local.params["corpus_stage"]
+        # No key group over max_df here: every exchanged pair's intersection is its count.
+        assert stats["capped_keys"] == 0
+        assert stats["scored_from_counts"] == stats["exchange_pairs"] > 0
+        verified.append(stats["verified_edges"])
+    # Sets are merged only for the likely matches a partition verifies at once (so copies
+    # are joined early), a few per document, not once per partition a pair shares keys in.
+    assert max(verified) <= 4 * len(texts)
+
+
+def test_exchange_totals_are_the_shared_rare_keys():
+    from collections import Counter
+
+    from neardup.engine.buckets import group_runs, overlap_pairs
+    from neardup.engine.overlap import code_pairs, pair_codes, pair_ranges, sum_pair_counts
+
+    rng = np.random.default_rng(7)
+    n_docs, upto = 60, 6
+    sets = [np.unique(rng.integers(0, 90, size=int(rng.integers(0, 25)))) for _ in range(n_docs)]
+    docs = np.repeat(np.arange(n_docs), [s.size for s in sets])
+    keys = np.concatenate(sets).astype(np.uint64)
+    df = Counter(keys.tolist())
+    expected = Counter()
+    for a in range(n_docs):
+        for b in range(a + 1, n_docs):
+            shared = sum(1 for k in np.intersect1d(sets[a], sets[b]).tolist() if df[k] <= upto)
+            if shared:
+                expected[(a, b)] = shared
+    files_codes, files_shared = [], []
+    for p in range(5):  # key partitions
+        mine = keys % np.uint64(5) == p
+        order = np.lexsort((docs[mine], keys[mine]))
+        pk, pd = keys[mine][order], docs[mine][order]
+        starts, sizes = group_runs(pk)
+        small = (sizes <= upto) & (sizes > 1)
+        blocks = list(overlap_pairs(pd, starts[small], sizes[small], block_emits=50))
+        left, right, shared = (np.concatenate([b[i] for b in blocks]) if blocks
+                               else np.zeros(0, np.int64) for i in range(3))
+        files_codes.append(pair_codes(left, right))
+        files_shared.append(shared.astype(np.uint32))
+    ranges = pair_ranges(files_codes, n_docs, max_records=40)
+    assert len(ranges) > 3 and ranges[0][0] == 0 and ranges[-1][1] == n_docs
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    got = {}
+    bound = np.uint64(32)
+    for lo, hi in ranges:
+        parts = [(c[(c >> bound >= lo) & (c >> bound < hi)], s[(c >> bound >= lo) & (c >> bound < hi)])
+                 for c, s in zip(files_codes, files_shared)]
+        if sum(c.size for c, _ in parts) > 40:  # only a single left document may exceed it
+            assert hi == lo + 1
+        codes, total = sum_pair_counts(np.concatenate([c for c, _ in parts]),
+                                       np.concatenate([s for _, s in parts]))
+        left, right = code_pairs(codes)
+        assert np.all(np.diff(codes.astype(np.float64)) > 0)
+        got.update(zip(zip(left.tolist(), right.tolist()), total.tolist()))
+    assert got == dict(expected)
+
+
+def test_decide_pairs_scores_exact_counts_and_bounds_the_rest():
+    from neardup.engine.overlap import decide_pairs
+
+    method = make_method("ngram", threshold=0.5)
+    total = np.array([8, 4, 4, 1])
+    size_left = np.array([10, 10, 10, 10])
+    size_right = np.array([10, 10, 10, 10])
+    unseen_left = np.array([0, 0, 3, 4])
+    unseen_right = np.array([5, 5, 3, 4])
+    exact, score, accept, verify = decide_pairs(total, size_left, size_right, unseen_left,
+                                                unseen_right, method.overlap_scores,
+                                                method.overlap_bound)
+    assert exact.tolist() == [True, True, False, False]
+    assert score[0] == np.float32(8 / 12) and accept.tolist() == [True, False, False, False]
+    # 4 shared + at most 3 unseen common = 7 of 13: may pass; 1 + 4 = 5 of 15 cannot.
+    assert verify.tolist() == [False, False, True, False]
+
+
+@pytest.mark.parametrize("name", ["ngram", "spotsigs"])
+def test_time_window_through_the_exchange_matches_in_memory(demo, name):
+    # Pairs scored from counts in the exchange pass the same window check as verified ones.
+    kwargs = dict(date_field="date", time_window_hours=24, pair_types=False, threshold=0.3)
+    memory = neardup.dedup(demo, name, engine="memory", **kwargs)
+    local = neardup.dedup(demo, name, engine="local", memory_limit="1MB", partitions=16, **kwargs)
+    np.testing.assert_array_equal(local.clusters, memory.clusters)
+    assert local.params["corpus_stage"]["exchange_pairs"] > 0
+    assert len(local.outside_window) > 0
+    assert set(zip(local.outside_window.left.tolist(), local.outside_window.right.tolist())) <= set(
+        zip(memory.outside_window.left.tolist(), memory.outside_window.right.tolist()))
