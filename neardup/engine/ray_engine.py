@@ -429,7 +429,7 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
         need = np.unique(docs[np.repeat(multi, sizes)])
         bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
         requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
-        edges = {"rows": rows, "need": need, "seed": None, "candidate_edges": 0, "shared_rows": shared_rows,
+        edges = {"rows": rows, "need": need, "seed": seed, "candidate_edges": 0, "shared_rows": shared_rows,
                  "documents": int(need.size), "cpu_s": time.process_time() - cpu + prep_cpu}
         return (edges, *requests)
     linked = method.link_bucket(keys, docs, payload)
@@ -598,28 +598,41 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, options:
 def _link_rows(edges: dict, method: Method, window_hours: float | None, options: dict, *rows: dict) -> tuple:
     """A key partition of a method that verifies from shingle sets or texts, linked by the
     local stage's own partition linker over the partition's key rows and the rows its
-    shards shipped (a union-find over the partition's documents)."""
+    shards shipped (a union-find over the partition's documents, seeded in wave 2 with
+    wave 1's components: their documents' edges are skipped, not verified)."""
     from neardup.engine.corpus import _link_partition, default_memory_limit
 
     cpu = time.process_time()
     keys = edges["rows"]
-    columns = {"key": keys["key"], "doc": keys["doc"]}
+    # Documents renumbered 0..m-1 in position order (the order the linker's chains and
+    # overlap groups follow is unchanged), so the linker's union-find is the partition's,
+    # seeded with the earlier wave's components: it skips what they already joined.
+    local = np.unique(keys["doc"])
+    columns = {"key": keys["key"], "doc": np.searchsorted(local, keys["doc"])}
     if keys["payload"] is not None:
         columns["payload"] = keys["payload"]
     need = edges["need"]
-    store = _ShippedRows(need, rows, dates=method.candidate_dates and options["has_dates"])
+    store = _ShippedRows(np.searchsorted(local, need), rows,
+                         dates=method.candidate_dates and options["has_dates"])
+    uf = UnionFind(local.size)
+    seed = edges["seed"]
+    if seed is not None and local.size:
+        roots = _roots_of(local, seed)
+        by = np.argsort(roots, kind="stable")
+        same = np.flatnonzero(roots[by][1:] == roots[by][:-1])
+        uf.union(by[same], by[same + 1])
     dates = None
     if window_hours is not None:
-        # Aligned with the partition's documents (the linker's union-find); documents of no
-        # shared key never meet an edge, so their dates are never read.
-        local = np.unique(keys["doc"])
+        # Documents of no shared key never meet an edge: their dates are never read.
         dates = np.full(local.size, _NO_DATE, np.int64)
         dates[np.searchsorted(local, need)] = np.concatenate([np.zeros(0, np.int64)] + [r["date"] for r in rows])
     budget = options["memory_limit"] or default_memory_limit()
     chunk_edges = int(max(budget // 4 // 64, 1 << 14))
     step = int(min(max(budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
     forest, outside, counts, _capped = _link_partition(method, [pa.table(columns)], store, dates, window_hours,
-                                                       chunk_edges, None, step=step)
+                                                       chunk_edges, uf, step=step)
+    forest = Pairs(local[forest.left], local[forest.right], forest.score)
+    outside = Pairs(local[outside.left], local[outside.right], outside.score)
     counts = {"bucket_cpu_s": edges["cpu_s"], "link_cpu_s": time.process_time() - cpu,
               "candidate_edges": counts["candidate_edges"], "edges_after_seed": counts["candidate_edges"],
               "verified_edges": counts["verified_edges"], "capped_keys": counts.get("capped_keys", 0),
@@ -1133,10 +1146,6 @@ class RayRun:
         gather = ray.remote(_gather_task)
         link = ray.remote(_link_task).options(num_returns=2)
         first = min(self.config.first_wave or max(1, partitions // 8), partitions)
-        if not method.candidate_fixed_width:
-            # The local stage's partition linker links these (it takes key rows, not
-            # edges, so a second wave could not drop the edges the first one joined).
-            first = partitions
         waves = [list(range(first)), list(range(first, partitions))]
         labels = None  # (bounds, per range the labels) of the waves so far
         totals: dict[str, float] = {}

@@ -273,7 +273,7 @@ def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, met
     assert local.n_clusters < local.n_docs - 50  # the corpus has duplicates to find
     assert len(distributed.pairs) == local.n_docs - local.n_clusters
     stats = distributed.params["corpus_stage"]
-    assert len(stats["waves"]) == 1 and stats["verified_edges"] > 0
+    assert len(stats["waves"]) == 2 and stats["verified_edges"] > 0
 
 
 def test_unsupported_method_is_refused(cluster):
