@@ -256,24 +256,50 @@ def test_embedding_method_on_batches_with_empty_and_identical_documents(cluster)
     assert nothing.n_docs == 0
 
 
+@pytest.fixture(scope="module")
+def verifier_dir(tmp_path_factory):
+    pytest.importorskip("rapidfuzz")
+    import importlib.util
+    from pathlib import Path
+
+    from neardup.methods.pair_features import LEXICAL_FEATURES
+    from neardup.train.verifier import train_verifier
+
+    spec = importlib.util.spec_from_file_location(
+        "rerank_fixtures", Path(__file__).resolve().parents[1] / "train" / "rerank_fixtures.py")
+    fixtures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixtures)
+    out = tmp_path_factory.mktemp("verifier")
+    train_verifier(fixtures.make_corpus(seed=0, split="train"), fixtures.make_corpus(seed=1, split="validation"),
+                   output_dir=out, classifier="logistic", features=LEXICAL_FEATURES, threads=1,
+                   candidates="minhash", candidate_params={"threshold": 0.05})
+    return out
+
+
 @pytest.mark.parametrize("method, params, date_field", [
     ("ngram", {}, None),
     ("ngram", {"threshold": 0.3}, None),
     ("spotsigs", {}, None),
-    ("rerank", {}, "date"),  # the default verifier (rapidfuzz), reading texts and dates
+    ("rerank", {}, "date"),  # a verifier reading texts (and dates)
 ])
-def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, method, params, date_field):
+def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, method, params, date_field,
+                                                           request):
+    config = RayConfig(shard_rows=800, partitions=8)
     if method == "rerank":
-        pytest.importorskip("rapidfuzz")
-        shards = shards[:1]  # 1,700 documents in 4 Ray shards: the verifier is slow
-    local, distributed = _local_and_ray(shards, method, params, ReaderConfig(id_field="id", date_field=date_field))
+        # A small verifier (logistic regression on lexical features) trained here, as in
+        # tests/methods/test_rerank.py; 1,700 documents in three Ray shards.
+        params = {"scorer": "verifier", "model": str(request.getfixturevalue("verifier_dir"))}
+        shards = shards[:1]
+    local, distributed = _local_and_ray(shards, method, params, ReaderConfig(id_field="id", date_field=date_field),
+                                        ray_config=config)
     assert distributed.ids.tolist() == local.ids.tolist()
     np.testing.assert_array_equal(distributed.clusters, local.clusters)
     np.testing.assert_array_equal(distributed.representative, local.representative)
-    assert local.n_clusters < local.n_docs - 50  # the corpus has duplicates to find
+    assert local.n_clusters < local.n_docs - 10  # the corpus has duplicates to find
     assert len(distributed.pairs) == local.n_docs - local.n_clusters
     stats = distributed.params["corpus_stage"]
     assert len(stats["waves"]) == 2 and stats["verified_edges"] > 0
+    assert stats["shards"] == (3 if method == "rerank" else 7)
 
 
 def test_unsupported_method_is_refused(cluster):
