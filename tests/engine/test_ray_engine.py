@@ -125,6 +125,27 @@ def test_time_window_and_position_ids(cluster, shards):
     assert len(distributed.outside_window) > 0
 
 
+def test_written_pairs_name_the_time_window_rejects(cluster, shards, tmp_path):
+    reader = ReaderConfig(id_field="id", date_field="date")
+    method = make_method("minhash", threshold=0.3)
+    local = run(read_corpus(shards, reader), method, cluster=ClusterConfig(time_window_hours=24))
+    run_ = RayRun(RayInputs(tuple(shards), reader), method, time_window_hours=24,
+                  config=RayConfig(shard_rows=800, partitions=8, components_memory=1 << 14))
+    run_.execute()
+    summary = write_outputs(run_, clusters_out=tmp_path / "c", pairs_out=tmp_path / "p")
+    got = _clusters_table(tmp_path / "c").loc[local.ids]
+    assert _same_membership(got["cluster"], local.clusters)
+    pairs = pq.read_table(tmp_path / "p").to_pandas()
+    outside = pairs[pairs["outside_window"]]
+    assert len(outside) == summary["pairs_outside_time_window"] > 0
+    assert len(pairs) - len(outside) == summary["pairs"] == local.n_docs - local.n_clusters
+    # The rejects named by the ids of their documents (partitions may reject one pair
+    # each: the written table repeats it, as the summary counts it).
+    ids = local.ids
+    want = {(ids[a], ids[b]) for a, b in zip(run_.outside.left, run_.outside.right)}
+    assert set(zip(outside["id_a"], outside["id_b"])) == want
+
+
 def test_dedup_api_ships_batches(cluster):
     texts = ["the cat sat on the mat today", "the cat sat on the mat today!", "a dog", "", "a dog"]
     local = neardup.dedup(texts, "exact", pair_types=False)
