@@ -1062,11 +1062,12 @@ class RayRun:
     """One Ray de-duplication: the distributed datasets and the driver's merge state.
 
     After :meth:`execute`: ``docs`` (the sketch tasks' per-document facts as a materialized
-    Ray dataset, None for an empty corpus), ``offsets`` (global position of each shard's
-    first document), ``stats``, and object references to the merge tree's result:
-    ``merged_ref`` (forest and outside-window pairs) and ``seed_ref`` (sorted positions
-    of every document that joined another, and its component root: the smallest member).
-    The driver fetches those only when asked (``nodes``, ``node_roots``, ``forest``,
+    Ray dataset, None for an empty corpus; ``fact_refs`` the same per shard), ``offsets``
+    (global position of each shard's first document), ``stats``, ``link_refs`` (each
+    link or search task's forest and time-window rejects) and the components:
+    ``bounds`` (C ranges of positions) and ``label_refs`` (per range, its documents that
+    joined another, sorted, and their roots: the component's smallest position). The
+    driver fetches those only when asked (``nodes``, ``node_roots``, ``forest``,
     ``outside``: the Python API's :meth:`stage_output`); :func:`write_outputs` leaves
     them in the cluster.
     """
