@@ -1336,6 +1336,9 @@ class RayRun:
             "shared_key_rows": counts.get("shared_key_rows", 0), "outside_window": self.outside_edges,
             "partitions": partitions, "shards": self.n_shards, "waves": self.wave_stats,
             "components": self.components_stats,
+            # Key groups linked by their chain alone or not linked (the method's pruning
+            # summary), summed over partitions as the local stage sums them.
+            **({name: int(counts[name]) for name in ("capped_keys", "pruned_edges") if name in counts}),
             # CPU seconds inside the tasks (not their start-up, transfers or Ray's daemons).
             "task_cpu_s": {"sketch": round(self.sketch_cpu, 2),
                            "bucket": round(counts.get("bucket_cpu_s", 0.0), 2),

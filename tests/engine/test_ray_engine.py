@@ -321,6 +321,8 @@ def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, met
     stats = distributed.params["corpus_stage"]
     assert len(stats["waves"]) == 2 and stats["verified_edges"] > 0
     assert stats["shards"] == (3 if method == "rerank" else 7)
+    if method == "ngram":  # the method's pruning summary, summed over partitions as locally
+        assert distributed.summary()["max_df_shingles"] == local.summary()["max_df_shingles"]
 
 
 def test_unsupported_method_is_refused(cluster):
