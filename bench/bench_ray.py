@@ -2,7 +2,7 @@
 memory per process, overhead ratio Ray/local.
 
 Each configuration runs in a fresh child process (`neardup dedup`'s work: de-duplicate
-the Parquet shards with ``minhash`` defaults and write the clusters table):
+the Parquet shards with ``minhash`` defaults, or ``--method``, and write the clusters table):
 
 * ``local``  - the local out-of-core engine (one process);
 * ``ray1``   - the Ray engine on a one-node cluster started by the child (2 CPUs);
@@ -18,6 +18,7 @@ work, so wall time is noisy; CPU seconds are the steadier figure.
     python bench/bench_ray.py --corpus /tmp/neardup-scale/100k
     python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2
     python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --files 3 --configs local ray1
+    python bench/bench_ray.py --corpus /tmp/neardup-scale/100k --configs local ray1 --method ngram
 
 Both "nodes" of ``ray2`` run on this machine and share its cores (1 CPU of Ray resources
 each): it measures the cost of the exchanges between two raylets and object stores, not
@@ -46,11 +47,11 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 CHILD = r'''
 import json, sys, time
 from pathlib import Path
-config, out, files = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
+config, out, method_name, files = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4:]
 start = time.perf_counter()
 from neardup.io import ReaderConfig, read_corpus, write_table
 from neardup.methods import make_method
-method = make_method("minhash")
+method = make_method(method_name)
 reader = ReaderConfig(id_field="id")
 if config == "local":
     from neardup.pipeline import run
@@ -59,15 +60,17 @@ if config == "local":
     summary, timings, stats = result.summary(), result.timings, result.params["corpus_stage"]
 else:
     import ray
-    from neardup.engine.ray_engine import RayConfig, RayInputs, RayRun, worker_runtime_env, write_outputs
+    from neardup.engine.ray_engine import TRACE_ENV, RayConfig, RayInputs, RayRun, worker_runtime_env, write_outputs
+    env = worker_runtime_env()
+    env["env_vars"][TRACE_ENV] = "1"  # peak allocation of the components and assign tasks
     if config == "ray2":
         from ray.cluster_utils import Cluster
         nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 2 << 30})
         nodes.add_node(num_cpus=1, object_store_memory=2 << 30)
-        ray.init(address=nodes.address, runtime_env=worker_runtime_env(), include_dashboard=False,
+        ray.init(address=nodes.address, runtime_env=env, include_dashboard=False,
                  logging_level="WARNING", log_to_driver=False)
     else:
-        ray.init(address="local", num_cpus=2, object_store_memory=4 << 30, runtime_env=worker_runtime_env(),
+        ray.init(address="local", num_cpus=2, object_store_memory=4 << 30, runtime_env=env,
                  include_dashboard=False, logging_level="WARNING", log_to_driver=False)
     ready = time.perf_counter()
     run_ = RayRun(RayInputs(tuple(files), reader), method, config=RayConfig())
@@ -157,6 +160,11 @@ def measure(cmd: list[str]) -> dict:
         "cpu_s_by_process_name": {k: round(v, 2) for k, v in sorted(by_name.items(), key=lambda kv: -kv[1])},
         "peak_rss_mb_largest_processes": [[name, round(rss / 2**20)] for rss, name in biggest],
         "peak_rss_mb_tree": round(tree_peak[0] / 2**20),
+        # A Ray worker is named after the task it runs (ray::_large_star_task, 15 chars):
+        # the largest RSS seen per name is the peak of a worker while running that task.
+        "peak_rss_mb_by_process_name": {n: round(r / 2**20) for r, n in sorted(
+            ((max(r for r, m in peak.values() if m == n), n) for n in {m for _, m in peak.values()}),
+            reverse=True)},
         **json.loads(output.decode().strip().splitlines()[-1]),
     }
 
@@ -168,12 +176,13 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=None,
                         help="use only the first N Parquet files (a scaling curve on one corpus)")
     parser.add_argument("--name", default=None)
+    parser.add_argument("--method", default="minhash", help="method (defaults) to de-duplicate with")
     args = parser.parse_args()
     files = sorted(str(p) for p in args.corpus.glob("*.parquet"))[:args.files]
     rows = []
     for config in args.configs:
         with tempfile.TemporaryDirectory(prefix="neardup-bench-ray-") as out:
-            row = {"config": config, **measure([sys.executable, "-c", CHILD, config, out, *files])}
+            row = {"config": config, **measure([sys.executable, "-c", CHILD, config, out, args.method, *files])}
         rows.append(row)
         print(json.dumps({k: row[k] for k in ("config", "wall_s", "cpu_s_sampled", "cpu_s_wait4",
                                                "peak_rss_mb_tree", "timings")}), flush=True)
@@ -185,7 +194,8 @@ def main() -> None:
                                               / max(local["cpu_s_sampled"], local["cpu_s_wait4"]), 2)
             row["same_clusters_as_local"] = row["summary"]["clusters"] == local["summary"]["clusters"]
     path = save(args.name or f"ray-{args.corpus.name}",
-                {"machine": machine(), "corpus": str(args.corpus), "files": len(files), "rows": rows,
+                {"machine": machine(), "corpus": str(args.corpus), "files": len(files), "method": args.method,
+                 "rows": rows,
                  "load_average_after": os.getloadavg(),
                  "command": " ".join(["python", "bench/bench_ray.py", *sys.argv[1:]])})
     print(f"wrote {path}")

@@ -410,8 +410,8 @@ def run(
 
         if not ray_supports(method, cluster.algorithm):
             raise ValueError(
-                f"run: engine='ray' runs methods with a keyed corpus stage (exact, minhash "
-                f"with verify='signature' or 'none', simhash) or a vector stage (retsim, "
+                f"run: engine='ray' runs methods with a keyed corpus stage (exact, minhash, "
+                f"simhash, ngram, spotsigs, rerank) or a vector stage (retsim, "
                 f"retsim-partial, biencoder; not index='hnsw') clustered by components; got "
                 f"method {method.name!r} with cluster algorithm {cluster.algorithm!r}. Use "
                 "engine='local' or engine='memory' for it."

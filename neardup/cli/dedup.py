@@ -293,8 +293,8 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
                                "document on one machine); use --engine local.")
     if not ray_supports(method_obj, cluster.algorithm):
         raise click.UsageError(
-            f"--engine ray runs exact, minhash, simhash, and retsim, retsim-partial and "
-            f"biencoder (--index other than hnsw), clustered by components; got "
+            f"--engine ray runs exact, minhash, simhash, ngram, spotsigs, rerank, and retsim, "
+            f"retsim-partial and biencoder (--index other than hnsw), clustered by components; got "
             f"--method {method_obj.name} with --cluster {cluster.algorithm}. Use --engine local."
         )
     config = RayConfig(address=opts["ray_address"], partitions=opts["partitions"],

@@ -69,8 +69,8 @@ def engine_options(function: F) -> F:
                           "the other methods, and for --cluster leiden/louvain/hac; the run's "
                           "summary then names the reason as engine_fallback). ray: "
                           "the local engine's stage on a Ray cluster (pip install "
-                          "'neardup[ray]'; exact, minhash, simhash, retsim, "
-                          "retsim-partial, biencoder; see docs/scale-out.md): "
+                          "'neardup[ray]'; exact, minhash, simhash, ngram, spotsigs, "
+                          "rerank, retsim, retsim-partial, biencoder; see docs/scale-out.md): "
                           "workers read the inputs and write --clusters-out, --pairs-out and "
                           "--out as directories of Parquet files."),
         click.option("--ray-address", default=None, metavar="ADDR",

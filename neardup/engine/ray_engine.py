@@ -11,6 +11,8 @@ CLI's outputs nothing but counts reaches the driver)::
         the method's verification arrays, date), key rows hashed into P parts
         (key uint64, shard row int64: 16 B per key row)
     wave 1 (the first P/8 partitions), then wave 2 (the others):
+      (wave 2) bucket-keys task per partition: its key rows sorted; asks each range of
+           wave 1's labels for the roots of its documents (lookup task per range)
       -> bucket task per partition: the partition's key rows from every shard, grouped
            by key: a star plus chain per shared key (the local engine's bucket_edges),
            minus (wave 2) the edges whose documents wave 1 joined; asks each shard for
@@ -18,12 +20,17 @@ CLI's outputs nothing but counts reaches the driver)::
       -> gather task per shard: those rows of its arrays, one object per partition
       -> link task per partition: the local engine's PartitionLinker (skip an edge whose
            documents are joined, verify the others) with a union-find over the
-           partition's documents, seeded (wave 2) with wave 1's components
+           partition's documents, seeded (wave 2) with wave 1's roots of them
            --> partition forest (<= one edge per document of the partition)
-      merge tree (tasks, fan-in 8): a union-find over the forests' edges -> one forest
-    --> assign task: roots, sizes, representatives of the joined documents (about 40 B
-        per duplicate document, in one worker), the pairs table
-    --> clusters and kept records written by tasks per shard; the driver gets counts.
+      connected components (after each wave, over wave 1's labels and the new forests):
+           C ranges of document positions (C from RayConfig.components_memory); rounds of
+           large-star and small-star tasks, one per range (Kiveris et al. 2014), until
+           every component is a star on its smallest position --> labels per range
+           (joined document, root)
+    --> outputs (write_outputs): per shard, its joined documents' facts cut by range of
+        root; per range of roots, an assign task: sizes, representatives, template flags,
+        a spanning forest of its components' edges (the pairs table); per shard, the
+        clusters table and the kept records. The driver gets counts.
 
 Only documents of shared keys travel past the sketch task, and only their verification
 arrays (a MinHash signature: 4 bytes per permutation), once per partition that verifies
@@ -65,8 +72,9 @@ from neardup.graph.edges import Pairs
 from neardup.io import parquet_num_rows
 from neardup.io.batch import DocumentBatch
 from neardup.io.readers import ReaderConfig, detect_format, part_records, read_part
-from neardup.methods.base import Method
+from neardup.methods.base import CandidateRows, Method
 from neardup.progress import StageTimer
+from neardup.text.shingle import ShingleSets
 
 __all__ = ["INSTALL_HINT", "RayConfig", "RayInputs", "RayRun", "connect", "import_ray", "ray_supports",
            "run_ray_stage", "worker_runtime_env", "write_outputs"]
@@ -76,8 +84,14 @@ INSTALL_HINT = "pip install 'neardup[ray]'"
 #: and ``PATH.armed`` exists, the first linking task to run creates ``PATH`` and kills its
 #: own worker process with SIGKILL; Ray must retry the task.
 FAULT_ENV = "NEARDUP_RAY_FAULT_ONCE"
+#: Benchmarks: when set in the workers' environment, the components and assign tasks
+#: trace their peak Python/numpy allocation (tracemalloc) and report it (``peak_bytes``).
+TRACE_ENV = "NEARDUP_RAY_TRACE_MEMORY"
 _NO_DATE = np.iinfo(np.int64).min
 _SHARDED = ("parquet",)  # formats cut into row ranges; others are one shard per file
+#: Names of the ragged per-document data in a shard's arrays (methods whose verification
+#: reads shingle sets or texts).
+SET_SIZES, SET_VALUES, TEXTS = "sets.sizes", "sets.values", "texts"
 
 
 def import_ray():
@@ -143,6 +157,12 @@ class RayConfig:
         Embedding methods: bytes a search task may use for a query batch's candidates and
         the IVF training sample, as the local stage's ``--memory-limit`` (the same value
         gives the same IVF centroids). None: the local engine's default.
+    components_memory : int or None, default None
+        Bytes a connected-components task may hold (about 64 per edge end in its range of
+        documents): the verified forests are joined into components by ranges of document
+        positions, as many ranges (a power of two, at most 4,096) as this budget needs;
+        the assign tasks that pick representatives use the same ranges (of component
+        roots). None: 1 GiB (one range up to ~8 million forest edges).
     """
 
     address: str | None = None
@@ -150,6 +170,7 @@ class RayConfig:
     shard_rows: int = 25_000
     first_wave: int | None = None
     memory_limit: int | None = None
+    components_memory: int | None = None
 
     def __post_init__(self) -> None:
         if self.partitions is not None:
@@ -159,6 +180,8 @@ class RayConfig:
             check_int("RayConfig", "first_wave", self.first_wave, low=1)
         if self.memory_limit is not None:
             check_int("RayConfig", "memory_limit", self.memory_limit, low=1 << 20)
+        if self.components_memory is not None:
+            check_int("RayConfig", "components_memory", self.components_memory, low=1 << 10)
 
 
 @dataclass(frozen=True)
@@ -295,12 +318,22 @@ def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig
         for name in method.candidate_arrays:
             arrays.setdefault(name, []).append(np.ascontiguousarray(sketch.arrays[name]))
         arrays.setdefault("date", []).append(dates)
+        if method.candidate_sets:  # ragged: sizes and the concatenated hashes
+            sets = sketch.require_sets("engine='ray'", "shingle", f"{method.name}.sketch")
+            arrays.setdefault(SET_SIZES, []).append(sets.counts().astype(np.int64))
+            arrays.setdefault(SET_VALUES, []).append(np.asarray(sets.hashes, np.uint64))
+        if method.candidate_text_chars is not None:
+            # Bytes, as the local stage stores them: a lone surrogate reaches the scorer.
+            cut = method.candidate_text_chars
+            arrays.setdefault(TEXTS, []).append(pa.array(
+                [t[:cut].encode("utf-8", "surrogatepass") for t in batch.texts], pa.large_binary()))
         keys.append(np.asarray(found.keys, np.uint64))
         rows.append(np.asarray(found.docs, np.int64) + offset)
         if found.payload is not None:
             payload.append(np.asarray(found.payload, np.uint64))
         offset += n
-    arrays = {name: np.concatenate(parts) for name, parts in arrays.items()}
+    arrays = {name: pa.concat_arrays(parts) if name == TEXTS else np.concatenate(parts)
+              for name, parts in arrays.items()}
     key = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
     row = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     pay = np.concatenate(payload) if payload else None
@@ -333,23 +366,72 @@ def _roots_of(docs: np.ndarray, seed: tuple[np.ndarray, np.ndarray] | None) -> n
     return np.where(nodes[at] == docs, roots[at], docs)
 
 
-def _bucket_task(offsets: np.ndarray, method: Method, seed, *parts: dict) -> tuple:
+def _sorted_key_rows(offsets: np.ndarray, parts: Sequence[dict]) -> dict:
+    """All shards' key rows of one partition (shard order) sorted by (key, document)."""
+    keys = np.concatenate([np.zeros(0, np.uint64)] + [p["key"] for p in parts])
+    docs = np.concatenate([np.zeros(0, np.int64)] + [offsets[s] + p["row"] for s, p in enumerate(parts)])
+    payload = np.concatenate([p["payload"] for p in parts]) if parts and "payload" in parts[0] else None
+    order = np.lexsort((docs, keys))
+    return {"key": keys[order], "doc": docs[order], "payload": payload[order] if payload is not None else None}
+
+
+def _bucket_keys_task(offsets: np.ndarray, bounds: np.ndarray, *parts: dict) -> tuple:
+    """Wave 2's first half of a bucket task: the partition's key rows sorted, and per range
+    of the earlier wave's labels the documents of shared keys to look up there (sorted)."""
+    cpu = time.process_time()
+    rows = _sorted_key_rows(offsets, parts)
+    starts, sizes = group_runs(rows["key"])
+    shared = np.unique(rows["doc"][np.repeat(sizes > 1, sizes)])
+    requests = _split_by(_range_of(shared, bounds), bounds.size - 1, doc=shared)
+    rows["cpu_s"] = time.process_time() - cpu
+    return (rows, *[r["doc"] for r in requests])
+
+
+def _lookup_task(labels: dict, *requests: np.ndarray) -> tuple:
+    """Roots (one range of an earlier wave's labels) of the documents each partition asked
+    for; documents that joined nothing are left out."""
+    nodes, roots = labels["node"], labels["root"]
+    out = []
+    for docs in requests:
+        at = np.minimum(np.searchsorted(nodes, docs), max(nodes.size - 1, 0))
+        hit = nodes[at] == docs if nodes.size else np.zeros(docs.size, bool)
+        out.append({"node": docs[hit], "root": roots[at[hit]]})
+    return (len(out), *out)
+
+
+def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts: dict) -> tuple:
     """One key partition's candidate edges (all shards' key rows of the partition, in
     shard order): a star plus chain per shared key (or the method's ``link_bucket``),
-    minus the edges whose documents an earlier wave already joined (``seed``: sorted
-    positions of joined documents and their roots). Returns ``1 + len(offsets)`` objects:
-    the edges with counts, then per shard the sorted shard rows whose arrays the
-    partition needs."""
+    minus the edges whose documents an earlier wave already joined. Wave 1: ``rows`` is
+    None and ``parts`` are the shards' key rows; wave 2: ``rows`` are the sorted key rows
+    (:func:`_bucket_keys_task`) and ``parts`` the roots the earlier wave's label ranges
+    gave its documents (:func:`_lookup_task`). Returns ``1 + len(offsets)`` objects: the
+    edges with counts (and the seed for the link task), then per shard the sorted shard
+    rows whose arrays the partition needs."""
     cpu = time.process_time()
-    keys = np.concatenate([p["key"] for p in parts])
-    docs = np.concatenate([offsets[s] + p["row"] for s, p in enumerate(parts)])
-    payload = np.concatenate([p["payload"] for p in parts]) if "payload" in parts[0] else None
-    order = np.lexsort((docs, keys))
-    keys, docs = keys[order], docs[order]
-    payload = payload[order] if payload is not None else None
+    seed = None
+    if rows is None:
+        rows = _sorted_key_rows(offsets, parts)
+    else:
+        seed = (np.concatenate([np.zeros(0, np.int64)] + [p["node"] for p in parts]),
+                np.concatenate([np.zeros(0, np.int64)] + [p["root"] for p in parts]))
+    keys, docs, payload = rows["key"], rows["doc"], rows["payload"]
+    prep_cpu = rows.get("cpu_s", 0.0)
     starts, sizes = group_runs(keys)
     multi = sizes > 1
     shared_rows = int(sizes[multi].sum())
+    if not method.candidate_fixed_width:
+        # Shingle sets or texts: the link task links the key rows as the local stage does
+        # (its overlap groups and bounds need every row); it needs the rows of documents
+        # of shared keys that it may compare.
+        if method.bucket_skip_over is not None:
+            multi &= sizes <= method.bucket_skip_over
+        need = np.unique(docs[np.repeat(multi, sizes)])
+        bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
+        requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
+        edges = {"rows": rows, "need": need, "seed": seed, "candidate_edges": 0, "shared_rows": shared_rows,
+                 "documents": int(need.size), "cpu_s": time.process_time() - cpu + prep_cpu}
+        return (edges, *requests)
     linked = method.link_bucket(keys, docs, payload)
     if linked is not None:
         left, right, score = linked.left, linked.right, np.asarray(linked.score, np.float32)
@@ -367,7 +449,7 @@ def _bucket_task(offsets: np.ndarray, method: Method, seed, *parts: dict) -> tup
             root_left, root_right = bucket_edges(roots, starts[multi], sizes[multi], upto)
             keep = root_left != root_right
             del roots, root_left, root_right
-    del keys, docs, payload, order
+    del keys, docs, payload, rows
     candidates = int(left.size)
     if keep is not None:
         left, right = left[keep], right[keep]
@@ -376,21 +458,103 @@ def _bucket_task(offsets: np.ndarray, method: Method, seed, *parts: dict) -> tup
     bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
     requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
     edges = {"left": left, "right": right, "score": score, "candidate_edges": candidates,
-             "cpu_s": time.process_time() - cpu,
+             "cpu_s": time.process_time() - cpu + prep_cpu, "seed": seed,
              "shared_rows": shared_rows, "documents": int(need.size)}
     return (edges, *requests)
 
 
-def _gather_task(arrays: dict[str, np.ndarray], names: tuple[str, ...], *requests: np.ndarray):
-    """The rows of one shard's arrays (``names``) that each partition asked for."""
-    out = tuple({name: arrays[name][rows] for name in names} for rows in requests)
-    return out if len(out) != 1 else out[0]
+def _gather_task(arrays: dict, names: tuple[str, ...], *requests: np.ndarray):
+    """The rows of one shard's arrays (``names``; ragged shingle sets and texts included)
+    that each partition asked for."""
+    offsets = None
+    if SET_SIZES in names:
+        offsets = np.zeros(arrays[SET_SIZES].size + 1, np.int64)
+        np.cumsum(arrays[SET_SIZES], out=offsets[1:])
+    out = []
+    for rows in requests:
+        got = {name: arrays[name][rows] for name in names if name not in (SET_VALUES, TEXTS)}
+        if offsets is not None:
+            got[SET_VALUES] = arrays[SET_VALUES][_ranges(offsets[rows], got[SET_SIZES])]
+        if TEXTS in names:
+            got[TEXTS] = arrays[TEXTS].take(pa.array(rows))
+        out.append(got)
+    return tuple(out) if len(out) != 1 else out[0]
 
 
-def _maybe_fail_once() -> None:
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The concatenated ranges ``starts[i] .. starts[i] + sizes[i] - 1``."""
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    ends = np.cumsum(sizes)
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - sizes), sizes)
+
+
+class _ShippedTexts:
+    """Texts of some documents (UTF-8 bytes, Arrow), decoded only when taken."""
+
+    def __init__(self, column: pa.Array, index: np.ndarray) -> None:
+        self.column, self.index = column, index
+
+    def __len__(self) -> int:
+        return int(self.index.size)
+
+    def take(self, positions) -> list[str]:
+        raw = self.column.take(pa.array(self.index[np.asarray(positions, np.int64)])).to_pylist()
+        return [b.decode("utf-8", "surrogatepass") for b in raw]
+
+
+class _ShippedRows:
+    """The rows one link task gathered from the shards (``docs``: sorted positions), read
+    as the local stage's work-directory store reads its files: fixed-width arrays, ragged
+    shingle sets (and their sizes, for the overlap bound), texts, dates."""
+
+    def __init__(self, docs: np.ndarray, rows: Sequence[dict], dates: bool) -> None:
+        self.docs = docs
+        names = rows[0].keys() if rows else ()
+        self.arrays = {name: np.concatenate([r[name] for r in rows]) for name in names
+                       if name not in (SET_SIZES, SET_VALUES, TEXTS, "date")}
+        self.dates = np.concatenate([r["date"] for r in rows]) if dates and rows else None
+        self.set_offsets = self.values = self.texts = None
+        if SET_SIZES in names:
+            self.sizes = np.concatenate([r[SET_SIZES] for r in rows])
+            self.set_offsets = np.zeros(self.sizes.size + 1, np.int64)
+            np.cumsum(self.sizes, out=self.set_offsets[1:])
+            self.values = np.concatenate([r[SET_VALUES] for r in rows])
+        if TEXTS in names:
+            self.texts = pa.concat_arrays([r[TEXTS] for r in rows])
+        self.row_bytes = (sum(a.nbytes for a in self.arrays.values())
+                          + (self.values.nbytes if self.values is not None else 0)
+                          + (self.texts.nbytes if self.texts is not None else 0)) // max(docs.size, 1)
+
+    def rows(self, docs: np.ndarray) -> CandidateRows:
+        index = np.searchsorted(self.docs, docs)
+        out = CandidateRows(docs, {name: values[index] for name, values in self.arrays.items()})
+        if self.set_offsets is not None:
+            sizes = self.sizes[index]
+            offsets = np.zeros(docs.size + 1, np.int64)
+            np.cumsum(sizes, out=offsets[1:])
+            out.sets = ShingleSets(self.values[_ranges(self.set_offsets[index], sizes)], offsets)
+        if self.texts is not None:
+            out.texts = _ShippedTexts(self.texts, index)
+        if self.dates is not None:
+            out.dates = self.dates[index].view("datetime64[s]")
+        return out
+
+    def set_sizes(self, docs: np.ndarray) -> np.ndarray:
+        return self.sizes[np.searchsorted(self.docs, docs)]
+
+
+def _maybe_fail_once(stage: str) -> None:
+    """The fault drill (:data:`FAULT_ENV`): kill this worker if the drill is armed for
+    ``stage`` (the ``.armed`` file's text: ``link``, the default, or ``components``) and
+    no task has been killed yet."""
     marker = os.environ.get(FAULT_ENV)
     if not marker or not os.path.exists(marker + ".armed"):
         return
+    with open(marker + ".armed") as handle:
+        if (handle.read().strip() or "link") != stage:
+            return
     try:
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
@@ -398,14 +562,16 @@ def _maybe_fail_once() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _link_task(edges: dict, method: Method, window_hours: float | None, seed, *rows: dict) -> dict:
+def _link_task(edges: dict, method: Method, window_hours: float | None, options: dict, *rows: dict) -> tuple:
     """One key partition linked as the local engine links it (skip an edge whose documents
     are already joined, verify the others), with a union-find over the partition's
-    documents seeded with the earlier waves' components: its forest edges, the pairs the
-    time window kept apart, and counts."""
-    _maybe_fail_once()
+    documents seeded with the earlier wave's components (``edges["seed"]``). Returns its
+    counts, then its result: forest edges, the pairs the time window kept apart, counts."""
+    _maybe_fail_once("link")
+    if "rows" in edges:
+        return _link_rows(edges, method, window_hours, options, *rows)
     cpu = time.process_time()
-    left, right, score = edges["left"], edges["right"], edges["score"]
+    left, right, score, seed = edges["left"], edges["right"], edges["score"], edges["seed"]
     local = np.unique(np.concatenate((left, right)))
     arrays = {name: np.concatenate([r[name] for r in rows]) for name in rows[0]} if rows else {}
     dates = arrays.pop("date", None) if window_hours is not None else None
@@ -420,56 +586,236 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, seed, *r
         linker.uf.union(by[same], by[same + 1])
     linker.consider(left, right, score)
     forest, outside = _concat_pairs(linker.forest), _concat_pairs(linker.outside)
-    return {"forest": (forest.left, forest.right, forest.score),
-            "outside": (outside.left, outside.right, outside.score),
-            "counts": {"bucket_cpu_s": edges["cpu_s"], "link_cpu_s": time.process_time() - cpu,
-                       "candidate_edges": edges["candidate_edges"], "edges_after_seed": int(left.size),
-                       "verified_edges": linker.counts["verified_edges"],
-                       "shared_key_rows": edges["shared_rows"], "linked_documents": int(local.size)}}
+    counts = {"bucket_cpu_s": edges["cpu_s"], "link_cpu_s": time.process_time() - cpu,
+              "candidate_edges": edges["candidate_edges"], "edges_after_seed": int(left.size),
+              "verified_edges": linker.counts["verified_edges"],
+              "shared_key_rows": edges["shared_rows"], "linked_documents": int(local.size),
+              "partition_forest_edges": int(forest.left.size), "outside_edges": int(outside.left.size)}
+    return counts, {"forest": (forest.left, forest.right, forest.score),
+                    "outside": (outside.left, outside.right, outside.score)}
 
 
-def _merge_forests(*results: dict) -> tuple[dict, tuple[np.ndarray, np.ndarray], dict]:
-    """Link results (or merges of them) as one: a spanning forest of their forests' union
-    (a union-find over the documents in them, edges in a fixed order so the forest is
-    deterministic), the pairs the time window kept apart, summed counts; then the seed of
-    the next wave (sorted joined documents, the root of each: its component's smallest
-    position) and the counts alone."""
+def _link_rows(edges: dict, method: Method, window_hours: float | None, options: dict, *rows: dict) -> tuple:
+    """A key partition of a method that verifies from shingle sets or texts, linked by the
+    local stage's own partition linker over the partition's key rows and the rows its
+    shards shipped (a union-find over the partition's documents, seeded in wave 2 with
+    wave 1's components: their documents' edges are skipped, not verified)."""
+    from neardup.engine.corpus import _link_partition, default_memory_limit
+
+    cpu = time.process_time()
+    keys = edges["rows"]
+    # Documents renumbered 0..m-1 in position order (the order the linker's chains and
+    # overlap groups follow is unchanged), so the linker's union-find is the partition's,
+    # seeded with the earlier wave's components: it skips what they already joined.
+    local = np.unique(keys["doc"])
+    columns = {"key": keys["key"], "doc": np.searchsorted(local, keys["doc"])}
+    if keys["payload"] is not None:
+        columns["payload"] = keys["payload"]
+    need = edges["need"]
+    store = _ShippedRows(np.searchsorted(local, need), rows,
+                         dates=method.candidate_dates and options["has_dates"])
+    uf = UnionFind(local.size)
+    seed = edges["seed"]
+    if seed is not None and local.size:
+        roots = _roots_of(local, seed)
+        by = np.argsort(roots, kind="stable")
+        same = np.flatnonzero(roots[by][1:] == roots[by][:-1])
+        uf.union(by[same], by[same + 1])
+    dates = None
+    if window_hours is not None:
+        # Documents of no shared key never meet an edge: their dates are never read.
+        dates = np.full(local.size, _NO_DATE, np.int64)
+        dates[np.searchsorted(local, need)] = np.concatenate([np.zeros(0, np.int64)] + [r["date"] for r in rows])
+    budget = options["memory_limit"] or default_memory_limit()
+    chunk_edges = int(max(budget // 4 // 64, 1 << 14))
+    step = int(min(max(budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
+    forest, outside, counts, _capped = _link_partition(method, [pa.table(columns)], store, dates, window_hours,
+                                                       chunk_edges, uf, step=step)
+    forest = Pairs(local[forest.left], local[forest.right], forest.score)
+    outside = Pairs(local[outside.left], local[outside.right], outside.score)
+    counts = {"bucket_cpu_s": edges["cpu_s"], "link_cpu_s": time.process_time() - cpu,
+              "candidate_edges": counts["candidate_edges"], "edges_after_seed": counts["candidate_edges"],
+              "verified_edges": counts["verified_edges"], "capped_keys": counts.get("capped_keys", 0),
+              "pruned_edges": counts.get("pruned_edges", 0), "shared_key_rows": edges["shared_rows"],
+              "linked_documents": int(need.size), "partition_forest_edges": len(forest),
+              "outside_edges": len(outside)}
+    return counts, {"forest": (forest.left, forest.right, forest.score),
+                    "outside": (outside.left, outside.right, outside.score)}
+
+
+def _merge_forests(*results: dict) -> tuple[Pairs, Pairs]:
+    """Link results as one (the Python API's driver, which holds every document anyway): a
+    spanning forest of their forests' union (a union-find over the documents in them, edges
+    sorted by (left, right), so the forest is deterministic), and the pairs the time
+    window kept apart."""
     def cat(part: str, i: int, dtype) -> np.ndarray:
         return np.concatenate([np.zeros(0, dtype)] + [r[part][i] for r in results]).astype(dtype)
 
-    left, right, score = cat("forest", 0, np.int64), cat("forest", 1, np.int64), cat("forest", 2, np.float32)
+    forest = Pairs(cat("forest", 0, np.int64), cat("forest", 1, np.int64), cat("forest", 2, np.float32))
+    outside = Pairs(cat("outside", 0, np.int64), cat("outside", 1, np.int64), cat("outside", 2, np.float32))
+    return _spanning_forest(forest.left, forest.right, forest.score), outside.canonical()
+
+
+def _spanning_forest(left: np.ndarray, right: np.ndarray, score: np.ndarray) -> Pairs:
+    """The edges a union-find keeps joining, taken in (left, right) order."""
     order = np.lexsort((right, left))
     left, right, score = left[order], right[order], score[order]
     nodes = np.unique(np.concatenate((left, right)))
     uf = UnionFind(nodes.size)
     joined = uf.union(np.searchsorted(nodes, left), np.searchsorted(nodes, right))
-    counts: dict[str, int] = {}
-    for r in results:
-        for k, v in r["counts"].items():
-            counts[k] = counts.get(k, 0) + v
-    merged = {"forest": (left[joined], right[joined], score[joined]),
-              "outside": tuple(cat("outside", i, t) for i, t in enumerate((np.int64, np.int64, np.float32))),
-              "counts": counts}
-    return merged, (nodes, nodes[uf.roots()]), counts
+    return Pairs(left[joined], right[joined], score[joined])
 
 
-def _forest_sizes(merged: dict) -> tuple[int, int]:
-    return int(merged["forest"][0].size), int(merged["outside"][0].size)
+def _sum_counts(counts: Iterable[dict]) -> dict:
+    total: dict[str, float] = {}
+    for c in counts:
+        for k, v in c.items():
+            total[k] = total.get(k, 0) + v
+    return total
 
 
-def _reduce_forests(refs: list, fan_in: int = 8):
-    """A tree of merge tasks over link results: object references to the merged result,
-    the seed and the counts. Each merge holds at most ``fan_in`` forests, each of at most
-    one edge per joined document, so no process, the driver included, holds every
-    partition's forest."""
-    import ray
+# -- distributed connected components ---------------------------------------------------
+#
+# The forests of the link tasks are joined into components by large-star / small-star
+# (Kiveris et al., "Connected components in MapReduce and beyond", SoCC 2014): O(log^2 n)
+# rounds, O(log n) in practice, whatever the components' diameter (a chain of bucket
+# edges needs no more rounds than a star), never more edges than it started with.
+# Documents are cut into C ranges of positions (C from RayConfig.components_memory); a
+# task holds one range's edges. The graph converges to stars, each centred on its
+# component's smallest position: the local engine's root.
 
-    merge = ray.remote(_merge_forests).options(num_returns=3)
-    while True:
-        out = [merge.remote(*refs[i:i + fan_in]) for i in range(0, len(refs), fan_in)]
-        if len(out) == 1:
-            return out[0]
-        refs = [o[0] for o in out]
+#: Bytes a components task holds per directed edge of its range (two int64 arrays, the
+#: sort order, the grouped copies).
+_CC_BYTES_PER_EDGE = 64
+_COMPONENTS_MEMORY = 1 << 30
+
+
+def _component_partitions(edges: int, budget: int) -> int:
+    """Ranges of documents for ``edges`` undirected edges (each held twice, once per
+    endpoint's range), a power of two, each range's edges within ``budget`` bytes."""
+    need = max(2 * edges * _CC_BYTES_PER_EDGE / budget, 1.0)
+    return int(min(1 << int(np.ceil(np.log2(need))), 1 << 12))
+
+
+def _range_bounds(n_docs: int, parts: int) -> np.ndarray:
+    """Bounds of ``parts`` ranges of positions: range ``c`` is ``[bounds[c], bounds[c+1])``."""
+    return np.linspace(0, max(n_docs, 1), parts + 1).astype(np.int64)
+
+
+def _range_of(nodes: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    return np.searchsorted(bounds, nodes, side="right") - 1
+
+
+def _split_by(part: np.ndarray, parts: int, **arrays: np.ndarray) -> list[dict]:
+    """``arrays`` cut by ``part`` (values 0..parts-1) into ``parts`` dicts, order kept
+    within each."""
+    order = np.argsort(part, kind="stable")
+    bounds = np.zeros(parts + 1, np.int64)
+    np.cumsum(np.bincount(part, minlength=parts), out=bounds[1:])
+    cut = {name: a[order] for name, a in arrays.items()}
+    return [{name: a[bounds[c]:bounds[c + 1]] for name, a in cut.items()} for c in range(parts)]
+
+
+def _edges_of(source: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Undirected edges of a link result (its forest) or of a range's labels (node -> root
+    stars)."""
+    if "forest" in source:
+        return np.asarray(source["forest"][0], np.int64), np.asarray(source["forest"][1], np.int64)
+    joined = source["node"] != source["root"]
+    return source["root"][joined], source["node"][joined]
+
+
+def _directed(a: np.ndarray, b: np.ndarray, bounds: np.ndarray) -> list[dict]:
+    """Each edge both ways, ``src -> dst``, in the range of ``src``."""
+    src, dst = np.concatenate((a, b)), np.concatenate((b, a))
+    return _split_by(_range_of(src, bounds), bounds.size - 1, src=src, dst=dst)
+
+
+def _scatter_task(bounds: np.ndarray, source: dict) -> tuple:
+    """One link result's forest (or one range's labels) as the first large-star round's
+    input: per range, the directed edges leaving its documents."""
+    a, b = _edges_of(source)
+    return (int(a.size), *_directed(a, b, bounds))
+
+
+def _traced(task):
+    """``task`` reporting its peak traced allocation in its first output (a dict) as
+    ``peak_bytes`` when :data:`TRACE_ENV` is set (0 otherwise)."""
+    import functools
+
+    @functools.wraps(task)
+    def run(*args):
+        if not os.environ.get(TRACE_ENV):
+            out = task(*args)
+            out[0]["peak_bytes"] = 0
+            return out
+        import tracemalloc
+
+        tracemalloc.start()
+        try:
+            out = task(*args)
+            out[0]["peak_bytes"] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        return out
+    return run
+
+
+@_traced
+def _large_star_task(bounds: np.ndarray, *parts: dict) -> tuple:
+    """Large-star over one range: each document ``u`` links its larger neighbours to
+    ``m(u)``, the smallest of ``u`` and its neighbours. Also checks whether the range is
+    already converged (every document a centre with only larger neighbours, or a leaf with
+    one smaller neighbour and no other: the graph is stars centred on their minimum) and
+    returns the range's labels (document, root) valid once every range is. Returns the
+    info, the labels, then per range the new edges ``(a < b)`` whose ``b`` lies in it."""
+    _maybe_fail_once("components")
+    cpu = time.process_time()
+    src = np.concatenate([np.zeros(0, np.int64)] + [p["src"] for p in parts])
+    dst = np.concatenate([np.zeros(0, np.int64)] + [p["dst"] for p in parts])
+    order = np.lexsort((dst, src))
+    src, dst = src[order], dst[order]
+    first = np.ones(src.size, bool)
+    first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+    src, dst = src[first], dst[first]
+    del order, first
+    starts, sizes = group_runs(src)
+    nodes = src[starts]
+    if src.size:
+        smallest = np.minimum(nodes, np.minimum.reduceat(dst, starts))
+        smaller = np.add.reduceat((dst < src).astype(np.int64), starts)
+    else:
+        smallest = smaller = np.zeros(0, np.int64)
+    centre = smaller == 0
+    star = bool(np.all(centre | ((smaller == 1) & (sizes == 1))))
+    labels = {"node": nodes, "root": np.where(centre, nodes, smallest)}
+    up = dst > src
+    a, b = np.repeat(smallest, sizes)[up], dst[up]
+    out = _split_by(_range_of(b, bounds), bounds.size - 1, a=a, b=b)
+    info = {"star": star, "edges": int(src.size), "nodes": int(nodes.size),
+            "centres": int(centre.sum()), "cpu_s": time.process_time() - cpu}
+    return (info, labels, *out)
+
+
+@_traced
+def _small_star_task(bounds: np.ndarray, *parts: dict) -> tuple:
+    """Small-star over one range: each document ``u`` links itself and its smaller
+    neighbours to the smallest of them. Returns the info, then per range the directed
+    edges leaving its documents (the next large-star's input)."""
+    cpu = time.process_time()
+    a = np.concatenate([np.zeros(0, np.int64)] + [p["a"] for p in parts])
+    b = np.concatenate([np.zeros(0, np.int64)] + [p["b"] for p in parts])
+    order = np.lexsort((a, b))
+    a, b = a[order], b[order]
+    first = np.ones(a.size, bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    a, b = a[first], b[first]
+    starts, sizes = group_runs(b)
+    smallest = np.repeat(a[starts], sizes)  # a is sorted within each b: its first is the min
+    others = a != smallest
+    lo = np.concatenate((smallest[starts] if b.size else np.zeros(0, np.int64), smallest[others]))
+    hi = np.concatenate((b[starts], a[others]))
+    return ({"edges": int(lo.size), "cpu_s": time.process_time() - cpu}, *_directed(lo, hi, bounds))
 
 
 # -- embedding methods: the vector stage as tasks ---------------------------------------
@@ -477,12 +823,12 @@ def _reduce_forests(refs: list, fan_in: int = 8):
 
 def ray_supports(method: Method, algorithm: str) -> bool:
     """Whether ``engine="ray"`` runs ``method`` clustered by ``algorithm``: the keyed
-    corpus stage's methods, and the embedding methods the local vector stage runs."""
+    corpus stage's methods (fixed-width rows, shingle sets, texts), and the embedding
+    methods the local vector stage runs."""
     from neardup.engine.corpus import supports_corpus_stage
     from neardup.engine.vectors import supports_vector_stage
 
-    return ((supports_corpus_stage(method, algorithm) and method.candidate_fixed_width)
-            or supports_vector_stage(method, algorithm))
+    return supports_corpus_stage(method, algorithm) or supports_vector_stage(method, algorithm)
 
 
 def _embed_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig,
@@ -623,9 +969,10 @@ def _vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, o
         store.dim = int(ray.get(row_refs[i]).shape[1])
         _search_shard(faiss, store, shards, i, k, floor, linker, _QueryBatchSize(budget // 4 // 40), ivf)
     forest, outside = Pairs.concat(linker.forest), Pairs.concat(linker.outside)
-    return {"forest": (forest.left, forest.right, forest.score),
-            "outside": (outside.left, outside.right, outside.score),
-            "counts": {**linker.counts, "search_cpu_s": time.process_time() - cpu}}
+    counts = {**linker.counts, "search_cpu_s": time.process_time() - cpu,
+              "partition_forest_edges": len(forest), "outside_edges": len(outside)}
+    return counts, {"forest": (forest.left, forest.right, forest.score),
+                    "outside": (outside.left, outside.right, outside.score)}
 
 
 # -- driver ------------------------------------------------------------------------------
@@ -715,11 +1062,12 @@ class RayRun:
     """One Ray de-duplication: the distributed datasets and the driver's merge state.
 
     After :meth:`execute`: ``docs`` (the sketch tasks' per-document facts as a materialized
-    Ray dataset, None for an empty corpus), ``offsets`` (global position of each shard's
-    first document), ``stats``, and object references to the merge tree's result:
-    ``merged_ref`` (forest and outside-window pairs) and ``seed_ref`` (sorted positions
-    of every document that joined another, and its component root: the smallest member).
-    The driver fetches those only when asked (``nodes``, ``node_roots``, ``forest``,
+    Ray dataset, None for an empty corpus; ``fact_refs`` the same per shard), ``offsets``
+    (global position of each shard's first document), ``stats``, ``link_refs`` (each
+    link or search task's forest and time-window rejects) and the components:
+    ``bounds`` (C ranges of positions) and ``label_refs`` (per range, its documents that
+    joined another, sorted, and their roots: the component's smallest position). The
+    driver fetches those only when asked (``nodes``, ``node_roots``, ``forest``,
     ``outside``: the Python API's :meth:`stage_output`); :func:`write_outputs` leaves
     them in the cluster.
     """
@@ -727,15 +1075,13 @@ class RayRun:
     def __init__(self, source, method: Method, *, config: RayConfig = RayConfig(),
                  time_window_hours: float | None = None, timer: StageTimer | None = None,
                  progress: bool | None = None) -> None:
-        if not method.candidate_fixed_width and method.vector_search is None:
-            # The Ray shuffle carries fixed-width arrays only (no ragged sets, texts, dates).
+        if method.candidate_arrays is None and method.vector_search is None:
             raise ValueError(
-                f"run: method {method.name!r} with these parameters has no keyed corpus stage "
-                "that verifies from fixed-width rows nor a vector stage, which engine='ray' "
-                "needs (ngram, spotsigs and rerank read shingle sets or texts the Ray shuffle "
-                "does not carry); supported: exact, minhash (verify='signature' or 'none'), "
-                "simhash, and retsim, retsim-partial, biencoder with index 'auto', 'flat' or "
-                "'ivf' (not 'hnsw'), clustered by components. Use engine='local' or 'memory'."
+                f"run: method {method.name!r} with these parameters has neither a keyed corpus "
+                "stage nor a vector stage, which engine='ray' needs; supported: exact, minhash, "
+                "simhash, ngram, spotsigs, rerank, and retsim, retsim-partial, biencoder with "
+                "index 'auto', 'flat' or 'ivf' (not 'hnsw'), clustered by components. Use "
+                "engine='local' or 'memory'."
             )
         self.source, self.method, self.config = source, method, config
         self.window = time_window_hours
@@ -772,6 +1118,8 @@ class RayRun:
                 "in neardup.dedup) or drop the window."
             )
         self.n_shards = len(shards)
+        self._fetched = None
+        self.components_stats: list[dict] = []
         if method.candidate_arrays is None:  # an embedding method: the vector stage
             self._execute_vector(ray, shards, memory, reader)
             return
@@ -786,58 +1134,118 @@ class RayRun:
         counts = sizes[:, 0].astype(np.int64)
         self.n_keys = int(sizes[:, 1].sum())
         self.sketch_cpu = float(sizes[:, 2].sum())
-        self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-        self.n_docs = int(counts.sum())
-        facts = [o[1] for o, n in zip(out, counts) if n]
-        self.docs = ray.data.from_arrow_refs(facts) if facts else None
+        self._set_shards(counts, [o[1] for o in out])
         arrays = [o[2] for o in out]
         keys = [list(o[3:]) for o in out]
         del out
-        names = tuple(method.candidate_arrays) + (("date",) if self.window is not None else ())
+        names = tuple(method.candidate_arrays) + (
+            ("date",) if self.window is not None or method.candidate_dates else ()) + (
+            (SET_SIZES, SET_VALUES) if method.candidate_sets else ()) + (
+            (TEXTS,) if method.candidate_text_chars is not None else ())
+        options = {"memory_limit": self.config.memory_limit, "has_dates": self.has_dates}
         bucket = ray.remote(_bucket_task).options(num_returns=len(shards) + 1)
         gather = ray.remote(_gather_task)
-        link = ray.remote(_link_task)
+        link = ray.remote(_link_task).options(num_returns=2)
         first = min(self.config.first_wave or max(1, partitions // 8), partitions)
         waves = [list(range(first)), list(range(first, partitions))]
-        merged = seed = None
-        totals: dict[str, int] = {}
-        self.wave_stats = []
+        labels = None  # (bounds, per range the labels) of the waves so far
+        totals: dict[str, float] = {}
+        self.wave_stats, self.link_refs = [], []
         with timer.stage("pairs"):
             for wave in waves if self.n_docs else []:
                 if not wave:
                     continue
-                buckets = [bucket.remote(self.offsets, method_ref, seed,
-                                         *[keys[s][p] for s in range(len(shards))]) for p in wave]
-                for part in keys:  # the bucket tasks hold them now; freed as they finish
+                parts = [[keys[s][p] for s in range(len(shards))] for p in wave]
+                for part in keys:  # the tasks hold them now; freed as they finish
                     for p in wave:
                         part[p] = None
+                if labels is None:
+                    buckets = [bucket.remote(self.offsets, method_ref, None, *rows) for rows in parts]
+                else:
+                    # The earlier wave's roots of each partition's documents, looked up in
+                    # the label ranges that hold them (no task holds them all).
+                    bounds, label_refs = labels
+                    prep = ray.remote(_bucket_keys_task).options(num_returns=len(label_refs) + 1)
+                    lookup = ray.remote(_lookup_task).options(num_returns=len(wave) + 1)
+                    preps = [prep.remote(self.offsets, bounds, *rows) for rows in parts]
+                    answers = [lookup.remote(ref, *[pr[1 + c] for pr in preps])[1:]
+                               for c, ref in enumerate(label_refs)]
+                    buckets = [bucket.remote(self.offsets, method_ref, pr[0], *[a[j] for a in answers])
+                               for j, pr in enumerate(preps)]
+                    del preps, answers
+                del parts
                 rows = [gather.options(num_returns=len(wave)).remote(arrays[s], names,
                                                                      *[b[1 + s] for b in buckets])
                         for s in range(len(shards))]
                 rows = [r if isinstance(r, list) else [r] for r in rows]
-                linked = [link.remote(b[0], method_ref, self.window, seed, *[r[j] for r in rows])
+                linked = [link.remote(b[0], method_ref, self.window, options, *[r[j] for r in rows])
                           for j, b in enumerate(buckets)]
                 del buckets, rows
-                merged, seed, counts = _reduce_forests(([merged] if merged is not None else []) + linked)
-                counts = ray.get(counts)  # the wave is done: its seed is ready for the next
+                wave_counts = _sum_counts(ray.get([c for c, _ in linked]))
+                results = [r for _, r in linked]
+                self.link_refs.extend(results)
+                # The components so far: the earlier waves' (as stars) and this wave's forests.
+                sources = (labels[1] if labels is not None else []) + results
+                edges = int(wave_counts.get("partition_forest_edges", 0)) + (
+                    self.components_stats[-1]["joined_documents"] if labels is not None else 0)
+                labels = self._components(ray, sources, edges)
                 self.wave_stats.append({"partitions": len(wave), **{
-                    k: round(v - totals.get(k, 0), 3) for k, v in counts.items()}})
-                totals = counts
+                    k: round(v, 3) for k, v in wave_counts.items()}})
+                totals = _sum_counts([totals, wave_counts])
         with timer.stage("cluster"):
-            if merged is None:
-                final, seed_arrays, totals = _merge_forests()
-                merged, seed = ray.put(final), ray.put(seed_arrays)
-            self.merged_ref, self.seed_ref = merged, seed
-            self._fetched = None
-            # Only two counts come back: the forest stays in the cluster.
-            forest_edges, outside = ray.get(ray.remote(_forest_sizes).remote(merged))
-            self._finish(totals, forest_edges, outside, partitions)
+            if labels is None:
+                labels = self._components(ray, [], 0)
+            self.bounds, self.label_refs = labels
+            self._finish(totals, partitions)
+
+    def _set_shards(self, counts: np.ndarray, fact_refs: list) -> None:
+        self.shard_docs = counts
+        self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+        self.n_docs = int(counts.sum())
+        self.fact_refs = [ref if n else None for ref, n in zip(fact_refs, counts)]
+        facts = [ref for ref, n in zip(fact_refs, counts) if n]
+        self.docs = import_ray().data.from_arrow_refs(facts) if facts else None
+
+    def _components(self, ray, sources: list, edges: int) -> tuple[np.ndarray, list]:
+        """Connected components of the edges in ``sources`` (link results' forests, earlier
+        labels' stars; ``edges`` of them in all) by large-star / small-star rounds over
+        ranges of documents sized from ``RayConfig.components_memory``. Returns the ranges'
+        bounds and per range an object: its joined documents (sorted) and their roots."""
+        budget = self.config.components_memory or _COMPONENTS_MEMORY
+        ranges = _component_partitions(edges, budget)
+        bounds = _range_bounds(self.n_docs, ranges)
+        scatter = ray.remote(_scatter_task).options(num_returns=ranges + 1)
+        large = ray.remote(_large_star_task).options(num_returns=ranges + 2)
+        small = ray.remote(_small_star_task).options(num_returns=ranges + 1)
+        parts = [scatter.remote(bounds, source)[1:] for source in sources]
+        rounds, cpu, small_infos = 0, 0.0, []
+        while True:
+            out = [large.remote(bounds, *[p[c] for p in parts]) for c in range(ranges)]
+            infos = ray.get([o[0] for o in out])
+            rounds += 1
+            cpu += sum(i["cpu_s"] for i in infos)
+            if all(i["star"] for i in infos):
+                break
+            smalls = [small.remote(bounds, *[o[2 + c] for o in out]) for c in range(ranges)]
+            small_infos.extend(s[0] for s in smalls)
+            parts = [s[1:] for s in smalls]
+            del out, smalls
+        small_infos = ray.get(small_infos)
+        cpu += sum(i["cpu_s"] for i in small_infos)
+        peak = max([i["peak_bytes"] for i in small_infos + infos], default=0)
+        joined = sum(i["nodes"] for i in infos)
+        self.components_stats.append({
+            "ranges": ranges, "rounds": rounds, "input_edges": int(edges), "joined_documents": int(joined),
+            "components": int(sum(i["centres"] for i in infos)),
+            "largest_range_edges": int(max(i["edges"] for i in infos)), "cpu_s": round(cpu, 3),
+            "peak_task_bytes": int(peak)})
+        return bounds, [o[1] for o in out]
 
     def _execute_vector(self, ray, shards: list[_Shard], memory: list | None, reader: ReaderConfig) -> None:
         """The vector stage on Ray: one embed task per input shard (its rows stay in the
         object store as one row shard), the shared IVF centroids and per-shard IVF
         indexes when the index is approximate, one search task per row shard, and the
-        keyed stage's merge tree over their forests."""
+        keyed stage's distributed components over their forests."""
         from neardup.engine.corpus import default_memory_limit
         from neardup.engine.vectors import resolve_index
         from neardup.graph.similarity import ivf_nlist, search_margin
@@ -856,10 +1264,7 @@ class RayRun:
         deviation = max([x[3] for x in info], default=0.0)
         self.sketch_cpu = float(sum(x[4] for x in info))
         self.n_keys, self.wave_stats, self.partitions = 0, [], 0
-        self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-        self.n_docs = int(counts.sum())
-        facts = [o[1] for o, n in zip(out, counts) if n]
-        self.docs = ray.data.from_arrow_refs(facts) if facts else None
+        self._set_shards(counts, [o[1] for o in out])
         row_starts = np.concatenate(([0], np.cumsum(row_counts))).astype(np.int64)
         live = np.flatnonzero(row_counts > 0).tolist()
         row_shards = [(int(row_starts[s]), int(row_starts[s + 1])) for s in live]
@@ -872,7 +1277,7 @@ class RayRun:
         k = None if k is None else min(k, max(n_rows - 1, 1))
         floor = search.threshold - search_margin(max(dim, 1), deviation)
         trained, ivf_refs, extra = None, None, {}
-        merged = None
+        self.link_refs, totals = [], {}
         with timer.stage("pairs"):
             if n_rows >= 2:
                 if kind == "ivf":
@@ -883,37 +1288,36 @@ class RayRun:
                     ivf_refs = [build.remote(trained, row_refs[j], row_shards[j][0], search.threads)
                                 for j in range(len(row_shards))]
                     extra = {"nlist": nlist, "nprobe": min(search.nprobe, nlist)}
-                task = ray.remote(_vector_search_task)
+                task = ray.remote(_vector_search_task).options(num_returns=2)
                 results = [task.remote(i, row_shards, row_refs, owned_refs, date_refs, method_ref, k, floor,
                                        self.window, trained, ivf_refs, budget)
                            for i in range(len(row_shards))]
-                merged, seed, counts = _reduce_forests(results)
+                totals = _sum_counts(ray.get([c for c, _ in results]))
+                self.link_refs = [r for _, r in results]
         with timer.stage("cluster"):
-            if merged is None:
-                final, seed_arrays, totals = _merge_forests()
-                merged, seed = ray.put(final), ray.put(seed_arrays)
-            else:
-                totals = ray.get(counts)
-            self.merged_ref, self.seed_ref, self._fetched = merged, seed, None
-            forest_edges, outside = ray.get(ray.remote(_forest_sizes).remote(merged))
-            self._finish(totals, forest_edges, outside, 0)
+            self.bounds, self.label_refs = self._components(
+                ray, self.link_refs, int(totals.get("partition_forest_edges", 0)))
+            self._finish(totals, 0)
         self.stats = {
             "rows": n_rows, "index": kind, "k": k, **extra, "shards": self.n_shards,
             "row_shards": len(row_shards), "candidate_pairs": totals.get("candidate_pairs", 0),
-            "scored_pairs": totals.get("scored_pairs", 0), "forest_edges": forest_edges,
-            "outside_window": outside,
+            "scored_pairs": totals.get("scored_pairs", 0), "forest_edges": self.forest_edges,
+            "outside_window": self.outside_edges, "components": self.components_stats,
             "task_cpu_s": {"embed": round(self.sketch_cpu, 2),
-                           "search": round(totals.get("search_cpu_s", 0.0), 2)},
+                           "search": round(totals.get("search_cpu_s", 0.0), 2),
+                           "components": round(sum(c["cpu_s"] for c in self.components_stats), 2)},
         }
 
     def _fetch(self) -> tuple:
-        """The merge tree's result on the driver (once): nodes, roots, forest, outside."""
+        """The components and forests on the driver (once): nodes, roots, forest, outside."""
         if self._fetched is None:
             import ray
 
-            final, (nodes, roots) = ray.get([self.merged_ref, self.seed_ref])
-            self._fetched = (nodes, roots, Pairs(*final["forest"]).canonical(),
-                             Pairs(*final["outside"]).canonical())
+            labels = ray.get(self.label_refs)
+            nodes = np.concatenate([np.zeros(0, np.int64)] + [x["node"] for x in labels])
+            roots = np.concatenate([np.zeros(0, np.int64)] + [x["root"] for x in labels])
+            forest, outside = _merge_forests(*ray.get(self.link_refs))
+            self._fetched = (nodes, roots, forest, outside)
         return self._fetched
 
     nodes = property(lambda self: self._fetch()[0], doc="Sorted positions of joined documents.")
@@ -921,17 +1325,25 @@ class RayRun:
     forest = property(lambda self: self._fetch()[2], doc="Verified edges joining components (Pairs).")
     outside = property(lambda self: self._fetch()[3], doc="Pairs the time window kept apart (Pairs).")
 
-    def _finish(self, counts: dict, forest_edges: int, outside: int, partitions: int) -> None:
-        self.forest_edges, self.outside_edges = forest_edges, outside
+    def _finish(self, counts: dict, partitions: int) -> None:
+        last = self.components_stats[-1]
+        # A spanning forest joins each component with one edge fewer than its documents.
+        self.forest_edges = last["joined_documents"] - last["components"]
+        self.outside_edges = int(counts.get("outside_edges", 0))
         self.stats = {
             "candidate_keys": self.n_keys, "candidate_edges": counts.get("candidate_edges", 0),
-            "verified_edges": counts.get("verified_edges", 0), "forest_edges": forest_edges,
-            "shared_key_rows": counts.get("shared_key_rows", 0), "outside_window": outside,
+            "verified_edges": counts.get("verified_edges", 0), "forest_edges": self.forest_edges,
+            "shared_key_rows": counts.get("shared_key_rows", 0), "outside_window": self.outside_edges,
             "partitions": partitions, "shards": self.n_shards, "waves": self.wave_stats,
+            "components": self.components_stats,
+            # Key groups linked by their chain alone or not linked (the method's pruning
+            # summary), summed over partitions as the local stage sums them.
+            **({name: int(counts[name]) for name in ("capped_keys", "pruned_edges") if name in counts}),
             # CPU seconds inside the tasks (not their start-up, transfers or Ray's daemons).
             "task_cpu_s": {"sketch": round(self.sketch_cpu, 2),
                            "bucket": round(counts.get("bucket_cpu_s", 0.0), 2),
-                           "link": round(counts.get("link_cpu_s", 0.0), 2)},
+                           "link": round(counts.get("link_cpu_s", 0.0), 2),
+                           "components": round(sum(c["cpu_s"] for c in self.components_stats), 2)},
         }
 
     def roots(self) -> np.ndarray:
@@ -970,39 +1382,71 @@ def _default_partitions(n_docs: int) -> int:
 # -- distributed outputs (the CLI's --engine ray) -----------------------------------------
 
 
-def _resolved(value):
-    """A value passed to a task, fetched if it came as an object reference (Ray resolves
-    references only when they are a task's own arguments)."""
-    import ray
+def _ids_of(block: pa.Table, doc: np.ndarray) -> np.ndarray:
+    """The block's ids (object array), positions as text where the input had none."""
+    ids = np.array(block.column("id").to_pylist(), dtype=object)
+    missing = np.array([i is None for i in ids], bool) if ids.size else np.zeros(0, bool)
+    if missing.any():
+        ids[missing] = doc[missing].astype(str).astype(object)
+    return ids
 
-    return ray.get(value) if isinstance(value, ray.ObjectRef) else value
+
+def _lookup(nodes: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index in sorted ``nodes`` of each of ``docs``, and whether it is there."""
+    if nodes.size == 0:
+        return np.zeros(docs.size, np.int64), np.zeros(docs.size, bool)
+    at = np.minimum(np.searchsorted(nodes, docs), nodes.size - 1)
+    return at, nodes[at] == docs
 
 
-def _duplicate_facts(block: pa.Table, seed_ref, offsets: np.ndarray) -> pa.Table:
-    """Position, id and length of the block's documents that joined another."""
-    nodes = _resolved(seed_ref)[0]
+def _duplicate_facts_task(block: pa.Table, offsets: np.ndarray, bounds: np.ndarray, *labels: dict) -> tuple:
+    """One shard's documents that joined another (``labels``: the label ranges overlapping
+    the shard) with their root, id and length, cut by range of the root (the assign
+    tasks'). Returns the shard's count of empty documents first."""
     doc = offsets[block.column("shard").to_numpy()] + block.column("row").to_numpy()
-    inside = np.isin(doc, nodes)
-    rows = block.filter(pa.array(inside))
-    return pa.table({"doc": doc[inside], "id": rows.column("id"), "length": rows.column("length")})
+    nodes = np.concatenate([np.zeros(0, np.int64)] + [x["node"] for x in labels])
+    roots = np.concatenate([np.zeros(0, np.int64)] + [x["root"] for x in labels])
+    at, inside = _lookup(nodes, doc)
+    rows = np.flatnonzero(inside)
+    root = roots[at[inside]]
+    empty = int((block.column("n_features").to_numpy() == 0).sum())
+    ids = _ids_of(block.take(pa.array(rows)), doc[rows])
+    return (empty, *_split_by(_range_of(root, bounds), bounds.size - 1, doc=doc[rows], root=root, id=ids,
+                              length=block.column("length").to_numpy()[rows].astype(np.int64)))
 
 
-def _assign_clusters(seed: tuple[np.ndarray, np.ndarray], merged: dict, max_cluster_size: int | None,
-                     oversized: str, keep: str, pairs_dir: str | None, method_name: str,
-                     *facts: pa.Table) -> tuple[dict, np.ndarray, dict]:
-    """Cluster, size, representative and template flag of every document that joined
-    another (the others are singletons, their own representatives), with the local
-    engine's rules (graph.cluster.flag_oversized, pipeline.choose_representatives) and
-    root positions as cluster ids; writes the pairs table into ``pairs_dir`` when given.
-    One task holds the duplicates' facts (about 40 bytes per duplicate document), as the
-    root of the merge tree does; the driver receives only the counts. Returns the
-    per-duplicate table, the sorted positions of the documents ``out`` drops, counts."""
-    nodes, roots = seed
-    facts = [t for t in facts if t.num_rows]
-    facts = pa.concat_tables(facts) if facts else pa.table({
-        "doc": pa.array([], pa.int64()), "id": pa.array([], pa.string()), "length": pa.array([], pa.int64())})
-    facts = facts.take(pa.array(np.argsort(facts.column("doc").to_numpy(), kind="stable")))
-    lengths = facts.column("length").to_numpy().astype(np.int64)
+def _forest_by_left_task(bounds: np.ndarray, result: dict) -> tuple:
+    """A link result's forest edges cut by range of their left document."""
+    left, right, score = (np.asarray(x) for x in result["forest"])
+    return (int(left.size), *_split_by(_range_of(left, bounds), bounds.size - 1, left=left, right=right,
+                                      score=score.astype(np.float32)))
+
+
+def _forest_by_root_task(bounds: np.ndarray, labels: dict, *parts: dict) -> tuple:
+    """One range's forest edges (by left document) cut by range of their component's root."""
+    cat = {k: np.concatenate([np.zeros(0, t)] + [p[k] for p in parts])
+           for k, t in (("left", np.int64), ("right", np.int64), ("score", np.float32))}
+    at, _ = _lookup(labels["node"], cat["left"])
+    root = labels["root"][at] if labels["node"].size else cat["left"]
+    return (int(root.size), *_split_by(_range_of(root, bounds), bounds.size - 1, **cat))
+
+
+@_traced
+def _assign_task(shard_starts: np.ndarray, max_cluster_size: int | None, oversized: str, keep: str,
+                 pairs_path: str | None, method_name: str, n_facts: int, *parts: dict) -> tuple:
+    """Cluster, size, representative and template flag of the joined documents whose root
+    lies in one range (whole components: ``parts`` are their facts from every shard, then
+    their forest edges), with the local engine's rules (graph.cluster.flag_oversized,
+    pipeline.choose_representatives) and root positions as cluster ids; writes the
+    range's pairs (a spanning forest of the components' verified edges) to
+    ``pairs_path``. Returns counts, then per shard the table of its joined documents."""
+    facts, edges = parts[:n_facts], parts[n_facts:]
+    nodes = np.concatenate([np.zeros(0, np.int64)] + [f["doc"] for f in facts])
+    by = np.argsort(nodes, kind="stable")
+    nodes = nodes[by]
+    roots = np.concatenate([np.zeros(0, np.int64)] + [f["root"] for f in facts])[by]
+    lengths = np.concatenate([np.zeros(0, np.int64)] + [f["length"] for f in facts])[by]
+    ids = np.concatenate([np.zeros(0, object)] + [f["id"] for f in facts])[by]
     cluster_of = roots.copy()
     _, inverse, sizes = np.unique(roots, return_inverse=True, return_counts=True)
     size = sizes[inverse]
@@ -1018,80 +1462,127 @@ def _assign_clusters(seed: tuple[np.ndarray, np.ndarray], merged: dict, max_clus
     first[1:] = cluster_of[by][1:] != cluster_of[by][:-1]
     representative = np.zeros(nodes.size, bool)
     representative[by[first]] = True
-    if pairs_dir is not None:
+    forest = _spanning_forest(*(np.concatenate([np.zeros(0, t)] + [e[k] for e in edges])
+                                for k, t in (("left", np.int64), ("right", np.int64), ("score", np.float32))))
+    if pairs_path is not None and (len(forest) or pairs_path.endswith("part-00000.parquet")):
         import pyarrow.parquet as pq
 
-        ids = facts.column("id").to_pylist()
-        ids = np.array([str(d) if i is None else i for i, d in zip(ids, nodes.tolist())], dtype=object)
-        forest, outside = Pairs(*merged["forest"]).canonical(), Pairs(*merged["outside"]).canonical()
-        pairs = Pairs.concat([forest, outside])
         pq.write_table(pa.table({
-            "id_a": pa.array(ids[np.searchsorted(nodes, pairs.left)].tolist(), pa.string()),
-            "id_b": pa.array(ids[np.searchsorted(nodes, pairs.right)].tolist(), pa.string()),
-            "score": pa.array(pairs.score, pa.float32()),
-            "method": pa.array([method_name] * len(pairs), pa.string()),
-            "outside_window": pa.array([False] * len(forest) + [True] * len(outside)),
-        }), Path(pairs_dir) / "part-00000.parquet")
+            "id_a": pa.array(ids[np.searchsorted(nodes, forest.left)].tolist(), pa.string()),
+            "id_b": pa.array(ids[np.searchsorted(nodes, forest.right)].tolist(), pa.string()),
+            "score": pa.array(forest.score, pa.float32()),
+            "method": pa.array([method_name] * len(forest), pa.string()),
+            "outside_window": pa.array(np.zeros(len(forest), bool)),
+        }), pairs_path)
     cluster_sizes = np.unique(cluster_of, return_counts=True)[1] if nodes.size else np.zeros(0, np.int64)
     counts = {"dropped": int((~representative).sum()),
               "documents_in_duplicate_clusters": int((size > 1).sum()),
               "duplicate_clusters": int((cluster_sizes > 1).sum()),
               "largest_cluster": int(cluster_sizes.max()) if cluster_sizes.size else 0,
-              "template_documents": int(template.sum())}
-    table = {"doc": nodes, "cluster": cluster_of, "size": size, "representative": representative,
-             "template": template}
-    return table, np.sort(nodes[~representative]), counts
+              "template_documents": int(template.sum()), "pairs": len(forest), "documents": int(nodes.size)}
+    by_shard = _split_by(_range_of(nodes, shard_starts), shard_starts.size - 1, doc=nodes, cluster=cluster_of,
+                         size=size, representative=representative, template=template)
+    return (counts, *by_shard)
 
 
-def _empty_count(block: pa.Table) -> int:
-    return int((block.column("n_features").to_numpy() == 0).sum())
+def _joined_table(parts: Sequence[dict]) -> dict:
+    """One shard's joined documents from every assign task, sorted by position."""
+    table = {k: np.concatenate([np.zeros(0, t)] + [p[k] for p in parts])
+             for k, t in (("doc", np.int64), ("cluster", np.int64), ("size", np.int64),
+                          ("representative", bool), ("template", bool))}
+    order = np.argsort(table["doc"], kind="stable")
+    return {k: v[order] for k, v in table.items()}
 
 
-def _cluster_rows(batch: pa.Table, *, clusters_ref, offsets: np.ndarray) -> pa.Table:
-    table = _resolved(clusters_ref)
-    doc = offsets[batch.column("shard").to_numpy()] + batch.column("row").to_numpy()
+def _write_clusters_task(block: pa.Table, offsets: np.ndarray, path: str, *parts: dict) -> int:
+    """One shard's rows of the clusters table, written to ``path``."""
+    import pyarrow.parquet as pq
+
+    table = _joined_table(parts)
+    doc = offsets[block.column("shard").to_numpy()] + block.column("row").to_numpy()
     n = doc.size
     cluster, size = doc.copy(), np.ones(n, np.int64)
     representative, template = np.ones(n, bool), np.zeros(n, bool)
-    nodes = table["doc"]
-    index = np.searchsorted(nodes, doc)
-    index[index >= nodes.size] = 0
-    dup = nodes[index] == doc if nodes.size else np.zeros(n, bool)
+    index, dup = _lookup(table["doc"], doc)
     for name, out in (("cluster", cluster), ("size", size), ("representative", representative),
                       ("template", template)):
         out[dup] = table[name][index[dup]]
-    ids = batch.column("id").to_pylist()
-    ids = [str(d) if i is None else i for i, d in zip(ids, doc.tolist())]
-    status = np.where(batch.column("n_features").to_numpy() > 0, "ok", "empty")
-    return pa.table({"id": pa.array(ids, pa.string()), "cluster": pa.array(cluster),
-                     "cluster_size": pa.array(size), "representative": pa.array(representative),
-                     "status": pa.array(status.tolist(), pa.string()), "template": pa.array(template)})
+    status = np.where(block.column("n_features").to_numpy() > 0, "ok", "empty")
+    pq.write_table(pa.table({
+        "id": pa.array(_ids_of(block, doc).tolist(), pa.string()), "cluster": pa.array(cluster),
+        "cluster_size": pa.array(size), "representative": pa.array(representative),
+        "status": pa.array(status.tolist(), pa.string()), "template": pa.array(template)}), path)
+    return n
 
 
-def _kept_records(items: pa.Table, *, shards: list, reader: ReaderConfig, dropped_ref,
-                  offsets: np.ndarray) -> Iterator[pa.Table]:
+def _write_kept_task(shard: _Shard, reader: ReaderConfig, base: int, path: str, *parts: dict) -> int:
+    """One shard's kept documents (full records, re-read from the input) written to
+    ``path``; nothing written when it keeps none."""
     from contextlib import closing
 
-    dropped = _resolved(dropped_ref)
-    for index in items.column("shard").to_pylist():
-        shard = shards[index]
-        sharded = shard.kind in _SHARDED
-        stream = part_records(shard.path, shard.kind, reader, start=shard.start if sharded else 0,
-                              stop=shard.stop if sharded else None, full=True)
-        base, records, position = offsets[index], [], 0
-        with closing(stream):
-            for _row, _line, record in stream:
-                doc = base + position
-                position += 1
-                at = np.searchsorted(dropped, doc)
-                if at < dropped.size and dropped[at] == doc:
-                    continue
-                records.append(record)
-                if len(records) == reader.batch_size:
-                    yield pa.Table.from_pylist(records)
-                    records = []
-        if records:
-            yield pa.Table.from_pylist(records)
+    import pyarrow.parquet as pq
+
+    table = _joined_table(parts)
+    dropped = table["doc"][~table["representative"]]
+    sharded = shard.kind in _SHARDED
+    stream = part_records(shard.path, shard.kind, reader, start=shard.start if sharded else 0,
+                          stop=shard.stop if sharded else None, full=True)
+    records, position = [], 0
+    with closing(stream):
+        for _row, _line, record in stream:
+            doc = base + position
+            position += 1
+            at = np.searchsorted(dropped, doc)
+            if at < dropped.size and dropped[at] == doc:
+                continue
+            records.append(record)
+    if records:
+        pq.write_table(pa.Table.from_pylist(records), path)
+    return len(records)
+
+
+def _outside_by_shard_task(shard_starts: np.ndarray, side: str, *sources: dict) -> tuple:
+    """Time-window rejects (``sources``: link results, or earlier outputs of this task)
+    cut by the shard of their ``side`` document."""
+    cat = {}
+    for k, i, t in (("left", 0, np.int64), ("right", 1, np.int64), ("score", 2, np.float32)):
+        cat[k] = np.concatenate([np.zeros(0, t)] + [np.asarray(s["outside"][i] if "outside" in s else s[k], t)
+                                                    for s in sources])
+    if any("id_a" in s for s in sources):
+        cat["id_a"] = np.concatenate([np.zeros(0, object)] + [s["id_a"] for s in sources])
+    return (int(cat["left"].size), *_split_by(_range_of(cat[side], shard_starts), shard_starts.size - 1, **cat))
+
+
+def _outside_ids_task(block: pa.Table | None, offsets: np.ndarray, shard_starts: np.ndarray,
+                      path: str | None, method_name: str, *parts: dict) -> tuple:
+    """Ids of one shard's documents on the time-window rejects that name them: the left
+    ids first (then the rejects go on, cut by shard of the right document), the right ids
+    second (``path`` given: the rejects are written there, sorted)."""
+    side = "left" if path is None else "right"
+    cat = {k: np.concatenate([np.zeros(0, t)] + [p[k] for p in parts])
+           for k, t in (("left", np.int64), ("right", np.int64), ("score", np.float32))}
+    if side == "right":
+        cat["id_a"] = np.concatenate([np.zeros(0, object)] + [p["id_a"] for p in parts])
+    found = np.zeros(0, object)
+    if block is not None:
+        doc = offsets[block.column("shard").to_numpy()] + block.column("row").to_numpy()
+        order = np.argsort(doc, kind="stable")
+        at = np.searchsorted(doc[order], cat[side])
+        found = _ids_of(block, doc)[order][at] if cat[side].size else found
+    if side == "left":
+        cat["id_a"] = found
+        return (0, *_split_by(_range_of(cat["right"], shard_starts), shard_starts.size - 1, **cat))
+    if cat["left"].size:
+        import pyarrow.parquet as pq
+
+        order = np.lexsort((cat["right"], cat["left"]))
+        pq.write_table(pa.table({
+            "id_a": pa.array(cat["id_a"][order].tolist(), pa.string()),
+            "id_b": pa.array(found[order].tolist(), pa.string()),
+            "score": pa.array(cat["score"][order], pa.float32()),
+            "method": pa.array([method_name] * order.size, pa.string()),
+            "outside_window": pa.array(np.ones(order.size, bool))}), path)
+    return (int(cat["left"].size), None)
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:
@@ -1111,71 +1602,102 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
                   keep: str = "longest") -> dict[str, Any]:
     """Write a finished Ray run's outputs as directories of Parquet files, from the
     workers: ``clusters_out`` (id, cluster, cluster_size, representative, status,
-    template; one row per document; ``cluster`` is the input position of the cluster's
-    first document), ``pairs_out`` (id_a, id_b, score, method, outside_window: the
-    forest of verified edges, then the time-window rejects) and ``out`` (the kept
-    documents' full records). Each directory is written beside its final path and
-    renamed into place. The driver holds only counts (the duplicates' facts meet in one
-    task, :func:`_assign_clusters`). Returns the run summary (as :meth:`neardup.pipeline.Result.summary`)."""
+    template; one row per document, one file per shard; ``cluster`` is the input position
+    of the cluster's first document), ``pairs_out`` (id_a, id_b, score, method,
+    outside_window: a spanning forest of the verified edges, one file per range of
+    component roots, then the time-window rejects, one file per shard) and ``out`` (the
+    kept documents' full records, one file per shard). Each directory is written beside
+    its final path and renamed into place. No process holds every joined document: the
+    components' labels, facts and forest edges are cut by range of root, one assign
+    task per range (:func:`_assign_task`); the driver receives only counts. Returns the
+    run summary (as :meth:`neardup.pipeline.Result.summary`)."""
     import ray
 
     if not isinstance(run.source, RayInputs):
         raise ValueError("write_outputs: the run must read its inputs from files (RayInputs)")
-    fetch = ray.remote(_duplicate_facts)
-    count = ray.remote(_empty_count)
-    refs = run.docs.to_arrow_refs() if run.docs is not None else []
-    facts = [fetch.remote(r, run.seed_ref, run.offsets) for r in refs]
-    empty = sum(ray.get([count.remote(r) for r in refs]))
-    pairs_tmp = None
-    if pairs_out is not None:
-        pairs_tmp = Path(pairs_out).with_name(f".{Path(pairs_out).name}.tmp-{os.getpid()}")
-        pairs_tmp.mkdir(parents=True)
-    assign = ray.remote(_assign_clusters).options(num_returns=3)
-    clusters_ref, dropped, counts = assign.remote(
-        run.seed_ref, run.merged_ref, max_cluster_size, oversized, keep,
-        str(pairs_tmp) if pairs_tmp is not None else None, run.method.name, *facts)
-    counts = ray.get(counts)
+    bounds, labels = run.bounds, run.label_refs
+    ranges = len(labels)
     shards = plan_shards(run.source, run.config.shard_rows)
-    written = {}
-    if clusters_out is not None:
-        final = Path(clusters_out)
-        tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-        if run.docs is not None:
-            run.docs.map_batches(_cluster_rows, batch_format="pyarrow",
-                                 fn_kwargs={"clusters_ref": clusters_ref, "offsets": run.offsets}
-                                 ).write_parquet(str(tmp))
-        else:  # an empty corpus: an empty table
+    n_shards = len(shards)
+    shard_starts = np.append(run.offsets, run.n_docs).astype(np.int64)
+    live = [s for s in range(n_shards) if run.fact_refs[s] is not None]
+    # The label ranges that hold each shard's positions.
+    lo = np.searchsorted(bounds, run.offsets, side="right") - 1
+    hi = np.searchsorted(bounds, shard_starts[1:], side="left")
+    facts_task = ray.remote(_duplicate_facts_task).options(num_returns=ranges + 1)
+    facts = {s: facts_task.remote(run.fact_refs[s], run.offsets, bounds,
+                                  *labels[max(lo[s], 0):max(hi[s], lo[s] + 1)]) for s in live}
+    by_left = ray.remote(_forest_by_left_task).options(num_returns=ranges + 1)
+    by_root = ray.remote(_forest_by_root_task).options(num_returns=ranges + 1)
+    left_parts = [by_left.remote(bounds, r)[1:] for r in run.link_refs]
+    root_parts = [by_root.remote(bounds, labels[c], *[p[c] for p in left_parts])[1:] for c in range(ranges)]
+    del left_parts
+    tmp_of = {}
+    for name, path in (("clusters", clusters_out), ("pairs", pairs_out), ("out", out)):
+        if path is not None:
+            final = Path(path)
+            tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+            tmp.mkdir(parents=True)
+            tmp_of[name] = (tmp, final)
+    assign = ray.remote(_assign_task).options(num_returns=n_shards + 1)
+    assigned = [assign.remote(shard_starts, max_cluster_size, oversized, keep,
+                              str(tmp_of["pairs"][0] / f"part-{a:05d}.parquet") if "pairs" in tmp_of else None,
+                              run.method.name, len(live), *[facts[s][1 + a] for s in live],
+                              *[p[a] for p in root_parts])
+                for a in range(ranges)]
+    del root_parts
+    pending = []
+    if "clusters" in tmp_of:
+        write = ray.remote(_write_clusters_task)
+        pending += [write.remote(run.fact_refs[s], run.offsets, str(tmp_of["clusters"][0] / f"part-{s:05d}.parquet"),
+                                 *[x[1 + s] for x in assigned]) for s in live]
+        if not live:  # an empty corpus: an empty table
             import pyarrow.parquet as pq
 
-            tmp.mkdir(parents=True)
-            no_docs = _FACTS.empty_table().select(["shard", "row", "id", "n_features"])
-            pq.write_table(_cluster_rows(no_docs, clusters_ref=clusters_ref, offsets=np.zeros(1, np.int64)),
-                           tmp / "part-00000.parquet")
-        written["clusters"] = (tmp, final)
-    if pairs_out is not None:
-        written["pairs"] = (pairs_tmp, Path(pairs_out))
-    if out is not None:
-        final = Path(out)
-        tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-        items = ray.data.from_items([{"shard": i} for i in range(len(shards))],
-                                    override_num_blocks=max(len(shards), 1))
-        items.map_batches(_kept_records, batch_size=1, batch_format="pyarrow",
-                          fn_kwargs={"shards": shards, "reader": run.source.reader,
-                                     "dropped_ref": dropped, "offsets": run.offsets}
-                          ).write_parquet(str(tmp))
-        written["out"] = (tmp, final)
-    for tmp, final in written.values():  # all written: now move them into place
+            pq.write_table(_empty_clusters(), tmp_of["clusters"][0] / "part-00000.parquet")
+    if "out" in tmp_of:
+        kept = ray.remote(_write_kept_task)
+        pending += [kept.remote(shards[s], run.source.reader, int(run.offsets[s]),
+                                str(tmp_of["out"][0] / f"part-{s:05d}.parquet"), *[x[1 + s] for x in assigned])
+                    for s in live]
+    if "pairs" in tmp_of and run.outside_edges:
+        # Time-window rejects: ids from the shards of their left, then right documents.
+        cut = ray.remote(_outside_by_shard_task).options(num_returns=n_shards + 1)
+        ids = ray.remote(_outside_ids_task)
+        by_left = [cut.remote(shard_starts, "left", r)[1:] for r in run.link_refs]
+        named = [ids.options(num_returns=n_shards + 1).remote(
+            run.fact_refs[s], run.offsets, shard_starts, None, run.method.name, *[p[s] for p in by_left])[1:]
+            for s in range(n_shards)]
+        pending += [ids.options(num_returns=2).remote(
+            run.fact_refs[s], run.offsets, shard_starts,
+            str(tmp_of["pairs"][0] / f"outside-{s:05d}.parquet"), run.method.name, *[p[s] for p in named])[0]
+            for s in range(n_shards)]
+        del by_left, named
+    assign_counts = ray.get([x[0] for x in assigned])
+    counts = _sum_counts(assign_counts)
+    largest = max([c["largest_cluster"] for c in assign_counts], default=0)
+    run.stats["assign"] = {"ranges": ranges, "peak_task_bytes": max(c["peak_bytes"] for c in assign_counts),
+                           "largest_range_documents": max(c["documents"] for c in assign_counts)}
+    empty = sum(ray.get([facts[s][0] for s in live]))
+    ray.get(pending)
+    for tmp, final in tmp_of.values():  # all written: now move them into place
         _replace_dir(tmp, final)
-    n_clusters = run.n_docs - counts["dropped"]
+    n_clusters = run.n_docs - int(counts.get("dropped", 0))
     return {
         "documents": run.n_docs,
         "clusters": n_clusters,
         "duplicates_removed": run.n_docs - n_clusters,
-        "documents_in_duplicate_clusters": counts["documents_in_duplicate_clusters"],
-        "duplicate_clusters": counts["duplicate_clusters"],
-        "largest_cluster": counts["largest_cluster"] or min(run.n_docs, 1),
+        "documents_in_duplicate_clusters": int(counts.get("documents_in_duplicate_clusters", 0)),
+        "duplicate_clusters": int(counts.get("duplicate_clusters", 0)),
+        "largest_cluster": largest or min(run.n_docs, 1),
         "empty_documents": int(empty),
-        "template_documents": counts["template_documents"],
+        "template_documents": int(counts.get("template_documents", 0)),
         "pairs": run.forest_edges,
         **({"pairs_outside_time_window": run.outside_edges} if run.outside_edges else {}),
     }
+
+
+def _empty_clusters() -> pa.Table:
+    return pa.table({"id": pa.array([], pa.string()), "cluster": pa.array([], pa.int64()),
+                     "cluster_size": pa.array([], pa.int64()), "representative": pa.array([], pa.bool_()),
+                     "status": pa.array([], pa.string()), "template": pa.array([], pa.bool_())})

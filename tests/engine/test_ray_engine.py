@@ -125,6 +125,27 @@ def test_time_window_and_position_ids(cluster, shards):
     assert len(distributed.outside_window) > 0
 
 
+def test_written_pairs_name_the_time_window_rejects(cluster, shards, tmp_path):
+    reader = ReaderConfig(id_field="id", date_field="date")
+    method = make_method("minhash", threshold=0.3)
+    local = run(read_corpus(shards, reader), method, cluster=ClusterConfig(time_window_hours=24))
+    run_ = RayRun(RayInputs(tuple(shards), reader), method, time_window_hours=24,
+                  config=RayConfig(shard_rows=800, partitions=8, components_memory=1 << 14))
+    run_.execute()
+    summary = write_outputs(run_, clusters_out=tmp_path / "c", pairs_out=tmp_path / "p")
+    got = _clusters_table(tmp_path / "c").loc[local.ids]
+    assert _same_membership(got["cluster"], local.clusters)
+    pairs = pq.read_table(tmp_path / "p").to_pandas()
+    outside = pairs[pairs["outside_window"]]
+    assert len(outside) == summary["pairs_outside_time_window"] > 0
+    assert len(pairs) - len(outside) == summary["pairs"] == local.n_docs - local.n_clusters
+    # The rejects named by the ids of their documents (partitions may reject one pair
+    # each: the written table repeats it, as the summary counts it).
+    ids = local.ids
+    want = {(ids[a], ids[b]) for a, b in zip(run_.outside.left, run_.outside.right)}
+    assert set(zip(outside["id_a"], outside["id_b"])) == want
+
+
 def test_dedup_api_ships_batches(cluster):
     texts = ["the cat sat on the mat today", "the cat sat on the mat today!", "a dog", "", "a dog"]
     local = neardup.dedup(texts, "exact", pair_types=False)
@@ -141,6 +162,7 @@ def test_empty_and_single_document_corpora(cluster):
 
 def test_worker_killed_while_linking_is_retried(cluster, shards):
     marker = cluster["marker"]
+    marker.unlink(missing_ok=True)
     armed = marker.with_name(marker.name + ".armed")
     armed.touch()
     try:
@@ -255,9 +277,141 @@ def test_embedding_method_on_batches_with_empty_and_identical_documents(cluster)
     assert nothing.n_docs == 0
 
 
+@pytest.fixture(scope="module")
+def verifier_dir(tmp_path_factory):
+    pytest.importorskip("rapidfuzz")
+    import importlib.util
+    from pathlib import Path
+
+    from neardup.methods.pair_features import LEXICAL_FEATURES
+    from neardup.train.verifier import train_verifier
+
+    spec = importlib.util.spec_from_file_location(
+        "rerank_fixtures", Path(__file__).resolve().parents[1] / "train" / "rerank_fixtures.py")
+    fixtures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixtures)
+    out = tmp_path_factory.mktemp("verifier")
+    train_verifier(fixtures.make_corpus(seed=0, split="train"), fixtures.make_corpus(seed=1, split="validation"),
+                   output_dir=out, classifier="logistic", features=LEXICAL_FEATURES, threads=1,
+                   candidates="minhash", candidate_params={"threshold": 0.05})
+    return out
+
+
+@pytest.mark.parametrize("method, params, date_field", [
+    ("ngram", {}, None),
+    ("ngram", {"threshold": 0.3}, None),
+    ("spotsigs", {}, None),
+    ("rerank", {}, "date"),  # a verifier reading texts (and dates)
+])
+def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, method, params, date_field,
+                                                           request):
+    config = RayConfig(shard_rows=800, partitions=8)
+    if method == "rerank":
+        # A small verifier (logistic regression on lexical features) trained here, as in
+        # tests/methods/test_rerank.py; 1,700 documents in three Ray shards.
+        params = {"scorer": "verifier", "model": str(request.getfixturevalue("verifier_dir"))}
+        shards = shards[:1]
+    local, distributed = _local_and_ray(shards, method, params, ReaderConfig(id_field="id", date_field=date_field),
+                                        ray_config=config)
+    assert distributed.ids.tolist() == local.ids.tolist()
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    np.testing.assert_array_equal(distributed.representative, local.representative)
+    assert local.n_clusters < local.n_docs - 10  # the corpus has duplicates to find
+    assert len(distributed.pairs) == local.n_docs - local.n_clusters
+    stats = distributed.params["corpus_stage"]
+    assert len(stats["waves"]) == 2 and stats["verified_edges"] > 0
+    assert stats["shards"] == (3 if method == "rerank" else 7)
+    if method == "ngram":  # the method's pruning summary, summed over partitions as locally
+        assert distributed.summary()["max_df_shingles"] == local.summary()["max_df_shingles"]
+
+
 def test_unsupported_method_is_refused(cluster):
     with pytest.raises(ValueError, match="engine='ray' runs methods with a keyed corpus stage"):
-        neardup.dedup(["a b c", "a b c"], "ngram", engine="ray")
+        run(iter([]), make_method("ngram"), cluster=ClusterConfig(algorithm="leiden"), engine="ray")
+
+
+@pytest.fixture(scope="module")
+def chain_and_bucket(tmp_path_factory):
+    """7,000 documents in shuffled order: 5,000 identical copies (one bucket per band, its
+    star plus chain of edges), a 1,000-document chain of overlapping windows of one word
+    stream (each near its neighbours only: a component of large diameter), 1,000 others."""
+    rng = np.random.default_rng(7)
+    vocabulary = np.array([f"w{i}" for i in range(50_000)])
+    stream = vocabulary[rng.integers(0, vocabulary.size, 1000 * 4 + 100)]
+    chain = [" ".join(stream[4 * i:4 * i + 100]) for i in range(1000)]
+    copy = " ".join(vocabulary[rng.integers(0, vocabulary.size, 80)])
+    others = [" ".join(vocabulary[rng.integers(0, vocabulary.size, 60)]) for _ in range(1000)]
+    texts = np.array(chain + [copy] * 5000 + others, dtype=object)[rng.permutation(7000)]
+    path = tmp_path_factory.mktemp("chain") / "corpus.parquet"
+    pq.write_table(pa.table({"id": [f"d{i}" for i in range(texts.size)], "text": texts.tolist()}), path,
+                   row_group_size=1000)
+    return str(path)
+
+
+def _clusters_table(directory) -> "pd.DataFrame":  # noqa: F821
+    return pq.read_table(directory).to_pandas().set_index("id")
+
+
+def _same_membership(a, b) -> bool:
+    """Two labelings of the same documents define the same clusters (ids may differ)."""
+    pairs = set(zip(np.asarray(a).tolist(), np.asarray(b).tolist()))
+    return len(pairs) == len(set(np.asarray(a).tolist())) == len(set(np.asarray(b).tolist()))
+
+
+def test_distributed_components_long_chain_and_big_bucket(cluster, chain_and_bucket, tmp_path):
+    reader, method = ReaderConfig(id_field="id"), make_method("minhash", threshold=0.7)
+    local = run(read_corpus([chain_and_bucket], reader), method)
+    assert local.summary()["largest_cluster"] >= 5000
+    # The chain is one component of ~1,000 documents whose positions are shuffled.
+    config = RayConfig(shard_rows=1000, partitions=8, components_memory=1 << 16)
+    distributed = run(RayInputs((chain_and_bucket,), reader), method, engine="ray", ray=config)
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    np.testing.assert_array_equal(distributed.representative, local.representative)
+    assert len(distributed.pairs) == local.n_docs - local.n_clusters
+    components = distributed.params["corpus_stage"]["components"]
+    assert len(components) == 2  # after each wave
+    assert components[-1]["ranges"] >= 8 and components[0]["rounds"] >= 3
+    # The CLI's path: outputs written per range and per shard, the same clusters.
+    run_ = RayRun(RayInputs((chain_and_bucket,), reader), method, config=config)
+    run_.execute()
+    summary = write_outputs(run_, clusters_out=tmp_path / "c", pairs_out=tmp_path / "p", out=tmp_path / "o",
+                            max_cluster_size=4000)
+    assert run_._fetched is None
+    got, expected = _clusters_table(tmp_path / "c"), local.clusters_table().to_pandas().set_index("id")
+    assert sorted(got.index) == sorted(expected.index)
+    got = got.loc[expected.index]
+    assert _same_membership(got["cluster"], local.clusters)
+    # Cluster ids are root positions: the smallest position of each component.
+    positions = {d: i for i, d in enumerate(local.ids.tolist())}
+    smallest = got.assign(pos=[positions[d] for d in got.index]).groupby("cluster")["pos"].min()
+    assert (smallest.index.to_numpy() == smallest.to_numpy()).all()
+    assert (got["representative"] == expected["representative"]).all()
+    assert int(got["template"].sum()) == summary["template_documents"] == local.summary()["largest_cluster"]
+    assert pq.read_table(tmp_path / "p").num_rows == summary["pairs"] == local.n_docs - local.n_clusters
+    kept = pq.read_table(tmp_path / "o").column("id").to_pylist()
+    assert sorted(kept) == sorted(expected.index[expected["representative"]])
+
+
+def test_worker_killed_while_joining_components_is_retried(cluster, shards, tmp_path):
+    marker = cluster["marker"]
+    marker.unlink(missing_ok=True)
+    armed = marker.with_name(marker.name + ".armed")
+    armed.write_text("components")
+    reader, method = ReaderConfig(id_field="id"), make_method("minhash")
+    try:
+        run_ = RayRun(RayInputs(tuple(shards), reader), method,
+                      config=RayConfig(shard_rows=800, partitions=8, components_memory=1 << 14))
+        run_.execute()
+        write_outputs(run_, clusters_out=tmp_path / "c")
+    finally:
+        armed.unlink()
+    assert marker.exists(), "no components task killed its worker: the drill did not run"
+    local = run(read_corpus(shards, reader), method)
+    got = _clusters_table(tmp_path / "c")
+    assert sorted(got.index) == sorted(local.ids.tolist())  # every document exactly once
+    got = got.loc[local.ids]
+    assert _same_membership(got["cluster"], local.clusters)
+    assert (got["representative"].to_numpy() == local.representative).all()
 
 
 def test_missing_ray_names_the_extra(monkeypatch):
