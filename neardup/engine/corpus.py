@@ -21,6 +21,10 @@ No step holds all sketches or all pairs in memory:
    applied, and joins recorded in a union-find over an int64 array. The joins form a
    spanning forest: the scored pairs written as the run's pairs.
 
+Methods that weight features by whole-corpus statistics (wminhash, sanderson) run a
+**statistics** stage first (:mod:`neardup.engine.statistics`): one pass counts the document
+frequencies they declare, and the fitted method they return sketches and keys the batches.
+
 Each stage leaves files and a marker in the work directory
 (:class:`~neardup.engine.workdir.WorkDir`), so a killed run resumes from its completed
 stages and produces the same outputs. The stages are functions of their inputs only, so
@@ -45,6 +49,7 @@ import pyarrow.parquet as pq
 from numba import njit
 
 from neardup.engine.buckets import bucket_edges, group_runs, overlap_pairs
+from neardup.engine.statistics import statistics_stage
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
 from neardup.errors import check_int
@@ -231,8 +236,9 @@ def stage_key(*parts: Any) -> str:
 
 
 def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
-                  config: CorpusStageConfig, timer, progress, total) -> dict[str, Any]:
-    key = stage_key("sketch", method.name, method.get_params(), config.partitions)
+                  config: CorpusStageConfig, timer, progress, total,
+                  statistics: str | None = None) -> dict[str, Any]:
+    key = stage_key("sketch", method.name, method.get_params(), config.partitions, statistics)
     facts = wd.done("sketch", key)
     if facts is not None:
         return facts
@@ -255,7 +261,7 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
         for batch in timed_batches(batches, timer, total=total, progress=progress):
             n = len(batch)
             with timer.stage("sketch"):
-                sketch = method.sketch(batch.texts)
+                sketch = method.keyed_sketch(method.sketch(batch.texts))
                 candidates = method.candidate_keys(sketch)
                 spill.add(candidates.docs.astype(np.int64) + n_docs, candidates.keys,
                           candidates.payload)
@@ -264,7 +270,12 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
                 array_layout.setdefault(name, [values.dtype.str, list(values.shape[1:])])
                 array_files[name].write(values.tobytes())
             if method.candidate_sets:
-                sets = sketch.require_sets("run_corpus_stage", "shingle", f"{method.name}.sketch")
+                if method.candidate_multisets:  # term multisets: repeats are counts
+                    sets = ShingleSets(np.ascontiguousarray(sketch.sets.hashes, np.uint64),
+                                       np.ascontiguousarray(sketch.sets.offsets, np.int64))
+                else:
+                    sets = sketch.require_sets("run_corpus_stage", "shingle",
+                                               f"{method.name}.sketch")
                 array_files[_SET_SIZES].write(sets.counts().astype(np.int64).tobytes())
                 array_files[_SET_VALUES].write(sets.hashes.tobytes())
             if method.candidate_text_chars is not None:
@@ -894,10 +905,19 @@ def run_corpus_stage(
     with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH}{os.getpid()}-") as scratch:
         path = config.work_dir if config.work_dir is not None else scratch
         wd = WorkDir(path, {"method": method.name, "input": input_identity}, resume=config.resume)
-        sketch_facts = _sketch_stage(wd, batches, method, config, timer, progress, total)
+        stats_facts = {}
+        if method.corpus_statistics:
+            # Weights from whole-corpus statistics: one pass counts them, then the
+            # fitted copy keys the batches (read back from the stage's copy).
+            stats_key = stage_key("statistics", method.name, method.get_params())
+            method, batches, stats_facts = statistics_stage(
+                wd, stats_key, batches, method, config.budget, timer, progress, total)
+        statistics = method.statistics_digest()
+        sketch_facts = _sketch_stage(wd, batches, method, config, timer, progress, total,
+                                     statistics)
         require_dates(time_window_hours, sketch_facts["has_dates"])
         link_key = stage_key("link", method.name, method.get_params(), config.partitions,
-                             time_window_hours)
+                             time_window_hours, statistics)
         link_facts = _link_stage(wd, link_key, method, sketch_facts, config, time_window_hours,
                                  timer, progress)
         edge_files = [wd.stage_dir("link") / f"p-{p:04d}.arrow" for p in range(config.partitions)]
@@ -905,7 +925,9 @@ def run_corpus_stage(
         with timer.stage("cluster"):
             output = read_stage_output(
                 wd, "sketch", sketch_facts["has_dates"],
-                {"candidate_keys": sketch_facts["n_keys"], **link_facts, **comp_facts})
+                {"candidate_keys": sketch_facts["n_keys"], **link_facts, **comp_facts,
+                 **{f"statistics_{name}_kept": table["kept"]
+                    for name, table in stats_facts.get("tables", {}).items()}})
     return output
 
 

@@ -58,7 +58,15 @@ from numba import njit, prange
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs, check_time_window, outside_time_window
-from neardup.methods.base import Matches, Method, Sketch
+from neardup.methods.base import (
+    CandidateKeys,
+    CandidateRows,
+    FeatureStatistics,
+    Matches,
+    Method,
+    Sketch,
+    StatisticsPartial,
+)
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
 
@@ -91,6 +99,20 @@ def _term_counts(sets: ShingleSets) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     first = np.flatnonzero(start)
     run = np.diff(np.append(first, hashes.size))
     return doc_of[first], hashes[first], run
+
+
+def _csr_pair(docs, term, weight, chosen, q_weight, n, n_terms):
+    """Document matrix ``D`` and query matrix ``Q`` (n x n_terms CSR) from (document,
+    term) rows ordered by document, and the rows ``chosen`` as query terms."""
+    import scipy.sparse as sp  # loaded only when this method runs
+
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(docs, minlength=n), out=indptr[1:])
+    doc_matrix = sp.csr_matrix((weight, term, indptr), shape=(n, n_terms))
+    q_indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(docs[chosen], minlength=n), out=q_indptr[1:])
+    query = sp.csr_matrix((q_weight, term[chosen], q_indptr), shape=(n, n_terms))
+    return doc_matrix, query
 
 
 def _top_per_row(rows: np.ndarray, keys: tuple[np.ndarray, ...], k: int) -> np.ndarray:
@@ -337,41 +359,46 @@ class Sanderson(Method):
 
     # ------------------------------------------------------------------ stage 2
 
-    def _matrices(self, sets: ShingleSets, lengths: np.ndarray) -> tuple[sp.csr_matrix, ...]:
-        """Document matrix ``D`` (n x V) and query matrix ``Q`` (n x V), both CSR."""
-        import scipy.sparse as sp  # loaded only when this method runs
-        n = len(sets)
-        docs, hashes, tf = _term_counts(sets)
-        vocab, term = np.unique(hashes, return_inverse=True)
-        n_terms = vocab.size
-        df = np.bincount(term, minlength=n_terms).astype(np.float64)
-        n_eff = float(np.count_nonzero(lengths))
+    def _idf(self, df: np.ndarray, n_eff: float) -> np.ndarray:
+        if self.ranking == "bm25":
+            return np.log1p((n_eff - df + 0.5) / (df + 0.5))
+        return np.log((1.0 + n_eff) / (1.0 + df)) + 1.0
+
+    def _weights(self, docs: np.ndarray, tf: np.ndarray, idf: np.ndarray, lengths: np.ndarray,
+                 avg: float, tie: np.ndarray, n: int):
+        """Term weights of the (document, term) rows (``idf`` per row, ``lengths`` per
+        document), the rows chosen as queries (each document's ``query_terms`` best by
+        ``tf * idf``, ties by ``tie``, ascending) and their query weights."""
         tf = tf.astype(np.float64)
         if self.ranking == "bm25":
-            idf = np.log1p((n_eff - df + 0.5) / (df + 0.5))
-            avg = lengths.sum() / n_eff
             norm_len = self.k1 * (1.0 - self.b + self.b * lengths[docs] / avg)
-            weight = idf[term] * tf * (self.k1 + 1.0) / (tf + norm_len)
+            weight = idf * tf * (self.k1 + 1.0) / (tf + norm_len)
         else:
-            idf = np.log((1.0 + n_eff) / (1.0 + df)) + 1.0
-            weight = (1.0 + np.log(tf)) * idf[term]
+            weight = (1.0 + np.log(tf)) * idf
             row_norm = np.sqrt(np.bincount(docs, weight * weight, minlength=n))
             weight = weight / row_norm[docs]
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(docs, minlength=n), out=indptr[1:])
-        doc_matrix = sp.csr_matrix((weight, term, indptr), shape=(n, n_terms))
-
-        # Query: each document's top terms by tf * idf, ties broken by term id (hash order).
-        chosen = _top_per_row(docs, (-(tf * idf[term]), term), self.query_terms)
+        chosen = _top_per_row(docs, (-(tf * idf), tie), self.query_terms)
         chosen.sort()  # back to (document, term) order: valid CSR
         q_docs = docs[chosen]
         q_weight = np.ones(chosen.size) if self.ranking == "bm25" else weight[chosen]
         if self.ranking == "tfidf":
             q_norm = np.sqrt(np.bincount(q_docs, q_weight * q_weight, minlength=n))
             q_weight = q_weight / q_norm[q_docs]
-        q_indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(q_docs, minlength=n), out=q_indptr[1:])
-        query = sp.csr_matrix((q_weight, term[chosen], q_indptr), shape=(n, n_terms))
+        return weight, chosen, q_weight
+
+    def _matrices(self, sets: ShingleSets, lengths: np.ndarray) -> tuple[sp.csr_matrix, ...]:
+        """Document matrix ``D`` (n x V) and query matrix ``Q`` (n x V), both CSR."""
+        n = len(sets)
+        docs, hashes, tf = _term_counts(sets)
+        vocab, term = np.unique(hashes, return_inverse=True)
+        n_terms = vocab.size
+        df = np.bincount(term, minlength=n_terms).astype(np.float64)
+        n_eff = float(np.count_nonzero(lengths))
+        idf = self._idf(df, n_eff)
+        # Query ties broken by term id (hash order).
+        weight, chosen, q_weight = self._weights(docs, tf, idf[term], lengths,
+                                                 lengths.sum() / n_eff, term, n)
+        doc_matrix, query = _csr_pair(docs, term, weight, chosen, q_weight, n, n_terms)
         return doc_matrix, query, df
 
     def _retrieve(self, block: sp.csr_matrix, d0: int):
@@ -493,3 +520,129 @@ class Sanderson(Method):
     def match(self, sketch: Sketch, *, dates: np.ndarray | None = None) -> Matches:
         pairs = self.find_pairs(sketch, dates=dates)
         return Matches(pairs, outside_window=self.outside_window_, stats=dict(self.stats_))
+
+    # ------------------------------------------------------------------ keyed stage
+    #
+    # Statistics contract: the corpus stage counts term document frequencies (df >= 2;
+    # a term of one document reads as df 1), documents and tokens in one pass; the fitted
+    # copy then selects every document's query exactly as find_pairs does. Keys are the
+    # query terms (documents whose queries share a term meet), and an edge is verified
+    # by scoring each document's query against the other and requiring the normalized
+    # score to pass ``threshold`` both ways (the mutual test). What the keyed form cannot
+    # do is rank a query's whole result list: ``top_k`` and ``margin`` compare a partner
+    # with every other document the query scores, which is the corpus-wide product the
+    # keyed stage avoids; they are not applied (see docs/benchmarks.md for the agreement
+    # with find_pairs this gives).
+
+    @property
+    def corpus_statistics(self) -> tuple[str, ...]:
+        return () if hasattr(self, "term_hashes_") else ("term",)
+
+    def statistics_partial(self, sketch: Sketch) -> StatisticsPartial:
+        _, hashes, _ = _term_counts(sketch.sets)  # distinct terms of each document
+        counts = sketch.sets.counts()
+        return StatisticsPartial({"term": hashes}, {"docs": int(np.count_nonzero(counts)),
+                                                    "tokens": int(counts.sum())})
+
+    def with_statistics(self, stats: FeatureStatistics) -> Sanderson:
+        import copy
+
+        fitted = copy.copy(self)
+        fitted.n_docs_ = int(stats.totals.get("docs", 0))
+        fitted.n_tokens_ = int(stats.totals.get("tokens", 0))
+        fitted.term_hashes_, fitted.term_df_ = stats.tables["term"]
+        fitted.absent_df_ = stats.absent_df
+        return fitted
+
+    def _fitted(self) -> FeatureStatistics:
+        if not hasattr(self, "term_hashes_"):
+            raise ValueError(
+                "Sanderson: query terms need the corpus's term statistics before a batch "
+                "can be keyed; run it through the corpus stage, which counts them "
+                "(with_statistics)."
+            )
+        return FeatureStatistics({"docs": self.n_docs_, "tokens": self.n_tokens_},
+                                 {"term": (self.term_hashes_, self.term_df_)}, self.absent_df_)
+
+    def statistics_digest(self) -> str | None:
+        return self._fitted().digest() if hasattr(self, "term_hashes_") else None
+
+    def _keyed_weights(self, sets: ShingleSets):
+        """(document, term) rows of ``sets`` with weights and chosen query rows, from the
+        fitted statistics."""
+        stats = self._fitted()
+        n = len(sets)
+        docs, hashes, tf = _term_counts(sets)
+        lengths = sets.counts().astype(np.float64)
+        n_eff = float(max(stats.totals["docs"], 1))
+        idf = self._idf(stats.df("term", hashes).astype(np.float64), n_eff)
+        # Ties by hash: the order of find_pairs' term ids.
+        weight, chosen, q_weight = self._weights(docs, tf, idf, lengths,
+                                                 stats.totals["tokens"] / n_eff, hashes, n)
+        return docs, hashes, weight, chosen, q_weight
+
+    @property
+    def candidate_arrays(self) -> tuple[str, ...] | None:
+        return ()
+
+    @property
+    def candidate_sets(self) -> bool:
+        return True
+
+    @property
+    def candidate_multisets(self) -> bool:
+        return True
+
+    @property
+    def candidate_dates(self) -> bool:
+        return self.time_window_hours is not None
+
+    #: Largest query-term group compared all-to-all (larger ones: star plus chain,
+    #: ordered by a digest of the query).
+    KEYED_ALL_PAIRS_UPTO = 1000
+
+    @property
+    def bucket_all_pairs_upto(self) -> int:
+        return self.KEYED_ALL_PAIRS_UPTO
+
+    @property
+    def bucket_edges_overlap(self) -> bool:
+        return True  # copies share most query terms
+
+    @property
+    def candidate_keys_per_doc(self) -> int:
+        return self.query_terms
+
+    def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
+        from neardup.text.hashing import mix64_array
+
+        docs, hashes, _, chosen, _ = self._keyed_weights(sketch.sets)
+        q_docs, q_terms = docs[chosen], hashes[chosen]
+        n = len(sketch)
+        # Payload: a digest of the whole query, so that copies are chained together.
+        mixed = mix64_array(q_terms, salt=0x5A4D)
+        digest = np.zeros(n, np.uint64)
+        np.add.at(digest, q_docs, mixed)
+        return CandidateKeys(q_docs, q_terms, digest[q_docs])
+
+    def score_candidate_rows(self, rows: CandidateRows, left: np.ndarray,
+                             right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        docs, hashes, weight, chosen, q_weight = self._keyed_weights(rows.sets)
+        m = len(rows.sets)
+        vocab, term = np.unique(hashes, return_inverse=True)
+        doc_matrix, query = _csr_pair(docs, term, weight, chosen, q_weight, m, vocab.size)
+        own = np.asarray(query.multiply(doc_matrix).sum(axis=1)).ravel()
+
+        def scores(a, b):
+            return np.asarray(query[a].multiply(doc_matrix[b]).sum(axis=1)).ravel()
+
+        with np.errstate(divide="ignore", invalid="ignore"):
+            forward = scores(left, right) / own[left]
+            back = scores(right, left) / own[right]
+        accept = ((own[left] > 0) & (own[right] > 0)
+                  & (forward >= self.threshold) & (back >= self.threshold))
+        if self.time_window_hours is not None and rows.dates is not None:
+            accept &= ~outside_time_window(Pairs(left, right, np.zeros(left.size, np.float32)),
+                                           rows.dates, self.time_window_hours)
+        score = np.clip(np.nan_to_num(np.minimum(forward, back)), 0.0, 1.0).astype(np.float32)
+        return score, accept
