@@ -24,6 +24,8 @@ No step holds all sketches or all pairs in memory:
 Methods that weight features by whole-corpus statistics (wminhash, sanderson) run a
 **statistics** stage first (:mod:`neardup.engine.statistics`): one pass counts the document
 frequencies they declare, and the fitted method they return sketches and keys the batches.
+sanderson, whose mutual retrieval ranks each query's whole result list, then runs the
+postings and retrieval stages (:mod:`neardup.engine.retrieval`) instead of key groups.
 
 Each stage leaves files and a marker in the work directory
 (:class:`~neardup.engine.workdir.WorkDir`), so a killed run resumes from its completed
@@ -49,6 +51,7 @@ import pyarrow.parquet as pq
 from numba import njit
 
 from neardup.engine.buckets import bucket_edges, group_runs, overlap_pairs
+from neardup.engine.retrieval import retrieval_stages
 from neardup.engine.statistics import statistics_stage
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
@@ -918,9 +921,24 @@ def run_corpus_stage(
         require_dates(time_window_hours, sketch_facts["has_dates"])
         link_key = stage_key("link", method.name, method.get_params(), config.partitions,
                              time_window_hours, statistics)
-        link_facts = _link_stage(wd, link_key, method, sketch_facts, config, time_window_hours,
-                                 timer, progress)
-        edge_files = [wd.stage_dir("link") / f"p-{p:04d}.arrow" for p in range(config.partitions)]
+        if method.query_retrieval:
+            # Mutual retrieval ranks each query's whole result list: an inverted index
+            # on disk and blocks of queries, not key groups (neardup.engine.retrieval).
+            dates = None
+            if sketch_facts["has_dates"]:
+                dates = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=["date"]
+                                      ).column("date").to_numpy().astype("datetime64[s]")
+            arrays = wd.stage_dir("sketch") / "arrays"
+            edge_file, link_facts = retrieval_stages(
+                wd, link_key, method, sketch_facts["n_docs"],
+                (arrays / f"{_SET_SIZES}.bin", arrays / f"{_SET_VALUES}.bin"), dates,
+                time_window_hours, config.budget, timer, progress)
+            edge_files = [edge_file]
+        else:
+            link_facts = _link_stage(wd, link_key, method, sketch_facts, config,
+                                     time_window_hours, timer, progress)
+            edge_files = [wd.stage_dir("link") / f"p-{p:04d}.arrow"
+                          for p in range(config.partitions)]
         comp_facts = merge_forests(wd, link_key, sketch_facts["n_docs"], edge_files, timer)
         with timer.stage("cluster"):
             output = read_stage_output(

@@ -430,6 +430,15 @@ class Method(ParamsMixin, ABC):
         be sets."""
         return False
 
+    @property
+    def query_retrieval(self) -> bool:
+        """Whether the method links documents by mutual retrieval of per-document queries
+        (sanderson: ``retrieval_rows``, ``retrieve``, ``mutual``) rather than by key
+        groups: the corpus stage then builds a term-sorted inverted index in its work
+        directory and scores blocks of queries against it
+        (:mod:`neardup.engine.retrieval`)."""
+        return False
+
     def keyed_sketch(self, sketch: Sketch) -> Sketch:
         """The batch sketch the keyed stage keys and stores: by default ``sketch``
         itself; a fitted method adds what its statistics give (wminhash: ICWS samples)."""

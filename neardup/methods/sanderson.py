@@ -60,7 +60,6 @@ from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs, check_time_window, outside_time_window
 from neardup.methods.base import (
     CandidateKeys,
-    CandidateRows,
     FeatureStatistics,
     Matches,
     Method,
@@ -401,7 +400,7 @@ class Sanderson(Method):
         doc_matrix, query = _csr_pair(docs, term, weight, chosen, q_weight, n, n_terms)
         return doc_matrix, query, df
 
-    def _retrieve(self, block: sp.csr_matrix, d0: int):
+    def retrieve(self, block: sp.csr_matrix, d0: int):
         """Directed retrievals of one block of queries: (query, partner, normalized score)."""
         rows, cols, scores, own, rest = _scan_block(
             block.indptr.astype(np.int64), block.indices.astype(np.int64), block.data,
@@ -483,7 +482,7 @@ class Sanderson(Method):
             if cum[d1] > cum[d0]:
                 block = query[d0:d1] @ index
                 stats["scores"] += int(block.nnz)
-                i, j, s = self._retrieve(block, d0)
+                i, j, s = self.retrieve(block, d0)
                 parts_i.append(i)
                 parts_j.append(j)
                 parts_s.append(s)
@@ -492,6 +491,14 @@ class Sanderson(Method):
         src = np.concatenate(parts_i) if parts_i else np.zeros(0, np.int64)
         dst = np.concatenate(parts_j) if parts_j else np.zeros(0, np.int64)
         norm = np.concatenate(parts_s) if parts_s else np.zeros(0)
+        return self.mutual(src, dst, norm, n, dates)
+
+    def mutual(self, src: np.ndarray, dst: np.ndarray, norm: np.ndarray, n: int,
+               dates: np.ndarray | None) -> Pairs:
+        """The pairs of the directed retrievals ``src -> dst`` (normalized scores
+        ``norm``) found in both directions, within the time window; sets ``mutual_``,
+        ``one_way_``, ``outside_window_`` and the retrieval counts of ``stats_``."""
+        stats = self.__dict__.setdefault("stats_", {})
         stats["retrievals"] = int(src.size)
 
         # Mutual test: (i, j) is mutual when (j, i) is also a retrieval.
@@ -521,18 +528,16 @@ class Sanderson(Method):
         pairs = self.find_pairs(sketch, dates=dates)
         return Matches(pairs, outside_window=self.outside_window_, stats=dict(self.stats_))
 
-    # ------------------------------------------------------------------ keyed stage
+
+    # ------------------------------------------------------------------ corpus stage
     #
     # Statistics contract: the corpus stage counts term document frequencies (df >= 2;
-    # a term of one document reads as df 1), documents and tokens in one pass; the fitted
-    # copy then selects every document's query exactly as find_pairs does. Keys are the
-    # query terms (documents whose queries share a term meet), and an edge is verified
-    # by scoring each document's query against the other and requiring the normalized
-    # score to pass ``threshold`` both ways (the mutual test). What the keyed form cannot
-    # do is rank a query's whole result list: ``top_k`` and ``margin`` compare a partner
-    # with every other document the query scores, which is the corpus-wide product the
-    # keyed stage avoids; they are not applied (see docs/benchmarks.md for the agreement
-    # with find_pairs this gives).
+    # a term of one document reads as df 1), documents and tokens in one pass. With the
+    # fitted copy it then runs the retrieval out of core (neardup.engine.retrieval): the
+    # inverted index is built term-sorted in the work directory and every block of
+    # queries is scored against the postings of its own terms, read back memory-mapped,
+    # with the very find_pairs code above (retrieve, mutual). Key groups cannot do it:
+    # top_k and margin rank a query's whole result list, not a pair.
 
     @property
     def corpus_statistics(self) -> tuple[str, ...]:
@@ -554,23 +559,25 @@ class Sanderson(Method):
         fitted.absent_df_ = stats.absent_df
         return fitted
 
-    def _fitted(self) -> FeatureStatistics:
+    def fitted_statistics(self) -> FeatureStatistics:
+        """The statistics given to :meth:`with_statistics` (ValueError when not fitted)."""
         if not hasattr(self, "term_hashes_"):
             raise ValueError(
-                "Sanderson: query terms need the corpus's term statistics before a batch "
-                "can be keyed; run it through the corpus stage, which counts them "
-                "(with_statistics)."
+                "Sanderson: query terms need the corpus's term statistics; run it through "
+                "the corpus stage, which counts them (with_statistics)."
             )
         return FeatureStatistics({"docs": self.n_docs_, "tokens": self.n_tokens_},
                                  {"term": (self.term_hashes_, self.term_df_)}, self.absent_df_)
 
     def statistics_digest(self) -> str | None:
-        return self._fitted().digest() if hasattr(self, "term_hashes_") else None
+        return self.fitted_statistics().digest() if hasattr(self, "term_hashes_") else None
 
-    def _keyed_weights(self, sets: ShingleSets):
-        """(document, term) rows of ``sets`` with weights and chosen query rows, from the
-        fitted statistics."""
-        stats = self._fitted()
+    def retrieval_rows(self, sets: ShingleSets):
+        """The (document, term) rows of the token multisets ``sets`` weighted with the
+        fitted statistics, as :meth:`find_pairs` weights them: ``(docs, hashes, weight,
+        chosen, q_weight)``, rows ordered by document then term hash, ``chosen`` the rows
+        that are query terms (ascending) and ``q_weight`` their query weights."""
+        stats = self.fitted_statistics()
         n = len(sets)
         docs, hashes, tf = _term_counts(sets)
         lengths = sets.counts().astype(np.float64)
@@ -580,6 +587,10 @@ class Sanderson(Method):
         weight, chosen, q_weight = self._weights(docs, tf, idf, lengths,
                                                  stats.totals["tokens"] / n_eff, hashes, n)
         return docs, hashes, weight, chosen, q_weight
+
+    @property
+    def query_retrieval(self) -> bool:
+        return True
 
     @property
     def candidate_arrays(self) -> tuple[str, ...] | None:
@@ -594,55 +605,10 @@ class Sanderson(Method):
         return True
 
     @property
-    def candidate_dates(self) -> bool:
-        return self.time_window_hours is not None
-
-    #: Largest query-term group compared all-to-all (larger ones: star plus chain,
-    #: ordered by a digest of the query).
-    KEYED_ALL_PAIRS_UPTO = 1000
-
-    @property
-    def bucket_all_pairs_upto(self) -> int:
-        return self.KEYED_ALL_PAIRS_UPTO
-
-    @property
-    def bucket_edges_overlap(self) -> bool:
-        return True  # copies share most query terms
-
-    @property
     def candidate_keys_per_doc(self) -> int:
-        return self.query_terms
+        return 0
 
     def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
-        from neardup.text.hashing import mix64_array
-
-        docs, hashes, _, chosen, _ = self._keyed_weights(sketch.sets)
-        q_docs, q_terms = docs[chosen], hashes[chosen]
-        n = len(sketch)
-        # Payload: a digest of the whole query, so that copies are chained together.
-        mixed = mix64_array(q_terms, salt=0x5A4D)
-        digest = np.zeros(n, np.uint64)
-        np.add.at(digest, q_docs, mixed)
-        return CandidateKeys(q_docs, q_terms, digest[q_docs])
-
-    def score_candidate_rows(self, rows: CandidateRows, left: np.ndarray,
-                             right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        docs, hashes, weight, chosen, q_weight = self._keyed_weights(rows.sets)
-        m = len(rows.sets)
-        vocab, term = np.unique(hashes, return_inverse=True)
-        doc_matrix, query = _csr_pair(docs, term, weight, chosen, q_weight, m, vocab.size)
-        own = np.asarray(query.multiply(doc_matrix).sum(axis=1)).ravel()
-
-        def scores(a, b):
-            return np.asarray(query[a].multiply(doc_matrix[b]).sum(axis=1)).ravel()
-
-        with np.errstate(divide="ignore", invalid="ignore"):
-            forward = scores(left, right) / own[left]
-            back = scores(right, left) / own[right]
-        accept = ((own[left] > 0) & (own[right] > 0)
-                  & (forward >= self.threshold) & (back >= self.threshold))
-        if self.time_window_hours is not None and rows.dates is not None:
-            accept &= ~outside_time_window(Pairs(left, right, np.zeros(left.size, np.float32)),
-                                           rows.dates, self.time_window_hours)
-        score = np.clip(np.nan_to_num(np.minimum(forward, back)), 0.0, 1.0).astype(np.float32)
-        return score, accept
+        # No key groups: the retrieval stage reads the stored token multisets.
+        empty = np.zeros(0, np.uint64)
+        return CandidateKeys(np.zeros(0, np.int64), empty)
