@@ -61,17 +61,15 @@ class _TokenSets:
     def blocks(self, tokens: int):
         """``(d0, sets)`` for consecutive blocks of about ``tokens`` tokens (at least one
         document each)."""
-        total = int(self.offsets[-1])
-        values = np.memmap(self.values_path, np.uint64, "r", shape=(total,)) if total else None
         d0 = 0
         while d0 < self.n_docs:
             d1 = int(np.searchsorted(self.offsets, self.offsets[d0] + tokens, "right")) - 1
             d1 = min(max(d1, d0 + 1), self.n_docs)
             o0, o1 = int(self.offsets[d0]), int(self.offsets[d1])
-            chunk = np.array(values[o0:o1]) if values is not None else np.zeros(0, np.uint64)
+            # Read, not mapped: a mapping's touched pages would stay resident.
+            chunk = np.fromfile(self.values_path, np.uint64, count=o1 - o0, offset=8 * o0)
             yield d0, ShingleSets(chunk, self.offsets[d0:d1 + 1] - o0)
             d0 = d1
-        del values
 
 
 def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -145,10 +143,12 @@ def _retrieve(directory: Path, method: Method, sets: _TokenSets, facts: dict[str
 
     stats = method.fitted_statistics()
     n = sets.n_docs
-    ranges = facts["ranges"]
     lows = np.array([int(b) for b in facts["bounds"]], np.uint64)
-    index = [tuple(np.load(directory / f"range-{k:05d}.{suffix}.npy", mmap_mode="r")
-                   for suffix in ("hash", "doc", "weight")) for k in range(ranges)]
+
+    def postings_of(k: int):
+        # Mapped per sub-block and dropped after it: the pages touched leave the process.
+        return tuple(np.load(directory / f"range-{k:05d}.{suffix}.npy", mmap_mode="r")
+                     for suffix in ("hash", "doc", "weight"))
     capacity = max(budget // 4 // _SCORE_BYTES, 1 << 12)
     found: list[tuple[np.ndarray, ...]] = []
     scores = 0
@@ -172,13 +172,14 @@ def _retrieve(directory: Path, method: Method, sets: _TokenSets, facts: dict[str
                     p_docs, p_weight, counts = [], [], np.zeros(terms.size, np.int64)
                     for k in np.unique(owner).tolist():
                         sel = np.flatnonzero(owner == k)
-                        h, d, w = index[k]
+                        h, d, w = postings_of(k)
                         start = np.searchsorted(h, terms[sel], "left")
                         stop = np.searchsorted(h, terms[sel], "right")
                         rows = _ranges(start, stop - start)
                         counts[sel] = stop - start
                         p_docs.append(np.asarray(d[rows]))
                         p_weight.append(np.asarray(w[rows]))
+                        del h, d, w
                     indptr = np.zeros(terms.size + 1, np.int64)
                     np.cumsum(counts, out=indptr[1:])
                     postings = sp.csr_matrix((np.concatenate(p_weight), np.concatenate(p_docs),

@@ -199,13 +199,15 @@ def _spool_batch(batch: DocumentBatch) -> pa.RecordBatch:
 
 
 class _SpooledBatches:
-    """The batches copied by the statistics stage, read back in order (memory-mapped)."""
+    """The batches copied by the statistics stage, read back in order. Read, not
+    memory-mapped: pages of a mapping stay in the process's resident set while it lives,
+    and the copy is as large as the input's texts."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
     def __iter__(self) -> Iterator[DocumentBatch]:
-        reader = ipc.open_file(pa.memory_map(str(self.path)))
+        reader = ipc.open_file(pa.OSFile(str(self.path)))
         for i in range(reader.num_record_batches):
             rb = reader.get_batch(i)
             n = rb.num_rows
