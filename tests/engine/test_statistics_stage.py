@@ -198,4 +198,4 @@ def test_a_method_not_fitted_refuses_to_key_a_batch():
     with pytest.raises(ValueError, match="corpus statistics"):
         make_method("wminhash").candidate_keys(make_method("wminhash").sketch(["a b c d e f g h"]))
     with pytest.raises(ValueError, match="term statistics"):
-        make_method("sanderson").candidate_keys(make_method("sanderson").sketch(["a b"]))
+        make_method("sanderson").retrieval_rows(make_method("sanderson").sketch(["a b"]).sets)
