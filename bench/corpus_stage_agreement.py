@@ -1,6 +1,7 @@
 """Does the out-of-core corpus stage keep each method's quality? (#14)
 
-For every method with a keyed corpus stage (ngram and rerank included), clusters the standard benchmark's splits
+For every method with a keyed corpus stage (ngram, rerank, and wminhash and sanderson
+behind their statistics stage, included), clusters the standard benchmark's splits
 with the in-memory stage (every candidate pair verified) and with the corpus stage (star
 + chain edges, verified in batches, tiny partitions and memory so everything spills),
 and reports the ARI between the two clusterings and each one's ARI against the labels.
@@ -46,6 +47,9 @@ SETTINGS = [
     ("rerank", {}),
     ("spotsigs", {}),
     ("spotsigs", {"threshold": 0.3}),
+    ("wminhash", {}),
+    ("wminhash", {"phrase_length": 3}),
+    ("sanderson", {}),
 ]
 NEURAL_SETTINGS = [
     ("retsim", {}),

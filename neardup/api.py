@@ -252,8 +252,10 @@ def dedup(
         Give every pair its duplicate type (exact, expanded, corrected, template, near) in
         ``Result.pair_types``; costs a second look at the paired documents' texts.
     engine : {"local", "memory", "ray"}, default "local"
-        "local" runs exact, minhash, simhash, ngram and rerank (clustered by components;
-        other methods fall back to memory, recorded as ``engine_fallback``) through the
+        "local" runs exact, minhash, simhash, ngram, spotsigs, rerank, wminhash and
+        sanderson (clustered by components; wminhash and sanderson after a statistics
+        pass over the corpus; other methods and settings, such as wminhash with
+        ``verify="exact"``, fall back to memory, recorded as ``engine_fallback``) through the
         out-of-core corpus stage (:mod:`neardup.engine`): memory bounded by
         ``memory_limit`` plus a few bytes per document, and ``Result.pairs`` holds the
         verified edges that joined each cluster; retsim, retsim-partial and biencoder

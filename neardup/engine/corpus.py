@@ -27,6 +27,12 @@ No step holds all sketches or all pairs in memory:
    applied, and joins recorded in a union-find over an int64 array. The joins form a
    spanning forest: the scored pairs written as the run's pairs.
 
+Methods that weight features by whole-corpus statistics (wminhash, sanderson) run a
+**statistics** stage first (:mod:`neardup.engine.statistics`): one pass counts the document
+frequencies they declare, and the fitted method they return sketches and keys the batches.
+sanderson, whose mutual retrieval ranks each query's whole result list, then runs the
+postings and retrieval stages (:mod:`neardup.engine.retrieval`) instead of key groups.
+
 Each stage leaves files and a marker in the work directory
 (:class:`~neardup.engine.workdir.WorkDir`), so a killed run resumes from its completed
 stages and produces the same outputs. The stages are functions of their inputs only, so
@@ -59,6 +65,8 @@ from neardup.engine.overlap import (
     records_below,
     sum_pair_counts,
 )
+from neardup.engine.retrieval import retrieval_stages
+from neardup.engine.statistics import statistics_stage
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
 from neardup.errors import check_int
@@ -246,8 +254,9 @@ def stage_key(*parts: Any) -> str:
 
 
 def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
-                  config: CorpusStageConfig, timer, progress, total) -> dict[str, Any]:
-    key = stage_key("sketch", method.name, method.get_params(), config.partitions)
+                  config: CorpusStageConfig, timer, progress, total,
+                  statistics: str | None = None) -> dict[str, Any]:
+    key = stage_key("sketch", method.name, method.get_params(), config.partitions, statistics)
     facts = wd.done("sketch", key)
     if facts is not None:
         return facts
@@ -270,7 +279,7 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
         for batch in timed_batches(batches, timer, total=total, progress=progress):
             n = len(batch)
             with timer.stage("sketch"):
-                sketch = method.sketch(batch.texts)
+                sketch = method.keyed_sketch(method.sketch(batch.texts))
                 candidates = method.candidate_keys(sketch)
                 spill.add(candidates.docs.astype(np.int64) + n_docs, candidates.keys,
                           candidates.payload)
@@ -279,7 +288,12 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
                 array_layout.setdefault(name, [values.dtype.str, list(values.shape[1:])])
                 array_files[name].write(values.tobytes())
             if method.candidate_sets:
-                sets = sketch.require_sets("run_corpus_stage", "shingle", f"{method.name}.sketch")
+                if method.candidate_multisets:  # term multisets: repeats are counts
+                    sets = ShingleSets(np.ascontiguousarray(sketch.sets.hashes, np.uint64),
+                                       np.ascontiguousarray(sketch.sets.offsets, np.int64))
+                else:
+                    sets = sketch.require_sets("run_corpus_stage", "shingle",
+                                               f"{method.name}.sketch")
                 array_files[_SET_SIZES].write(sets.counts().astype(np.int64).tobytes())
                 array_files[_SET_VALUES].write(sets.hashes.tobytes())
             if method.candidate_text_chars is not None:
@@ -1112,30 +1126,56 @@ def run_corpus_stage(
     with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH}{os.getpid()}-") as scratch:
         path = config.work_dir if config.work_dir is not None else scratch
         wd = WorkDir(path, {"method": method.name, "input": input_identity}, resume=config.resume)
-        sketch_facts = _sketch_stage(wd, batches, method, config, timer, progress, total)
+        stats_facts = {}
+        if method.corpus_statistics:
+            # Weights from whole-corpus statistics: one pass counts them, then the
+            # fitted copy keys the batches (read back from the stage's copy).
+            stats_key = stage_key("statistics", method.name, method.get_params())
+            method, batches, stats_facts = statistics_stage(
+                wd, stats_key, batches, method, config.budget, timer, progress, total)
+        statistics = method.statistics_digest()
+        sketch_facts = _sketch_stage(wd, batches, method, config, timer, progress, total,
+                                     statistics)
         require_dates(time_window_hours, sketch_facts["has_dates"])
         exchange = exchanges_pair_counts(method)
         link_key = stage_key("link", method.name, method.get_params(), config.partitions,
-                             time_window_hours, "exchange" if exchange else "verify")
-        link_facts = _link_stage(wd, link_key, method, sketch_facts, config, time_window_hours,
-                                 timer, progress)
-        edge_files = [wd.stage_dir("link") / f"p-{p:04d}.arrow" for p in range(config.partitions)]
+                             time_window_hours, statistics, "exchange" if exchange else "verify")
         last_key = link_key
-        if exchange:
-            # The range sizes depend on the budget: a resumed run with another one redoes
-            # the stage.
-            last_key = stage_key("exchange", link_key, config.budget)
-            exchange_facts = _exchange_stage(wd, last_key, method, sketch_facts, config,
-                                             time_window_hours, timer, progress)
-            edge_files += sorted(wd.stage_dir("exchange").glob("r-*.arrow"))
-            link_facts = dict(link_facts)
-            for name, value in exchange_facts.items():
-                link_facts[name] = link_facts.get(name, 0) + value
+        if method.query_retrieval:
+            # Mutual retrieval ranks each query's whole result list: an inverted index
+            # on disk and blocks of queries, not key groups (neardup.engine.retrieval).
+            dates = None
+            if sketch_facts["has_dates"]:
+                dates = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=["date"]
+                                      ).column("date").to_numpy().astype("datetime64[s]")
+            arrays = wd.stage_dir("sketch") / "arrays"
+            edge_file, link_facts = retrieval_stages(
+                wd, link_key, method, sketch_facts["n_docs"],
+                (arrays / f"{_SET_SIZES}.bin", arrays / f"{_SET_VALUES}.bin"), dates,
+                time_window_hours, config.budget, timer, progress)
+            edge_files = [edge_file]
+        else:
+            link_facts = _link_stage(wd, link_key, method, sketch_facts, config,
+                                     time_window_hours, timer, progress)
+            edge_files = [wd.stage_dir("link") / f"p-{p:04d}.arrow"
+                          for p in range(config.partitions)]
+            if exchange:
+                # The range sizes depend on the budget: a resumed run with another one
+                # redoes the stage.
+                last_key = stage_key("exchange", link_key, config.budget)
+                exchange_facts = _exchange_stage(wd, last_key, method, sketch_facts, config,
+                                                 time_window_hours, timer, progress)
+                edge_files += sorted(wd.stage_dir("exchange").glob("r-*.arrow"))
+                link_facts = dict(link_facts)
+                for name, value in exchange_facts.items():
+                    link_facts[name] = link_facts.get(name, 0) + value
         comp_facts = merge_forests(wd, last_key, sketch_facts["n_docs"], edge_files, timer)
         with timer.stage("cluster"):
             output = read_stage_output(
                 wd, "sketch", sketch_facts["has_dates"],
-                {"candidate_keys": sketch_facts["n_keys"], **link_facts, **comp_facts})
+                {"candidate_keys": sketch_facts["n_keys"], **link_facts, **comp_facts,
+                 **{f"statistics_{name}_kept": table["kept"]
+                    for name, table in stats_facts.get("tables", {}).items()}})
     return output
 
 

@@ -824,10 +824,14 @@ def _small_star_task(bounds: np.ndarray, *parts: dict) -> tuple:
 def ray_supports(method: Method, algorithm: str) -> bool:
     """Whether ``engine="ray"`` runs ``method`` clustered by ``algorithm``: the keyed
     corpus stage's methods (fixed-width rows, shingle sets, texts), and the embedding
-    methods the local vector stage runs."""
+    methods the local vector stage runs. Not (yet) the methods whose keys need a
+    corpus-wide statistics pass first (wminhash, sanderson unless fitted) or that link by
+    mutual retrieval (sanderson): the local out-of-core engine runs those."""
     from neardup.engine.corpus import supports_corpus_stage
     from neardup.engine.vectors import supports_vector_stage
 
+    if method.corpus_statistics or method.query_retrieval:
+        return False
     return supports_corpus_stage(method, algorithm) or supports_vector_stage(method, algorithm)
 
 

@@ -30,6 +30,20 @@ memory:
 * :meth:`Method.link_bucket` (optional) — methods whose keys are weak (SimHash blocks hold
   unrelated documents) verify inside each key group instead of linking it as a star.
 
+Methods that weight features by whole-corpus statistics (``wminhash``, ``sanderson``)
+cannot key a batch before a pass over the corpus. They add the *statistics contract*,
+estimator-style: the corpus stage counts what they declare in one streaming pass, then
+keys batches with the fitted copy the method returns:
+
+* :attr:`Method.corpus_statistics` — the document-frequency tables to count (empty when
+  none are needed, or the method is already fitted);
+* :meth:`Method.statistics_partial` — one batch sketch's share (:class:`StatisticsPartial`);
+* :meth:`Method.statistics_min_df` — the smallest document frequency of a table the
+  weights need stored (features below it are read as df 1);
+* :meth:`Method.with_statistics` — a fitted copy given the counted
+  :class:`FeatureStatistics`; its :meth:`Method.keyed_sketch` may add what the fitted
+  statistics give (ICWS samples) to each batch sketch before it is keyed and stored.
+
 Methods that link documents by the cosine of embeddings implement the *vector contract*,
 which the out-of-core vector stage (:mod:`neardup.engine.vectors`) searches shard by
 shard:
@@ -54,7 +68,8 @@ from neardup._params import ParamsMixin
 from neardup.graph.edges import Pairs
 from neardup.text.shingle import ShingleSets
 
-__all__ = ["CandidateKeys", "CandidateRows", "Matches", "Method", "SetKeyedMixin", "Sketch", "VectorSearch"]
+__all__ = ["CandidateKeys", "CandidateRows", "FeatureStatistics", "Matches", "Method",
+           "SetKeyedMixin", "Sketch", "StatisticsPartial", "VectorSearch"]
 
 
 @dataclass
@@ -82,6 +97,67 @@ class CandidateKeys:
 
     def __len__(self) -> int:
         return int(self.docs.shape[0])
+
+
+@dataclass
+class StatisticsPartial:
+    """One batch's share of the corpus statistics a method weights features by
+    (:meth:`Method.statistics_partial`).
+
+    Attributes
+    ----------
+    features : dict of str -> ndarray of uint64
+        Per table of :attr:`Method.corpus_statistics`: the batch's feature hashes, each
+        listed once per document that holds it (so counts are document frequencies).
+    totals : dict of str -> int
+        Additive counts (documents with features, tokens), summed over the batches.
+    """
+
+    features: dict[str, np.ndarray]
+    totals: dict[str, int]
+
+
+@dataclass(frozen=True)
+class FeatureStatistics:
+    """Document frequencies counted over a whole corpus (the corpus stage's statistics
+    stage), handed to :meth:`Method.with_statistics`.
+
+    Attributes
+    ----------
+    totals : dict of str -> int
+        The summed :attr:`StatisticsPartial.totals`.
+    tables : dict of str -> (ndarray of uint64, ndarray of int64)
+        Per table: sorted feature hashes and their document frequencies, only those of at
+        least :meth:`Method.statistics_min_df`.
+    absent_df : int, default 1
+        The document frequency of a hash not in a table. Every feature looked up comes
+        from the counted corpus, so it is in at least one document: 1.
+    """
+
+    totals: dict[str, int]
+    tables: dict[str, tuple[np.ndarray, np.ndarray]]
+    absent_df: int = 1
+
+    def df(self, table: str, hashes: np.ndarray) -> np.ndarray:
+        """Document frequency (int64) of each hash in ``table``."""
+        keys, values = self.tables[table]
+        if keys.size == 0:
+            return np.full(hashes.shape, self.absent_df, np.int64)
+        pos = np.minimum(np.searchsorted(keys, hashes), keys.size - 1)
+        return np.where(keys[pos] == hashes, values[pos], self.absent_df).astype(np.int64)
+
+    def digest(self) -> str:
+        """A short fingerprint of the statistics (for stage keys)."""
+        import hashlib
+
+        h = hashlib.sha1(repr(sorted(self.totals.items())).encode())
+        h.update(str(self.absent_df).encode())
+        for name in sorted(self.tables):
+            keys, values = self.tables[name]
+            h.update(name.encode())
+            h.update(np.ascontiguousarray(keys).tobytes())
+            h.update(np.ascontiguousarray(values, np.int64).tobytes())
+        return h.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -341,10 +417,61 @@ class Method(ParamsMixin, ABC):
     @property
     def candidate_fixed_width(self) -> bool:
         """Whether verification reads the fixed-width :attr:`candidate_arrays` only (no
-        sets, texts or dates): what an executor that ships rows between workers (Ray)
-        carries."""
+        sets, texts or dates) and keys need no statistics stage: what an executor that
+        ships rows between workers and has no statistics stage (Ray) runs."""
         return (self.candidate_arrays is not None and not self.candidate_sets
-                and not self.candidate_dates and self.candidate_text_chars is None)
+                and not self.candidate_dates and self.candidate_text_chars is None
+                and not self.corpus_statistics)
+
+    @property
+    def candidate_multisets(self) -> bool:
+        """Whether the stored :attr:`candidate_sets` may repeat elements (term
+        multisets, a term's count being its run length); otherwise they are checked to
+        be sets."""
+        return False
+
+    @property
+    def query_retrieval(self) -> bool:
+        """Whether the method links documents by mutual retrieval of per-document queries
+        (sanderson: ``retrieval_rows``, ``retrieve``, ``mutual``) rather than by key
+        groups: the corpus stage then builds a term-sorted inverted index in its work
+        directory and scores blocks of queries against it
+        (:mod:`neardup.engine.retrieval`)."""
+        return False
+
+    def keyed_sketch(self, sketch: Sketch) -> Sketch:
+        """The batch sketch the keyed stage keys and stores: by default ``sketch``
+        itself; a fitted method adds what its statistics give (wminhash: ICWS samples)."""
+        return sketch
+
+    # -- statistics contract (see the module docstring) ---------------------------------
+
+    @property
+    def corpus_statistics(self) -> tuple[str, ...]:
+        """Names of the document-frequency tables that must be counted over the whole
+        corpus before a batch can be keyed (:meth:`with_statistics`); empty (the
+        default) when the method needs none or is already fitted."""
+        return ()
+
+    def statistics_partial(self, sketch: Sketch) -> StatisticsPartial:
+        """One batch sketch's share of :attr:`corpus_statistics`."""
+        raise NotImplementedError(f"{type(self).__name__} needs no corpus statistics")
+
+    def statistics_min_df(self, table: str, totals: dict[str, int]) -> int:
+        """The smallest document frequency of ``table`` the weights read (given the
+        corpus ``totals``); features below it are not stored and read as df 1. The
+        default, 2: a feature in one document is the absent default."""
+        return 2
+
+    def with_statistics(self, stats: FeatureStatistics) -> Method:
+        """A fitted copy of the method that weights features by ``stats`` (the method
+        itself is unchanged)."""
+        raise NotImplementedError(f"{type(self).__name__} needs no corpus statistics")
+
+    def statistics_digest(self) -> str | None:
+        """A fingerprint of fitted statistics (None when the method holds none), so that
+        a resumed run never reuses stages keyed with other statistics."""
+        return None
 
     @property
     def bucket_star_upto(self) -> int | None:

@@ -58,7 +58,14 @@ from numba import njit, prange
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs, check_time_window, outside_time_window
-from neardup.methods.base import Matches, Method, Sketch
+from neardup.methods.base import (
+    CandidateKeys,
+    FeatureStatistics,
+    Matches,
+    Method,
+    Sketch,
+    StatisticsPartial,
+)
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
 
@@ -91,6 +98,20 @@ def _term_counts(sets: ShingleSets) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     first = np.flatnonzero(start)
     run = np.diff(np.append(first, hashes.size))
     return doc_of[first], hashes[first], run
+
+
+def _csr_pair(docs, term, weight, chosen, q_weight, n, n_terms):
+    """Document matrix ``D`` and query matrix ``Q`` (n x n_terms CSR) from (document,
+    term) rows ordered by document, and the rows ``chosen`` as query terms."""
+    import scipy.sparse as sp  # loaded only when this method runs
+
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(docs, minlength=n), out=indptr[1:])
+    doc_matrix = sp.csr_matrix((weight, term, indptr), shape=(n, n_terms))
+    q_indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(docs[chosen], minlength=n), out=q_indptr[1:])
+    query = sp.csr_matrix((q_weight, term[chosen], q_indptr), shape=(n, n_terms))
+    return doc_matrix, query
 
 
 def _top_per_row(rows: np.ndarray, keys: tuple[np.ndarray, ...], k: int) -> np.ndarray:
@@ -337,44 +358,49 @@ class Sanderson(Method):
 
     # ------------------------------------------------------------------ stage 2
 
-    def _matrices(self, sets: ShingleSets, lengths: np.ndarray) -> tuple[sp.csr_matrix, ...]:
-        """Document matrix ``D`` (n x V) and query matrix ``Q`` (n x V), both CSR."""
-        import scipy.sparse as sp  # loaded only when this method runs
-        n = len(sets)
-        docs, hashes, tf = _term_counts(sets)
-        vocab, term = np.unique(hashes, return_inverse=True)
-        n_terms = vocab.size
-        df = np.bincount(term, minlength=n_terms).astype(np.float64)
-        n_eff = float(np.count_nonzero(lengths))
+    def _idf(self, df: np.ndarray, n_eff: float) -> np.ndarray:
+        if self.ranking == "bm25":
+            return np.log1p((n_eff - df + 0.5) / (df + 0.5))
+        return np.log((1.0 + n_eff) / (1.0 + df)) + 1.0
+
+    def _weights(self, docs: np.ndarray, tf: np.ndarray, idf: np.ndarray, lengths: np.ndarray,
+                 avg: float, tie: np.ndarray, n: int):
+        """Term weights of the (document, term) rows (``idf`` per row, ``lengths`` per
+        document), the rows chosen as queries (each document's ``query_terms`` best by
+        ``tf * idf``, ties by ``tie``, ascending) and their query weights."""
         tf = tf.astype(np.float64)
         if self.ranking == "bm25":
-            idf = np.log1p((n_eff - df + 0.5) / (df + 0.5))
-            avg = lengths.sum() / n_eff
             norm_len = self.k1 * (1.0 - self.b + self.b * lengths[docs] / avg)
-            weight = idf[term] * tf * (self.k1 + 1.0) / (tf + norm_len)
+            weight = idf * tf * (self.k1 + 1.0) / (tf + norm_len)
         else:
-            idf = np.log((1.0 + n_eff) / (1.0 + df)) + 1.0
-            weight = (1.0 + np.log(tf)) * idf[term]
+            weight = (1.0 + np.log(tf)) * idf
             row_norm = np.sqrt(np.bincount(docs, weight * weight, minlength=n))
             weight = weight / row_norm[docs]
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(docs, minlength=n), out=indptr[1:])
-        doc_matrix = sp.csr_matrix((weight, term, indptr), shape=(n, n_terms))
-
-        # Query: each document's top terms by tf * idf, ties broken by term id (hash order).
-        chosen = _top_per_row(docs, (-(tf * idf[term]), term), self.query_terms)
+        chosen = _top_per_row(docs, (-(tf * idf), tie), self.query_terms)
         chosen.sort()  # back to (document, term) order: valid CSR
         q_docs = docs[chosen]
         q_weight = np.ones(chosen.size) if self.ranking == "bm25" else weight[chosen]
         if self.ranking == "tfidf":
             q_norm = np.sqrt(np.bincount(q_docs, q_weight * q_weight, minlength=n))
             q_weight = q_weight / q_norm[q_docs]
-        q_indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(q_docs, minlength=n), out=q_indptr[1:])
-        query = sp.csr_matrix((q_weight, term[chosen], q_indptr), shape=(n, n_terms))
+        return weight, chosen, q_weight
+
+    def _matrices(self, sets: ShingleSets, lengths: np.ndarray) -> tuple[sp.csr_matrix, ...]:
+        """Document matrix ``D`` (n x V) and query matrix ``Q`` (n x V), both CSR."""
+        n = len(sets)
+        docs, hashes, tf = _term_counts(sets)
+        vocab, term = np.unique(hashes, return_inverse=True)
+        n_terms = vocab.size
+        df = np.bincount(term, minlength=n_terms).astype(np.float64)
+        n_eff = float(np.count_nonzero(lengths))
+        idf = self._idf(df, n_eff)
+        # Query ties broken by term id (hash order).
+        weight, chosen, q_weight = self._weights(docs, tf, idf[term], lengths,
+                                                 lengths.sum() / n_eff, term, n)
+        doc_matrix, query = _csr_pair(docs, term, weight, chosen, q_weight, n, n_terms)
         return doc_matrix, query, df
 
-    def _retrieve(self, block: sp.csr_matrix, d0: int):
+    def retrieve(self, block: sp.csr_matrix, d0: int):
         """Directed retrievals of one block of queries: (query, partner, normalized score)."""
         rows, cols, scores, own, rest = _scan_block(
             block.indptr.astype(np.int64), block.indices.astype(np.int64), block.data,
@@ -456,7 +482,7 @@ class Sanderson(Method):
             if cum[d1] > cum[d0]:
                 block = query[d0:d1] @ index
                 stats["scores"] += int(block.nnz)
-                i, j, s = self._retrieve(block, d0)
+                i, j, s = self.retrieve(block, d0)
                 parts_i.append(i)
                 parts_j.append(j)
                 parts_s.append(s)
@@ -465,6 +491,14 @@ class Sanderson(Method):
         src = np.concatenate(parts_i) if parts_i else np.zeros(0, np.int64)
         dst = np.concatenate(parts_j) if parts_j else np.zeros(0, np.int64)
         norm = np.concatenate(parts_s) if parts_s else np.zeros(0)
+        return self.mutual(src, dst, norm, n, dates)
+
+    def mutual(self, src: np.ndarray, dst: np.ndarray, norm: np.ndarray, n: int,
+               dates: np.ndarray | None) -> Pairs:
+        """The pairs of the directed retrievals ``src -> dst`` (normalized scores
+        ``norm``) found in both directions, within the time window; sets ``mutual_``,
+        ``one_way_``, ``outside_window_`` and the retrieval counts of ``stats_``."""
+        stats = self.__dict__.setdefault("stats_", {})
         stats["retrievals"] = int(src.size)
 
         # Mutual test: (i, j) is mutual when (j, i) is also a retrieval.
@@ -493,3 +527,88 @@ class Sanderson(Method):
     def match(self, sketch: Sketch, *, dates: np.ndarray | None = None) -> Matches:
         pairs = self.find_pairs(sketch, dates=dates)
         return Matches(pairs, outside_window=self.outside_window_, stats=dict(self.stats_))
+
+
+    # ------------------------------------------------------------------ corpus stage
+    #
+    # Statistics contract: the corpus stage counts term document frequencies (df >= 2;
+    # a term of one document reads as df 1), documents and tokens in one pass. With the
+    # fitted copy it then runs the retrieval out of core (neardup.engine.retrieval): the
+    # inverted index is built term-sorted in the work directory and every block of
+    # queries is scored against the postings of its own terms, read back memory-mapped,
+    # with the very find_pairs code above (retrieve, mutual). Key groups cannot do it:
+    # top_k and margin rank a query's whole result list, not a pair.
+
+    @property
+    def corpus_statistics(self) -> tuple[str, ...]:
+        return () if hasattr(self, "term_hashes_") else ("term",)
+
+    def statistics_partial(self, sketch: Sketch) -> StatisticsPartial:
+        _, hashes, _ = _term_counts(sketch.sets)  # distinct terms of each document
+        counts = sketch.sets.counts()
+        return StatisticsPartial({"term": hashes}, {"docs": int(np.count_nonzero(counts)),
+                                                    "tokens": int(counts.sum())})
+
+    def with_statistics(self, stats: FeatureStatistics) -> Sanderson:
+        import copy
+
+        fitted = copy.copy(self)
+        fitted.n_docs_ = int(stats.totals.get("docs", 0))
+        fitted.n_tokens_ = int(stats.totals.get("tokens", 0))
+        fitted.term_hashes_, fitted.term_df_ = stats.tables["term"]
+        fitted.absent_df_ = stats.absent_df
+        return fitted
+
+    def fitted_statistics(self) -> FeatureStatistics:
+        """The statistics given to :meth:`with_statistics` (ValueError when not fitted)."""
+        if not hasattr(self, "term_hashes_"):
+            raise ValueError(
+                "Sanderson: query terms need the corpus's term statistics; run it through "
+                "the corpus stage, which counts them (with_statistics)."
+            )
+        return FeatureStatistics({"docs": self.n_docs_, "tokens": self.n_tokens_},
+                                 {"term": (self.term_hashes_, self.term_df_)}, self.absent_df_)
+
+    def statistics_digest(self) -> str | None:
+        return self.fitted_statistics().digest() if hasattr(self, "term_hashes_") else None
+
+    def retrieval_rows(self, sets: ShingleSets):
+        """The (document, term) rows of the token multisets ``sets`` weighted with the
+        fitted statistics, as :meth:`find_pairs` weights them: ``(docs, hashes, weight,
+        chosen, q_weight)``, rows ordered by document then term hash, ``chosen`` the rows
+        that are query terms (ascending) and ``q_weight`` their query weights."""
+        stats = self.fitted_statistics()
+        n = len(sets)
+        docs, hashes, tf = _term_counts(sets)
+        lengths = sets.counts().astype(np.float64)
+        n_eff = float(max(stats.totals["docs"], 1))
+        idf = self._idf(stats.df("term", hashes).astype(np.float64), n_eff)
+        # Ties by hash: the order of find_pairs' term ids.
+        weight, chosen, q_weight = self._weights(docs, tf, idf, lengths,
+                                                 stats.totals["tokens"] / n_eff, hashes, n)
+        return docs, hashes, weight, chosen, q_weight
+
+    @property
+    def query_retrieval(self) -> bool:
+        return True
+
+    @property
+    def candidate_arrays(self) -> tuple[str, ...] | None:
+        return ()
+
+    @property
+    def candidate_sets(self) -> bool:
+        return True
+
+    @property
+    def candidate_multisets(self) -> bool:
+        return True
+
+    @property
+    def candidate_keys_per_doc(self) -> int:
+        return 0
+
+    def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
+        # No key groups: the retrieval stage reads the stored token multisets.
+        empty = np.zeros(0, np.uint64)
+        return CandidateKeys(np.zeros(0, np.int64), empty)

@@ -64,8 +64,14 @@ from numba import njit, prange, uint64
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
-from neardup.methods.base import Method, Sketch
-from neardup.methods.lsh import banded_candidates, check_banding, optimal_bands
+from neardup.methods.base import (
+    CandidateKeys,
+    FeatureStatistics,
+    Method,
+    Sketch,
+    StatisticsPartial,
+)
+from neardup.methods.lsh import band_keys, banded_candidates, check_banding, optimal_bands
 from neardup.methods.minhash import jaccard_from_signatures
 from neardup.text.hashing import mix64, seed_words
 from neardup.text.normalize import NormalizeConfig, normalize_batch
@@ -321,6 +327,11 @@ class CorpusStatistics:
     phrase_hashes : ndarray of uint64, shape (n_phrases,), sorted
     phrase_df : ndarray of int64, shape (n_phrases,)
         Documents containing each phrase.
+    absent_df : int, default 0
+        Document frequency of a hash not in the tables: 0 for a reference corpus's full
+        tables; 1 for the de-duplicated corpus's own statistics counted by the corpus
+        stage, which stores only what the weights need (every feature looked up is then
+        in at least its own document).
     """
 
     n_docs: int
@@ -328,6 +339,7 @@ class CorpusStatistics:
     word_df: np.ndarray
     phrase_hashes: np.ndarray
     phrase_df: np.ndarray
+    absent_df: int = 0
 
     @classmethod
     def from_sketch(cls, sketch: Sketch) -> CorpusStatistics:
@@ -335,13 +347,7 @@ class CorpusStatistics:
         sets = sketch.sets
         phrase_hashes, phrase_df = np.unique(sets.hashes, return_counts=True)
         # Word df: distinct (word, document) pairs, counted per word.
-        doc_of = np.repeat(np.arange(len(sets), dtype=np.int64), sets.counts())
-        first = sketch.arrays["first_word"]
-        order = np.lexsort((doc_of, first))
-        words, docs = first[order], doc_of[order]
-        new = np.ones(words.size, dtype=bool)
-        new[1:] = (words[1:] != words[:-1]) | (docs[1:] != docs[:-1])
-        word_hashes, word_df = np.unique(words[new], return_counts=True)
+        word_hashes, word_df = np.unique(cls.word_features(sketch), return_counts=True)
         return cls(
             int(np.count_nonzero(sets.counts())),
             word_hashes,
@@ -350,20 +356,32 @@ class CorpusStatistics:
             phrase_df.astype(np.int64),
         )
 
-    @staticmethod
-    def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    def _lookup(self, keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
         if keys.size == 0:
-            return np.zeros(query.size, np.int64)
+            return np.full(query.size, self.absent_df, np.int64)
         pos = np.minimum(np.searchsorted(keys, query), keys.size - 1)
-        return np.where(keys[pos] == query, values[pos], 0)
+        return np.where(keys[pos] == query, values[pos], self.absent_df)
 
     def lookup_words(self, hashes: np.ndarray) -> np.ndarray:
-        """Document frequency of each word hash (0 for words never seen)."""
+        """Document frequency of each word hash (``absent_df`` for words not stored)."""
         return self._lookup(self.word_hashes, self.word_df, hashes)
 
     def lookup_phrases(self, hashes: np.ndarray) -> np.ndarray:
-        """Document frequency of each phrase hash (0 for phrases never seen)."""
+        """Document frequency of each phrase hash (``absent_df`` for phrases not stored)."""
         return self._lookup(self.phrase_hashes, self.phrase_df, hashes)
+
+    @staticmethod
+    def word_features(sketch: Sketch) -> np.ndarray:
+        """Each document's distinct first words (hashes), concatenated: counted per
+        word they are the words' document frequencies."""
+        sets = sketch.sets
+        doc_of = np.repeat(np.arange(len(sets), dtype=np.int64), sets.counts())
+        first = sketch.arrays["first_word"]
+        order = np.lexsort((doc_of, first))
+        words, docs = first[order], doc_of[order]
+        new = np.ones(words.size, dtype=bool)
+        new[1:] = (words[1:] != words[:-1]) | (docs[1:] != docs[:-1])
+        return words[new]
 
 
 # --------------------------------------------------------------------------- method
@@ -621,6 +639,7 @@ class WeightedMinHash(Method):
         self.n_docs_ = stats.n_docs
         self.word_hashes_, self.word_df_ = stats.word_hashes, stats.word_df
         self.phrase_hashes_, self.phrase_df_ = stats.phrase_hashes, stats.phrase_df
+        self.absent_df_ = 0
         return self
 
     def statistics(self, sketch: Sketch) -> CorpusStatistics:
@@ -628,7 +647,7 @@ class WeightedMinHash(Method):
         if hasattr(self, "n_docs_"):
             return CorpusStatistics(
                 self.n_docs_, self.word_hashes_, self.word_df_,
-                self.phrase_hashes_, self.phrase_df_,
+                self.phrase_hashes_, self.phrase_df_, getattr(self, "absent_df_", 0),
             )
         return CorpusStatistics.from_sketch(sketch)
 
@@ -715,3 +734,106 @@ class WeightedMinHash(Method):
         score = jaccard_from_signatures(samples, candidates.left, candidates.right)
         pairs = Pairs(candidates.left, candidates.right, score)
         return pairs if self.verify == "none" else pairs.above(self.threshold)
+
+    # ----------------------------------------------------------------- keyed stage
+    #
+    # Statistics contract: the corpus stage counts word and phrase document frequencies
+    # in one pass (keeping only what the weights read), then keys batches with the
+    # fitted copy: its keyed sketch carries the ICWS samples, keyed by their LSH bands
+    # as find_pairs buckets them, and verified by the fraction of equal samples.
+
+    def _tables_needed(self) -> tuple[str, ...]:
+        tables = ()
+        if self.weighting not in ("uniform", "idf"):
+            tables += ("word",)
+        if self.weighting == "idf" or self.divide_by_phrase_df or self.rare_fraction is not None:
+            tables += ("phrase",)
+        return tables
+
+    @property
+    def corpus_statistics(self) -> tuple[str, ...]:
+        if hasattr(self, "n_docs_") or self.candidate_arrays is None:
+            return ()
+        return self._tables_needed()
+
+    def statistics_partial(self, sketch: Sketch) -> StatisticsPartial:
+        features = {}
+        if "word" in self._tables_needed():
+            features["word"] = CorpusStatistics.word_features(sketch)
+        if "phrase" in self._tables_needed():
+            features["phrase"] = sketch.sets.hashes  # distinct within each document
+        return StatisticsPartial(features, {"docs": int(np.count_nonzero(sketch.sets.counts()))})
+
+    def statistics_min_df(self, table: str, totals: dict[str, int]) -> int:
+        if table == "phrase" and self.weighting != "idf" and not self.divide_by_phrase_df:
+            # Phrase df only decides "rare": below the cut every df weighs the same.
+            return int(math.floor(self.max_rare_df(totals.get("docs", 0)))) + 1
+        return 2
+
+    def with_statistics(self, stats: FeatureStatistics) -> WeightedMinHash:
+        import copy
+
+        empty = (np.zeros(0, np.uint64), np.zeros(0, np.int64))
+        fitted = copy.copy(self)
+        fitted.n_docs_ = int(stats.totals.get("docs", 0))
+        fitted.word_hashes_, fitted.word_df_ = stats.tables.get("word", empty)
+        fitted.phrase_hashes_, fitted.phrase_df_ = stats.tables.get("phrase", empty)
+        fitted.absent_df_ = stats.absent_df
+        return fitted
+
+    def statistics_digest(self) -> str | None:
+        if not hasattr(self, "n_docs_"):
+            return None
+        return FeatureStatistics(
+            {"docs": int(self.n_docs_)},
+            {"word": (self.word_hashes_, self.word_df_),
+             "phrase": (self.phrase_hashes_, self.phrase_df_)},
+            getattr(self, "absent_df_", 0),
+        ).digest()
+
+    def _keyed_statistics(self) -> CorpusStatistics:
+        if hasattr(self, "n_docs_"):
+            return self.statistics(None)
+        if self._tables_needed():
+            raise ValueError(
+                "WeightedMinHash: weights need corpus statistics before a batch can be "
+                "keyed; fit the method (fit) or run it through the corpus stage, which "
+                "counts them (with_statistics)."
+            )
+        empty = np.zeros(0, np.uint64), np.zeros(0, np.int64)
+        return CorpusStatistics(0, *empty, *empty)
+
+    @property
+    def candidate_arrays(self) -> tuple[str, ...] | None:
+        # Exact verification reads weighted phrase sets: that runs in memory.
+        return None if self.verify == "exact" else ("samples",)
+
+    @property
+    def bucket_all_pairs_upto(self) -> int:
+        return self.max_bucket_pairs
+
+    @property
+    def candidate_keys_per_doc(self) -> int:
+        return self.banding[0]
+
+    def keyed_sketch(self, sketch: Sketch) -> Sketch:
+        if "samples" in sketch.arrays:
+            return sketch
+        samples = self.samples(sketch, self._keyed_statistics())
+        return Sketch(sketch.n_features, {**sketch.arrays, "samples": samples}, sketch.sets,
+                      ragged=sketch.ragged)
+
+    def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
+        samples = self.keyed_sketch(sketch).arrays["samples"]
+        # A document with no positive weight has only empty samples: never paired.
+        valid = np.flatnonzero(samples[:, 0] != EMPTY_SAMPLE) if samples.size else np.zeros(0, np.int64)
+        bands, rows = self.banding
+        keys = band_keys(samples[valid], bands, rows)  # (bands, n_valid)
+        return CandidateKeys(np.tile(valid, bands), keys.ravel())
+
+    def score_candidates(self, left, right):
+        a, b = left["samples"], right["samples"]
+        # As jaccard_from_signatures: equal samples / num_samples, as float32.
+        score = ((a == b).sum(axis=1) / a.shape[1]).astype(np.float32)
+        accept = np.ones(score.shape[0], bool) if self.verify == "none" else score >= self.threshold
+        return score, accept

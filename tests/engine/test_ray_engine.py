@@ -29,6 +29,7 @@ from neardup.engine.ray_engine import (  # noqa: E402
     RayInputs,
     RayRun,
     import_ray,
+    ray_supports,
     worker_runtime_env,
     write_outputs,
 )
@@ -328,6 +329,15 @@ def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, met
 def test_unsupported_method_is_refused(cluster):
     with pytest.raises(ValueError, match="engine='ray' runs methods with a keyed corpus stage"):
         run(iter([]), make_method("ngram"), cluster=ClusterConfig(algorithm="leiden"), engine="ray")
+
+
+@pytest.mark.parametrize("name", ["wminhash", "sanderson"])
+def test_methods_needing_a_statistics_pass_are_refused(name):
+    # Their keys need whole-corpus statistics (and sanderson mutual retrieval), which only
+    # the local out-of-core engine computes: refused before any Ray work starts.
+    assert not ray_supports(make_method(name), "components")
+    with pytest.raises(ValueError, match="engine='ray' runs methods with a keyed corpus stage"):
+        run(iter([]), make_method(name), engine="ray")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,201 @@
+"""The statistics stage: wminhash and sanderson on the keyed corpus stage (#14)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+import neardup
+from neardup.data import demo_corpus_path
+from neardup.engine import CorpusStageConfig, WorkDirError, run_corpus_stage
+from neardup.engine import statistics as statistics_module
+from neardup.io.batch import DocumentBatch
+from neardup.methods import make_method
+from neardup.methods.wminhash import CorpusStatistics
+
+
+@pytest.fixture(scope="module")
+def demo():
+    with gzip.open(demo_corpus_path(), "rt") as handle:
+        records = [json.loads(line) for line in handle]
+    return records[:2500]
+
+
+def _texts(records):
+    return [r["text"] for r in records]
+
+
+def _batches(texts, size=400):
+    for start in range(0, len(texts), size):
+        chunk = texts[start:start + size]
+        yield DocumentBatch(ids=[str(start + i) for i in range(len(chunk))], texts=chunk,
+                            dates=None, source="mem", rows=np.arange(start, start + len(chunk)))
+
+
+WMINHASH = [{}, {"phrase_length": 3, "threshold": 0.2}, {"weighting": "idf", "phrase_length": 3},
+            {"divide_by_phrase_df": True, "rare_fraction": 0.01, "phrase_length": 3, "threshold": 0.2},
+            {"weighting": "uniform", "rare_fraction": None, "phrase_length": 3, "threshold": 0.2}]
+
+
+@pytest.mark.parametrize("params", WMINHASH)
+def test_wminhash_out_of_core_matches_in_memory(demo, params, tmp_path):
+    texts = _texts(demo)
+    memory = neardup.dedup(texts, "wminhash", engine="memory", pair_types=False, **params)
+    # Tiny budget: the statistics runs spill per batch and are merged in many ranges.
+    spilled = neardup.dedup(texts, "wminhash", engine="local", pair_types=False,
+                            work_dir=tmp_path / "w", memory_limit="1MB", partitions=64,
+                            batch_size=300, **params)
+    assert spilled.params["engine"] == "local"
+    np.testing.assert_array_equal(spilled.clusters, memory.clusters)
+    np.testing.assert_array_equal(spilled.representative, memory.representative)
+    assert spilled.clusters.size == len(texts) == len(set(spilled.ids.tolist()))
+    assert memory.n_clusters < len(texts)  # something was matched
+
+
+def test_wminhash_samples_from_counted_statistics_equal_in_memory_ones(demo):
+    texts = _texts(demo)[:1200]
+    method = make_method("wminhash", phrase_length=3)
+    stage = run_corpus_stage(_batches(texts, 250), method,
+                             config=CorpusStageConfig(memory_limit="1MB", partitions=4))
+    assert stage.stats["statistics_word_kept"] > 0
+    # Only the phrases common enough to be boilerplate are stored (none here, or few).
+    assert stage.stats["statistics_phrase_kept"] <= 50
+    sketch = method.sketch(texts)
+    full = CorpusStatistics.from_sketch(sketch)
+    # The fitted copy from the stage's tables: same samples as the in-memory weights.
+    from neardup.engine.statistics import statistics_stage
+    from neardup.engine.workdir import WorkDir
+    from neardup.progress import StageTimer
+
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        wd = WorkDir(tmp, {"t": 1}, resume=False)
+        fitted, again, facts = statistics_stage(wd, "k", _batches(texts, 250), method, 1 << 20,
+                                                StageTimer(), False, None)
+        assert sum(len(b) for b in again) == len(texts)
+    assert facts["totals"]["docs"] == full.n_docs
+    np.testing.assert_array_equal(fitted.keyed_sketch(sketch).arrays["samples"],
+                                  method.samples(sketch, full))
+    assert not hasattr(method, "n_docs_")  # the method itself is unchanged
+
+
+def test_wminhash_fitted_on_a_reference_corpus_skips_the_statistics_stage(demo, tmp_path):
+    texts = _texts(demo)
+    reference = make_method("wminhash", phrase_length=3, threshold=0.2).fit(texts[1000:])
+    assert reference.corpus_statistics == ()
+    stage = run_corpus_stage(_batches(texts[:1000]), reference,
+                             config=CorpusStageConfig(work_dir=str(tmp_path / "w"),
+                                                      memory_limit="1MB", partitions=8))
+    assert not (tmp_path / "w" / "statistics").exists()
+    assert not any(k.startswith("statistics_") for k in stage.stats)
+    memory = neardup.pipeline.run(_batches(texts[:1000]), reference, engine="memory")
+    from neardup.graph.cluster import canonical_labels
+
+    np.testing.assert_array_equal(canonical_labels(stage.roots), memory.clusters)
+
+
+@pytest.mark.parametrize("params", [{}, {"threshold": 0.6, "top_k": 2}, {"ranking": "tfidf"},
+                                    {"margin": 1.0, "query_terms": 8}])
+def test_sanderson_out_of_core_matches_in_memory(demo, params, tmp_path):
+    texts = _texts(demo)
+    memory = neardup.dedup(texts, "sanderson", engine="memory", pair_types=False, **params)
+    # Tiny budget: postings spill in many runs and ranges, queries scored in many blocks.
+    spilled = neardup.dedup(texts, "sanderson", engine="local", pair_types=False,
+                            work_dir=tmp_path / "w", memory_limit="1MB", batch_size=300, **params)
+    assert spilled.params["engine"] == "local"
+    assert spilled.clusters.size == len(texts) == len(set(spilled.ids.tolist()))
+    np.testing.assert_array_equal(spilled.clusters, memory.clusters)
+    # The stage's pairs are a spanning forest of the clusters, each an in-memory pair
+    # with its in-memory score (the same weights and sums).
+    assert len(spilled.pairs) == len(texts) - spilled.n_clusters
+    found = dict(zip(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()),
+                     memory.pairs.score.tolist()))
+    for pair, score in zip(zip(spilled.pairs.left.tolist(), spilled.pairs.right.tolist()),
+                           spilled.pairs.score.tolist()):
+        assert found[pair] == score
+    assert memory.n_clusters < len(texts)
+    stats = spilled.params["corpus_stage"]
+    assert stats["postings"] > 0 and stats["retrievals"] > 0
+
+
+def test_sanderson_time_windows_match_in_memory(demo):
+    kwargs = dict(date_field="date", pair_types=False, time_window_hours=24)
+    memory = neardup.dedup(demo, "sanderson", engine="memory", **kwargs)
+    local = neardup.dedup(demo, "sanderson", engine="local", memory_limit="1MB", **kwargs)
+    np.testing.assert_array_equal(local.clusters, memory.clusters)
+    assert len(local.outside_window) == len(memory.outside_window)
+
+
+@pytest.mark.parametrize("name", ["wminhash", "sanderson"])
+def test_resume_after_kill_in_the_statistics_stage(demo, tmp_path, monkeypatch, name):
+    texts = _texts(demo)
+    method = make_method(name)
+    config = CorpusStageConfig(work_dir=str(tmp_path / "clean"), memory_limit="1MB", partitions=8)
+    clean = run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
+
+    class Killed(Exception):
+        pass
+
+    calls = {"n": 0}
+    real = statistics_module._flush
+
+    def dying(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise Killed
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(statistics_module, "_flush", dying)
+    work = tmp_path / "killed"
+    config = CorpusStageConfig(work_dir=str(work), memory_limit="1MB", partitions=8)
+    with pytest.raises(Killed):
+        run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
+    monkeypatch.undo()
+    assert not (work / "statistics" / "_DONE.json").exists()
+    with pytest.raises(WorkDirError, match="resume"):
+        run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
+    resumed = run_corpus_stage(_batches(texts), method, total=len(texts),
+                               config=CorpusStageConfig(work_dir=str(work), memory_limit="1MB",
+                                                        partitions=8, resume=True))
+    np.testing.assert_array_equal(resumed.roots, clean.roots)
+    np.testing.assert_array_equal(resumed.pairs.left, clean.pairs.left)
+    np.testing.assert_array_equal(resumed.pairs.score, clean.pairs.score)
+    for table in ("term",) if name == "sanderson" else ("word", "phrase"):
+        for suffix in ("hashes", "df"):
+            path = f"statistics/{table}.{suffix}.npy"
+            if (tmp_path / "clean" / path).exists():
+                assert (work / path).read_bytes() == (tmp_path / "clean" / path).read_bytes()
+    # A finished statistics stage is reused: the input is not read again.
+    again = run_corpus_stage(iter(()), method, total=len(texts),
+                             config=CorpusStageConfig(work_dir=str(work), memory_limit="1MB",
+                                                      partitions=8, resume=True))
+    np.testing.assert_array_equal(again.roots, clean.roots)
+
+
+def test_statistics_merge_is_bounded_and_exact():
+    # Many runs, merged by many hash ranges (tiny budget), equal one global count.
+    rng = np.random.default_rng(5)
+    features = [rng.integers(0, 2**64 - 1, size=3000, dtype=np.uint64) for _ in range(6)]
+    features = [np.concatenate([f, f[:500]]) for f in features]  # repeats across runs
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = {"t": []}
+        for f in features:
+            u, c = np.unique(f, return_counts=True)
+            statistics_module._flush({"t": [(u, c.astype(np.int64))]}, runs, Path(tmp))
+        hashes, df = statistics_module._merge_runs(runs["t"], 2, 64 << 10)
+    u, c = np.unique(np.concatenate(features), return_counts=True)
+    np.testing.assert_array_equal(hashes, u[c >= 2])
+    np.testing.assert_array_equal(df, c[c >= 2])
+
+
+def test_a_method_not_fitted_refuses_to_key_a_batch():
+    with pytest.raises(ValueError, match="corpus statistics"):
+        make_method("wminhash").candidate_keys(make_method("wminhash").sketch(["a b c d e f g h"]))
+    with pytest.raises(ValueError, match="term statistics"):
+        make_method("sanderson").retrieval_rows(make_method("sanderson").sketch(["a b"]).sets)
