@@ -340,13 +340,6 @@ def test_ragged_and_text_rows_are_fetched_as_stored(tmp_path):
     np.testing.assert_array_equal(rows.sets.hashes, expected.hashes)
 
 
-def test_ray_engine_refuses_methods_that_verify_with_sets_or_texts():
-    pytest.importorskip("ray")
-    # Its shuffle carries fixed-width rows only: refused before any Ray work.
-    with pytest.raises(ValueError, match="keyed corpus stage"):
-        neardup.dedup(["a b c d", "a b c d"], "ngram", engine="ray", pair_types=False)
-
-
 def test_ngram_all_pairs_groups_check_each_copy_about_once():
     # 900 copies: every key group is compared all-to-all (<= 1000 members), 404,550 pairs
     # per group; after the first document's edges join them, the rest are skipped.
