@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["bucket_edges", "group_runs", "overlap_pairs"]
+__all__ = ["bucket_edges", "concat_ranges", "group_runs", "overlap_pairs"]
 
 
 def group_runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -35,6 +35,16 @@ def group_runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     starts = np.concatenate(([0], boundary)).astype(np.int64)
     sizes = np.diff(np.append(starts, n)).astype(np.int64)
     return starts, sizes
+
+
+def concat_ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The concatenated ranges ``starts[i] .. starts[i] + sizes[i] - 1`` (the rows of a
+    set of groups, or the values of ragged rows), without a Python loop."""
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    ends = np.cumsum(sizes)
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - sizes), sizes)
 
 
 @njit(cache=True)

@@ -55,7 +55,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from neardup.engine.buckets import bucket_edges, group_runs, overlap_pairs
+from neardup.engine.buckets import bucket_edges, concat_ranges, group_runs, overlap_pairs
 from neardup.engine.overlap import (
     code_pairs,
     decide_pairs,
@@ -347,11 +347,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     facts = wd.done("link", key)
     if facts is not None:
         return facts
-    directory = wd.stage_dir("link")
-    stamp = directory / "_KEY"
-    same = stamp.exists() and stamp.read_text() == key
-    directory = wd.start("link", keep_files=same)
-    stamp.write_text(key)
+    directory = wd.start_keyed("link", key)
     n_docs = sketch_facts["n_docs"]
     store, dates = _open_store(wd, method, sketch_facts, window_hours)
     keys_dir = wd.stage_dir("sketch") / "keys"
@@ -500,11 +496,7 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
     facts = wd.done("exchange", key)
     if facts is not None:
         return facts
-    directory = wd.stage_dir("exchange")
-    stamp = directory / "_KEY"
-    same = stamp.exists() and stamp.read_text() == key
-    directory = wd.start("exchange", keep_files=same)
-    stamp.write_text(key)
+    directory = wd.start_keyed("exchange", key)
     n_docs = sketch_facts["n_docs"]
     store, dates = _open_store(wd, method, sketch_facts, window_hours)
     step = _verify_step(config, store)
@@ -794,7 +786,7 @@ def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: n
     pair in these groups, ``known`` being a document's keys in groups of at most
     ``bucket_all_pairs_upto`` documents, singletons included)."""
     # Inside an all-pairs group, documents ascending (the payload order is for chains).
-    rows = _ranges(starts, sizes)
+    rows = concat_ranges(starts, sizes)
     group = np.repeat(np.arange(starts.size), sizes)
     member = docs[rows][np.lexsort((docs[rows], group))]
     del rows, group
@@ -850,14 +842,6 @@ def _exchange_block(method: Method, linker: PartitionLinker, exchange: _PairSpil
         left, right, shared = left[open_], right[open_], shared[open_]
     exchange.add(left, right, shared)
 
-
-def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """The concatenated ranges ``starts[g] .. starts[g] + sizes[g] - 1``."""
-    total = int(sizes.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    ends = np.cumsum(sizes)
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - sizes), sizes)
 
 
 def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,

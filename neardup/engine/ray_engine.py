@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from neardup.engine.buckets import bucket_edges, group_runs
+from neardup.engine.buckets import bucket_edges, concat_ranges, group_runs
 from neardup.engine.corpus import ArrayRows, CorpusStageOutput, PartitionLinker
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
@@ -474,20 +474,12 @@ def _gather_task(arrays: dict, names: tuple[str, ...], *requests: np.ndarray):
     for rows in requests:
         got = {name: arrays[name][rows] for name in names if name not in (SET_VALUES, TEXTS)}
         if offsets is not None:
-            got[SET_VALUES] = arrays[SET_VALUES][_ranges(offsets[rows], got[SET_SIZES])]
+            got[SET_VALUES] = arrays[SET_VALUES][concat_ranges(offsets[rows], got[SET_SIZES])]
         if TEXTS in names:
             got[TEXTS] = arrays[TEXTS].take(pa.array(rows))
         out.append(got)
     return tuple(out) if len(out) != 1 else out[0]
 
-
-def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """The concatenated ranges ``starts[i] .. starts[i] + sizes[i] - 1``."""
-    total = int(sizes.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    ends = np.cumsum(sizes)
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - sizes), sizes)
 
 
 class _ShippedTexts:
@@ -534,7 +526,7 @@ class _ShippedRows:
             sizes = self.sizes[index]
             offsets = np.zeros(docs.size + 1, np.int64)
             np.cumsum(sizes, out=offsets[1:])
-            out.sets = ShingleSets(self.values[_ranges(self.set_offsets[index], sizes)], offsets)
+            out.sets = ShingleSets(self.values[concat_ranges(self.set_offsets[index], sizes)], offsets)
         if self.texts is not None:
             out.texts = _ShippedTexts(self.texts, index)
         if self.dates is not None:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from neardup.engine.buckets import concat_ranges
 from neardup.engine.workdir import WorkDir, write_arrow
 from neardup.graph.edges import Pairs, outside_time_window
 from neardup.methods.base import Method
@@ -71,13 +72,6 @@ class _TokenSets:
             yield d0, ShingleSets(chunk, self.offsets[d0:d1 + 1] - o0)
             d0 = d1
 
-
-def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    total = int(sizes.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    ends = np.cumsum(sizes)
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - sizes), sizes)
 
 
 def _postings(directory: Path, method: Method, sets: _TokenSets, budget: int) -> dict[str, Any]:
@@ -175,7 +169,7 @@ def _retrieve(directory: Path, method: Method, sets: _TokenSets, facts: dict[str
                         h, d, w = postings_of(k)
                         start = np.searchsorted(h, terms[sel], "left")
                         stop = np.searchsorted(h, terms[sel], "right")
-                        rows = _ranges(start, stop - start)
+                        rows = concat_ranges(start, stop - start)
                         counts[sel] = stop - start
                         p_docs.append(np.asarray(d[rows]))
                         p_weight.append(np.asarray(w[rows]))

@@ -441,11 +441,7 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
     done = wd.done("search", key)
     if done is not None:
         return done
-    directory = wd.stage_dir("search")
-    stamp = directory / "_KEY"
-    same = stamp.exists() and stamp.read_text() == key
-    directory = wd.start("search", keep_files=same)
-    stamp.write_text(key)
+    directory = wd.start_keyed("search", key)
     search = method.vector_search
     n_docs, n_rows = facts["n_docs"], facts["n_rows"]
     counts = np.fromfile(wd.stage_dir("embed") / "rows_per_doc.bin", dtype=np.int64)

@@ -136,6 +136,16 @@ class WorkDir:
         (directory / "_DONE.json").unlink(missing_ok=True)
         return directory
 
+    def start_keyed(self, stage: str, key: str) -> Path:
+        """:meth:`start` for a stage that resumes file by file: the files an interrupted
+        run left are kept only if it ran with the same ``key`` (stamped in ``_KEY``), so
+        a run with other settings never mixes in their partitions."""
+        stamp = self.path / stage / "_KEY"
+        same = stamp.exists() and stamp.read_text() == key
+        directory = self.start(stage, keep_files=same)
+        stamp.write_text(key)
+        return directory
+
     def finish(self, stage: str, key: str, facts: dict[str, Any]) -> None:
         """Mark the stage complete, after flushing its files to disk: a marker that
         survives a crash of the machine then never points at lost data."""

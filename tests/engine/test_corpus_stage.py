@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gzip
 import os
-import json
 
 import numpy as np
 import pytest
@@ -12,19 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neardup
-from neardup.data import demo_corpus_path
 from neardup.engine import CorpusStageConfig, UnionFind, WorkDirError, run_corpus_stage
 from neardup.engine import corpus as corpus_module
 from neardup.engine.buckets import bucket_edges, group_runs
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method
-
-
-@pytest.fixture(scope="module")
-def demo():
-    with gzip.open(demo_corpus_path(), "rt") as handle:
-        records = [json.loads(line) for line in handle]
-    return records[:2500]
 
 
 def _texts(records):

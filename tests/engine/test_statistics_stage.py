@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import gzip
-import json
 
 import numpy as np
 import pytest
 
 import neardup
-from neardup.data import demo_corpus_path
 from neardup.engine import CorpusStageConfig, WorkDirError, run_corpus_stage
 from neardup.engine import statistics as statistics_module
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method
 from neardup.methods.wminhash import CorpusStatistics
-
-
-@pytest.fixture(scope="module")
-def demo():
-    with gzip.open(demo_corpus_path(), "rt") as handle:
-        records = [json.loads(line) for line in handle]
-    return records[:2500]
 
 
 def _texts(records):
