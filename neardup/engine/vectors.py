@@ -93,6 +93,7 @@ from neardup.graph.similarity import (
     train_ivf,
 )
 from neardup.io.batch import DocumentBatch
+from neardup.io.rowfile import read_rows, read_spans
 from neardup.io.writers import atomic_path
 from neardup.methods.base import Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
@@ -195,27 +196,28 @@ def _embed_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method, 
 
 
 class _RowStore:
-    """The embed stage's rows, read back shard by shard as float32 with their norms. The
-    file is mapped per read, so only the shard read stays resident."""
+    """The embed stage's rows, read back shard by shard as float32 with their norms, with
+    ``pread`` (:mod:`neardup.io.rowfile`): only the rows read become resident."""
 
     def __init__(self, wd: WorkDir, facts: dict[str, Any]) -> None:
         self.path = wd.stage_dir("embed") / "rows.bin"
         self.n_rows, self.dim = facts["n_rows"], facts["dim"]
         self.dtype = np.dtype(facts["storage"])
+        self.row_bytes = self.dtype.itemsize * self.dim
+
+    def _float_rows(self, raw: np.ndarray) -> np.ndarray:
+        return raw.view(self.dtype).reshape(-1, self.dim).astype(np.float32, order="C")
 
     def read(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-        mapped = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.n_rows, self.dim))
-        rows = np.array(mapped[start:stop], dtype=np.float32, order="C")
-        del mapped
+        raw = read_spans(self.path, np.array([start * self.row_bytes]),
+                         np.array([(stop - start) * self.row_bytes]))
+        rows = self._float_rows(raw)
         norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
         return rows, norms
 
     def take(self, positions: np.ndarray) -> np.ndarray:
         """Rows at sorted ``positions``, float32."""
-        mapped = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.n_rows, self.dim))
-        rows = np.array(mapped[positions], dtype=np.float32, order="C")
-        del mapped
-        return rows
+        return self._float_rows(read_rows(self.path, positions, self.row_bytes))
 
 
 class _IvfShards:
