@@ -417,8 +417,9 @@ class Method(ParamsMixin, ABC):
     @property
     def candidate_fixed_width(self) -> bool:
         """Whether verification reads the fixed-width :attr:`candidate_arrays` only (no
-        sets, texts or dates) and keys need no statistics stage: what an executor that
-        ships rows between workers and has no statistics stage (Ray) runs."""
+        sets, texts or dates) and keys need no statistics stage: rows an executor can
+        ship as plain arrays (Ray's fixed-width path), and what rerank's keyed stage
+        needs of its candidate method."""
         return (self.candidate_arrays is not None and not self.candidate_sets
                 and not self.candidate_dates and self.candidate_text_chars is None
                 and not self.corpus_statistics)
