@@ -57,13 +57,18 @@ import pyarrow.parquet as pq
 
 from neardup.engine.buckets import bucket_edges, concat_ranges, group_runs, overlap_pairs
 from neardup.engine.overlap import (
+    DF_CLASS_UPPER,
+    add_key_classes,
     code_pairs,
     decide_pairs,
+    df_classes,
     likely_pairs,
     pair_codes,
     pair_ranges,
+    prefix_cuts,
     records_below,
     sum_pair_counts,
+    uncounted_keys,
 )
 from neardup.engine.retrieval import retrieval_stages
 from neardup.engine.statistics import statistics_stage
@@ -351,17 +356,19 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     n_docs = sketch_facts["n_docs"]
     store, dates = _open_store(wd, method, sketch_facts, window_hours)
     keys_dir = wd.stage_dir("sketch") / "keys"
-    by_part: dict[int, list[str]] = {}
-    for name in sorted(os.listdir(keys_dir)):
-        by_part.setdefault(int(name[2:6]), []).append(name)
+    by_part = _key_files(keys_dir)
     # The edges of one chunk of buckets must fit in a quarter of the budget (16 bytes
     # each, plus masks): whole buckets are taken until their edge count reaches it.
     chunk_edges = int(max(config.budget // 4 // 64, 1 << 14))
     step = _verify_step(config, store)
     exchange = exchanges_pair_counts(method)
     totals = {"candidate_edges": 0, "verified_edges": 0, "capped_keys": 0, "pruned_edges": 0}
+    prefix_cut = None
     if exchange:
         totals["exchange_records"] = 0
+        # Each document's prefix (its last df class, 1 byte): groups are counted only
+        # among the members whose prefix holds the key.
+        prefix_cut = np.load(wd.stage_dir("prefix") / "cut.npy")
     # One union-find across partitions: a document joined in one partition is not
     # checked again in the next. Partitions are linked in order, so a resumed stage
     # replays the forests of the completed ones (a prefix) to get the same state.
@@ -387,7 +394,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                 spill = _PairSpill(directory, p) if exchange else None
                 forest, outside, counts, capped_docs = _link_partition(
                     method, tables, store, dates, window_hours, chunk_edges, uf, step=step,
-                    exchange=spill)
+                    exchange=spill, prefix_cut=prefix_cut)
                 if spill is not None:
                     spill.commit()
                     counts["exchange_records"] = spill.records
@@ -410,6 +417,62 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
         totals["capped_only_documents"] = int(np.count_nonzero((capped_per_doc == sizes) & (sizes > 0)))
     wd.finish("link", key, totals)
     return totals
+
+
+def _key_files(keys_dir: Path) -> dict[int, list[str]]:
+    """The sketch stage's key files by partition."""
+    by_part: dict[int, list[str]] = {}
+    for name in sorted(os.listdir(keys_dir)):
+        by_part.setdefault(int(name[2:6]), []).append(name)
+    return by_part
+
+
+def _prefix_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, Any],
+                  config: CorpusStageConfig, timer, progress) -> dict[str, Any]:
+    """Each document's prefix for the pair-count exchange's filter
+    (:mod:`neardup.engine.overlap`): one pass over the key partitions counts each key's
+    df (its group's size) into per-document counts of compared keys by df class (uint16,
+    32 bytes a document) and of keys in groups not compared all-to-all; then
+    :func:`~neardup.engine.overlap.prefix_cuts` with the method's
+    :meth:`~neardup.methods.Method.overlap_min_shared`. Writes ``cut.npy`` (int8: last
+    df class of the prefix), ``suffix.npy`` and ``unseen.npy`` (int32)."""
+    facts = wd.done("prefix", key)
+    if facts is not None:
+        return facts
+    directory = wd.start("prefix")
+    n_docs = sketch_facts["n_docs"]
+    keys_dir = wd.stage_dir("sketch") / "keys"
+    by_part = _key_files(keys_dir)
+    counts = np.zeros((n_docs, DF_CLASS_UPPER.size), np.uint16)
+    unseen = np.zeros(n_docs, np.int64)
+    upto = method.bucket_all_pairs_upto
+    with progress_bar("counting key frequencies", total=config.partitions, unit="partitions",
+                      enabled=progress) as advance, timer.stage("pairs"):
+        for p in range(config.partitions):
+            names = by_part.get(p, [])
+            if names:
+                table = pa.concat_tables([read_arrow(keys_dir / name).select(["key", "doc"])
+                                          for name in names])
+                keys = table.column("key").to_numpy()
+                docs = table.column("doc").to_numpy()
+                del table
+                order = np.argsort(keys)
+                _, df = group_runs(keys[order])
+                del keys
+                add_key_classes(counts, unseen, docs[order], np.repeat(df, df), upto)
+                del order, docs
+            advance(1)
+        sizes = np.fromfile(wd.stage_dir("sketch") / "arrays" / f"{_SET_SIZES}.bin", np.int64)
+        compared = counts.sum(axis=1, dtype=np.int64)
+        cut, suffix = prefix_cuts(counts, unseen, method.overlap_min_shared(sizes))
+        del counts
+    np.save(directory / "cut.npy", cut)
+    np.save(directory / "suffix.npy", suffix.astype(np.int32))
+    np.save(directory / "unseen.npy", unseen.astype(np.int32))
+    facts = {"prefix_compared_keys": int(compared.sum()),
+             "prefix_keys": int(compared.sum() - suffix.sum())}
+    wd.finish("prefix", key, facts)
+    return facts
 
 
 def _open_store(wd: WorkDir, method: Method, sketch_facts: dict[str, Any],
@@ -443,16 +506,12 @@ def exchanges_pair_counts(method: Method) -> bool:
 class _PairSpill:
     """One key partition's exchange records, appended (ordered by left document) to
     ``p-PPPP.codes.bin`` (uint64 pair codes) and ``p-PPPP.shared.bin`` (uint32 shared
-    counts) through temporary files moved into place by :meth:`commit`; plus the
-    partition's unseen keys per document (rows in groups not compared all-to-all),
-    ``p-PPPP.unseen.arrow``."""
+    counts) through temporary files moved into place by :meth:`commit`."""
 
     def __init__(self, directory: Path, partition: int) -> None:
         self.paths = [directory / f"p-{partition:04d}.{name}.bin" for name in ("codes", "shared")]
-        self.unseen_path = directory / f"p-{partition:04d}.unseen.arrow"
         self.handles = [open(path.with_name(path.name + ".tmp"), "wb") for path in self.paths]
         self.records = 0
-        self.unseen = pa.table({"doc": np.zeros(0, np.int64), "count": np.zeros(0, np.int64)})
 
     def add(self, left: np.ndarray, right: np.ndarray, shared: np.ndarray) -> None:
         if left.size == 0:
@@ -461,15 +520,10 @@ class _PairSpill:
         self.handles[1].write(np.asarray(shared, np.uint32).tobytes())
         self.records += int(left.size)
 
-    def set_unseen(self, docs: np.ndarray) -> None:
-        found, counts = np.unique(docs, return_counts=True)
-        self.unseen = pa.table({"doc": found.astype(np.int64), "count": counts.astype(np.int64)})
-
     def commit(self) -> None:
         for handle, path in zip(self.handles, self.paths):
             handle.close()
             os.replace(handle.name, path)
-        write_arrow(self.unseen_path, self.unseen, durable=False)
 
 
 def _read_raw(path: Path, dtype) -> np.ndarray:
@@ -503,11 +557,10 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
     link_dir = wd.stage_dir("link")
     partitions = config.partitions
     uf = UnionFind(n_docs)
-    unseen = np.zeros(n_docs, np.int64)
     for p in range(partitions):
         _replay_forest(uf, link_dir / f"p-{p:04d}.arrow")
-        table = read_arrow(link_dir / f"p-{p:04d}.unseen.arrow")
-        unseen[table.column("doc").to_numpy()] += table.column("count").to_numpy()
+    prefix_dir = wd.stage_dir("prefix")
+    prefix = tuple(np.load(prefix_dir / f"{name}.npy") for name in ("cut", "suffix", "unseen"))
     sizes = np.diff(store.set_offsets)
     code_paths = [link_dir / f"p-{p:04d}.codes.bin" for p in range(partitions)]
     shared_paths = [link_dir / f"p-{p:04d}.shared.bin" for p in range(partitions)]
@@ -526,7 +579,7 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
                 _replay_forest(uf, out)
             else:
                 forest, outside, counts = _reduce_pair_range(
-                    method, code_paths, shared_paths, lo, hi, sizes, unseen, store, dates,
+                    method, code_paths, shared_paths, lo, hi, sizes, prefix, store, dates,
                     window_hours, uf, step)
                 store.release()
                 _write_edges(out, forest, outside)
@@ -541,11 +594,12 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
 
 
 def _reduce_pair_range(method: Method, code_paths: list[Path], shared_paths: list[Path], lo: int,
-                       hi: int, sizes: np.ndarray, unseen: np.ndarray, store: _ArrayStore,
-                       dates: np.ndarray | None, window_hours: float | None, uf: UnionFind,
-                       step: int) -> tuple[Pairs, Pairs, dict[str, int]]:
+                       hi: int, sizes: np.ndarray, prefix: tuple[np.ndarray, ...],
+                       store: _ArrayStore, dates: np.ndarray | None, window_hours: float | None,
+                       uf: UnionFind, step: int) -> tuple[Pairs, Pairs, dict[str, int]]:
     """One range of left documents of the exchange: its forest, outside-window pairs and
-    counts."""
+    counts. ``prefix``: each document's prefix cut, suffix and unseen keys (the prefix
+    stage's), which bound the keys a pair shares outside its count."""
     codes, shared = [], []
     for code_path, shared_path in zip(code_paths, shared_paths):
         file_codes = _read_raw(code_path, np.uint64)
@@ -560,8 +614,12 @@ def _reduce_pair_range(method: Method, code_paths: list[Path], shared_paths: lis
     del shared
     left, right = code_pairs(codes)
     del codes
+    cut, suffix, unseen = prefix
+    uncounted = uncounted_keys(cut[left], cut[right], suffix[left], suffix[right], unseen[left],
+                               unseen[right]).astype(np.int64)
+    # Both sides get the pair's uncounted keys as unseen: the bound adds their smaller.
     exact, score, accept, verify = decide_pairs(
-        total, sizes[left], sizes[right], unseen[left], unseen[right], method.overlap_scores,
+        total, sizes[left], sizes[right], uncounted, uncounted, method.overlap_scores,
         method.overlap_bound)
     linker = PartitionLinker(method, np.zeros(0, np.int64), store, dates, window_hours, uf)
     linker.step = step
@@ -777,23 +835,46 @@ def _bucket_edge_counts(sizes: np.ndarray, all_pairs_upto: int, star_upto: int |
 def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: np.ndarray,
                          starts: np.ndarray, sizes: np.ndarray, block_edges: int,
                          known_docs: np.ndarray, known: np.ndarray,
-                         exchange: _PairSpill | None = None) -> None:
+                         exchange: _PairSpill | None = None,
+                         prefix_cut: np.ndarray | None = None) -> None:
     """A partition's all-pairs key groups, for keys that documents share many of
     (shingles): each pair once (:func:`~neardup.engine.buckets.overlap_pairs`, in blocks
     of documents, ordered by their first document, so a group of copies is joined by its
     first document's edges), dropped when even sharing every key not seen could not
     reach the method's threshold (:meth:`Method.overlap_bound`: ``shared`` keys of the
     pair in these groups, ``known`` being a document's keys in groups of at most
-    ``bucket_all_pairs_upto`` documents, singletons included)."""
+    ``bucket_all_pairs_upto`` documents, singletons included).
+
+    With ``prefix_cut`` (the exchange's prefix filter: each document's last df class in
+    its prefix, :mod:`neardup.engine.overlap`), a group keeps only the members whose
+    prefix holds its key, so a pair is counted over the keys in both its prefixes; the
+    partition's bound does not apply to those counts and is not used."""
     # Inside an all-pairs group, documents ascending (the payload order is for chains).
     rows = concat_ranges(starts, sizes)
     group = np.repeat(np.arange(starts.size), sizes)
-    member = docs[rows][np.lexsort((docs[rows], group))]
-    del rows, group
-    bounded = getattr(store, "set_offsets", None) is not None
+    order = np.lexsort((docs[rows], group))
+    member = docs[rows][order]
+    del rows
+    if prefix_cut is not None:
+        group = group[order]
+        inside = prefix_cut[member] >= df_classes(sizes)[group]
+        sizes = np.bincount(group[inside], minlength=sizes.size)
+        member = member[inside]
+        pairs = sizes > 1
+        member = member[np.repeat(pairs, sizes)]
+        sizes = sizes[pairs]
+    del group, order
+    bounded = getattr(store, "set_offsets", None) is not None and prefix_cut is None
     aligned = None
     for left, right, shared, group_docs, _, left_local, right_local in overlap_pairs(
             member, np.cumsum(sizes) - sizes, sizes, block_edges):
+        if prefix_cut is not None:
+            if exchange is not None and left.size:
+                if aligned is None:
+                    aligned = known[np.searchsorted(known_docs, group_docs)]
+                _exchange_block(method, linker, exchange, left, right, shared,
+                                aligned[left_local], aligned[right_local])
+            continue
         if bounded and left.size:
             if aligned is None:  # the groups' documents' facts, looked up once
                 aligned = (known[np.searchsorted(known_docs, group_docs)],
@@ -847,7 +928,7 @@ def _exchange_block(method: Method, linker: PartitionLinker, exchange: _PairSpil
 def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                     dates: np.ndarray | None, window_hours: float | None,
                     chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
-                    exchange: _PairSpill | None = None,
+                    exchange: _PairSpill | None = None, prefix_cut: np.ndarray | None = None,
                     ) -> tuple[Pairs, Pairs, dict[str, int], np.ndarray]:
     """One key partition's forest, outside-window pairs, counts (``capped_keys``: key
     groups over ``method.bucket_star_upto``, linked by their chain alone, or over
@@ -855,7 +936,7 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
     entry per capped key a document holds). With ``exchange`` (and ``uf``, the run's
     union-find), the all-pairs groups' counted pairs go to the pair-count exchange
     instead of being verified here (:func:`_exchange_block`), after the larger groups
-    are linked, and the partition's unseen keys per document are recorded."""
+    are linked; ``prefix_cut`` (the prefix stage's) restricts them to prefix members."""
     capped_docs = np.zeros(0, np.int64)
     if not tables:
         return Pairs.empty(), Pairs.empty(), {"candidate_edges": 0, "verified_edges": 0,
@@ -889,9 +970,9 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
             # A document's keys in groups compared all-to-all, singletons included (a key
             # no other document has is seen not to be shared).
             seen = np.repeat(sizes <= upto, sizes)
+            if prefix_cut is not None:  # keys in the document's prefix only
+                seen &= prefix_cut[docs] >= np.repeat(df_classes(sizes), sizes)
             known_docs, known = np.unique(docs[seen], return_counts=True)
-            if exchange is not None:
-                exchange.set_unseen(docs[~seen])
             del seen
         skip = method.bucket_skip_over
         if skip is not None:
@@ -910,7 +991,7 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                 _link_chained_groups(linker, docs, starts[~small], sizes[~small], upto,
                                      star_upto, chunk_edges)
             _link_overlap_groups(method, linker, store, docs, starts[small], sizes[small],
-                                 chunk_edges, known_docs, known, exchange)
+                                 chunk_edges, known_docs, known, exchange, prefix_cut)
             starts, sizes = starts[~small], sizes[~small]
         if exchange is None:
             _link_chained_groups(linker, docs, starts, sizes, upto, star_upto, chunk_edges)
@@ -1123,8 +1204,13 @@ def run_corpus_stage(
         require_dates(time_window_hours, sketch_facts["has_dates"])
         exchange = exchanges_pair_counts(method)
         link_key = stage_key("link", method.name, method.get_params(), config.partitions,
-                             time_window_hours, statistics, "exchange" if exchange else "verify")
+                             time_window_hours, statistics,
+                             "exchange-prefix" if exchange else "verify")
         last_key = link_key
+        prefix_facts = {}
+        if exchange:
+            prefix_facts = _prefix_stage(wd, stage_key("prefix", link_key), method, sketch_facts,
+                                         config, timer, progress)
         if method.query_retrieval:
             # Mutual retrieval ranks each query's whole result list: an inverted index
             # on disk and blocks of queries, not key groups (neardup.engine.retrieval).
@@ -1150,7 +1236,7 @@ def run_corpus_stage(
                 exchange_facts = _exchange_stage(wd, last_key, method, sketch_facts, config,
                                                  time_window_hours, timer, progress)
                 edge_files += sorted(wd.stage_dir("exchange").glob("r-*.arrow"))
-                link_facts = dict(link_facts)
+                link_facts = dict(link_facts, **prefix_facts)
                 for name, value in exchange_facts.items():
                     link_facts[name] = link_facts.get(name, 0) + value
         comp_facts = merge_forests(wd, last_key, sketch_facts["n_docs"], edge_files, timer)

@@ -28,6 +28,28 @@ edges verified earlier) may come out below the threshold or be dropped, but join
 matter for the connected components, and those documents are already connected. So the
 components are those of every pair at or above the threshold.
 
+**Prefix filter.** Before the map, the ``prefix`` stage counts every key's document
+frequency (df: its group's size) and gives each document a *prefix*: its compared keys
+(groups of at most ``bucket_all_pairs_upto``) taken in a global order, rarest df class
+first (:data:`DF_CLASS_UPPER`), as many as it takes that a partner reaching the threshold
+must share one of them (AllPairs / PPJoin, Bayardo et al. 2007, Xiao et al. 2008). The
+map then counts a pair only over the groups whose key is in **both** documents' prefixes,
+so two documents sharing only keys common in the corpus (the bulk of the pairs sharing
+some key) never become a record. Exactness, with ``m(x)`` the fewest keys a partner of
+``x`` must share with it (:meth:`~neardup.methods.Method.overlap_min_shared`; ``t·|x|``
+for Jaccard ``t``) and ``u(x)`` its keys in groups not compared all-to-all, a pair the
+in-memory search accepts shares at least one compared key and at least ``m(x)`` keys in
+all; with the prefix the first ``|x'| - max(1, m(x) - u(x)) + 1`` of ``x``'s ``|x'|``
+compared keys, if the pair's first common compared key (in the global order) were past
+``x``'s prefix, the pair would share at most ``max(1, m - u) - 1`` compared keys and at
+most ``u(x)`` others, fewer than it needs (or no compared key at all): so it is in both
+prefixes and the pair is counted (:func:`prefix_cuts`; a document's prefix is rounded up
+to whole df classes, a superset, which keeps this). Its summed count is then its keys
+shared inside both prefixes; the keys it may share outside them are at most the suffix
+(compared keys past the prefix) of the side whose prefix ends earlier in the order, plus
+the smaller ``u`` (:func:`uncounted_keys`), which is the bound the reduce applies before
+merging sets; when that is 0 the count is the exact intersection.
+
 Functions take and return arrays only (no files, no union-find), so an executor other
 than the local engine (Ray) can run the same steps.
 """
@@ -37,16 +59,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from numba import njit
 
 __all__ = [
+    "DF_CLASS_UPPER",
     "RECORD_BYTES",
+    "add_key_classes",
     "code_pairs",
     "decide_pairs",
+    "df_classes",
     "likely_pairs",
     "pair_codes",
     "pair_ranges",
+    "prefix_cuts",
     "records_below",
     "sum_pair_counts",
+    "uncounted_keys",
 ]
 
 #: Bytes of one spilled record: the pair's code (uint64) and its shared count (uint32).
@@ -170,3 +198,95 @@ def decide_pairs(total: np.ndarray, size_left: np.ndarray, size_right: np.ndarra
                        size_right[verify])
         verify[verify] = passes
     return exact, np.asarray(score, np.float32), exact & accept, verify
+
+
+#: Upper ends of the df classes that order keys for the prefix filter (class ``c`` holds
+#: the dfs in ``(DF_CLASS_UPPER[c-1], DF_CLASS_UPPER[c]]``): exact for the rarest keys,
+#: where prefixes end, coarser above. A document's per-class counts are uint16 (32 bytes).
+DF_CLASS_UPPER = np.array([1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512, 1 << 62],
+                          np.int64)
+_SATURATED = np.iinfo(np.uint16).max
+
+
+def df_classes(df: np.ndarray) -> np.ndarray:
+    """The df class (int64, ``0 .. len(DF_CLASS_UPPER) - 1``) of keys of document
+    frequency ``df``: the global order of the prefix filter, rarest first."""
+    return np.searchsorted(DF_CLASS_UPPER, np.asarray(df, np.int64), side="left")
+
+
+@njit(cache=True)
+def _add_key_classes(counts, unseen, docs, classes):
+    n_classes = counts.shape[1]
+    for r in range(docs.shape[0]):
+        d, c = docs[r], classes[r]
+        if c >= n_classes:
+            unseen[d] += 1
+        elif counts[d, c] < 65535:  # saturated: read as "this many or more"
+            counts[d, c] += 1
+
+
+def add_key_classes(counts: np.ndarray, unseen: np.ndarray, docs: np.ndarray, df: np.ndarray,
+                    all_pairs_upto: int) -> None:
+    """Count one key partition's rows into ``counts`` (uint16, documents x df classes; in
+    place, saturating) and ``unseen`` (int64 per document: rows of groups over
+    ``all_pairs_upto``, not compared all-to-all). ``df`` is each row's key's df."""
+    df = np.asarray(df, np.int64)
+    classes = np.where(df <= all_pairs_upto, df_classes(df), counts.shape[1])
+    _add_key_classes(counts, unseen, np.ascontiguousarray(docs, np.int64),
+                     np.ascontiguousarray(classes, np.int64))
+
+
+def prefix_cuts(counts: np.ndarray, unseen: np.ndarray, min_shared: np.ndarray | None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's prefix for the filter (see the module docstring): its last df
+    class (int8; -1: no compared key) and its suffix (int64: compared keys in later
+    classes).
+
+    Parameters
+    ----------
+    counts : uint16, documents x df classes
+        Compared keys per class (:func:`add_key_classes`; a saturated count makes the
+        whole compared set the prefix).
+    unseen : int64
+        Keys in groups not compared all-to-all.
+    min_shared : int64 or None
+        The fewest keys any partner must share with the document
+        (:meth:`~neardup.methods.Method.overlap_min_shared`); None: 1 (no filter).
+    """
+    n_docs, n_classes = counts.shape
+    cut = np.full(n_docs, -1, np.int8)
+    suffix = np.zeros(n_docs, np.int64)
+    step = 1 << 18  # documents at once: the cumulative counts take 8 bytes per class
+    for lo in range(0, n_docs, step):
+        hi = min(lo + step, n_docs)
+        part = counts[lo:hi]
+        cum = np.cumsum(part, axis=1, dtype=np.int64)
+        compared = cum[:, -1]
+        need = np.ones(hi - lo, np.int64)
+        if min_shared is not None:
+            need = np.maximum(need, np.asarray(min_shared[lo:hi], np.int64) - unseen[lo:hi])
+        length = compared - need + 1  # the prefix: this many compared keys
+        last = np.argmax(cum >= np.maximum(length, 1)[:, None], axis=1)
+        # Saturated counts, or a prefix longer than the compared keys (no partner can
+        # reach the threshold: the set is smaller than the overlap it needs, which does
+        # not happen when keys are the set's elements): every compared key.
+        whole = (part == _SATURATED).any(axis=1) | (length <= 0)
+        last = np.where(whole, n_classes - 1, last)
+        rest = compared - cum[np.arange(hi - lo), last]
+        has = compared > 0
+        cut[lo:hi] = np.where(has, last, -1)
+        suffix[lo:hi] = np.where(has & ~whole, rest, 0)
+    return cut, suffix
+
+
+def uncounted_keys(cut_left: np.ndarray, cut_right: np.ndarray, suffix_left: np.ndarray,
+                   suffix_right: np.ndarray, unseen_left: np.ndarray,
+                   unseen_right: np.ndarray) -> np.ndarray:
+    """The most keys a pair may share that its count (over groups in both prefixes) does
+    not hold: the suffix of the side whose prefix ends in the earlier df class (both
+    suffixes' smaller one when they end in the same class: every common key past it is in
+    that side's suffix), plus the smaller count of keys in groups not compared."""
+    suffix = np.where(cut_left < cut_right, suffix_left,
+                      np.where(cut_right < cut_left, suffix_right,
+                               np.minimum(suffix_left, suffix_right)))
+    return suffix + np.minimum(unseen_left, unseen_right)

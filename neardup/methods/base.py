@@ -511,6 +511,14 @@ class Method(ParamsMixin, ABC):
         """
         return None
 
+    def overlap_min_shared(self, sizes: np.ndarray) -> np.ndarray | None:
+        """With :attr:`bucket_edges_overlap`: the fewest elements (int64) any set must share
+        with a set of each size in ``sizes`` to reach the threshold, at most the size (the
+        keyed stage's prefix filter counts a pair only over keys early in both sets'
+        orders: see :mod:`neardup.engine.overlap`). None (the default): no such bound, every
+        key is counted."""
+        return None
+
     def overlap_scores(self, inter: np.ndarray, size_left: np.ndarray,
                        size_right: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """With :attr:`bucket_edges_overlap`: the similarity (float64) and acceptance of

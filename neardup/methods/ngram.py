@@ -74,6 +74,7 @@ from neardup.methods.overlap_kernels import (
     count_similarity,
     indexed_pairs,
     intersection_size,
+    jaccard_min_shared,
     set_similarity,
 )
 from neardup.text.normalize import NormalizeConfig, normalize_batch
@@ -494,6 +495,12 @@ class NGramOverlap(SetKeyedMixin, Method):
     def overlap_scores(self, inter, size_left, size_right):
         return count_similarity(inter, size_left, size_right, self.threshold,
                                 self.similarity == "containment")
+
+    def overlap_min_shared(self, sizes):
+        # Containment divides by the smaller set: a partner of one element needs one.
+        if self.similarity == "containment":
+            return None
+        return jaccard_min_shared(sizes, self.threshold)
 
     def keyed_pruning(self, stats: dict) -> dict[str, int]:
         # Every shingle is a key, so these are find_pairs' counts.

@@ -288,6 +288,16 @@ def count_bound_passes(shared, known_left, known_right, size_left, size_right, t
     return sim >= threshold - 1e-9
 
 
+def jaccard_min_shared(sizes, threshold: float) -> np.ndarray:
+    """The fewest elements a set must share with one of each size in ``sizes`` for a
+    Jaccard similarity of at least ``threshold``: ``|A ∩ B| / |A ∪ B| >= t`` needs
+    ``|A ∩ B| >= t |A|`` since the union holds ``A``. Rounded down by a margin far above
+    float error, so it never exceeds the exact overlap the float check accepts."""
+    sizes = np.asarray(sizes, np.int64)
+    need = np.ceil(threshold * sizes.astype(np.float64) - 1e-6).astype(np.int64)
+    return np.clip(need, 0, sizes)
+
+
 def count_similarity(inter, size_left, size_right, threshold: float, containment: bool):
     """:func:`set_similarity` of arrays of counts (float64, the same division) and whether
     each reaches ``threshold``: what :func:`bounded_similarity` gives pairs whose

@@ -66,6 +66,7 @@ from neardup.methods.overlap_kernels import (
     count_bound_passes,
     count_similarity,
     indexed_pairs,
+    jaccard_min_shared,
     set_similarity,
 )
 from neardup.text.hashing import mix64, mix64_array, seed_words
@@ -521,6 +522,9 @@ class SpotSigs(SetKeyedMixin, Method):
 
     def overlap_scores(self, inter, size_left, size_right):
         return count_similarity(inter, size_left, size_right, self.threshold, False)
+
+    def overlap_min_shared(self, sizes):
+        return jaccard_min_shared(sizes, self.threshold)
 
     def keyed_pruning(self, stats: dict) -> dict[str, int]:
         return {"max_df_signatures": int(stats.get("capped_keys", 0))}

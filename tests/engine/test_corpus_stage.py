@@ -65,16 +65,16 @@ class _Killed(Exception):
     pass
 
 
-@pytest.mark.parametrize("stage", ["sketch", "link", "exchange", "components"])
+@pytest.mark.parametrize("stage", ["sketch", "prefix", "link", "exchange", "components"])
 @pytest.mark.parametrize(("name", "params"),
                          [("minhash", {"threshold": 0.4}), ("ngram", {}), ("spotsigs", {})])
 def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, name, params):
-    if stage == "exchange" and name == "minhash":
+    if stage in ("prefix", "exchange") and name == "minhash":
         pytest.skip("minhash has no pair-count exchange")
     texts = _texts(demo)
     method = make_method(name, **params)
-    # Small exchange ranges (a few thousand records each): the exchange has several.
-    monkeypatch.setattr(corpus_module, "EXCHANGE_BYTES_PER_RECORD", 256)
+    # Small exchange ranges (about a thousand records each): the exchange has several.
+    monkeypatch.setattr(corpus_module, "EXCHANGE_BYTES_PER_RECORD", 1024)
     config = CorpusStageConfig(work_dir=str(tmp_path / "clean"), memory_limit="1MB", partitions=8)
     clean = run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
 
@@ -90,6 +90,16 @@ def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, s
             return real(self)
 
         monkeypatch.setattr(corpus_module._KeySpill, "flush", dying)
+    elif stage == "prefix":  # its third key partition
+        real = corpus_module.add_key_classes
+
+        def dying(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise _Killed
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(corpus_module, "add_key_classes", dying)
     elif stage == "link":
         real = corpus_module._link_partition
 
@@ -118,7 +128,7 @@ def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, s
     with pytest.raises(_Killed):
         run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
     monkeypatch.undo()
-    monkeypatch.setattr(corpus_module, "EXCHANGE_BYTES_PER_RECORD", 256)
+    monkeypatch.setattr(corpus_module, "EXCHANGE_BYTES_PER_RECORD", 1024)
     with pytest.raises(WorkDirError, match="resume"):
         run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
     resumed = run_corpus_stage(_batches(texts), method, total=len(texts),
@@ -403,9 +413,17 @@ def test_pair_count_exchange_does_not_depend_on_partitions(demo, name, params):
         np.testing.assert_array_equal(local.clusters, memory.clusters)
         assert local.clusters.size == len(texts) == len(set(local.ids.tolist()))
         stats = local.params["corpus_stage"]
-        # No key group over max_df here: every exchanged pair's intersection is its count.
         assert stats["capped_keys"] == 0
-        assert stats["scored_from_counts"] == stats["exchange_pairs"] > 0
+        if params.get("similarity") == "containment":
+            # No prefix filter (a partner of one element needs to share one) and no key
+            # group over max_df here: every exchanged pair's intersection is its count.
+            assert stats["prefix_keys"] == stats["prefix_compared_keys"]
+            assert stats["scored_from_counts"] == stats["exchange_pairs"] > 0
+        else:
+            # Jaccard: the prefixes hold part of the keys, and a pair sharing keys only
+            # outside them is never exchanged.
+            assert 0 < stats["prefix_keys"] < stats["prefix_compared_keys"]
+            assert stats["scored_from_counts"] <= stats["exchange_pairs"]
         verified.append(stats["verified_edges"])
     # Sets are merged only for the likely matches a partition verifies at once (so copies
     # are joined early), a few per document, not once per partition a pair shares keys in.
