@@ -14,12 +14,15 @@ No step holds all sketches or all pairs in memory:
    ``bucket_all_pairs_upto``, the chain alone over its ``bucket_star_upto``, ordered by
    the rows' payload when there is one), linear in the bucket's size, or the method's
    own in-bucket verification (:meth:`Method.link_bucket`).
-   For set-overlap methods (ngram, spotsigs: :func:`exchanges_pair_counts`), each
-   all-pairs group's pairs are counted once per partition and go to the **pair-count
-   exchange** (:mod:`neardup.engine.overlap`): spilled with their shared counts, then,
-   in the **exchange** stage, summed over the partitions per range of left documents,
-   so a pair is scored once from its exact counts (its sets read only when a count is
-   not exact), whatever the number of partitions.
+   For set-overlap methods (ngram, spotsigs: :func:`exchanges_pair_counts`), a
+   **prefix** stage first gives each document its prefix (its rarest keys, enough that a
+   partner reaching the threshold shares one), then each all-pairs group's pairs of
+   members whose prefixes hold its key are counted once per partition and go to the
+   **pair-count exchange** (:mod:`neardup.engine.overlap`): spilled with their shared
+   counts, then, in the **exchange** stage, summed over the partitions per range of left
+   documents and bounded with the keys outside the prefixes, so a pair is scored once
+   (from its counts when they are exact, else by merging its sets), whatever the number
+   of partitions.
 3. **components** (edges streamed in bounded batches): an edge whose documents are
    already connected is skipped; the others are verified against the stored data of
    their documents (memory-mapped and fetched per step of edges, so only the step's
