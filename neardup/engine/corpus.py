@@ -961,7 +961,9 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
         # with close payloads are likely matches), else input order.
         order = np.lexsort((docs, keys) if payload is None else (docs, payload, keys))
         keys, docs = keys[order], docs[order]
-        del payload, order
+        # The exchange keeps the payload for its adjacent matches (below).
+        payload = payload[order] if payload is not None and exchange is not None else None
+        del order
         starts, sizes = group_runs(keys)
         star_upto = method.bucket_star_upto
         upto = method.bucket_all_pairs_upto
@@ -993,12 +995,42 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                 # exchange.
                 _link_chained_groups(linker, docs, starts[~small], sizes[~small], upto,
                                      star_upto, chunk_edges)
+                if payload is not None:
+                    _link_adjacent_matches(linker, docs, payload, starts[small], sizes[small])
+                del payload
             _link_overlap_groups(method, linker, store, docs, starts[small], sizes[small],
                                  chunk_edges, known_docs, known, exchange, prefix_cut)
             starts, sizes = starts[~small], sizes[~small]
         if exchange is None:
             _link_chained_groups(linker, docs, starts, sizes, upto, star_upto, chunk_edges)
     return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts, capped_docs
+
+
+def _link_adjacent_matches(linker: PartitionLinker, docs: np.ndarray, payload: np.ndarray,
+                           starts: np.ndarray, sizes: np.ndarray) -> None:
+    """Verify, before the exchange counts them, the members of all-pairs groups that sit
+    next to each other in the payload order with the same high 32 bits (ngram: the same
+    MinHash value, equal with probability their Jaccard): likely copies, joined here so
+    that their pairs are left out of the exchange. With many partitions a partition holds
+    about one key of each pair, too few to tell copies from its counts
+    (:func:`~neardup.engine.overlap.likely_pairs`), and a cluster of c copies would be
+    c²/2 records in each. For speed only: every verdict is the exact check's."""
+    if starts.size == 0:
+        return
+    rows = concat_ranges(starts, sizes)
+    # A row and the next one in the same group: not the last row of its group.
+    last = np.cumsum(sizes) - 1
+    follows = np.ones(rows.size, bool)
+    follows[last] = False
+    follows = np.flatnonzero(follows[:-1])
+    here, after = rows[follows], rows[follows + 1]
+    high = np.uint64(0xFFFFFFFF00000000)
+    same = (payload[here] & high) == (payload[after] & high)
+    left, right = docs[here[same]], docs[after[same]]
+    # Each pair once (it may sit next to its partner in several groups), in pair order.
+    codes = np.unique(pair_codes(np.minimum(left, right), np.maximum(left, right)))
+    left, right = code_pairs(codes)
+    linker.consider(left, right)
 
 
 def _link_chained_groups(linker: PartitionLinker, docs: np.ndarray, starts: np.ndarray,
