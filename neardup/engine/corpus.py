@@ -366,8 +366,10 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     step = _verify_step(config, store)
     exchange = exchanges_pair_counts(method)
     totals = {"candidate_edges": 0, "verified_edges": 0, "capped_keys": 0, "pruned_edges": 0}
-    prefix_cut = None
+    prefix_cut = checked = None
     if exchange:
+        # Neighbour pairs already verified: 8 bytes each, up to 1/16 of the budget.
+        checked = _CheckedPairs(config.budget // 16 // 8)
         totals["exchange_records"] = 0
         # Each document's prefix (its last df class, 1 byte): groups are counted only
         # among the members whose prefix holds the key.
@@ -397,7 +399,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                 spill = _PairSpill(directory, p) if exchange else None
                 forest, outside, counts, capped_docs = _link_partition(
                     method, tables, store, dates, window_hours, chunk_edges, uf, step=step,
-                    exchange=spill, prefix_cut=prefix_cut)
+                    exchange=spill, prefix_cut=prefix_cut, checked=checked)
                 if spill is not None:
                     spill.commit()
                     counts["exchange_records"] = spill.records
@@ -932,6 +934,7 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                     dates: np.ndarray | None, window_hours: float | None,
                     chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
                     exchange: _PairSpill | None = None, prefix_cut: np.ndarray | None = None,
+                    checked: _CheckedPairs | None = None,
                     ) -> tuple[Pairs, Pairs, dict[str, int], np.ndarray]:
     """One key partition's forest, outside-window pairs, counts (``capped_keys``: key
     groups over ``method.bucket_star_upto``, linked by their chain alone, or over
@@ -939,7 +942,8 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
     entry per capped key a document holds). With ``exchange`` (and ``uf``, the run's
     union-find), the all-pairs groups' counted pairs go to the pair-count exchange
     instead of being verified here (:func:`_exchange_block`), after the larger groups
-    are linked; ``prefix_cut`` (the prefix stage's) restricts them to prefix members."""
+    are linked; ``prefix_cut`` (the prefix stage's) restricts them to prefix members, and
+    ``checked`` (the stage's) holds the neighbour pairs verified in earlier partitions."""
     capped_docs = np.zeros(0, np.int64)
     if not tables:
         return Pairs.empty(), Pairs.empty(), {"candidate_edges": 0, "verified_edges": 0,
@@ -996,7 +1000,8 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                 _link_chained_groups(linker, docs, starts[~small], sizes[~small], upto,
                                      star_upto, chunk_edges)
                 if payload is not None:
-                    _link_adjacent_matches(linker, docs, payload, starts[small], sizes[small])
+                    _link_adjacent_matches(linker, docs, payload, starts[small], sizes[small],
+                                           checked)
                 del payload
             _link_overlap_groups(method, linker, store, docs, starts[small], sizes[small],
                                  chunk_edges, known_docs, known, exchange, prefix_cut)
@@ -1006,8 +1011,34 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
     return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts, capped_docs
 
 
+class _CheckedPairs:
+    """Pair codes already verified by :func:`_link_adjacent_matches` (sorted uint64, at most
+    ``capacity``), so that a rejected pair of neighbours is not merged again in every
+    later partition. For speed only: a pair verified again gets the same verdict, and an
+    accepted one is joined (and then skipped) anyway, so the joins and outputs do not
+    depend on what is held here (a resumed stage starts with none)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(int(capacity), 0)
+        self.codes = np.zeros(0, np.uint64)
+
+    def unseen(self, codes: np.ndarray) -> np.ndarray:
+        """Mask of ``codes`` (sorted, unique) not held."""
+        if self.codes.size == 0 or codes.size == 0:
+            return np.ones(codes.size, bool)
+        at = np.minimum(np.searchsorted(self.codes, codes), self.codes.size - 1)
+        return self.codes[at] != codes
+
+    def add(self, codes: np.ndarray) -> None:
+        """Hold ``codes`` (sorted, unique, none held) while there is room."""
+        codes = codes[:max(self.capacity - self.codes.size, 0)]
+        if codes.size:
+            self.codes = np.insert(self.codes, np.searchsorted(self.codes, codes), codes)
+
+
 def _link_adjacent_matches(linker: PartitionLinker, docs: np.ndarray, payload: np.ndarray,
-                           starts: np.ndarray, sizes: np.ndarray) -> None:
+                           starts: np.ndarray, sizes: np.ndarray,
+                           checked: _CheckedPairs | None = None) -> None:
     """Verify, before the exchange counts them, the members of all-pairs groups that sit
     next to each other in the payload order with the same high 32 bits (ngram: the same
     MinHash value, equal with probability their Jaccard): likely copies, joined here so
@@ -1027,8 +1058,14 @@ def _link_adjacent_matches(linker: PartitionLinker, docs: np.ndarray, payload: n
     high = np.uint64(0xFFFFFFFF00000000)
     same = (payload[here] & high) == (payload[after] & high)
     left, right = docs[here[same]], docs[after[same]]
-    # Each pair once (it may sit next to its partner in several groups), in pair order.
+    # Each pair once (it may sit next to its partner in several groups), in pair order,
+    # and not again once verified in an earlier partition.
     codes = np.unique(pair_codes(np.minimum(left, right), np.maximum(left, right)))
+    if checked is not None:
+        codes = codes[checked.unseen(codes)]
+        left, right = code_pairs(codes)
+        codes = codes[~linker.uf.connected(left, right)]
+        checked.add(codes)
     left, right = code_pairs(codes)
     linker.consider(left, right)
 

@@ -427,10 +427,12 @@ def test_pair_count_exchange_does_not_depend_on_partitions(demo, name, params):
         verified.append(stats["verified_edges"])
     # Sets are merged only for the likely matches a partition verifies at once (so copies
     # are joined early: counts of at least 3 keys, or neighbours in a group's MinHash
-    # order with equal values), a few per document, not once per partition a pair shares
-    # keys in (measured: 2,815 / 4,348 / 11,955 merges for 2,500 documents at 1 / 4 / 32
-    # partitions with the word 3-gram default).
-    assert max(verified) <= 6 * len(texts)
+    # order with equal values, each such pair once per run), a few per document, not once
+    # per partition a pair shares keys in (measured for 2,500 documents at 1 / 4 / 32
+    # partitions: 2,815 / 2,860 / 3,715 merges with the word 3-gram default, 2,732 /
+    # 3,270 / 9,857 with containment 0.8, whose rejected likely matches are merged again
+    # in later partitions).
+    assert max(verified) <= 4 * len(texts)
 
 
 def test_exchange_totals_are_the_shared_rare_keys():
