@@ -868,6 +868,16 @@ def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: n
         pairs = sizes > 1
         member = member[np.repeat(pairs, sizes)]
         sizes = sizes[pairs]
+        if member.size > 1:
+            # A group whose members are all joined already (copies of one cluster, once
+            # joined) has no pair to exchange: skip it before its pairs are listed.
+            joined = linker.uf.connected(member[:-1], member[1:])
+            within = np.ones(member.size - 1, bool)
+            within[np.cumsum(sizes)[:-1] - 1] = False  # the last member of each group
+            open_ = np.bincount(np.repeat(np.arange(sizes.size), sizes)[:-1][within & ~joined],
+                                minlength=sizes.size) > 0
+            member = member[np.repeat(open_, sizes)]
+            sizes = sizes[open_]
     del group, order
     bounded = getattr(store, "set_offsets", None) is not None and prefix_cut is None
     aligned = None
