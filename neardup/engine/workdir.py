@@ -8,9 +8,11 @@ Layout::
         docs.parquet           id, length, source, date, n_features (one row per document)
         arrays/NAME.bin        fixed-width per-document arrays for verification (raw, C order)
         keys/p-PPPP-CCCCC.arrow  candidate keys hashed into partitions by key bits
+      prefix/                  (ngram, spotsigs) each document's prefix for the exchange:
+        cut.npy, suffix.npy, unseen.npy, _DONE.json
       link/                    stage 2: one file per key partition (written atomically)
         p-PPPP.arrow, p-PPPP.json, _DONE.json
-        p-PPPP.codes.bin, p-PPPP.shared.bin, p-PPPP.unseen.arrow
+        p-PPPP.codes.bin, p-PPPP.shared.bin
                                (ngram, spotsigs) the partition's pair-count records
       exchange/                (ngram, spotsigs) the records summed per range of left
         r-RRRRR.arrow, r-RRRRR.json, _DONE.json   documents: one edge file per range
