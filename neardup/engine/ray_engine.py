@@ -366,22 +366,49 @@ def _roots_of(docs: np.ndarray, seed: tuple[np.ndarray, np.ndarray] | None) -> n
     return np.where(nodes[at] == docs, roots[at], docs)
 
 
-def _sorted_key_rows(offsets: np.ndarray, parts: Sequence[dict]) -> dict:
-    """All shards' key rows of one partition (shard order) sorted by (key, document)."""
+def _unique_positions(values: np.ndarray) -> np.ndarray:
+    """Distinct int64 positions, ascending (a sort and a neighbour test: faster here than
+    ``np.unique``'s hash table)."""
+    values = np.sort(values)
+    keep = np.ones(values.size, bool)
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def _sorted_key_rows(offsets: np.ndarray, parts: Sequence[dict], shared_only: bool = False) -> dict:
+    """All shards' key rows of one partition (shard order) sorted by (key, document);
+    with ``shared_only``, only the rows of keys that two or more rows hold (a method that
+    links key groups of two or more needs nothing else: most rows are of keys no other
+    document has, and finding them takes a fast unstable sort of the keys alone)."""
     keys = np.concatenate([np.zeros(0, np.uint64)] + [p["key"] for p in parts])
     docs = np.concatenate([np.zeros(0, np.int64)] + [offsets[s] + p["row"] for s, p in enumerate(parts)])
     payload = np.concatenate([p["payload"] for p in parts]) if parts and "payload" in parts[0] else None
+    if shared_only and keys.size:
+        by_key = np.argsort(keys)
+        same = keys[by_key]
+        same = same[1:] == same[:-1]
+        shared = np.zeros(keys.size, bool)
+        shared[1:] = same
+        shared[:-1] |= same
+        pick = by_key[shared]
+        del by_key, same, shared
+        keys, docs = keys[pick], docs[pick]
+        payload = payload[pick] if payload is not None else None
     order = np.lexsort((docs, keys))
     return {"key": keys[order], "doc": docs[order], "payload": payload[order] if payload is not None else None}
 
 
-def _bucket_keys_task(offsets: np.ndarray, bounds: np.ndarray, *parts: dict) -> tuple:
-    """Wave 2's first half of a bucket task: the partition's key rows sorted, and per range
-    of the earlier wave's labels the documents of shared keys to look up there (sorted)."""
+def _bucket_keys_task(offsets: np.ndarray, bounds: np.ndarray, shared_only: bool, *parts: dict) -> tuple:
+    """A later wave's first half of a bucket task: the partition's key rows sorted (only
+    those of shared keys with ``shared_only``), and per range of the earlier waves' labels
+    the documents of shared keys to look up there (sorted)."""
     cpu = time.process_time()
-    rows = _sorted_key_rows(offsets, parts)
-    starts, sizes = group_runs(rows["key"])
-    shared = np.unique(rows["doc"][np.repeat(sizes > 1, sizes)])
+    rows = _sorted_key_rows(offsets, parts, shared_only)
+    if shared_only:
+        shared = _unique_positions(rows["doc"])
+    else:
+        starts, sizes = group_runs(rows["key"])
+        shared = _unique_positions(rows["doc"][np.repeat(sizes > 1, sizes)])
     requests = _split_by(_range_of(shared, bounds), bounds.size - 1, doc=shared)
     rows["cpu_s"] = time.process_time() - cpu
     return (rows, *[r["doc"] for r in requests])
@@ -411,7 +438,7 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
     cpu = time.process_time()
     seed = None
     if rows is None:
-        rows = _sorted_key_rows(offsets, parts)
+        rows = _sorted_key_rows(offsets, parts, shared_only=method.candidate_fixed_width)
     else:
         seed = (np.concatenate([np.zeros(0, np.int64)] + [p["node"] for p in parts]),
                 np.concatenate([np.zeros(0, np.int64)] + [p["root"] for p in parts]))
@@ -426,7 +453,7 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
         # of shared keys that it may compare.
         if method.bucket_skip_over is not None:
             multi &= sizes <= method.bucket_skip_over
-        need = np.unique(docs[np.repeat(multi, sizes)])
+        need = _unique_positions(docs[np.repeat(multi, sizes)])
         bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
         requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
         edges = {"rows": rows, "need": need, "seed": seed, "candidate_edges": 0, "shared_rows": shared_rows,
@@ -435,32 +462,47 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
     linked = method.link_bucket(keys, docs, payload)
     if linked is not None:
         left, right, score = linked.left, linked.right, np.asarray(linked.score, np.float32)
-        keep = None if seed is None else _roots_of(left, seed) != _roots_of(right, seed)
-    else:
-        upto = method.bucket_all_pairs_upto
-        left, right = bucket_edges(docs, starts[multi], sizes[multi], upto)
-        score, keep = None, None
+        candidates = int(left.size)
         if seed is not None:
-            # Roots looked up once per shared key row, not twice per edge: the same buckets
-            # over the rows' roots give each edge's two roots.
-            shared = np.repeat(multi, sizes)
-            roots = docs.copy()
-            roots[shared] = _roots_of(docs[shared], seed)
-            root_left, root_right = bucket_edges(roots, starts[multi], sizes[multi], upto)
-            keep = root_left != root_right
-            del roots, root_left, root_right
+            keep = _roots_of(left, seed) != _roots_of(right, seed)
+            left, right, score = left[keep], right[keep], score[keep]
+    else:
+        upto, star_upto = method.bucket_all_pairs_upto, method.bucket_star_upto
+        candidates = int(_bucket_edge_total(sizes[multi], upto, star_upto).sum())
+        score = None
+        if seed is None:
+            left, right = bucket_edges(docs, starts[multi], sizes[multi], upto, star_upto)
+        else:
+            # Roots looked up once per key row. A group whose members all have one root
+            # (joined by the earlier waves: most groups of copies) makes no edge to check;
+            # the others' edges are made once over row numbers, giving both documents and
+            # both roots.
+            roots = _roots_of(docs, seed)
+            open_ = multi.copy()
+            if starts.size:
+                open_ &= np.minimum.reduceat(roots, starts) != np.maximum.reduceat(roots, starts)
+            row_left, row_right = bucket_edges(np.arange(docs.size, dtype=np.int64), starts[open_],
+                                               sizes[open_], upto, star_upto)
+            keep = roots[row_left] != roots[row_right]
+            left, right = docs[row_left[keep]], docs[row_right[keep]]
+            del roots, row_left, row_right, keep
     del keys, docs, payload, rows
-    candidates = int(left.size)
-    if keep is not None:
-        left, right = left[keep], right[keep]
-        score = score[keep] if score is not None else None
-    need = np.unique(np.concatenate((left, right)))
+    need = _unique_positions(np.concatenate((left, right)))
     bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
     requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
     edges = {"left": left, "right": right, "score": score, "candidate_edges": candidates,
              "cpu_s": time.process_time() - cpu + prep_cpu, "seed": seed,
              "shared_rows": shared_rows, "documents": int(need.size)}
     return (edges, *requests)
+
+
+def _bucket_edge_total(sizes: np.ndarray, all_pairs_upto: int, star_upto: int | None) -> np.ndarray:
+    """Candidate edges :func:`~neardup.engine.buckets.bucket_edges` makes of each group."""
+    sizes = sizes.astype(np.int64)
+    count = np.where(sizes <= all_pairs_upto, sizes * (sizes - 1) // 2, 2 * sizes - 3)
+    if star_upto is not None:
+        count = np.where((sizes > all_pairs_upto) & (sizes > star_upto), sizes - 1, count)
+    return np.maximum(count, 0)
 
 
 def _gather_task(arrays: dict, names: tuple[str, ...], *requests: np.ndarray):
@@ -564,7 +606,7 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, options:
         return _link_rows(edges, method, window_hours, options, *rows)
     cpu = time.process_time()
     left, right, score, seed = edges["left"], edges["right"], edges["score"], edges["seed"]
-    local = np.unique(np.concatenate((left, right)))
+    local = _unique_positions(np.concatenate((left, right)))
     arrays = {name: np.concatenate([r[name] for r in rows]) for name in rows[0]} if rows else {}
     dates = arrays.pop("date", None) if window_hours is not None else None
     arrays.pop("date", None)
@@ -1142,8 +1184,7 @@ class RayRun:
         bucket = ray.remote(_bucket_task).options(num_returns=len(shards) + 1)
         gather = ray.remote(_gather_task)
         link = ray.remote(_link_task).options(num_returns=2)
-        first = min(self.config.first_wave or max(1, partitions // 8), partitions)
-        waves = [list(range(first)), list(range(first, partitions))]
+        waves = _waves(partitions, self.config.first_wave)
         labels = None  # (bounds, per range the labels) of the waves so far
         totals: dict[str, float] = {}
         self.wave_stats, self.link_refs = [], []
@@ -1163,7 +1204,8 @@ class RayRun:
                     bounds, label_refs = labels
                     prep = ray.remote(_bucket_keys_task).options(num_returns=len(label_refs) + 1)
                     lookup = ray.remote(_lookup_task).options(num_returns=len(wave) + 1)
-                    preps = [prep.remote(self.offsets, bounds, *rows) for rows in parts]
+                    preps = [prep.remote(self.offsets, bounds, method.candidate_fixed_width, *rows)
+                             for rows in parts]
                     answers = [lookup.remote(ref, *[pr[1 + c] for pr in preps])[1:]
                                for c, ref in enumerate(label_refs)]
                     buckets = [bucket.remote(self.offsets, method_ref, pr[0], *[a[j] for a in answers])
@@ -1368,6 +1410,23 @@ class RayRun:
             n_features=facts.column("n_features").to_numpy().astype(np.int64), dates=dates,
             roots=self.roots(), pairs=self.forest, outside_window=self.outside, stats=self.stats,
         )
+
+
+def _waves(partitions: int, first: int | None) -> list[list[int]]:
+    """Key partitions linked wave after wave: ``first`` (None: a 64th of the partitions,
+    at least one), then each wave as many as all the earlier ones together, the last one
+    the rest. A wave skips the candidate edges whose documents the earlier ones joined,
+    so doubling keeps the verifications near the local engine's (which skips across
+    every partition) in about log2(partitions / first) waves."""
+    first = min(first or max(1, partitions // 64), partitions)
+    waves, done = [], 0
+    size = first
+    while done < partitions:
+        size = min(size, partitions - done)
+        waves.append(list(range(done, done + size)))
+        done += size
+        size = done
+    return waves
 
 
 def _default_partitions(n_docs: int) -> int:
