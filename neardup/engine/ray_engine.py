@@ -65,7 +65,8 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.engine.buckets import bucket_edges, concat_ranges, group_runs
-from neardup.engine.corpus import ArrayRows, CorpusStageOutput, PartitionLinker
+from neardup.engine.corpus import ArrayRows, CorpusStageOutput, PartitionLinker, exchanges_pair_counts
+from neardup.engine.overlap import code_pairs, decide_pairs, pair_codes, sum_pair_counts
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
 from neardup.graph.edges import Pairs
@@ -663,8 +664,9 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
     budget = options["memory_limit"] or default_memory_limit()
     chunk_edges = int(max(budget // 4 // 64, 1 << 14))
     step = int(min(max(budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
+    exchange = _RecordCollector(local) if options.get("exchange") is not None else None
     forest, outside, counts, _capped = _link_partition(method, [pa.table(columns)], store, dates, window_hours,
-                                                       chunk_edges, uf, step=step)
+                                                       chunk_edges, uf, step=step, exchange=exchange)
     forest = Pairs(local[forest.left], local[forest.right], forest.score)
     outside = Pairs(local[outside.left], local[outside.right], outside.score)
     counts = {"bucket_cpu_s": edges["cpu_s"], "link_cpu_s": time.process_time() - cpu,
@@ -673,6 +675,153 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
               "pruned_edges": counts.get("pruned_edges", 0), "shared_key_rows": edges["shared_rows"],
               "linked_documents": int(need.size), "partition_forest_edges": len(forest),
               "outside_edges": len(outside)}
+    result = {"forest": (forest.left, forest.right, forest.score),
+              "outside": (outside.left, outside.right, outside.score)}
+    if exchange is None:
+        return counts, result
+    counts["exchange_records"] = exchange.records
+    pair_bounds, shard_starts = options["exchange"]
+    return (counts, result, *exchange.by_range(pair_bounds), *exchange.unseen_by_shard(shard_starts))
+
+
+# -- the pair-count exchange (ngram, spotsigs: neardup.engine.overlap) on Ray -------------
+#
+# Map: each link task of a set-overlap method spills the counted pairs it did not settle
+# (the local stage's _PairSpill interface, collected in memory in global positions), cut
+# by range of left document, and its unseen keys per document, cut by shard. Reduce, per
+# range of left documents: sum the records by pair (overlap.sum_pair_counts), ask the
+# shards for the set sizes, unseen counts (summed per shard) and dates of the pairs'
+# documents, decide (overlap.decide_pairs: scored from counts, or bounded and verified),
+# ask the shards for the sets to verify, and link.
+
+
+class _RecordCollector:
+    """The exchange's map side inside one link task: the local stage's spill interface
+    (``add``, ``set_unseen``), documents given in the task's local numbering (``local``:
+    their global positions, ascending, so a pair keeps left < right)."""
+
+    def __init__(self, local: np.ndarray) -> None:
+        self.local = local
+        self.codes: list[np.ndarray] = []
+        self.shared: list[np.ndarray] = []
+        self.unseen = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        self.records = 0
+
+    def add(self, left: np.ndarray, right: np.ndarray, shared: np.ndarray) -> None:
+        if left.size == 0:
+            return
+        self.codes.append(pair_codes(self.local[left], self.local[right]))
+        self.shared.append(np.asarray(shared, np.uint32))
+        self.records += int(left.size)
+
+    def set_unseen(self, docs: np.ndarray) -> None:
+        found, counts = np.unique(docs, return_counts=True)
+        self.unseen = (self.local[found], counts.astype(np.int64))
+
+    def by_range(self, bounds: np.ndarray) -> list[dict]:
+        codes = np.concatenate([np.zeros(0, np.uint64)] + self.codes)
+        shared = np.concatenate([np.zeros(0, np.uint32)] + self.shared)
+        self.codes, self.shared = [], []
+        left, _ = code_pairs(codes)
+        return _split_by(_range_of(left, bounds), bounds.size - 1, code=codes, shared=shared)
+
+    def unseen_by_shard(self, shard_starts: np.ndarray) -> list[dict]:
+        docs, counts = self.unseen
+        return _split_by(_range_of(docs, shard_starts), shard_starts.size - 1, doc=docs, count=counts)
+
+
+def _pair_bounds(n_docs: int, ranges: int) -> np.ndarray:
+    """Ranges of left documents for the exchange's reduce. A pair's left document is the
+    earlier of two, so records thin out towards the end of the input (for pairs drawn
+    uniformly, a density proportional to ``n - position``): bounds at ``n (1 - sqrt(1 -
+    k / ranges))`` give the ranges about equal shares."""
+    k = np.arange(ranges + 1, dtype=np.float64) / ranges
+    bounds = np.floor(max(n_docs, 1) * (1.0 - np.sqrt(np.clip(1.0 - k, 0.0, 1.0)))).astype(np.int64)
+    bounds[-1] = max(n_docs, 1)
+    return np.maximum.accumulate(bounds)
+
+
+def _unseen_task(n_rows: int, offset: int, *parts: dict) -> np.ndarray:
+    """One shard's unseen keys per document (int64, shard row order), summed over the key
+    partitions."""
+    unseen = np.zeros(n_rows, np.int64)
+    for part in parts:
+        np.add.at(unseen, part["doc"] - offset, part["count"])
+    return unseen
+
+
+def _pair_facts_task(arrays: dict, unseen: np.ndarray, *requests: np.ndarray):
+    """Set size, unseen keys and date of the shard rows each exchange range asked for."""
+    out = [{"size": arrays[SET_SIZES][rows], "unseen": unseen[rows], "date": arrays["date"][rows]}
+           for rows in requests]
+    return tuple(out) if len(out) != 1 else out[0]
+
+
+def _pair_sum_task(offsets: np.ndarray, *parts: dict) -> tuple:
+    """Reduce, first step: one range's records from every link task summed by pair; per
+    shard, the rows whose facts the decision needs."""
+    cpu = time.process_time()
+    records = sum(int(p["code"].size) for p in parts)
+    codes, total = sum_pair_counts(np.concatenate([np.zeros(0, np.uint64)] + [p["code"] for p in parts]),
+                                   np.concatenate([np.zeros(0, np.uint32)] + [p["shared"] for p in parts]))
+    left, right = code_pairs(codes)
+    del codes
+    need = _unique_positions(np.concatenate((left, right)))
+    bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
+    requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
+    state = {"left": left, "right": right, "total": total, "need": need, "records": records,
+             "cpu_s": time.process_time() - cpu}
+    return (state, *requests)
+
+
+def _pair_decide_task(state: dict, method: Method, offsets: np.ndarray, *facts: dict) -> tuple:
+    """Reduce, second step: each pair scored from its counts, bounded, or sent to
+    verification (overlap.decide_pairs); per shard, the rows to verify."""
+    cpu = time.process_time()
+    need, left, right, total = state["need"], state["left"], state["right"], state["total"]
+    cat = {k: np.concatenate([np.zeros(0, np.int64)] + [f[k] for f in facts]) for k in ("size", "unseen", "date")}
+    at_left, at_right = np.searchsorted(need, left), np.searchsorted(need, right)
+    exact, score, accept, verify = decide_pairs(
+        total, cat["size"][at_left], cat["size"][at_right], cat["unseen"][at_left], cat["unseen"][at_right],
+        method.overlap_scores, method.overlap_bound)
+    check = _unique_positions(np.concatenate((left[verify], right[verify])))
+    bounds = np.searchsorted(check, np.append(offsets, np.iinfo(np.int64).max))
+    requests = [check[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
+    out = {"accept": (left[accept], right[accept], score[accept]), "verify": (left[verify], right[verify]),
+           "check": check, "docs": need, "dates": cat["date"], "counts": {
+               "exchange_records": state["records"], "exchange_pairs": int(left.size),
+               "scored_from_counts": int(np.count_nonzero(exact)),
+               "pruned_edges": int(np.count_nonzero(~exact & ~verify))},
+           "cpu_s": state["cpu_s"] + time.process_time() - cpu}
+    return (out, *requests)
+
+
+def _pair_link_task(state: dict, method: Method, window_hours: float | None, options: dict, *rows: dict) -> tuple:
+    """Reduce, last step: one range's pairs linked as the local stage's reduce links them
+    (those scored from counts first, then those to verify, each in pair order), with a
+    union-find over the range's documents."""
+    from neardup.engine.corpus import default_memory_limit
+
+    cpu = time.process_time()
+    accept_left, accept_right, accept_score = state["accept"]
+    verify_left, verify_right = state["verify"]
+    docs = state["docs"]
+    store = _ShippedRows(state["check"], rows, dates=method.candidate_dates and options["has_dates"])
+    dates = None
+    if window_hours is not None:
+        # The linker reads dates aligned with its sorted unique documents: those of its pairs.
+        local = _unique_positions(np.concatenate((accept_left, accept_right, verify_left, verify_right)))
+        dates = state["dates"][np.searchsorted(docs, local)]
+    budget = options["memory_limit"] or default_memory_limit()
+    linker = PartitionLinker(method, np.concatenate((accept_left, accept_right, verify_left, verify_right)),
+                             store, dates, window_hours, uf=None)
+    linker.step = int(min(max(budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
+    linker.consider(accept_left, accept_right, accept_score)
+    linker.consider(verify_left, verify_right)
+    forest, outside = _concat_pairs(linker.forest), _concat_pairs(linker.outside).canonical()
+    counts = {**state["counts"], "verified_edges": linker.counts["verified_edges"],
+              "partition_forest_edges": len(forest), "outside_edges": len(outside),
+              "exchange_cpu_s": state["cpu_s"] + time.process_time() - cpu}
     return counts, {"forest": (forest.left, forest.right, forest.score),
                     "outside": (outside.left, outside.right, outside.score)}
 
@@ -1183,11 +1332,19 @@ class RayRun:
         options = {"memory_limit": self.config.memory_limit, "has_dates": self.has_dates}
         bucket = ray.remote(_bucket_task).options(num_returns=len(shards) + 1)
         gather = ray.remote(_gather_task)
-        link = ray.remote(_link_task).options(num_returns=2)
+        # Set-overlap methods (ngram, spotsigs) through the pair-count exchange: each link
+        # task also returns its records per range of left documents and its unseen keys
+        # per shard; the ranges are reduced after the last wave.
+        exchange = exchanges_pair_counts(method)
+        n_ranges = partitions if exchange else 0
+        if exchange:
+            options["exchange"] = (_pair_bounds(self.n_docs, n_ranges), np.append(self.offsets, self.n_docs))
+        record_parts, unseen_parts = [], []
+        link = ray.remote(_link_task).options(num_returns=2 + (n_ranges + len(shards) if exchange else 0))
         waves = _waves(partitions, self.config.first_wave)
         labels = None  # (bounds, per range the labels) of the waves so far
         totals: dict[str, float] = {}
-        self.wave_stats, self.link_refs = [], []
+        self.wave_stats, self.link_refs, self.exchange_stats = [], [], None
         with timer.stage("pairs"):
             for wave in waves if self.n_docs else []:
                 if not wave:
@@ -1219,8 +1376,11 @@ class RayRun:
                 linked = [link.remote(b[0], method_ref, self.window, options, *[r[j] for r in rows])
                           for j, b in enumerate(buckets)]
                 del buckets, rows
-                wave_counts = _sum_counts(ray.get([c for c, _ in linked]))
-                results = [r for _, r in linked]
+                wave_counts = _sum_counts(ray.get([out[0] for out in linked]))
+                results = [out[1] for out in linked]
+                if exchange:
+                    record_parts += [out[2:2 + n_ranges] for out in linked]
+                    unseen_parts += [out[2 + n_ranges:] for out in linked]
                 self.link_refs.extend(results)
                 # The components so far: the earlier waves' (as stars) and this wave's forests.
                 sources = (labels[1] if labels is not None else []) + results
@@ -1230,11 +1390,47 @@ class RayRun:
                 self.wave_stats.append({"partitions": len(wave), **{
                     k: round(v, 3) for k, v in wave_counts.items()}})
                 totals = _sum_counts([totals, wave_counts])
+            if exchange and self.n_docs:
+                reduced = self._reduce_exchange(ray, counts, arrays, names, options, method_ref, n_ranges,
+                                                record_parts, unseen_parts)
+                del record_parts, unseen_parts
+                reduce_counts = _sum_counts(ray.get([out[0] for out in reduced]))
+                results = [out[1] for out in reduced]
+                self.link_refs.extend(results)
+                edges = int(reduce_counts.get("partition_forest_edges", 0)) + self.components_stats[-1][
+                    "joined_documents"]
+                labels = self._components(ray, labels[1] + results, edges)
+                self.exchange_stats = {"ranges": n_ranges, **{k: round(v, 3) for k, v in reduce_counts.items()}}
+                totals = _sum_counts([totals, reduce_counts])
         with timer.stage("cluster"):
             if labels is None:
                 labels = self._components(ray, [], 0)
             self.bounds, self.label_refs = labels
             self._finish(totals, partitions)
+
+    def _reduce_exchange(self, ray, counts: np.ndarray, arrays: list, names: tuple, options: dict, method_ref,
+                         n_ranges: int, record_parts: list, unseen_parts: list) -> list:
+        """The exchange's reduce (see :class:`_RecordCollector`): per range of left
+        documents, a sum task, a decide task and a link task, the shards answering for the
+        facts and the sets they need. Returns the link tasks' (counts, result) refs."""
+        n_shards = len(arrays)
+        unseen = [ray.remote(_unseen_task).remote(int(counts[s]), int(self.offsets[s]),
+                                                  *[u[s] for u in unseen_parts]) for s in range(n_shards)]
+        sums = [ray.remote(_pair_sum_task).options(num_returns=n_shards + 1).remote(
+            self.offsets, *[r[c] for r in record_parts]) for c in range(n_ranges)]
+        facts = [ray.remote(_pair_facts_task).options(num_returns=n_ranges).remote(
+            arrays[s], unseen[s], *[x[1 + s] for x in sums]) for s in range(n_shards)]
+        facts = [f if isinstance(f, list) else [f] for f in facts]
+        decided = [ray.remote(_pair_decide_task).options(num_returns=n_shards + 1).remote(
+            sums[c][0], method_ref, self.offsets, *[facts[s][c] for s in range(n_shards)]) for c in range(n_ranges)]
+        del sums, facts, unseen
+        gather = ray.remote(_gather_task)
+        rows = [gather.options(num_returns=n_ranges).remote(arrays[s], names, *[d[1 + s] for d in decided])
+                for s in range(n_shards)]
+        rows = [r if isinstance(r, list) else [r] for r in rows]
+        link = ray.remote(_pair_link_task).options(num_returns=2)
+        return [link.remote(decided[c][0], method_ref, self.window, options, *[rows[s][c] for s in range(n_shards)])
+                for c in range(n_ranges)]
 
     def _set_shards(self, counts: np.ndarray, fact_refs: list) -> None:
         self.shard_docs = counts
@@ -1377,10 +1573,12 @@ class RayRun:
             # Key groups linked by their chain alone or not linked (the method's pruning
             # summary), summed over partitions as the local stage sums them.
             **({name: int(counts[name]) for name in ("capped_keys", "pruned_edges") if name in counts}),
+            **({"exchange": self.exchange_stats} if getattr(self, "exchange_stats", None) else {}),
             # CPU seconds inside the tasks (not their start-up, transfers or Ray's daemons).
             "task_cpu_s": {"sketch": round(self.sketch_cpu, 2),
                            "bucket": round(counts.get("bucket_cpu_s", 0.0), 2),
                            "link": round(counts.get("link_cpu_s", 0.0), 2),
+                           "exchange": round(counts.get("exchange_cpu_s", 0.0), 2),
                            "components": round(sum(c["cpu_s"] for c in self.components_stats), 2)},
         }
 
@@ -1414,10 +1612,11 @@ class RayRun:
 
 def _waves(partitions: int, first: int | None) -> list[list[int]]:
     """Key partitions linked wave after wave: ``first`` (None: a 64th of the partitions,
-    at least one), then each wave as many as all the earlier ones together, the last one
-    the rest. A wave skips the candidate edges whose documents the earlier ones joined,
-    so doubling keeps the verifications near the local engine's (which skips across
-    every partition) in about log2(partitions / first) waves."""
+    at least one), then each wave three times as many as all the earlier ones together
+    (1, 3, 12, 48, ...), the last one the rest. A wave skips the candidate edges whose
+    documents the earlier ones joined, so the verifications stay near the local engine's
+    (which skips across every partition) in about log4(partitions / first) waves, each
+    one barrier and one round of connected components."""
     first = min(first or max(1, partitions // 64), partitions)
     waves, done = [], 0
     size = first
@@ -1425,7 +1624,7 @@ def _waves(partitions: int, first: int | None) -> list[list[int]]:
         size = min(size, partitions - done)
         waves.append(list(range(done, done + size)))
         done += size
-        size = done
+        size = 3 * done
     return waves
 
 
