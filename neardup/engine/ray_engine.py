@@ -1612,11 +1612,12 @@ class RayRun:
 
 def _waves(partitions: int, first: int | None) -> list[list[int]]:
     """Key partitions linked wave after wave: ``first`` (None: a 64th of the partitions,
-    at least one), then each wave three times as many as all the earlier ones together
-    (1, 3, 12, 48, ...), the last one the rest. A wave skips the candidate edges whose
-    documents the earlier ones joined, so the verifications stay near the local engine's
-    (which skips across every partition) in about log4(partitions / first) waves, each
-    one barrier and one round of connected components."""
+    at least one), then each wave as many as all the earlier ones together (1, 1, 2, 4,
+    ...), the last one the rest. A wave skips the candidate edges whose documents the
+    earlier ones joined, so the verifications stay near the local engine's (which skips
+    across every partition) in about log2(partitions / first) waves, each one barrier and
+    one round of connected components. (Measured at 1M, 16 partitions: 1.20M
+    verifications with 1, 1, 2, 4, 8; 1.64M with 1, 3, 12; 2.65M with 2, 14; local 1.13M.)"""
     first = min(first or max(1, partitions // 64), partitions)
     waves, done = [], 0
     size = first
@@ -1624,7 +1625,7 @@ def _waves(partitions: int, first: int | None) -> list[list[int]]:
         size = min(size, partitions - done)
         waves.append(list(range(done, done + size)))
         done += size
-        size = 3 * done
+        size = done
     return waves
 
 
