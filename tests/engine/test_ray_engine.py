@@ -302,6 +302,9 @@ def verifier_dir(tmp_path_factory):
 @pytest.mark.parametrize("method, params, date_field", [
     ("ngram", {}, None),
     ("ngram", {"threshold": 0.3}, None),
+    # Shingles over max_df are not compared all-to-all: documents holding them have unseen
+    # keys, so the exchange's reduce bounds and verifies pairs from their sets.
+    ("ngram", {"threshold": 0.3, "max_df": 3}, None),
     ("spotsigs", {}, None),
     ("rerank", {}, "date"),  # a verifier reading texts (and dates)
 ])
@@ -325,6 +328,11 @@ def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, met
     assert stats["shards"] == (3 if method == "rerank" else 7)
     if method == "ngram":  # the method's pruning summary, summed over partitions as locally
         assert distributed.summary()["max_df_shingles"] == local.summary()["max_df_shingles"]
+    if method in ("ngram", "spotsigs"):  # through the pair-count exchange
+        exchange = stats["exchange"]
+        assert exchange["ranges"] == 8 and exchange["scored_from_counts"] > 0
+        if "max_df" in params:
+            assert exchange["verified_edges"] > 0
 
 
 def test_unsupported_method_is_refused(cluster):
