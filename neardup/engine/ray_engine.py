@@ -10,19 +10,22 @@ CLI's outputs nothing but counts reaches the driver)::
         method.candidate_keys --> facts (Arrow: id, length, date, ...), arrays (numpy:
         the method's verification arrays, date), key rows hashed into P parts
         (key uint64, shard row int64: 16 B per key row)
-    wave 1 (the first P/8 partitions), then wave 2 (the others):
-      (wave 2) bucket-keys task per partition: its key rows sorted; asks each range of
-           wave 1's labels for the roots of its documents (lookup task per range)
+    waves of key partitions, each as large as all the earlier ones (1, 1, 2, 4, ...):
+      (later waves) bucket-keys task per partition: its key rows (of shared keys only,
+           for fixed-width methods) sorted; asks each range of the earlier waves' labels
+           for the roots of its documents (lookup task per range)
       -> bucket task per partition: the partition's key rows from every shard, grouped
            by key: a star plus chain per shared key (the local engine's bucket_edges),
-           minus (wave 2) the edges whose documents wave 1 joined; asks each shard for
-           the rows of the documents left
+           minus (later waves) the edges whose documents earlier waves joined; asks each
+           shard for the rows of the documents left
       -> gather task per shard: those rows of its arrays, one object per partition
       -> link task per partition: the local engine's PartitionLinker (skip an edge whose
            documents are joined, verify the others) with a union-find over the
-           partition's documents, seeded (wave 2) with wave 1's roots of them
+           partition's documents, seeded (later waves) with the earlier roots of them;
+           for ngram/spotsigs also the map of the pair-count exchange (records by range
+           of left document, reduced after the last wave: _RecordCollector)
            --> partition forest (<= one edge per document of the partition)
-      connected components (after each wave, over wave 1's labels and the new forests):
+      connected components (after each wave, over the earlier labels and the new forests):
            C ranges of document positions (C from RayConfig.components_memory); rounds of
            large-star and small-star tasks, one per range (Kiveris et al. 2014), until
            every component is a star on its smallest position --> labels per range
@@ -34,11 +37,11 @@ CLI's outputs nothing but counts reaches the driver)::
 
 Only documents of shared keys travel past the sketch task, and only their verification
 arrays (a MinHash signature: 4 bytes per permutation), once per partition that verifies
-one of their edges. Two waves, because partitions linked in parallel cannot skip a
+one of their edges. Waves, because partitions linked in parallel cannot skip a
 document that another partition joins: with one wave a near-copy found in most of the 25
 bands is verified in most partitions (11.3M verifications at 1M documents against the
-local engine's 1.07M); wave 2 skips, before any array moves, the edges whose documents
-wave 1 already joined. Document positions are global input order (a shard's offset
+local engine's 1.13M; two waves 2.65M; doubling waves 1.20M); a wave skips, before any
+array moves, the edges whose documents the earlier waves already joined. Document positions are global input order (a shard's offset
 plus its row), so roots, labels and representatives are those of the local engine: the
 components of the accepted candidate edges do not depend on which edges were skipped as
 already joined, nor on how keys are partitioned.
@@ -149,11 +152,12 @@ class RayConfig:
         (one task each; a larger row group is one task); other formats are read one file
         per task.
     first_wave : int or None, default None
-        Key partitions linked in the first wave; the others are linked afterwards, minus
-        the candidate edges between documents the first wave already joined. None: an
-        eighth of the partitions (at least one). ``partitions``: one wave (every
-        partition verifies its candidates on its own, as many times as partitions find
-        the same duplicate).
+        Key partitions linked in the first wave; then each wave links as many partitions
+        as all the earlier ones together (the last one the rest), minus the candidate
+        edges between documents the earlier waves already joined. None: a 64th of the
+        partitions (at least one). ``partitions``: one wave (every partition verifies
+        its candidates on its own, as many times as partitions find the same
+        duplicate).
     memory_limit : int or None, default None
         Embedding methods: bytes a search task may use for a query batch's candidates and
         the IVF training sample, as the local stage's ``--memory-limit`` (the same value
@@ -431,7 +435,7 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
     """One key partition's candidate edges (all shards' key rows of the partition, in
     shard order): a star plus chain per shared key (or the method's ``link_bucket``),
     minus the edges whose documents an earlier wave already joined. Wave 1: ``rows`` is
-    None and ``parts`` are the shards' key rows; wave 2: ``rows`` are the sorted key rows
+    None and ``parts`` are the shards' key rows; later waves: ``rows`` are the sorted key rows
     (:func:`_bucket_keys_task`) and ``parts`` the roots the earlier wave's label ranges
     gave its documents (:func:`_lookup_task`). Returns ``1 + len(offsets)`` objects: the
     edges with counts (and the seed for the link task), then per shard the sorted shard
@@ -633,8 +637,8 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, options:
 def _link_rows(edges: dict, method: Method, window_hours: float | None, options: dict, *rows: dict) -> tuple:
     """A key partition of a method that verifies from shingle sets or texts, linked by the
     local stage's own partition linker over the partition's key rows and the rows its
-    shards shipped (a union-find over the partition's documents, seeded in wave 2 with
-    wave 1's components: their documents' edges are skipped, not verified)."""
+    shards shipped (a union-find over the partition's documents, seeded in later waves with
+    the earlier waves' components: their documents' edges are skipped, not verified)."""
     from neardup.engine.corpus import _link_partition, default_memory_limit
 
     cpu = time.process_time()
