@@ -111,6 +111,15 @@ def _sample(pid: int) -> tuple[float, int, str] | None:
     except (OSError, ValueError):
         return None
     name = text[text.index("(") + 1:text.rindex(")")]
+    if name == "python":  # Ray's helper scripts (log monitor, ...) and the driver share the name
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                args = handle.read().split(b"\0")
+            script = next((a.decode(errors="replace") for a in args[1:] if a.endswith(b".py")), None)
+            if script is not None:
+                name = f"python {Path(script).name}"
+        except OSError:
+            pass
     fields = text.rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK, rss, name
 
@@ -158,6 +167,7 @@ def measure(cmd: list[str]) -> dict:
         "cpu_s_wait4": round(usage.ru_utime + usage.ru_stime, 2),
         "processes": len(peak),
         "cpu_s_by_process_name": {k: round(v, 2) for k, v in sorted(by_name.items(), key=lambda kv: -kv[1])},
+        "processes_by_name": {n: sum(1 for m in names.values() if m == n) for n in sorted(set(names.values()))},
         "peak_rss_mb_largest_processes": [[name, round(rss / 2**20)] for rss, name in biggest],
         "peak_rss_mb_tree": round(tree_peak[0] / 2**20),
         # A Ray worker is named after the task it runs (ray::_large_star_task, 15 chars):

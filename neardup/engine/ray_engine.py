@@ -10,19 +10,22 @@ CLI's outputs nothing but counts reaches the driver)::
         method.candidate_keys --> facts (Arrow: id, length, date, ...), arrays (numpy:
         the method's verification arrays, date), key rows hashed into P parts
         (key uint64, shard row int64: 16 B per key row)
-    wave 1 (the first P/8 partitions), then wave 2 (the others):
-      (wave 2) bucket-keys task per partition: its key rows sorted; asks each range of
-           wave 1's labels for the roots of its documents (lookup task per range)
+    waves of key partitions, each as large as all the earlier ones (1, 1, 2, 4, ...):
+      (later waves) bucket-keys task per partition: its key rows (of shared keys only,
+           for fixed-width methods) sorted; asks each range of the earlier waves' labels
+           for the roots of its documents (lookup task per range)
       -> bucket task per partition: the partition's key rows from every shard, grouped
            by key: a star plus chain per shared key (the local engine's bucket_edges),
-           minus (wave 2) the edges whose documents wave 1 joined; asks each shard for
-           the rows of the documents left
+           minus (later waves) the edges whose documents earlier waves joined; asks each
+           shard for the rows of the documents left
       -> gather task per shard: those rows of its arrays, one object per partition
       -> link task per partition: the local engine's PartitionLinker (skip an edge whose
            documents are joined, verify the others) with a union-find over the
-           partition's documents, seeded (wave 2) with wave 1's roots of them
+           partition's documents, seeded (later waves) with the earlier roots of them;
+           for ngram/spotsigs also the map of the pair-count exchange (records by range
+           of left document, reduced after the last wave: _RecordCollector)
            --> partition forest (<= one edge per document of the partition)
-      connected components (after each wave, over wave 1's labels and the new forests):
+      connected components (after each wave, over the earlier labels and the new forests):
            C ranges of document positions (C from RayConfig.components_memory); rounds of
            large-star and small-star tasks, one per range (Kiveris et al. 2014), until
            every component is a star on its smallest position --> labels per range
@@ -34,11 +37,11 @@ CLI's outputs nothing but counts reaches the driver)::
 
 Only documents of shared keys travel past the sketch task, and only their verification
 arrays (a MinHash signature: 4 bytes per permutation), once per partition that verifies
-one of their edges. Two waves, because partitions linked in parallel cannot skip a
+one of their edges. Waves, because partitions linked in parallel cannot skip a
 document that another partition joins: with one wave a near-copy found in most of the 25
 bands is verified in most partitions (11.3M verifications at 1M documents against the
-local engine's 1.07M); wave 2 skips, before any array moves, the edges whose documents
-wave 1 already joined. Document positions are global input order (a shard's offset
+local engine's 1.13M; two waves 2.65M; doubling waves 1.20M); a wave skips, before any
+array moves, the edges whose documents the earlier waves already joined. Document positions are global input order (a shard's offset
 plus its row), so roots, labels and representatives are those of the local engine: the
 components of the accepted candidate edges do not depend on which edges were skipped as
 already joined, nor on how keys are partitioned.
@@ -65,7 +68,8 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.engine.buckets import bucket_edges, concat_ranges, group_runs
-from neardup.engine.corpus import ArrayRows, CorpusStageOutput, PartitionLinker
+from neardup.engine.corpus import ArrayRows, CorpusStageOutput, PartitionLinker, exchanges_pair_counts
+from neardup.engine.overlap import code_pairs, decide_pairs, pair_codes, sum_pair_counts
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
 from neardup.graph.edges import Pairs
@@ -148,11 +152,12 @@ class RayConfig:
         (one task each; a larger row group is one task); other formats are read one file
         per task.
     first_wave : int or None, default None
-        Key partitions linked in the first wave; the others are linked afterwards, minus
-        the candidate edges between documents the first wave already joined. None: an
-        eighth of the partitions (at least one). ``partitions``: one wave (every
-        partition verifies its candidates on its own, as many times as partitions find
-        the same duplicate).
+        Key partitions linked in the first wave; then each wave links as many partitions
+        as all the earlier ones together (the last one the rest), minus the candidate
+        edges between documents the earlier waves already joined. None: a 64th of the
+        partitions (at least one). ``partitions``: one wave (every partition verifies
+        its candidates on its own, as many times as partitions find the same
+        duplicate).
     memory_limit : int or None, default None
         Embedding methods: bytes a search task may use for a query batch's candidates and
         the IVF training sample, as the local stage's ``--memory-limit`` (the same value
@@ -366,22 +371,49 @@ def _roots_of(docs: np.ndarray, seed: tuple[np.ndarray, np.ndarray] | None) -> n
     return np.where(nodes[at] == docs, roots[at], docs)
 
 
-def _sorted_key_rows(offsets: np.ndarray, parts: Sequence[dict]) -> dict:
-    """All shards' key rows of one partition (shard order) sorted by (key, document)."""
+def _unique_positions(values: np.ndarray) -> np.ndarray:
+    """Distinct int64 positions, ascending (a sort and a neighbour test: faster here than
+    ``np.unique``'s hash table)."""
+    values = np.sort(values)
+    keep = np.ones(values.size, bool)
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def _sorted_key_rows(offsets: np.ndarray, parts: Sequence[dict], shared_only: bool = False) -> dict:
+    """All shards' key rows of one partition (shard order) sorted by (key, document);
+    with ``shared_only``, only the rows of keys that two or more rows hold (a method that
+    links key groups of two or more needs nothing else: most rows are of keys no other
+    document has, and finding them takes a fast unstable sort of the keys alone)."""
     keys = np.concatenate([np.zeros(0, np.uint64)] + [p["key"] for p in parts])
     docs = np.concatenate([np.zeros(0, np.int64)] + [offsets[s] + p["row"] for s, p in enumerate(parts)])
     payload = np.concatenate([p["payload"] for p in parts]) if parts and "payload" in parts[0] else None
+    if shared_only and keys.size:
+        by_key = np.argsort(keys)
+        same = keys[by_key]
+        same = same[1:] == same[:-1]
+        shared = np.zeros(keys.size, bool)
+        shared[1:] = same
+        shared[:-1] |= same
+        pick = by_key[shared]
+        del by_key, same, shared
+        keys, docs = keys[pick], docs[pick]
+        payload = payload[pick] if payload is not None else None
     order = np.lexsort((docs, keys))
     return {"key": keys[order], "doc": docs[order], "payload": payload[order] if payload is not None else None}
 
 
-def _bucket_keys_task(offsets: np.ndarray, bounds: np.ndarray, *parts: dict) -> tuple:
-    """Wave 2's first half of a bucket task: the partition's key rows sorted, and per range
-    of the earlier wave's labels the documents of shared keys to look up there (sorted)."""
+def _bucket_keys_task(offsets: np.ndarray, bounds: np.ndarray, shared_only: bool, *parts: dict) -> tuple:
+    """A later wave's first half of a bucket task: the partition's key rows sorted (only
+    those of shared keys with ``shared_only``), and per range of the earlier waves' labels
+    the documents of shared keys to look up there (sorted)."""
     cpu = time.process_time()
-    rows = _sorted_key_rows(offsets, parts)
-    starts, sizes = group_runs(rows["key"])
-    shared = np.unique(rows["doc"][np.repeat(sizes > 1, sizes)])
+    rows = _sorted_key_rows(offsets, parts, shared_only)
+    if shared_only:
+        shared = _unique_positions(rows["doc"])
+    else:
+        starts, sizes = group_runs(rows["key"])
+        shared = _unique_positions(rows["doc"][np.repeat(sizes > 1, sizes)])
     requests = _split_by(_range_of(shared, bounds), bounds.size - 1, doc=shared)
     rows["cpu_s"] = time.process_time() - cpu
     return (rows, *[r["doc"] for r in requests])
@@ -403,7 +435,7 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
     """One key partition's candidate edges (all shards' key rows of the partition, in
     shard order): a star plus chain per shared key (or the method's ``link_bucket``),
     minus the edges whose documents an earlier wave already joined. Wave 1: ``rows`` is
-    None and ``parts`` are the shards' key rows; wave 2: ``rows`` are the sorted key rows
+    None and ``parts`` are the shards' key rows; later waves: ``rows`` are the sorted key rows
     (:func:`_bucket_keys_task`) and ``parts`` the roots the earlier wave's label ranges
     gave its documents (:func:`_lookup_task`). Returns ``1 + len(offsets)`` objects: the
     edges with counts (and the seed for the link task), then per shard the sorted shard
@@ -411,7 +443,7 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
     cpu = time.process_time()
     seed = None
     if rows is None:
-        rows = _sorted_key_rows(offsets, parts)
+        rows = _sorted_key_rows(offsets, parts, shared_only=method.candidate_fixed_width)
     else:
         seed = (np.concatenate([np.zeros(0, np.int64)] + [p["node"] for p in parts]),
                 np.concatenate([np.zeros(0, np.int64)] + [p["root"] for p in parts]))
@@ -426,7 +458,7 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
         # of shared keys that it may compare.
         if method.bucket_skip_over is not None:
             multi &= sizes <= method.bucket_skip_over
-        need = np.unique(docs[np.repeat(multi, sizes)])
+        need = _unique_positions(docs[np.repeat(multi, sizes)])
         bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
         requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
         edges = {"rows": rows, "need": need, "seed": seed, "candidate_edges": 0, "shared_rows": shared_rows,
@@ -435,32 +467,47 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
     linked = method.link_bucket(keys, docs, payload)
     if linked is not None:
         left, right, score = linked.left, linked.right, np.asarray(linked.score, np.float32)
-        keep = None if seed is None else _roots_of(left, seed) != _roots_of(right, seed)
-    else:
-        upto = method.bucket_all_pairs_upto
-        left, right = bucket_edges(docs, starts[multi], sizes[multi], upto)
-        score, keep = None, None
+        candidates = int(left.size)
         if seed is not None:
-            # Roots looked up once per shared key row, not twice per edge: the same buckets
-            # over the rows' roots give each edge's two roots.
-            shared = np.repeat(multi, sizes)
-            roots = docs.copy()
-            roots[shared] = _roots_of(docs[shared], seed)
-            root_left, root_right = bucket_edges(roots, starts[multi], sizes[multi], upto)
-            keep = root_left != root_right
-            del roots, root_left, root_right
+            keep = _roots_of(left, seed) != _roots_of(right, seed)
+            left, right, score = left[keep], right[keep], score[keep]
+    else:
+        upto, star_upto = method.bucket_all_pairs_upto, method.bucket_star_upto
+        candidates = int(_bucket_edge_total(sizes[multi], upto, star_upto).sum())
+        score = None
+        if seed is None:
+            left, right = bucket_edges(docs, starts[multi], sizes[multi], upto, star_upto)
+        else:
+            # Roots looked up once per key row. A group whose members all have one root
+            # (joined by the earlier waves: most groups of copies) makes no edge to check;
+            # the others' edges are made once over row numbers, giving both documents and
+            # both roots.
+            roots = _roots_of(docs, seed)
+            open_ = multi.copy()
+            if starts.size:
+                open_ &= np.minimum.reduceat(roots, starts) != np.maximum.reduceat(roots, starts)
+            row_left, row_right = bucket_edges(np.arange(docs.size, dtype=np.int64), starts[open_],
+                                               sizes[open_], upto, star_upto)
+            keep = roots[row_left] != roots[row_right]
+            left, right = docs[row_left[keep]], docs[row_right[keep]]
+            del roots, row_left, row_right, keep
     del keys, docs, payload, rows
-    candidates = int(left.size)
-    if keep is not None:
-        left, right = left[keep], right[keep]
-        score = score[keep] if score is not None else None
-    need = np.unique(np.concatenate((left, right)))
+    need = _unique_positions(np.concatenate((left, right)))
     bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
     requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
     edges = {"left": left, "right": right, "score": score, "candidate_edges": candidates,
              "cpu_s": time.process_time() - cpu + prep_cpu, "seed": seed,
              "shared_rows": shared_rows, "documents": int(need.size)}
     return (edges, *requests)
+
+
+def _bucket_edge_total(sizes: np.ndarray, all_pairs_upto: int, star_upto: int | None) -> np.ndarray:
+    """Candidate edges :func:`~neardup.engine.buckets.bucket_edges` makes of each group."""
+    sizes = sizes.astype(np.int64)
+    count = np.where(sizes <= all_pairs_upto, sizes * (sizes - 1) // 2, 2 * sizes - 3)
+    if star_upto is not None:
+        count = np.where((sizes > all_pairs_upto) & (sizes > star_upto), sizes - 1, count)
+    return np.maximum(count, 0)
 
 
 def _gather_task(arrays: dict, names: tuple[str, ...], *requests: np.ndarray):
@@ -564,7 +611,7 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, options:
         return _link_rows(edges, method, window_hours, options, *rows)
     cpu = time.process_time()
     left, right, score, seed = edges["left"], edges["right"], edges["score"], edges["seed"]
-    local = np.unique(np.concatenate((left, right)))
+    local = _unique_positions(np.concatenate((left, right)))
     arrays = {name: np.concatenate([r[name] for r in rows]) for name in rows[0]} if rows else {}
     dates = arrays.pop("date", None) if window_hours is not None else None
     arrays.pop("date", None)
@@ -590,8 +637,8 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, options:
 def _link_rows(edges: dict, method: Method, window_hours: float | None, options: dict, *rows: dict) -> tuple:
     """A key partition of a method that verifies from shingle sets or texts, linked by the
     local stage's own partition linker over the partition's key rows and the rows its
-    shards shipped (a union-find over the partition's documents, seeded in wave 2 with
-    wave 1's components: their documents' edges are skipped, not verified)."""
+    shards shipped (a union-find over the partition's documents, seeded in later waves with
+    the earlier waves' components: their documents' edges are skipped, not verified)."""
     from neardup.engine.corpus import _link_partition, default_memory_limit
 
     cpu = time.process_time()
@@ -621,8 +668,9 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
     budget = options["memory_limit"] or default_memory_limit()
     chunk_edges = int(max(budget // 4 // 64, 1 << 14))
     step = int(min(max(budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
+    exchange = _RecordCollector(local) if options.get("exchange") is not None else None
     forest, outside, counts, _capped = _link_partition(method, [pa.table(columns)], store, dates, window_hours,
-                                                       chunk_edges, uf, step=step)
+                                                       chunk_edges, uf, step=step, exchange=exchange)
     forest = Pairs(local[forest.left], local[forest.right], forest.score)
     outside = Pairs(local[outside.left], local[outside.right], outside.score)
     counts = {"bucket_cpu_s": edges["cpu_s"], "link_cpu_s": time.process_time() - cpu,
@@ -631,6 +679,153 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
               "pruned_edges": counts.get("pruned_edges", 0), "shared_key_rows": edges["shared_rows"],
               "linked_documents": int(need.size), "partition_forest_edges": len(forest),
               "outside_edges": len(outside)}
+    result = {"forest": (forest.left, forest.right, forest.score),
+              "outside": (outside.left, outside.right, outside.score)}
+    if exchange is None:
+        return counts, result
+    counts["exchange_records"] = exchange.records
+    pair_bounds, shard_starts = options["exchange"]
+    return (counts, result, *exchange.by_range(pair_bounds), *exchange.unseen_by_shard(shard_starts))
+
+
+# -- the pair-count exchange (ngram, spotsigs: neardup.engine.overlap) on Ray -------------
+#
+# Map: each link task of a set-overlap method spills the counted pairs it did not settle
+# (the local stage's _PairSpill interface, collected in memory in global positions), cut
+# by range of left document, and its unseen keys per document, cut by shard. Reduce, per
+# range of left documents: sum the records by pair (overlap.sum_pair_counts), ask the
+# shards for the set sizes, unseen counts (summed per shard) and dates of the pairs'
+# documents, decide (overlap.decide_pairs: scored from counts, or bounded and verified),
+# ask the shards for the sets to verify, and link.
+
+
+class _RecordCollector:
+    """The exchange's map side inside one link task: the local stage's spill interface
+    (``add``, ``set_unseen``), documents given in the task's local numbering (``local``:
+    their global positions, ascending, so a pair keeps left < right)."""
+
+    def __init__(self, local: np.ndarray) -> None:
+        self.local = local
+        self.codes: list[np.ndarray] = []
+        self.shared: list[np.ndarray] = []
+        self.unseen = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        self.records = 0
+
+    def add(self, left: np.ndarray, right: np.ndarray, shared: np.ndarray) -> None:
+        if left.size == 0:
+            return
+        self.codes.append(pair_codes(self.local[left], self.local[right]))
+        self.shared.append(np.asarray(shared, np.uint32))
+        self.records += int(left.size)
+
+    def set_unseen(self, docs: np.ndarray) -> None:
+        found, counts = np.unique(docs, return_counts=True)
+        self.unseen = (self.local[found], counts.astype(np.int64))
+
+    def by_range(self, bounds: np.ndarray) -> list[dict]:
+        codes = np.concatenate([np.zeros(0, np.uint64)] + self.codes)
+        shared = np.concatenate([np.zeros(0, np.uint32)] + self.shared)
+        self.codes, self.shared = [], []
+        left, _ = code_pairs(codes)
+        return _split_by(_range_of(left, bounds), bounds.size - 1, code=codes, shared=shared)
+
+    def unseen_by_shard(self, shard_starts: np.ndarray) -> list[dict]:
+        docs, counts = self.unseen
+        return _split_by(_range_of(docs, shard_starts), shard_starts.size - 1, doc=docs, count=counts)
+
+
+def _pair_bounds(n_docs: int, ranges: int) -> np.ndarray:
+    """Ranges of left documents for the exchange's reduce. A pair's left document is the
+    earlier of two, so records thin out towards the end of the input (for pairs drawn
+    uniformly, a density proportional to ``n - position``): bounds at ``n (1 - sqrt(1 -
+    k / ranges))`` give the ranges about equal shares."""
+    k = np.arange(ranges + 1, dtype=np.float64) / ranges
+    bounds = np.floor(max(n_docs, 1) * (1.0 - np.sqrt(np.clip(1.0 - k, 0.0, 1.0)))).astype(np.int64)
+    bounds[-1] = max(n_docs, 1)
+    return np.maximum.accumulate(bounds)
+
+
+def _unseen_task(n_rows: int, offset: int, *parts: dict) -> np.ndarray:
+    """One shard's unseen keys per document (int64, shard row order), summed over the key
+    partitions."""
+    unseen = np.zeros(n_rows, np.int64)
+    for part in parts:
+        np.add.at(unseen, part["doc"] - offset, part["count"])
+    return unseen
+
+
+def _pair_facts_task(arrays: dict, unseen: np.ndarray, *requests: np.ndarray):
+    """Set size, unseen keys and date of the shard rows each exchange range asked for."""
+    out = [{"size": arrays[SET_SIZES][rows], "unseen": unseen[rows], "date": arrays["date"][rows]}
+           for rows in requests]
+    return tuple(out) if len(out) != 1 else out[0]
+
+
+def _pair_sum_task(offsets: np.ndarray, *parts: dict) -> tuple:
+    """Reduce, first step: one range's records from every link task summed by pair; per
+    shard, the rows whose facts the decision needs."""
+    cpu = time.process_time()
+    records = sum(int(p["code"].size) for p in parts)
+    codes, total = sum_pair_counts(np.concatenate([np.zeros(0, np.uint64)] + [p["code"] for p in parts]),
+                                   np.concatenate([np.zeros(0, np.uint32)] + [p["shared"] for p in parts]))
+    left, right = code_pairs(codes)
+    del codes
+    need = _unique_positions(np.concatenate((left, right)))
+    bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
+    requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
+    state = {"left": left, "right": right, "total": total, "need": need, "records": records,
+             "cpu_s": time.process_time() - cpu}
+    return (state, *requests)
+
+
+def _pair_decide_task(state: dict, method: Method, offsets: np.ndarray, *facts: dict) -> tuple:
+    """Reduce, second step: each pair scored from its counts, bounded, or sent to
+    verification (overlap.decide_pairs); per shard, the rows to verify."""
+    cpu = time.process_time()
+    need, left, right, total = state["need"], state["left"], state["right"], state["total"]
+    cat = {k: np.concatenate([np.zeros(0, np.int64)] + [f[k] for f in facts]) for k in ("size", "unseen", "date")}
+    at_left, at_right = np.searchsorted(need, left), np.searchsorted(need, right)
+    exact, score, accept, verify = decide_pairs(
+        total, cat["size"][at_left], cat["size"][at_right], cat["unseen"][at_left], cat["unseen"][at_right],
+        method.overlap_scores, method.overlap_bound)
+    check = _unique_positions(np.concatenate((left[verify], right[verify])))
+    bounds = np.searchsorted(check, np.append(offsets, np.iinfo(np.int64).max))
+    requests = [check[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
+    out = {"accept": (left[accept], right[accept], score[accept]), "verify": (left[verify], right[verify]),
+           "check": check, "docs": need, "dates": cat["date"], "counts": {
+               "exchange_records": state["records"], "exchange_pairs": int(left.size),
+               "scored_from_counts": int(np.count_nonzero(exact)),
+               "pruned_edges": int(np.count_nonzero(~exact & ~verify))},
+           "cpu_s": state["cpu_s"] + time.process_time() - cpu}
+    return (out, *requests)
+
+
+def _pair_link_task(state: dict, method: Method, window_hours: float | None, options: dict, *rows: dict) -> tuple:
+    """Reduce, last step: one range's pairs linked as the local stage's reduce links them
+    (those scored from counts first, then those to verify, each in pair order), with a
+    union-find over the range's documents."""
+    from neardup.engine.corpus import default_memory_limit
+
+    cpu = time.process_time()
+    accept_left, accept_right, accept_score = state["accept"]
+    verify_left, verify_right = state["verify"]
+    docs = state["docs"]
+    store = _ShippedRows(state["check"], rows, dates=method.candidate_dates and options["has_dates"])
+    dates = None
+    if window_hours is not None:
+        # The linker reads dates aligned with its sorted unique documents: those of its pairs.
+        local = _unique_positions(np.concatenate((accept_left, accept_right, verify_left, verify_right)))
+        dates = state["dates"][np.searchsorted(docs, local)]
+    budget = options["memory_limit"] or default_memory_limit()
+    linker = PartitionLinker(method, np.concatenate((accept_left, accept_right, verify_left, verify_right)),
+                             store, dates, window_hours, uf=None)
+    linker.step = int(min(max(budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
+    linker.consider(accept_left, accept_right, accept_score)
+    linker.consider(verify_left, verify_right)
+    forest, outside = _concat_pairs(linker.forest), _concat_pairs(linker.outside).canonical()
+    counts = {**state["counts"], "verified_edges": linker.counts["verified_edges"],
+              "partition_forest_edges": len(forest), "outside_edges": len(outside),
+              "exchange_cpu_s": state["cpu_s"] + time.process_time() - cpu}
     return counts, {"forest": (forest.left, forest.right, forest.score),
                     "outside": (outside.left, outside.right, outside.score)}
 
@@ -1141,12 +1336,19 @@ class RayRun:
         options = {"memory_limit": self.config.memory_limit, "has_dates": self.has_dates}
         bucket = ray.remote(_bucket_task).options(num_returns=len(shards) + 1)
         gather = ray.remote(_gather_task)
-        link = ray.remote(_link_task).options(num_returns=2)
-        first = min(self.config.first_wave or max(1, partitions // 8), partitions)
-        waves = [list(range(first)), list(range(first, partitions))]
+        # Set-overlap methods (ngram, spotsigs) through the pair-count exchange: each link
+        # task also returns its records per range of left documents and its unseen keys
+        # per shard; the ranges are reduced after the last wave.
+        exchange = exchanges_pair_counts(method)
+        n_ranges = partitions if exchange else 0
+        if exchange:
+            options["exchange"] = (_pair_bounds(self.n_docs, n_ranges), np.append(self.offsets, self.n_docs))
+        record_parts, unseen_parts = [], []
+        link = ray.remote(_link_task).options(num_returns=2 + (n_ranges + len(shards) if exchange else 0))
+        waves = _waves(partitions, self.config.first_wave)
         labels = None  # (bounds, per range the labels) of the waves so far
         totals: dict[str, float] = {}
-        self.wave_stats, self.link_refs = [], []
+        self.wave_stats, self.link_refs, self.exchange_stats = [], [], None
         with timer.stage("pairs"):
             for wave in waves if self.n_docs else []:
                 if not wave:
@@ -1163,7 +1365,8 @@ class RayRun:
                     bounds, label_refs = labels
                     prep = ray.remote(_bucket_keys_task).options(num_returns=len(label_refs) + 1)
                     lookup = ray.remote(_lookup_task).options(num_returns=len(wave) + 1)
-                    preps = [prep.remote(self.offsets, bounds, *rows) for rows in parts]
+                    preps = [prep.remote(self.offsets, bounds, method.candidate_fixed_width, *rows)
+                             for rows in parts]
                     answers = [lookup.remote(ref, *[pr[1 + c] for pr in preps])[1:]
                                for c, ref in enumerate(label_refs)]
                     buckets = [bucket.remote(self.offsets, method_ref, pr[0], *[a[j] for a in answers])
@@ -1177,8 +1380,11 @@ class RayRun:
                 linked = [link.remote(b[0], method_ref, self.window, options, *[r[j] for r in rows])
                           for j, b in enumerate(buckets)]
                 del buckets, rows
-                wave_counts = _sum_counts(ray.get([c for c, _ in linked]))
-                results = [r for _, r in linked]
+                wave_counts = _sum_counts(ray.get([out[0] for out in linked]))
+                results = [out[1] for out in linked]
+                if exchange:
+                    record_parts += [out[2:2 + n_ranges] for out in linked]
+                    unseen_parts += [out[2 + n_ranges:] for out in linked]
                 self.link_refs.extend(results)
                 # The components so far: the earlier waves' (as stars) and this wave's forests.
                 sources = (labels[1] if labels is not None else []) + results
@@ -1188,11 +1394,47 @@ class RayRun:
                 self.wave_stats.append({"partitions": len(wave), **{
                     k: round(v, 3) for k, v in wave_counts.items()}})
                 totals = _sum_counts([totals, wave_counts])
+            if exchange and self.n_docs:
+                reduced = self._reduce_exchange(ray, counts, arrays, names, options, method_ref, n_ranges,
+                                                record_parts, unseen_parts)
+                del record_parts, unseen_parts
+                reduce_counts = _sum_counts(ray.get([out[0] for out in reduced]))
+                results = [out[1] for out in reduced]
+                self.link_refs.extend(results)
+                edges = int(reduce_counts.get("partition_forest_edges", 0)) + self.components_stats[-1][
+                    "joined_documents"]
+                labels = self._components(ray, labels[1] + results, edges)
+                self.exchange_stats = {"ranges": n_ranges, **{k: round(v, 3) for k, v in reduce_counts.items()}}
+                totals = _sum_counts([totals, reduce_counts])
         with timer.stage("cluster"):
             if labels is None:
                 labels = self._components(ray, [], 0)
             self.bounds, self.label_refs = labels
             self._finish(totals, partitions)
+
+    def _reduce_exchange(self, ray, counts: np.ndarray, arrays: list, names: tuple, options: dict, method_ref,
+                         n_ranges: int, record_parts: list, unseen_parts: list) -> list:
+        """The exchange's reduce (see :class:`_RecordCollector`): per range of left
+        documents, a sum task, a decide task and a link task, the shards answering for the
+        facts and the sets they need. Returns the link tasks' (counts, result) refs."""
+        n_shards = len(arrays)
+        unseen = [ray.remote(_unseen_task).remote(int(counts[s]), int(self.offsets[s]),
+                                                  *[u[s] for u in unseen_parts]) for s in range(n_shards)]
+        sums = [ray.remote(_pair_sum_task).options(num_returns=n_shards + 1).remote(
+            self.offsets, *[r[c] for r in record_parts]) for c in range(n_ranges)]
+        facts = [ray.remote(_pair_facts_task).options(num_returns=n_ranges).remote(
+            arrays[s], unseen[s], *[x[1 + s] for x in sums]) for s in range(n_shards)]
+        facts = [f if isinstance(f, list) else [f] for f in facts]
+        decided = [ray.remote(_pair_decide_task).options(num_returns=n_shards + 1).remote(
+            sums[c][0], method_ref, self.offsets, *[facts[s][c] for s in range(n_shards)]) for c in range(n_ranges)]
+        del sums, facts, unseen
+        gather = ray.remote(_gather_task)
+        rows = [gather.options(num_returns=n_ranges).remote(arrays[s], names, *[d[1 + s] for d in decided])
+                for s in range(n_shards)]
+        rows = [r if isinstance(r, list) else [r] for r in rows]
+        link = ray.remote(_pair_link_task).options(num_returns=2)
+        return [link.remote(decided[c][0], method_ref, self.window, options, *[rows[s][c] for s in range(n_shards)])
+                for c in range(n_ranges)]
 
     def _set_shards(self, counts: np.ndarray, fact_refs: list) -> None:
         self.shard_docs = counts
@@ -1335,10 +1577,12 @@ class RayRun:
             # Key groups linked by their chain alone or not linked (the method's pruning
             # summary), summed over partitions as the local stage sums them.
             **({name: int(counts[name]) for name in ("capped_keys", "pruned_edges") if name in counts}),
+            **({"exchange": self.exchange_stats} if getattr(self, "exchange_stats", None) else {}),
             # CPU seconds inside the tasks (not their start-up, transfers or Ray's daemons).
             "task_cpu_s": {"sketch": round(self.sketch_cpu, 2),
                            "bucket": round(counts.get("bucket_cpu_s", 0.0), 2),
                            "link": round(counts.get("link_cpu_s", 0.0), 2),
+                           "exchange": round(counts.get("exchange_cpu_s", 0.0), 2),
                            "components": round(sum(c["cpu_s"] for c in self.components_stats), 2)},
         }
 
@@ -1368,6 +1612,25 @@ class RayRun:
             n_features=facts.column("n_features").to_numpy().astype(np.int64), dates=dates,
             roots=self.roots(), pairs=self.forest, outside_window=self.outside, stats=self.stats,
         )
+
+
+def _waves(partitions: int, first: int | None) -> list[list[int]]:
+    """Key partitions linked wave after wave: ``first`` (None: a 64th of the partitions,
+    at least one), then each wave as many as all the earlier ones together (1, 1, 2, 4,
+    ...), the last one the rest. A wave skips the candidate edges whose documents the
+    earlier ones joined, so the verifications stay near the local engine's (which skips
+    across every partition) in about log2(partitions / first) waves, each one barrier and
+    one round of connected components. (Measured at 1M, 16 partitions: 1.20M
+    verifications with 1, 1, 2, 4, 8; 1.64M with 1, 3, 12; 2.65M with 2, 14; local 1.13M.)"""
+    first = min(first or max(1, partitions // 64), partitions)
+    waves, done = [], 0
+    size = first
+    while done < partitions:
+        size = min(size, partitions - done)
+        waves.append(list(range(done, done + size)))
+        done += size
+        size = done
+    return waves
 
 
 def _default_partitions(n_docs: int) -> int:

@@ -112,7 +112,8 @@ def test_second_wave_skips_what_the_first_joined(cluster, shards):
     np.testing.assert_array_equal(one.clusters, two.clusters)
     np.testing.assert_array_equal(one.representative, two.representative)
     one, two = one.params["corpus_stage"], two.params["corpus_stage"]
-    assert [len(one["waves"]), len(two["waves"])] == [1, 2]
+    assert [len(one["waves"]), len(two["waves"])] == [1, 3]  # 8; then 2, 2, 4 (each wave doubles)
+    assert [w["partitions"] for w in two["waves"]] == [2, 2, 4]
     assert one["candidate_edges"] == two["candidate_edges"]
     assert two["waves"][1]["edges_after_seed"] < two["waves"][1]["candidate_edges"]
     assert two["verified_edges"] < one["verified_edges"]
@@ -301,6 +302,9 @@ def verifier_dir(tmp_path_factory):
 @pytest.mark.parametrize("method, params, date_field", [
     ("ngram", {}, None),
     ("ngram", {"threshold": 0.3}, None),
+    # Shingles over max_df are not compared all-to-all: documents holding them have unseen
+    # keys, so the exchange's reduce bounds and verifies pairs from their sets.
+    ("ngram", {"threshold": 0.3, "max_df": 3}, None),
     ("spotsigs", {}, None),
     ("rerank", {}, "date"),  # a verifier reading texts (and dates)
 ])
@@ -320,10 +324,15 @@ def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, met
     assert local.n_clusters < local.n_docs - 10  # the corpus has duplicates to find
     assert len(distributed.pairs) == local.n_docs - local.n_clusters
     stats = distributed.params["corpus_stage"]
-    assert len(stats["waves"]) == 2 and stats["verified_edges"] > 0
+    assert [w["partitions"] for w in stats["waves"]] == [1, 1, 2, 4] and stats["verified_edges"] > 0
     assert stats["shards"] == (3 if method == "rerank" else 7)
     if method == "ngram":  # the method's pruning summary, summed over partitions as locally
         assert distributed.summary()["max_df_shingles"] == local.summary()["max_df_shingles"]
+    if method in ("ngram", "spotsigs"):  # through the pair-count exchange
+        exchange = stats["exchange"]
+        assert exchange["ranges"] == 8 and exchange["scored_from_counts"] > 0
+        if "max_df" in params:
+            assert exchange["verified_edges"] > 0
 
 
 def test_unsupported_method_is_refused(cluster):
@@ -379,7 +388,7 @@ def test_distributed_components_long_chain_and_big_bucket(cluster, chain_and_buc
     np.testing.assert_array_equal(distributed.representative, local.representative)
     assert len(distributed.pairs) == local.n_docs - local.n_clusters
     components = distributed.params["corpus_stage"]["components"]
-    assert len(components) == 2  # after each wave
+    assert len(components) == 4  # after each wave (1, 1, 2, 4 partitions)
     assert components[-1]["ranges"] >= 8 and components[0]["rounds"] >= 3
     # The CLI's path: outputs written per range and per shard, the same clusters.
     run_ = RayRun(RayInputs((chain_and_bucket,), reader), method, config=config)
@@ -428,3 +437,33 @@ def test_missing_ray_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ImportError, match=r"pip install 'neardup\[ray\]'"):
         import_ray()
+
+
+def test_shared_key_rows_are_the_sorted_rows_of_keys_held_twice():
+    from neardup.engine.ray_engine import _sorted_key_rows, _unique_positions
+
+    rng = np.random.default_rng(3)
+    offsets = np.array([0, 1000, 2500], np.int64)
+    parts = [{"key": rng.integers(0, 400, n).astype(np.uint64), "row": rng.integers(0, 1000, n)}
+             for n in (900, 700, 800)]
+    every = _sorted_key_rows(offsets, parts)
+    shared = _sorted_key_rows(offsets, parts, shared_only=True)
+    keys, counts = np.unique(every["key"], return_counts=True)
+    held_twice = np.isin(every["key"], keys[counts > 1])
+    np.testing.assert_array_equal(shared["key"], every["key"][held_twice])
+    np.testing.assert_array_equal(shared["doc"], every["doc"][held_twice])
+    values = rng.integers(0, 50, 300)
+    np.testing.assert_array_equal(_unique_positions(values), np.unique(values))
+
+
+def test_waves_grow_and_cover_every_partition_once():
+    from neardup.engine.ray_engine import _pair_bounds, _waves
+
+    for partitions, first in [(16, None), (8, 2), (8, 8), (1, None), (5, 1), (16384, None)]:
+        waves = _waves(partitions, first)
+        assert sum(waves, []) == list(range(partitions))
+        assert all(len(w) <= sum(map(len, waves[:i])) for i, w in enumerate(waves) if i)
+    assert [len(w) for w in _waves(16, None)] == [1, 1, 2, 4, 8]
+    bounds = _pair_bounds(1000, 8)
+    assert bounds[0] == 0 and bounds[-1] == 1000 and np.all(np.diff(bounds) > 0)
+    assert np.diff(bounds)[0] < np.diff(bounds)[-1]  # early ranges are narrower: more pairs start there
