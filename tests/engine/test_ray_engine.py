@@ -303,7 +303,8 @@ def verifier_dir(tmp_path_factory):
     ("ngram", {}, None),
     ("ngram", {"threshold": 0.3}, None),
     # Shingles over max_df are not compared all-to-all: documents holding them have unseen
-    # keys, so the exchange's reduce bounds and verifies pairs from their sets.
+    # keys, which the exchange's reduce must bound (since the link stage's early joins, the
+    # copies here are joined before the reduce, so it scores every pair from counts).
     ("ngram", {"threshold": 0.3, "max_df": 3}, None),
     ("spotsigs", {}, None),
     ("rerank", {}, "date"),  # a verifier reading texts (and dates)
@@ -331,8 +332,6 @@ def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, met
     if method in ("ngram", "spotsigs"):  # through the pair-count exchange
         exchange = stats["exchange"]
         assert exchange["ranges"] == 8 and exchange["scored_from_counts"] > 0
-        if "max_df" in params:
-            assert exchange["verified_edges"] > 0
 
 
 def test_unsupported_method_is_refused(cluster):
