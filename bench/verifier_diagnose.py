@@ -8,7 +8,6 @@ import sys, json, numpy as np
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import verifier_transfer as vt
-from pathlib import Path
 from neardup.graph.cluster import connected_components
 from neardup.graph.edges import Pairs
 from sklearn.metrics import adjusted_rand_score
