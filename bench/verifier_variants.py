@@ -107,13 +107,31 @@ def run_variant(data: dict, spec: dict) -> dict:
                          "validation_ari": {s: curves[s][t] for s in SETS}}}
 
 
+def markdown(results: dict) -> str:
+    """The variants table of docs/transfer.md."""
+    head = ("| variant (cache) | worst held-out validation ARI | mean | all-sets worst validation ARI | "
+            + " | ".join(SETS) + " |\n|---|---:|---:|---:|" + "---:|" * len(SETS) + "\n")
+    rows = []
+    for name, row in results.items():
+        cells = " | ".join(f"{row['held_out_validation'][s]['validation_ari']:.3f} "
+                           f"({row['held_out_validation'][s]['threshold']:g})" for s in SETS)
+        rows.append(f"| {name} ({Path(row['cache']).name}) | {row['held_out_worst']:.4f} | "
+                    f"{row['held_out_mean']:.4f} | {row['all_sets']['worst_validation_ari']:.4f} | "
+                    f"{cells} |")
+    return head + "\n".join(rows) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=Path("/tmp/neardup-verifier-transfer"))
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
     parser.add_argument("--label", default="", help="suffix for the result keys (e.g. the cache)")
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--table", action="store_true", help="print the table of --results and stop")
     args = parser.parse_args()
+    if args.table:
+        print(markdown(json.loads(args.results.read_text())))
+        return
     data = {s: dict(np.load(args.cache / f"{s}-char5.npz", allow_pickle=False)) for s in SETS}
     for d in data.values():  # integer labels: the same ARI, computed faster
         d["validation_clusters"] = np.unique(d["validation_clusters"], return_inverse=True)[1]
