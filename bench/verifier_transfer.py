@@ -79,7 +79,8 @@ def _languages(path: Path) -> np.ndarray:
         return np.array([json.loads(line).get("lang") or "" for line in f], dtype=object)
 
 
-def compute_features(name: str, kind: str, cache: Path, max_pairs: int, seed: int) -> None:
+def compute_features(name: str, kind: str, cache: Path, max_pairs: int, seed: int,
+                     fold_diacritics: bool = False) -> None:
     from neardup.eval import load_labeled
     from neardup.methods.pair_features import LEXICAL_FEATURES, pair_features
     from neardup.train.cross_encoder import training_pairs
@@ -95,14 +96,16 @@ def compute_features(name: str, kind: str, cache: Path, max_pairs: int, seed: in
                               candidates="minhash", candidate_params=CANDIDATES[kind],
                               seed=seed, threads=1)
         out["train_x"] = pair_features(corpus.texts, data["left"], data["right"],
-                                       dates=corpus.dates, features=features, threads=1)
+                                       dates=corpus.dates, features=features, threads=1,
+                                       fold_diacritics=fold_diacritics)
         out["train_y"] = data["label"].astype(np.int8)
     for split in ("validation", "test"):
         path = ROOT / "benchmarks" / name / f"{split}.jsonl.gz"
         corpus = load_labeled(path)
         pairs = _candidates(corpus, kind)
         out[f"{split}_x"] = pair_features(corpus.texts, pairs.left, pairs.right,
-                                          dates=corpus.dates, features=features, threads=1)
+                                          dates=corpus.dates, features=features, threads=1,
+                                          fold_diacritics=fold_diacritics)
         out[f"{split}_left"], out[f"{split}_right"] = pairs.left, pairs.right
         out[f"{split}_clusters"] = np.asarray(corpus.clusters).astype(str)
         out[f"{split}_lang"] = _languages(path).astype(str)
@@ -379,13 +382,17 @@ def main() -> None:
     parser.add_argument("--max-pairs", type=int, default=10000,
                         help="training pairs per set's train split (half MinHash candidates)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fold-diacritics", action="store_true",
+                        help="features: compute the pair features on texts without diacritics "
+                             "(pair_features(fold_diacritics=True)); use another --cache")
     parser.add_argument("--ship", type=Path, help="write the all-sets model to this folder")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     if args.step == "features":
         for kind in args.candidates:
             for name in args.sets:
-                compute_features(name, kind, args.cache, args.max_pairs, args.seed)
+                compute_features(name, kind, args.cache, args.max_pairs, args.seed,
+                                 args.fold_diacritics)
     elif args.step == "table":
         print(markdown(json.loads(args.results.read_text())))
     else:

@@ -20,6 +20,8 @@ Features (names as in :data:`FEATURES`; a model records the names it was trained
 * ``masked3_jaccard``: word 3-gram Jaccard with digits masked, and ``numbers_jaccard``:
   Jaccard of the sets of number tokens. Template stories (same wording, other figures)
   have a high masked but a low number Jaccard; reprints have both high.
+  ``numerals_jaccard``: the same over tokens made of digits only, which character noise
+  putting a digit inside a word ("0f", "8ec0nd") does not create.
 * ``length_ratio`` (shorter / longer normalized text, in characters), ``log_length_min``,
   ``log_length_max``.
 * ``align_ratio``: rapidfuzz ``fuzz.ratio`` (normalized Indel similarity, in [0, 1]) of
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -50,6 +53,7 @@ __all__ = [
     "LEXICAL_FEATURES",
     "RETSIM_FEATURES",
     "default_features",
+    "fold_marks",
     "pair_features",
     "retsim_available",
 ]
@@ -63,6 +67,7 @@ LEXICAL_FEATURES: tuple[str, ...] = (
     "nospace5_containment",
     "masked3_jaccard",
     "numbers_jaccard",
+    "numerals_jaccard",
     "length_ratio",
     "log_length_min",
     "log_length_max",
@@ -84,6 +89,20 @@ _DATE_CAP_DAYS = 365.0
 _DIGITS = re.compile(r"\d")
 _SPACE = re.compile(r"\s+")
 _NUMBER_TOKEN = re.compile(r"\S*\d\S*")
+#: Tokens made of digits only (normalization has turned number punctuation into spaces):
+#: OCR and typing noise that puts a digit inside a word ("0f", "8ec0nd") does not make one.
+_NUMERAL_TOKEN = re.compile(r"(?<!\S)\d+(?!\S)")
+#: Combining marks left by NFKD (diacritics, Greek tonos, ...), removed by ``fold_marks``.
+_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+
+
+def fold_marks(texts: Sequence[str]) -> list[str]:
+    """Texts without diacritics: NFKD, combining marks (U+0300-036F and the other
+    combining-diacritics blocks) removed, then NFC so that scripts whose letters NFKD
+    takes apart for other reasons (Hangul syllables, kana with voicing marks) come back
+    whole. ``é``/``è``/``e`` and ``ά``/``α`` become one letter."""
+    return [unicodedata.normalize("NFC", _MARKS.sub("", unicodedata.normalize("NFKD", t)))
+            for t in texts]
 
 
 def retsim_available() -> bool:
@@ -155,6 +174,7 @@ def pair_features(
     dates: np.ndarray | None = None,
     features: Sequence[str] = LEXICAL_FEATURES,
     align_chars: int = _ALIGN_CHARS,
+    fold_diacritics: bool = False,
     threads: int | None = None,
 ) -> np.ndarray:
     """Feature matrix of document pairs.
@@ -172,6 +192,11 @@ def pair_features(
         the names it was trained on).
     align_chars : int, default 4000
         Characters of each normalized text compared by ``align_ratio``.
+    fold_diacritics : bool, default False
+        Remove diacritics after normalization (:func:`fold_marks`) before computing the
+        lexical features, so that copies whose accents were dropped or swapped for
+        look-alikes still share their n-grams. A model records whether it was trained
+        with it (``model.json`` key ``fold_diacritics``); pass the same value.
     threads : int or None, default None
         Threads for rapidfuzz and RETSim (None: all cores for rapidfuzz, ONNX Runtime's
         default for RETSim).
@@ -214,6 +239,8 @@ def pair_features(
     docs, local = np.unique(np.concatenate([left, right]), return_inverse=True)
     a, b = local[:n_pairs], local[n_pairs:]
     norm = normalize_batch([texts[i] for i in docs.tolist()], NormalizeConfig())
+    if fold_diacritics:
+        norm = fold_marks(norm)
     wanted = set(features)
     cols: dict[str, np.ndarray] = {}
 
@@ -230,13 +257,14 @@ def pair_features(
         masked = [_DIGITS.sub("0", t) for t in norm]
         sets = hash_shingles(masked, ShingleConfig("word", 3)).unique()
         cols["masked3_jaccard"] = exact_similarity(sets, a, b, "jaccard")
-    if "numbers_jaccard" in wanted:
-        numbers = [" ".join(_NUMBER_TOKEN.findall(t)) for t in norm]
-        sets = hash_shingles(numbers, ShingleConfig("word", 1)).unique()
-        has = np.diff(sets.offsets) > 0
-        sim = exact_similarity(sets, a, b, "jaccard")
-        # Two texts without numbers do not disagree on figures.
-        cols["numbers_jaccard"] = np.where(~has[a] & ~has[b], 1.0, sim).astype(np.float32)
+    for name, pattern in (("numbers_jaccard", _NUMBER_TOKEN), ("numerals_jaccard", _NUMERAL_TOKEN)):
+        if name in wanted:
+            numbers = [" ".join(pattern.findall(t)) for t in norm]
+            sets = hash_shingles(numbers, ShingleConfig("word", 1)).unique()
+            has = np.diff(sets.offsets) > 0
+            sim = exact_similarity(sets, a, b, "jaccard")
+            # Two texts without numbers do not disagree on figures.
+            cols[name] = np.where(~has[a] & ~has[b], 1.0, sim).astype(np.float32)
 
     lengths = np.fromiter(map(len, norm), np.float64, len(norm))
     lo, hi = np.minimum(lengths[a], lengths[b]), np.maximum(lengths[a], lengths[b])

@@ -303,6 +303,7 @@ class VerifierScorer:
         from threadpoolctl import threadpool_limits
 
         x = pair_features(texts, left, right, dates=dates, features=self.features,
+                          fold_diacritics=bool(self.meta.get("fold_diacritics", False)),
                           threads=self.threads)
         with threadpool_limits(limits=self.threads):
             return self.classifier.predict_proba(x)[:, 1].astype(np.float32)

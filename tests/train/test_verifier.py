@@ -12,6 +12,7 @@ pytest.importorskip("rapidfuzz")
 from neardup.methods.pair_features import (  # noqa: E402
     FEATURES,
     LEXICAL_FEATURES,
+    fold_marks,
     pair_features,
     retsim_available,
 )
@@ -55,6 +56,25 @@ def test_character_features_need_no_word_boundaries():
     # character n-grams the near-copy it is.
     assert col["word1_jaccard"][1] == 0.0
     assert col["char3_jaccard"][1] > 0.7 and col["nospace5_containment"][1] > 0.7
+
+
+def test_numerals_ignore_digits_inside_words():
+    # OCR/typing noise puts digits inside words ("0f", "8ec0nd"): number tokens then
+    # disagree, whole numerals do not. Two texts without numerals agree (1.0).
+    texts = ["Spain 0f the 8ec0nd 1987 tax of 10 pct", "spain of the second 1987 tax of 10 pct",
+             "no figures here", "none here either"]
+    x = pair_features(texts, [0, 2], [1, 3], features=["numbers_jaccard", "numerals_jaccard"])
+    assert x[0, 0] == 0.5 and x[0, 1] == 1.0  # {0f, 8ec0nd, 1987, 10} vs {1987, 10}
+    assert x[1].tolist() == [1.0, 1.0]
+
+
+def test_fold_diacritics():
+    assert fold_marks(["Übersetzung déjà żółć", "Ελληνικά άέή", "が 한국어"]) == [
+        "Ubersetzung deja zołc", "Ελληνικα αεη", "が 한국어"]  # ł is a letter; kana, Hangul whole
+    texts = ["Die Übersetzung ist frei", "Die Ubersetzung ist frei"]
+    plain = pair_features(texts, [0], [1], features=["char4_jaccard"])
+    folded = pair_features(texts, [0], [1], features=["char4_jaccard"], fold_diacritics=True)
+    assert plain[0, 0] < 1.0 and folded[0, 0] == 1.0
 
 
 def test_pair_features_dates_and_order():
