@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["bucket_edges", "concat_ranges", "group_runs", "overlap_pairs"]
+__all__ = ["bucket_edge_counts", "bucket_edges", "concat_ranges", "group_runs", "overlap_pairs"]
 
 
 def group_runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -86,6 +86,16 @@ def _emit_edges(docs, starts, sizes, all_pairs_upto, star_upto, left, right):
                 right[k] = docs[s + a + 1]
                 k += 1
     return k
+
+
+def bucket_edge_counts(sizes: np.ndarray, all_pairs_upto: int, star_upto: int | None) -> np.ndarray:
+    """Candidate edges :func:`bucket_edges` makes of each group of ``sizes`` members (so an
+    executor can size its steps before making them)."""
+    sizes = sizes.astype(np.int64)
+    count = np.where(sizes <= all_pairs_upto, sizes * (sizes - 1) // 2, 2 * sizes - 3)
+    if star_upto is not None:
+        count = np.where((sizes > all_pairs_upto) & (sizes > star_upto), sizes - 1, count)
+    return np.maximum(count, 0)
 
 
 def bucket_edges(

@@ -58,7 +58,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from neardup.engine.buckets import bucket_edges, concat_ranges, group_runs, overlap_pairs
+from neardup.engine.buckets import bucket_edge_counts, bucket_edges, concat_ranges, group_runs, overlap_pairs
 from neardup.engine.overlap import (
     DF_CLASS_UPPER,
     add_key_classes,
@@ -828,14 +828,6 @@ class PartitionLinker:
         self.forest.append((left[merged], right[merged], score[merged]))
 
 
-def _bucket_edge_counts(sizes: np.ndarray, all_pairs_upto: int, star_upto: int | None) -> np.ndarray:
-    """Candidate edges :func:`bucket_edges` makes of each bucket."""
-    sizes = sizes.astype(np.int64)
-    count = np.where(sizes <= all_pairs_upto, sizes * (sizes - 1) // 2, 2 * sizes - 3)
-    if star_upto is not None:
-        count = np.where((sizes > all_pairs_upto) & (sizes > star_upto), sizes - 1, count)
-    return np.maximum(count, 0)
-
 
 def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: np.ndarray,
                          starts: np.ndarray, sizes: np.ndarray, block_edges: int,
@@ -1086,7 +1078,7 @@ def _link_chained_groups(linker: PartitionLinker, docs: np.ndarray, starts: np.n
     """Key groups linked by :func:`~neardup.engine.buckets.bucket_edges` (all pairs, or
     star plus chain, or chain alone), in chunks of whole groups whose edges fit
     ``chunk_edges`` (at least one group)."""
-    ends = np.cumsum(_bucket_edge_counts(sizes, upto, star_upto))
+    ends = np.cumsum(bucket_edge_counts(sizes, upto, star_upto))
     first = 0
     while first < starts.size:
         done = int(ends[first - 1]) if first else 0

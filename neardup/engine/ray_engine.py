@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from neardup.engine.buckets import bucket_edges, concat_ranges, group_runs
+from neardup.engine.buckets import bucket_edge_counts, bucket_edges, concat_ranges, group_runs
 from neardup.engine.corpus import ArrayRows, CorpusStageOutput, PartitionLinker, exchanges_pair_counts
 from neardup.engine.overlap import code_pairs, decide_pairs, pair_codes, sum_pair_counts
 from neardup.engine.unionfind import UnionFind
@@ -473,7 +473,7 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
             left, right, score = left[keep], right[keep], score[keep]
     else:
         upto, star_upto = method.bucket_all_pairs_upto, method.bucket_star_upto
-        candidates = int(_bucket_edge_total(sizes[multi], upto, star_upto).sum())
+        candidates = int(bucket_edge_counts(sizes[multi], upto, star_upto).sum())
         score = None
         if seed is None:
             left, right = bucket_edges(docs, starts[multi], sizes[multi], upto, star_upto)
@@ -500,14 +500,6 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
              "shared_rows": shared_rows, "documents": int(need.size)}
     return (edges, *requests)
 
-
-def _bucket_edge_total(sizes: np.ndarray, all_pairs_upto: int, star_upto: int | None) -> np.ndarray:
-    """Candidate edges :func:`~neardup.engine.buckets.bucket_edges` makes of each group."""
-    sizes = sizes.astype(np.int64)
-    count = np.where(sizes <= all_pairs_upto, sizes * (sizes - 1) // 2, 2 * sizes - 3)
-    if star_upto is not None:
-        count = np.where((sizes > all_pairs_upto) & (sizes > star_upto), sizes - 1, count)
-    return np.maximum(count, 0)
 
 
 def _gather_task(arrays: dict, names: tuple[str, ...], *requests: np.ndarray):
