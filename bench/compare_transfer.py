@@ -313,6 +313,11 @@ def main() -> None:
     analysis = analyse(results)
     args.results.with_name("transfer_analysis.json").write_text(
         json.dumps(analysis, indent=1, default=str) + "\n")
+    if args.results.resolve() != RESULTS.resolve():
+        # A partial run (one set or entry in its own file): its tables would replace the
+        # document's full ones, so they are left for the merge (--table-only --merge FILE).
+        print(f"{DOC} not written: {args.results} is not {RESULTS}; merge it with --table-only --merge")
+        return
     command = shlex.join(["python", "bench/compare_transfer.py", *sys.argv[1:]])
     write_doc(results, analysis, command)
 
