@@ -76,7 +76,9 @@ def test_pair_types_for_every_method_output():
     r = neardup.dedup(texts, method="ngram", threshold=0.5, similarity="containment")
     types = dict(zip(zip(r.pairs.left.tolist(), r.pairs.right.tolist()), r.pair_types.tolist()))
     assert types[(0, 1)] == "exact"
-    assert types[(0, 2)] == "expanded"
+    # The corpus stage reports a spanning forest: document 2 joins through 0 or through 1
+    # (its upper-case copy), and either way it is the expanded side.
+    assert [types[pair] for pair in types if 2 in pair] == ["expanded"]
     assert "type" in r.pairs_table().column_names
     assert r.summary()["pairs_exact"] >= 1
     off = neardup.dedup(texts, method="ngram", pair_types=False)
