@@ -1,5 +1,6 @@
 """Fast, deterministic stand-ins for the embedding models, shared by the vector-stage and
-Ray tests (a module of its own so Ray workers can import the classes)."""
+Ray tests (a module of its own so Ray workers can import the classes), and a simulated kill
+for the resume tests."""
 
 from __future__ import annotations
 
@@ -42,3 +43,23 @@ class FakeRETSim(RETSimMethod):
 class FakeRETSimPartial(RETSimPartialMethod):
     def _make_embedder(self):
         return TrigramEmbedder()
+
+
+class Killed(Exception):
+    """A simulated kill: the process dying half-way through a stage."""
+
+
+def die_at_call(monkeypatch, owner, name: str, n: int) -> dict:
+    """Replace ``owner.name`` with a wrapper that raises :class:`Killed` at its ``n``-th call
+    (earlier calls run the real one). Returns the call counter ``{"n": calls so far}``."""
+    real = getattr(owner, name)
+    calls = {"n": 0}
+
+    def dying(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise Killed
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, dying)
+    return calls

@@ -15,6 +15,7 @@ from neardup.engine import corpus as corpus_module
 from neardup.engine.buckets import bucket_edges, group_runs
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method
+from tests.engine.fakes import Killed, die_at_call
 
 
 def _texts(records):
@@ -61,10 +62,6 @@ def _batches(texts, size=400):
                             source="mem", rows=np.arange(start, start + len(chunk)))
 
 
-class _Killed(Exception):
-    pass
-
-
 @pytest.mark.parametrize("stage", ["sketch", "prefix", "link", "exchange", "components"])
 @pytest.mark.parametrize(("name", "params"),
                          [("minhash", {"threshold": 0.4}), ("ngram", {}), ("spotsigs", {})])
@@ -79,53 +76,21 @@ def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, s
     clean = run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
 
     # Die half-way through a stage, leaving its partial files behind.
-    calls = {"n": 0}
+    calls = None
     if stage == "sketch":
-        real = corpus_module._KeySpill.flush
-
-        def dying(self):
-            calls["n"] += 1
-            if calls["n"] == 2:
-                raise _Killed
-            return real(self)
-
-        monkeypatch.setattr(corpus_module._KeySpill, "flush", dying)
+        calls = die_at_call(monkeypatch, corpus_module._KeySpill, "flush", 2)
     elif stage == "prefix":  # its third key partition
-        real = corpus_module.add_key_classes
-
-        def dying(*args, **kwargs):
-            calls["n"] += 1
-            if calls["n"] == 3:
-                raise _Killed
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(corpus_module, "add_key_classes", dying)
+        calls = die_at_call(monkeypatch, corpus_module, "add_key_classes", 3)
     elif stage == "link":
-        real = corpus_module._link_partition
-
-        def dying(*args, **kwargs):
-            calls["n"] += 1
-            if calls["n"] == 4:
-                raise _Killed
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(corpus_module, "_link_partition", dying)
+        calls = die_at_call(monkeypatch, corpus_module, "_link_partition", 4)
     elif stage == "exchange":
-        real = corpus_module._reduce_pair_range
-
-        def dying(*args, **kwargs):
-            calls["n"] += 1
-            if calls["n"] == 2:
-                raise _Killed
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(corpus_module, "_reduce_pair_range", dying)
+        calls = die_at_call(monkeypatch, corpus_module, "_reduce_pair_range", 2)
     else:
         monkeypatch.setattr(corpus_module, "write_arrow", _die_on("roots", corpus_module.write_arrow))
         monkeypatch.setattr(np, "save", _die_on("roots", np.save))
     work = tmp_path / "killed"
     config = CorpusStageConfig(work_dir=str(work), memory_limit="1MB", partitions=8)
-    with pytest.raises(_Killed):
+    with pytest.raises(Killed):
         run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
     monkeypatch.undo()
     monkeypatch.setattr(corpus_module, "EXCHANGE_BYTES_PER_RECORD", 1024)
@@ -149,7 +114,7 @@ def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, s
 def _die_on(word, function):
     def dying(path, *args, **kwargs):
         if word in str(path):
-            raise _Killed
+            raise Killed
         return function(path, *args, **kwargs)
 
     return dying

@@ -11,6 +11,7 @@ from neardup.engine import CorpusStageConfig, WorkDirError, run_corpus_stage
 from neardup.engine import statistics as statistics_module
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method
+from tests.engine.fakes import Killed, die_at_call
 from neardup.methods.wminhash import CorpusStatistics
 
 
@@ -126,19 +127,7 @@ def test_resume_after_kill_in_the_statistics_stage(demo, tmp_path, monkeypatch, 
     config = CorpusStageConfig(work_dir=str(tmp_path / "clean"), memory_limit="1MB", partitions=8)
     clean = run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
 
-    class Killed(Exception):
-        pass
-
-    calls = {"n": 0}
-    real = statistics_module._flush
-
-    def dying(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise Killed
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(statistics_module, "_flush", dying)
+    die_at_call(monkeypatch, statistics_module, "_flush", 3)
     work = tmp_path / "killed"
     config = CorpusStageConfig(work_dir=str(work), memory_limit="1MB", partitions=8)
     with pytest.raises(Killed):

@@ -29,7 +29,7 @@ from neardup.pipeline import ClusterConfig, run
 
 pytest.importorskip("faiss")
 
-from tests.engine.fakes import FakeRETSim, FakeRETSimPartial  # noqa: E402
+from tests.engine.fakes import FakeRETSim, FakeRETSimPartial, Killed, die_at_call  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -188,38 +188,17 @@ def test_shard_size_follows_the_memory_limit():
     assert shard_rows_for(1 << 20, 4096, None) == vectors_module.MIN_SHARD_ROWS
 
 
-class _Killed(Exception):
-    pass
-
-
 @pytest.mark.parametrize("stage, index", [("embed", "flat"), ("search", "flat"), ("search", "ivf")])
 def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, index):
     method = FakeRETSimPartial(threshold=0.85, threads=1, index=index)
     clean = run_vector_stage(_batches(demo), method, shard_rows=60,
                              config=CorpusStageConfig(work_dir=str(tmp_path / "clean")))
-    calls = {"n": 0}
     if stage == "embed":
-        real = FakeRETSimPartial.sketch
-
-        def dying(self, texts):
-            calls["n"] += 1
-            if calls["n"] == 3:
-                raise _Killed
-            return real(self, texts)
-
-        monkeypatch.setattr(FakeRETSimPartial, "sketch", dying)
+        die_at_call(monkeypatch, FakeRETSimPartial, "sketch", 3)
     else:
-        real = vectors_module._search_shard
-
-        def dying(*args, **kwargs):
-            calls["n"] += 1
-            if calls["n"] == 5:
-                raise _Killed
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(vectors_module, "_search_shard", dying)
+        die_at_call(monkeypatch, vectors_module, "_search_shard", 5)
     work = tmp_path / "killed"
-    with pytest.raises(_Killed):
+    with pytest.raises(Killed):
         run_vector_stage(_batches(demo), method, shard_rows=60,
                          config=CorpusStageConfig(work_dir=str(work)))
     monkeypatch.undo()
