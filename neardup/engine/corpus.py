@@ -73,6 +73,7 @@ from neardup.engine.overlap import (
     sum_pair_counts,
     uncounted_keys,
 )
+from neardup.engine.pairmemory import PairMemory
 from neardup.engine.retrieval import retrieval_stages
 from neardup.engine.statistics import statistics_stage
 from neardup.engine.unionfind import UnionFind
@@ -367,9 +368,15 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     exchange = exchanges_pair_counts(method)
     totals = {"candidate_edges": 0, "verified_edges": 0, "capped_keys": 0, "pruned_edges": 0}
     prefix_cut = checked = None
+    # Pairs a costly check rejected (8 bytes each, up to 1/16 of the budget), across
+    # partitions: the keys two documents share land in different partitions.
+    rejected = None
+    if method.costly_verification:
+        rejected = PairMemory(config.budget // 16 // 8)
+        totals["rescoring_skipped"] = 0
     if exchange:
         # Neighbour pairs already verified: 8 bytes each, up to 1/16 of the budget.
-        checked = _CheckedPairs(config.budget // 16 // 8)
+        checked = PairMemory(config.budget // 16 // 8)
         totals["exchange_records"] = 0
         # Each document's prefix (its last df class, 1 byte): groups are counted only
         # among the members whose prefix holds the key.
@@ -399,7 +406,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                 spill = _PairSpill(directory, p) if exchange else None
                 forest, outside, counts, capped_docs = _link_partition(
                     method, tables, store, dates, window_hours, chunk_edges, uf, step=step,
-                    exchange=spill, prefix_cut=prefix_cut, checked=checked)
+                    exchange=spill, prefix_cut=prefix_cut, checked=checked, rejected=rejected)
                 if spill is not None:
                     spill.commit()
                     counts["exchange_records"] = spill.records
@@ -767,8 +774,12 @@ class PartitionLinker:
     (lists of (left, right, score) arrays) and ``counts``."""
 
     def __init__(self, method: Method, docs: np.ndarray, store, dates: np.ndarray | None,
-                 window_hours: float | None, uf: UnionFind | None = None) -> None:
+                 window_hours: float | None, uf: UnionFind | None = None,
+                 rejected: PairMemory | None = None) -> None:
         self.method, self.store = method, store
+        # Pairs the method rejected (only for a costly check): met again under another
+        # key, they are not scored again.
+        self.rejected = rejected if method.costly_verification else None
         if uf is None:
             self.local_docs = np.unique(docs)
             self.uf = UnionFind(self.local_docs.size)
@@ -779,6 +790,8 @@ class PartitionLinker:
         self.forest: list[tuple[np.ndarray, ...]] = []
         self.outside: list[tuple[np.ndarray, ...]] = []
         self.counts = {"candidate_edges": 0, "verified_edges": 0}
+        if self.rejected is not None:
+            self.counts["rescoring_skipped"] = 0
 
     #: Edges checked per step: after each step's joins, later edges between documents
     #: already joined are skipped, so a bucket of m copies costs about m checks, not the
@@ -803,6 +816,17 @@ class PartitionLinker:
         left, right, ll, rl = left[todo], right[todo], ll[todo], rl[todo]
         if left.size == 0:
             return
+        if score is None and self.rejected is not None:
+            # Each pair once per step (the first time it comes), and not if rejected before.
+            codes = pair_codes(np.minimum(left, right), np.maximum(left, right))
+            _, first = np.unique(codes, return_index=True)
+            fresh = np.zeros(codes.size, bool)
+            fresh[first] = True
+            fresh &= ~self.rejected.contains(codes)
+            self.counts["rescoring_skipped"] += int(codes.size - np.count_nonzero(fresh))
+            left, right, ll, rl, codes = left[fresh], right[fresh], ll[fresh], rl[fresh], codes[fresh]
+            if left.size == 0:
+                return
         if score is None:
             # Rows are read only for edges still to check: most candidates join documents
             # already joined, and reading every candidate's row made the reads (random
@@ -815,6 +839,8 @@ class PartitionLinker:
                 rows, np.searchsorted(need, left), np.searchsorted(need, right))
             score, accept = np.asarray(score, np.float32), np.asarray(accept, bool)
             self.counts["verified_edges"] += int(left.size)
+            if self.rejected is not None:
+                self.rejected.add(codes[~accept])
         else:
             score, accept = score[todo], np.ones(left.size, dtype=bool)
         if self.dates is not None:
@@ -936,7 +962,7 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                     dates: np.ndarray | None, window_hours: float | None,
                     chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
                     exchange: _PairSpill | None = None, prefix_cut: np.ndarray | None = None,
-                    checked: _CheckedPairs | None = None,
+                    checked: PairMemory | None = None, rejected: PairMemory | None = None,
                     ) -> tuple[Pairs, Pairs, dict[str, int], np.ndarray]:
     """One key partition's forest, outside-window pairs, counts (``capped_keys``: key
     groups over ``method.bucket_star_upto``, linked by their chain alone, or over
@@ -945,7 +971,9 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
     union-find), the all-pairs groups' counted pairs go to the pair-count exchange
     instead of being verified here (:func:`_exchange_block`), after the larger groups
     are linked; ``prefix_cut`` (the prefix stage's) restricts them to prefix members, and
-    ``checked`` (the stage's) holds the neighbour pairs verified in earlier partitions."""
+    ``checked`` (the stage's) holds the neighbour pairs verified in earlier partitions;
+    ``rejected`` (the stage's, or one for this partition) the pairs a costly check
+    rejected (:attr:`Method.costly_verification`)."""
     capped_docs = np.zeros(0, np.int64)
     if not tables:
         return Pairs.empty(), Pairs.empty(), {"candidate_edges": 0, "verified_edges": 0,
@@ -955,7 +983,9 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
     docs = table.column("doc").to_numpy()
     payload = table.column("payload").to_numpy() if "payload" in table.column_names else None
     del table
-    linker = PartitionLinker(method, docs, store, dates, window_hours, uf)
+    if rejected is None and method.costly_verification:
+        rejected = PairMemory(2 * chunk_edges)  # the bytes of one chunk's edges
+    linker = PartitionLinker(method, docs, store, dates, window_hours, uf, rejected)
     linker.counts["capped_keys"] = 0
     if step is not None:
         linker.step = step
@@ -1013,34 +1043,9 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
     return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts, capped_docs
 
 
-class _CheckedPairs:
-    """Pair codes already verified by :func:`_link_adjacent_matches` (sorted uint64, at most
-    ``capacity``), so that a rejected pair of neighbours is not merged again in every
-    later partition. For speed only: a pair verified again gets the same verdict, and an
-    accepted one is joined (and then skipped) anyway, so the joins and outputs do not
-    depend on what is held here (a resumed stage starts with none)."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = max(int(capacity), 0)
-        self.codes = np.zeros(0, np.uint64)
-
-    def unseen(self, codes: np.ndarray) -> np.ndarray:
-        """Mask of ``codes`` (sorted, unique) not held."""
-        if self.codes.size == 0 or codes.size == 0:
-            return np.ones(codes.size, bool)
-        at = np.minimum(np.searchsorted(self.codes, codes), self.codes.size - 1)
-        return self.codes[at] != codes
-
-    def add(self, codes: np.ndarray) -> None:
-        """Hold ``codes`` (sorted, unique, none held) while there is room."""
-        codes = codes[:max(self.capacity - self.codes.size, 0)]
-        if codes.size:
-            self.codes = np.insert(self.codes, np.searchsorted(self.codes, codes), codes)
-
-
 def _link_adjacent_matches(linker: PartitionLinker, docs: np.ndarray, payload: np.ndarray,
                            starts: np.ndarray, sizes: np.ndarray,
-                           checked: _CheckedPairs | None = None) -> None:
+                           checked: PairMemory | None = None) -> None:
     """Verify, before the exchange counts them, the members of all-pairs groups that sit
     next to each other in the payload order with the same high 32 bits (ngram: the same
     MinHash value, equal with probability their Jaccard): likely copies, joined here so
@@ -1064,7 +1069,7 @@ def _link_adjacent_matches(linker: PartitionLinker, docs: np.ndarray, payload: n
     # and not again once verified in an earlier partition.
     codes = np.unique(pair_codes(np.minimum(left, right), np.maximum(left, right)))
     if checked is not None:
-        codes = codes[checked.unseen(codes)]
+        codes = codes[~checked.contains(codes)]
         left, right = code_pairs(codes)
         codes = codes[~linker.uf.connected(left, right)]
         checked.add(codes)

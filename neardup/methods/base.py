@@ -425,6 +425,14 @@ class Method(ParamsMixin, ABC):
                 and not self.corpus_statistics)
 
     @property
+    def costly_verification(self) -> bool:
+        """Whether :meth:`score_candidate_rows` costs far more per pair than a lookup (a
+        learned scorer's features): the corpus stage then remembers the pairs it rejects,
+        so that a pair met again under another key is not scored again. False (the
+        default): checking again is as cheap as remembering."""
+        return False
+
+    @property
     def candidate_multisets(self) -> bool:
         """Whether the stored :attr:`candidate_sets` may repeat elements (term
         multisets, a term's count being its run length); otherwise they are checked to

@@ -516,6 +516,11 @@ class RerankMethod(Method):
         return self._keyed and self.scorer == "verifier"
 
     @property
+    def costly_verification(self) -> bool:
+        # Tens of features (alignment, char and word n-grams) or a transformer per pair.
+        return True
+
+    @property
     def bucket_all_pairs_upto(self) -> int:
         return self._candidate.bucket_all_pairs_upto
 

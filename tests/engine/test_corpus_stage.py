@@ -285,6 +285,38 @@ def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_pa
     assert sum(n for _, n in calls) <= local.params["corpus_stage"]["verified_edges"]
 
 
+def test_rerank_scores_a_rejected_pair_once(demo, tmp_path, monkeypatch):
+    # Two documents share many LSH bands (keys in different partitions); a pair the
+    # verifier rejected is remembered, not scored again, and the clusters stay the same.
+    pytest.importorskip("rapidfuzz")
+    from neardup.methods.rerank import RerankMethod
+
+    records = demo[:1200]
+    scored = []
+    real = RerankMethod.score_candidate_rows
+
+    def logging(self, rows, left, right):
+        score, accept = real(self, rows, left, right)
+        a, b = rows.docs[left], rows.docs[right]
+        scored.append((np.minimum(a, b), np.maximum(a, b), accept))
+        return score, accept
+
+    monkeypatch.setattr(RerankMethod, "score_candidate_rows", logging)
+    local = neardup.dedup(records, "rerank", engine="local", pair_types=False,
+                          work_dir=tmp_path / "w", memory_limit="4MB", partitions=8)
+    left, right, accept = (np.concatenate(column) for column in zip(*scored))
+    monkeypatch.setattr(RerankMethod, "costly_verification", False)
+    again = neardup.dedup(records, "rerank", engine="local", pair_types=False,
+                          work_dir=tmp_path / "again", memory_limit="4MB", partitions=8)
+    np.testing.assert_array_equal(local.clusters, again.clusters)
+    stats, plain = local.params["corpus_stage"], again.params["corpus_stage"]
+    assert stats["rescoring_skipped"] > 0 and "rescoring_skipped" not in plain
+    assert stats["verified_edges"] + stats["rescoring_skipped"] == plain["verified_edges"]
+    assert left.size == stats["verified_edges"]
+    rejected = left[~accept] * len(records) + right[~accept]
+    assert np.unique(rejected).size == rejected.size
+
+
 def test_ragged_and_text_rows_are_fetched_as_stored(tmp_path):
     from neardup.engine.corpus import _ArrayStore
 
