@@ -16,6 +16,7 @@ are cached in a temporary directory, so the model runs once per setting.
     python bench/corpus_stage_agreement.py [--splits validation test]
     python bench/corpus_stage_agreement.py --neural --splits validation --name corpus_stage_agreement_neural
     python bench/corpus_stage_agreement.py --methods ngram rerank spotsigs wminhash sanderson --name corpus_stage_agreement_keyed
+    python bench/corpus_stage_agreement.py --methods wminhash --only-params verify=exact --name corpus_stage_agreement_wminhash_exact
 """
 
 from __future__ import annotations

@@ -680,8 +680,7 @@ _TEXTS = "texts.arrow"
 class _ArrayStore:
     """The per-document data of the sketch stage, read back by row: fixed-width arrays,
     ragged shingle sets (with their element weights), texts and dates (each only when the
-    method reads it). Raw files
-    are read with ``pread`` (:mod:`neardup.io.rowfile`: a memory map put the file's
+    method reads it). Raw files are read with ``pread`` (:mod:`neardup.io.rowfile`: a memory map put the file's
     page-cache folios around each row in the process's RSS), so resident memory is the
     rows read, not the corpus. Set offsets (8 bytes per document) stay in memory; texts
     are an Arrow IPC file read memory-mapped (``take`` per step, unmapped after each
