@@ -16,6 +16,7 @@ are cached in a temporary directory, so the model runs once per setting.
     python bench/corpus_stage_agreement.py [--splits validation test]
     python bench/corpus_stage_agreement.py --neural --splits validation --name corpus_stage_agreement_neural
     python bench/corpus_stage_agreement.py --methods ngram rerank spotsigs wminhash sanderson --name corpus_stage_agreement_keyed
+    python bench/corpus_stage_agreement.py --methods wminhash --only-params verify=exact --name corpus_stage_agreement_wminhash_exact
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ SETTINGS = [
     ("spotsigs", {"threshold": 0.3}),
     ("wminhash", {}),
     ("wminhash", {"phrase_length": 3}),
+    ("wminhash", {"verify": "exact"}),
+    ("wminhash", {"phrase_length": 3, "verify": "exact"}),
     ("sanderson", {}),
 ]
 NEURAL_SETTINGS = [
@@ -94,6 +97,9 @@ def main() -> None:
                         help="the local stage's partitions ('default': sized by neardup)")
     parser.add_argument("--methods", nargs="+", default=None,
                         help="only these methods' settings (default: all)")
+    parser.add_argument("--only-params", nargs="+", default=None, metavar="KEY=VALUE",
+                        help="only the settings whose parameters include all of these "
+                             "(e.g. verify=exact)")
     parser.add_argument("--name", default="corpus_stage_agreement", help="results file name")
     args = parser.parse_args()
     if args.neural:
@@ -106,6 +112,10 @@ def main() -> None:
         texts = list(corpus.texts)
         for method, params in SETTINGS:
             if args.methods and method not in args.methods:
+                continue
+            if args.only_params and not all(
+                    "=" in kv and str(params.get(kv.split("=", 1)[0])) == kv.split("=", 1)[1]
+                    for kv in args.only_params):
                 continue
             params = dict(params)
             if "shingle" in params:
@@ -121,16 +131,22 @@ def main() -> None:
                                       work_dir=work, memory_limit=memory_limit,
                                       partitions=partitions, **params)
                 t_local, cpu_local = time.perf_counter() - start, time.process_time() - cpu
+                # What the sketch stage stores per document to verify with (arrays, sets).
+                arrays = Path(work) / "sketch" / "arrays"
+                stored = {f.name: f.stat().st_size for f in arrays.iterdir()} if arrays.is_dir() else {}
             row = {
                 "split": split,
                 "method": method,
                 "params": {k: str(v) for k, v in params.items()},
                 "docs": len(texts),
+                "engine_local": local.params["engine"],  # "memory" if the setting fell back
                 "ari_local_vs_memory": adjusted_rand_index(memory.clusters, local.clusters),
                 "ari_memory_vs_labels": adjusted_rand_index(corpus.clusters, memory.clusters),
                 "ari_local_vs_labels": adjusted_rand_index(corpus.clusters, local.clusters),
                 "pairs_memory": len(memory.pairs),
                 "pairs_local": len(local.pairs),
+                "verification_bytes_per_doc": round(sum(stored.values()) / max(len(texts), 1), 1),
+                "verification_files": stored,
                 "seconds_memory": round(t_memory, 2),
                 "seconds_local": round(t_local, 2),
                 "cpu_seconds_memory": round(cpu_memory, 2),

@@ -254,7 +254,7 @@ def dedup(
     engine : {"local", "memory", "ray"}, default "local"
         "local" runs exact, minhash, simhash, ngram, spotsigs, rerank, wminhash and
         sanderson (clustered by components; wminhash and sanderson after a statistics
-        pass over the corpus; other methods and settings, such as wminhash with
+        pass over the corpus; other methods and settings, such as minhash with
         ``verify="exact"``, fall back to memory, recorded as ``engine_fallback``) through the
         out-of-core corpus stage (:mod:`neardup.engine`): memory bounded by
         ``memory_limit`` plus a few bytes per document, and ``Result.pairs`` holds the

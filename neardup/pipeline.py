@@ -408,6 +408,13 @@ def run(
     if engine == "ray":
         from neardup.engine.ray_engine import RayConfig, ray_supports, run_ray_stage
 
+        if method.candidate_set_weights:
+            raise ValueError(
+                f"run: engine='ray' does not run method {method.name!r} with "
+                f"verify={getattr(method, 'verify', None)!r}: that verification reads weighted "
+                "phrase sets, which the Ray engine's shards do not ship. Use engine='local' "
+                "(out of core) or engine='memory' for it."
+            )
         if not ray_supports(method, cluster.algorithm):
             raise ValueError(
                 f"run: engine='ray' runs methods with a keyed corpus stage (exact, minhash, "

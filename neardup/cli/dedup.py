@@ -291,6 +291,13 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
     if opts["html"] is not None:
         raise click.UsageError("--html is not supported with --engine ray (it needs every "
                                "document on one machine); use --engine local.")
+    if method_obj.candidate_set_weights:
+        raise click.UsageError(
+            f"--engine ray does not run --method {method_obj.name} with --verify "
+            f"{getattr(method_obj, 'verify', None)}: that verification reads weighted phrase "
+            "sets, which the Ray engine's shards do not ship. Use --engine local (out of core) "
+            "or another --verify."
+        )
     if not ray_supports(method_obj, cluster.algorithm):
         raise click.UsageError(
             f"--engine ray runs exact, minhash, simhash, ngram, spotsigs, rerank, and retsim, "

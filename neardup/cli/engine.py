@@ -56,8 +56,8 @@ def engine_options(function: F) -> F:
                      show_default=True,
                      help="local: exact, minhash, simhash, ngram, spotsigs, rerank, "
                           "wminhash and sanderson (clustered by components; the last two "
-                          "after a statistics pass that counts their document frequencies, "
-                          "wminhash with --param verify=exact excepted) run "
+                          "after a statistics pass that counts their document frequencies; "
+                          "minhash with --verify exact excepted) run "
                           "out of core, spilling sketches and keys to --work-dir, with memory "
                           "bounded by --memory-limit plus ~40 bytes per document; retsim, "
                           "retsim-partial and biencoder write their embeddings there and "

@@ -5,7 +5,8 @@ No step holds all sketches or all pairs in memory:
 1. **sketch** (streaming, per batch): ``method.sketch`` and ``method.candidate_keys``;
    the per-document arrays the method verifies with (``method.candidate_arrays``) go to
    raw files, shingle sets (``method.candidate_sets``) to a ragged pair of files (set
-   sizes, concatenated values), texts a scorer reads (``method.candidate_text_chars``)
+   sizes, concatenated values; a third file of float64 element weights with
+   ``method.candidate_set_weights``), texts a scorer reads (``method.candidate_text_chars``)
    to an Arrow IPC file, document facts (id, length, date) to Parquet, and keys are
    hashed into ``partitions`` files, spilled whenever the buffer passes a share of
    ``memory_limit``.
@@ -82,7 +83,7 @@ from neardup.errors import check_int
 from neardup.graph.edges import Pairs
 from neardup.io.batch import DocumentBatch
 from neardup.io.rowfile import read_rows, read_spans
-from neardup.methods.base import CandidateRows, Method
+from neardup.methods.base import SET_WEIGHTS, CandidateRows, Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
 from neardup.text.shingle import ShingleSets
 
@@ -280,6 +281,8 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
         # from the sizes when read.
         array_files[_SET_SIZES] = open(directory / "arrays" / f"{_SET_SIZES}.bin", "wb")
         array_files[_SET_VALUES] = open(directory / "arrays" / f"{_SET_VALUES}.bin", "wb")
+        if method.candidate_set_weights:  # float64, aligned with the values
+            array_files[_SET_WEIGHTS] = open(directory / "arrays" / f"{_SET_WEIGHTS}.bin", "wb")
     array_layout: dict[str, list] = {}
     text_writer = None
     writer = pq.ParquetWriter(directory / "docs.parquet", _DOC_SCHEMA)
@@ -305,6 +308,15 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
                                                f"{method.name}.sketch")
                 array_files[_SET_SIZES].write(sets.counts().astype(np.int64).tobytes())
                 array_files[_SET_VALUES].write(sets.hashes.tobytes())
+                if method.candidate_set_weights:
+                    weights = np.ascontiguousarray(sketch.ragged[SET_WEIGHTS], np.float64)
+                    if weights.shape != sets.hashes.shape:
+                        raise ValueError(
+                            f"{method.name}.keyed_sketch: ragged[{SET_WEIGHTS!r}] must hold one "
+                            f"weight per set element; got {weights.shape[0]} weights for "
+                            f"{sets.hashes.shape[0]} elements."
+                        )
+                    array_files[_SET_WEIGHTS].write(weights.tobytes())
             if method.candidate_text_chars is not None:
                 cut = method.candidate_text_chars
                 # Bytes, not Arrow strings: a lone surrogate (valid in a Python str, not
@@ -338,6 +350,7 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
             handle.close()
     facts = {"n_docs": n_docs, "n_keys": spill.rows, "arrays": array_layout, "has_dates": has_dates,
              "payload": None, "sets": bool(method.candidate_sets),
+             "set_weights": bool(method.candidate_sets and method.candidate_set_weights),
              "texts": text_writer is not None}
     wd.finish("sketch", key, facts)
     return facts
@@ -667,14 +680,14 @@ def _count_capped(per_doc: np.ndarray, docs: np.ndarray) -> None:
         per_doc[found] += counts.astype(np.int32)
 
 
-_SET_SIZES, _SET_VALUES = "sets.sizes", "sets.values"
+_SET_SIZES, _SET_VALUES, _SET_WEIGHTS = "sets.sizes", "sets.values", "sets.weights"
 _TEXTS = "texts.arrow"
 
 
 class _ArrayStore:
     """The per-document data of the sketch stage, read back by row: fixed-width arrays,
-    ragged shingle sets, texts and dates (each only when the method reads it). Raw files
-    are read with ``pread`` (:mod:`neardup.io.rowfile`: a memory map put the file's
+    ragged shingle sets (with their element weights), texts and dates (each only when the
+    method reads it). Raw files are read with ``pread`` (:mod:`neardup.io.rowfile`: a memory map put the file's
     page-cache folios around each row in the process's RSS), so resident memory is the
     rows read, not the corpus. Set offsets (8 bytes per document) stay in memory; texts
     are an Arrow IPC file read memory-mapped (``take`` per step, unmapped after each
@@ -695,6 +708,10 @@ class _ArrayStore:
             np.cumsum(sizes, out=self.set_offsets[1:])
             self.set_path = directory / "arrays" / f"{_SET_VALUES}.bin"
             self.row_bytes += 8 * int(self.set_offsets[-1] // max(n_docs, 1))
+        self.weight_path = None
+        if facts.get("set_weights"):
+            self.weight_path = directory / "arrays" / f"{_SET_WEIGHTS}.bin"
+            self.row_bytes += 8 * int(self.set_offsets[-1] // max(n_docs, 1))
         self.text_path = directory / _TEXTS if facts.get("texts") else None
         if self.text_path is not None:
             self.row_bytes += int(self.text_path.stat().st_size // max(n_docs, 1))
@@ -714,6 +731,9 @@ class _ArrayStore:
             np.cumsum(sizes, out=offsets[1:])
             values = read_spans(self.set_path, self.set_offsets[docs] * 8, sizes * 8).view(np.uint64)
             out.sets = ShingleSets(values, offsets)
+            if self.weight_path is not None:
+                out.set_weights = read_spans(self.weight_path, self.set_offsets[docs] * 8,
+                                             sizes * 8).view(np.float64)
         if self.text_path is not None:
             if self._texts is None:
                 self._texts = ipc.open_file(pa.memory_map(str(self.text_path))).read_all().column("text")

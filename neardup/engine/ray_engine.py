@@ -1005,11 +1005,13 @@ def ray_supports(method: Method, algorithm: str) -> bool:
     corpus stage's methods (fixed-width rows, shingle sets, texts), and the embedding
     methods the local vector stage runs. Not (yet) the methods whose keys need a
     corpus-wide statistics pass first (wminhash, sanderson unless fitted) or that link by
-    mutual retrieval (sanderson): the local out-of-core engine runs those."""
+    mutual retrieval (sanderson), nor those verifying with weighted sets
+    (:attr:`~neardup.methods.Method.candidate_set_weights`: wminhash's ``verify="exact"``),
+    whose element weights the shards do not ship: the local out-of-core engine runs those."""
     from neardup.engine.corpus import supports_corpus_stage
     from neardup.engine.vectors import supports_vector_stage
 
-    if method.corpus_statistics or method.query_retrieval:
+    if method.corpus_statistics or method.query_retrieval or method.candidate_set_weights:
         return False
     return supports_corpus_stage(method, algorithm) or supports_vector_stage(method, algorithm)
 

@@ -23,7 +23,8 @@ memory:
 * :meth:`Method.score_candidates` — scores and accepts candidate edges from the rows of
   those arrays, in bounded batches;
 * optionally, per-document data that is not fixed-width: :attr:`Method.candidate_sets`
-  (the ragged shingle sets, stored by the stage as offsets + values), and
+  (the ragged shingle sets, stored by the stage as offsets + values; with
+  :attr:`Method.candidate_set_weights`, a float64 weight per element beside them), and
   :attr:`Method.candidate_text_chars` / :attr:`Method.candidate_dates` (texts and dates a
   pair scorer reads); the stage fetches them for each batch of edges as a
   :class:`CandidateRows` and calls :meth:`Method.score_candidate_rows`;
@@ -68,8 +69,12 @@ from neardup._params import ParamsMixin
 from neardup.graph.edges import Pairs
 from neardup.text.shingle import ShingleSets
 
-__all__ = ["CandidateKeys", "CandidateRows", "FeatureStatistics", "Matches", "Method",
-           "SetKeyedMixin", "Sketch", "StatisticsPartial", "VectorSearch"]
+__all__ = ["SET_WEIGHTS", "CandidateKeys", "CandidateRows", "FeatureStatistics", "Matches",
+           "Method", "SetKeyedMixin", "Sketch", "StatisticsPartial", "VectorSearch"]
+
+#: Key of the per-element set weights in a keyed sketch's ``ragged`` arrays
+#: (:attr:`Method.candidate_set_weights`).
+SET_WEIGHTS = "set_weights"
 
 
 @dataclass
@@ -210,6 +215,9 @@ class CandidateRows:
         The rows of :attr:`Method.candidate_arrays`, aligned with ``docs``.
     sets : ShingleSets or None
         The documents' shingle sets (:attr:`Method.candidate_sets`), aligned with ``docs``.
+    set_weights : ndarray of float64 or None
+        The weight of each element of ``sets.hashes`` (same length and order), when
+        :attr:`Method.candidate_set_weights`.
     texts : sequence of str, an object with ``take(positions) -> list[str]``, or None
         The documents' raw texts cut to :attr:`Method.candidate_text_chars`, aligned with
         ``docs`` (the corpus stage gives a lazy reader: ``take`` what is read).
@@ -222,6 +230,7 @@ class CandidateRows:
     sets: ShingleSets | None = None
     texts: Sequence[str] | None = None
     dates: np.ndarray | None = None
+    set_weights: np.ndarray | None = None
 
 
 @dataclass
@@ -239,7 +248,8 @@ class Sketch:
         Ragged per-document shingle hashes, when the method keeps them.
     ragged : dict of str -> ndarray
         Arrays that are not one row per document (e.g. one row per chunk), in document
-        order; a row-aligned count in ``arrays`` says how many rows each document owns.
+        order; a row-aligned count in ``arrays`` says how many rows each document owns
+        (or, for :data:`SET_WEIGHTS`, one value per element of ``sets.hashes``).
         ``concat`` stacks them in order.
 
     Dates are not part of a sketch: they belong to the corpus stage, which passes them
@@ -400,6 +410,15 @@ class Method(ParamsMixin, ABC):
     def candidate_sets(self) -> bool:
         """Whether :meth:`score_candidate_rows` reads the documents' shingle sets
         (:attr:`Sketch.sets`); the stage then stores them ragged in its work directory."""
+        return False
+
+    @property
+    def candidate_set_weights(self) -> bool:
+        """Whether the stored :attr:`candidate_sets` carry a weight per element (weighted
+        sets): the keyed sketch (:meth:`keyed_sketch`) then holds them as
+        ``Sketch.ragged[SET_WEIGHTS]``, float64 aligned with ``Sketch.sets.hashes``; the
+        stage stores them beside the sets (8 bytes per element) and hands them to
+        :meth:`score_candidate_rows` as ``CandidateRows.set_weights``."""
         return False
 
     @property

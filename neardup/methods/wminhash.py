@@ -65,7 +65,9 @@ from numba import njit, prange, uint64
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import (
+    SET_WEIGHTS,
     CandidateKeys,
+    CandidateRows,
     FeatureStatistics,
     Method,
     Sketch,
@@ -493,7 +495,10 @@ class WeightedMinHash(Method):
         How band collisions are confirmed: "estimate" keeps pairs whose fraction of equal
         samples (estimated weighted Jaccard) is >= threshold; "exact" computes exact
         weighted Jaccard from the phrase sets and weights (no sampling error, a little
-        slower); "none" keeps every collision, scored by the estimate.
+        slower; the out-of-core corpus stage then stores each document's phrase hashes
+        and float64 weights in its work directory, 16 bytes per distinct phrase plus 8
+        per document, instead of the samples' ``8 * num_samples`` bytes); "none" keeps
+        every collision, scored by the estimate.
     normalize : NormalizeConfig, default all steps on
         Text normalization before tokenizing.
     seed : int >= 0, default 0
@@ -740,7 +745,8 @@ class WeightedMinHash(Method):
     # Statistics contract: the corpus stage counts word and phrase document frequencies
     # in one pass (keeping only what the weights read), then keys batches with the
     # fitted copy: its keyed sketch carries the ICWS samples, keyed by their LSH bands
-    # as find_pairs buckets them, and verified by the fraction of equal samples.
+    # as find_pairs buckets them, and verified by the fraction of equal samples, or, with
+    # verify="exact", by the exact weighted Jaccard of the stored weighted phrase sets.
 
     def _tables_needed(self) -> tuple[str, ...]:
         tables = ()
@@ -805,8 +811,16 @@ class WeightedMinHash(Method):
 
     @property
     def candidate_arrays(self) -> tuple[str, ...] | None:
-        # Exact verification reads weighted phrase sets: that runs in memory.
-        return None if self.verify == "exact" else ("samples",)
+        # Exact verification reads the weighted phrase sets, not the samples.
+        return () if self.verify == "exact" else ("samples",)
+
+    @property
+    def candidate_sets(self) -> bool:
+        return self.verify == "exact"
+
+    @property
+    def candidate_set_weights(self) -> bool:
+        return self.verify == "exact"
 
     @property
     def bucket_all_pairs_upto(self) -> int:
@@ -819,9 +833,16 @@ class WeightedMinHash(Method):
     def keyed_sketch(self, sketch: Sketch) -> Sketch:
         if "samples" in sketch.arrays:
             return sketch
-        samples = self.samples(sketch, self._keyed_statistics())
-        return Sketch(sketch.n_features, {**sketch.arrays, "samples": samples}, sketch.sets,
-                      ragged=sketch.ragged)
+        log_w = self.log_weights(sketch, self._keyed_statistics())
+        sets = sketch.sets
+        samples = _icws_log(sets.hashes, sets.offsets, log_w, self.num_samples, self.seed)
+        ragged = sketch.ragged
+        if self.verify == "exact":
+            # The weights find_pairs verifies with (float64, the same expression), so the
+            # stage's verdicts are the in-memory ones.
+            ragged = {**ragged, SET_WEIGHTS: np.exp(log_w)}
+        return Sketch(sketch.n_features, {**sketch.arrays, "samples": samples}, sets,
+                      ragged=ragged)
 
     def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
         samples = self.keyed_sketch(sketch).arrays["samples"]
@@ -830,6 +851,15 @@ class WeightedMinHash(Method):
         bands, rows = self.banding
         keys = band_keys(samples[valid], bands, rows)  # (bands, n_valid)
         return CandidateKeys(np.tile(valid, bands), keys.ravel())
+
+    def score_candidate_rows(self, rows: CandidateRows, left: np.ndarray,
+                             right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.verify != "exact":
+            return super().score_candidate_rows(rows, left, right)
+        score = _pair_generalized_jaccard(rows.sets.hashes, rows.sets.offsets, rows.set_weights,
+                                          np.asarray(left, np.int64), np.asarray(right, np.int64))
+        # Accepted in float64, stored as float32, as find_pairs does.
+        return score.astype(np.float32), score >= self.threshold
 
     def score_candidates(self, left, right):
         a, b = left["samples"], right["samples"]

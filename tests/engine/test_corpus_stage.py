@@ -64,12 +64,13 @@ def _batches(texts, size=400):
 
 @pytest.mark.parametrize("stage", ["sketch", "prefix", "link", "exchange", "components"])
 @pytest.mark.parametrize(("name", "params"),
-                         [("minhash", {"threshold": 0.4}), ("ngram", {}), ("spotsigs", {})])
+                         [("minhash", {"threshold": 0.4}), ("ngram", {}), ("spotsigs", {}),
+                          ("wminhash", {"verify": "exact", "phrase_length": 3, "threshold": 0.2})])
 def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, name, params):
-    if stage in ("prefix", "exchange") and name == "minhash":
-        pytest.skip("minhash has no pair-count exchange")
-    texts = _texts(demo)
     method = make_method(name, **params)
+    if stage in ("prefix", "exchange") and not corpus_module.exchanges_pair_counts(method):
+        pytest.skip(f"{name} has no pair-count exchange")
+    texts = _texts(demo)
     # Small exchange ranges (about a thousand records each): the exchange has several.
     monkeypatch.setattr(corpus_module, "EXCHANGE_BYTES_PER_RECORD", 1024)
     config = CorpusStageConfig(work_dir=str(tmp_path / "clean"), memory_limit="1MB", partitions=8)
@@ -350,15 +351,16 @@ def test_ngram_all_pairs_groups_check_each_copy_about_once():
 
 def test_local_engine_records_a_fallback_to_memory(caplog):
     texts = ["the cat sat on the mat today", "the cat sat on the mat today", "dogs bark"]
-    # wminhash with exact weighted-Jaccard verification reads weighted phrase sets, which
-    # the keyed stage does not store: it still runs in memory.
+    # minhash with exact Jaccard verification reads shingle sets, which its keyed stage
+    # does not store: it still runs in memory.
     with caplog.at_level("WARNING", logger="neardup"):
-        result = neardup.dedup(texts, "wminhash", verify="exact", pair_types=False)
+        result = neardup.dedup(texts, "minhash", verify="exact", pair_types=False)
     assert result.params["engine"] == "memory"
     assert "no out-of-core stage" in result.summary()["engine_fallback"]
     assert any("engine 'local'" in r.getMessage() for r in caplog.records)
-    for name in ("ngram", "wminhash", "sanderson"):
-        keyed = neardup.dedup(texts, name, pair_types=False)
+    for name, params in (("ngram", {}), ("wminhash", {}), ("wminhash", {"verify": "exact"}),
+                         ("sanderson", {})):
+        keyed = neardup.dedup(texts, name, pair_types=False, **params)
         assert "engine_fallback" not in keyed.summary() and keyed.params["engine"] == "local"
 
 

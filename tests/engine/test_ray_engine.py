@@ -348,6 +348,24 @@ def test_methods_needing_a_statistics_pass_are_refused(name):
         run(iter([]), make_method(name), engine="ray")
 
 
+def test_weighted_set_verification_is_refused_by_name(tmp_path):
+    # wminhash's verify="exact" reads weighted phrase sets, which the shards do not ship:
+    # refused before any Ray work, naming the option, even when fitted (no statistics pass).
+    texts = ["the cat sat on the mat today", "the cat sat on the mat today", "dogs bark"]
+    fitted = make_method("wminhash", verify="exact", phrase_length=3).fit(texts)
+    assert fitted.corpus_statistics == () and not ray_supports(fitted, "components")
+    for method in (fitted, make_method("wminhash", verify="exact")):
+        with pytest.raises(ValueError, match="engine='ray' does not run method 'wminhash' with "
+                                             "verify='exact'"):
+            run(iter([]), method, engine="ray")
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)))
+    result = CliRunner().invoke(main, ["dedup", str(path), "--method", "wminhash", "--verify", "exact",
+                                       "--engine", "ray"])
+    assert result.exit_code == 2
+    assert "--engine ray does not run --method wminhash with --verify exact" in result.output
+
+
 @pytest.fixture(scope="module")
 def chain_and_bucket(tmp_path_factory):
     """7,000 documents in shuffled order: 5,000 identical copies (one bucket per band, its

@@ -46,6 +46,75 @@ def test_wminhash_out_of_core_matches_in_memory(demo, params, tmp_path):
     assert memory.n_clusters < len(texts)  # something was matched
 
 
+WMINHASH_EXACT = [{"verify": "exact"}, {"verify": "exact", "phrase_length": 3, "threshold": 0.2},
+                  {"verify": "exact", "weighting": "idf", "phrase_length": 3, "threshold": 0.3}]
+
+
+@pytest.mark.parametrize("params", WMINHASH_EXACT)
+def test_wminhash_exact_verification_out_of_core_matches_in_memory(demo, params, tmp_path):
+    texts = _texts(demo)
+    memory = neardup.dedup(texts, "wminhash", engine="memory", pair_types=False, **params)
+    # Tiny budget and many partitions: weighted phrase sets are read back a step at a time.
+    spilled = neardup.dedup(texts, "wminhash", engine="local", pair_types=False,
+                            work_dir=tmp_path / "w", memory_limit="1MB", partitions=64,
+                            batch_size=300, **params)
+    roomy = neardup.dedup(texts, "wminhash", engine="local", pair_types=False, **params)
+    for local in (spilled, roomy):
+        assert local.params["engine"] == "local" and "engine_fallback" not in local.summary()
+        np.testing.assert_array_equal(local.clusters, memory.clusters)
+        np.testing.assert_array_equal(local.representative, memory.representative)
+    assert spilled.clusters.size == len(texts) == len(set(spilled.ids.tolist()))
+    assert memory.n_clusters < len(texts)  # something was matched
+    # Every forest pair is an in-memory pair with its exact in-memory score.
+    assert len(spilled.pairs) == len(texts) - spilled.n_clusters
+    found = dict(zip(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()),
+                     memory.pairs.score.tolist()))
+    for pair, score in zip(zip(spilled.pairs.left.tolist(), spilled.pairs.right.tolist()),
+                           spilled.pairs.score.tolist()):
+        assert found[pair] == score
+    # The work directory holds the weighted sets (a float64 weight per stored phrase
+    # hash), not the samples.
+    arrays = tmp_path / "w" / "sketch" / "arrays"
+    values = (arrays / "sets.values.bin").stat().st_size
+    assert values > 0 and (arrays / "sets.weights.bin").stat().st_size == values
+    assert not (arrays / "samples.bin").exists()
+
+
+def test_wminhash_exact_weighted_sets_are_fetched_as_stored(demo, tmp_path):
+    from neardup.engine.corpus import _ArrayStore
+    from neardup.methods.base import SET_WEIGHTS
+
+    texts = _texts(demo)[:600]
+    # Fitted on the corpus itself: no statistics stage, and weights that differ by phrase.
+    method = make_method("wminhash", verify="exact", phrase_length=3).fit(texts)
+    run_corpus_stage(_batches(texts, 250), method,
+                     config=CorpusStageConfig(work_dir=str(tmp_path), memory_limit="1MB"))
+
+    class Dir:  # the one WorkDir method the store reads
+        def stage_dir(self, name):
+            return tmp_path / name
+
+    store = _ArrayStore(Dir(), {"arrays": {}, "n_docs": len(texts), "sets": True,
+                                "set_weights": True, "texts": False})
+    docs = np.array([0, 7, 250, 251, 599])
+    rows = store.rows(docs)
+    expected = method.keyed_sketch(method.sketch([texts[d] for d in docs]))
+    np.testing.assert_array_equal(rows.sets.offsets, expected.sets.offsets)
+    np.testing.assert_array_equal(rows.sets.hashes, expected.sets.hashes)
+    np.testing.assert_array_equal(rows.set_weights, expected.ragged[SET_WEIGHTS])
+    assert np.unique(rows.set_weights).size > 1
+    # Scored from the stored rows as find_pairs scores the same documents.
+    from neardup.methods.wminhash import generalized_jaccard
+
+    score, accept = method.score_candidate_rows(rows, np.array([0, 2]), np.array([1, 3]))
+    for k, (i, j) in enumerate(((0, 1), (2, 3))):
+        a = slice(expected.sets.offsets[i], expected.sets.offsets[i + 1])
+        b = slice(expected.sets.offsets[j], expected.sets.offsets[j + 1])
+        want = generalized_jaccard(expected.sets.hashes[a], rows.set_weights[a],
+                                   expected.sets.hashes[b], rows.set_weights[b])
+        assert score[k] == np.float32(want) and accept[k] == (want >= method.threshold)
+
+
 def test_wminhash_samples_from_counted_statistics_equal_in_memory_ones(demo):
     texts = _texts(demo)[:1200]
     method = make_method("wminhash", phrase_length=3)
