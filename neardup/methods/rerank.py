@@ -284,6 +284,11 @@ class VerifierScorer:
         self.features = tuple(self.meta["features"])
         self.threads = threads
         self._classifier: Any = None
+        self._thread_control: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The thread controller holds library handles: found again where it is unpickled.
+        return {**self.__dict__, "_thread_control": None}
 
     @property
     def classifier(self) -> Any:
@@ -300,15 +305,18 @@ class VerifierScorer:
 
         if len(left) == 0:
             return np.zeros(0, np.float32)
-        from threadpoolctl import threadpool_limits
-
         x = pair_features(texts, left, right, dates=dates, features=self.features,
                           fold_diacritics=bool(self.meta.get("fold_diacritics", False)),
                           threads=self.threads)
         # One thread: the trees cost ~13 us a pair against ~1 ms of features, and OpenMP
         # threads on a busy machine made them cost 85-160 us (measured on 2 cores).
-        with threadpool_limits(limits=1):
-            return self.classifier.predict_proba(x)[:, 1].astype(np.float32)
+        classifier = self.classifier
+        if self._thread_control is None:  # found once: a scan of the loaded libraries each call
+            from threadpoolctl import ThreadpoolController  # cost 4% of rerank's linking
+
+            self._thread_control = ThreadpoolController()
+        with self._thread_control.limit(limits=1):
+            return classifier.predict_proba(x)[:, 1].astype(np.float32)
 
     def score(self, text_a: Sequence[str], text_b: Sequence[str]) -> np.ndarray:
         """Probability of each pair of texts (no dates: the date features say missing)."""

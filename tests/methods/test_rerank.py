@@ -73,6 +73,16 @@ def test_scores_computed_once_per_sketch(verifier_dir, corpus, monkeypatch):
     assert len(calls) == 1
 
 
+def test_used_scorer_pickles_with_the_same_scores(verifier_dir, corpus):
+    # Executors (Ray, process pools) ship the method after the driver has scored with it.
+    import pickle
+
+    scorer = VerifierScorer(str(verifier_dir))
+    before = scorer.score(corpus.texts[:6], corpus.texts[6:12])
+    copy = pickle.loads(pickle.dumps(scorer))
+    np.testing.assert_array_equal(copy.score(corpus.texts[:6], corpus.texts[6:12]), before)
+
+
 def test_dedup_every_document_once(verifier_dir, corpus):
     texts = corpus.texts + ["", "   ", "x"]
     r = neardup.dedup(texts, method="rerank", model=str(verifier_dir), **_CANDIDATES)
