@@ -151,7 +151,8 @@ def measure(cmd: list[str]) -> dict:
                 if got is None:
                     continue
                 cpu[pid], total = got[0], total + got[1]
-                names[pid] = got[2]
+                if got[2] != "python" or pid not in names:  # an exiting daemon's cmdline is
+                    names[pid] = got[2]                       # empty: keep its script's name
                 if got[1] > peak.get(pid, (0, ""))[0]:
                     peak[pid] = (got[1], got[2])
             tree_peak[0] = max(tree_peak[0], total)
