@@ -79,8 +79,8 @@ from neardup.methods.base import CandidateRows, Method
 from neardup.progress import StageTimer
 from neardup.text.shingle import ShingleSets
 
-__all__ = ["INSTALL_HINT", "RUNTIME_ENV_ENV", "RayConfig", "RayInputs", "RayRun", "connect", "import_ray", "ray_supports",
-           "run_ray_stage", "worker_env", "worker_runtime_env", "write_outputs"]
+__all__ = ["INSTALL_HINT", "RUNTIME_ENV_ENV", "RayConfig", "RayInputs", "RayRun", "connect", "import_ray",
+           "ray_supports", "run_ray_stage", "worker_env", "worker_runtime_env", "write_outputs"]
 
 INSTALL_HINT = "pip install 'neardup[ray]'"
 #: Fault-injection drill (tests, chaos runs): when this environment variable names a path
@@ -1277,7 +1277,9 @@ def run_ray_stage(
     batches from this process (shipped to the cluster's object store batch by batch, for
     the in-memory API). Returns what :func:`~neardup.engine.run_corpus_stage` returns;
     collecting its per-document facts (ids, lengths, dates, roots) is the only step
-    proportional to the corpus, and :func:`write_outputs` avoids even that.
+    proportional to the corpus, and :func:`write_outputs` avoids even that. ``progress``
+    is accepted as the local engine's; the Ray engine shows no progress bars (it runs
+    plain tasks, no Ray Data).
     """
     run = RayRun(source, method, config=config, time_window_hours=time_window_hours,
                  timer=timer, progress=progress)
@@ -1626,7 +1628,8 @@ class RayRun:
 
     def stage_output(self) -> CorpusStageOutput:
         """Collect the per-document facts to the driver, in input order."""
-        facts = _collect([r for r in self.fact_refs if r is not None], ["shard", "row", "id", "length", "date", "n_features"])
+        facts = _collect([r for r in self.fact_refs if r is not None],
+                         ["shard", "row", "id", "length", "date", "n_features"])
         position = self.offsets[facts.column("shard").to_numpy()] + facts.column("row").to_numpy()
         order = np.argsort(position, kind="stable")
         facts = facts.take(pa.array(order))
