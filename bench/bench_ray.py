@@ -6,7 +6,11 @@ the Parquet shards with ``minhash`` defaults, or ``--method``, and write the clu
 
 * ``local``  - the local out-of-core engine (one process);
 * ``ray1``   - the Ray engine on a one-node cluster started by the child (2 CPUs);
-* ``ray2``   - the Ray engine on two local nodes of 1 CPU each (ray.cluster_utils).
+* ``ray2``   - the Ray engine on two local nodes of 1 CPU each (ray.cluster_utils), the
+  nodes started with the workers' environment and no ``runtime_env`` sent
+  (``NEARDUP_RAY_RUNTIME_ENV=0``: a cluster whose machines have neardup installed);
+* ``ray2-runtime-env`` - the same two nodes, the workers' environment sent as the job's
+  ``runtime_env`` (what ``--ray-address`` does by default).
 
 The child's whole process tree (driver, raylets, GCS, workers) is sampled from /proc
 every 0.25 s: CPU = the sum over processes of their last seen user + system time (plus
@@ -59,19 +63,23 @@ if config == "local":
     write_table(out / "clusters.parquet", result.clusters_table())
     summary, timings, stats = result.summary(), result.timings, result.params["corpus_stage"]
 else:
+    import os
     import ray
-    from neardup.engine.ray_engine import TRACE_ENV, RayConfig, RayInputs, RayRun, worker_runtime_env, write_outputs
-    env = worker_runtime_env()
-    env["env_vars"][TRACE_ENV] = "1"  # peak allocation of the components and assign tasks
-    if config == "ray2":
+    from neardup.engine.ray_engine import (RUNTIME_ENV_ENV, TRACE_ENV, RayConfig, RayInputs, RayRun,
+                                           connect, worker_env, write_outputs)
+    trace = {TRACE_ENV: "1"}  # peak allocation of the components and assign tasks
+    if config.startswith("ray2"):
         from ray.cluster_utils import Cluster
+        if config == "ray2":
+            # Nodes started with the workers' environment (as `NUMBA_NUM_THREADS=1 ray start`
+            # on machines with neardup installed) and no runtime_env sent.
+            os.environ.update(worker_env(trace))
+            os.environ[RUNTIME_ENV_ENV] = "0"
         nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 2 << 30})
         nodes.add_node(num_cpus=1, object_store_memory=2 << 30)
-        ray.init(address=nodes.address, runtime_env=env, include_dashboard=False,
-                 logging_level="WARNING", log_to_driver=False)
+        connect(nodes.address, env=trace)  # ray2-runtime-env: the job's runtime_env
     else:
-        ray.init(address="local", num_cpus=2, object_store_memory=4 << 30, runtime_env=env,
-                 include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+        connect(None, env=trace, num_cpus=2, object_store_memory=4 << 30)
     ready = time.perf_counter()
     run_ = RayRun(RayInputs(tuple(files), reader), method, config=RayConfig())
     run_.execute()
@@ -126,6 +134,7 @@ def _sample(pid: int) -> tuple[float, int, str] | None:
 
 def measure(cmd: list[str]) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    env.pop("RAY_ADDRESS", None)  # ray1 starts its own cluster
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env)
     cpu: dict[int, float] = {}
@@ -142,7 +151,8 @@ def measure(cmd: list[str]) -> dict:
                 if got is None:
                     continue
                 cpu[pid], total = got[0], total + got[1]
-                names[pid] = got[2]
+                if got[2] != "python" or pid not in names:  # an exiting daemon's cmdline is
+                    names[pid] = got[2]                       # empty: keep its script's name
                 if got[1] > peak.get(pid, (0, ""))[0]:
                     peak[pid] = (got[1], got[2])
             tree_peak[0] = max(tree_peak[0], total)

@@ -78,7 +78,10 @@ def engine_options(function: F) -> F:
         click.option("--ray-address", default=None, metavar="ADDR",
                      help="With --engine ray: the cluster to run on (host:6379 as printed by "
                           "`ray start --head`, ray://host:10001, or auto); default: "
-                          "RAY_ADDRESS, else a new single-machine cluster."),
+                          "RAY_ADDRESS, else a new single-machine cluster. The workers' "
+                          "settings go to an existing cluster as the job's runtime_env; "
+                          "NEARDUP_RAY_RUNTIME_ENV=0 sends none (nodes with neardup installed, "
+                          "started with NUMBA_NUM_THREADS=1: less start-up CPU per node)."),
         click.option("--ray-shard-rows", type=click.IntRange(1), default=25_000, show_default=True,
                      metavar="N",
                      help="With --engine ray: rows per read-and-sketch task (whole Parquet row "

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -80,8 +79,8 @@ from neardup.methods.base import CandidateRows, Method
 from neardup.progress import StageTimer
 from neardup.text.shingle import ShingleSets
 
-__all__ = ["INSTALL_HINT", "RayConfig", "RayInputs", "RayRun", "connect", "import_ray", "ray_supports",
-           "run_ray_stage", "worker_runtime_env", "write_outputs"]
+__all__ = ["INSTALL_HINT", "RUNTIME_ENV_ENV", "RayConfig", "RayInputs", "RayRun", "connect", "import_ray",
+           "ray_supports", "run_ray_stage", "worker_env", "worker_runtime_env", "write_outputs"]
 
 INSTALL_HINT = "pip install 'neardup[ray]'"
 #: Fault-injection drill (tests, chaos runs): when this environment variable names a path
@@ -99,39 +98,85 @@ SET_SIZES, SET_VALUES, TEXTS = "sets.sizes", "sets.values", "texts"
 
 
 def import_ray():
-    """The ``ray`` module with Ray Data, or an ImportError naming the extra to install."""
+    """The ``ray`` module, or an ImportError naming the extra to install. (Ray Data is not
+    imported: the engine runs plain tasks, and importing it costs ~0.7 CPU-s per process.)"""
     try:
         import ray
-        import ray.data  # noqa: F401
     except ImportError:
         raise ImportError(
-            f"engine='ray' needs Ray Data, which is not installed. Install it with {INSTALL_HINT} "
+            f"engine='ray' needs Ray, which is not installed. Install it with {INSTALL_HINT} "
             "(or use engine='local')."
         ) from None
     return ray
 
 
-def worker_runtime_env() -> dict[str, Any]:
-    """Runtime environment making workers import this copy of neardup: its parent directory
-    is put first on their PYTHONPATH (workers on other machines need neardup installed at
-    the same version, or the same path on a shared file system)."""
+#: Connecting to an existing cluster: set to ``0`` to send no ``runtime_env`` (the nodes
+#: already import neardup and were started with ``NUMBA_NUM_THREADS=1``), which saves each
+#: node its runtime-env set-up and the worker processes Ray would start for the job's own
+#: environment (docs/scale-out.md, "Ray's own costs").
+RUNTIME_ENV_ENV = "NEARDUP_RAY_RUNTIME_ENV"
+
+
+def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment variables the workers need: this copy of neardup's parent directory
+    first on their PYTHONPATH (workers on other machines need neardup installed at the
+    same version, or the same path on a shared file system), one numba thread per task
+    (Ray runs one task per CPU; more threads per task only oversubscribe the node's
+    cores), then ``extra``."""
     root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    # One numba thread per task: Ray runs one task per CPU, and more threads per task
-    # only oversubscribe the node's cores.
-    return {"env_vars": {"PYTHONPATH": path, "NUMBA_NUM_THREADS": "1"}}
+    return {"PYTHONPATH": path, "NUMBA_NUM_THREADS": "1", **(extra or {})}
 
 
-def connect(address: str | None = None) -> None:
+def worker_runtime_env(extra: dict[str, str] | None = None) -> dict[str, Any]:
+    """:func:`worker_env` as a Ray ``runtime_env`` (for a cluster started elsewhere)."""
+    return {"env_vars": worker_env(extra)}
+
+
+def connect(address: str | None = None, *, env: dict[str, str] | None = None, **init_options: Any) -> None:
     """Connect to the Ray cluster at ``address`` (``"auto"``, ``"ray://host:10001"``,
     ``"host:6379"``), or start a local one when None and ``RAY_ADDRESS`` is unset (never
     joining a cluster that someone else started on this machine unasked).
-    Does nothing when Ray is already initialized in this process."""
+    Does nothing when Ray is already initialized in this process.
+
+    A local cluster's daemons are started with :func:`worker_env` (and ``env``) in their
+    environment, which its workers inherit: no ``runtime_env``, so the workers Ray
+    prestarts at node start run the job's tasks (with a ``runtime_env`` they cannot, and
+    Ray starts others) and no worker passes through the runtime-env set-up. An existing
+    cluster gets them as the job's ``runtime_env`` unless :data:`RUNTIME_ENV_ENV` is
+    ``0``. ``init_options`` go to ``ray.init`` (``num_cpus``, ``object_store_memory``
+    for a local cluster)."""
     ray = import_ray()
     if ray.is_initialized():
         return
-    ray.init(address=address or os.environ.get("RAY_ADDRESS") or "local", runtime_env=worker_runtime_env(), include_dashboard=False,
-             logging_level="WARNING", log_to_driver=False)
+    address = address or os.environ.get("RAY_ADDRESS")
+    options = {"include_dashboard": False, "logging_level": "WARNING", "log_to_driver": False, **init_options}
+    if address is None:
+        with _environment(worker_env(env)):
+            ray.init(address="local", **options)
+        return
+    if os.environ.get(RUNTIME_ENV_ENV, "1") != "0":
+        options["runtime_env"] = worker_runtime_env(env)
+    ray.init(address=address, **options)
+
+
+class _environment:
+    """``variables`` set in ``os.environ`` inside the block (processes started there inherit
+    them), the earlier values restored after."""
+
+    def __init__(self, variables: dict[str, str]) -> None:
+        self.variables, self.saved = variables, {}
+
+    def __enter__(self) -> None:
+        self.saved = {name: os.environ.get(name) for name in self.variables}
+        os.environ.update(self.variables)
+
+    def __exit__(self, *exc) -> None:
+        for name, value in self.saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @dataclass(frozen=True)
@@ -1207,12 +1252,11 @@ def _project(block: pa.Table, columns: list[str]) -> pa.Table:
     return block.select(columns)
 
 
-def _collect(dataset, columns: list[str]) -> pa.Table:
-    """``columns`` of a materialized dataset's blocks, projected where the blocks live."""
+def _collect(refs: list, columns: list[str]) -> pa.Table:
+    """``columns`` of the tables ``refs`` (None: no table), projected where they live."""
     import ray
 
     project = ray.remote(_project)
-    refs = dataset.to_arrow_refs() if dataset is not None else []
     tables = ray.get([project.remote(ref, columns) for ref in refs])
     tables = [t for t in tables if t.num_rows]
     if not tables:
@@ -1235,7 +1279,9 @@ def run_ray_stage(
     batches from this process (shipped to the cluster's object store batch by batch, for
     the in-memory API). Returns what :func:`~neardup.engine.run_corpus_stage` returns;
     collecting its per-document facts (ids, lengths, dates, roots) is the only step
-    proportional to the corpus, and :func:`write_outputs` avoids even that.
+    proportional to the corpus, and :func:`write_outputs` avoids even that. ``progress``
+    is accepted as the local engine's; the Ray engine shows no progress bars (it runs
+    plain tasks, no Ray Data).
     """
     run = RayRun(source, method, config=config, time_window_hours=time_window_hours,
                  timer=timer, progress=progress)
@@ -1276,8 +1322,6 @@ class RayRun:
     def execute(self) -> None:
         ray = import_ray()
         connect(self.config.address)
-        context = ray.data.DataContext.get_current()  # Ray Data writes the outputs
-        context.enable_progress_bars = bool(self.progress) if self.progress is not None else sys.stderr.isatty()
         try:
             self._execute(ray)
         except Exception as exc:  # a worker's InputError comes back wrapped by Ray
@@ -1435,8 +1479,6 @@ class RayRun:
         self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
         self.n_docs = int(counts.sum())
         self.fact_refs = [ref if n else None for ref, n in zip(fact_refs, counts)]
-        facts = [ref for ref, n in zip(fact_refs, counts) if n]
-        self.docs = import_ray().data.from_arrow_refs(facts) if facts else None
 
     def _components(self, ray, sources: list, edges: int) -> tuple[np.ndarray, list]:
         """Connected components of the edges in ``sources`` (link results' forests, earlier
@@ -1588,7 +1630,8 @@ class RayRun:
 
     def stage_output(self) -> CorpusStageOutput:
         """Collect the per-document facts to the driver, in input order."""
-        facts = _collect(self.docs, ["shard", "row", "id", "length", "date", "n_features"])
+        facts = _collect([r for r in self.fact_refs if r is not None],
+                         ["shard", "row", "id", "length", "date", "n_features"])
         position = self.offsets[facts.column("shard").to_numpy()] + facts.column("row").to_numpy()
         order = np.argsort(position, kind="stable")
         facts = facts.take(pa.array(order))

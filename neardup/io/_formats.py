@@ -363,15 +363,26 @@ def _parquet_batches(parquet, columns, batch_size: int, start: int, stop: int | 
     if start == 0 and stop is None:
         yield from parquet.iter_batches(batch_size=batch_size, columns=columns)
         return
-    first = 0
+    # Only the row groups holding rows start:stop, streamed in batches: reading a whole
+    # group at once took ~40% more CPU on a 100,000-row group (its text allocated and
+    # touched in one go).
+    groups, first, row = [], 0, None
     for group in range(parquet.metadata.num_row_groups):
         n = parquet.metadata.row_group(group).num_rows
-        lo = max(start, first)
-        hi = first + n if stop is None else min(stop, first + n)
-        if lo < hi:
-            table = parquet.read_row_group(group, columns=columns).slice(lo - first, hi - lo)
-            yield from table.to_batches(max_chunksize=batch_size)
+        if first + n > start and (stop is None or first < stop):
+            row = first if row is None else row
+            groups.append(group)
         first += n
+    if not groups:
+        return
+    for batch in parquet.iter_batches(batch_size=batch_size, row_groups=groups, columns=columns):
+        lo = max(start - row, 0)
+        hi = batch.num_rows if stop is None else min(stop - row, batch.num_rows)
+        if lo < hi:
+            yield batch.slice(lo, hi - lo)
+        row += batch.num_rows
+        if stop is not None and row >= stop:
+            return
 
 
 def txtdir_records(path: str, errors: str) -> Iterator[Record]:

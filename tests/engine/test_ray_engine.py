@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -448,6 +450,67 @@ def test_worker_killed_while_joining_components_is_retried(cluster, shards, tmp_
     got = got.loc[local.ids]
     assert _same_membership(got["cluster"], local.clusters)
     assert (got["representative"].to_numpy() == local.representative).all()
+
+
+def test_connect_passes_worker_settings_by_environment_or_runtime_env(monkeypatch):
+    """A local cluster gets the workers' settings in its daemons' environment (no
+    runtime_env; the driver's environment is restored); an existing cluster gets them as
+    the job's runtime_env, or nothing with NEARDUP_RAY_RUNTIME_ENV=0."""
+    from neardup.engine import ray_engine
+
+    calls = []
+
+    def fake_init(**options):
+        calls.append((options, {k: ray_engine.os.environ.get(k) for k in ("NUMBA_NUM_THREADS", "NEARDUP_X")}))
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", fake_init)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.delenv("NEARDUP_X", raising=False)
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "7")
+    monkeypatch.delenv(ray_engine.RUNTIME_ENV_ENV, raising=False)
+    ray_engine.connect(None, env={"NEARDUP_X": "1"}, num_cpus=2)
+    options, seen = calls[-1]
+    assert options["address"] == "local" and options["num_cpus"] == 2 and "runtime_env" not in options
+    assert seen == {"NUMBA_NUM_THREADS": "1", "NEARDUP_X": "1"}
+    assert ray_engine.os.environ["NUMBA_NUM_THREADS"] == "7" and "NEARDUP_X" not in ray_engine.os.environ
+    ray_engine.connect("host:6379", env={"NEARDUP_X": "1"})
+    options, seen = calls[-1]
+    assert options["address"] == "host:6379" and seen["NEARDUP_X"] is None
+    assert options["runtime_env"]["env_vars"]["NUMBA_NUM_THREADS"] == "1"
+    assert options["runtime_env"]["env_vars"]["NEARDUP_X"] == "1"
+    assert options["runtime_env"]["env_vars"]["PYTHONPATH"].split(ray_engine.os.pathsep)[0] == str(
+        ray_engine.Path(neardup.__file__).resolve().parents[1])
+    monkeypatch.setenv(ray_engine.RUNTIME_ENV_ENV, "0")
+    ray_engine.connect("host:6379")
+    assert "runtime_env" not in calls[-1][0]
+
+
+def test_local_cluster_workers_inherit_the_settings(tmp_path):
+    """A cluster started by connect() (in a fresh process): its workers import this checkout
+    and run one numba thread, without a runtime_env."""
+    import subprocess
+
+    script = (
+        "import os, json, ray\n"
+        "from neardup.engine.ray_engine import connect\n"
+        "connect(None, num_cpus=1, object_store_memory=100 << 20)\n"
+        "@ray.remote\n"
+        "def probe():\n"
+        "    import neardup\n"
+        "    return os.environ.get('NUMBA_NUM_THREADS'), neardup.__file__\n"
+        "print(json.dumps([*ray.get(probe.remote()), ray.get_runtime_context().runtime_env]))\n"
+        "ray.shutdown()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(Path(neardup.__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    threads, path, runtime_env = json.loads(done.stdout.strip().splitlines()[-1])
+    assert threads == "1"
+    assert path == neardup.__file__
+    assert not runtime_env
 
 
 def test_missing_ray_names_the_extra(monkeypatch):

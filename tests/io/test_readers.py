@@ -473,3 +473,20 @@ def test_position_ids_clashing_with_native_ids(tmp_path):
     sgm.write_text('<REUTERS NEWID="1">\n<DATE>1-MAR-1987 10:00:00.00</DATE>\n</REUTERS>\n')
     with pytest.raises(InputError, match=r"r\.sgm, line 1: duplicate id '1'.*clash with the native ids"):
         read_all([jsonl, sgm])
+
+
+def test_parquet_row_range_across_row_groups(tmp_path):
+    """Rows start:stop of a file of several row groups (the Ray engine's shards), whatever
+    the range's bounds against the groups and the batch size."""
+    from neardup.io.readers import read_part
+
+    path = tmp_path / "groups.parquet"
+    pq.write_table(pa.table({"id": [f"d{i}" for i in range(23)], "text": [f"text {i}" for i in range(23)]}),
+                   path, row_group_size=5)
+    for batch_size in (1, 3, 7, 100):
+        config = ReaderConfig(id_field="id", batch_size=batch_size)
+        for start, stop in ((0, 23), (0, 5), (5, 10), (3, 17), (4, 6), (22, 23), (10, None), (7, 7), (20, 99)):
+            got = [(i, t, int(r)) for b in read_part(str(path), "parquet", config, start=start, stop=stop)
+                   for i, t, r in zip(b.ids, b.texts, b.rows)]
+            end = 23 if stop is None else min(stop, 23)
+            assert got == [(f"d{r}", f"text {r}", r) for r in range(start, end)], (batch_size, start, stop)
