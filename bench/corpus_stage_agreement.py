@@ -17,6 +17,7 @@ are cached in a temporary directory, so the model runs once per setting.
     python bench/corpus_stage_agreement.py --neural --splits validation --name corpus_stage_agreement_neural
     python bench/corpus_stage_agreement.py --methods ngram rerank spotsigs wminhash sanderson --name corpus_stage_agreement_keyed
     python bench/corpus_stage_agreement.py --methods wminhash --only-params verify=exact --name corpus_stage_agreement_wminhash_exact
+    python bench/corpus_stage_agreement.py --methods minhash --only-params verify=exact --name corpus_stage_agreement_minhash_exact
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ SETTINGS = [
     ("minhash", {"threshold": 0.3}),
     ("minhash", {"threshold": 0.7}),
     ("minhash", {"shingle": "char", "ngram": 10, "threshold": 0.3}),
+    ("minhash", {"verify": "exact"}),
+    ("minhash", {"threshold": 0.3, "verify": "exact"}),
+    ("minhash", {"shingle": "char", "ngram": 10, "threshold": 0.3, "verify": "exact"}),
     ("simhash", {}),
     ("simhash", {"threshold": 6}),
     ("ngram", {}),

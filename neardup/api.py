@@ -254,8 +254,9 @@ def dedup(
     engine : {"local", "memory", "ray"}, default "local"
         "local" runs exact, minhash, simhash, ngram, spotsigs, rerank, wminhash and
         sanderson (clustered by components; wminhash and sanderson after a statistics
-        pass over the corpus; other methods and settings, such as minhash with
-        ``verify="exact"``, fall back to memory, recorded as ``engine_fallback``) through the
+        pass over the corpus; minhash with ``verify="exact"`` stores its shingle sets in
+        the work directory; other methods and settings, such as rerank over RETSim
+        candidates, fall back to memory, recorded as ``engine_fallback``) through the
         out-of-core corpus stage (:mod:`neardup.engine`): memory bounded by
         ``memory_limit`` plus a few bytes per document, and ``Result.pairs`` holds the
         verified edges that joined each cluster; retsim, retsim-partial and biencoder

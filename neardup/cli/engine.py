@@ -57,7 +57,8 @@ def engine_options(function: F) -> F:
                      help="local: exact, minhash, simhash, ngram, spotsigs, rerank, "
                           "wminhash and sanderson (clustered by components; the last two "
                           "after a statistics pass that counts their document frequencies; "
-                          "minhash with --verify exact excepted) run "
+                          "minhash with --verify exact stores shingle sets there instead of "
+                          "signatures, 8 bytes per distinct shingle) run "
                           "out of core, spilling sketches and keys to --work-dir, with memory "
                           "bounded by --memory-limit plus ~40 bytes per document; retsim, "
                           "retsim-partial and biencoder write their embeddings there and "
@@ -71,7 +72,7 @@ def engine_options(function: F) -> F:
                           "the other methods, and for --cluster leiden/louvain/hac; the run's "
                           "summary then names the reason as engine_fallback). ray: "
                           "the local engine's stage on a Ray cluster (pip install "
-                          "'neardup[ray]'; exact, minhash, simhash, ngram, spotsigs, "
+                          "'neardup[ray]'; exact, minhash (any --verify), simhash, ngram, spotsigs, "
                           "rerank, retsim, retsim-partial, biencoder; see docs/scale-out.md): "
                           "workers read the inputs and write --clusters-out, --pairs-out and "
                           "--out as directories of Parquet files."),

@@ -95,7 +95,10 @@ _METHOD_OPTIONS = (
     click.option("--rows", type=int, default=None, help="minhash: rows per LSH band."),
     click.option("--verify", type=click.Choice(["signature", "exact", "none"]), default=None,
                  help="minhash: confirm candidates by estimated Jaccard (default), exact "
-                      "Jaccard, or not at all (every band collision is an edge)."),
+                      "Jaccard, or not at all (every band collision is an edge). exact reads "
+                      "the documents' shingle sets: --engine local stores them in --work-dir "
+                      "instead of the signatures (8 bytes per distinct shingle plus 8 per "
+                      "document)."),
     click.option("--max-bucket-pairs", type=int, default=None,
                  help="minhash: LSH buckets with more members are chained, not fully paired "
                       "(default 50)."),

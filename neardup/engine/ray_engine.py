@@ -361,7 +361,7 @@ def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig
     facts, arrays, keys, rows, payload, offset = [], {}, [], [], [], 0
     for batch in _shard_batches(shard, reader, memory):
         n = len(batch)
-        sketch = method.sketch(batch.texts)
+        sketch = method.keyed_sketch(method.sketch(batch.texts))
         found = method.candidate_keys(sketch)
         dates, table = _batch_facts(index, offset, batch, sketch.n_features)
         facts.append(table)

@@ -43,7 +43,7 @@ from numba import njit, prange, uint32, uint64
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
-from neardup.methods.base import CandidateKeys, Method, Sketch
+from neardup.methods.base import CandidateKeys, CandidateRows, Method, Sketch
 from neardup.methods.lsh import band_keys, banded_candidates, check_banding, optimal_bands
 from neardup.text.hashing import seed_words
 from neardup.text.normalize import NormalizeConfig, normalize_codes
@@ -413,8 +413,11 @@ class MinHashLSH(Method):
         must not exceed ``num_perm``. Silcock et al. used 15 x 2 on 10M news articles.
     verify : {"signature", "exact", "none"}, default "signature"
         How candidate pairs are confirmed: "signature" keeps pairs whose estimated Jaccard
-        is >= threshold; "exact" computes exact shingle Jaccard (keeps shingle sets in
-        memory); "none" keeps every band collision (classic LSH, most recall, least
+        is >= threshold; "exact" computes exact shingle Jaccard from the documents'
+        shingle sets (kept in memory by ``engine="memory"``; the out-of-core corpus stage
+        stores them in its work directory instead of the signatures: 8 bytes per distinct
+        shingle plus 8 per document, against ``hash_bits / 8 * num_perm`` bytes of
+        signature); "none" keeps every band collision (classic LSH, most recall, least
         precision), scored by the estimate.
     max_bucket_pairs : int, default 50
         Buckets with more members are chained rather than fully paired, keeping pair
@@ -499,10 +502,18 @@ class MinHashLSH(Method):
         pairs = Pairs(candidates.left, candidates.right, score)
         return pairs if self.verify == "none" else pairs.above(self.threshold)
 
+    # Keyed contract: the LSH band keys of the signatures, as find_pairs buckets them;
+    # edges verified by the signature estimate from the stored signatures, or, with
+    # verify="exact", by the exact Jaccard of the stored shingle sets (as find_pairs).
+
     @property
     def candidate_arrays(self) -> tuple[str, ...] | None:
-        # Exact verification needs the ragged shingle sets: that runs in memory.
-        return None if self.verify == "exact" else ("signature",)
+        # Exact verification reads the shingle sets, not the signatures.
+        return () if self.verify == "exact" else ("signature",)
+
+    @property
+    def candidate_sets(self) -> bool:
+        return self.verify == "exact"
 
     @property
     def bucket_all_pairs_upto(self) -> int:
@@ -520,6 +531,16 @@ class MinHashLSH(Method):
         if self.verify == "none":
             return np.zeros(np.shape(score)[0], dtype=bool)
         return np.asarray(score) >= 1.0
+
+    def score_candidate_rows(self, rows: CandidateRows, left: np.ndarray,
+                             right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.verify != "exact":
+            return super().score_candidate_rows(rows, left, right)
+        from neardup.methods.ngram import exact_similarity
+
+        # find_pairs' score (float32) and cut-off (Pairs.above on that float32 score).
+        score = exact_similarity(rows.sets, left, right)
+        return score, score >= self.threshold
 
     def score_candidates(self, left, right):
         a, b = left["signature"], right["signature"]

@@ -15,6 +15,7 @@ from neardup.engine import corpus as corpus_module
 from neardup.engine.buckets import bucket_edges, group_runs
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method
+from neardup.text import ShingleConfig
 from tests.engine.fakes import Killed, die_at_call
 
 
@@ -42,6 +43,73 @@ def test_out_of_core_matches_in_memory(demo, method, params, tmp_path):
     assert (spilled.pairs.left < spilled.pairs.right).all()
 
 
+MINHASH_EXACT = [{"verify": "exact"}, {"verify": "exact", "threshold": 0.3},
+                 {"verify": "exact", "threshold": 0.4, "shingle": ShingleConfig(unit="char", n=5)}]
+
+
+@pytest.mark.parametrize("params", MINHASH_EXACT)
+def test_minhash_exact_verification_out_of_core_matches_in_memory(demo, params, tmp_path):
+    texts = _texts(demo)
+    memory = neardup.dedup(texts, "minhash", engine="memory", pair_types=False, **params)
+    # Tiny budget and many partitions: shingle sets are read back a step at a time.
+    spilled = neardup.dedup(texts, "minhash", engine="local", pair_types=False,
+                            work_dir=tmp_path / "w", memory_limit="1MB", partitions=64,
+                            batch_size=300, **params)
+    roomy = neardup.dedup(texts, "minhash", engine="local", pair_types=False, **params)
+    for local in (spilled, roomy):
+        assert local.params["engine"] == "local" and "engine_fallback" not in local.summary()
+        np.testing.assert_array_equal(local.clusters, memory.clusters)
+        np.testing.assert_array_equal(local.representative, memory.representative)
+    assert spilled.clusters.size == len(texts) == len(set(spilled.ids.tolist()))
+    assert memory.n_clusters < len(texts)  # something was matched
+    # Every forest pair is an in-memory pair with its exact in-memory score (float32).
+    assert len(spilled.pairs) == len(texts) - spilled.n_clusters
+    assert spilled.pairs.score.dtype == memory.pairs.score.dtype == np.float32
+    found = dict(zip(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()),
+                     memory.pairs.score.tolist()))
+    for pair, score in zip(zip(spilled.pairs.left.tolist(), spilled.pairs.right.tolist()),
+                           spilled.pairs.score.tolist()):
+        assert found[pair] == score
+    # The work directory holds the shingle sets (8 bytes per distinct shingle, 8 per
+    # document), not the signatures.
+    arrays = tmp_path / "w" / "sketch" / "arrays"
+    sets = make_method("minhash", **params).sketch(texts).sets
+    assert (arrays / "sets.values.bin").stat().st_size == 8 * sets.hashes.size
+    assert (arrays / "sets.sizes.bin").stat().st_size == 8 * len(texts)
+    assert sorted(p.name for p in arrays.iterdir()) == ["sets.sizes.bin", "sets.values.bin"]
+
+
+def test_minhash_exact_verdicts_are_find_pairs_verdicts(demo):
+    # score_candidate_rows on the stored sets gives find_pairs' scores and cut-off for
+    # every band collision, including scores at the threshold.
+    from neardup.methods.base import CandidateRows
+    from neardup.methods.lsh import banded_candidates
+
+    # Pairs at exactly Jaccard 1/2: 20 word 3-grams and the first 10 of them.
+    ties = []
+    for k in range(8):
+        words = [f"w{k}x{i}" for i in range(22)]
+        ties += [" ".join(words), " ".join(words[:12])]
+    texts = _texts(demo)[:1500] + ties
+    for threshold in (0.5, 0.3):
+        method = make_method("minhash", verify="exact", threshold=threshold)
+        sketch = method.sketch(texts)
+        valid = np.flatnonzero(sketch.n_features > 0)
+        candidates, _ = banded_candidates(sketch.arrays["signature"], valid, *method.banding,
+                                          method.max_bucket_pairs)
+        rows = CandidateRows(docs=np.arange(len(texts)), arrays={}, sets=sketch.sets)
+        score, accept = method.score_candidate_rows(rows, candidates.left, candidates.right)
+        kept = method.find_pairs(sketch)
+        assert score.dtype == np.float32 and accept.sum() == len(kept) > 0
+        np.testing.assert_array_equal(candidates.left[accept], kept.left)
+        np.testing.assert_array_equal(candidates.right[accept], kept.right)
+        np.testing.assert_array_equal(score[accept], kept.score)
+        # Colliding pairs at exactly Jaccard 1/2 are kept at threshold 0.5.
+        tie = np.flatnonzero((candidates.left >= 1500) & (candidates.left % 2 == 0)
+                             & (candidates.right == candidates.left + 1))
+        assert tie.size > 0 and (score[tie] == 0.5).all() and accept[tie].all()
+
+
 def test_time_window_matches_in_memory(demo):
     # verify="none": no pair counts as identical, so the window applies to every pair
     # (identical pairs bypass it, and the demo's day-apart matches are identical).
@@ -65,7 +133,8 @@ def _batches(texts, size=400):
 @pytest.mark.parametrize("stage", ["sketch", "prefix", "link", "exchange", "components"])
 @pytest.mark.parametrize(("name", "params"),
                          [("minhash", {"threshold": 0.4}), ("ngram", {}), ("spotsigs", {}),
-                          ("wminhash", {"verify": "exact", "phrase_length": 3, "threshold": 0.2})])
+                          ("wminhash", {"verify": "exact", "phrase_length": 3, "threshold": 0.2}),
+                          ("minhash", {"verify": "exact", "threshold": 0.4})])
 def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, name, params):
     method = make_method(name, **params)
     if stage in ("prefix", "exchange") and not corpus_module.exchanges_pair_counts(method):
@@ -351,15 +420,17 @@ def test_ngram_all_pairs_groups_check_each_copy_about_once():
 
 def test_local_engine_records_a_fallback_to_memory(caplog):
     texts = ["the cat sat on the mat today", "the cat sat on the mat today", "dogs bark"]
-    # minhash with exact Jaccard verification reads shingle sets, which its keyed stage
-    # does not store: it still runs in memory.
+    # rerank keys and pre-checks with its candidate method only when that verifies from
+    # fixed-width rows: over exact-verified MinHash candidates (shingle sets) it still
+    # runs in memory.
     with caplog.at_level("WARNING", logger="neardup"):
-        result = neardup.dedup(texts, "minhash", verify="exact", pair_types=False)
+        result = neardup.dedup(texts, "rerank", candidate_params={"verify": "exact"},
+                               pair_types=False)
     assert result.params["engine"] == "memory"
     assert "no out-of-core stage" in result.summary()["engine_fallback"]
     assert any("engine 'local'" in r.getMessage() for r in caplog.records)
     for name, params in (("ngram", {}), ("wminhash", {}), ("wminhash", {"verify": "exact"}),
-                         ("sanderson", {})):
+                         ("minhash", {"verify": "exact"}), ("sanderson", {})):
         keyed = neardup.dedup(texts, name, pair_types=False, **params)
         assert "engine_fallback" not in keyed.summary() and keyed.params["engine"] == "local"
 

@@ -309,6 +309,8 @@ def verifier_dir(tmp_path_factory):
     # copies here are joined before the reduce, so it scores every pair from counts).
     ("ngram", {"threshold": 0.3, "max_df": 3}, None),
     ("spotsigs", {}, None),
+    ("minhash", {"verify": "exact"}, None),  # band keys, verified on shipped shingle sets
+    ("minhash", {"verify": "exact", "threshold": 0.3}, None),
     ("rerank", {}, "date"),  # a verifier reading texts (and dates)
 ])
 def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, method, params, date_field,
@@ -334,6 +336,22 @@ def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, met
     if method in ("ngram", "spotsigs"):  # through the pair-count exchange
         exchange = stats["exchange"]
         assert exchange["ranges"] == 8 and exchange["scored_from_counts"] > 0
+
+
+def test_wminhash_fitted_in_advance_runs_on_ray(cluster, shards):
+    # Fitted with fit(): no statistics pass is needed, so Ray takes it; its shards must
+    # key and store the samples of the keyed sketch (the plain sketch has none).
+    reader = ReaderConfig(id_field="id")
+    texts = [t for batch in read_corpus(shards[:1], reader) for t in batch.texts]
+    fitted = make_method("wminhash", phrase_length=3).fit(texts)
+    assert fitted.corpus_statistics == () and ray_supports(fitted, "components")
+    local = run(read_corpus(shards[:1], reader), fitted)
+    distributed = run(RayInputs(tuple(shards[:1]), reader), fitted, engine="ray",
+                      ray=RayConfig(shard_rows=800, partitions=4))
+    assert local.params["engine"] == "local" and distributed.params["engine"] == "ray"
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    np.testing.assert_array_equal(distributed.representative, local.representative)
+    assert local.n_clusters < local.n_docs - 10  # the corpus has duplicates to find
 
 
 def test_unsupported_method_is_refused(cluster):
