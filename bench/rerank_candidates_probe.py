@@ -9,8 +9,11 @@ Taking the documents of the first ``--stories`` stories (plus ``--giant`` copies
 
     python bench/rerank_candidates_probe.py --stories 250 --giant 2000 --name rerank-probe-250
 
-Writes bench/results/NAME.json: CPU seconds, pairs scored, accepted, rejected, distinct
-rejected pairs, how many of those join two bases of one story, and the stage's counts.
+Writes bench/results/NAME.json: CPU seconds, pairs checked (the stage's verified edges),
+how many passed the candidate method's own check (MinHash's estimate) and so reached the
+verifier, accepted, rejected (by either), distinct rejected pairs, how many of those join
+two bases of one story, and the stage's counts. (The extra candidate check per edge adds a
+little CPU.)
 ``--rescore`` turns the stage's memory of rejected pairs off (every repeat scored again).
 """
 
@@ -58,7 +61,10 @@ def main() -> None:
     def logging(self, rows, left, right):
         score, accept = real(self, rows, left, right)
         a, b = rows.docs[left], rows.docs[right]
-        scored.append((np.minimum(a, b), np.maximum(a, b), np.asarray(accept, bool)))
+        # Which edges passed the candidate method's own check and reached the verifier.
+        passed = self.candidate.score_candidate_rows(rows, left, right)[1]
+        scored.append((np.minimum(a, b), np.maximum(a, b), np.asarray(accept, bool),
+                       np.asarray(passed, bool)))
         return score, accept
 
     RerankMethod.score_candidate_rows = logging
@@ -68,7 +74,7 @@ def main() -> None:
     result = neardup.dedup(table.select(["id", "text"]), "rerank", id_field="id",
                            pair_types=False)
     cpu = time.process_time() - start
-    left, right, accept = (np.concatenate(c) for c in zip(*scored))
+    left, right, accept, passed = (np.concatenate(c) for c in zip(*scored))
     lo, hi = left[~accept], right[~accept]
     codes = lo.astype(np.uint64) << np.uint64(32) | hi.astype(np.uint64)
     same_story = (clusters[lo] % n_stories) == (clusters[hi] % n_stories)
@@ -76,7 +82,9 @@ def main() -> None:
         "command": "python bench/rerank_candidates_probe.py " + " ".join(sys.argv[1:]),
         "docs": int(table.num_rows), "clusters": int(np.unique(clusters).size),
         "cpu_s": round(cpu, 1), "pairs_scored": int(left.size),
+        "passed_candidate_check": int(passed.sum()),
         "accepted": int(accept.sum()), "rejected": int(lo.size),
+        "rejected_by_verifier": int((passed & ~accept).sum()),
         "distinct_rejected_pairs": int(np.unique(codes).size),
         "rejected_same_story_share": round(float(same_story.mean()), 3) if lo.size else None,
         "rejected_same_cluster": int((clusters[lo] == clusters[hi]).sum()),
