@@ -23,6 +23,8 @@ work, so wall time is noisy; CPU seconds are the steadier figure.
     python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2
     python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --files 3 --configs local ray1
     python bench/bench_ray.py --corpus /tmp/neardup-scale/100k --configs local ray1 --method ngram
+    python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2 ray2-idle
+    python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs ray2 --partitions 8
 
 ``ray1-idle`` / ``ray2-idle`` (after ``ray1`` / ``ray2`` in ``--configs``): the same
 cluster started and left idle, no job, for as long as that job ran: the CPU its daemons
