@@ -23,6 +23,13 @@ work, so wall time is noisy; CPU seconds are the steadier figure.
     python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2
     python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --files 3 --configs local ray1
     python bench/bench_ray.py --corpus /tmp/neardup-scale/100k --configs local ray1 --method ngram
+    python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2 ray2-idle
+    python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs ray2 --partitions 8
+
+``ray1-idle`` / ``ray2-idle`` (after ``ray1`` / ``ray2`` in ``--configs``): the same
+cluster started and left idle, no job, for as long as that job ran: the CPU its daemons
+spend whatever the job (start-up, agents' reporting), for telling neardup's cost from the
+cluster's.
 
 Both "nodes" of ``ray2`` run on this machine and share its cores (1 CPU of Ray resources
 each): it measures the cost of the exchanges between two raylets and object stores, not
@@ -51,7 +58,8 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 CHILD = r'''
 import json, sys, time
 from pathlib import Path
-config, out, method_name, files = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4:]
+config, out, method_name, partitions, files = (sys.argv[1], Path(sys.argv[2]), sys.argv[3],
+                                                int(sys.argv[4]) or None, sys.argv[5:])
 start = time.perf_counter()
 from neardup.io import ReaderConfig, read_corpus, write_table
 from neardup.methods import make_method
@@ -70,7 +78,7 @@ else:
     trace = {TRACE_ENV: "1"}  # peak allocation of the components and assign tasks
     if config.startswith("ray2"):
         from ray.cluster_utils import Cluster
-        if config == "ray2":
+        if config in ("ray2", "ray2-idle"):
             # Nodes started with the workers' environment (as `NUMBA_NUM_THREADS=1 ray start`
             # on machines with neardup installed) and no runtime_env sent.
             os.environ.update(worker_env(trace))
@@ -81,7 +89,13 @@ else:
     else:
         connect(None, env=trace, num_cpus=2, object_store_memory=4 << 30)
     ready = time.perf_counter()
-    run_ = RayRun(RayInputs(tuple(files), reader), method, config=RayConfig())
+    if config.endswith("-idle"):  # the cluster alone, no job, for as long as the job ran
+        time.sleep(float(files[0]))
+        ray.shutdown()
+        print(json.dumps({"summary": None, "timings": {"cluster start": ready - start}, "stats": {},
+                          "seconds": time.perf_counter() - start}))
+        raise SystemExit(0)
+    run_ = RayRun(RayInputs(tuple(files), reader), method, config=RayConfig(partitions=partitions))
     run_.execute()
     summary = write_outputs(run_, clusters_out=out / "clusters")
     timings, stats = {"cluster start": ready - start, **run_.timer.seconds}, run_.stats
@@ -197,12 +211,20 @@ def main() -> None:
                         help="use only the first N Parquet files (a scaling curve on one corpus)")
     parser.add_argument("--name", default=None)
     parser.add_argument("--method", default="minhash", help="method (defaults) to de-duplicate with")
+    parser.add_argument("--partitions", type=int, default=None,
+                        help="key partitions of the Ray configs (RayConfig.partitions; default: the engine's)")
     args = parser.parse_args()
     files = sorted(str(p) for p in args.corpus.glob("*.parquet"))[:args.files]
     rows = []
     for config in args.configs:
+        inputs = files
+        if config.endswith("-idle"):
+            # As long as the same cluster's job ran (its row, earlier in --configs).
+            job = next(r for r in rows if r["config"] == config[:-len("-idle")])
+            inputs = [str(round(job["seconds"] - job["timings"]["cluster start"], 1))]
         with tempfile.TemporaryDirectory(prefix="neardup-bench-ray-") as out:
-            row = {"config": config, **measure([sys.executable, "-c", CHILD, config, out, args.method, *files])}
+            row = {"config": config, **measure([sys.executable, "-c", CHILD, config, out, args.method,
+                                                   str(args.partitions or 0), *inputs])}
         rows.append(row)
         print(json.dumps({k: row[k] for k in ("config", "wall_s", "cpu_s_sampled", "cpu_s_wait4",
                                                "peak_rss_mb_tree", "timings")}), flush=True)
@@ -212,9 +234,11 @@ def main() -> None:
             row["wall_ratio_vs_local"] = round(row["wall_s"] / local["wall_s"], 2)
             row["cpu_ratio_vs_local"] = round(max(row["cpu_s_sampled"], row["cpu_s_wait4"])
                                               / max(local["cpu_s_sampled"], local["cpu_s_wait4"]), 2)
-            row["same_clusters_as_local"] = row["summary"]["clusters"] == local["summary"]["clusters"]
+            if row["summary"] is not None:
+                row["same_clusters_as_local"] = row["summary"]["clusters"] == local["summary"]["clusters"]
     path = save(args.name or f"ray-{args.corpus.name}",
                 {"machine": machine(), "corpus": str(args.corpus), "files": len(files), "method": args.method,
+                 "partitions": args.partitions,
                  "rows": rows,
                  "load_average_after": os.getloadavg(),
                  "command": " ".join(["python", "bench/bench_ray.py", *sys.argv[1:]])})

@@ -119,6 +119,11 @@ def test_second_wave_skips_what_the_first_joined(cluster, shards):
     assert one["candidate_edges"] == two["candidate_edges"]
     assert two["waves"][1]["edges_after_seed"] < two["waves"][1]["candidate_edges"]
     assert two["verified_edges"] < one["verified_edges"]
+    # Key rows ship as uint64 key + uint32 shard row; the link tasks got signatures of
+    # 128 uint32 (no date: no time window) for each document they linked.
+    assert one["exchanged_bytes"]["key_rows"] == 12 * one["candidate_keys"] > 0
+    assert one["exchanged_bytes"]["gathered_rows"] == 512 * sum(w["linked_documents"] for w in one["waves"])
+    assert two["exchanged_bytes"]["edges"] < one["exchanged_bytes"]["edges"]
 
 
 def test_time_window_and_position_ids(cluster, shards):
@@ -552,6 +557,18 @@ def test_shared_key_rows_are_the_sorted_rows_of_keys_held_twice():
     np.testing.assert_array_equal(shared["doc"], every["doc"][held_twice])
     values = rng.integers(0, 50, 300)
     np.testing.assert_array_equal(_unique_positions(values), np.unique(values))
+
+
+def test_key_rows_of_uint32_shard_rows_give_int64_positions_past_2_to_32():
+    from neardup.engine.ray_engine import _sorted_key_rows
+
+    offsets = np.array([0, 5_000_000_000], np.int64)
+    parts = [{"key": np.array([7, 9], np.uint64), "row": np.array([4_000_000_000, 1], np.uint32)},
+             {"key": np.array([7, 9], np.uint64), "row": np.array([3, 4_000_000_000], np.uint32)}]
+    rows = _sorted_key_rows(offsets, parts)
+    assert rows["doc"].dtype == np.int64
+    assert rows["key"].tolist() == [7, 7, 9, 9]
+    assert rows["doc"].tolist() == [4_000_000_000, 5_000_000_003, 1, 9_000_000_000]
 
 
 def test_waves_grow_and_cover_every_partition_once():
