@@ -298,6 +298,16 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
             "sets, which the Ray engine's shards do not ship. Use --engine local (out of core) "
             "or another --verify."
         )
+    if (method_obj.name == "rerank" and cluster.algorithm == "components"
+            and not ray_supports(method_obj, cluster.algorithm)):
+        candidates = method_obj.candidate
+        got = (f"{candidates.name} candidates (the cross-encoder's default)"
+               if candidates.name != "minhash" else "MinHash candidates with verify=exact")
+        raise click.UsageError(
+            f"--engine ray runs --method rerank over MinHash candidates verified by their "
+            f"signatures only; got {got}. Use --param candidates=minhash (and no verify in "
+            "candidate_params), or --engine local."
+        )
     if not ray_supports(method_obj, cluster.algorithm):
         raise click.UsageError(
             f"--engine ray runs exact, minhash, simhash, ngram, spotsigs, rerank, and retsim, "

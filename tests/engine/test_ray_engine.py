@@ -391,6 +391,18 @@ def test_weighted_set_verification_is_refused_by_name(tmp_path):
     assert "--engine ray does not run --method wminhash with --verify exact" in result.output
 
 
+def test_rerank_over_embedding_candidates_is_refused_with_the_fix(tmp_path):
+    # The cross-encoder's default candidates (RETSim) have no keyed stage: refused before
+    # any Ray work, saying which parameter makes it run.
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"id": "0", "text": "the cat sat on the mat"}) + "\n")
+    result = CliRunner().invoke(main, ["dedup", str(path), "--method", "rerank", "--param",
+                                       "candidates=retsim", "--engine", "ray"])
+    assert result.exit_code == 2
+    assert "got retsim candidates" in result.output
+    assert "--param candidates=minhash" in result.output
+
+
 @pytest.fixture(scope="module")
 def chain_and_bucket(tmp_path_factory):
     """7,000 documents in shuffled order: 5,000 identical copies (one bucket per band, its
