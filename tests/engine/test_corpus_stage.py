@@ -16,6 +16,7 @@ from neardup.engine.buckets import bucket_edges, group_runs
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method
 from neardup.text import ShingleConfig
+from tests.engine.agreement import assert_exact_verification_matches_memory
 from tests.engine.fakes import Killed, die_at_call
 
 
@@ -50,26 +51,7 @@ MINHASH_EXACT = [{"verify": "exact"}, {"verify": "exact", "threshold": 0.3},
 @pytest.mark.parametrize("params", MINHASH_EXACT)
 def test_minhash_exact_verification_out_of_core_matches_in_memory(demo, params, tmp_path):
     texts = _texts(demo)
-    memory = neardup.dedup(texts, "minhash", engine="memory", pair_types=False, **params)
-    # Tiny budget and many partitions: shingle sets are read back a step at a time.
-    spilled = neardup.dedup(texts, "minhash", engine="local", pair_types=False,
-                            work_dir=tmp_path / "w", memory_limit="1MB", partitions=64,
-                            batch_size=300, **params)
-    roomy = neardup.dedup(texts, "minhash", engine="local", pair_types=False, **params)
-    for local in (spilled, roomy):
-        assert local.params["engine"] == "local" and "engine_fallback" not in local.summary()
-        np.testing.assert_array_equal(local.clusters, memory.clusters)
-        np.testing.assert_array_equal(local.representative, memory.representative)
-    assert spilled.clusters.size == len(texts) == len(set(spilled.ids.tolist()))
-    assert memory.n_clusters < len(texts)  # something was matched
-    # Every forest pair is an in-memory pair with its exact in-memory score (float32).
-    assert len(spilled.pairs) == len(texts) - spilled.n_clusters
-    assert spilled.pairs.score.dtype == memory.pairs.score.dtype == np.float32
-    found = dict(zip(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()),
-                     memory.pairs.score.tolist()))
-    for pair, score in zip(zip(spilled.pairs.left.tolist(), spilled.pairs.right.tolist()),
-                           spilled.pairs.score.tolist()):
-        assert found[pair] == score
+    assert_exact_verification_matches_memory("minhash", texts, params, tmp_path / "w")
     # The work directory holds the shingle sets (8 bytes per distinct shingle, 8 per
     # document), not the signatures.
     arrays = tmp_path / "w" / "sketch" / "arrays"

@@ -11,8 +11,9 @@ from neardup.engine import CorpusStageConfig, WorkDirError, run_corpus_stage
 from neardup.engine import statistics as statistics_module
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method
-from tests.engine.fakes import Killed, die_at_call
 from neardup.methods.wminhash import CorpusStatistics
+from tests.engine.agreement import assert_exact_verification_matches_memory
+from tests.engine.fakes import Killed, die_at_call
 
 
 def _texts(records):
@@ -53,25 +54,7 @@ WMINHASH_EXACT = [{"verify": "exact"}, {"verify": "exact", "phrase_length": 3, "
 @pytest.mark.parametrize("params", WMINHASH_EXACT)
 def test_wminhash_exact_verification_out_of_core_matches_in_memory(demo, params, tmp_path):
     texts = _texts(demo)
-    memory = neardup.dedup(texts, "wminhash", engine="memory", pair_types=False, **params)
-    # Tiny budget and many partitions: weighted phrase sets are read back a step at a time.
-    spilled = neardup.dedup(texts, "wminhash", engine="local", pair_types=False,
-                            work_dir=tmp_path / "w", memory_limit="1MB", partitions=64,
-                            batch_size=300, **params)
-    roomy = neardup.dedup(texts, "wminhash", engine="local", pair_types=False, **params)
-    for local in (spilled, roomy):
-        assert local.params["engine"] == "local" and "engine_fallback" not in local.summary()
-        np.testing.assert_array_equal(local.clusters, memory.clusters)
-        np.testing.assert_array_equal(local.representative, memory.representative)
-    assert spilled.clusters.size == len(texts) == len(set(spilled.ids.tolist()))
-    assert memory.n_clusters < len(texts)  # something was matched
-    # Every forest pair is an in-memory pair with its exact in-memory score.
-    assert len(spilled.pairs) == len(texts) - spilled.n_clusters
-    found = dict(zip(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()),
-                     memory.pairs.score.tolist()))
-    for pair, score in zip(zip(spilled.pairs.left.tolist(), spilled.pairs.right.tolist()),
-                           spilled.pairs.score.tolist()):
-        assert found[pair] == score
+    assert_exact_verification_matches_memory("wminhash", texts, params, tmp_path / "w")
     # The work directory holds the weighted sets (a float64 weight per stored phrase
     # hash), not the samples.
     arrays = tmp_path / "w" / "sketch" / "arrays"
