@@ -70,7 +70,8 @@ def check_supported(caller: str, method: Method) -> None:
         )
     if method.name in EMBEDDING_METHODS:
         return
-    if method.name not in SUPPORTED_METHODS or method.candidate_arrays is None:
+    # The index stores fixed-width rows only (no shingle sets, texts or statistics).
+    if method.name not in SUPPORTED_METHODS or not method.candidate_fixed_width:
         hint = " (minhash with verify='exact' keeps shingle sets: use verify='signature')" \
             if method.name == "minhash" else ""
         raise ValueError(
