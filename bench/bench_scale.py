@@ -11,6 +11,11 @@ over the LSH matches.
     python bench/bench_scale.py --corpus /tmp/neardup-scale/1M --methods minhash exact simhash
 
 datatrove (``--datatrove-python``) runs in its own environment; see bench/peer_datatrove.py.
+
+A run too long for one sitting (rerank at 1M) can be given ``--extra --work-dir DIR
+--resume`` and rerun after an interruption: its row then adds the CPU seconds that the
+earlier invocations recorded with the stages they finished (``earlier_invocations``) and
+keeps the larger peak RSS; work lost to the interruption is not counted.
 """
 
 from __future__ import annotations
@@ -67,6 +72,31 @@ def ari(truth: np.ndarray, labels: np.ndarray) -> float:
     return round(adjusted_rand_index(truth, labels), 5)
 
 
+def recorded_usage(extra: list[str]) -> dict | None:
+    """CPU seconds and peak RSS that earlier invocations recorded with the stages already
+    complete in ``--work-dir`` (given in ``extra`` with ``--resume``), so that a run
+    resumed over several invocations (say, across machine sessions) is reported whole:
+    the sketch stage's and each finished link partition's ``cpu_seconds``/``peak_rss_mb``
+    (neardup.engine.corpus). None: not a resumed run, or nothing done yet."""
+    if "--resume" not in extra or "--work-dir" not in extra:
+        return None
+    work = Path(extra[extra.index("--work-dir") + 1])
+    records = []
+    sketch = work / "sketch" / "_DONE.json"
+    if sketch.exists():
+        records.append(json.loads(sketch.read_text())["facts"])
+    link = sorted((work / "link").glob("p-*.json")) if (work / "link").is_dir() else []
+    records += [json.loads(p.read_text()) for p in link]
+    if not records:
+        return None
+    if any("cpu_seconds" not in r for r in records):
+        raise SystemExit(f"{work} holds stages finished by a neardup that did not record "
+                         "their CPU; start the run in a new work directory")
+    return {"cpu_s": round(sum(r["cpu_seconds"] for r in records), 1),
+            "peak_rss_mb": max(r["peak_rss_mb"] for r in records),
+            "sketch_done": sketch.exists(), "link_partitions_done": len(link)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, required=True, help="directory of part-*.parquet")
@@ -102,7 +132,15 @@ def main() -> None:
             cmd = [sys.executable, "-m", "neardup", "dedup", *files, "--method", method,
                    "--text-field", "text", "--id-field", "id", "--clusters-out", str(out),
                    "--report", str(report), "--quiet", *args.extra]
+            earlier = recorded_usage(args.extra)
             row = {"tool": "neardup", "method": method, "docs": int(truth.size), **measure_command(cmd)}
+            if earlier is not None:
+                # This invocation's figures plus the earlier ones' (their wall time is
+                # not known: wall_s is this invocation's).
+                row["earlier_invocations"] = earlier
+                row["cpu_s_this_invocation"] = row["cpu_s"]
+                row["cpu_s"] = round(row["cpu_s"] + earlier["cpu_s"], 1)
+                row["peak_rss_mb"] = max(row["peak_rss_mb"], earlier["peak_rss_mb"])
             row["command"] = (f"neardup dedup {source} --method {method} "
                               f"--text-field text --id-field id --clusters-out OUT --quiet "
                               + " ".join(args.extra)).strip()

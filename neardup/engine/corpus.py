@@ -48,7 +48,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -285,6 +287,7 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
             array_files[_SET_WEIGHTS] = open(directory / "arrays" / f"{_SET_WEIGHTS}.bin", "wb")
     array_layout: dict[str, list] = {}
     text_writer = None
+    cpu_start = time.process_time()
     writer = pq.ParquetWriter(directory / "docs.parquet", _DOC_SCHEMA)
     n_docs, has_dates = 0, False
     try:
@@ -351,12 +354,22 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
     facts = {"n_docs": n_docs, "n_keys": spill.rows, "arrays": array_layout, "has_dates": has_dates,
              "payload": None, "sets": bool(method.candidate_sets),
              "set_weights": bool(method.candidate_sets and method.candidate_set_weights),
-             "texts": text_writer is not None}
+             "texts": text_writer is not None,
+             **_process_usage(cpu_start)}
     wd.finish("sketch", key, facts)
     return facts
 
 
 _NO_DATE = np.iinfo(np.int64).min
+
+
+def _process_usage(cpu_start: float) -> dict[str, float]:
+    """CPU seconds since ``cpu_start`` (``time.process_time``) and the process's peak RSS
+    so far, recorded with a stage's or partition's results: a run resumed over several
+    invocations can then be accounted for as a whole (``bench/bench_scale.py``)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    return {"cpu_seconds": round(time.process_time() - cpu_start, 2),
+            "peak_rss_mb": round(peak, 1)}
 
 
 def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, Any],
@@ -415,6 +428,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                     _count_capped(capped_per_doc, read_arrow(capped_file).column("doc").to_numpy())
                 _replay_forest(uf, out)
             else:
+                cpu_start = time.process_time()
                 tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
                 spill = _PairSpill(directory, p) if exchange else None
                 forest, outside, counts, capped_docs = _link_partition(
@@ -430,6 +444,9 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                 store.release()
                 del tables
                 _write_edges(out, forest, outside)
+                # Kept with the partition (as the sketch stage's with its facts), so that
+                # the CPU of a run resumed over several invocations can be added up.
+                counts.update(_process_usage(cpu_start))
                 atomic_write_text(done, json.dumps(counts))
             counts = json.loads(done.read_text())
             for name in totals:
