@@ -76,7 +76,7 @@ from neardup.io import parquet_num_rows
 from neardup.io.batch import DocumentBatch
 from neardup.io.readers import ReaderConfig, detect_format, part_records, read_part
 from neardup.methods.base import CandidateRows, Method
-from neardup.progress import StageTimer
+from neardup.progress import StageTimer, progress_bar
 from neardup.text.shingle import ShingleSets
 
 __all__ = ["INSTALL_HINT", "RUNTIME_ENV_ENV", "RayConfig", "RayInputs", "RayRun", "connect", "import_ray",
@@ -1222,6 +1222,21 @@ def _vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, o
 # -- driver ------------------------------------------------------------------------------
 
 
+def _completed(ray, refs: list, advance) -> list:
+    """``ray.get(refs)``, calling ``advance(n)`` as tasks finish so that a progress bar
+    moves while they run (the driver polls twice a second)."""
+    waiting = list(refs)
+    while waiting:
+        done, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0.5)
+        if done:
+            advance(len(done))
+    return ray.get(list(refs))
+
+
+def _no_progress(n: int, status: str | None = None) -> None:
+    return None
+
+
 def _ray_error(exc: BaseException) -> BaseException:
     """The neardup InputError inside a Ray task failure, as raised in the worker (its
     message names the file and record), or the failure unchanged."""
@@ -1294,8 +1309,9 @@ def run_ray_stage(
     the in-memory API). Returns what :func:`~neardup.engine.run_corpus_stage` returns;
     collecting its per-document facts (ids, lengths, dates, roots) is the only step
     proportional to the corpus, and :func:`write_outputs` avoids even that. ``progress``
-    is accepted as the local engine's; the Ray engine shows no progress bars (it runs
-    plain tasks, no Ray Data).
+    as the local engine's: bars on stderr (None: when it is a terminal) for the sketch
+    tasks, the link (or search) tasks with the components rounds as their status, and
+    the components of a run without waves, advanced as the tasks finish.
     """
     run = RayRun(source, method, config=config, time_window_hours=time_window_hours,
                  timer=timer, progress=progress)
@@ -1371,10 +1387,10 @@ class RayRun:
         self.partitions = partitions
         method_ref = ray.put(method)
         sketch = ray.remote(_sketch_task).options(num_returns=partitions + 3)
-        with timer.stage("sketch"):
+        with timer.stage("sketch"), self._bar("sketching", len(shards), "shards") as advance:
             out = [sketch.remote(i, shard, method_ref, reader, memory, partitions)
                    for i, shard in enumerate(shards)]
-            sizes = np.array(ray.get([o[0] for o in out]), np.float64).reshape(-1, 4)
+            sizes = np.array(_completed(ray, [o[0] for o in out], advance), np.float64).reshape(-1, 4)
         counts = sizes[:, 0].astype(np.int64)
         self.n_keys = int(sizes[:, 1].sum())
         self.sketch_cpu = float(sizes[:, 2].sum())
@@ -1403,7 +1419,7 @@ class RayRun:
         labels = None  # (bounds, per range the labels) of the waves so far
         totals: dict[str, float] = {}
         self.wave_stats, self.link_refs, self.exchange_stats = [], [], None
-        with timer.stage("pairs"):
+        with timer.stage("pairs"), self._bar("linking", partitions + n_ranges, "partitions") as advance:
             for wave in waves if self.n_docs else []:
                 if not wave:
                     continue
@@ -1434,7 +1450,7 @@ class RayRun:
                 linked = [link.remote(b[0], method_ref, self.window, options, *[r[j] for r in rows])
                           for j, b in enumerate(buckets)]
                 del buckets, rows
-                wave_counts = _sum_counts(ray.get([out[0] for out in linked]))
+                wave_counts = _sum_counts(_completed(ray, [out[0] for out in linked], advance))
                 results = [out[1] for out in linked]
                 if exchange:
                     record_parts += [out[2:2 + n_ranges] for out in linked]
@@ -1444,7 +1460,7 @@ class RayRun:
                 sources = (labels[1] if labels is not None else []) + results
                 edges = int(wave_counts.get("partition_forest_edges", 0)) + (
                     self.components_stats[-1]["joined_documents"] if labels is not None else 0)
-                labels = self._components(ray, sources, edges)
+                labels = self._components(ray, sources, edges, advance)
                 self.wave_stats.append({"partitions": len(wave), **{
                     k: round(v, 3) for k, v in wave_counts.items()}})
                 totals = _sum_counts([totals, wave_counts])
@@ -1452,17 +1468,17 @@ class RayRun:
                 reduced = self._reduce_exchange(ray, counts, arrays, names, options, method_ref, n_ranges,
                                                 record_parts, unseen_parts)
                 del record_parts, unseen_parts
-                reduce_counts = _sum_counts(ray.get([out[0] for out in reduced]))
+                reduce_counts = _sum_counts(_completed(ray, [out[0] for out in reduced], advance))
                 results = [out[1] for out in reduced]
                 self.link_refs.extend(results)
                 edges = int(reduce_counts.get("partition_forest_edges", 0)) + self.components_stats[-1][
                     "joined_documents"]
-                labels = self._components(ray, labels[1] + results, edges)
+                labels = self._components(ray, labels[1] + results, edges, advance)
                 self.exchange_stats = {"ranges": n_ranges, **{k: round(v, 3) for k, v in reduce_counts.items()}}
                 totals = _sum_counts([totals, reduce_counts])
         with timer.stage("cluster"):
             if labels is None:
-                labels = self._components(ray, [], 0)
+                labels = self._components(ray, [], 0, _no_progress)
             self.bounds, self.label_refs = labels
             self._finish(totals, partitions)
 
@@ -1496,11 +1512,15 @@ class RayRun:
         self.n_docs = int(counts.sum())
         self.fact_refs = [ref if n else None for ref, n in zip(fact_refs, counts)]
 
-    def _components(self, ray, sources: list, edges: int) -> tuple[np.ndarray, list]:
+    def _bar(self, description: str, total: int | None, unit: str):
+        return progress_bar(description, total=total, unit=unit, enabled=self.progress)
+
+    def _components(self, ray, sources: list, edges: int, advance) -> tuple[np.ndarray, list]:
         """Connected components of the edges in ``sources`` (link results' forests, earlier
         labels' stars; ``edges`` of them in all) by large-star / small-star rounds over
-        ranges of documents sized from ``RayConfig.components_memory``. Returns the ranges'
-        bounds and per range an object: its joined documents (sorted) and their roots."""
+        ranges of documents sized from ``RayConfig.components_memory``, each round shown
+        as ``advance``'s status. Returns the ranges' bounds and per range an object: its
+        joined documents (sorted) and their roots."""
         budget = self.config.components_memory or _COMPONENTS_MEMORY
         ranges = _component_partitions(edges, budget)
         bounds = _range_bounds(self.n_docs, ranges)
@@ -1513,6 +1533,7 @@ class RayRun:
             out = [large.remote(bounds, *[p[c] for p in parts]) for c in range(ranges)]
             infos = ray.get([o[0] for o in out])
             rounds += 1
+            advance(0, status=f"components: round {rounds}")
             cpu += sum(i["cpu_s"] for i in infos)
             if all(i["star"] for i in infos):
                 break
@@ -1545,9 +1566,9 @@ class RayRun:
         budget = self.config.memory_limit or default_memory_limit()
         method_ref = ray.put(method)
         embed = ray.remote(_embed_task).options(num_returns=5)
-        with timer.stage("sketch"):
+        with timer.stage("sketch"), self._bar("embedding", len(shards), "shards") as advance:
             out = [embed.remote(i, shard, method_ref, reader, memory) for i, shard in enumerate(shards)]
-            info = ray.get([o[0] for o in out])
+            info = _completed(ray, [o[0] for o in out], advance)
         counts = np.array([x[0] for x in info], np.int64)
         row_counts = np.array([x[1] for x in info], np.int64)
         dim = max([x[2] for x in info], default=0)
@@ -1568,7 +1589,7 @@ class RayRun:
         floor = search.threshold - search_margin(max(dim, 1), deviation)
         trained, ivf_refs, extra = None, None, {}
         self.link_refs, totals = [], {}
-        with timer.stage("pairs"):
+        with timer.stage("pairs"), self._bar("searching", len(row_shards), "shards") as advance:
             if n_rows >= 2:
                 if kind == "ivf":
                     nlist = ivf_nlist(n_rows, search.nlist)
@@ -1582,11 +1603,11 @@ class RayRun:
                 results = [task.remote(i, row_shards, row_refs, owned_refs, date_refs, method_ref, k, floor,
                                        self.window, trained, ivf_refs, budget)
                            for i in range(len(row_shards))]
-                totals = _sum_counts(ray.get([c for c, _ in results]))
+                totals = _sum_counts(_completed(ray, [c for c, _ in results], advance))
                 self.link_refs = [r for _, r in results]
-        with timer.stage("cluster"):
+        with timer.stage("cluster"), self._bar("components", None, "") as advance:
             self.bounds, self.label_refs = self._components(
-                ray, self.link_refs, int(totals.get("partition_forest_edges", 0)))
+                ray, self.link_refs, int(totals.get("partition_forest_edges", 0)), advance)
             self._finish(totals, 0)
         self.stats = {
             "rows": n_rows, "index": kind, "k": k, **extra, "shards": self.n_shards,
@@ -1998,13 +2019,15 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
             str(tmp_of["pairs"][0] / f"outside-{s:05d}.parquet"), run.method.name, *[p[s] for p in named])[0]
             for s in range(n_shards)]
         del by_left, named
-    assign_counts = ray.get([x[0] for x in assigned])
+    with progress_bar("writing", total=len(assigned) + len(live) + len(pending), unit="tasks",
+                      enabled=run.progress) as advance:
+        assign_counts = _completed(ray, [x[0] for x in assigned], advance)
+        empty = sum(_completed(ray, [facts[s][0] for s in live], advance))
+        _completed(ray, pending, advance)
     counts = _sum_counts(assign_counts)
     largest = max([c["largest_cluster"] for c in assign_counts], default=0)
     run.stats["assign"] = {"ranges": ranges, "peak_task_bytes": max(c["peak_bytes"] for c in assign_counts),
                            "largest_range_documents": max(c["documents"] for c in assign_counts)}
-    empty = sum(ray.get([facts[s][0] for s in live]))
-    ray.get(pending)
     for tmp, final in tmp_of.values():  # all written: now move them into place
         _replace_dir(tmp, final)
     n_clusters = run.n_docs - int(counts.get("dropped", 0))

@@ -31,6 +31,7 @@ from neardup.engine.ray_engine import (  # noqa: E402
     RayInputs,
     RayRun,
     import_ray,
+    plan_shards,
     ray_supports,
     worker_runtime_env,
     write_outputs,
@@ -225,6 +226,64 @@ def test_cli_writes_parquet_partitions_like_local(cluster, shards, tmp_path):
     assert edges.num_rows == len(expected) - expected["representative"].sum()
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["summary"]["clusters"] == int(expected["representative"].sum())
+
+
+def _recording_bars(monkeypatch) -> dict:
+    """Replace the engine's progress bars by records of what each was told."""
+    from contextlib import contextmanager
+
+    import neardup.engine.ray_engine as engine
+
+    bars: dict[str, dict] = {}
+
+    @contextmanager
+    def recording(description, *, total=None, unit="docs", enabled=None):
+        bar = bars[description] = {"total": total, "unit": unit, "enabled": enabled, "done": 0,
+                                   "status": []}
+
+        def advance(n, status=None):
+            bar["done"] += n
+            if status is not None:
+                bar["status"].append(status)
+        yield advance
+
+    monkeypatch.setattr(engine, "progress_bar", recording)
+    return bars
+
+
+@pytest.mark.parametrize("method", ["minhash", "ngram"])
+def test_cli_progress_bars_follow_each_stage(cluster, shards, tmp_path, monkeypatch, method):
+    bars = _recording_bars(monkeypatch)
+    args = ["dedup", *shards, "--method", method, "--id-field", "id", "--engine", "ray",
+            "--ray-address", cluster["address"], "--ray-shard-rows", "800", "--partitions", "4",
+            "--clusters-out", str(tmp_path / "c"), "--out", str(tmp_path / "o")]
+    result = CliRunner().invoke(main, [*args, "--progress"])
+    assert result.exit_code == 0, result.output
+    assert list(bars) == ["sketching", "linking", "writing"]
+    planned = plan_shards(RayInputs(tuple(shards), ReaderConfig(id_field="id")), 800)
+    assert bars["sketching"]["total"] == len(planned) > 3  # row ranges of the Parquet files
+    # ngram's pair-count exchange reduces one range per partition after the waves.
+    assert bars["linking"]["total"] == 4 * (2 if method == "ngram" else 1)
+    for bar in bars.values():
+        assert bar["enabled"] is True and bar["done"] == bar["total"]
+    assert "components: round 1" in bars["linking"]["status"]
+    bars.clear()
+    result = CliRunner().invoke(main, [*args, "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert bars and all(bar["enabled"] is False for bar in bars.values())
+
+
+def test_vector_stage_progress_bars(cluster, shards, tmp_path, monkeypatch):
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    bars = _recording_bars(monkeypatch)
+    run_ = RayRun(RayInputs(tuple(shards), ReaderConfig(id_field="id")),
+                  FakeRETSim(threads=1, threshold=0.85), config=RayConfig(shard_rows=800), progress=True)
+    run_.execute()
+    write_outputs(run_, clusters_out=tmp_path / "c")
+    assert list(bars) == ["embedding", "searching", "components", "writing"]
+    for name in ("embedding", "searching", "writing"):
+        assert bars[name]["done"] == bars[name]["total"] > 0, name
+    assert bars["components"]["status"][0] == "components: round 1"
 
 
 def test_outputs_written_without_the_forest_on_the_driver(cluster, shards, tmp_path):
