@@ -40,6 +40,15 @@ shards of rows:
    (the IVF centroids and shard indexes are kept too).
 3. **components**: the roots of the union-find, the forest and the outside-window pairs.
 
+A method that scores its candidate pairs from texts (:attr:`Method.candidate_text_chars`
+with a vector contract: rerank over RETSim or bi-encoder candidates) also has its texts
+written at the embed stage (``embed/texts.arrow``, the keyed stage's
+:class:`~neardup.engine.corpus.TextWriter`); in the search, the pairs above the vector
+threshold (not yet joined, not rejected before) go to
+:meth:`Method.score_candidate_rows` in batches whose texts take at most a quarter of the
+budget (:class:`PairScoring`), and only the accepted pairs join. The scorer's parameters
+are part of the search key, so another rerank threshold re-runs the search only.
+
 Resident memory: two shards of float32 rows (a quarter of
 ``CorpusStageConfig.memory_limit`` each; with IVF the index shard is its index, the
 same rows plus 8-byte ids) and a query batch's candidates (batches shrink when they find
@@ -53,6 +62,7 @@ exact search here, docs/benchmarks.md).
 Work directory (beside ``manifest.json``)::
 
     embed/rows.bin, embed/rows_per_doc.bin, embed/docs.parquet, embed/_DONE.json
+    embed/texts.arrow (methods that score pairs from texts only)
     search/q-IIII.arrow, search/q-IIII.json, search/_KEY, search/_DONE.json
     search/ivf-centroids.faiss, search/ivf-JJJJ.faiss (IVF only)
     components/forest.arrow, components/outside.arrow, components/roots.npy, _DONE.json
@@ -123,7 +133,8 @@ _DOC_SCHEMA = pa.schema([("id", pa.string()), ("length", pa.int64()), ("source",
 
 def supports_vector_stage(method: Method, algorithm: str, n_docs: int | None = None) -> bool:
     """Whether ``method`` with clustering ``algorithm`` runs through this stage: methods
-    with the vector contract (:attr:`Method.vector_search`; flat, IVF or ``auto``
+    with the vector contract (:attr:`Method.vector_search`, rerank over embedding
+    candidates included; flat, IVF or ``auto``
     indexes, not HNSW) clustered by connected components, at any size (``n_docs`` is
     accepted for compatibility; the index is chosen from the row count once the rows are
     embedded, :func:`resolve_index`)."""
