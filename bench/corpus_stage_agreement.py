@@ -18,6 +18,7 @@ are cached in a temporary directory, so the model runs once per setting.
     python bench/corpus_stage_agreement.py --methods ngram rerank spotsigs wminhash sanderson --name corpus_stage_agreement_keyed
     python bench/corpus_stage_agreement.py --methods wminhash --only-params verify=exact --name corpus_stage_agreement_wminhash_exact
     python bench/corpus_stage_agreement.py --methods minhash --only-params verify=exact --name corpus_stage_agreement_minhash_exact
+    python bench/corpus_stage_agreement.py --methods rerank --only-params candidates=retsim --memory-limit 1MB --name corpus_stage_agreement_rerank_retsim
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ SETTINGS = [
     ("ngram", {}),
     ("ngram", {"shingle": "char", "ngram": 5, "threshold": 0.3}),
     ("rerank", {}),
+    ("rerank", {"candidates": "retsim"}),  # on the vector stage (RETSim rows, texts scored)
     ("spotsigs", {}),
     ("spotsigs", {"threshold": 0.3}),
     ("wminhash", {}),
@@ -138,6 +140,11 @@ def main() -> None:
                 # What the sketch stage stores per document to verify with (arrays, sets).
                 arrays = Path(work) / "sketch" / "arrays"
                 stored = {f.name: f.stat().st_size for f in arrays.iterdir()} if arrays.is_dir() else {}
+                # The vector stage (rerank over RETSim): rows and the texts it scores.
+                embed = Path(work) / "embed"
+                stored.update({f.name: f.stat().st_size for f in embed.glob("*.*")
+                               if f.name in ("rows.bin", "texts.arrow")} if embed.is_dir() else {})
+                stage_stats = local.params.get("corpus_stage") or {}
             row = {
                 "split": split,
                 "method": method,
@@ -155,6 +162,7 @@ def main() -> None:
                 "seconds_local": round(t_local, 2),
                 "cpu_seconds_memory": round(cpu_memory, 2),
                 "cpu_seconds_local": round(cpu_local, 2),
+                "local_shards": stage_stats.get("shards"),
             }
             rows.append(row)
             print(row, flush=True)

@@ -93,6 +93,9 @@ __all__ = [
     "ArrayRows",
     "CorpusStageConfig",
     "PartitionLinker",
+    "TEXTS_FILE",
+    "TextReader",
+    "TextWriter",
     "default_memory_limit",
     "link_key_rows",
     "merge_forests",
@@ -286,7 +289,8 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
         if method.candidate_set_weights:  # float64, aligned with the values
             array_files[_SET_WEIGHTS] = open(directory / "arrays" / f"{_SET_WEIGHTS}.bin", "wb")
     array_layout: dict[str, list] = {}
-    text_writer = None
+    text_writer = (TextWriter(directory / TEXTS_FILE, method.candidate_text_chars)
+                   if method.candidate_text_chars is not None else None)
     cpu_start = time.process_time()
     writer = pq.ParquetWriter(directory / "docs.parquet", _DOC_SCHEMA)
     n_docs, has_dates = 0, False
@@ -320,16 +324,8 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
                             f"{sets.hashes.shape[0]} elements."
                         )
                     array_files[_SET_WEIGHTS].write(weights.tobytes())
-            if method.candidate_text_chars is not None:
-                cut = method.candidate_text_chars
-                # Bytes, not Arrow strings: a lone surrogate (valid in a Python str, not
-                # in UTF-8) must reach the scorer unchanged rather than fail the run.
-                column = pa.array([t[:cut].encode("utf-8", "surrogatepass") for t in batch.texts],
-                                  pa.large_binary())
-                if text_writer is None:
-                    text_writer = ipc.new_file(str(directory / _TEXTS),
-                                               pa.schema([("text", column.type)]))
-                text_writer.write_table(pa.table({"text": column}))
+            if text_writer is not None:
+                text_writer.write(batch.texts)
             has_dates = has_dates or batch.dates is not None
             dates = (batch.dates.astype("datetime64[s]") if batch.dates is not None
                      else np.full(n, np.datetime64("NaT"), "datetime64[s]"))
@@ -698,7 +694,48 @@ def _count_capped(per_doc: np.ndarray, docs: np.ndarray) -> None:
 
 
 _SET_SIZES, _SET_VALUES, _SET_WEIGHTS = "sets.sizes", "sets.values", "sets.weights"
-_TEXTS = "texts.arrow"
+#: The texts a scorer reads, in a stage's directory (:class:`TextWriter`).
+TEXTS_FILE = "texts.arrow"
+
+
+class TextWriter:
+    """Raw texts cut to ``chars`` characters, appended batch by batch to an Arrow IPC file
+    (one ``large_binary`` column) that :class:`TextReader` reads back by document."""
+
+    def __init__(self, path: Path, chars: int) -> None:
+        self.path, self.chars = path, chars
+        self.writer = ipc.new_file(str(path), pa.schema([("text", pa.large_binary())]))
+
+    def write(self, texts) -> None:
+        # Bytes, not Arrow strings: a lone surrogate (valid in a Python str, not in
+        # UTF-8) must reach the scorer unchanged rather than fail the run.
+        cut = self.chars
+        column = pa.array([t[:cut].encode("utf-8", "surrogatepass") for t in texts],
+                          pa.large_binary())
+        self.writer.write_table(pa.table({"text": column}))
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class TextReader:
+    """The texts of a :class:`TextWriter` file, memory-mapped when first read: ``rows(docs)``
+    gives a lazy reader for ``CandidateRows.texts`` (only what the scorer takes becomes
+    Python strings); ``release`` unmaps the file (touched pages leave the process)."""
+
+    def __init__(self, path: Path, n_docs: int) -> None:
+        self.path = path
+        #: Mean stored bytes per document (to size the batches whose texts are read).
+        self.doc_bytes = int(path.stat().st_size // max(n_docs, 1))
+        self._column = None
+
+    def rows(self, docs: np.ndarray) -> _TextRows:
+        if self._column is None:
+            self._column = ipc.open_file(pa.memory_map(str(self.path))).read_all().column("text")
+        return _TextRows(self._column, docs)
+
+    def release(self) -> None:
+        self._column = None
 
 
 class _ArrayStore:
@@ -729,10 +766,9 @@ class _ArrayStore:
         if facts.get("set_weights"):
             self.weight_path = directory / "arrays" / f"{_SET_WEIGHTS}.bin"
             self.row_bytes += 8 * int(self.set_offsets[-1] // max(n_docs, 1))
-        self.text_path = directory / _TEXTS if facts.get("texts") else None
-        if self.text_path is not None:
-            self.row_bytes += int(self.text_path.stat().st_size // max(n_docs, 1))
-        self._texts = None
+        self.texts = TextReader(directory / TEXTS_FILE, n_docs) if facts.get("texts") else None
+        if self.texts is not None:
+            self.row_bytes += self.texts.doc_bytes
         self.dates = dates
 
     def rows(self, docs: np.ndarray) -> CandidateRows:
@@ -751,12 +787,10 @@ class _ArrayStore:
             if self.weight_path is not None:
                 out.set_weights = read_spans(self.weight_path, self.set_offsets[docs] * 8,
                                              sizes * 8).view(np.float64)
-        if self.text_path is not None:
-            if self._texts is None:
-                self._texts = ipc.open_file(pa.memory_map(str(self.text_path))).read_all().column("text")
+        if self.texts is not None:
             # Nothing is copied here: the scorer takes the texts of the edges that pass
             # its cheap check, and only those become Python strings.
-            out.texts = _TextRows(self._texts, docs)
+            out.texts = self.texts.rows(docs)
         if self.dates is not None:
             out.dates = self.dates[docs].view("datetime64[s]")
         return out
@@ -767,7 +801,8 @@ class _ArrayStore:
 
     def release(self) -> None:
         """Unmap the texts (touched pages leave the process); reopened on the next read."""
-        self._texts = None
+        if self.texts is not None:
+            self.texts.release()
 
 
 class _TextRows:

@@ -1072,6 +1072,8 @@ def ray_supports(method: Method, algorithm: str) -> bool:
 
     if method.corpus_statistics or method.query_retrieval or method.candidate_set_weights:
         return False
+    if method.vector_search is not None and method.candidate_text_chars is not None:
+        return False  # vector candidates scored from texts (rerank): not shipped to workers
     return supports_corpus_stage(method, algorithm) or supports_vector_stage(method, algorithm)
 
 
@@ -1336,7 +1338,8 @@ class RayRun:
     def __init__(self, source, method: Method, *, config: RayConfig = RayConfig(),
                  time_window_hours: float | None = None, timer: StageTimer | None = None,
                  progress: bool | None = None) -> None:
-        if method.candidate_arrays is None and method.vector_search is None:
+        if (method.candidate_arrays is None and method.vector_search is None) or (
+                method.vector_search is not None and method.candidate_text_chars is not None):
             raise ValueError(
                 f"run: method {method.name!r} with these parameters has neither a keyed corpus "
                 "stage nor a vector stage, which engine='ray' needs; supported: exact, minhash, "

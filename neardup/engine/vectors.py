@@ -40,10 +40,21 @@ shards of rows:
    (the IVF centroids and shard indexes are kept too).
 3. **components**: the roots of the union-find, the forest and the outside-window pairs.
 
+A method that scores its candidate pairs from texts (:attr:`Method.candidate_text_chars`
+with a vector contract: rerank over RETSim or bi-encoder candidates) also has its texts
+written at the embed stage (``embed/texts.arrow``, the keyed stage's
+:class:`~neardup.engine.corpus.TextWriter`); in the search, the pairs above the vector
+threshold (not yet joined, not rejected before) go to
+:meth:`Method.score_candidate_rows` in batches whose texts take at most a quarter of the
+budget (:class:`PairScoring`), and only the accepted pairs join. The scorer's parameters
+are part of the search key, so another rerank threshold re-runs the search only.
+
 Resident memory: two shards of float32 rows (a quarter of
 ``CorpusStageConfig.memory_limit`` each; with IVF the index shard is its index, the
 same rows plus 8-byte ids) and a query batch's candidates (batches shrink when they find
-more than another quarter's worth: a template's thousands of copies), plus 16 bytes per
+more than another quarter's worth: a template's thousands of copies), for a method that
+scores its candidates the texts of one scoring batch and its rejected pairs (an eighth
+and a sixteenth, :class:`PairScoring`), plus 16 bytes per
 document (union-find, row offsets), the IVF training sample (at most half the limit,
 before any shard is read) and the model's own memory while embedding. Flat search takes
 n^2 * d / 2 multiply-adds whatever the shard size; HNSW (``index="hnsw"``) is not built
@@ -53,6 +64,7 @@ exact search here, docs/benchmarks.md).
 Work directory (beside ``manifest.json``)::
 
     embed/rows.bin, embed/rows_per_doc.bin, embed/docs.parquet, embed/_DONE.json
+    embed/texts.arrow (methods that score pairs from texts only)
     search/q-IIII.arrow, search/q-IIII.json, search/_KEY, search/_DONE.json
     search/ivf-centroids.faiss, search/ivf-JJJJ.faiss (IVF only)
     components/forest.arrow, components/outside.arrow, components/roots.npy, _DONE.json
@@ -71,13 +83,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.engine.corpus import (
+    TEXTS_FILE,
     CorpusStageConfig,
     CorpusStageOutput,
+    TextReader,
+    TextWriter,
     merge_forests,
     read_stage_output,
     require_dates,
     stage_key,
 )
+from neardup.engine.overlap import pair_codes
+from neardup.engine.pairmemory import PairMemory
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
 from neardup.errors import check_choice, check_int
@@ -95,10 +112,10 @@ from neardup.graph.similarity import (
 from neardup.io.batch import DocumentBatch
 from neardup.io.rowfile import read_rows, read_spans
 from neardup.io.writers import atomic_path
-from neardup.methods.base import Method
+from neardup.methods.base import CandidateRows, Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
 
-__all__ = ["STORAGE_DTYPES", "resolve_index", "run_vector_stage", "shard_rows_for",
+__all__ = ["STORAGE_DTYPES", "PairScoring", "resolve_index", "run_vector_stage", "shard_rows_for",
            "supports_vector_stage", "training_positions", "training_rows"]
 
 #: How rows are stored on disk between the embed and search stages.
@@ -118,7 +135,8 @@ _DOC_SCHEMA = pa.schema([("id", pa.string()), ("length", pa.int64()), ("source",
 
 def supports_vector_stage(method: Method, algorithm: str, n_docs: int | None = None) -> bool:
     """Whether ``method`` with clustering ``algorithm`` runs through this stage: methods
-    with the vector contract (:attr:`Method.vector_search`; flat, IVF or ``auto``
+    with the vector contract (:attr:`Method.vector_search`, rerank over embedding
+    candidates included; flat, IVF or ``auto``
     indexes, not HNSW) clustered by connected components, at any size (``n_docs`` is
     accepted for compatibility; the index is chosen from the row count once the rows are
     embedded, :func:`resolve_index`)."""
@@ -158,6 +176,9 @@ def _embed_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method, 
     writer = pq.ParquetWriter(directory / "docs.parquet", _DOC_SCHEMA)
     n_docs = n_rows = 0
     dim, deviation, has_dates = None, 0.0, False
+    # A method that scores its candidate pairs from texts (rerank) reads them from here.
+    text_writer = (TextWriter(directory / TEXTS_FILE, method.candidate_text_chars)
+                   if method.candidate_text_chars is not None else None)
     try:
         with open(directory / "rows.bin", "wb") as rows_file, \
                 open(directory / "rows_per_doc.bin", "wb") as counts_file:
@@ -176,6 +197,8 @@ def _embed_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method, 
                         rows_file.write(np.ascontiguousarray(stored).tobytes())
                 counts_file.write(np.asarray(owned, np.int64).tobytes())
                 n_rows += int(rows.shape[0])
+                if text_writer is not None:
+                    text_writer.write(batch.texts)
                 has_dates = has_dates or batch.dates is not None
                 dates = (batch.dates.astype("datetime64[s]") if batch.dates is not None
                          else np.full(n, np.datetime64("NaT"), "datetime64[s]"))
@@ -189,8 +212,11 @@ def _embed_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method, 
                 n_docs += n
     finally:
         writer.close()
+        if text_writer is not None:
+            text_writer.close()
     facts = {"n_docs": n_docs, "n_rows": n_rows, "dim": dim or 0, "storage": storage,
-             "max_norm_deviation": deviation, "has_dates": has_dates}
+             "max_norm_deviation": deviation, "has_dates": has_dates,
+             "texts": text_writer is not None}
     wd.finish("embed", key, facts)
     return facts
 
@@ -293,19 +319,47 @@ def _training_sample(store: _RowStore, nlist: int, seed: int, budget: int) -> np
 # --------------------------------------------------------------------------- search
 
 
+class PairScoring:
+    """What a method that scores its vector candidates (:attr:`Method.candidate_text_chars`
+    set: rerank) needs in the search: the stored texts, the dates when it reads them,
+    the pairs it rejected (remembered up to 1/16 of the budget: in kNN mode a pair comes
+    from both ends, in different query shards) and pairs scored per batch (the texts of
+    one batch's documents take at most an eighth of the budget). With the two row shards
+    (half) and a query batch's candidates (a quarter) that is 15/16 of the budget."""
+
+    #: Most pairs scored at once (as the keyed stage's verification step).
+    MAX_STEP = 8192
+
+    def __init__(self, texts: TextReader, dates: np.ndarray | None, budget: int) -> None:
+        self.texts, self.dates = texts, dates
+        self.rejected = PairMemory(budget // 16 // 8)
+        self.step = int(min(max(budget // 8 // (2 * texts.doc_bytes + 64), 64), self.MAX_STEP))
+
+    def rows(self, docs: np.ndarray) -> CandidateRows:
+        out = CandidateRows(docs, texts=self.texts.rows(docs))
+        if self.dates is not None:
+            out.dates = self.dates[docs]
+        return out
+
+
 class _ShardLinker:
     """Candidate row pairs -> document pairs joined in the run's union-find: already
-    connected documents skipped, the rest rescored exactly, thresholded, the time window
-    applied, and the joins kept as forest edges."""
+    connected documents skipped, the rest rescored exactly, thresholded, (for a method
+    that scores its candidates, ``scoring``) scored by the method in bounded batches,
+    the time window applied, and the joins kept as forest edges."""
 
     def __init__(self, method: Method, uf: UnionFind, offsets: np.ndarray, threshold: float,
-                 dates: np.ndarray | None, window_hours: float | None) -> None:
+                 dates: np.ndarray | None, window_hours: float | None,
+                 scoring: PairScoring | None = None) -> None:
         self.method = method
         self.uf, self.offsets, self.threshold = uf, offsets, np.float32(threshold)
         self.dates, self.window_hours = dates, window_hours
+        self.scoring = scoring
         self.forest: list[Pairs] = []
         self.outside: list[Pairs] = []
         self.counts = {"candidate_pairs": 0, "scored_pairs": 0}
+        if scoring is not None:
+            self.counts.update(verified_pairs=0, rescoring_skipped=0)
 
     def doc_of(self, rows: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.offsets, rows, side="right") - 1
@@ -327,6 +381,34 @@ class _ShardLinker:
         keep = score >= self.threshold
         # Chunk pairs of one document pair collapse to their best score.
         pairs = Pairs(left[keep], right[keep], score[keep]).canonical()
+        if self.scoring is None:
+            self._join(pairs)
+            return
+        step = self.scoring.step
+        for start in range(0, len(pairs), step):
+            self._verify(pairs.select(slice(start, start + step)))
+
+    def _verify(self, pairs: Pairs) -> None:
+        """Score ``pairs`` (canonical) with the method, reading only their documents'
+        texts; skip those joined meanwhile or rejected before; join the accepted."""
+        todo = ~self.uf.connected(pairs.left, pairs.right)
+        codes = pair_codes(pairs.left[todo], pairs.right[todo])
+        fresh = ~self.scoring.rejected.contains(codes)
+        self.counts["rescoring_skipped"] += int(codes.size - np.count_nonzero(fresh))
+        todo[todo] = fresh
+        pairs, codes = pairs.select(todo), codes[fresh]
+        if len(pairs) == 0:
+            return
+        need = np.unique(np.concatenate((pairs.left, pairs.right)))
+        score, accept = self.method.score_candidate_rows(
+            self.scoring.rows(need), np.searchsorted(need, pairs.left),
+            np.searchsorted(need, pairs.right))
+        score, accept = np.asarray(score, np.float32), np.asarray(accept, bool)
+        self.counts["verified_pairs"] += len(pairs)
+        self.scoring.rejected.add(codes[~accept])
+        self._join(Pairs(pairs.left[accept], pairs.right[accept], score[accept]))
+
+    def _join(self, pairs: Pairs) -> None:
         if self.dates is not None and len(pairs):
             far = outside_time_window(pairs, self.dates, self.window_hours)
             far &= ~self.method.identical_mask(pairs.score)  # re-sent unchanged: same story
@@ -451,14 +533,26 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
     np.cumsum(counts, out=offsets[1:])
     del counts
     dates = None
-    if window_hours is not None:
+    if window_hours is not None or method.candidate_dates:
         column = pq.read_table(wd.stage_dir("embed") / "docs.parquet", columns=["date"]).column("date")
         dates = column.to_numpy().astype("datetime64[s]")
+    scoring = None
+    if method.candidate_text_chars is not None:
+        if not facts.get("texts"):
+            raise ValueError(
+                f"run_vector_stage: the work directory's embed stage kept no texts, which "
+                f"method {method.name!r} scores; start with a fresh work directory."
+            )
+        scoring = PairScoring(TextReader(wd.stage_dir("embed") / TEXTS_FILE, n_docs),
+                              dates if method.candidate_dates else None, budget)
+    window_dates = dates if window_hours is not None else None
     store = _RowStore(wd, facts)
     shards = [(s, min(s + shard_rows, n_rows)) for s in range(0, n_rows, shard_rows)]
     k = None if k is None else min(k, max(n_rows - 1, 1))
     floor = search.threshold - search_margin(store.dim, facts["max_norm_deviation"])
     totals = {"candidate_pairs": 0, "scored_pairs": 0}
+    if scoring is not None:
+        totals.update(verified_pairs=0, rescoring_skipped=0)
     # One union-find across query shards, searched in order: a resumed stage replays the
     # forests of the completed shards (a prefix) to get the same state.
     uf = UnionFind(n_docs)
@@ -483,7 +577,8 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
                 away = table.column("outside_window").to_numpy(zero_copy_only=False)
                 uf.union(table.column("left").to_numpy()[~away], table.column("right").to_numpy()[~away])
             else:
-                linker = _ShardLinker(method, uf, offsets, search.threshold, dates, window_hours)
+                linker = _ShardLinker(method, uf, offsets, search.threshold, window_dates,
+                                      window_hours, scoring)
                 if n_rows >= 2:
                     _search_shard(faiss, store, shards, i, k, floor, linker, batch, ivf)
                 forest, outside = Pairs.concat(linker.forest), Pairs.concat(linker.outside)
@@ -562,7 +657,10 @@ def run_vector_stage(
         require_dates(time_window_hours, facts["has_dates"])
         kind, k = resolve_index(search, facts["n_rows"])
         rows = shard_rows or shard_rows_for(config.budget, max(facts["dim"], 1), k, kind == "ivf")
-        search_key = stage_key("search", facts, search, rows, time_window_hours, kind, k)
+        key_parts = ["search", facts, search, rows, time_window_hours, kind, k]
+        if method.candidate_text_chars is not None:  # the scorer and its threshold
+            key_parts.append(method.get_params())
+        search_key = stage_key(*key_parts)
         search_facts = _search_stage(wd, search_key, method, facts, rows, config.budget,
                                      time_window_hours, timer, progress, kind, k)
         edge_files = [wd.stage_dir("search") / f"q-{i:04d}.arrow"

@@ -430,7 +430,11 @@ class Method(ParamsMixin, ABC):
     def candidate_text_chars(self) -> int | None:
         """How many leading characters of each raw text :meth:`score_candidate_rows`
         reads (``CandidateRows.texts``), or None (the default) when it reads no text. The
-        stage writes them to its work directory, so that no sketch carries text."""
+        stage writes them to its work directory, so that no sketch carries text. With a
+        vector contract too (rerank over embedding candidates), the vector stage scores
+        the search's pairs above :attr:`vector_search`'s threshold with
+        :meth:`score_candidate_rows` (texts, and dates when :attr:`candidate_dates`) and
+        joins those it accepts."""
         return None
 
     @property

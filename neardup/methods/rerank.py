@@ -25,8 +25,11 @@ When the candidate method has a keyed corpus stage (MinHash), so does re-ranking
 candidate method's keys and pre-check (the permissive Jaccard estimate), then the scorer
 on the surviving edges, in bounded batches; the stage keeps the texts (cut to
 ``max_chars``) in an Arrow file in its work directory and fetches those of each batch,
-and the dates for the verifier's date features. Otherwise (RETSim, bi-encoder
-candidates, ``engine="memory"``, ``neardup tune``) the sketch keeps each document's raw
+and the dates for the verifier's date features. Over embedding candidates (RETSim,
+bi-encoder) re-ranking has the candidate method's vector stage: its rows, searched
+shard by shard, give the pairs above the candidate threshold, which the stage scores in
+bounded batches from texts (and dates) it keeps the same way. In memory
+(``engine="memory"``, ``neardup tune``) the sketch keeps each document's raw
 text (UTF-8, cut to ``max_chars`` characters) beside the candidate method's sketch, and
 re-scored candidates are cached on the corpus sketch, so a threshold sweep runs the
 scorer once.
@@ -514,16 +517,32 @@ class RerankMethod(Method):
         return base.candidate_fixed_width and type(base).link_bucket is Method.link_bucket
 
     @property
+    def _vector(self) -> bool:
+        # Embedding candidates (RETSim, bi-encoder): the vector stage searches the
+        # candidate method's rows and hands the pairs above its threshold to
+        # score_candidate_rows.
+        return not self._keyed and self._candidate.vector_search is not None
+
+    @property
     def candidate_arrays(self) -> tuple[str, ...] | None:
         return self._candidate.candidate_arrays if self._keyed else None
 
     @property
     def candidate_text_chars(self) -> int | None:
-        return self.max_chars if self._keyed else None
+        return self.max_chars if self._keyed or self._vector else None
 
     @property
     def candidate_dates(self) -> bool:
-        return self._keyed and self.scorer == "verifier"
+        return (self._keyed or self._vector) and self.scorer == "verifier"
+
+    # -- vector contract: the candidate method's rows and search, then the scorer -----------
+
+    @property
+    def vector_search(self):
+        return self._candidate.vector_search if self._vector else None
+
+    def vector_rows(self, sketch: Sketch) -> tuple[np.ndarray, np.ndarray]:
+        return self._candidate.vector_rows(sketch)
 
     @property
     def costly_verification(self) -> bool:
@@ -543,8 +562,13 @@ class RerankMethod(Method):
 
     def score_candidate_rows(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray):
         """The candidate method's check (its permissive threshold), then the scorer's
-        probability on the edges that pass it (0 for the others)."""
-        _, passed = self._candidate.score_candidate_rows(rows, left, right)
+        probability on the edges that pass it (0 for the others). Over embedding
+        candidates the vector stage has applied the candidate threshold already: every
+        edge is scored."""
+        if self._keyed:
+            _, passed = self._candidate.score_candidate_rows(rows, left, right)
+        else:
+            passed = np.ones(len(left), bool)
         keep = np.flatnonzero(passed)
         prob = np.zeros(len(left), np.float32)
         if keep.size:

@@ -290,3 +290,117 @@ def test_cli_local_engine_runs_retsim_out_of_core(demo, tmp_path):
     assert runs["local"]["id"] == [r["id"] for r in demo[:48]]
     assert (tmp_path / "work" / "embed" / "_DONE.json").exists()
     assert (tmp_path / "work" / "components" / "roots.npy").exists()
+
+
+# -- rerank over embedding candidates: the vector stage's pairs scored from stored texts --
+
+
+@pytest.fixture(scope="module")
+def tiny_verifier(tmp_path_factory):
+    """A small logistic verifier over lexical features (as tests/methods/test_rerank.py)."""
+    pytest.importorskip("rapidfuzz")
+    import importlib.util
+    from pathlib import Path
+
+    from neardup.methods.pair_features import LEXICAL_FEATURES
+    from neardup.train.verifier import train_verifier
+
+    spec = importlib.util.spec_from_file_location(
+        "rerank_fixtures", Path(__file__).resolve().parents[1] / "train" / "rerank_fixtures.py")
+    fixtures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixtures)
+    out = tmp_path_factory.mktemp("verifier")
+    candidates = {"candidates": "minhash", "candidate_params": {"threshold": 0.05}}
+    train_verifier(fixtures.make_corpus(seed=0, split="train"),
+                   fixtures.make_corpus(seed=1, split="validation"), output_dir=out,
+                   classifier="logistic", features=LEXICAL_FEATURES, threads=1, **candidates)
+    return out
+
+
+@pytest.fixture
+def trigram_retsim(monkeypatch):
+    """rerank's RETSim candidates with the trigram stand-in instead of the model."""
+    from tests.engine.fakes import TrigramEmbedder
+
+    monkeypatch.setattr(RETSimMethod, "_make_embedder", lambda self: TrigramEmbedder())
+
+
+def _rerank(verifier, threshold=0.5):
+    from neardup.methods.rerank import RerankMethod
+
+    return RerankMethod(scorer="verifier", model=str(verifier), threshold=threshold,
+                        candidates="retsim", candidate_params={"threshold": 0.7, "k": 10})
+
+
+def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, tiny_verifier,
+                                                                trigram_retsim, monkeypatch):
+    from neardup.methods.rerank import VerifierScorer
+
+    records = demo[:400]
+    method = _rerank(tiny_verifier)
+    assert supports_vector_stage(method, "components")
+    assert method.candidate_text_chars == method.max_chars and method.candidate_dates
+    memory = run(_batches(records, dates=True), method, engine="memory")
+    candidates_only = run(_batches(records), method.candidate, engine="memory")
+    calls = []
+    real = VerifierScorer.score_positions
+
+    def counting(self, texts, left, right, dates=None):
+        calls.append((len(texts), len(left), dates is not None))
+        return real(self, texts, left, right, dates)
+
+    monkeypatch.setattr(VerifierScorer, "score_positions", counting)
+    work = tmp_path / "w"
+    local = run(_batches(records, dates=True), _rerank(tiny_verifier), engine="local",
+                total=len(records),
+                corpus_stage=CorpusStageConfig(memory_limit="1MB", work_dir=str(work)))
+    assert "engine_fallback" not in local.params
+    np.testing.assert_array_equal(local.clusters, memory.clusters)
+    assert local.ids.tolist() == [str(i) for i in range(len(records))]
+    # Several shards (the smallest memory limit still holds these 400 rows in one).
+    calls.clear()
+    sharded = run_vector_stage(_batches(records, dates=True), _rerank(tiny_verifier), shard_rows=60,
+                               config=CorpusStageConfig(memory_limit="1MB",
+                                                        work_dir=str(tmp_path / "s")))
+    stats = sharded.stats
+    assert stats["shards"] == 7
+    np.testing.assert_array_equal(canonical_labels(sharded.roots), memory.clusters)
+    # The scorer decided: some candidate pairs above RETSim's threshold were rejected.
+    assert memory.n_clusters > candidates_only.n_clusters
+    # Texts live in the work directory; the scorer sees bounded batches, with the dates.
+    assert (work / "embed" / "texts.arrow").exists()
+    assert calls and all(with_dates for *_, with_dates in calls)
+    assert max(n_texts for n_texts, *_ in calls) < len(records)
+    assert sum(n for _, n, _ in calls) == stats["verified_pairs"] <= stats["scored_pairs"]
+    # A pair the verifier rejected is scored once, though kNN finds it from both ends.
+    assert stats["rescoring_skipped"] > 0
+    assert (sharded.pairs.score >= 0.5).all()
+
+
+def test_rerank_vector_stage_resumes_after_kill(demo, tmp_path, tiny_verifier, trigram_retsim,
+                                                monkeypatch):
+    records = demo[:300]
+    method = _rerank(tiny_verifier)
+    clean = run_vector_stage(_batches(records), method, shard_rows=60,
+                             config=CorpusStageConfig(work_dir=str(tmp_path / "clean")))
+    die_at_call(monkeypatch, vectors_module, "_search_shard", 3)
+    work = tmp_path / "killed"
+    with pytest.raises(Killed):
+        run_vector_stage(_batches(records), method, shard_rows=60,
+                         config=CorpusStageConfig(work_dir=str(work)))
+    monkeypatch.undo()
+    resumed = run_vector_stage(_batches(records), method, shard_rows=60,
+                               config=CorpusStageConfig(work_dir=str(work), resume=True))
+    np.testing.assert_array_equal(resumed.roots, clean.roots)
+    np.testing.assert_array_equal(resumed.pairs.score, clean.pairs.score)
+    # Another rerank threshold re-runs the search (the scorer decides), not the embedding.
+    stricter = run_vector_stage(_batches(records), _rerank(tiny_verifier, 0.9), shard_rows=60,
+                                config=CorpusStageConfig(work_dir=str(work), resume=True))
+    memory = run(_batches(records), _rerank(tiny_verifier, 0.9), engine="memory")
+    np.testing.assert_array_equal(canonical_labels(stricter.roots), memory.clusters)
+
+
+def test_ray_refuses_rerank_over_vector_candidates(tiny_verifier):
+    from neardup.engine.ray_engine import ray_supports
+
+    assert not ray_supports(_rerank(tiny_verifier), "components")

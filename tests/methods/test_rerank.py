@@ -217,7 +217,9 @@ def test_keyed_stage_with_minhash_candidates_only(verifier_dir):
     assert keyed.candidate_text_chars == keyed.max_chars and keyed.candidate_dates
     assert not keyed.candidate_fixed_width
     retsim = RerankMethod(scorer="verifier", model=str(verifier_dir), candidates="retsim")
-    assert retsim.candidate_arrays is None  # in-memory stage (texts in the sketch)
+    assert retsim.candidate_arrays is None  # no keyed stage: the vector stage instead
+    assert retsim.vector_search == retsim.candidate.vector_search
+    assert retsim.candidate_text_chars == retsim.max_chars and retsim.candidate_dates
 
 
 def test_keyed_dedup_matches_in_memory(verifier_dir, corpus, tmp_path):
