@@ -288,6 +288,11 @@ class VerifierScorer:
         self.threads = threads
         self._classifier: Any = None
         self._thread_control: Any = None
+        self._bound: Any = False  # not built yet; None: the model has none
+
+    #: Features left out of the first pass of :meth:`decide_positions` (the alignment of
+    #: a head inside the other text costs ~0.6 ms a pair, ten times all the others).
+    deferred_features = ("align_partial",)
 
     def __getstate__(self) -> dict[str, Any]:
         # The thread controller holds library handles: found again where it is unpickled.
@@ -304,13 +309,55 @@ class VerifierScorer:
     def score_positions(self, texts: Sequence[str], left: np.ndarray, right: np.ndarray,
                         dates: np.ndarray | None = None) -> np.ndarray:
         """Probability of each pair (``left[i]``, ``right[i]``) of positions in ``texts``."""
-        from neardup.methods.pair_features import pair_features
-
         if len(left) == 0:
             return np.zeros(0, np.float32)
-        x = pair_features(texts, left, right, dates=dates, features=self.features,
-                          fold_diacritics=bool(self.meta.get("fold_diacritics", False)),
-                          threads=self.threads)
+        x = self._features(texts, left, right, dates, self.features)
+        return self._predict(x)
+
+    def decide_positions(self, texts: Sequence[str], left: np.ndarray, right: np.ndarray,
+                         dates: np.ndarray | None = None, *,
+                         threshold: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(score, accept)`` of each pair: ``accept`` is exactly ``score_positions(...)
+        >= threshold``; ``score`` is the probability for accepted pairs and, for rejected
+        ones, the probability or an upper bound on it below ``threshold``.
+
+        The features but :attr:`deferred_features` are computed first; pairs whose
+        probability cannot reach ``threshold`` whatever those are
+        (:class:`~neardup.methods.tree_bound.TreeEnsembleBound`) are rejected without
+        them. Models without a bound (not a gradient-boosted tree ensemble) compute every
+        feature."""
+        if self._bound is False:
+            from neardup.methods.tree_bound import TreeEnsembleBound
+
+            self._bound = TreeEnsembleBound.from_classifier(self.classifier)
+        deferred = [f for f in self.deferred_features if f in self.features]
+        if self._bound is None or not deferred or len(left) == 0:
+            prob = self.score_positions(texts, left, right, dates)
+            return prob, prob >= threshold
+        first = [f for f in self.features if f not in deferred]
+        columns = [self.features.index(f) for f in first]
+        x = np.zeros((len(left), len(self.features)), np.float32)
+        x[:, columns] = self._features(texts, left, right, dates, first)
+        free = np.isin(np.array(self.features), deferred)
+        # The same float32 rounding and comparison as the full prediction's: the bound's
+        # probability is at least the pair's, so below the threshold the pair's is too.
+        prob = self._bound.upper_proba(x, free).astype(np.float32)
+        open_ = np.flatnonzero(prob >= threshold)
+        if open_.size:
+            later = [self.features.index(f) for f in deferred]
+            x[np.ix_(open_, later)] = self._features(texts, left[open_], right[open_],
+                                                     None if dates is None else dates, deferred)
+            prob[open_] = self._predict(x[open_])
+        return prob, prob >= threshold
+
+    def _features(self, texts, left, right, dates, names) -> np.ndarray:
+        from neardup.methods.pair_features import pair_features
+
+        return pair_features(texts, left, right, dates=dates, features=names,
+                             fold_diacritics=bool(self.meta.get("fold_diacritics", False)),
+                             threads=self.threads)
+
+    def _predict(self, x: np.ndarray) -> np.ndarray:
         # One thread: the trees cost ~13 us a pair against ~1 ms of features, and OpenMP
         # threads on a busy machine made them cost 85-160 us (measured on 2 cores).
         classifier = self.classifier
@@ -562,9 +609,10 @@ class RerankMethod(Method):
 
     def score_candidate_rows(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray):
         """The candidate method's check (its permissive threshold), then the scorer's
-        probability on the edges that pass it (0 for the others). Over embedding
-        candidates the vector stage has applied the candidate threshold already: every
-        edge is scored."""
+        probability on the edges that pass it (0 for the others; for edges the verifier
+        rejects, possibly an upper bound below the threshold:
+        :meth:`VerifierScorer.decide_positions`). Over embedding candidates the vector
+        stage has applied the candidate threshold already: every edge is scored."""
         if self._keyed:
             _, passed = self._candidate.score_candidate_rows(rows, left, right)
         else:
@@ -579,8 +627,10 @@ class RerankMethod(Method):
             texts = _take_texts(rows.texts, used)
             a, b = where[: keep.size], where[keep.size:]
             if isinstance(scorer, VerifierScorer):
+                # Only the decision counts here: rejected pairs may get an upper bound.
                 dates = None if rows.dates is None else rows.dates[used]
-                prob[keep] = scorer.score_positions(texts, a, b, dates)
+                prob[keep] = scorer.decide_positions(texts, a, b, dates,
+                                                     threshold=self.threshold)[0]
             else:
                 prob[keep] = scorer.score([texts[i] for i in a.tolist()],
                                           [texts[i] for i in b.tolist()])

@@ -1,0 +1,152 @@
+"""An upper bound on a tree ensemble's score when some features are not yet known.
+
+The light verifier (rerank's default scorer) is a gradient-boosted tree ensemble
+(scikit-learn's ``HistGradientBoostingClassifier``) over pair features, one of which,
+``align_partial`` (the best alignment of one text's head inside the other's), costs
+about ten times all the others together. Most candidate pairs at scale are rejected, and
+the features already known decide most of those rejections whatever the expensive
+feature's value. :class:`TreeEnsembleBound` computes, per pair, the largest raw score
+the ensemble can give over every value of the unknown ("free") features: in each tree,
+a split on a known feature is followed as prediction follows it, a split on a free
+feature explores both sides, and the tree contributes its largest reachable leaf. A pair
+whose bound is below the decision threshold is rejected exactly as the full prediction
+would reject it, without computing the free features.
+
+Exactness in floating point: the bound adds the baseline and the trees' leaf values in
+the order scikit-learn's prediction adds them, each term at least the one prediction
+would add, and rounding is monotone, so the bound is never below the predicted raw
+score; probabilities come from the same logistic function.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+from scipy.special import expit
+
+__all__ = ["TreeEnsembleBound"]
+
+
+@njit(cache=True)
+def _upper_raw(x, free, value, feature, threshold, missing_left, left, right, leaf, starts,
+               baseline):  # pragma: no cover - compiled
+    n = x.shape[0]
+    out = np.empty(n, np.float64)
+    # Nodes still to visit: never more than a tree's node count.
+    size = 1
+    for t in range(starts.shape[0] - 1):
+        size = max(size, starts[t + 1] - starts[t])
+    stack = np.empty(size + 1, np.int64)
+    for i in range(n):
+        total = baseline
+        for t in range(starts.shape[0] - 1):
+            base = starts[t]
+            best = -np.inf
+            stack[0] = 0
+            top = 1
+            while top > 0:
+                top -= 1
+                k = base + stack[top]
+                if leaf[k]:
+                    if value[k] > best:
+                        best = value[k]
+                    continue
+                f = feature[k]
+                if free[f]:
+                    stack[top] = left[k]
+                    stack[top + 1] = right[k]
+                    top += 2
+                    continue
+                v = x[i, f]
+                if np.isnan(v):
+                    stack[top] = left[k] if missing_left[k] else right[k]
+                elif v <= threshold[k]:
+                    stack[top] = left[k]
+                else:
+                    stack[top] = right[k]
+                top += 1
+            total += best
+        out[i] = total
+    return out
+
+
+class TreeEnsembleBound:
+    """Upper bounds on a fitted binary ``HistGradientBoostingClassifier``'s probability
+    over every value of some features.
+
+    Use :meth:`from_classifier`, which returns None for any other model (or a
+    scikit-learn whose fitted trees it cannot read): callers then compute every feature.
+
+    Parameters
+    ----------
+    nodes : list of structured arrays
+        Each tree's nodes (scikit-learn's ``TreePredictor.nodes``: value, feature_idx,
+        num_threshold, missing_go_to_left, left, right, is_leaf).
+    baseline : float
+        The ensemble's initial raw score.
+    """
+
+    def __init__(self, nodes: list[np.ndarray], baseline: float) -> None:
+        sizes = [len(n) for n in nodes]
+        self._starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        table = np.concatenate(nodes) if nodes else np.zeros(0, nodes_dtype())
+        self._value = np.ascontiguousarray(table["value"], np.float64)
+        self._feature = np.ascontiguousarray(table["feature_idx"], np.int64)
+        self._threshold = np.ascontiguousarray(table["num_threshold"], np.float64)
+        self._missing_left = np.ascontiguousarray(table["missing_go_to_left"], np.bool_)
+        self._left = np.ascontiguousarray(table["left"], np.int64)
+        self._right = np.ascontiguousarray(table["right"], np.int64)
+        self._leaf = np.ascontiguousarray(table["is_leaf"], np.bool_)
+        self.baseline = float(baseline)
+        self.n_features = int(self._feature[~self._leaf].max() + 1) if (~self._leaf).any() else 0
+
+    @classmethod
+    def from_classifier(cls, classifier: Any) -> TreeEnsembleBound | None:
+        """The bound of a fitted binary ``HistGradientBoostingClassifier`` on numeric
+        features, or None (another model, categorical splits, or fitted attributes this
+        scikit-learn does not have)."""
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        if not isinstance(classifier, HistGradientBoostingClassifier):
+            return None
+        try:
+            predictors = classifier._predictors
+            baseline = np.asarray(classifier._baseline_prediction, np.float64)
+            if baseline.size != 1 or any(len(p) != 1 for p in predictors):
+                return None  # multi-class: one tree per class and iteration
+            nodes = [p[0].nodes for p in predictors]
+            if any("is_categorical" in n.dtype.names and n["is_categorical"].any() for n in nodes):
+                return None
+            return cls(nodes, float(baseline.ravel()[0]))
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
+
+    def upper_raw(self, x: np.ndarray, free: np.ndarray) -> np.ndarray:
+        """Per row of ``x`` (n, n_features; values of free columns ignored), the largest
+        raw score over every value of the columns where ``free`` (bool, n_features) is
+        True."""
+        x = np.ascontiguousarray(x, np.float64)
+        free = np.ascontiguousarray(free, np.bool_)
+        if x.ndim != 2 or free.shape != (x.shape[1],) or x.shape[1] < self.n_features:
+            raise ValueError(
+                f"TreeEnsembleBound.upper_raw: x must be (n, {self.n_features}) or wider with "
+                f"one free flag per column; got x {x.shape}, free {free.shape}."
+            )
+        if x.shape[0] == 0:
+            return np.zeros(0, np.float64)
+        return _upper_raw(x, free, self._value, self._feature, self._threshold,
+                          self._missing_left, self._left, self._right, self._leaf,
+                          self._starts, self.baseline)
+
+    def upper_proba(self, x: np.ndarray, free: np.ndarray) -> np.ndarray:
+        """:meth:`upper_raw` as a probability (the classifier's logistic link), float64."""
+        return expit(self.upper_raw(x, free))
+
+
+def nodes_dtype() -> np.dtype:
+    """The node fields the bound reads (an empty ensemble's table)."""
+    return np.dtype([("value", "<f8"), ("feature_idx", "<i8"), ("num_threshold", "<f8"),
+                     ("missing_go_to_left", "u1"), ("left", "<u4"), ("right", "<u4"),
+                     ("is_leaf", "u1")])

@@ -1,0 +1,89 @@
+"""The tree-ensemble bound that lets the verifier reject pairs without its costliest feature."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+
+from neardup.methods.tree_bound import TreeEnsembleBound
+
+_spec = importlib.util.spec_from_file_location(
+    "rerank_fixtures", Path(__file__).resolve().parents[1] / "train" / "rerank_fixtures.py")
+_fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fixtures)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3000, 5))
+    x[rng.random(x.shape) < 0.02] = np.nan  # missing values take the trees' learnt side
+    y = (np.nan_to_num(x[:, 0]) + 0.8 * np.nan_to_num(x[:, 3]) * np.nan_to_num(x[:, 1]) > 0.2)
+    model = HistGradientBoostingClassifier(max_iter=60, random_state=0).fit(x, y)
+    return model, rng.normal(size=(800, 5))
+
+
+def test_no_free_feature_gives_the_prediction_exactly(fitted):
+    model, x = fitted
+    bound = TreeEnsembleBound.from_classifier(model)
+    raw = model._raw_predict(x)[:, 0]
+    np.testing.assert_array_equal(bound.upper_raw(x, np.zeros(5, bool)), raw)
+    np.testing.assert_array_equal(bound.upper_proba(x, np.zeros(5, bool)), model.predict_proba(x)[:, 1])
+
+
+@pytest.mark.parametrize("free", [[3], [1, 3], [0, 1, 2, 3, 4]])
+def test_bound_holds_for_every_value_of_the_free_features(fitted, free):
+    model, x = fitted
+    bound = TreeEnsembleBound.from_classifier(model)
+    mask = np.isin(np.arange(5), free)
+    upper = bound.upper_raw(x, mask)
+    rng = np.random.default_rng(1)
+    for _ in range(20):  # the free columns replaced by anything, NaN included
+        other = x.copy()
+        other[:, mask] = rng.normal(scale=3, size=(len(x), mask.sum()))
+        other[rng.random(other.shape) < 0.05 * mask] = np.nan
+        assert (model._raw_predict(other)[:, 0] <= upper).all()
+    assert (upper > model._raw_predict(x)[:, 0]).any()  # a bound, not the prediction
+    if len(free) == 5:
+        assert np.unique(upper).size == 1  # nothing known: one bound for every row
+
+
+def test_other_models_have_no_bound():
+    x = np.random.default_rng(0).normal(size=(100, 3))
+    y = x[:, 0] > 0
+    assert TreeEnsembleBound.from_classifier(LogisticRegression().fit(x, y)) is None
+    with pytest.raises(ValueError, match="free flag per column"):
+        TreeEnsembleBound.from_classifier(HistGradientBoostingClassifier(max_iter=5).fit(x, y)
+                                          ).upper_raw(x, np.zeros(2, bool))
+
+
+def test_shipped_verifier_decides_exactly_as_with_every_feature(monkeypatch):
+    pytest.importorskip("rapidfuzz")
+    from neardup.methods.rerank import load_scorer
+
+    scorer = load_scorer("verifier", threads=1)
+    texts = list(_fixtures.make_corpus(n_stories=10, seed=7).texts)[:90]
+    left, right = np.triu_indices(len(texts), 1)
+    full = scorer.score_positions(texts, left, right)
+    deferred_pairs = []
+    real = type(scorer)._features
+
+    def spying(self, texts_, left_, right_, dates, names):
+        if list(names) == list(self.deferred_features):
+            deferred_pairs.append(len(left_))
+        return real(self, texts_, left_, right_, dates, names)
+
+    monkeypatch.setattr(type(scorer), "_features", spying)
+    for threshold in (0.5, 0.9):
+        score, accept = scorer.decide_positions(texts, left, right, threshold=threshold)
+        np.testing.assert_array_equal(accept, full >= threshold)
+        np.testing.assert_array_equal(score[accept], full[accept])
+        assert (score[~accept] >= full[~accept]).all() and (score[~accept] < threshold).all()
+        assert accept.any() and (~accept).any()
+    # Most pairs of different stories were rejected without the alignment feature.
+    assert 0 < max(deferred_pairs) < len(left) // 2
