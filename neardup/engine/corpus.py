@@ -1055,7 +1055,7 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
     docs = table.column("doc").to_numpy()
     payload = table.column("payload").to_numpy() if "payload" in table.column_names else None
     del table
-    if rejected is None and method.costly_verification:
+    if rejected is None:  # used only for a costly check (PartitionLinker decides)
         rejected = PairMemory(2 * chunk_edges)  # the bytes of one chunk's edges
     linker = PartitionLinker(method, docs, store, dates, window_hours, uf, rejected)
     linker.counts["capped_keys"] = 0

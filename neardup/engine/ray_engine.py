@@ -62,6 +62,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pyarrow as pa
@@ -152,31 +153,13 @@ def connect(address: str | None = None, *, env: dict[str, str] | None = None, **
     address = address or os.environ.get("RAY_ADDRESS")
     options = {"include_dashboard": False, "logging_level": "WARNING", "log_to_driver": False, **init_options}
     if address is None:
-        with _environment(worker_env(env)):
+        # Set in os.environ for the block only: the processes ray.init starts inherit them.
+        with mock.patch.dict(os.environ, worker_env(env)):
             ray.init(address="local", **options)
         return
     if os.environ.get(RUNTIME_ENV_ENV, "1") != "0":
         options["runtime_env"] = worker_runtime_env(env)
     ray.init(address=address, **options)
-
-
-class _environment:
-    """``variables`` set in ``os.environ`` inside the block (processes started there inherit
-    them), the earlier values restored after."""
-
-    def __init__(self, variables: dict[str, str]) -> None:
-        self.variables, self.saved = variables, {}
-
-    def __enter__(self) -> None:
-        self.saved = {name: os.environ.get(name) for name in self.variables}
-        os.environ.update(self.variables)
-
-    def __exit__(self, *exc) -> None:
-        for name, value in self.saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @dataclass(frozen=True)
