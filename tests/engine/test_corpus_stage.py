@@ -318,13 +318,13 @@ def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_pa
     records = demo[:1200]
     memory = neardup.dedup(records, "rerank", engine="memory", pair_types=False, date_field="date")
     calls = []
-    real = VerifierScorer.score_positions
+    real = VerifierScorer.decide_positions
 
-    def counting(self, texts, left, right, dates=None):
+    def counting(self, texts, left, right, dates=None, *, threshold):
         calls.append((len(texts), len(left)))
-        return real(self, texts, left, right, dates)
+        return real(self, texts, left, right, dates, threshold=threshold)
 
-    monkeypatch.setattr(VerifierScorer, "score_positions", counting)
+    monkeypatch.setattr(VerifierScorer, "decide_positions", counting)
     local = neardup.dedup(records, "rerank", engine="local", pair_types=False, date_field="date",
                           work_dir=tmp_path / "w", memory_limit="4MB", partitions=8, batch_size=250)
     np.testing.assert_array_equal(local.clusters, memory.clusters)
