@@ -75,12 +75,11 @@ from neardup.methods.overlap_kernels import (
     indexed_pairs,
     intersection_size,
     jaccard_min_shared,
-    set_similarity,
 )
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
 
-__all__ = ["NGramOverlap", "exact_similarity"]
+__all__ = ["NGramOverlap", "exact_similarities", "exact_similarity"]
 
 _KINDS = ("jaccard", "containment")
 
@@ -89,14 +88,22 @@ _KINDS = ("jaccard", "containment")
 
 
 @njit(parallel=True, cache=True)
-def _pair_similarity(hashes, offsets, left, right, containment):
-    out = np.empty(left.shape[0], dtype=np.float64)
+def _pair_intersections(hashes, offsets, left, right):
+    out = np.empty(left.shape[0], dtype=np.int64)
     for p in prange(left.shape[0]):
         i = left[p]
         j = right[p]
-        a0, a1, b0, b1 = offsets[i], offsets[i + 1], offsets[j], offsets[j + 1]
-        inter = intersection_size(hashes, a0, a1, b0, b1)
-        out[p] = set_similarity(inter, a1 - a0, b1 - b0, containment)
+        out[p] = intersection_size(hashes, offsets[i], offsets[i + 1], offsets[j], offsets[j + 1])
+    return out
+
+
+def _similarity_of_counts(inter: np.ndarray, size_a: np.ndarray, size_b: np.ndarray,
+                          kind: str) -> np.ndarray:
+    """:func:`~neardup.methods.overlap_kernels.set_similarity` over arrays (the same
+    float64 division, 0 where the denominator is)."""
+    low = np.minimum(size_a, size_b) if kind == "containment" else size_a + size_b - inter
+    out = np.zeros(inter.shape[0], np.float64)
+    np.divide(inter, low, out=out, where=low > 0)
     return out
 
 
@@ -240,9 +247,20 @@ def _chained_candidates(
 def exact_similarity(
     sets: ShingleSets, left: np.ndarray, right: np.ndarray, kind: str = "jaccard"
 ) -> np.ndarray:
-    """Exact similarity of the shingle sets of given document pairs.
+    """Exact similarity of the shingle sets of given document pairs: ``kind`` of
+    :func:`exact_similarities` (see there)."""
+    return exact_similarities(sets, left, right, (kind,))[0]
 
-    Each pair costs one merge of two sorted hash arrays (compiled, parallel over pairs).
+
+def exact_similarities(
+    sets: ShingleSets, left: np.ndarray, right: np.ndarray,
+    kinds: Sequence[str] = ("jaccard", "containment"),
+) -> tuple[np.ndarray, ...]:
+    """Exact similarities of the shingle sets of given document pairs, one array per
+    name in ``kinds``.
+
+    Each pair costs one merge of two sorted hash arrays (compiled, parallel over pairs),
+    whatever the number of kinds.
 
     Parameters
     ----------
@@ -251,14 +269,14 @@ def exact_similarity(
         returned by :meth:`ShingleSets.unique` (checked; ValueError otherwise).
     left, right : array-like of int, shape (n_pairs,)
         Document positions in ``sets``.
-    kind : {"jaccard", "containment"}, default "jaccard"
+    kinds : sequence of {"jaccard", "containment"}, default both
         ``"jaccard"``: ``|A ∩ B| / |A ∪ B|``. ``"containment"``: ``|A ∩ B| / min(|A|, |B|)``,
         which scores 1.0 when the smaller document is wholly inside the larger (excerpts,
         abridged reprints). A pair involving an empty set scores 0.
 
     Returns
     -------
-    ndarray of float32, shape (n_pairs,)
+    tuple of ndarray of float32, shape (n_pairs,), one per kind
 
     Examples
     --------
@@ -268,9 +286,12 @@ def exact_similarity(
     array([0.4], dtype=float32)
     >>> exact_similarity(sets, [0], [1], kind="containment")  # 2 / 3
     array([0.6666667], dtype=float32)
+    >>> exact_similarities(sets, [0], [1])  # one merge, both kinds
+    (array([0.4], dtype=float32), array([0.6666667], dtype=float32))
     """
     caller = "exact_similarity"
-    check_choice(caller, "kind", kind, _KINDS)
+    for kind in kinds:
+        check_choice(caller, "kind", kind, _KINDS)
     left = np.ascontiguousarray(left, dtype=np.int64)
     right = np.ascontiguousarray(right, dtype=np.int64)
     if left.ndim != 1 or left.shape != right.shape:
@@ -287,7 +308,10 @@ def exact_similarity(
     hashes = np.ascontiguousarray(sets.hashes, dtype=np.uint64)
     offsets = np.ascontiguousarray(sets.offsets, dtype=np.int64)
     ShingleSets(hashes, offsets).require_sets(caller)
-    return _pair_similarity(hashes, offsets, left, right, kind == "containment").astype(np.float32)
+    inter = _pair_intersections(hashes, offsets, left, right)
+    sizes = np.diff(offsets)
+    return tuple(_similarity_of_counts(inter, sizes[left], sizes[right], kind).astype(np.float32)
+                 for kind in kinds)
 
 
 class NGramOverlap(SetKeyedMixin, Method):
@@ -596,6 +620,8 @@ class NGramOverlap(SetKeyedMixin, Method):
         bound = np.ones_like(low) if containment else low / high
         possible = bound >= self.threshold
         left, right = left[possible], right[possible]
-        sim = _pair_similarity(sets.hashes, sets.offsets, left, right, containment)
+        sim = _similarity_of_counts(_pair_intersections(sets.hashes, sets.offsets, left, right),
+                                    sizes[left], sizes[right],
+                                    "containment" if containment else "jaccard")
         keep = sim >= self.threshold
         return Pairs(left[keep], right[keep], sim[keep].astype(np.float32))

@@ -45,7 +45,7 @@ import numpy as np
 from numba import njit, prange
 
 from neardup.errors import check_int
-from neardup.methods.ngram import exact_similarity
+from neardup.methods.ngram import exact_similarities, exact_similarity
 from neardup.text import NormalizeConfig, ShingleConfig, hash_shingles, normalize_batch
 
 __all__ = [
@@ -118,8 +118,7 @@ def default_features(*, retsim: bool | None = None) -> tuple[str, ...]:
 
 def _set_similarity(texts: list[str], config: ShingleConfig, left, right, out, prefix) -> None:
     sets = hash_shingles(texts, config).unique()
-    out[f"{prefix}_jaccard"] = exact_similarity(sets, left, right, "jaccard")
-    out[f"{prefix}_containment"] = exact_similarity(sets, left, right, "containment")
+    out[f"{prefix}_jaccard"], out[f"{prefix}_containment"] = exact_similarities(sets, left, right)
 
 
 @njit(parallel=True, cache=True)
