@@ -87,3 +87,4 @@ def test_shipped_verifier_decides_exactly_as_with_every_feature(monkeypatch):
         assert accept.any() and (~accept).any()
     # Most pairs of different stories were rejected without the alignment feature.
     assert 0 < max(deferred_pairs) < len(left) // 2
+
