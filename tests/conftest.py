@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 
 # Texts that stress the binarizer and the model: scripts, sizes around the chunk rules
@@ -35,3 +38,23 @@ _VARIED_TEXTS = (
 @pytest.fixture(scope="session")
 def varied_texts() -> list[str]:
     return list(_VARIED_TEXTS)
+
+
+@pytest.fixture(scope="session")
+def tiny_verifier(tmp_path_factory):
+    """A small logistic verifier over the lexical pair features (trained in seconds on
+    tests/train/rerank_fixtures.py's stories), with MinHash candidates at Jaccard 0.05."""
+    pytest.importorskip("rapidfuzz")
+    from neardup.methods.pair_features import LEXICAL_FEATURES
+    from neardup.train.verifier import train_verifier
+
+    spec = importlib.util.spec_from_file_location(
+        "rerank_fixtures", Path(__file__).resolve().parent / "train" / "rerank_fixtures.py")
+    fixtures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixtures)
+    out = tmp_path_factory.mktemp("verifier")
+    train_verifier(fixtures.make_corpus(seed=0, split="train"),
+                   fixtures.make_corpus(seed=1, split="validation"), output_dir=out,
+                   classifier="logistic", features=LEXICAL_FEATURES, threads=1,
+                   candidates="minhash", candidate_params={"threshold": 0.05})
+    return out

@@ -345,26 +345,6 @@ def test_embedding_method_on_batches_with_empty_and_identical_documents(cluster)
     assert nothing.n_docs == 0
 
 
-@pytest.fixture(scope="module")
-def verifier_dir(tmp_path_factory):
-    pytest.importorskip("rapidfuzz")
-    import importlib.util
-    from pathlib import Path
-
-    from neardup.methods.pair_features import LEXICAL_FEATURES
-    from neardup.train.verifier import train_verifier
-
-    spec = importlib.util.spec_from_file_location(
-        "rerank_fixtures", Path(__file__).resolve().parents[1] / "train" / "rerank_fixtures.py")
-    fixtures = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fixtures)
-    out = tmp_path_factory.mktemp("verifier")
-    train_verifier(fixtures.make_corpus(seed=0, split="train"), fixtures.make_corpus(seed=1, split="validation"),
-                   output_dir=out, classifier="logistic", features=LEXICAL_FEATURES, threads=1,
-                   candidates="minhash", candidate_params={"threshold": 0.05})
-    return out
-
-
 @pytest.mark.parametrize("method, params, date_field", [
     ("ngram", {}, None),
     ("ngram", {"threshold": 0.3}, None),
@@ -381,9 +361,9 @@ def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, met
                                                            request):
     config = RayConfig(shard_rows=800, partitions=8)
     if method == "rerank":
-        # A small verifier (logistic regression on lexical features) trained here, as in
-        # tests/methods/test_rerank.py; 1,700 documents in three Ray shards.
-        params = {"scorer": "verifier", "model": str(request.getfixturevalue("verifier_dir"))}
+        # A small verifier (logistic regression on lexical features: tests/conftest.py's
+        # tiny_verifier); 1,700 documents in three Ray shards.
+        params = {"scorer": "verifier", "model": str(request.getfixturevalue("tiny_verifier"))}
         shards = shards[:1]
     local, distributed = _local_and_ray(shards, method, params, ReaderConfig(id_field="id", date_field=date_field),
                                         ray_config=config)

@@ -295,28 +295,6 @@ def test_cli_local_engine_runs_retsim_out_of_core(demo, tmp_path):
 # -- rerank over embedding candidates: the vector stage's pairs scored from stored texts --
 
 
-@pytest.fixture(scope="module")
-def tiny_verifier(tmp_path_factory):
-    """A small logistic verifier over lexical features (as tests/methods/test_rerank.py)."""
-    pytest.importorskip("rapidfuzz")
-    import importlib.util
-    from pathlib import Path
-
-    from neardup.methods.pair_features import LEXICAL_FEATURES
-    from neardup.train.verifier import train_verifier
-
-    spec = importlib.util.spec_from_file_location(
-        "rerank_fixtures", Path(__file__).resolve().parents[1] / "train" / "rerank_fixtures.py")
-    fixtures = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fixtures)
-    out = tmp_path_factory.mktemp("verifier")
-    candidates = {"candidates": "minhash", "candidate_params": {"threshold": 0.05}}
-    train_verifier(fixtures.make_corpus(seed=0, split="train"),
-                   fixtures.make_corpus(seed=1, split="validation"), output_dir=out,
-                   classifier="logistic", features=LEXICAL_FEATURES, threads=1, **candidates)
-    return out
-
-
 @pytest.fixture
 def trigram_retsim(monkeypatch):
     """rerank's RETSim candidates with the trigram stand-in instead of the model."""

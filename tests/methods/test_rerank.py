@@ -14,7 +14,6 @@ pytest.importorskip("rapidfuzz")
 import neardup  # noqa: E402
 from neardup.eval.metrics import adjusted_rand_index  # noqa: E402
 from neardup.methods import make_method  # noqa: E402
-from neardup.methods.pair_features import LEXICAL_FEATURES  # noqa: E402
 from neardup.methods.rerank import RerankMethod, VerifierScorer  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
@@ -27,23 +26,12 @@ _CANDIDATES = {"candidates": "minhash", "candidate_params": {"threshold": 0.05}}
 
 
 @pytest.fixture(scope="module")
-def verifier_dir(tmp_path_factory):
-    from neardup.train.verifier import train_verifier
-
-    out = tmp_path_factory.mktemp("verifier")
-    train_verifier(make_corpus(seed=0, split="train"), make_corpus(seed=1, split="validation"),
-                   output_dir=out, classifier="logistic", features=LEXICAL_FEATURES, threads=1,
-                   **_CANDIDATES)
-    return out
-
-
-@pytest.fixture(scope="module")
 def corpus():
     return make_corpus(n_stories=12, seed=5)
 
 
-def test_pairs_canonical_probabilities_and_threshold(verifier_dir, corpus):
-    low = RerankMethod(scorer="verifier", model=str(verifier_dir), threshold=0.0, **_CANDIDATES)
+def test_pairs_canonical_probabilities_and_threshold(tiny_verifier, corpus):
+    low = RerankMethod(scorer="verifier", model=str(tiny_verifier), threshold=0.0, **_CANDIDATES)
     sketch = low.sketch(corpus.texts[:20])
     sketch = type(sketch).concat([sketch, low.sketch(corpus.texts[20:])])  # batches stack
     everything = low.find_pairs(sketch)
@@ -52,40 +40,40 @@ def test_pairs_canonical_probabilities_and_threshold(verifier_dir, corpus):
     assert np.all((everything.score >= 0) & (everything.score <= 1))
     order = np.lexsort((everything.right, everything.left))
     assert np.array_equal(order, np.arange(len(everything)))
-    high = RerankMethod(scorer="verifier", model=str(verifier_dir), threshold=0.9, **_CANDIDATES)
+    high = RerankMethod(scorer="verifier", model=str(tiny_verifier), threshold=0.9, **_CANDIDATES)
     kept = high.find_pairs(sketch)
     assert np.all(kept.score >= 0.9) and len(kept) == int((everything.score >= 0.9).sum())
     labels = corpus.clusters.astype(str)
     assert np.mean(labels[kept.left] == labels[kept.right]) > 0.9
 
 
-def test_scores_computed_once_per_sketch(verifier_dir, corpus, monkeypatch):
+def test_scores_computed_once_per_sketch(tiny_verifier, corpus, monkeypatch):
     calls = []
     real = VerifierScorer.score_positions
     monkeypatch.setattr(VerifierScorer, "score_positions",
                         lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
-    method = RerankMethod(scorer="verifier", model=str(verifier_dir), **_CANDIDATES)
+    method = RerankMethod(scorer="verifier", model=str(tiny_verifier), **_CANDIDATES)
     sketch = method.sketch(corpus.texts)
     for threshold in (0.2, 0.5, 0.8):
-        RerankMethod(scorer="verifier", model=str(verifier_dir), threshold=threshold,
+        RerankMethod(scorer="verifier", model=str(tiny_verifier), threshold=threshold,
                      **_CANDIDATES).find_pairs(sketch)
     method.find_pairs(sketch)
     assert len(calls) == 1
 
 
-def test_used_scorer_pickles_with_the_same_scores(verifier_dir, corpus):
+def test_used_scorer_pickles_with_the_same_scores(tiny_verifier, corpus):
     # Executors (Ray, process pools) ship the method after the driver has scored with it.
     import pickle
 
-    scorer = VerifierScorer(str(verifier_dir))
+    scorer = VerifierScorer(str(tiny_verifier))
     before = scorer.score(corpus.texts[:6], corpus.texts[6:12])
     copy = pickle.loads(pickle.dumps(scorer))
     np.testing.assert_array_equal(copy.score(corpus.texts[:6], corpus.texts[6:12]), before)
 
 
-def test_dedup_every_document_once(verifier_dir, corpus):
+def test_dedup_every_document_once(tiny_verifier, corpus):
     texts = corpus.texts + ["", "   ", "x"]
-    r = neardup.dedup(texts, method="rerank", model=str(verifier_dir), **_CANDIDATES)
+    r = neardup.dedup(texts, method="rerank", model=str(tiny_verifier), **_CANDIDATES)
     assert r.n_docs == len(texts) and r.clusters.shape == (len(texts),)
     assert np.array_equal(r.cluster_size, np.bincount(r.clusters)[r.clusters])
     assert np.all(np.bincount(r.clusters[r.representative], minlength=r.n_clusters) == 1)
@@ -94,16 +82,16 @@ def test_dedup_every_document_once(verifier_dir, corpus):
     assert ari > 0.8
 
 
-def test_tune_rerank(verifier_dir):
+def test_tune_rerank(tiny_verifier):
     from neardup.eval.tuning import tune
 
     data = make_corpus(n_stories=8, seed=7, split="validation")
-    result = tune(data, "rerank", base_params={"model": str(verifier_dir), **_CANDIDATES},
+    result = tune(data, "rerank", base_params={"model": str(tiny_verifier), **_CANDIDATES},
                   grid={"threshold": [0.1, 0.5, 0.9]})
     assert len(result.points) == 3 and result.best_score > 0.5
 
 
-def test_invalid_parameters(verifier_dir):
+def test_invalid_parameters(tiny_verifier):
     with pytest.raises(ValueError, match="'scorer'"):
         RerankMethod(scorer="bm25")
     with pytest.raises(ValueError, match="'candidates'"):
@@ -115,7 +103,7 @@ def test_invalid_parameters(verifier_dir):
     with pytest.raises(ValueError, match="'threshold'"):
         RerankMethod(threshold=1.5)
     other = make_method("minhash")
-    method = RerankMethod(model=str(verifier_dir), **_CANDIDATES)
+    method = RerankMethod(model=str(tiny_verifier), **_CANDIDATES)
     with pytest.raises(ValueError, match="RerankMethod.sketch"):
         method.find_pairs(other.sketch(["a b c d", "a b c d"]))
     with pytest.raises(FileNotFoundError, match="verifier"):
@@ -156,7 +144,7 @@ def test_cross_encoder_scorer(tiny_cross_encoder, corpus):
     assert r.n_docs == len(corpus)
 
 
-def test_wrong_model_kind(verifier_dir, tiny_cross_encoder):
+def test_wrong_model_kind(tiny_verifier, tiny_cross_encoder):
     with pytest.raises(ValueError, match="cross-encoder"):
         VerifierScorer(tiny_cross_encoder)
 
@@ -194,14 +182,14 @@ def test_shipped_verifier_separates_copies_from_templates():
     assert prob[0] > 0.5 and prob[0] > prob[1]
 
 
-def test_threshold_defaults_to_the_scorers_tuned_one(verifier_dir, tmp_path):
+def test_threshold_defaults_to_the_scorers_tuned_one(tiny_verifier, tmp_path):
     import json
     import shutil
 
     # Trained with non-default candidate parameters: no tuned threshold, the generic 0.5.
-    assert RerankMethod(model=str(verifier_dir), **_CANDIDATES).threshold == 0.5
+    assert RerankMethod(model=str(tiny_verifier), **_CANDIDATES).threshold == 0.5
     tuned = tmp_path / "tuned"
-    shutil.copytree(verifier_dir, tuned)
+    shutil.copytree(tiny_verifier, tuned)
     meta = json.loads((tuned / "model.json").read_text())
     (tuned / "model.json").write_text(json.dumps({**meta, "tuned_thresholds": {"minhash": 0.7}}))
     assert RerankMethod(model=str(tuned), candidates="minhash").threshold == 0.7
@@ -211,20 +199,20 @@ def test_threshold_defaults_to_the_scorers_tuned_one(verifier_dir, tmp_path):
         assert RerankMethod().threshold == 0.9  # tuned with MinHash candidates
 
 
-def test_keyed_stage_with_minhash_candidates_only(verifier_dir):
-    keyed = RerankMethod(scorer="verifier", model=str(verifier_dir), **_CANDIDATES)
+def test_keyed_stage_with_minhash_candidates_only(tiny_verifier):
+    keyed = RerankMethod(scorer="verifier", model=str(tiny_verifier), **_CANDIDATES)
     assert keyed.candidate_arrays == ("signature",)
     assert keyed.candidate_text_chars == keyed.max_chars and keyed.candidate_dates
     assert not keyed.candidate_fixed_width
-    retsim = RerankMethod(scorer="verifier", model=str(verifier_dir), candidates="retsim")
+    retsim = RerankMethod(scorer="verifier", model=str(tiny_verifier), candidates="retsim")
     assert retsim.candidate_arrays is None  # no keyed stage: the vector stage instead
     assert retsim.vector_search == retsim.candidate.vector_search
     assert retsim.candidate_text_chars == retsim.max_chars and retsim.candidate_dates
 
 
-def test_keyed_dedup_matches_in_memory(verifier_dir, corpus, tmp_path):
+def test_keyed_dedup_matches_in_memory(tiny_verifier, corpus, tmp_path):
     texts = corpus.texts + ["", "x"]
-    kwargs = dict(scorer="verifier", model=str(verifier_dir), pair_types=False, **_CANDIDATES)
+    kwargs = dict(scorer="verifier", model=str(tiny_verifier), pair_types=False, **_CANDIDATES)
     memory = neardup.dedup(texts, "rerank", engine="memory", **kwargs)
     local = neardup.dedup(texts, "rerank", engine="local", work_dir=tmp_path / "w",
                           memory_limit="2MB", partitions=4, **kwargs)
