@@ -45,7 +45,7 @@ with a vector contract: rerank over RETSim or bi-encoder candidates) also has it
 written at the embed stage (``embed/texts.arrow``, the keyed stage's
 :class:`~neardup.engine.corpus.TextWriter`); in the search, the pairs above the vector
 threshold (not yet joined, not rejected before) go to
-:meth:`Method.score_candidate_rows` in batches whose texts take at most a quarter of the
+:meth:`Method.score_candidate_rows` in batches whose texts take at most an eighth of the
 budget (:class:`PairScoring`), and only the accepted pairs join. The scorer's parameters
 are part of the search key, so another rerank threshold re-runs the search only.
 

@@ -346,7 +346,7 @@ class VerifierScorer:
         if open_.size:
             later = [self.features.index(f) for f in deferred]
             x[np.ix_(open_, later)] = self._features(texts, left[open_], right[open_],
-                                                     None if dates is None else dates, deferred)
+                                                     dates, deferred)
             prob[open_] = self._predict(x[open_])
         return prob, prob >= threshold
 

@@ -91,7 +91,7 @@ class TreeEnsembleBound:
     def __init__(self, nodes: list[np.ndarray], baseline: float) -> None:
         sizes = [len(n) for n in nodes]
         self._starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        table = np.concatenate(nodes) if nodes else np.zeros(0, nodes_dtype())
+        table = np.concatenate(nodes)
         self._value = np.ascontiguousarray(table["value"], np.float64)
         self._feature = np.ascontiguousarray(table["feature_idx"], np.int64)
         self._threshold = np.ascontiguousarray(table["num_threshold"], np.float64)
@@ -144,9 +144,3 @@ class TreeEnsembleBound:
         """:meth:`upper_raw` as a probability (the classifier's logistic link), float64."""
         return expit(self.upper_raw(x, free))
 
-
-def nodes_dtype() -> np.dtype:
-    """The node fields the bound reads (an empty ensemble's table)."""
-    return np.dtype([("value", "<f8"), ("feature_idx", "<i8"), ("num_threshold", "<f8"),
-                     ("missing_go_to_left", "u1"), ("left", "<u4"), ("right", "<u4"),
-                     ("is_leaf", "u1")])
