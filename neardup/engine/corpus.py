@@ -727,15 +727,16 @@ class TextReader:
         self.path = path
         #: Mean stored bytes per document (to size the batches whose texts are read).
         self.doc_bytes = int(path.stat().st_size // max(n_docs, 1))
-        self._column = None
+        self._column = self._chunk_starts = None
 
     def rows(self, docs: np.ndarray) -> _TextRows:
         if self._column is None:
             self._column = ipc.open_file(pa.memory_map(str(self.path))).read_all().column("text")
-        return _TextRows(self._column, docs)
+            self._chunk_starts = np.cumsum([0] + [len(c) for c in self._column.chunks])
+        return _TextRows(self._column, self._chunk_starts, docs)
 
     def release(self) -> None:
-        self._column = None
+        self._column = self._chunk_starts = None
 
 
 class _ArrayStore:
@@ -809,15 +810,30 @@ class _TextRows:
     """The texts of a step's documents, aligned with them, read from the memory-mapped
     Arrow column only when taken (``take(positions)`` -> list of str)."""
 
-    def __init__(self, column: pa.ChunkedArray, docs: np.ndarray) -> None:
-        self.column, self.docs = column, docs
+    def __init__(self, column: pa.ChunkedArray, chunk_starts: np.ndarray, docs: np.ndarray) -> None:
+        self.column, self.chunk_starts, self.docs = column, chunk_starts, docs
 
     def __len__(self) -> int:
         return int(self.docs.shape[0])
 
     def take(self, positions) -> list[str]:
-        raw = self.column.take(pa.array(self.docs[np.asarray(positions, np.int64)])).to_pylist()
-        return [b.decode("utf-8", "surrogatepass") for b in raw]
+        return take_texts(self.column, self.chunk_starts, self.docs[np.asarray(positions, np.int64)])
+
+
+def take_texts(column: pa.ChunkedArray, chunk_starts: np.ndarray, rows: np.ndarray) -> list[str]:
+    """``column[rows]`` decoded, taken chunk by chunk: ``ChunkedArray.take`` concatenates
+    every chunk of a binary column first (Arrow 26), copying the whole memory-mapped file
+    into memory at each call. ``chunk_starts``: first row of each chunk, then the length."""
+    chunk = np.searchsorted(chunk_starts, rows, side="right") - 1
+    order = np.argsort(chunk, kind="stable")
+    runs = np.flatnonzero(np.diff(chunk[order])) + 1
+    raw: list = [None] * rows.size
+    for part in np.split(order, runs) if rows.size else ():
+        c = int(chunk[part[0]])
+        values = column.chunk(c).take(pa.array(rows[part] - chunk_starts[c])).to_pylist()
+        for at, value in zip(part.tolist(), values):
+            raw[at] = value
+    return [b.decode("utf-8", "surrogatepass") for b in raw]
 
 
 class ArrayRows:

@@ -389,6 +389,31 @@ def test_ragged_and_text_rows_are_fetched_as_stored(tmp_path):
     np.testing.assert_array_equal(rows.sets.hashes, expected.hashes)
 
 
+def test_texts_are_taken_across_chunks_without_copying_the_file(tmp_path):
+    import pyarrow as pa
+
+    from neardup.engine.corpus import TextReader, TextWriter
+
+    texts = [f"story {i} " + "word " * (i % 50) + "\ud800" * (i % 7 == 0) for i in range(3000)]
+    writer = TextWriter(tmp_path / "texts.arrow", chars=10_000)
+    for start in range(0, len(texts), 97):  # 31 record batches
+        writer.write(texts[start:start + 97])
+    writer.close()
+    rows = TextReader(tmp_path / "texts.arrow", len(texts)).rows(np.arange(5, 3000, 3))
+    positions = np.random.default_rng(0).integers(0, len(rows), 500)
+    default = pa.default_memory_pool()
+    counted = pa.proxy_memory_pool(default)  # its own peak, from zero
+    pa.set_memory_pool(counted)
+    try:
+        taken = rows.take(positions)
+    finally:
+        pa.set_memory_pool(default)
+    assert taken == [texts[5 + 3 * p] for p in positions]
+    assert rows.take([]) == []
+    # ChunkedArray.take would first concatenate the column (~140 kB here).
+    assert 0 < counted.max_memory() < 50_000
+
+
 def test_ngram_all_pairs_groups_check_each_copy_about_once():
     # 900 copies: every key group is compared all-to-all (<= 1000 members), 404,550 pairs
     # per group; after the first document's edges join them, the rest are skipped.
