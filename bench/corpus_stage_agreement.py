@@ -143,7 +143,7 @@ def main() -> None:
                 # The vector stage (rerank over RETSim): rows and the texts it scores.
                 embed = Path(work) / "embed"
                 stored.update({f.name: f.stat().st_size for f in embed.glob("*.*")
-                               if f.name in ("rows.bin", "texts.arrow")} if embed.is_dir() else {})
+                               if f.name in ("rows.bin", "texts.bin", "texts.offsets.bin")} if embed.is_dir() else {})
                 stage_stats = local.params.get("corpus_stage") or {}
             row = {
                 "split": split,

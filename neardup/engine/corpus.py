@@ -58,7 +58,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from neardup.engine.buckets import bucket_edge_counts, bucket_edges, concat_ranges, group_runs, overlap_pairs
@@ -437,7 +436,6 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                     _count_capped(capped_per_doc, capped_docs)
                     write_arrow(capped_file, pa.table({"doc": capped_docs}), durable=False)
                 del capped_docs
-                store.release()
                 del tables
                 _write_edges(out, forest, outside)
                 # Kept with the partition (as the sketch stage's with its facts), so that
@@ -619,7 +617,6 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
                 forest, outside, counts = _reduce_pair_range(
                     method, code_paths, shared_paths, lo, hi, sizes, prefix, store, dates,
                     window_hours, uf, step)
-                store.release()
                 _write_edges(out, forest, outside)
                 atomic_write_text(done, json.dumps(counts))
             counts = json.loads(done.read_text())
@@ -668,7 +665,7 @@ def _reduce_pair_range(method: Method, code_paths: list[Path], shared_paths: lis
     counts.update(exchange_records=int(records), exchange_pairs=int(left.size),
                   scored_from_counts=int(np.count_nonzero(exact)),
                   pruned_edges=int(np.count_nonzero(~exact & ~verify)))
-    return _concat(linker.forest), _concat(linker.outside).canonical(), counts
+    return linker.forest_pairs(), linker.outside_pairs().canonical(), counts
 
 
 def _replay_forest(uf: UnionFind, path: Path) -> None:
@@ -695,48 +692,64 @@ def _count_capped(per_doc: np.ndarray, docs: np.ndarray) -> None:
 
 _SET_SIZES, _SET_VALUES, _SET_WEIGHTS = "sets.sizes", "sets.values", "sets.weights"
 #: The texts a scorer reads, in a stage's directory (:class:`TextWriter`).
-TEXTS_FILE = "texts.arrow"
+TEXTS_FILE = "texts.bin"
+_TEXT_OFFSETS = "texts.offsets.bin"
 
 
 class TextWriter:
-    """Raw texts cut to ``chars`` characters, appended batch by batch to an Arrow IPC file
-    (one ``large_binary`` column) that :class:`TextReader` reads back by document."""
+    """Raw texts cut to ``chars`` characters, appended batch by batch: their UTF-8 bytes
+    concatenated in ``path`` and each document's end offset (int64, after a leading 0)
+    beside it, read back by document with :class:`TextReader`."""
 
     def __init__(self, path: Path, chars: int) -> None:
         self.path, self.chars = path, chars
-        self.writer = ipc.new_file(str(path), pa.schema([("text", pa.large_binary())]))
+        self.data = open(path, "wb")
+        self.offsets = open(path.with_name(_TEXT_OFFSETS), "wb")
+        self.offsets.write(np.zeros(1, np.int64).tobytes())
+        self.end = 0
 
     def write(self, texts) -> None:
-        # Bytes, not Arrow strings: a lone surrogate (valid in a Python str, not in
+        # Encoded with surrogatepass: a lone surrogate (valid in a Python str, not in
         # UTF-8) must reach the scorer unchanged rather than fail the run.
         cut = self.chars
-        column = pa.array([t[:cut].encode("utf-8", "surrogatepass") for t in texts],
-                          pa.large_binary())
-        self.writer.write_table(pa.table({"text": column}))
+        raw = [t[:cut].encode("utf-8", "surrogatepass") for t in texts]
+        ends = self.end + np.cumsum(np.fromiter(map(len, raw), np.int64, len(raw)))
+        self.data.write(b"".join(raw))
+        self.offsets.write(ends.tobytes())
+        self.end = int(ends[-1]) if ends.size else self.end
 
     def close(self) -> None:
-        self.writer.close()
+        self.data.close()
+        self.offsets.close()
 
 
 class TextReader:
-    """The texts of a :class:`TextWriter` file, memory-mapped when first read: ``rows(docs)``
-    gives a lazy reader for ``CandidateRows.texts`` (only what the scorer takes becomes
-    Python strings); ``release`` unmaps the file (touched pages leave the process)."""
+    """The texts of a :class:`TextWriter` file, read by document with ``pread``
+    (:mod:`neardup.io.rowfile`; a memory map put the file's pages in the process's
+    resident memory as scattered documents were read, 1.2 GB at 1M documents): nothing
+    is held in memory. ``rows(docs)`` gives a lazy reader for ``CandidateRows.texts``
+    (only what the scorer takes is read and becomes Python strings)."""
 
     def __init__(self, path: Path, n_docs: int) -> None:
-        self.path = path
+        self.path, self.offsets_path = path, path.with_name(_TEXT_OFFSETS)
         #: Mean stored bytes per document (to size the batches whose texts are read).
         self.doc_bytes = int(path.stat().st_size // max(n_docs, 1))
-        self._column = self._chunk_starts = None
 
     def rows(self, docs: np.ndarray) -> _TextRows:
-        if self._column is None:
-            self._column = ipc.open_file(pa.memory_map(str(self.path))).read_all().column("text")
-            self._chunk_starts = np.cumsum([0] + [len(c) for c in self._column.chunks])
-        return _TextRows(self._column, self._chunk_starts, docs)
+        return _TextRows(self, docs)
 
-    def release(self) -> None:
-        self._column = self._chunk_starts = None
+    def texts(self, rows: np.ndarray) -> list[str]:
+        """The texts of documents ``rows`` (any order, repeats allowed)."""
+        # Each document read once, in file order (adjacent ones in one call).
+        unique, inverse = np.unique(np.asarray(rows, np.int64), return_inverse=True)
+        # Each document's start and end offsets: 16 adjacent bytes.
+        bounds = read_spans(self.offsets_path, unique * 8, np.full(unique.size, 16, np.int64)) \
+            .view(np.int64).reshape(-1, 2)
+        sizes = bounds[:, 1] - bounds[:, 0]
+        data = read_spans(self.path, bounds[:, 0], sizes).tobytes()
+        ends = np.cumsum(sizes).tolist()
+        texts = [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip([0] + ends[:-1], ends)]
+        return [texts[i] for i in inverse.tolist()]
 
 
 class _ArrayStore:
@@ -745,8 +758,7 @@ class _ArrayStore:
     method reads it). Raw files are read with ``pread`` (:mod:`neardup.io.rowfile`: a memory map put the file's
     page-cache folios around each row in the process's RSS), so resident memory is the
     rows read, not the corpus. Set offsets (8 bytes per document) stay in memory; texts
-    are an Arrow IPC file read memory-mapped (``take`` per step, unmapped after each
-    partition).
+    are read the same way (:class:`TextReader`), when the scorer takes them.
     """
 
     def __init__(self, wd: WorkDir, facts: dict[str, Any], dates: np.ndarray | None = None) -> None:
@@ -800,40 +812,19 @@ class _ArrayStore:
         """Shingle-set sizes of ``docs`` (from the offsets held in memory)."""
         return self.set_offsets[docs + 1] - self.set_offsets[docs]
 
-    def release(self) -> None:
-        """Unmap the texts (touched pages leave the process); reopened on the next read."""
-        if self.texts is not None:
-            self.texts.release()
-
 
 class _TextRows:
-    """The texts of a step's documents, aligned with them, read from the memory-mapped
-    Arrow column only when taken (``take(positions)`` -> list of str)."""
+    """The texts of a step's documents, aligned with them, read from the work directory
+    only when taken (``take(positions)`` -> list of str)."""
 
-    def __init__(self, column: pa.ChunkedArray, chunk_starts: np.ndarray, docs: np.ndarray) -> None:
-        self.column, self.chunk_starts, self.docs = column, chunk_starts, docs
+    def __init__(self, reader: TextReader, docs: np.ndarray) -> None:
+        self.reader, self.docs = reader, docs
 
     def __len__(self) -> int:
         return int(self.docs.shape[0])
 
     def take(self, positions) -> list[str]:
-        return take_texts(self.column, self.chunk_starts, self.docs[np.asarray(positions, np.int64)])
-
-
-def take_texts(column: pa.ChunkedArray, chunk_starts: np.ndarray, rows: np.ndarray) -> list[str]:
-    """``column[rows]`` decoded, taken chunk by chunk: ``ChunkedArray.take`` concatenates
-    every chunk of a binary column first (Arrow 26), copying the whole memory-mapped file
-    into memory at each call. ``chunk_starts``: first row of each chunk, then the length."""
-    chunk = np.searchsorted(chunk_starts, rows, side="right") - 1
-    order = np.argsort(chunk, kind="stable")
-    runs = np.flatnonzero(np.diff(chunk[order])) + 1
-    raw: list = [None] * rows.size
-    for part in np.split(order, runs) if rows.size else ():
-        c = int(chunk[part[0]])
-        values = column.chunk(c).take(pa.array(rows[part] - chunk_starts[c])).to_pylist()
-        for at, value in zip(part.tolist(), values):
-            raw[at] = value
-    return [b.decode("utf-8", "surrogatepass") for b in raw]
+        return self.reader.texts(self.docs[np.asarray(positions, np.int64)])
 
 
 class ArrayRows:
@@ -940,6 +931,14 @@ class PartitionLinker:
                 accept = accept & ~far
         merged = self.uf.union(ll, rl, accept)
         self.forest.append((left[merged], right[merged], score[merged]))
+
+    def forest_pairs(self) -> Pairs:
+        """The joins so far (in the order they were made)."""
+        return _concat(self.forest)
+
+    def outside_pairs(self) -> Pairs:
+        """The accepted pairs the time window kept apart so far."""
+        return _concat(self.outside)
 
 
 
@@ -1128,7 +1127,7 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
             starts, sizes = starts[~small], sizes[~small]
         if exchange is None:
             _link_chained_groups(linker, docs, starts, sizes, upto, star_upto, chunk_edges)
-    return _concat(linker.forest), _concat(linker.outside).canonical(), linker.counts, capped_docs
+    return linker.forest_pairs(), linker.outside_pairs().canonical(), linker.counts, capped_docs
 
 
 def _link_adjacent_matches(linker: PartitionLinker, docs: np.ndarray, payload: np.ndarray,

@@ -42,7 +42,7 @@ shards of rows:
 
 A method that scores its candidate pairs from texts (:attr:`Method.candidate_text_chars`
 with a vector contract: rerank over RETSim or bi-encoder candidates) also has its texts
-written at the embed stage (``embed/texts.arrow``, the keyed stage's
+written at the embed stage (``embed/texts.bin``, the keyed stage's
 :class:`~neardup.engine.corpus.TextWriter`); in the search, the pairs above the vector
 threshold (not yet joined, not rejected before) go to
 :meth:`Method.score_candidate_rows` in batches whose texts take at most an eighth of the
@@ -64,7 +64,7 @@ exact search here, docs/benchmarks.md).
 Work directory (beside ``manifest.json``)::
 
     embed/rows.bin, embed/rows_per_doc.bin, embed/docs.parquet, embed/_DONE.json
-    embed/texts.arrow (methods that score pairs from texts only)
+    embed/texts.bin, embed/texts.offsets.bin (methods that score pairs from texts only)
     search/q-IIII.arrow, search/q-IIII.json, search/_KEY, search/_DONE.json
     search/ivf-centroids.faiss, search/ivf-JJJJ.faiss (IVF only)
     components/forest.arrow, components/outside.arrow, components/roots.npy, _DONE.json
@@ -86,6 +86,7 @@ from neardup.engine.corpus import (
     TEXTS_FILE,
     CorpusStageConfig,
     CorpusStageOutput,
+    PartitionLinker,
     TextReader,
     TextWriter,
     merge_forests,
@@ -93,12 +94,11 @@ from neardup.engine.corpus import (
     require_dates,
     stage_key,
 )
-from neardup.engine.overlap import pair_codes
 from neardup.engine.pairmemory import PairMemory
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
 from neardup.errors import check_choice, check_int
-from neardup.graph.edges import Pairs, outside_time_window
+from neardup.graph.edges import Pairs
 from neardup.graph.similarity import (
     DEFAULT_APPROX_K,
     check_unit_rows,
@@ -344,22 +344,31 @@ class PairScoring:
 
 class _ShardLinker:
     """Candidate row pairs -> document pairs joined in the run's union-find: already
-    connected documents skipped, the rest rescored exactly, thresholded, (for a method
-    that scores its candidates, ``scoring``) scored by the method in bounded batches,
-    the time window applied, and the joins kept as forest edges."""
+    connected documents skipped, the rest rescored exactly and thresholded, then handed
+    to the keyed stage's :class:`PartitionLinker` (for a method that scores its
+    candidates, ``scoring``: scored by the method in bounded batches, rejections
+    remembered) which applies the time window and keeps the joins as forest edges."""
 
     def __init__(self, method: Method, uf: UnionFind, offsets: np.ndarray, threshold: float,
                  dates: np.ndarray | None, window_hours: float | None,
                  scoring: PairScoring | None = None) -> None:
-        self.method = method
         self.uf, self.offsets, self.threshold = uf, offsets, np.float32(threshold)
-        self.dates, self.window_hours = dates, window_hours
         self.scoring = scoring
-        self.forest: list[Pairs] = []
-        self.outside: list[Pairs] = []
-        self.counts = {"candidate_pairs": 0, "scored_pairs": 0}
+        # The keyed stage's window dates: int64 seconds, NaT (int64 min) where unknown.
+        self.linker = PartitionLinker(
+            method, np.zeros(0, np.int64), scoring,
+            None if dates is None else dates.astype("datetime64[s]").view(np.int64),
+            window_hours, uf, None if scoring is None else scoring.rejected)
         if scoring is not None:
-            self.counts.update(verified_pairs=0, rescoring_skipped=0)
+            self.linker.step = scoring.step
+        self._counts = {"candidate_pairs": 0, "scored_pairs": 0}
+
+    @property
+    def counts(self) -> dict[str, int]:
+        if self.scoring is None:
+            return dict(self._counts)
+        return {**self._counts, "verified_pairs": self.linker.counts["verified_edges"],
+                "rescoring_skipped": self.linker.counts.get("rescoring_skipped", 0)}
 
     def doc_of(self, rows: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.offsets, rows, side="right") - 1
@@ -369,7 +378,7 @@ class _ShardLinker:
         """``q_rows``, ``i_rows``: global row numbers of candidate pairs, the first in the
         query shard (rows, norms, first row), the second in the index shard."""
         left, right = self.doc_of(q_rows), self.doc_of(i_rows)
-        self.counts["candidate_pairs"] += int(left.size)
+        self._counts["candidate_pairs"] += int(left.size)
         todo = (left != right)  # chunks of one document never pair it with itself
         todo[todo] = ~self.uf.connected(left[todo], right[todo])
         if not todo.any():
@@ -377,46 +386,16 @@ class _ShardLinker:
         q_rows, i_rows, left, right = q_rows[todo], i_rows[todo], left[todo], right[todo]
         (qx, qn, q0), (ix, inorm, i0) = query, index
         score = cosine_scores(qx, qn, q_rows - q0, ix, inorm, i_rows - i0)
-        self.counts["scored_pairs"] += int(score.size)
+        self._counts["scored_pairs"] += int(score.size)
         keep = score >= self.threshold
         # Chunk pairs of one document pair collapse to their best score.
         pairs = Pairs(left[keep], right[keep], score[keep]).canonical()
-        if self.scoring is None:
-            self._join(pairs)
-            return
-        step = self.scoring.step
-        for start in range(0, len(pairs), step):
-            self._verify(pairs.select(slice(start, start + step)))
+        # A method that scores its candidates re-scores them (its score replaces the cosine).
+        self.linker.consider(pairs.left, pairs.right, None if self.scoring else pairs.score)
 
-    def _verify(self, pairs: Pairs) -> None:
-        """Score ``pairs`` (canonical) with the method, reading only their documents'
-        texts; skip those joined meanwhile or rejected before; join the accepted."""
-        todo = ~self.uf.connected(pairs.left, pairs.right)
-        codes = pair_codes(pairs.left[todo], pairs.right[todo])
-        fresh = ~self.scoring.rejected.contains(codes)
-        self.counts["rescoring_skipped"] += int(codes.size - np.count_nonzero(fresh))
-        todo[todo] = fresh
-        pairs, codes = pairs.select(todo), codes[fresh]
-        if len(pairs) == 0:
-            return
-        need = np.unique(np.concatenate((pairs.left, pairs.right)))
-        score, accept = self.method.score_candidate_rows(
-            self.scoring.rows(need), np.searchsorted(need, pairs.left),
-            np.searchsorted(need, pairs.right))
-        score, accept = np.asarray(score, np.float32), np.asarray(accept, bool)
-        self.counts["verified_pairs"] += len(pairs)
-        self.scoring.rejected.add(codes[~accept])
-        self._join(Pairs(pairs.left[accept], pairs.right[accept], score[accept]))
-
-    def _join(self, pairs: Pairs) -> None:
-        if self.dates is not None and len(pairs):
-            far = outside_time_window(pairs, self.dates, self.window_hours)
-            far &= ~self.method.identical_mask(pairs.score)  # re-sent unchanged: same story
-            if far.any():
-                self.outside.append(pairs.select(far))
-                pairs = pairs.select(~far)
-        merged = self.uf.union(pairs.left, pairs.right)
-        self.forest.append(pairs.select(merged))
+    def results(self) -> tuple[Pairs, Pairs]:
+        """(forest, outside-window pairs) of the shards linked so far."""
+        return self.linker.forest_pairs(), self.linker.outside_pairs()
 
 
 class _QueryBatchSize:
@@ -581,7 +560,7 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
                                       window_hours, scoring)
                 if n_rows >= 2:
                     _search_shard(faiss, store, shards, i, k, floor, linker, batch, ivf)
-                forest, outside = Pairs.concat(linker.forest), Pairs.concat(linker.outside)
+                forest, outside = linker.results()
                 write_arrow(out, pa.table({
                     "left": np.concatenate((forest.left, outside.left)),
                     "right": np.concatenate((forest.right, outside.right)),

@@ -40,7 +40,9 @@ from neardup.io.writers import atomic_path
 
 __all__ = ["WorkDir", "WorkDirError"]
 
-MANIFEST_VERSION = 1
+#: Changed with the layout of the stages' files (2: texts as raw bytes and offsets, read
+#: with pread), so that a work directory of another layout is refused, not misread.
+MANIFEST_VERSION = 2
 
 
 class WorkDirError(ValueError):
@@ -96,7 +98,13 @@ class WorkDir:
                     f"work dir {self.path} holds a previous run; resume it (--resume; "
                     "resume=True) or give an empty work directory"
                 )
-            if saved.get("version") != MANIFEST_VERSION or saved.get("identity") != _jsonable(identity):
+            if saved.get("version") != MANIFEST_VERSION:
+                raise WorkDirError(
+                    f"work dir {self.path} was written by another version of neardup (work "
+                    f"directory layout {saved.get('version')!r}, this one reads "
+                    f"{MANIFEST_VERSION}); it cannot be resumed. Use another work directory"
+                )
+            if saved.get("identity") != _jsonable(identity):
                 raise WorkDirError(
                     f"work dir {self.path} belongs to a run with another input, method or "
                     "sketch parameters; it cannot be resumed for this one. Use another "

@@ -346,7 +346,7 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
     # The scorer decided: some candidate pairs above RETSim's threshold were rejected.
     assert memory.n_clusters > candidates_only.n_clusters
     # Texts live in the work directory; the scorer sees bounded batches, with the dates.
-    assert (work / "embed" / "texts.arrow").exists()
+    assert (work / "embed" / "texts.bin").exists()
     assert calls and all(with_dates for *_, with_dates in calls)
     assert max(n_texts for n_texts, *_ in calls) < len(records)
     assert sum(n for _, n, _ in calls) == stats["verified_pairs"] <= stats["scored_pairs"]
