@@ -40,6 +40,7 @@ import math
 import random
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -55,7 +56,13 @@ from neardup.eval.benchmark import (
     _make_clusters,
 )
 from neardup.eval.noise import reprint_cluster_sizes, split_sentences
-from neardup.eval.stories import Story, assign_splits, find_story_groups, parse_splits, prepare_stories
+from neardup.eval.stories import (
+    Story,
+    assign_splits,
+    find_story_groups,
+    parse_splits,
+    prepare_stories,
+)
 
 __all__ = [
     "GENERATORS",
@@ -513,11 +520,20 @@ def _size(text: str, cjk: bool) -> int:
     return len(text.replace(" ", "")) // 3 if cjk else len(text.split())
 
 
-def _man_documents(language: str, man_root: Path, lo: int = 50, hi: int = 180) -> list[dict]:
+def _man_documents(language: str, man_root: Path, lo: int = 50,
+                   hi: int = 180) -> tuple[list[dict], dict[str, int]]:
     """Chunks of consecutive translated paragraphs of each page (``lo``-``hi`` words, or
-    3x as many characters for CJK), one "page" per source file."""
+    3x as many characters for CJK), one "page" per source file, and each page's number
+    of chunks before shared paragraphs were dropped (pages are assigned to splits by
+    those, so that every page stays in the split it had when the sets were first built
+    and the models trained on train splits then never see a test page).
+
+    A paragraph found on more than one page (the translators' licence and bug-report
+    footer on every page, option texts shared by sibling commands) is dropped: chunks of
+    different pages, labelled different stories, would otherwise share whole paragraphs
+    and be partial duplicates of each other in fact."""
     cjk = language in ("zh_CN", "ja")
-    docs = []
+    page_paragraphs = []
     for path in sorted((man_root / language).glob("man*/*.gz")):
         try:
             source = gzip.decompress(path.read_bytes()).decode("utf-8")
@@ -525,15 +541,28 @@ def _man_documents(language: str, man_root: Path, lo: int = 50, hi: int = 180) -
             continue
         paragraphs = [p for p in _roff_paragraphs(source)
                       if _size(p, cjk) >= 8 and _script_share(p, language) >= 0.5]
-        chunk: list[str] = []
-        for p in paragraphs:
-            chunk.append(p)
-            if sum(_size(c, cjk) for c in chunk) >= lo:
-                text = "\n".join(chunk)
-                if _size(text, cjk) <= hi * 2:
-                    docs.append({"page": f"{language}:{path.name}", "lang": language, "text": text})
-                chunk = []
-    return docs
+        page_paragraphs.append((f"{language}:{path.name}", paragraphs))
+    on_pages = Counter(p for _, paragraphs in page_paragraphs for p in set(paragraphs))
+    docs, pages = [], {}
+    for page, paragraphs in page_paragraphs:
+        if _chunks(paragraphs, cjk, lo, hi):
+            pages[page] = len(_chunks(paragraphs, cjk, lo, hi))
+        own = [p for p in paragraphs if on_pages[p] == 1]
+        docs += [{"page": page, "lang": language, "text": text}
+                 for text in _chunks(own, cjk, lo, hi)]
+    return docs, pages
+
+
+def _chunks(paragraphs: list[str], cjk: bool, lo: int, hi: int) -> list[str]:
+    out, chunk = [], []
+    for p in paragraphs:
+        chunk.append(p)
+        if sum(_size(c, cjk) for c in chunk) >= lo:
+            text = "\n".join(chunk)
+            if _size(text, cjk) <= hi * 2:
+                out.append(text)
+            chunk = []
+    return out
 
 
 def _faker_documents(n_pages: int, seed: int) -> list[dict]:
@@ -592,26 +621,42 @@ def build_multilingual_set(
         check_choice(caller, "splits", split, tuple(_SPLIT_CODE))
     languages = LANGUAGE_SETS[name]
     docs: list[dict] = []
+    # Each page's weight in the split assignment (its number of chunks as first built).
+    page_weight: dict[str, int] = {}
     for language in languages:
         if language == "el":
-            docs += _faker_documents(400, seed)
+            greek = _faker_documents(400, seed)
+            docs += greek
+            page_weight.update(Counter(d["page"] for d in greek))
         else:
-            docs += _man_documents(language, Path(man_root))
+            language_docs, language_pages = _man_documents(language, Path(man_root))
+            docs += language_docs
+            page_weight.update(language_pages)
     if not docs:
         raise ValueError(
             f"{caller}: no {name} text under {man_root}; install "
             + ", ".join(MULTILINGUAL_SOURCES[lang].split(" (")[0] for lang in languages) + "."
         )
     rng = np.random.default_rng([seed, 21])
-    pages: dict[str, list[int]] = {}
+    page_list = list(page_weight)
+    pages: dict[str, list[int]] = {page: [] for page in page_list}
     for i, d in enumerate(docs):
-        pages.setdefault(d["page"], []).append(i)
-    page_order = [list(pages)[i] for i in rng.permutation(len(pages)).tolist()]
+        pages[d["page"]].append(i)
+    page_order = [page_list[i] for i in rng.permutation(len(page_list)).tolist()]
     per_story = mean_cluster_size * (1 + hard_negative_share)
-    plans, info = [], {}
-    cursor = 0
+    # Each split first takes the pages it had when the sets were first built (by their
+    # chunk counts then), so no page changes split; then, short of its size now that
+    # shared paragraphs are gone, pages no split had then.
+    first_pages, cursor = {}, 0
     for split in splits:
-        chosen: list[int] = []
+        weight, start = 0, cursor
+        while cursor < len(page_order) and weight * per_story < docs_per_split:
+            weight += page_weight[page_order[cursor]]
+            cursor += 1
+        first_pages[split] = page_order[start:cursor]
+    plans, info = [], {}
+    for split in splits:
+        chosen = [i for page in first_pages[split] for i in pages[page]]
         while cursor < len(page_order) and len(chosen) * per_story < docs_per_split:
             chosen += pages[page_order[cursor]]
             cursor += 1

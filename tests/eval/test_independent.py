@@ -59,6 +59,26 @@ def test_roff_paragraphs():
     assert all("\\f" not in p and not p.startswith(".") for p in paragraphs)
 
 
+def test_multilingual_sets_drop_paragraphs_shared_across_pages(tmp_path):
+    import gzip
+
+    from neardup.eval.independent import build_multilingual_set
+
+    footer = ("Diese Übersetzung ist Freie Dokumentation; lesen Sie die GNU General Public "
+              "License Version 3 für die Copyright-Bedingungen.")
+    words = "Datei Verzeichnis Inhalt Zeile Befehl Ausgabe Eingabe Fehler Größe Schlüssel".split()
+    (tmp_path / "de" / "man1").mkdir(parents=True)
+    for page in range(12):
+        body = "".join(
+            ".PP\n" + " ".join(words[(page * 7 + k * 3 + w) % 10] + f"{page}x{k}"
+                               for w in range(20)) + "\n" for k in range(5))
+        source = f".TH CMD{page} 1\n.SH BESCHREIBUNG\n{body}.PP\n{footer}\n"
+        (tmp_path / "de" / "man1" / f"cmd{page}.1.gz").write_bytes(gzip.compress(source.encode()))
+    records, info = build_multilingual_set("latin", seed=1, docs_per_split=20, man_root=tmp_path)
+    assert records and all("Übersetzung" not in r["text"] for r in records)
+    assert sum(split["pages"] for split in info["splits"].values()) <= 12
+
+
 def test_multilingual_train_split_leaves_test_and_validation_unchanged():
     pytest.importorskip("faker")
     from neardup.eval.independent import build_multilingual_set
