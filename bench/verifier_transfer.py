@@ -55,10 +55,11 @@ THRESHOLDS = [0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55,
 DATE_DROPOUT = 0.25
 
 
-#: Candidate settings: rerank's MinHash (word 3-grams, Jaccard 0.1; what the shipped
-#: verifier runs with) and MinHash over character 5-grams (Jaccard 0.1), which does not
-#: need word boundaries.
-CANDIDATES = {"word": {}, "char5": {"shingle": ShingleConfig("char", 5)}}
+#: Candidate settings: rerank's former MinHash (word 3-grams, Jaccard 0.1) and its current
+#: default, MinHash over character 5-grams (Jaccard 0.1), which does not need word
+#: boundaries. Both shingles are given: ``{}`` would take rerank's current defaults.
+CANDIDATES = {"word": {"shingle": ShingleConfig("word", 3)},
+              "char5": {"shingle": ShingleConfig("char", 5)}}
 
 
 def _candidates(corpus, kind: str):
