@@ -16,7 +16,7 @@ these rows and scores connected components of the re-scored candidates (what
 ``--method rerank`` does, dates included) by ARI:
 
 * **candidate oracle**: the true pairs among the candidates, the best re-ranking can do;
-* **shipped**: the shipped ``verifier-news`` (reuters-news train split only), at its
+* **shipped**: the shipped ``verifier-news`` (trained by ``evaluate --ship``), at its
   default threshold, on both candidate sets;
 * **leave-one-set-out** (per feature set: the shipped model's lexical features, or
   with the char 3/5-gram and white-space-free ones): for each set X, a verifier trained on every
@@ -345,7 +345,7 @@ def markdown(results: dict) -> str:
                                  for s in sets) + " |")
     for kind in results["shipped"]:
         sh = results["shipped"][kind]
-        rows.append(f"| shipped verifier-news (old), {kind} MinHash, threshold {sh['default_threshold']:g} | "
+        rows.append(f"| shipped verifier-news, {kind} MinHash, threshold {sh['default_threshold']:g} | "
                     + " | ".join(f(sh["test_at_default"][s]) for s in sets) + " |")
     for label, table in results["leave_one_set_out"].items():
         rows.append(f"| leave-one-set-out, {label} | "

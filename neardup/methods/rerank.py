@@ -596,6 +596,10 @@ class RerankMethod(Method):
         # Tens of features (alignment, char and word n-grams) or a transformer per pair.
         return True
 
+    #: Most pairs given to the scorer at once by :meth:`score_candidate_rows` (its
+    #: working memory per pair bounds the batch: ~50 MB here).
+    SCORE_BATCH = 1024
+
     @property
     def bucket_all_pairs_upto(self) -> int:
         return self._candidate.bucket_all_pairs_upto
@@ -617,9 +621,13 @@ class RerankMethod(Method):
             _, passed = self._candidate.score_candidate_rows(rows, left, right)
         else:
             passed = np.ones(len(left), bool)
-        keep = np.flatnonzero(passed)
+        passing = np.flatnonzero(passed)
         prob = np.zeros(len(left), np.float32)
-        if keep.size:
+        # The scorer's working memory grows with the pairs it is given (the verifier's
+        # shingle arrays: ~50 KB a news-story pair, 400 MB for a step of 8,192), so the
+        # edges that passed go to it in batches.
+        for start in range(0, passing.size, self.SCORE_BATCH):
+            keep = passing[start:start + self.SCORE_BATCH]
             scorer = self._get_scorer()
             # Only the texts of the edges that passed become Python strings: the scorer's
             # features cost per text it is given.

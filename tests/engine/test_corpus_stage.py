@@ -334,14 +334,17 @@ def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_pa
         return real(self, texts, left, right, dates, threshold=threshold)
 
     monkeypatch.setattr(VerifierScorer, "decide_positions", counting)
+    from neardup.methods.rerank import RerankMethod
+
+    monkeypatch.setattr(RerankMethod, "SCORE_BATCH", 7)
     local = neardup.dedup(records, "rerank", engine="local", pair_types=False, date_field="date",
                           work_dir=tmp_path / "w", memory_limit="4MB", partitions=8, batch_size=250)
     np.testing.assert_array_equal(local.clusters, memory.clusters)
     assert local.clusters.size == len(records) == len(set(local.ids.tolist()))
-    # Texts live in the work directory (Arrow IPC), not in the sketch; the scorer sees
-    # bounded batches: never the corpus, at most the documents of one step of edges.
+    # Texts live in the work directory (raw bytes read by document), not in the sketch;
+    # the scorer sees bounded batches: at most SCORE_BATCH pairs of one step of edges.
     assert (tmp_path / "w" / "sketch" / "texts.bin").exists()
-    assert calls and max(n_texts for n_texts, _ in calls) < len(records) // 2
+    assert calls and max(n_pairs for _, n_pairs in calls) <= 7
     # Only edges that passed MinHash's permissive check reach the scorer.
     assert sum(n for _, n in calls) <= local.params["corpus_stage"]["verified_edges"]
 
