@@ -42,8 +42,13 @@ def main() -> None:
     parser.add_argument("--giant", type=int, default=2000)
     parser.add_argument("--rescore", action="store_true",
                         help="score a pair again every time it comes (no memory of rejections)")
+    parser.add_argument("--score-batch", type=int, default=None,
+                        help="pairs given to the scorer at once (RerankMethod.SCORE_BATCH; "
+                             "default: the shipped value)")
     parser.add_argument("--name", default="rerank-probe")
     args = parser.parse_args()
+    if args.score_batch is not None:
+        RerankMethod.SCORE_BATCH = args.score_batch
 
     import scale_corpus
 
