@@ -545,8 +545,9 @@ def _man_documents(language: str, man_root: Path, lo: int = 50,
     on_pages = Counter(p for _, paragraphs in page_paragraphs for p in set(paragraphs))
     docs, pages = [], {}
     for page, paragraphs in page_paragraphs:
-        if _chunks(paragraphs, cjk, lo, hi):
-            pages[page] = len(_chunks(paragraphs, cjk, lo, hi))
+        first_built = len(_chunks(paragraphs, cjk, lo, hi))
+        if first_built:
+            pages[page] = first_built
         own = [p for p in paragraphs if on_pages[p] == 1]
         docs += [{"page": page, "lang": language, "text": text}
                  for text in _chunks(own, cjk, lo, hi)]
