@@ -390,12 +390,6 @@ def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig
     return ((offset, int(key.size), time.process_time() - cpu, key_bytes), table, arrays, *out)
 
 
-def _concat_pairs(parts: list[tuple[np.ndarray, ...]]) -> Pairs:
-    if not parts:
-        return Pairs.empty()
-    return Pairs(*(np.concatenate([p[i] for p in parts]) for i in range(3)))
-
-
 def _roots_of(docs: np.ndarray, seed: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
     """Component root of each document after the earlier waves (itself if it joined none)."""
     if seed is None or seed[0].size == 0:
@@ -656,7 +650,7 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, options:
         same = np.flatnonzero(roots[by][1:] == roots[by][:-1])
         linker.uf.union(by[same], by[same + 1])
     linker.consider(left, right, score)
-    forest, outside = _concat_pairs(linker.forest), _concat_pairs(linker.outside)
+    forest, outside = linker.forest_pairs(), linker.outside_pairs()
     counts = {"bucket_cpu_s": edges["cpu_s"], "link_cpu_s": time.process_time() - cpu,
               "candidate_edges": edges["candidate_edges"], "edges_after_seed": int(left.size),
               "verified_edges": linker.counts["verified_edges"],
@@ -856,7 +850,7 @@ def _pair_link_task(state: dict, method: Method, window_hours: float | None, opt
     linker.step = int(min(max(budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
     linker.consider(accept_left, accept_right, accept_score)
     linker.consider(verify_left, verify_right)
-    forest, outside = _concat_pairs(linker.forest), _concat_pairs(linker.outside).canonical()
+    forest, outside = linker.forest_pairs(), linker.outside_pairs().canonical()
     counts = {**state["counts"], "verified_edges": linker.counts["verified_edges"],
               "partition_forest_edges": len(forest), "outside_edges": len(outside),
               "exchange_cpu_s": state["cpu_s"] + time.process_time() - cpu}
@@ -1197,7 +1191,7 @@ def _vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, o
         ivf = _ObjectIvf(faiss, trained, ivf_refs, search.nprobe) if trained is not None else None
         store.dim = int(ray.get(row_refs[i]).shape[1])
         _search_shard(faiss, store, shards, i, k, floor, linker, _QueryBatchSize(budget // 4 // 40), ivf)
-    forest, outside = Pairs.concat(linker.forest), Pairs.concat(linker.outside)
+    forest, outside = linker.results()
     counts = {**linker.counts, "search_cpu_s": time.process_time() - cpu,
               "partition_forest_edges": len(forest), "outside_edges": len(outside)}
     return counts, {"forest": (forest.left, forest.right, forest.score),
