@@ -597,7 +597,7 @@ class RerankMethod(Method):
         return True
 
     #: Most pairs given to the scorer at once by :meth:`score_candidate_rows` (its
-    #: working memory per pair bounds the batch: ~50 MB here).
+    #: working memory per pair bounds the batch: ~140 MB for news stories).
     SCORE_BATCH = 1024
 
     @property
@@ -624,8 +624,8 @@ class RerankMethod(Method):
         passing = np.flatnonzero(passed)
         prob = np.zeros(len(left), np.float32)
         # The scorer's working memory grows with the pairs it is given (the verifier's
-        # shingle arrays: ~50 KB a news-story pair, 400 MB for a step of 8,192), so the
-        # edges that passed go to it in batches.
+        # shingle arrays: 660 MB for a step of 8,192 news-story pairs,
+        # bench/rerank_score_memory.py), so the edges that passed go to it in batches.
         for start in range(0, passing.size, self.SCORE_BATCH):
             keep = passing[start:start + self.SCORE_BATCH]
             scorer = self._get_scorer()
