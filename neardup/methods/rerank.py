@@ -626,9 +626,9 @@ class RerankMethod(Method):
         # The scorer's working memory grows with the pairs it is given (the verifier's
         # shingle arrays: 660 MB for a step of 8,192 news-story pairs,
         # bench/rerank_score_memory.py), so the edges that passed go to it in batches.
+        scorer = self._get_scorer() if passing.size else None  # loaded only when needed
         for start in range(0, passing.size, self.SCORE_BATCH):
             keep = passing[start:start + self.SCORE_BATCH]
-            scorer = self._get_scorer()
             # Only the texts of the edges that passed become Python strings: the scorer's
             # features cost per text it is given.
             used, where = np.unique(np.concatenate((left[keep], right[keep])), return_inverse=True)
