@@ -90,7 +90,8 @@ def compute_features(name: str, kind: str, cache: Path, max_pairs: int, seed: in
     from neardup.train.data import load_training_corpus
 
     features = list(LEXICAL_FEATURES)
-    out: dict[str, np.ndarray] = {"features": np.array(features)}
+    out: dict[str, np.ndarray] = {"features": np.array(features),
+                                  "fold_diacritics": np.array(fold_diacritics)}
     cpu0, wall0 = time.process_time(), time.perf_counter()
     train_path = ROOT / "benchmarks" / name / "train.jsonl.gz"
     if train_path.exists() and kind == "char5":
@@ -179,8 +180,14 @@ def _maximin(curves: list[dict]) -> tuple[float, float]:
     return best, float(score)
 
 
+def _folded(data: dict) -> bool:
+    """Whether a cached set's features were computed on texts without diacritics (caches
+    written before the flag was stored were not)."""
+    return bool(data.get("fold_diacritics", False))
+
+
 def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
-                 sets: list[str] = SETS) -> None:
+                 sets: list[str] = SETS, shipped_cache: Path | None = None) -> None:
     import joblib
 
     from neardup.methods.pair_features import LEXICAL_FEATURES
@@ -188,16 +195,31 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
 
     SETS = sets  # noqa: N806 (a subset for trial runs)
     data = {s: dict(np.load(cache / f"{s}-char5.npz", allow_pickle=False)) for s in SETS}
-    word = {s: dict(np.load(cache / f"{s}-word.npz", allow_pickle=False)) for s in SETS
-            if (cache / f"{s}-word.npz").exists()}
-    kinds = [("word", word), ("char5", data)] if len(word) == len(SETS) else [("char5", data)]
+    fold = _folded(data[SETS[0]])
+    if any(_folded(d) != fold for d in data.values()):
+        raise SystemExit(f"{cache}: some sets' features were computed with --fold-diacritics, "
+                         "others without; recompute them into one cache")
     all_names = list(LEXICAL_FEATURES)
     shipped_dir = resolve_model("verifier-news", "verifier")
     shipped_meta = json.loads((shipped_dir / "model.json").read_text())
+    # The shipped model is scored on features computed as it computes them: with a cache
+    # of the other diacritic setting, --shipped-cache must give one of its own.
+    shipped_cache = shipped_cache or cache
+    shipped_data = data if shipped_cache == cache else {
+        s: dict(np.load(shipped_cache / f"{s}-char5.npz", allow_pickle=False)) for s in SETS}
+    shipped_fold = bool(shipped_meta.get("fold_diacritics", False))
+    if any(_folded(d) != shipped_fold for d in shipped_data.values()):
+        raise SystemExit(f"{shipped_cache}: the shipped model computes its features "
+                         f"{'with' if shipped_fold else 'without'} --fold-diacritics, this cache "
+                         "the other way; give one computed as the model does with --shipped-cache")
+    word = {s: dict(np.load(shipped_cache / f"{s}-word.npz", allow_pickle=False)) for s in SETS
+            if (shipped_cache / f"{s}-word.npz").exists()}
+    kinds = ([("word", word), ("char5", shipped_data)] if len(word) == len(SETS)
+             else [("char5", shipped_data)])
     old = list(shipped_meta["features"])
     feature_sets = {"lexical (shipped features)": old, "+ char 3/5 and no-space 5-grams": all_names}
     languages = {s: sorted(set(data[s]["test_lang"].tolist()) - {""}) for s in SETS}
-    results: dict = {"sets": SETS, "thresholds": THRESHOLDS,
+    results: dict = {"sets": SETS, "thresholds": THRESHOLDS, "fold_diacritics": fold,
                      "train_pairs": {s: int(len(d.get("train_y", []))) for s, d in data.items()}}
 
     def score(model, names, source=data) -> dict:
@@ -322,13 +344,13 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
     if ship is not None:
         if models[chosen][3] > incumbent:
             print(f"shipping [{chosen}]", flush=True)
-            _ship(models[chosen], ship, data, trainable)
+            _ship(models[chosen], ship, data, trainable, fold)
         else:
             print(f"not shipped: the shipped model is at least as good on validation; {ship} left as it is",
                   flush=True)
 
 
-def _ship(entry, out: Path, data: dict, trainable: list[str]) -> None:
+def _ship(entry, out: Path, data: dict, trainable: list[str], fold: bool) -> None:
     import joblib
     import sklearn
 
@@ -346,6 +368,7 @@ def _ship(entry, out: Path, data: dict, trainable: list[str]) -> None:
         "tuned_thresholds_source": "maximin over the validation splits of every set in "
                                    "bench/verifier_transfer.py (MinHash candidates)",
         "trained_on": {s: int(len(data[s]["train_y"])) for s in trainable},
+        "fold_diacritics": fold,
         "sklearn": sklearn.__version__,
         "files": ["model.joblib", "model.json"],
     }
@@ -421,6 +444,10 @@ def main() -> None:
                         help="features: compute the pair features on texts without diacritics "
                              "(pair_features(fold_diacritics=True)); use another --cache")
     parser.add_argument("--ship", type=Path, help="write the all-sets model to this folder")
+    parser.add_argument("--shipped-cache", type=Path,
+                        help="evaluate: features computed as the shipped model computes them "
+                             "(default --cache; needed when --cache has the other "
+                             "--fold-diacritics setting)")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     if args.step == "features":
@@ -431,7 +458,7 @@ def main() -> None:
     elif args.step == "table":
         print(markdown(json.loads(args.results.read_text())))
     else:
-        evaluate_all(args.cache, args.ship, args.results, args.sets)
+        evaluate_all(args.cache, args.ship, args.results, args.sets, args.shipped_cache)
 
 
 if __name__ == "__main__":
