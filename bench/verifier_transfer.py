@@ -326,9 +326,6 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
               {s: round(v, 3) for s, v in results["all_sets"][label]["test_at_threshold"].items()},
               flush=True)
     results["cpu_seconds"] = time.process_time() - t0
-    results_path.write_text(json.dumps(results, indent=1) + "\n")
-    print(f"wrote {results_path}")
-    print(markdown(results))
     # The shipping rule reads validation splits only: the better of the two all-sets models
     # replaces the shipped one only if its worst validation ARI (at its maximin threshold)
     # beats the shipped model's at the shipped default threshold, on the same splits.
@@ -339,6 +336,8 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
         "shipped_worst_validation_at_default": incumbent,
         "replace_shipped": models[chosen][3] > incumbent}
     results_path.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"wrote {results_path}")
+    print(markdown(results))
     print(f"best retrained [{chosen}]: worst validation ARI {models[chosen][3]:.4f}; "
           f"shipped model {incumbent:.4f} at its default threshold", flush=True)
     if ship is not None:

@@ -75,6 +75,7 @@ MODEL = "model.onnx"
 TOKENIZER = "tokenizer.json"
 _OPSET = 18
 _INT8 = "int8: onnxruntime quantize_dynamic, QInt8 weights per channel, MatMul and Gather"
+_INT8_7BIT = _INT8 + ", 7-bit weight range (reduce_range)"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -187,7 +188,7 @@ def export_transformer(
         "max_tokens": max_tokens or limit,
         "pad_id": int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0),
         "pad_token": str(tokenizer.pad_token or "[PAD]"),
-        "quantization": _INT8 if quantize else None,
+        "quantization": _INT8_7BIT if quantize else None,
         "exporter": exporter,
         "opset": _OPSET,
         "model_type": str(getattr(config, "model_type", "")),
@@ -269,11 +270,18 @@ def _torch_export(wrapper: Any, args: tuple, names: list[str], task: str, path: 
                 pass
 
 
-def quantize_model_dir(source: str | os.PathLike, target: str | os.PathLike) -> Path:
+def quantize_model_dir(source: str | os.PathLike, target: str | os.PathLike, *,
+                       reduce_range: bool = True) -> Path:
     """Quantize a float32 export of :func:`export_transformer` to int8 in ``target``.
 
     ``export_transformer(..., quantize=True)`` does the same in one go; this lets the
     float32 model be kept for comparison (export once, quantize, compare the two).
+
+    Parameters
+    ----------
+    reduce_range : bool, default True
+        Weights in 7 bits instead of 8: on x86 CPUs without VNNI, ONNX Runtime's
+        u8 x s8 products saturate with 8-bit weights (``bench/int8_export_cosine.py``).
 
     Returns
     -------
@@ -295,15 +303,15 @@ def quantize_model_dir(source: str | os.PathLike, target: str | os.PathLike) -> 
     target.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target) as tmp:
         final = Path(tmp) / MODEL
-        _quantize(source / MODEL, final, Path(tmp))
+        _quantize(source / MODEL, final, Path(tmp), reduce_range)
         os.replace(final, target / MODEL)
     shutil.copyfile(source / TOKENIZER, target / TOKENIZER)
-    meta["quantization"] = _INT8
+    meta["quantization"] = _INT8_7BIT if reduce_range else _INT8
     (target / CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return target
 
 
-def _quantize(source: Path, target: Path, tmp: Path) -> None:
+def _quantize(source: Path, target: Path, tmp: Path, reduce_range: bool = True) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -319,9 +327,10 @@ def _quantize(source: Path, target: Path, tmp: Path) -> None:
     # Gather quantizes the token embedding table, half of a MiniLM's weights.
     # 7-bit weights (reduce_range): x86 CPUs without VNNI (AVX2 only) multiply u8 x s8 with
     # int16 intermediates that saturate; all-MiniLM-L6-v2's worst cosine to float32 on the
-    # test texts was 0.971 with 8-bit weights on such a CPU (AMD EPYC, AVX2), 0.981 with 7.
+    # test texts was 0.971 with 8-bit weights on such a CPU (AMD EPYC, AVX2), 0.981 with 7
+    # (bench/int8_export_cosine.py).
     quantize_dynamic(str(prepared), str(target), weight_type=QuantType.QInt8,
-                     per_channel=True, reduce_range=True, op_types_to_quantize=["MatMul", "Gather"])
+                     per_channel=True, reduce_range=reduce_range, op_types_to_quantize=["MatMul", "Gather"])
 
 
 # -- running ------------------------------------------------------------------------------

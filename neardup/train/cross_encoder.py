@@ -570,7 +570,10 @@ def export_onnx(model_dir: str | os.PathLike, output_dir: str | os.PathLike, *,
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         final = dst / "model.onnx"
-        quantize_dynamic(str(fp32), str(final), weight_type=QuantType.QInt8, per_channel=True)
+        # 7-bit weights, as neardup.embed.onnx_encoder's exports: 8-bit ones saturate on x86
+        # CPUs without VNNI (bench/int8_export_cosine.py).
+        quantize_dynamic(str(fp32), str(final), weight_type=QuantType.QInt8, per_channel=True,
+                         reduce_range=True)
         fp32.unlink()
     tokenizer.save_pretrained(dst)
     files = sorted(p.name for p in dst.iterdir() if p.is_file() and p.name != "model.json")
