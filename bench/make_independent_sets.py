@@ -9,6 +9,11 @@ multi-latin, multi-cyrillic, multi-greek, multi-cjk. Each directory gets
 validation.jsonl.gz, test.jsonl.gz and info.json; indep-confusables' info.json also holds
 the share of injected confusables that neardup's normalizer folds.
 
+``--language-validation DOCS`` also writes language_validation.jsonl.gz for the sets of
+more than one language (multi-latin, multi-cjk): a validation split with about DOCS
+documents of each language, from pages no other split took (drawn after train, so the
+other splits stay byte-identical).
+
 ``--train DOCS`` also writes train.jsonl.gz (about DOCS documents, for training the
 learned methods on a mixture of generators); the train split is drawn after test and
 validation from stories/pages they did not take, so those two stay byte-identical.
@@ -24,6 +29,7 @@ from neardup.eval.benchmark_stats import benchmark_stats
 from neardup.eval.independent import (
     GENERATORS,
     LANGUAGE_SETS,
+    LANGUAGE_SPLIT,
     build_independent_set,
     build_multilingual_set,
     confusable_fold_rate,
@@ -65,6 +71,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks")
     parser.add_argument("--train", type=int, default=0, metavar="DOCS",
                         help="also build a train split of about DOCS documents (0: none)")
+    parser.add_argument("--language-validation", type=int, default=0, metavar="DOCS",
+                        help="also build, for sets of more than one language, a validation "
+                             "split with about DOCS documents of each language (0: none)")
     args = parser.parse_args()
     names = args.only or [*REUTERS_SETS, *MULTI_SETS]
     stories = None
@@ -80,13 +89,18 @@ def main() -> None:
             if REUTERS_SETS[name] == "confusables":
                 info["normalizer_folds"] = confusable_fold_rate(records)
         elif name in MULTI_SETS:
-            splits = ("test", "validation", "train") if args.train else ("test", "validation")
-            records, info = build_multilingual_set(MULTI_SETS[name], seed=args.seed,
-                                                   splits=splits, docs_per_split=600)
+            splits = ["test", "validation"] + (["train"] if args.train else [])
+            if args.language_validation and len(LANGUAGE_SETS[MULTI_SETS[name]]) > 1:
+                splits.append(LANGUAGE_SPLIT)
+            records, info = build_multilingual_set(
+                MULTI_SETS[name], seed=args.seed, splits=splits, docs_per_split=600,
+                docs_per_language=args.language_validation or 300)
         else:
             raise SystemExit(f"unknown set {name!r}; choose from {[*REUTERS_SETS, *MULTI_SETS]}")
         info["command"] = (f"python bench/make_independent_sets.py --only {name} --seed {args.seed}"
-                           + (f" --train {args.train}" if args.train else ""))
+                           + (f" --train {args.train}" if args.train else "")
+                           + (f" --language-validation {args.language_validation}"
+                              if args.language_validation else ""))
         info["stats"] = _summary(records)
         sizes = write_set(records, args.out / name, info)
         print(f"{name}: {len(records)} docs, {sizes} bytes, {time.perf_counter() - start:.0f} s",

@@ -31,6 +31,11 @@ these rows and scores connected components of the re-scored candidates (what
   and only if that beats the shipped model's worst validation ARI at its default
   threshold (``ship_decision`` in the results says which won).
 
+"Validation splits" in these rules include, for the sets of more than one language
+(multi-latin, multi-cjk), each language of their language-balanced validation split
+(``language_validation.jsonl.gz``, from ``make_independent_sets.py
+--language-validation``): the worst curve over sets *and* languages decides.
+
 Test ARIs are only read at thresholds chosen on validation splits. Results:
 bench/results/verifier_transfer.json.
 """
@@ -44,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
+from neardup.eval.independent import LANGUAGE_SPLIT
 from neardup.text import ShingleConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,8 +109,10 @@ def compute_features(name: str, kind: str, cache: Path, max_pairs: int, seed: in
                                        dates=corpus.dates, features=features, threads=1,
                                        fold_diacritics=fold_diacritics)
         out["train_y"] = data["label"].astype(np.int8)
-    for split in ("validation", "test"):
+    for split in ("validation", "test", LANGUAGE_SPLIT):
         path = ROOT / "benchmarks" / name / f"{split}.jsonl.gz"
+        if split == LANGUAGE_SPLIT and not path.exists():
+            continue  # sets of one language have none
         corpus = load_labeled(path)
         pairs = _candidates(corpus, kind)
         out[f"{split}_x"] = pair_features(corpus.texts, pairs.left, pairs.right,
@@ -139,6 +147,20 @@ def _curve(data: dict, split: str, prob: np.ndarray, lang: str | None = None) ->
             out[t] = float(adjusted_rand_score(clusters, labels))
         else:
             out[t] = float(adjusted_rand_score(clusters[keep_docs], labels[keep_docs]))
+    return out
+
+
+def validation_curves(data: dict, prob_of) -> dict[str, dict]:
+    """A set's validation ARI curves: ``"validation"``, and one ``"<lang>"`` per language
+    of its language-balanced validation split if it has one (ARI over that language's
+    documents, the whole split clustered). ``prob_of(x)`` gives the pairs' probabilities.
+    Every curve counts in the maximin rule, so a language that one validation split
+    barely holds (multi-latin's has 8 Polish documents) still weighs in."""
+    out = {"validation": _curve(data, "validation", prob_of(data["validation_x"]))}
+    if f"{LANGUAGE_SPLIT}_x" in data:
+        prob = prob_of(data[f"{LANGUAGE_SPLIT}_x"])
+        for lang in sorted(set(data[f"{LANGUAGE_SPLIT}_lang"].tolist()) - {""}):
+            out[lang] = _curve(data, LANGUAGE_SPLIT, prob, lang)
     return out
 
 
@@ -227,14 +249,21 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
         out = {}
         for s in SETS:
             d = source[s]
-            row = {}
-            for split in ("validation", "test"):
-                prob = _prob(model, d[f"{split}_x"][:, cols])
-                row[split] = _curve(d, split, prob)
-                if split == "test" and len(languages[s]) > 1:
-                    row["test_lang"] = {lang: _curve(d, split, prob, lang) for lang in languages[s]}
+            row = {"validation_curves": validation_curves(d, lambda x: _prob(model, x[:, cols]))}
+            row["validation"] = row["validation_curves"]["validation"]
+            prob = _prob(model, d["test_x"][:, cols])
+            row["test"] = _curve(d, "test", prob)
+            if len(languages[s]) > 1:
+                row["test_lang"] = {lang: _curve(d, "test", prob, lang) for lang in languages[s]}
             out[s] = row
         return out
+
+    def every_validation(curves: dict) -> list[dict]:
+        return [c for s in SETS for c in curves[s]["validation_curves"].values()]
+
+    def language_validation_at(curves: dict, t: float) -> dict:
+        return {s: {k: c[t] for k, c in curves[s]["validation_curves"].items() if k != "validation"}
+                for s in SETS if len(curves[s]["validation_curves"]) > 1}
 
     # Upper bound of re-ranking these candidates: keep exactly the true pairs among them.
     results["candidate_oracle_test_ari"] = {}
@@ -255,11 +284,12 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
     results["shipped"] = {}
     for kind, source in kinds:
         curves = score(shipped, old, source)
-        mm_t, mm_worst = _maximin([curves[s]["validation"] for s in SETS])
+        mm_t, mm_worst = _maximin(every_validation(curves))
         results["shipped"][kind] = {
             "default_threshold": default_t,
             "validation_at_default": {s: curves[s]["validation"][default_t] for s in SETS},
-            "worst_validation_at_default": min(curves[s]["validation"][default_t] for s in SETS),
+            "language_validation_at_default": language_validation_at(curves, default_t),
+            "worst_validation_at_default": min(c[default_t] for c in every_validation(curves)),
             "worst_validation_at_maximin": mm_worst,
             "test_at_default": {s: curves[s]["test"][default_t] for s in SETS},
             "maximin_threshold_all_validation": mm_t,
@@ -283,16 +313,17 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
         for key, held, train_sets in plans:
             model = _fit([data[t]["train_x"] for t in train_sets],
                          [data[t]["train_y"] for t in train_sets], cols, names)
-            val_curves = []
-            for s in SETS:
-                if s != held:
-                    val_curves.append(_curve(data[s], "validation",
-                                             _prob(model, data[s]["validation_x"][:, cols])))
-            t, worst = _maximin(val_curves)
+            val_curves = {s: validation_curves(data[s], lambda x: _prob(model, x[:, cols]))
+                          for s in SETS}
+            t, worst = _maximin([c for s in SETS if s != held for c in val_curves[s].values()])
             prob = _prob(model, data[held]["test_x"][:, cols])
             test_curve = _curve(data[held], "test", prob)
             row = {"trained_on": train_sets, "threshold": t, "worst_other_validation_ari": worst,
+                   "validation_ari": val_curves[held]["validation"][t],
                    "test_ari": test_curve[t]}
+            if len(val_curves[held]) > 1:
+                row["language_validation"] = {k: c[t] for k, c in val_curves[held].items()
+                                              if k != "validation"}
             if len(languages[held]) > 1:
                 row["test_lang"] = {lang: _curve(data[held], "test", prob, lang)[t]
                                     for lang in languages[held]}
@@ -308,10 +339,11 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
         model = _fit([data[t]["train_x"] for t in trainable],
                      [data[t]["train_y"] for t in trainable], cols, names)
         curves = score(model, names)
-        t, worst = _maximin([curves[s]["validation"] for s in SETS])
+        t, worst = _maximin(every_validation(curves))
         results["all_sets"][label] = {
             "threshold": t, "worst_validation_ari": worst,
             "validation_at_threshold": {s: curves[s]["validation"][t] for s in SETS},
+            "language_validation_at_threshold": language_validation_at(curves, t),
             "test_at_threshold": {s: curves[s]["test"][t] for s in SETS},
             "test_lang": {s: {lang: c[t] for lang, c in curves[s]["test_lang"].items()}
                           for s in SETS if "test_lang" in curves[s]},
@@ -419,14 +451,31 @@ def markdown(results: dict) -> str:
             if "test_lang" in row and "strict" not in s:
                 lang.append(f"| leave-one-set-out, {label} | {s} | "
                             + ", ".join(f"{k} {v:.3f}" for k, v in row["test_lang"].items()) + " |")
+    lang_val = []
+    per = lambda d: ", ".join(f"{k} {v:.3f}" for k, v in d.items())  # noqa: E731
+    for s, row in sh.get("language_validation_at_default", {}).items():
+        lang_val.append(f"| shipped verifier-news, threshold {sh['default_threshold']:g} | {s} | {per(row)} |")
+    for label, a in results["all_sets"].items():
+        for s, row in a.get("language_validation_at_threshold", {}).items():
+            lang_val.append(f"| all train splits, {label}, threshold {a['threshold']:g} | {s} | {per(row)} |")
+    for label, table in results["leave_one_set_out"].items():
+        for s, row in table.items():
+            if "language_validation" in row and "strict" not in s:
+                lang_val.append(f"| leave-one-set-out, {label}, threshold {row['threshold']:g} | {s} | "
+                                f"{per(row['language_validation'])} |")
     decision = results.get("ship_decision")
     if decision:
         rows.append(f"\nShipping rule (validation only): best retrained model [{decision['candidate']}] worst "
                     f"validation ARI {decision['candidate_worst_validation']:.4f} against the shipped model's "
                     f"{decision['shipped_worst_validation_at_default']:.4f} at its default threshold: "
                     + ("replaces it." if decision["replace_shipped"] else "the shipped model stays."))
-    return (head + "\n".join(rows) + "\n\nPer language (test ARI):\n\n| model | set | languages |\n"
-            "|---|---|---|\n" + "\n".join(lang) + "\n")
+    out = (head + "\n".join(rows) + "\n\nPer language (test ARI):\n\n| model | set | languages |\n"
+           "|---|---|---|\n" + "\n".join(lang) + "\n")
+    if lang_val:
+        out += ("\nPer language, language-balanced validation splits (ARI; these count in the "
+                "maximin and shipping rules):\n\n| model | set | languages |\n|---|---|---|\n"
+                + "\n".join(lang_val) + "\n")
+    return out
 
 
 def main() -> None:

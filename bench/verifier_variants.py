@@ -7,7 +7,8 @@ variant (feature subset, monotone constraints, per-set sample weights, ...), run
 leave-one-set-out protocol **on validation splits only**: for each set X, a verifier
 trained on the other sets' train splits, its threshold the maximin over the other sets'
 validation splits, scored on **X's validation split** ("held-out validation ARI").
-The selection criterion is the worst held-out validation ARI over the ten sets (ties:
+The selection criterion is the worst held-out validation ARI over the ten sets and
+the languages of the language-balanced validation splits (multi-latin, multi-cjk; ties:
 the mean); the all-sets model's worst validation ARI (the shipping rule of
 ``verifier_transfer.py``) is reported too. No test split is read.
 
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verifier_transfer import SETS, _curve, _maximin, _prob  # noqa: I001 (bench/ on sys.path)
+from verifier_transfer import SETS, _maximin, _prob, validation_curves  # noqa: I001 (bench/ on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "verifier_variants.json"
@@ -89,22 +90,29 @@ def run_variant(data: dict, spec: dict) -> dict:
     held_out = {}
     for held in SETS:
         model, cols = fit(data, [t for t in trainable if t != held], names, spec)
-        curves = {s: _curve(data[s], "validation", _prob(model, data[s]["validation_x"][:, cols]))
-                  for s in SETS}
-        t, worst_other = _maximin([c for s, c in curves.items() if s != held])
+        curves = {s: validation_curves(data[s], lambda x: _prob(model, x[:, cols])) for s in SETS}
+        t, worst_other = _maximin([c for s in SETS if s != held for c in curves[s].values()])
         held_out[held] = {"threshold": t, "worst_other_validation_ari": worst_other,
-                          "validation_ari": curves[held][t],
-                          "best_own_validation_ari": max(curves[held].values())}
+                          "validation_ari": curves[held]["validation"][t],
+                          "best_own_validation_ari": max(curves[held]["validation"].values())}
+        if len(curves[held]) > 1:
+            held_out[held]["language_validation"] = {k: c[t] for k, c in curves[held].items()
+                                                     if k != "validation"}
     model, cols = fit(data, trainable, names, spec)
-    curves = {s: _curve(data[s], "validation", _prob(model, data[s]["validation_x"][:, cols]))
-              for s in SETS}
-    t, worst = _maximin(list(curves.values()))
-    scores = [r["validation_ari"] for r in held_out.values()]
+    curves = {s: validation_curves(data[s], lambda x: _prob(model, x[:, cols])) for s in SETS}
+    t, worst = _maximin([c for s in SETS for c in curves[s].values()])
+    # Every held-out figure counts: each set's validation split and each language of the
+    # language-balanced ones.
+    scores = [v for r in held_out.values()
+              for v in [r["validation_ari"], *r.get("language_validation", {}).values()]]
     return {"spec": {k: v for k, v in spec.items() if k != "features"}, "features": names,
             "held_out_validation": held_out,
             "held_out_worst": float(min(scores)), "held_out_mean": float(np.mean(scores)),
             "all_sets": {"threshold": t, "worst_validation_ari": worst,
-                         "validation_ari": {s: curves[s][t] for s in SETS}}}
+                         "validation_ari": {s: curves[s]["validation"][t] for s in SETS},
+                         "language_validation": {
+                             s: {k: c[t] for k, c in curves[s].items() if k != "validation"}
+                             for s in SETS if len(curves[s]) > 1}}}
 
 
 def markdown(results: dict) -> str:
@@ -113,8 +121,12 @@ def markdown(results: dict) -> str:
             + " | ".join(SETS) + " |\n|---|---:|---:|---:|" + "---:|" * len(SETS) + "\n")
     rows = []
     for name, row in results.items():
-        cells = " | ".join(f"{row['held_out_validation'][s]['validation_ari']:.3f} "
-                           f"({row['held_out_validation'][s]['threshold']:g})" for s in SETS)
+        cells = " | ".join(
+            f"{row['held_out_validation'][s]['validation_ari']:.3f} "
+            f"({row['held_out_validation'][s]['threshold']:g})"
+            + "".join(f"; {k} {v:.3f}"
+                      for k, v in row["held_out_validation"][s].get("language_validation", {}).items())
+            for s in SETS)
         rows.append(f"| {name} ({Path(row['cache']).name}) | {row['held_out_worst']:.4f} | "
                     f"{row['held_out_mean']:.4f} | {row['all_sets']['worst_validation_ari']:.4f} | "
                     f"{cells} |")
@@ -134,7 +146,9 @@ def main() -> None:
         return
     data = {s: dict(np.load(args.cache / f"{s}-char5.npz", allow_pickle=False)) for s in SETS}
     for d in data.values():  # integer labels: the same ARI, computed faster
-        d["validation_clusters"] = np.unique(d["validation_clusters"], return_inverse=True)[1]
+        for split in ("validation", "language_validation"):
+            if f"{split}_clusters" in d:
+                d[f"{split}_clusters"] = np.unique(d[f"{split}_clusters"], return_inverse=True)[1]
     results = json.loads(args.results.read_text()) if args.results.exists() else {}
     for name in args.variants:
         cpu = time.process_time()
@@ -145,6 +159,7 @@ def main() -> None:
         print(f"{name + args.label}: held-out validation worst {row['held_out_worst']:.4f} "
               f"mean {row['held_out_mean']:.4f}; all-sets worst {row['all_sets']['worst_validation_ari']:.4f}"
               f" | " + " ".join(f"{s} {r['validation_ari']:.3f}({r['threshold']:g})"
+                               + "".join(f" {k} {v:.3f}" for k, v in r.get("language_validation", {}).items())
                                for s, r in row["held_out_validation"].items()), flush=True)
         args.results.write_text(json.dumps(results, indent=1) + "\n")
 

@@ -67,6 +67,7 @@ from neardup.eval.stories import (
 __all__ = [
     "GENERATORS",
     "LANGUAGE_SETS",
+    "LANGUAGE_SPLIT",
     "MULTILINGUAL_SOURCES",
     "build_independent_set",
     "build_multilingual_set",
@@ -93,6 +94,9 @@ MULTILINGUAL_SOURCES = {
     "ja": "Debian manpages-ja 0.5.0.0.20221215 (JM project; GPL-2+/various)",
     "el": "Faker 40.63 el_GR lorem word list (MIT): word sequences, not running text",
 }
+#: The multilingual sets' split balanced by language (see :func:`build_multilingual_set`).
+LANGUAGE_SPLIT = "language_validation"
+_MULTI_SPLIT_CODE = {**_SPLIT_CODE, LANGUAGE_SPLIT: len(_SPLIT_CODE)}
 # Per-copy severity: log-uniform share of words touched.
 _SEVERITY = {"nlpaug": (0.03, 0.25), "augly": (0.03, 0.25), "noisocr": (0.02, 0.15),
              "confusables": (0.05, 0.30)}
@@ -585,6 +589,20 @@ def _sentences(text: str, cjk: bool) -> list[str]:
     return split_sentences(text)
 
 
+def _pages_by_language(page_order: Sequence[str], pages: Mapping[str, list[int]],
+                       stories_per_language: float) -> list[int]:
+    """The documents of the pages in ``page_order`` kept while their language (the page
+    name's prefix) has fewer than ``stories_per_language`` documents."""
+    taken: Counter = Counter()
+    chosen = []
+    for page in page_order:
+        language = page.split(":", 1)[0]
+        if taken[language] < stories_per_language:
+            chosen += pages[page]
+            taken[language] += len(pages[page])
+    return chosen
+
+
 def build_multilingual_set(
     name: str,
     *,
@@ -595,6 +613,7 @@ def build_multilingual_set(
     max_cluster_size: int = 20,
     hard_negative_share: float = 0.2,
     splits: Sequence[str] = ("test", "validation"),
+    docs_per_language: int = 300,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """A labelled set in one script group: ``name`` in :data:`LANGUAGE_SETS`.
 
@@ -609,17 +628,28 @@ def build_multilingual_set(
     documents from pages no earlier split took; a split appended to the default
     ``("test", "validation")`` (e.g. ``"train"``) leaves those two byte-identical.
 
+    ``"language_validation"``, which must come last, is a validation split balanced by
+    language: pages no earlier split took, in the same random order, each kept while its
+    language has fewer than about ``docs_per_language`` documents. Page order follows
+    the seed only, so the other splits (drawn by page weight, whatever the languages)
+    can hold a few documents of a language or none: e.g. multi-latin's validation split
+    has no Czech page. Per-language figures need this split.
+
     Raises
     ------
     ValueError
-        For an unknown ``name``, or no text found (install the Debian packages listed in
-        :data:`MULTILINGUAL_SOURCES`).
+        For an unknown ``name`` or split, ``"language_validation"`` not last, or no text
+        found (install the Debian packages listed in :data:`MULTILINGUAL_SOURCES`).
     """
     caller = "build_multilingual_set"
     check_choice(caller, "name", name, tuple(LANGUAGE_SETS))
     seed = check_int(caller, "seed", seed, low=0)
     for split in splits:
-        check_choice(caller, "splits", split, tuple(_SPLIT_CODE))
+        check_choice(caller, "splits", split, tuple(_MULTI_SPLIT_CODE))
+    if LANGUAGE_SPLIT in splits[:-1]:
+        raise ValueError(f"{caller}: splits must end with {LANGUAGE_SPLIT!r} if they hold it, "
+                         f"got {tuple(splits)}")
+    docs_per_language = check_int(caller, "docs_per_language", docs_per_language, low=1)
     languages = LANGUAGE_SETS[name]
     docs: list[dict] = []
     # Each page's weight in the split assignment (its number of chunks as first built).
@@ -650,6 +680,8 @@ def build_multilingual_set(
     # shared paragraphs are gone, pages no split had then.
     first_pages, cursor = {}, 0
     for split in splits:
+        if split == LANGUAGE_SPLIT:
+            continue
         weight, start = 0, cursor
         while cursor < len(page_order) and weight * per_story < docs_per_split:
             weight += page_weight[page_order[cursor]]
@@ -657,10 +689,13 @@ def build_multilingual_set(
         first_pages[split] = page_order[start:cursor]
     plans, info = [], {}
     for split in splits:
-        chosen = [i for page in first_pages[split] for i in pages[page]]
-        while cursor < len(page_order) and len(chosen) * per_story < docs_per_split:
-            chosen += pages[page_order[cursor]]
-            cursor += 1
+        if split == LANGUAGE_SPLIT:
+            chosen = _pages_by_language(page_order[cursor:], pages, docs_per_language / per_story)
+        else:
+            chosen = [i for page in first_pages[split] for i in pages[page]]
+            while cursor < len(page_order) and len(chosen) * per_story < docs_per_split:
+                chosen += pages[page_order[cursor]]
+                cursor += 1
         clusters = []
         for i in chosen:
             d = docs[i]
@@ -696,14 +731,18 @@ def build_multilingual_set(
             cluster.size = size
         plans.append((split, clusters))
         info[split] = {"pages": len({docs[i]["page"] for i in chosen}), "stories": len(chosen),
-                       "updates": len(updates), "docs": int(sizes.sum())}
+                       "updates": len(updates), "docs": int(sizes.sum()),
+                       "docs_by_language": {
+                           lang: int(sum(c.size for c in clusters
+                                         if c.members[0].topics[0] == lang))
+                           for lang in languages}}
     records = []
     for split, clusters in plans:
         out = []
         for ci, cluster in enumerate(clusters):
             story = cluster.members[0]
             for j in range(cluster.size):
-                crng = np.random.default_rng([seed, 22, _SPLIT_CODE[split], ci, j])
+                crng = np.random.default_rng([seed, 22, _MULTI_SPLIT_CODE[split], ci, j])
                 generator = ("nlpaug", "augly", "noisocr")[(ci + j) % 3]
                 text, noise = independent_copy(story.body, generator, crng)
                 record = {"split": split, "cluster": cluster.label,
@@ -714,7 +753,7 @@ def build_multilingual_set(
                 record["noise"] = noise
                 record["text"] = text
                 out.append(record)
-        order = np.random.default_rng([seed, 23, _SPLIT_CODE[split]]).permutation(len(out))
+        order = np.random.default_rng([seed, 23, _MULTI_SPLIT_CODE[split]]).permutation(len(out))
         records.extend({"id": f"{split}-{k:06d}", **out[i]} for k, i in enumerate(order.tolist()))
     sources = {lang: MULTILINGUAL_SOURCES[lang] for lang in languages}
     return records, {"set": name, "seed": seed, "sources": sources, "splits": info}

@@ -92,3 +92,34 @@ def test_multilingual_train_split_leaves_test_and_validation_unchanged():
     assert {r["cluster"] for r in train}.isdisjoint({r["cluster"] for r in two})
     with pytest.raises(ValueError, match="splits"):
         build_multilingual_set("greek", splits=("dev",))
+
+
+def test_multilingual_language_validation_split_balances_languages(tmp_path):
+    import gzip
+
+    from neardup.eval.independent import LANGUAGE_SPLIT, build_multilingual_set
+
+    # Many German pages and few Polish ones: the random page order gives the first splits
+    # mostly German; the language-balanced split still gets both languages.
+    for language, n_pages in (("de", 30), ("pl", 6)):
+        (tmp_path / language / "man1").mkdir(parents=True)
+        for page in range(n_pages):
+            # Latin paragraphs count as translated when they hold a diacritic.
+            body = "".join(".PP\n" + " ".join(f"{language}ä{page}x{k}y{w}" for w in range(60))
+                           + "\n" for k in range(4))
+            (tmp_path / language / "man1" / f"c{page}.1.gz").write_bytes(
+                gzip.compress(f".TH C{page} 1\n.SH X\n{body}".encode()))
+    base, _ = build_multilingual_set("latin", seed=2, docs_per_split=30, man_root=tmp_path,
+                                     splits=("test", "validation", "train"))
+    records, info = build_multilingual_set("latin", seed=2, docs_per_split=30, man_root=tmp_path,
+                                           splits=("test", "validation", "train", LANGUAGE_SPLIT),
+                                           docs_per_language=20)
+    assert [r for r in records if r["split"] != LANGUAGE_SPLIT] == base
+    balanced = [r for r in records if r["split"] == LANGUAGE_SPLIT]
+    assert {r["lang"] for r in balanced} == {"de", "pl"}
+    assert info["splits"][LANGUAGE_SPLIT]["docs_by_language"]["pl"] > 0
+    assert sum(info["splits"][LANGUAGE_SPLIT]["docs_by_language"].values()) == len(balanced)
+    sources = lambda split: {r["source"].split("~")[0] for r in records if r["split"] == split}  # noqa: E731
+    assert sources(LANGUAGE_SPLIT).isdisjoint(sources("test") | sources("validation") | sources("train"))
+    with pytest.raises(ValueError, match="end with"):
+        build_multilingual_set("latin", man_root=tmp_path, splits=(LANGUAGE_SPLIT, "test"))
