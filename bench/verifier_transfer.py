@@ -9,7 +9,9 @@ character 5-grams at Jaccard 0.1 plus generator pairs, ``--max-pairs`` per set),
 candidates of its validation and test splits, from MinHash over character 5-grams and
 from rerank's former default MinHash over word 3-grams (both Jaccard 0.1), each with
 every feature of :data:`neardup.methods.pair_features.LEXICAL_FEATURES` (cache:
-``--cache``).
+``--cache``); with ``--retsim`` also off-the-shelf RETSim's two similarities
+(``RETSIM_FEATURES``; use another cache), which ``evaluate`` then adds as a third feature
+set.
 
 ``evaluate`` fits HistGradientBoosting verifiers (as ``neardup train verifier``) on
 these rows and scores connected components of the re-scored candidates (what
@@ -89,13 +91,13 @@ def _languages(path: Path) -> np.ndarray:
 
 
 def compute_features(name: str, kind: str, cache: Path, max_pairs: int, seed: int,
-                     fold_diacritics: bool = False) -> None:
+                     fold_diacritics: bool = False, retsim: bool = False) -> None:
     from neardup.eval import load_labeled
-    from neardup.methods.pair_features import LEXICAL_FEATURES, pair_features
+    from neardup.methods.pair_features import LEXICAL_FEATURES, RETSIM_FEATURES, pair_features
     from neardup.train.cross_encoder import training_pairs
     from neardup.train.data import load_training_corpus
 
-    features = list(LEXICAL_FEATURES)
+    features = list(LEXICAL_FEATURES) + (list(RETSIM_FEATURES) if retsim else [])
     out: dict[str, np.ndarray] = {"features": np.array(features),
                                   "fold_diacritics": np.array(fold_diacritics)}
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -212,7 +214,7 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
                  sets: list[str] = SETS, shipped_cache: Path | None = None) -> None:
     import joblib
 
-    from neardup.methods.pair_features import LEXICAL_FEATURES
+    from neardup.methods.pair_features import LEXICAL_FEATURES, RETSIM_FEATURES
     from neardup.models import resolve_model
 
     SETS = sets  # noqa: N806 (a subset for trial runs)
@@ -221,7 +223,9 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
     if any(_folded(d) != fold for d in data.values()):
         raise SystemExit(f"{cache}: some sets' features were computed with --fold-diacritics, "
                          "others without; recompute them into one cache")
-    all_names = list(LEXICAL_FEATURES)
+    all_names = [str(f) for f in data[SETS[0]]["features"]]  # the cache's columns
+    if any([str(f) for f in d["features"]] != all_names for d in data.values()):
+        raise SystemExit(f"{cache}: sets computed with different feature lists; recompute them")
     shipped_dir = resolve_model("verifier-news", "verifier")
     shipped_meta = json.loads((shipped_dir / "model.json").read_text())
     # The shipped model is scored on features computed as it computes them: with a cache
@@ -239,7 +243,10 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
     kinds = ([("word", word), ("char5", shipped_data)] if len(word) == len(SETS)
              else [("char5", shipped_data)])
     old = list(shipped_meta["features"])
-    feature_sets = {"lexical (shipped features)": old, "+ char 3/5 and no-space 5-grams": all_names}
+    feature_sets = {"lexical (shipped features)": old,
+                    "+ char 3/5 and no-space 5-grams": list(LEXICAL_FEATURES)}
+    if set(RETSIM_FEATURES) <= set(all_names):
+        feature_sets["shipped features + RETSim"] = old + list(RETSIM_FEATURES)
     languages = {s: sorted(set(data[s]["test_lang"].tolist()) - {""}) for s in SETS}
     results: dict = {"sets": SETS, "thresholds": THRESHOLDS, "fold_diacritics": fold,
                      "train_pairs": {s: int(len(d.get("train_y", []))) for s, d in data.items()}}
@@ -491,6 +498,9 @@ def main() -> None:
     parser.add_argument("--fold-diacritics", action="store_true",
                         help="features: compute the pair features on texts without diacritics "
                              "(pair_features(fold_diacritics=True)); use another --cache")
+    parser.add_argument("--retsim", action="store_true",
+                        help="features: also off-the-shelf RETSim's two similarities "
+                             "(RETSIM_FEATURES); use another --cache")
     parser.add_argument("--ship", type=Path, help="write the all-sets model to this folder")
     parser.add_argument("--shipped-cache", type=Path,
                         help="evaluate: features computed as the shipped model computes them "
@@ -502,7 +512,7 @@ def main() -> None:
         for kind in args.candidates:
             for name in args.sets:
                 compute_features(name, kind, args.cache, args.max_pairs, args.seed,
-                                 args.fold_diacritics)
+                                 args.fold_diacritics, args.retsim)
     elif args.step == "table":
         print(markdown(json.loads(args.results.read_text())))
     else:

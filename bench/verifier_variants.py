@@ -54,6 +54,9 @@ VARIANTS = {
     "numerals+no-log-length": {"features": [f for f in NUMERALS if not f.startswith("log_length")]},
     "monotone+balanced+no-log-length": {"features": NO_LOG_LENGTH, "monotone": True,
                                         "balanced": True},
+    # Off-the-shelf RETSim's similarities (a cache from ``features --retsim``).
+    "retsim": {"features": SHIPPED + ["retsim_near", "retsim_partial"]},
+    "retsim+numerals": {"features": NUMERALS + ["retsim_near", "retsim_partial"]},
 }
 
 
