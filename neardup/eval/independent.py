@@ -591,8 +591,9 @@ def _sentences(text: str, cjk: bool) -> list[str]:
 
 def _pages_by_language(page_order: Sequence[str], pages: Mapping[str, list[int]],
                        stories_per_language: float) -> list[int]:
-    """The documents of the pages in ``page_order`` kept while their language (the page
-    name's prefix) has fewer than ``stories_per_language`` documents."""
+    """Indices of the chunks (source stories) of the pages in ``page_order``, each page
+    kept while its language (the page name's prefix) has fewer than
+    ``stories_per_language`` chunks."""
     taken: Counter = Counter()
     chosen = []
     for page in page_order:
