@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from neardup.methods.pair_features import LEXICAL_FEATURES
 from verifier_transfer import SETS, _maximin, _prob, validation_curves  # noqa: I001 (bench/ on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +55,9 @@ VARIANTS = {
     "numerals+no-log-length": {"features": [f for f in NUMERALS if not f.startswith("log_length")]},
     "monotone+balanced+no-log-length": {"features": NO_LOG_LENGTH, "monotone": True,
                                         "balanced": True},
+    # Every lexical feature: char 3/5-grams, white-space-free 5-grams and both number
+    # features on top of the shipped ones.
+    "all-lexical": {"features": list(LEXICAL_FEATURES)},
     # Off-the-shelf RETSim's similarities (a cache from ``features --retsim``).
     "retsim": {"features": SHIPPED + ["retsim_near", "retsim_partial"]},
     "retsim+numerals": {"features": NUMERALS + ["retsim_near", "retsim_partial"]},
