@@ -8,6 +8,11 @@ uncertain region (boundary_sample, seeded per repeat), label them from the groun
 (same cluster = duplicate), fit the threshold (best F1 among the labels), and run the
 method once on the test split with it. Reports the median test pairwise precision,
 recall and ARI over the repeats. Writes bench/results/calibrate_labels.json.
+
+``--model PATH`` gives the method a model (``{set}`` in PATH is replaced by the set's
+name), e.g. the leave-one-set-out verifiers of ``bench/verifier_transfer.py evaluate
+--save-held-out DIR``: ``--methods rerank --model DIR/{set}`` asks how many labels make
+a verifier that never saw the set's generator good on it.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ def main() -> None:
                                                      "indep-noisocr", "multi-latin", "multi-cjk"])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--beta", type=float, default=1.0, help="F-beta of the fit")
+    parser.add_argument("--model", help="model name or folder for the methods; {set}: the set")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "calibrate_labels.json")
     args = parser.parse_args()
     rows = []
@@ -49,8 +55,9 @@ def main() -> None:
                                for s in ("validation", "test")])
         validation, test = corpus.select_split("validation"), corpus.select_split("test")
         labels = validation.clusters
+        base = {} if args.model is None else {"model": args.model.replace("{set}", name)}
         for method in args.methods:
-            wide = candidate_params(method, {})
+            wide = candidate_params(method, base)
             result = run(_batches(validation), build_method(method, wide), progress=False)
             pairs = result.pairs
             truth = labels[pairs.left] == labels[pairs.right]
@@ -65,11 +72,11 @@ def main() -> None:
                         continue
                     fit = fit_threshold(pairs.score[picks], y, beta=args.beta)
                     threshold = score_to_threshold(method, fit.score)
-                    report = evaluate(test, method, params={"threshold": threshold},
+                    report = evaluate(test, method, params={**base, "threshold": threshold},
                                       sketch_cache=sketches)
                     runs.append({"threshold": threshold, "precision": report["precision"],
                                  "recall": report["recall"], "ari": report["ari"]})
-                row = {"set": name, "method": method, "labels": n, "runs": runs,
+                row = {"set": name, "method": method, "labels": n, "runs": runs, **base,
                        **{k: statistics.median(r[k] for r in runs) if runs else None
                           for k in ("threshold", "precision", "recall", "ari")}}
                 rows.append(row)

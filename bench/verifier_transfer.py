@@ -211,7 +211,8 @@ def _folded(data: dict) -> bool:
 
 
 def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
-                 sets: list[str] = SETS, shipped_cache: Path | None = None) -> None:
+                 sets: list[str] = SETS, shipped_cache: Path | None = None,
+                 save_held_out: Path | None = None) -> None:
     import joblib
 
     from neardup.methods.pair_features import LEXICAL_FEATURES, RETSIM_FEATURES
@@ -336,6 +337,9 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
                                     for lang in languages[held]}
             rows[key] = row
             print(f"LOSO [{label}] {key}: threshold {t} test {test_curve[t]:.3f}", flush=True)
+            if save_held_out is not None and names == old and key == held:
+                _ship((model, names, t, worst, row), save_held_out / held, data, train_sets,
+                      fold, scope=f"every set but {held}")
         results["leave_one_set_out"][label] = rows
 
     # Every train split: the model to ship, threshold by maximin over every validation split.
@@ -388,7 +392,11 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
                   flush=True)
 
 
-def _ship(entry, out: Path, data: dict, trainable: list[str], fold: bool) -> None:
+def _ship(entry, out: Path, data: dict, trainable: list[str], fold: bool,
+          scope: str = "every set") -> None:
+    """Write a verifier model directory (``model.joblib``, ``model.json``) that
+    ``--method rerank --param model=DIR`` loads; ``scope``: the sets whose validation
+    splits chose its threshold."""
     import joblib
     import sklearn
 
@@ -398,12 +406,12 @@ def _ship(entry, out: Path, data: dict, trainable: list[str], fold: bool) -> Non
     meta = {
         "kind": "verifier", "file": "model.joblib", "classifier": "hgb", "features": names,
         "threshold": threshold, "validation_ari": round(worst, 4),
-        "validation_ari_is": "worst validation ARI over every set (maximin threshold)",
+        "validation_ari_is": f"worst validation ARI over {scope} (maximin threshold)",
         "candidates": "minhash", "candidate_params": None,
         "candidates_described": "rerank's default MinHash candidates: character 5-grams, "
                                 "Jaccard 0.1 (neardup.methods.rerank.CANDIDATE_DEFAULTS)",
         "tuned_thresholds": {"minhash": threshold},
-        "tuned_thresholds_source": "maximin over the validation splits of every set in "
+        "tuned_thresholds_source": f"maximin over the validation splits of {scope} in "
                                    "bench/verifier_transfer.py (MinHash candidates)",
         "trained_on": {s: int(len(data[s]["train_y"])) for s in trainable},
         "fold_diacritics": fold,
@@ -506,6 +514,10 @@ def main() -> None:
                         help="evaluate: features computed as the shipped model computes them "
                              "(default --cache; needed when --cache has the other "
                              "--fold-diacritics setting)")
+    parser.add_argument("--save-held-out", type=Path, metavar="DIR",
+                        help="evaluate: also write each leave-one-set-out model with the "
+                             "shipped features to DIR/<set> (for bench/calibrate_labels.py "
+                             "--model)")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     if args.step == "features":
@@ -516,7 +528,8 @@ def main() -> None:
     elif args.step == "table":
         print(markdown(json.loads(args.results.read_text())))
     else:
-        evaluate_all(args.cache, args.ship, args.results, args.sets, args.shipped_cache)
+        evaluate_all(args.cache, args.ship, args.results, args.sets, args.shipped_cache,
+                     args.save_held_out)
 
 
 if __name__ == "__main__":
