@@ -253,10 +253,12 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
                      "train_pairs": {s: int(len(d.get("train_y", []))) for s, d in data.items()}}
 
     def score(model, names, source=data) -> dict:
-        cols = [all_names.index(f) for f in names]
         out = {}
         for s in SETS:
             d = source[s]
+            # Columns by name in this source's cache (a --shipped-cache may hold others).
+            columns = [str(f) for f in d["features"]]
+            cols = [columns.index(f) for f in names]
             row = {"validation_curves": validation_curves(d, lambda x: _prob(model, x[:, cols]))}
             row["validation"] = row["validation_curves"]["validation"]
             prob = _prob(model, d["test_x"][:, cols])
