@@ -166,6 +166,11 @@ def validation_curves(data: dict, prob_of) -> dict[str, dict]:
     return out
 
 
+def language_scores(curves: dict[str, dict], t: float) -> dict[str, float]:
+    """ARI at threshold ``t`` of each language curve of :func:`validation_curves`."""
+    return {k: c[t] for k, c in curves.items() if k != "validation"}
+
+
 def _fit(xs: list[np.ndarray], ys: list[np.ndarray], columns: list[int], names: list[str],
          seed: int = 0):
     from threadpoolctl import threadpool_limits
@@ -272,7 +277,7 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
         return [c for s in SETS for c in curves[s]["validation_curves"].values()]
 
     def language_validation_at(curves: dict, t: float) -> dict:
-        return {s: {k: c[t] for k, c in curves[s]["validation_curves"].items() if k != "validation"}
+        return {s: language_scores(curves[s]["validation_curves"], t)
                 for s in SETS if len(curves[s]["validation_curves"]) > 1}
 
     # Upper bound of re-ranking these candidates: keep exactly the true pairs among them.
@@ -332,8 +337,7 @@ def evaluate_all(cache: Path, ship: Path | None, results_path: Path,
                    "validation_ari": val_curves[held]["validation"][t],
                    "test_ari": test_curve[t]}
             if len(val_curves[held]) > 1:
-                row["language_validation"] = {k: c[t] for k, c in val_curves[held].items()
-                                              if k != "validation"}
+                row["language_validation"] = language_scores(val_curves[held], t)
             if len(languages[held]) > 1:
                 row["test_lang"] = {lang: _curve(data[held], "test", prob, lang)[t]
                                     for lang in languages[held]}

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from neardup.methods.pair_features import LEXICAL_FEATURES
-from verifier_transfer import SETS, _maximin, _prob, validation_curves  # noqa: I001 (bench/ on sys.path)
+from verifier_transfer import SETS, _maximin, _prob, language_scores, validation_curves  # noqa: I001 (bench/ on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "verifier_variants.json"
@@ -103,8 +103,7 @@ def run_variant(data: dict, spec: dict) -> dict:
                           "validation_ari": curves[held]["validation"][t],
                           "best_own_validation_ari": max(curves[held]["validation"].values())}
         if len(curves[held]) > 1:
-            held_out[held]["language_validation"] = {k: c[t] for k, c in curves[held].items()
-                                                     if k != "validation"}
+            held_out[held]["language_validation"] = language_scores(curves[held], t)
     model, cols = fit(data, trainable, names, spec)
     curves = {s: validation_curves(data[s], lambda x: _prob(model, x[:, cols])) for s in SETS}
     t, worst = _maximin([c for s in SETS for c in curves[s].values()])
@@ -118,8 +117,7 @@ def run_variant(data: dict, spec: dict) -> dict:
             "all_sets": {"threshold": t, "worst_validation_ari": worst,
                          "validation_ari": {s: curves[s]["validation"][t] for s in SETS},
                          "language_validation": {
-                             s: {k: c[t] for k, c in curves[s].items() if k != "validation"}
-                             for s in SETS if len(curves[s]) > 1}}}
+                             s: language_scores(curves[s], t) for s in SETS if len(curves[s]) > 1}}}
 
 
 def markdown(results: dict) -> str:
