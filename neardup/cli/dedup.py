@@ -84,7 +84,9 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
     table.add_column("what")
     table.add_column("value", justify="right")
     for key, value in summary.items():
-        table.add_row(key.replace("_", " "), f"{value:,}")
+        # Counts with thousands separators; text entries (engine_fallback) as they are.
+        table.add_row(key.replace("_", " "),
+                      f"{value:,}" if isinstance(value, (int, float)) else str(value))
     timings = {**result.timings, **extra_timings}
     total = sum(timings.values()) or 1.0
     for stage, seconds in timings.items():
@@ -345,7 +347,9 @@ def _print_ray_summary(summary: dict[str, Any], method: str, console: Any) -> No
     table.add_column("what")
     table.add_column("value", justify="right")
     for key, value in summary.items():
-        table.add_row(key.replace("_", " "), f"{value:,}")
+        # Counts with thousands separators; text entries (engine_fallback) as they are.
+        table.add_row(key.replace("_", " "),
+                      f"{value:,}" if isinstance(value, (int, float)) else str(value))
     total = sum(timings.values()) or 1.0
     for stage, seconds in timings.items():
         table.add_row(f"time: {stage}", f"{seconds:.2f} s ({100 * seconds / total:.0f}%)")

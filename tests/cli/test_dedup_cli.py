@@ -134,6 +134,19 @@ def test_summary_printed(corpus):
     assert "duplicates removed" in result.output and "time: sketch" in result.output
 
 
+@pytest.mark.parametrize("cluster", [["--cluster", "leiden"], ["--cluster", "hac"]])
+def test_summary_of_in_memory_fallback(tmp_path, corpus, cluster):
+    # Clusterings the out-of-core stage cannot run fall back to memory; the summary says
+    # why in a text row (it once failed formatting that row as a number, after writing).
+    path, rows = corpus
+    out = tmp_path / "c.parquet"
+    result = _run(["dedup", str(path), "--text-field", "body", "--method", "ngram",
+                   "--clusters-out", str(out), *cluster])
+    assert result.exit_code == 0, result.output
+    assert "engine fallback" in result.output  # the row (its text wraps in the cell)
+    assert pq.read_table(out).num_rows == len(rows)
+
+
 def test_param_passes_any_method_parameter(tmp_path, corpus):
     path, rows = corpus
     out = tmp_path / "c.jsonl"
