@@ -33,7 +33,7 @@ from neardup.cli.options import (
     run_options,
 )
 from neardup.errors import NeardupError, spelled_as
-from neardup.methods import make_method
+from neardup.methods import Method, make_method
 from neardup.cli.engine import (
     check_engine_options,
     corpus_stage_from_options,
@@ -63,20 +63,33 @@ def _demo_corpus() -> Path:
     return demo_corpus_path()
 
 
-def _hints(result: Result) -> list[str]:
-    """Advice for the end of the summary: a dated corpus run without a time window."""
-    window = result.params.get("cluster", {}).get("time_window_hours")
-    if result.has_dates and window is None and result.method != "sanderson":
-        return [
+def _hints(result: Result, method: Method) -> list[str]:
+    """Advice for the end of the summary: a dated corpus run without a time window; a
+    method run with connected components whose model recommends another clustering."""
+    hints = []
+    cluster = result.params.get("cluster", {})
+    if result.has_dates and cluster.get("time_window_hours") is None and result.method != "sanderson":
+        hints.append(
             "The input has dates: --time-window HOURS (e.g. 48) keeps documents dated "
             "further apart out of one cluster, so recurring reports with the same wording "
             "(templates) are not merged. Pairs identical after normalization (exact; ngram "
             "and minhash Jaccard 1.0) are merged whatever their dates."
-        ]
-    return []
+        )
+    if cluster.get("algorithm", "components") == "components":
+        recommended = method.recommended_cluster()
+        if recommended:
+            flags = " ".join(f"--{'cluster' if k == 'algorithm' else k} {v}"
+                             for k, v in recommended.items())
+            hints.append(
+                f"{flags} (this model's recommended clustering) raised the worst ARI over "
+                f"the independent labelled sets above connected components' "
+                f"(docs/transfer.md); it runs in memory: not out of core, not on --engine ray."
+            )
+    return hints
 
 
-def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]) -> None:
+def _print_summary(result: Result, hints: list[str], console: Any,
+                   extra_timings: dict[str, float]) -> None:
     from rich.table import Table
 
     summary = result.summary()
@@ -93,7 +106,7 @@ def _print_summary(result: Result, console: Any, extra_timings: dict[str, float]
         table.add_row(f"time: {stage}", f"{seconds:.2f} s ({100 * seconds / total:.0f}%)")
     table.add_row("time: total", f"{total:.2f} s")
     console.print(table)
-    for hint in _hints(result):
+    for hint in hints:
         console.print(f"[dim]hint: {hint}[/dim]")
 
 
@@ -210,7 +223,7 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
             if opts["engine"] == "ray":
                 _dedup_ray(inputs, opts)
                 return
-            result, write_seconds = _dedup(inputs, opts)
+            result, write_seconds, hints = _dedup(inputs, opts)
     except KeyboardInterrupt:
         click.echo("neardup: interrupted; no output was written, previous files are as they "
                    "were.", err=True)
@@ -228,7 +241,7 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
             "were."
         ) from exc
     if not opts["quiet"]:
-        _print_summary(result, Console(), {"write": write_seconds} if write_seconds else {})
+        _print_summary(result, hints, Console(), {"write": write_seconds} if write_seconds else {})
 
 
 def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, float]:
@@ -259,7 +272,7 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
         outputs.commit()
         seconds = time.perf_counter() - start if len(outputs) else 0.0
     kill_point("committed")
-    return result, seconds
+    return result, seconds, _hints(result, method_obj)
 
 
 def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any]) -> None:
@@ -417,7 +430,7 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs) -> None:
             "timings_seconds": result.timings,
             "inputs": [os.fspath(p) for p in inputs],
             "template_clusters": result.template_clusters(),
-            "hints": _hints(result),
+            "hints": _hints(result, method_obj),
         }
         outputs.write_text("--report", json.dumps(report, indent=2, sort_keys=True, default=str)
                            + "\n")

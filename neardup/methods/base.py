@@ -61,7 +61,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -378,6 +378,13 @@ class Method(ParamsMixin, ABC):
         ``minhash`` Jaccard) override it.
         """
         return np.zeros(np.shape(score)[0], dtype=bool)
+
+    def recommended_cluster(self) -> dict[str, Any]:
+        """The clustering this method was measured best with on held-out data, as
+        :class:`~neardup.pipeline.ClusterConfig` fields (e.g. ``{"algorithm": "leiden",
+        "resolution": 0.4}``), or ``{}`` for connected components, the default. Runs do
+        not apply it by themselves; ``neardup dedup`` suggests it in its summary."""
+        return {}
 
     # -- keyed contract (see the module docstring) ---------------------------------------
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 from pathlib import Path
 
-__all__ = ["MODELS_DIR", "resolve_model", "shipped_models", "tuned_threshold"]
+__all__ = ["MODELS_DIR", "recommended_cluster", "resolve_model", "shipped_models", "tuned_threshold"]
 
 MODELS_DIR = Path(__file__).resolve().parent
 KINDS = ("retsim", "biencoder", "cross-encoder", "verifier")
@@ -83,3 +84,20 @@ def tuned_threshold(model: str | os.PathLike | None, kind: str, setting: str) ->
         return None
     value = meta.get("tuned_thresholds", {}).get(setting) if isinstance(meta, dict) else None
     return float(value) if isinstance(value, (int, float)) else None
+
+
+def recommended_cluster(model: str | os.PathLike | None, kind: str) -> dict[str, Any]:
+    """The clustering ``model`` was measured best with on held-out data (its
+    ``model.json``'s ``recommended_cluster``: ``algorithm`` and its parameters, e.g.
+    ``{"algorithm": "leiden", "resolution": 0.4}``), or ``{}`` when it records none or
+    does not resolve."""
+    if model is None:
+        return {}
+    try:
+        meta = json.loads((resolve_model(model, kind) / "model.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    value = meta.get("recommended_cluster") if isinstance(meta, dict) else None
+    if not isinstance(value, dict) or "algorithm" not in value:
+        return {}
+    return {k: v for k, v in value.items() if k in ("algorithm", "resolution")}

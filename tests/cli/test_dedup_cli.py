@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+import neardup.models as neardup_models
 from neardup.cli import main
 from neardup.cli.dedup import dedup_command
 
@@ -226,6 +227,22 @@ def test_summary_hints_at_time_window_when_input_has_dates(tmp_path):
     undated = _run([*base, "--report", str(tmp_path / "u.json")])
     assert "hint:" not in undated.output
     assert json.loads((tmp_path / "u.json").read_text())["hints"] == []
+
+
+@pytest.mark.skipif(not (neardup_models.MODELS_DIR / "verifier-news" / "model.json").exists(),
+                    reason="no shipped verifier")
+def test_summary_suggests_the_models_recommended_clustering(tmp_path, corpus):
+    path, _ = corpus
+    base = ["dedup", str(path), "--text-field", "body", "--method", "rerank"]
+    components = _run([*base, "--report", str(tmp_path / "r.json")])
+    assert components.exit_code == 0, components.output
+    hints = json.loads((tmp_path / "r.json").read_text())["hints"]
+    assert len(hints) == 1 and hints[0].startswith("--cluster leiden --resolution 0.4 ")
+    assert "hint: --cluster leiden" in components.output
+    leiden = _run([*base, "--cluster", "leiden", "--resolution", "0.4",
+                   "--report", str(tmp_path / "l.json")])
+    assert leiden.exit_code == 0, leiden.output
+    assert json.loads((tmp_path / "l.json").read_text())["hints"] == []
 
 
 def test_input_warnings_are_one_line(tmp_path):

@@ -199,6 +199,23 @@ def test_threshold_defaults_to_the_scorers_tuned_one(tiny_verifier, tmp_path):
         assert RerankMethod().threshold == 0.9  # tuned with MinHash candidates
 
 
+def test_recommended_cluster_comes_from_the_model(tiny_verifier, tmp_path):
+    import json
+    import shutil
+
+    assert RerankMethod(model=str(tiny_verifier)).recommended_cluster() == {}
+    assert make_method("ngram").recommended_cluster() == {}
+    model = tmp_path / "recommending"
+    shutil.copytree(tiny_verifier, model)
+    meta = json.loads((model / "model.json").read_text())
+    (model / "model.json").write_text(json.dumps(
+        {**meta, "recommended_cluster": {"algorithm": "leiden", "resolution": 0.4, "measured": "x"}}))
+    assert RerankMethod(model=str(model)).recommended_cluster() == {"algorithm": "leiden",
+                                                                    "resolution": 0.4}
+    if _shipped("verifier-news", "verifier"):
+        assert RerankMethod().recommended_cluster() == {"algorithm": "leiden", "resolution": 0.4}
+
+
 def test_keyed_stage_with_minhash_candidates_only(tiny_verifier):
     keyed = RerankMethod(scorer="verifier", model=str(tiny_verifier), **_CANDIDATES)
     assert keyed.candidate_arrays == ("signature",)
