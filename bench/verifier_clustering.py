@@ -205,6 +205,8 @@ def run_clustering(name: str, cache: Path, probs: dict) -> dict:
             "held_out_worst": float(min(scores)), "held_out_mean": float(np.mean(scores)),
             "shipped": {"threshold": t, "worst_validation_ari": worst,
                         "worst_validation_at_default": float(min(v[default_t] for v in every)),
+                        "worst_validation_by_threshold": {x: float(min(v[x] for v in every))
+                                                          for x in THRESHOLDS},
                         "validation_ari": {s: {k: v[t] for k, v in c[s].items()} for s in SETS}},
             "all_sets": {"threshold": t_all, "worst_validation_ari": worst_all,
                          "validation_ari": {s: {k: v[t_all] for k, v in c_all[s].items()}
