@@ -390,7 +390,8 @@ def run(
         only per-document arrays, and the embedding methods (retsim, retsim-partial,
         biencoder with the flat or auto index) write their embeddings there and search
         them shard by shard; ``Result.pairs`` is then the spanning forest of verified
-        edges that joined each cluster, not every matching pair.
+        edges that joined each cluster, not every matching pair (with ``cluster``
+        Leiden or Louvain, which the keyed stage runs too, every accepted pair).
     corpus_stage : CorpusStageConfig or None
         Work directory, memory limit, partitions and resumption of that stage.
     input_identity : JSON-able, optional
@@ -436,10 +437,12 @@ def run(
             total if total is not None else (corpus_stage or CorpusStageConfig()).expected_docs):
         stage_runner = run_vector_stage
     if stage_runner is not None:
+        # Community detection needs every accepted pair, not the spanning forest.
+        every_edge = {"every_edge": True} if cluster.algorithm != "components" else {}
         stage = stage_runner(
             batches, method, config=corpus_stage or CorpusStageConfig(),
             time_window_hours=cluster.time_window_hours, input_identity=input_identity,
-            timer=timer, progress=progress, total=total,
+            timer=timer, progress=progress, total=total, **every_edge,
         )
         result = _result_from_stage(stage, method, cluster, keep, timer)
         if reread is not None:
@@ -466,9 +469,17 @@ def run(
 
 def _memory_reason(method: Method, cluster: ClusterConfig) -> str:
     """Why ``engine="local"`` ran ``method`` in memory (for the run's summary)."""
-    if cluster.algorithm != "components":
-        return (f"cluster algorithm {cluster.algorithm!r} needs every pair; the out-of-core "
-                "stages cluster by connected components, so the in-memory stage ran")
+    if cluster.algorithm == "hac":
+        return ("cluster algorithm 'hac' needs every pair, weak ones included; the "
+                "out-of-core stages keep accepted pairs only, so the in-memory stage ran")
+    if cluster.algorithm != "components" and method.candidate_arrays is not None:
+        return (f"cluster algorithm {cluster.algorithm!r} needs every accepted pair; method "
+                f"{method.name!r} with these parameters skips pairs already joined out of "
+                "core (pair-count exchange or mutual retrieval), so the in-memory stage ran")
+    if cluster.algorithm != "components" and method.vector_search is not None:
+        return (f"cluster algorithm {cluster.algorithm!r} needs every accepted pair; the "
+                f"out-of-core stage of method {method.name!r} (vector search) keeps a "
+                "spanning forest, so the in-memory stage ran")
     return (f"method {method.name!r} with these parameters has no out-of-core stage "
             "(no keyed or vector contract), so the in-memory stage ran")
 
@@ -522,8 +533,14 @@ def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str,
     with timer.stage("cluster"):
         from neardup.graph.cluster import canonical_labels, flag_oversized
 
-        clustering = flag_oversized(canonical_labels(stage.roots), cluster.max_cluster_size,
-                                    cluster.oversized)
+        if cluster.algorithm == "components":
+            clustering = flag_oversized(canonical_labels(stage.roots), cluster.max_cluster_size,
+                                        cluster.oversized)
+        else:  # the stage kept every accepted pair (every_edge)
+            clustering = cluster_pairs(
+                stage.pairs, len(stage.roots), method=cluster.algorithm,
+                max_cluster_size=cluster.max_cluster_size, oversized=cluster.oversized,
+                resolution=cluster.resolution, seed=cluster.seed)
         labels, sizes, oversized, groups = (clustering.labels, clustering.sizes,
                                             clustering.oversized, clustering.groups)
         representative = choose_representatives(labels, stage.lengths, keep)

@@ -83,7 +83,7 @@ def _hints(result: Result, method: Method) -> list[str]:
             hints.append(
                 f"{flags} (this model's recommended clustering) raised the worst ARI over "
                 f"the independent labelled sets above connected components' "
-                f"(docs/transfer.md); it runs in memory: not out of core, not on --engine ray."
+                f"(docs/transfer.md); not on --engine ray."
             )
     return hints
 

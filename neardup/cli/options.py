@@ -148,7 +148,9 @@ _CLUSTER_OPTIONS = (
                  help="Connected components, community detection to cut weak bridges "
                       "(leiden, louvain), or agglomerative clustering (hac). For --method "
                       "rerank with its shipped verifier, leiden with --resolution 0.4 scored "
-                      "higher on held-out sets (docs/transfer.md); it runs in memory."),
+                      "higher on held-out sets (docs/transfer.md). Leiden and Louvain run "
+                      "out of core for exact, minhash, simhash, wminhash and rerank, HAC in memory; "
+                      "--engine ray clusters by components only."),
     click.option("--linkage", type=click.Choice(["average", "single", "complete"]),
                  default="average", show_default=True, help="--cluster hac: linkage."),
     click.option("--hac-distance", "distance_threshold", type=click.FloatRange(0.0, 2.0),

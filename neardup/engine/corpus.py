@@ -210,11 +210,23 @@ class CorpusStageConfig:
         return replace(config, partitions=min(partitions, 4096))
 
 
+#: Clusterings the stage runs besides connected components: community detection over
+#: every accepted pair (``every_edge``), kept on disk and clustered at the end.
+EVERY_EDGE_CLUSTERINGS = ("leiden", "louvain")
+
+
 def supports_corpus_stage(method: Method, algorithm: str) -> bool:
     """Whether ``method`` with clustering ``algorithm`` runs through this stage: methods
-    with the keyed contract, clustered by connected components (community detection and
-    HAC need every pair and run in memory)."""
-    return method.candidate_arrays is not None and algorithm == "components"
+    with the keyed contract, clustered by connected components, or by Leiden/Louvain when
+    the method verifies its own candidate pairs (not through the pair-count exchange or
+    mutual retrieval, which skip pairs already joined by design). HAC needs the weak pairs
+    too and runs in memory."""
+    if method.candidate_arrays is None:
+        return False
+    if algorithm == "components":
+        return True
+    return (algorithm in EVERY_EDGE_CLUSTERINGS and not exchanges_pair_counts(method)
+            and not method.query_retrieval)
 
 
 class _KeySpill:
@@ -369,11 +381,13 @@ def _process_usage(cpu_start: float) -> dict[str, float]:
 
 def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, Any],
                 config: CorpusStageConfig, window_hours: float | None, timer,
-                progress) -> dict[str, Any]:
+                progress, every_edge: bool = False) -> dict[str, Any]:
     """Per key partition: verified edges that join documents (a partition-local
     spanning forest) and the verified pairs the time window keeps apart. One file per
     partition, written atomically, so an interrupted stage resumes at the first missing
-    partition."""
+    partition. With ``every_edge`` no candidate is skipped for joining documents already
+    joined: the files hold every accepted pair (for community detection), at the cost of
+    verifying every candidate pair once."""
     facts = wd.done("link", key)
     if facts is not None:
         return facts
@@ -405,7 +419,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     # One union-find across partitions: a document joined in one partition is not
     # checked again in the next. Partitions are linked in order, so a resumed stage
     # replays the forests of the completed ones (a prefix) to get the same state.
-    uf = UnionFind(n_docs)
+    uf = _NoJoins() if every_edge else UnionFind(n_docs)
     # Capped keys held per document (4 bytes each), for the method's pruning summary:
     # which documents share keys too common to be compared all-to-all.
     capping = method.bucket_star_upto is not None or method.bucket_skip_over is not None
@@ -841,6 +855,20 @@ class ArrayRows:
         return CandidateRows(docs, {name: values[index] for name, values in self.arrays.items()})
 
 
+class _NoJoins:
+    """Stands in for the link stage's union-find when every accepted pair is wanted
+    (``every_edge``): nothing counts as joined, so no candidate is skipped, and every
+    accepted pair is reported as a join (and so written to the partition's edges)."""
+
+    def connected(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        return np.zeros(np.shape(left)[0], dtype=bool)
+
+    def union(self, left: np.ndarray, right: np.ndarray, accept: np.ndarray | None = None) -> np.ndarray:
+        if accept is None:
+            return np.ones(np.shape(left)[0], dtype=bool)
+        return np.asarray(accept, dtype=bool).copy()
+
+
 class PartitionLinker:
     """Joins one partition's documents, skipping candidates already joined (by this
     partition or, on one machine, by the partitions before it: ``uf`` is then the run's
@@ -853,9 +881,12 @@ class PartitionLinker:
     (lists of (left, right, score) arrays) and ``counts``."""
 
     def __init__(self, method: Method, docs: np.ndarray, store, dates: np.ndarray | None,
-                 window_hours: float | None, uf: UnionFind | None = None,
+                 window_hours: float | None, uf: UnionFind | _NoJoins | None = None,
                  rejected: PairMemory | None = None) -> None:
         self.method, self.store = method, store
+        # Every accepted pair is kept (``_NoJoins``): an accepted pair met again is done
+        # too, so the memory of decided pairs holds both verdicts.
+        self.remember_accepted = isinstance(uf, _NoJoins)
         # Pairs the method rejected (only for a costly check): met again under another
         # key, they are not scored again.
         self.rejected = rejected if method.costly_verification else None
@@ -919,7 +950,7 @@ class PartitionLinker:
             score, accept = np.asarray(score, np.float32), np.asarray(accept, bool)
             self.counts["verified_edges"] += int(left.size)
             if self.rejected is not None:
-                self.rejected.add(codes[~accept])
+                self.rejected.add(codes if self.remember_accepted else codes[~accept])
         else:
             score, accept = score[todo], np.ones(left.size, dtype=bool)
         if self.dates is not None:
@@ -1214,18 +1245,21 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
     return forest
 
 
-def merge_forests(wd: WorkDir, key: str, n_docs: int, edge_files: list[Path], timer) -> dict[str, Any]:
+def merge_forests(wd: WorkDir, key: str, n_docs: int, edge_files: list[Path], timer,
+                  every_edge: bool = False) -> dict[str, Any]:
     """The "components" stage of the out-of-core stages: the global merge of the forests
     in ``edge_files`` (Arrow: left, right, score, outside_window; one per partition or
     shard), a union-find over their edges (nothing left to verify) whose joins form the
-    run's forest. Writes forest.arrow, outside.arrow and roots.npy."""
+    run's forest. Writes forest.arrow, outside.arrow and roots.npy; with ``every_edge``
+    (the files hold every accepted pair) also edges.arrow, those pairs once each (20
+    bytes a pair in memory while it is written)."""
     key = stage_key("components", key)
     facts = wd.done("components", key)
     if facts is not None:
         return facts
     directory = wd.start("components")
     uf = UnionFind(n_docs)
-    forest, outside = [], []
+    forest, outside, every = [], [], []
     with timer.stage("cluster"):
         for path in edge_files:
             table = read_arrow(path)
@@ -1235,14 +1269,21 @@ def merge_forests(wd: WorkDir, key: str, n_docs: int, edge_files: list[Path], ti
             away = table.column("outside_window").to_numpy(zero_copy_only=False)
             outside.append((left[away], right[away], score[away]))
             left, right, score = left[~away], right[~away], score[~away]
+            if every_edge:
+                every.append((left, right, score))
             merged = uf.union(left, right)
             forest.append((left[merged], right[merged], score[merged]))
         forest_pairs = _concat(forest).canonical()
         outside_pairs = _concat(outside).canonical()
         write_arrow(directory / "forest.arrow", _pairs_table(forest_pairs))
         write_arrow(directory / "outside.arrow", _pairs_table(outside_pairs))
+        if every_edge:
+            edges = _concat(every).canonical()
+            write_arrow(directory / "edges.arrow", _pairs_table(edges))
         np.save(directory / "roots.npy", uf.roots())
     facts = {"forest_edges": len(forest_pairs), "outside_window": len(outside_pairs)}
+    if every_edge:
+        facts["accepted_edges"] = len(edges)
     wd.finish("components", key, facts)
     return facts
 
@@ -1270,7 +1311,9 @@ def read_stage_output(wd: WorkDir, docs_stage: str, has_dates: bool,
         n_features=docs.column("n_features").to_numpy(),
         dates=docs.column("date").to_numpy().astype("datetime64[s]") if has_dates else None,
         roots=np.load(comp / "roots.npy"),
-        pairs=_pairs_from(comp / "forest.arrow"),
+        # Every accepted pair when the run kept them (community detection), else the forest.
+        pairs=_pairs_from(comp / "edges.arrow" if (comp / "edges.arrow").exists()
+                          else comp / "forest.arrow"),
         outside_window=_pairs_from(comp / "outside.arrow"),
         stats=stats,
     )
@@ -1312,7 +1355,8 @@ class CorpusStageOutput:
     roots : ndarray of int64, shape (n_docs,)
         Smallest member position of each document's component.
     pairs : Pairs
-        The spanning forest of verified edges that joined the components.
+        The spanning forest of verified edges that joined the components; with
+        ``every_edge`` every accepted pair (once each).
     outside_window : Pairs
         Verified edges the time window kept apart.
     stats : dict
@@ -1339,12 +1383,15 @@ def run_corpus_stage(
     timer=None,
     progress: bool | None = None,
     total: int | None = None,
+    every_edge: bool = False,
 ) -> CorpusStageOutput:
     """Run the three stages over ``batches`` (see the module docstring).
 
     ``input_identity`` (JSON-able; e.g. the input files' paths, sizes and modification
     times) is recorded in the work directory so that ``resume`` refuses a directory made
-    from another input.
+    from another input. ``every_edge``: keep every accepted pair, not only a spanning
+    forest (``CorpusStageOutput.pairs``), for community detection; only for methods that
+    :func:`supports_corpus_stage` with ``"leiden"``.
     """
     if method.candidate_arrays is None:
         raise ValueError(
@@ -1369,9 +1416,15 @@ def run_corpus_stage(
                                      statistics)
         require_dates(time_window_hours, sketch_facts["has_dates"])
         exchange = exchanges_pair_counts(method)
+        if every_edge and not supports_corpus_stage(method, "leiden"):
+            raise ValueError(
+                f"run_corpus_stage: method {method.name!r} skips pairs already joined by "
+                "design (pair-count exchange or mutual retrieval), so every_edge=True "
+                "cannot keep every accepted pair; cluster it in memory")
         link_key = stage_key("link", method.name, method.get_params(), config.partitions,
                              time_window_hours, statistics,
-                             "exchange-prefix" if exchange else "verify")
+                             "exchange-prefix" if exchange else "verify",
+                             *(("every-edge",) if every_edge else ()))
         last_key = link_key
         prefix_facts = {}
         if exchange:
@@ -1392,7 +1445,7 @@ def run_corpus_stage(
             edge_files = [edge_file]
         else:
             link_facts = _link_stage(wd, link_key, method, sketch_facts, config,
-                                     time_window_hours, timer, progress)
+                                     time_window_hours, timer, progress, every_edge)
             edge_files = [wd.stage_dir("link") / f"p-{p:04d}.arrow"
                           for p in range(config.partitions)]
             if exchange:
@@ -1405,7 +1458,8 @@ def run_corpus_stage(
                 link_facts = dict(link_facts, **prefix_facts)
                 for name, value in exchange_facts.items():
                     link_facts[name] = link_facts.get(name, 0) + value
-        comp_facts = merge_forests(wd, last_key, sketch_facts["n_docs"], edge_files, timer)
+        comp_facts = merge_forests(wd, last_key, sketch_facts["n_docs"], edge_files, timer,
+                                   every_edge)
         with timer.stage("cluster"):
             output = read_stage_output(
                 wd, "sketch", sketch_facts["has_dates"],

@@ -349,6 +349,39 @@ def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_pa
     assert sum(n for _, n in calls) <= local.params["corpus_stage"]["verified_edges"]
 
 
+@pytest.mark.parametrize("method, params", [("minhash", {}), ("minhash", {"threshold": 0.3}),
+                                            ("exact", {}), ("wminhash", {}), ("rerank", {})])
+def test_community_detection_out_of_core_matches_in_memory(demo, method, params, tmp_path):
+    if method == "rerank":
+        pytest.importorskip("rapidfuzz")
+    records = demo[:1200]
+    cluster = {"cluster": "leiden", "resolution": 0.4}
+    memory = neardup.dedup(records, method, engine="memory", pair_types=False,
+                           date_field="date", **cluster, **params)
+    local = neardup.dedup(records, method, engine="local", pair_types=False, date_field="date",
+                          work_dir=tmp_path / "w", memory_limit="4MB", partitions=8,
+                          batch_size=250, **cluster, **params)
+    assert local.params["engine"] == "local" and "engine_fallback" not in local.summary()
+    np.testing.assert_array_equal(local.clusters, memory.clusters)
+    np.testing.assert_array_equal(local.representative, memory.representative)
+    # Every accepted pair (community detection needs them all), not a spanning forest.
+    assert local.params["corpus_stage"]["accepted_edges"] == len(local.pairs)
+    assert len(local.pairs) >= len(records) - local.n_clusters
+    if method != "exact":  # exact links copies by a chain, which is a forest already
+        assert len(local.pairs) > local.params["corpus_stage"]["forest_edges"]
+    # The components run does not keep them, and a work directory keyed for one mode
+    # is not reused by the other.
+    components = neardup.dedup(records, method, engine="local", pair_types=False,
+                               date_field="date", work_dir=tmp_path / "w", resume=True, **params)
+    assert "accepted_edges" not in components.params["corpus_stage"]
+    assert len(components.pairs) == len(records) - components.n_clusters
+
+
+def test_every_edge_refused_for_methods_that_skip_joined_pairs(demo):
+    with pytest.raises(ValueError, match="every_edge"):
+        run_corpus_stage(_batches(_texts(demo[:50])), make_method("ngram"), every_edge=True)
+
+
 def test_rerank_scores_a_rejected_pair_once(demo, tmp_path, monkeypatch):
     # Two documents share many LSH bands (keys in different partitions); a pair the
     # verifier rejected is remembered, not scored again, and the clusters stay the same.
@@ -448,6 +481,15 @@ def test_local_engine_records_a_fallback_to_memory(caplog):
                          ("minhash", {"verify": "exact"}), ("sanderson", {})):
         keyed = neardup.dedup(texts, name, pair_types=False, **params)
         assert "engine_fallback" not in keyed.summary() and keyed.params["engine"] == "local"
+    # Community detection runs out of core for methods that verify their own pairs; the
+    # pair-count exchange (ngram) skips joined pairs, and HAC needs the weak pairs too.
+    leiden = neardup.dedup(texts, "minhash", cluster="leiden", pair_types=False)
+    assert leiden.params["engine"] == "local" and "engine_fallback" not in leiden.summary()
+    for name, cluster, reason in (("ngram", "leiden", "pair-count exchange"),
+                                  ("minhash", "hac", "weak ones included")):
+        fallback = neardup.dedup(texts, name, cluster=cluster, pair_types=False)
+        assert fallback.params["engine"] == "memory"
+        assert reason in fallback.summary()["engine_fallback"]
 
 
 def test_overlap_pairs_counts_each_pair_once_with_its_shared_buckets():
