@@ -11,15 +11,21 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def reuters_texts(limit: int | None = None) -> list[str]:
-    """Texts of Reuters-21578 (title + body), or exit with a message if it is absent."""
-    from neardup.io import ReaderConfig, read_corpus
+def reuters_files() -> list[str]:
+    """The Reuters-21578 SGML files, or exit with a message if they are absent."""
     from neardup.io.reuters import find_reuters_dir
 
     root = find_reuters_dir()
     if root is None:
         sys.exit("Reuters-21578 not found (expected ../shared/data/reuters21578 or $NEARDUP_REUTERS_DIR)")
-    files = sorted(str(p) for p in root.glob("reut2-*.sgm"))
+    return sorted(str(p) for p in root.glob("reut2-*.sgm"))
+
+
+def reuters_texts(limit: int | None = None) -> list[str]:
+    """Texts of Reuters-21578 (title + body), or exit with a message if it is absent."""
+    from neardup.io import ReaderConfig, read_corpus
+
+    files = reuters_files()
     texts: list[str] = []
     for batch in read_corpus(files, ReaderConfig(limit=limit)):
         texts.extend(batch.texts)

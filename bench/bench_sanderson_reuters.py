@@ -15,19 +15,15 @@ import time
 from collections import Counter, defaultdict
 
 import numpy as np
-from _common import machine, save
+from _common import machine, reuters_files, save
 
 from neardup.io import ReaderConfig, iter_records, read_corpus
-from neardup.io.reuters import find_reuters_dir
 from neardup.methods import Sanderson
 from neardup.pipeline import run
 
 
 def main() -> None:
-    root = find_reuters_dir()
-    if root is None:
-        raise SystemExit("Reuters-21578 not found")
-    files = sorted(str(p) for p in root.glob("reut2-*.sgm"))
+    files = reuters_files()
     config = ReaderConfig()
     start = time.perf_counter()
     method = Sanderson()

@@ -16,10 +16,9 @@ import time
 from collections import defaultdict
 
 import numpy as np
-from _common import machine, save
+from _common import machine, reuters_files, save
 
 from neardup.io import ReaderConfig, iter_records, read_corpus
-from neardup.io.reuters import find_reuters_dir
 from neardup.methods import make_method
 from neardup.pipeline import ClusterConfig, run_on_sketch, sketch_corpus
 
@@ -30,10 +29,7 @@ SETTINGS = {
 
 
 def main() -> None:
-    root = find_reuters_dir()
-    if root is None:
-        raise SystemExit("Reuters-21578 not found")
-    files = sorted(str(p) for p in root.glob("reut2-*.sgm"))
+    files = reuters_files()
     config = ReaderConfig()
     method = make_method("rerank")
     start = time.process_time()

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from verifier_transfer import LANGUAGE_SPLIT, SETS, THRESHOLDS, _maximin, _prob  # noqa: I001 (bench/ on sys.path)
-from verifier_variants import SHIPPED, VARIANTS, fit
+from verifier_variants import SHIPPED, VARIANTS, fit, held_out_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "verifier_clustering.json"
@@ -220,12 +220,7 @@ def markdown(results: dict) -> str:
             + " | ".join(SETS) + " |\n|---|---:|---:|---:|---:|---:|" + "---:|" * len(SETS) + "\n")
     rows = []
     for name, row in results.items():
-        cells = " | ".join(
-            f"{row['held_out_validation'][s]['validation_ari']:.3f} "
-            f"({row['held_out_validation'][s]['threshold']:g})"
-            + "".join(f"; {k} {v:.3f}"
-                      for k, v in row["held_out_validation"][s].get("language_validation", {}).items())
-            for s in SETS)
+        cells = held_out_cells(row)
         rows.append(f"| {name} | {row['held_out_worst']:.4f} | {row['held_out_mean']:.4f} | "
                     f"{row['shipped']['worst_validation_at_default']:.4f} | "
                     f"{row['shipped']['worst_validation_ari']:.4f} ({row['shipped']['threshold']:g}) | "

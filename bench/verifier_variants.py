@@ -120,18 +120,23 @@ def run_variant(data: dict, spec: dict) -> dict:
                              s: language_scores(curves[s], t) for s in SETS if len(curves[s]) > 1}}}
 
 
+def held_out_cells(row: dict) -> str:
+    """A result row's held-out validation ARI per set (threshold; languages), as table cells."""
+    return " | ".join(
+        f"{row['held_out_validation'][s]['validation_ari']:.3f} "
+        f"({row['held_out_validation'][s]['threshold']:g})"
+        + "".join(f"; {k} {v:.3f}"
+                  for k, v in row["held_out_validation"][s].get("language_validation", {}).items())
+        for s in SETS)
+
+
 def markdown(results: dict) -> str:
     """The variants table of docs/transfer.md."""
     head = ("| variant (cache) | worst held-out validation ARI | mean | all-sets worst validation ARI | "
             + " | ".join(SETS) + " |\n|---|---:|---:|---:|" + "---:|" * len(SETS) + "\n")
     rows = []
     for name, row in results.items():
-        cells = " | ".join(
-            f"{row['held_out_validation'][s]['validation_ari']:.3f} "
-            f"({row['held_out_validation'][s]['threshold']:g})"
-            + "".join(f"; {k} {v:.3f}"
-                      for k, v in row["held_out_validation"][s].get("language_validation", {}).items())
-            for s in SETS)
+        cells = held_out_cells(row)
         rows.append(f"| {name} ({Path(row['cache']).name}) | {row['held_out_worst']:.4f} | "
                     f"{row['held_out_mean']:.4f} | {row['all_sets']['worst_validation_ari']:.4f} | "
                     f"{cells} |")
