@@ -21,6 +21,23 @@ def reuters_files() -> list[str]:
     return sorted(str(p) for p in root.glob("reut2-*.sgm"))
 
 
+def identical_body_pairs(files: list[str], config, ids) -> list[tuple[int, int]]:
+    """Pairs of positions (in ``ids``, the run's document ids in input order) of Reuters
+    stories whose bodies are identical after stripping: copies re-sent unchanged."""
+    from collections import defaultdict
+
+    from neardup.io import iter_records
+
+    position = {doc_id: i for i, doc_id in enumerate(ids)}
+    groups = defaultdict(list)
+    for record in iter_records(files, config):
+        body = (record["body"] or "").strip()
+        if body:
+            groups[body].append(position[record["id"]])
+    return [(a, b) for members in groups.values() for k, a in enumerate(members)
+            for b in members[k + 1:]]
+
+
 def reuters_texts(limit: int | None = None) -> list[str]:
     """Texts of Reuters-21578 (title + body), or exit with a message if it is absent."""
     from neardup.io import ReaderConfig, read_corpus

@@ -12,12 +12,12 @@ candidates.
 from __future__ import annotations
 
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 
 import numpy as np
-from _common import machine, reuters_files, save
+from _common import identical_body_pairs, machine, reuters_files, save
 
-from neardup.io import ReaderConfig, iter_records, read_corpus
+from neardup.io import ReaderConfig, read_corpus
 from neardup.methods import Sanderson
 from neardup.pipeline import run
 
@@ -33,13 +33,7 @@ def main() -> None:
     types_in = Counter(result.pair_types[:n_edges].tolist())
     types_out = Counter(result.pair_types[n_edges:].tolist())
 
-    position = {doc_id: i for i, doc_id in enumerate(result.ids.tolist())}
-    groups = defaultdict(list)
-    for record in iter_records(files, config):
-        body = (record["body"] or "").strip()
-        if body:
-            groups[body].append(position[record["id"]])
-    same_body = {(a, b) for ids in groups.values() for k, a in enumerate(ids) for b in ids[k + 1 :]}
+    same_body = set(identical_body_pairs(files, config, result.ids.tolist()))
     found = set(zip(result.pairs.left.tolist(), result.pairs.right.tolist()))
     found |= set(zip(result.outside_window.left.tolist(), result.outside_window.right.tolist()))
     linked = sum((min(a, b), max(a, b)) in found for a, b in same_body)

@@ -13,12 +13,11 @@ window merged templates into one 342-document cluster (issue 17).
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 
 import numpy as np
-from _common import machine, reuters_files, save
+from _common import identical_body_pairs, machine, reuters_files, save
 
-from neardup.io import ReaderConfig, iter_records, read_corpus
+from neardup.io import ReaderConfig, read_corpus
 from neardup.methods import make_method
 from neardup.pipeline import ClusterConfig, run_on_sketch, sketch_corpus
 
@@ -34,14 +33,7 @@ def main() -> None:
     method = make_method("rerank")
     start = time.process_time()
     corpus = sketch_corpus(read_corpus(files, config), method, progress=False)
-    position = {doc_id: i for i, doc_id in enumerate(corpus.ids.tolist())}
-    groups = defaultdict(list)
-    for record in iter_records(files, config):
-        body = (record["body"] or "").strip()
-        if body:
-            groups[body].append(position[record["id"]])
-    same_body = np.array([(a, b) for ids in groups.values() for k, a in enumerate(ids)
-                          for b in ids[k + 1:]])
+    same_body = np.array(identical_body_pairs(files, config, corpus.ids.tolist()))
     rows = {}
     for window in (None, 48.0):
         for name, setting in SETTINGS.items():
