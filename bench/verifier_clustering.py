@@ -150,9 +150,9 @@ def _load(cache: Path) -> dict:
     return data
 
 
-def probabilities(data: dict) -> dict:
+def probabilities(data: dict, seed: int = 0) -> dict:
     """Pair probabilities of every validation split: ``{"held-out": {X: {set: {split: p}}},
-    "shipped": {set: {split: p}}}``."""
+    "shipped": {set: {split: p}}}``; ``seed``: the retrained verifiers' seed."""
     import joblib
 
     from neardup.models import resolve_model
@@ -165,9 +165,10 @@ def probabilities(data: dict) -> dict:
     out = {"held-out": {}}
     trainable = [s for s in SETS if "train_x" in data[s]]
     for held in SETS:
-        model, cols = fit(data, [t for t in trainable if t != held], SHIPPED, VARIANTS["baseline"])
+        model, cols = fit(data, [t for t in trainable if t != held], SHIPPED, VARIANTS["baseline"],
+                          seed=seed)
         out["held-out"][held] = of(model, cols)
-    model, cols = fit(data, trainable, SHIPPED, VARIANTS["baseline"])
+    model, cols = fit(data, trainable, SHIPPED, VARIANTS["baseline"], seed=seed)
     out["all-sets"] = of(model, cols)
     shipped_dir = resolve_model("verifier-news", "verifier")
     meta = json.loads((shipped_dir / "model.json").read_text())
@@ -234,6 +235,8 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/neardup-verifier-transfer"))
     parser.add_argument("--clusterings", nargs="*", default=list(CLUSTERINGS))
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the retrained verifiers (held out and on every set)")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--table", action="store_true", help="print the table of --results and stop")
     parser.add_argument("--test", action="store_true",
@@ -244,7 +247,7 @@ def main() -> None:
         print(markdown(json.loads(args.results.read_text())))
         return
     cpu = time.process_time()
-    probs = probabilities(_load(args.cache))
+    probs = probabilities(_load(args.cache), args.seed)
     print(f"probabilities: {time.process_time() - cpu:.0f} CPU s", flush=True)
     results = json.loads(args.results.read_text()) if args.results.exists() else {}
     if args.test:
