@@ -88,6 +88,12 @@ def _hints(result: Result, method: Method) -> list[str]:
     return hints
 
 
+def _summary_value(value: Any) -> str:
+    """A summary entry as printed: counts with thousands separators, text entries
+    (``engine_fallback``) as they are."""
+    return f"{value:,}" if isinstance(value, (int, float)) else str(value)
+
+
 def _print_summary(result: Result, hints: list[str], console: Any,
                    extra_timings: dict[str, float]) -> None:
     from rich.table import Table
@@ -97,9 +103,7 @@ def _print_summary(result: Result, hints: list[str], console: Any,
     table.add_column("what")
     table.add_column("value", justify="right")
     for key, value in summary.items():
-        # Counts with thousands separators; text entries (engine_fallback) as they are.
-        table.add_row(key.replace("_", " "),
-                      f"{value:,}" if isinstance(value, (int, float)) else str(value))
+        table.add_row(key.replace("_", " "), _summary_value(value))
     timings = {**result.timings, **extra_timings}
     total = sum(timings.values()) or 1.0
     for stage, seconds in timings.items():
@@ -244,7 +248,7 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         _print_summary(result, hints, Console(), {"write": write_seconds} if write_seconds else {})
 
 
-def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, float]:
+def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, float, list[str]]:
     """The run itself: options and outputs checked first, then read, cluster, write."""
     from neardup.io import read_corpus
     from neardup.io.outputs import kill_point
@@ -360,9 +364,7 @@ def _print_ray_summary(summary: dict[str, Any], method: str, console: Any) -> No
     table.add_column("what")
     table.add_column("value", justify="right")
     for key, value in summary.items():
-        # Counts with thousands separators; text entries (engine_fallback) as they are.
-        table.add_row(key.replace("_", " "),
-                      f"{value:,}" if isinstance(value, (int, float)) else str(value))
+        table.add_row(key.replace("_", " "), _summary_value(value))
     total = sum(timings.values()) or 1.0
     for stage, seconds in timings.items():
         table.add_row(f"time: {stage}", f"{seconds:.2f} s ({100 * seconds / total:.0f}%)")

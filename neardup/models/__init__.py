@@ -71,18 +71,25 @@ def resolve_model(model: str | os.PathLike, kind: str) -> Path:
     )
 
 
+def _meta(model: str | os.PathLike | None, kind: str) -> dict[str, Any]:
+    """``model``'s ``model.json``, or ``{}`` when the model is None, does not resolve or
+    its file does not parse (its users then keep their generic defaults; loading reports
+    a bad model)."""
+    if model is None:
+        return {}
+    try:
+        meta = json.loads((resolve_model(model, kind) / "model.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
 def tuned_threshold(model: str | os.PathLike | None, kind: str, setting: str) -> float | None:
     """The threshold tuned on validation for ``model`` used in ``setting`` (its
     ``model.json``'s ``tuned_thresholds[setting]``), or None when the model is None, does
     not resolve, or has none for that setting (its users then keep their generic
     default; loading reports a bad model)."""
-    if model is None:
-        return None
-    try:
-        meta = json.loads((resolve_model(model, kind) / "model.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    value = meta.get("tuned_thresholds", {}).get(setting) if isinstance(meta, dict) else None
+    value = _meta(model, kind).get("tuned_thresholds", {}).get(setting)
     return float(value) if isinstance(value, (int, float)) else None
 
 
@@ -91,13 +98,7 @@ def recommended_cluster(model: str | os.PathLike | None, kind: str) -> dict[str,
     ``model.json``'s ``recommended_cluster``: ``algorithm`` and its parameters, e.g.
     ``{"algorithm": "leiden", "resolution": 0.4}``), or ``{}`` when it records none or
     does not resolve."""
-    if model is None:
-        return {}
-    try:
-        meta = json.loads((resolve_model(model, kind) / "model.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    value = meta.get("recommended_cluster") if isinstance(meta, dict) else None
+    value = _meta(model, kind).get("recommended_cluster")
     if not isinstance(value, dict) or "algorithm" not in value:
         return {}
     return {k: v for k, v in value.items() if k in ("algorithm", "resolution")}
