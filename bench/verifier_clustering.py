@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from verifier_transfer import LANGUAGE_SPLIT, SETS, THRESHOLDS, _maximin, _prob  # noqa: I001 (bench/ on sys.path)
-from verifier_variants import SHIPPED, VARIANTS, fit, held_out_cells
+from verifier_variants import SHIPPED, VARIANTS, fit, held_out_cells, load_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "verifier_clustering.json"
@@ -122,7 +122,7 @@ def test_figures(name: str, cache: Path, probs: dict, results: dict) -> dict:
     thresholds its validation rules chose: held out and the shipped model (at its default
     threshold and at the maximin one). Read only after the choice."""
     spec = CLUSTERINGS[name]
-    data = _load(cache)
+    data = load_cache(cache)
     row = results[name]
     held = {}
     for s in SETS:
@@ -139,15 +139,6 @@ def test_figures(name: str, cache: Path, probs: dict, results: dict) -> dict:
         c = test_curves(data[s], probs["all-sets"][s]["test"], spec)
         all_sets[s] = {k: v[row["all_sets"]["threshold"]] for k, v in c.items()}
     return {"held_out": held, "shipped": shipped, "all_sets": all_sets}
-
-
-def _load(cache: Path) -> dict:
-    data = {s: dict(np.load(cache / f"{s}-char5.npz", allow_pickle=False)) for s in SETS}
-    for d in data.values():  # integer labels: the same ARI, computed faster
-        for split in ("validation", LANGUAGE_SPLIT, "test"):
-            if f"{split}_clusters" in d:
-                d[f"{split}_clusters"] = np.unique(d[f"{split}_clusters"], return_inverse=True)[1]
-    return data
 
 
 def probabilities(data: dict, seed: int = 0) -> dict:
@@ -182,7 +173,7 @@ def probabilities(data: dict, seed: int = 0) -> dict:
 def run_clustering(name: str, cache: Path, probs: dict) -> dict:
     cpu = time.process_time()
     spec = CLUSTERINGS[name]
-    data = _load(cache)
+    data = load_cache(cache)
     held_out = {}
     for held in SETS:
         c = {s: curves(data[s], probs["held-out"][held][s], spec) for s in SETS}
@@ -247,7 +238,7 @@ def main() -> None:
         print(markdown(json.loads(args.results.read_text())))
         return
     cpu = time.process_time()
-    probs = probabilities(_load(args.cache), args.seed)
+    probs = probabilities(load_cache(args.cache), args.seed)
     print(f"probabilities: {time.process_time() - cpu:.0f} CPU s", flush=True)
     results = json.loads(args.results.read_text()) if args.results.exists() else {}
     if args.test:

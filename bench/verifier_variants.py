@@ -120,6 +120,17 @@ def run_variant(data: dict, spec: dict) -> dict:
                              s: language_scores(curves[s], t) for s in SETS if len(curves[s]) > 1}}}
 
 
+def load_cache(cache: Path) -> dict:
+    """Every set's arrays from a ``verifier_transfer.py features`` cache (MinHash character
+    5-gram candidates), cluster labels as integers (the same ARI, computed faster)."""
+    data = {s: dict(np.load(cache / f"{s}-char5.npz", allow_pickle=False)) for s in SETS}
+    for d in data.values():
+        for split in ("validation", "language_validation", "test"):
+            if f"{split}_clusters" in d:
+                d[f"{split}_clusters"] = np.unique(d[f"{split}_clusters"], return_inverse=True)[1]
+    return data
+
+
 def held_out_cells(row: dict) -> str:
     """A result row's held-out validation ARI per set (threshold; languages), as table cells."""
     return " | ".join(
@@ -154,11 +165,7 @@ def main() -> None:
     if args.table:
         print(markdown(json.loads(args.results.read_text())))
         return
-    data = {s: dict(np.load(args.cache / f"{s}-char5.npz", allow_pickle=False)) for s in SETS}
-    for d in data.values():  # integer labels: the same ARI, computed faster
-        for split in ("validation", "language_validation"):
-            if f"{split}_clusters" in d:
-                d[f"{split}_clusters"] = np.unique(d[f"{split}_clusters"], return_inverse=True)[1]
+    data = load_cache(args.cache)
     results = json.loads(args.results.read_text()) if args.results.exists() else {}
     for name in args.variants:
         cpu = time.process_time()
