@@ -2,7 +2,9 @@
 memory per process, overhead ratio Ray/local.
 
 Each configuration runs in a fresh child process (`neardup dedup`'s work: de-duplicate
-the Parquet shards with ``minhash`` defaults, or ``--method``, and write the clusters table):
+the Parquet shards with ``minhash`` defaults, or ``--method``, clustered by components or
+``--cluster``, and write the clusters table; ``same_clusters_as_local`` compares which
+documents share a cluster):
 
 * ``local``  - the local out-of-core engine (one process);
 * ``ray1``   - the Ray engine on a one-node cluster started by the child (2 CPUs);
@@ -25,6 +27,8 @@ work, so wall time is noisy; CPU seconds are the steadier figure.
     python bench/bench_ray.py --corpus /tmp/neardup-scale/100k --configs local ray1 --method ngram
     python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2 ray2-idle
     python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs ray2 --partitions 8
+    python bench/bench_ray.py --corpus /tmp/neardup-scale/100k --configs local ray1 --method rerank \
+        --cluster leiden --resolution 0.4
 
 ``ray1-idle`` / ``ray2-idle`` (after ``ray1`` / ``ray2`` in ``--configs``): the same
 cluster started and left idle, no job, for as long as that job ran: the CPU its daemons
@@ -58,18 +62,31 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 CHILD = r'''
 import json, sys, time
 from pathlib import Path
-config, out, method_name, partitions, files = (sys.argv[1], Path(sys.argv[2]), sys.argv[3],
-                                                int(sys.argv[4]) or None, sys.argv[5:])
+config, out, method_name, partitions, algorithm, resolution, files = (
+    sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]) or None, sys.argv[5], float(sys.argv[6]),
+    sys.argv[7:])
 start = time.perf_counter()
 from neardup.io import ReaderConfig, read_corpus, write_table
 from neardup.methods import make_method
 method = make_method(method_name)
 reader = ReaderConfig(id_field="id")
+
+
+def membership(table):
+    """A digest of the clustering (which ids share a cluster, not the cluster ids)."""
+    import hashlib
+    frame = table.select(["id", "cluster"]).to_pandas().sort_values("id")
+    first = frame.groupby("cluster")["id"].transform("first")
+    return hashlib.sha256("\n".join(first + " " + frame["id"]).encode()).hexdigest()[:16]
+
+
 if config == "local":
-    from neardup.pipeline import run
-    result = run(read_corpus(files, reader), method)
+    from neardup.pipeline import ClusterConfig, run
+    result = run(read_corpus(files, reader), method,
+                 cluster=ClusterConfig(algorithm=algorithm, resolution=resolution))
     write_table(out / "clusters.parquet", result.clusters_table())
     summary, timings, stats = result.summary(), result.timings, result.params["corpus_stage"]
+    summary["membership"] = membership(result.clusters_table())
 else:
     import os
     import ray
@@ -95,9 +112,12 @@ else:
         print(json.dumps({"summary": None, "timings": {"cluster start": ready - start}, "stats": {},
                           "seconds": time.perf_counter() - start}))
         raise SystemExit(0)
-    run_ = RayRun(RayInputs(tuple(files), reader), method, config=RayConfig(partitions=partitions))
+    run_ = RayRun(RayInputs(tuple(files), reader), method, config=RayConfig(partitions=partitions),
+                  every_edge=algorithm != "components")
     run_.execute()
-    summary = write_outputs(run_, clusters_out=out / "clusters")
+    summary = write_outputs(run_, clusters_out=out / "clusters", algorithm=algorithm, resolution=resolution)
+    import pyarrow.parquet as pq
+    summary["membership"] = membership(pq.read_table(out / "clusters"))
     timings, stats = {"cluster start": ready - start, **run_.timer.seconds}, run_.stats
     ray.shutdown()
 print(json.dumps({"summary": summary, "timings": timings, "stats": stats,
@@ -213,6 +233,9 @@ def main() -> None:
     parser.add_argument("--method", default="minhash", help="method (defaults) to de-duplicate with")
     parser.add_argument("--partitions", type=int, default=None,
                         help="key partitions of the Ray configs (RayConfig.partitions; default: the engine's)")
+    parser.add_argument("--cluster", default="components", choices=["components", "leiden", "louvain"],
+                        help="clustering of every config (leiden/louvain keep every accepted pair)")
+    parser.add_argument("--resolution", type=float, default=1.0, help="--cluster leiden/louvain: resolution")
     args = parser.parse_args()
     files = sorted(str(p) for p in args.corpus.glob("*.parquet"))[:args.files]
     rows = []
@@ -224,7 +247,8 @@ def main() -> None:
             inputs = [str(round(job["seconds"] - job["timings"]["cluster start"], 1))]
         with tempfile.TemporaryDirectory(prefix="neardup-bench-ray-") as out:
             row = {"config": config, **measure([sys.executable, "-c", CHILD, config, out, args.method,
-                                                   str(args.partitions or 0), *inputs])}
+                                                   str(args.partitions or 0), args.cluster,
+                                                   str(args.resolution), *inputs])}
         rows.append(row)
         print(json.dumps({k: row[k] for k in ("config", "wall_s", "cpu_s_sampled", "cpu_s_wait4",
                                                "peak_rss_mb_tree", "timings")}), flush=True)
@@ -235,10 +259,10 @@ def main() -> None:
             row["cpu_ratio_vs_local"] = round(max(row["cpu_s_sampled"], row["cpu_s_wait4"])
                                               / max(local["cpu_s_sampled"], local["cpu_s_wait4"]), 2)
             if row["summary"] is not None:
-                row["same_clusters_as_local"] = row["summary"]["clusters"] == local["summary"]["clusters"]
+                row["same_clusters_as_local"] = row["summary"]["membership"] == local["summary"]["membership"]
     path = save(args.name or f"ray-{args.corpus.name}",
                 {"machine": machine(), "corpus": str(args.corpus), "files": len(files), "method": args.method,
-                 "partitions": args.partitions,
+                 "partitions": args.partitions, "cluster": args.cluster, "resolution": args.resolution,
                  "rows": rows,
                  "load_average_after": os.getloadavg(),
                  "command": " ".join(["python", "bench/bench_ray.py", *sys.argv[1:]])})

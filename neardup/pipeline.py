@@ -420,13 +420,14 @@ def run(
             raise ValueError(
                 f"run: engine='ray' runs methods with a keyed corpus stage (exact, minhash, "
                 f"simhash, ngram, spotsigs, rerank) or a vector stage (retsim, "
-                f"retsim-partial, biencoder; not index='hnsw') clustered by components; got "
-                f"method {method.name!r} with cluster algorithm {cluster.algorithm!r}. Use "
-                "engine='local' or engine='memory' for it."
+                f"retsim-partial, biencoder; not index='hnsw') clustered by components, and "
+                f"those verifying their own candidates (exact, minhash, simhash, rerank) also "
+                f"by Leiden or Louvain; got method {method.name!r} with cluster algorithm "
+                f"{cluster.algorithm!r}. Use engine='local' or engine='memory' for it."
             )
         stage = run_ray_stage(batches, method, config=ray or RayConfig(),
                               time_window_hours=cluster.time_window_hours, timer=timer,
-                              progress=progress)
+                              progress=progress, every_edge=cluster.algorithm != "components")
         return _result_from_stage(stage, method, cluster, keep, timer, engine="ray")
     # The out-of-core stages: keys for the lexical methods, shards of rows for embeddings.
     stage_runner = None

@@ -83,7 +83,7 @@ def _hints(result: Result, method: Method) -> list[str]:
             hints.append(
                 f"{flags} (this model's recommended clustering) raised the worst ARI over "
                 f"the independent labelled sets above connected components' "
-                f"(docs/transfer.md); not on --engine ray."
+                f"(docs/transfer.md)."
             )
     return hints
 
@@ -330,18 +330,21 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
     if not ray_supports(method_obj, cluster.algorithm):
         raise click.UsageError(
             f"--engine ray runs exact, minhash, simhash, ngram, spotsigs, rerank, and retsim, "
-            f"retsim-partial and biencoder (--index other than hnsw), clustered by components; got "
+            f"retsim-partial and biencoder (--index other than hnsw), clustered by components, and "
+            f"exact, minhash, simhash and rerank also with --cluster leiden or louvain; got "
             f"--method {method_obj.name} with --cluster {cluster.algorithm}. Use --engine local."
         )
     config = RayConfig(address=opts["ray_address"], partitions=opts["partitions"],
                        shard_rows=opts["ray_shard_rows"])
     run = RayRun(RayInputs(tuple(str(p) for p in inputs), reader), method_obj, config=config,
-                 time_window_hours=cluster.time_window_hours, progress=progress)
+                 time_window_hours=cluster.time_window_hours, progress=progress,
+                 every_edge=cluster.algorithm != "components")
     run.execute()
     start = time.perf_counter()
     summary = write_outputs(run, clusters_out=opts["clusters_out"], pairs_out=opts["pairs_out"],
                             out=opts["out"], max_cluster_size=cluster.max_cluster_size,
-                            oversized=cluster.oversized, keep=opts["keep"])
+                            oversized=cluster.oversized, keep=opts["keep"], algorithm=cluster.algorithm,
+                            resolution=cluster.resolution, seed=cluster.seed)
     timings = {**run.timer.seconds, "write": time.perf_counter() - start}
     if opts["report"] is not None:
         from neardup.io.writers import atomic_path

@@ -150,7 +150,8 @@ _CLUSTER_OPTIONS = (
                       "rerank with its shipped verifier, leiden with --resolution 0.4 scored "
                       "higher on held-out sets (docs/transfer.md). Leiden and Louvain run "
                       "out of core for exact, minhash, simhash, wminhash and rerank, HAC in memory; "
-                      "--engine ray clusters by components only."),
+                      "--engine ray runs Leiden and Louvain for exact, minhash, simhash and rerank "
+                      "(per component, in its assign tasks)."),
     click.option("--linkage", type=click.Choice(["average", "single", "complete"]),
                  default="average", show_default=True, help="--cluster hac: linkage."),
     click.option("--hac-distance", "distance_threshold", type=click.FloatRange(0.0, 2.0),

@@ -872,9 +872,10 @@ class _NoJoins:
 class PartitionLinker:
     """Joins one partition's documents, skipping candidates already joined (by this
     partition or, on one machine, by the partitions before it: ``uf`` is then the run's
-    union-find) and verifying the rest against ``store.rows(docs)`` (the work directory's
-    memory-mapped arrays, or :class:`ArrayRows`), read only for the edges still to check. An executor that links partitions in parallel
-    gives each its own union-find over the partition's documents; the global merge of
+    union-find; none with ``every_edge`` and no ``uf``: every accepted pair is kept) and
+    verifying the rest against ``store.rows(docs)`` (the work directory's memory-mapped
+    arrays, or :class:`ArrayRows`), read only for the edges still to check. An executor
+    that links partitions in parallel gives each its own union-find over the partition's documents; the global merge of
     the forests gives the same components either way. ``dates`` (int64 epoch seconds) are
     indexed like the union-find: by global position, or with ``uf=None`` aligned with the
     partition's sorted unique documents. Results accumulate in ``forest`` and ``outside``
@@ -882,20 +883,20 @@ class PartitionLinker:
 
     def __init__(self, method: Method, docs: np.ndarray, store, dates: np.ndarray | None,
                  window_hours: float | None, uf: UnionFind | _NoJoins | None = None,
-                 rejected: PairMemory | None = None) -> None:
+                 rejected: PairMemory | None = None, every_edge: bool = False) -> None:
         self.method, self.store = method, store
-        # Every accepted pair is kept (``_NoJoins``): an accepted pair met again is done
-        # too, so the memory of decided pairs holds both verdicts.
-        self.remember_accepted = isinstance(uf, _NoJoins)
         # Pairs the method rejected (only for a costly check): met again under another
         # key, they are not scored again.
         self.rejected = rejected if method.costly_verification else None
         if uf is None:
             self.local_docs = np.unique(docs)
-            self.uf = UnionFind(self.local_docs.size)
+            self.uf = _NoJoins() if every_edge else UnionFind(self.local_docs.size)
         else:
             self.local_docs = None
             self.uf = uf
+        # Every accepted pair is kept (``_NoJoins``): an accepted pair met again is done
+        # too, so the memory of decided pairs holds both verdicts.
+        self.remember_accepted = isinstance(self.uf, _NoJoins)
         self.dates, self.window_hours = dates, window_hours
         self.forest: list[tuple[np.ndarray, ...]] = []
         self.outside: list[tuple[np.ndarray, ...]] = []

@@ -631,17 +631,28 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, options:
     """One key partition linked as the local engine links it (skip an edge whose documents
     are already joined, verify the others), with a union-find over the partition's
     documents seeded with the earlier wave's components (``edges["seed"]``). Returns its
-    counts, then its result: forest edges, the pairs the time window kept apart, counts."""
+    counts, then its result: forest edges, the pairs the time window kept apart, counts.
+    With ``options["every_edge"]`` (community detection) nothing is skipped and the
+    "forest" holds every accepted pair."""
     _maybe_fail_once("link")
     if "rows" in edges:
         return _link_rows(edges, method, window_hours, options, *rows)
     cpu = time.process_time()
     left, right, score, seed = edges["left"], edges["right"], edges["score"], edges["seed"]
+    every_edge = options.get("every_edge", False)
+    if every_edge and left.size:
+        # Each candidate pair verified once here (a pair shares several keys: LSH bands);
+        # pairs shared with other partitions are dropped at the merge.
+        codes = pair_codes(np.minimum(left, right), np.maximum(left, right))
+        first = np.sort(np.unique(codes, return_index=True)[1])
+        left, right = left[first], right[first]
+        score = score[first] if score is not None else None
     local = _unique_positions(np.concatenate((left, right)))
     arrays = {name: np.concatenate([r[name] for r in rows]) for name in rows[0]} if rows else {}
     dates = arrays.pop("date", None) if window_hours is not None else None
     arrays.pop("date", None)
-    linker = PartitionLinker(method, local, ArrayRows(local, arrays), dates, window_hours, uf=None)
+    linker = PartitionLinker(method, local, ArrayRows(local, arrays), dates, window_hours, uf=None,
+                             every_edge=every_edge)
     if seed is not None and local.size:
         # Documents of one earlier component start joined (not forest edges: the earlier
         # wave's forest holds them).
@@ -667,7 +678,7 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
     local stage's own partition linker over the partition's key rows and the rows its
     shards shipped (a union-find over the partition's documents, seeded in later waves with
     the earlier waves' components: their documents' edges are skipped, not verified)."""
-    from neardup.engine.corpus import _link_partition, default_memory_limit
+    from neardup.engine.corpus import _link_partition, _NoJoins, default_memory_limit
 
     cpu = time.process_time()
     keys = edges["rows"]
@@ -681,7 +692,7 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
     need = edges["need"]
     store = _ShippedRows(np.searchsorted(local, need), rows,
                          dates=method.candidate_dates and options["has_dates"])
-    uf = UnionFind(local.size)
+    uf = _NoJoins() if options.get("every_edge", False) else UnionFind(local.size)
     seed = edges["seed"]
     if seed is not None and local.size:
         roots = _roots_of(local, seed)
@@ -858,16 +869,18 @@ def _pair_link_task(state: dict, method: Method, window_hours: float | None, opt
                     "outside": (outside.left, outside.right, outside.score)}
 
 
-def _merge_forests(*results: dict) -> tuple[Pairs, Pairs]:
+def _merge_forests(*results: dict, every_edge: bool = False) -> tuple[Pairs, Pairs]:
     """Link results as one (the Python API's driver, which holds every document anyway): a
     spanning forest of their forests' union (a union-find over the documents in them, edges
-    sorted by (left, right), so the forest is deterministic), and the pairs the time
-    window kept apart."""
+    sorted by (left, right), so the forest is deterministic), or with ``every_edge`` every
+    accepted pair once, and the pairs the time window kept apart."""
     def cat(part: str, i: int, dtype) -> np.ndarray:
         return np.concatenate([np.zeros(0, dtype)] + [r[part][i] for r in results]).astype(dtype)
 
     forest = Pairs(cat("forest", 0, np.int64), cat("forest", 1, np.int64), cat("forest", 2, np.float32))
     outside = Pairs(cat("outside", 0, np.int64), cat("outside", 1, np.int64), cat("outside", 2, np.float32))
+    if every_edge:
+        return forest.canonical(), outside.canonical()
     return _spanning_forest(forest.left, forest.right, forest.score), outside.canonical()
 
 
@@ -1280,6 +1293,7 @@ def run_ray_stage(
     time_window_hours: float | None = None,
     timer: StageTimer | None = None,
     progress: bool | None = None,
+    every_edge: bool = False,
 ) -> CorpusStageOutput:
     """The corpus stage on Ray (see the module docstring).
 
@@ -1290,10 +1304,11 @@ def run_ray_stage(
     proportional to the corpus, and :func:`write_outputs` avoids even that. ``progress``
     as the local engine's: bars on stderr (None: when it is a terminal) for the sketch
     tasks, the link (or search) tasks with the components rounds as their status, and
-    the components of a run without waves, advanced as the tasks finish.
+    the components of a run without waves, advanced as the tasks finish. ``every_edge``:
+    keep every accepted pair (for Leiden or Louvain), not only a spanning forest.
     """
     run = RayRun(source, method, config=config, time_window_hours=time_window_hours,
-                 timer=timer, progress=progress)
+                 timer=timer, progress=progress, every_edge=every_edge)
     run.execute()
     return run.stage_output()
 
@@ -1310,11 +1325,17 @@ class RayRun:
     driver fetches those only when asked (``nodes``, ``node_roots``, ``forest``,
     ``outside``: the Python API's :meth:`stage_output`); :func:`write_outputs` leaves
     them in the cluster.
+
+    ``every_edge`` (community detection: Leiden, Louvain): the link tasks skip no
+    candidate for joining documents already joined and keep every accepted pair (the
+    local engine's ``every_edge``), all partitions in one wave (later waves would only
+    skip what earlier ones joined); ``forest`` is then every accepted pair, and
+    :func:`write_outputs` clusters each component from them.
     """
 
     def __init__(self, source, method: Method, *, config: RayConfig = RayConfig(),
                  time_window_hours: float | None = None, timer: StageTimer | None = None,
-                 progress: bool | None = None) -> None:
+                 progress: bool | None = None, every_edge: bool = False) -> None:
         if (method.candidate_arrays is None and method.vector_search is None) or (
                 method.vector_search is not None and method.candidate_text_chars is not None):
             raise ValueError(
@@ -1328,6 +1349,13 @@ class RayRun:
         self.window = time_window_hours
         self.timer = timer or StageTimer()
         self.progress = progress
+        self.every_edge = every_edge
+        if every_edge and (method.candidate_arrays is None or exchanges_pair_counts(method)):
+            raise ValueError(
+                f"run: engine='ray' clusters method {method.name!r} by connected components only "
+                "(Leiden and Louvain need every accepted pair, which its "
+                + ("vector stage" if method.candidate_arrays is None else "pair-count exchange")
+                + " does not keep). Use engine='local' or 'memory' for them.")
 
     def execute(self) -> None:
         ray = import_ray()
@@ -1383,7 +1411,8 @@ class RayRun:
             ("date",) if self.window is not None or method.candidate_dates else ()) + (
             (SET_SIZES, SET_VALUES) if method.candidate_sets else ()) + (
             (TEXTS,) if method.candidate_text_chars is not None else ())
-        options = {"memory_limit": self.config.memory_limit, "has_dates": self.has_dates}
+        options = {"memory_limit": self.config.memory_limit, "has_dates": self.has_dates,
+                   "every_edge": self.every_edge}
         bucket = ray.remote(_bucket_task).options(num_returns=len(shards) + 1)
         gather = ray.remote(_gather_task)
         # Set-overlap methods (ngram, spotsigs) through the pair-count exchange: each link
@@ -1395,7 +1424,7 @@ class RayRun:
             options["exchange"] = (_pair_bounds(self.n_docs, n_ranges), np.append(self.offsets, self.n_docs))
         record_parts, unseen_parts = [], []
         link = ray.remote(_link_task).options(num_returns=2 + (n_ranges + len(shards) if exchange else 0))
-        waves = _waves(partitions, self.config.first_wave)
+        waves = [list(range(partitions))] if self.every_edge else _waves(partitions, self.config.first_wave)
         labels = None  # (bounds, per range the labels) of the waves so far
         totals: dict[str, float] = {}
         self.wave_stats, self.link_refs, self.exchange_stats = [], [], None
@@ -1607,13 +1636,14 @@ class RayRun:
             labels = ray.get(self.label_refs)
             nodes = np.concatenate([np.zeros(0, np.int64)] + [x["node"] for x in labels])
             roots = np.concatenate([np.zeros(0, np.int64)] + [x["root"] for x in labels])
-            forest, outside = _merge_forests(*ray.get(self.link_refs))
+            forest, outside = _merge_forests(*ray.get(self.link_refs), every_edge=self.every_edge)
             self._fetched = (nodes, roots, forest, outside)
         return self._fetched
 
     nodes = property(lambda self: self._fetch()[0], doc="Sorted positions of joined documents.")
     node_roots = property(lambda self: self._fetch()[1], doc="Component root of each of ``nodes``.")
-    forest = property(lambda self: self._fetch()[2], doc="Verified edges joining components (Pairs).")
+    forest = property(lambda self: self._fetch()[2],
+                      doc="Verified edges joining components (Pairs); every accepted pair with every_edge.")
     outside = property(lambda self: self._fetch()[3], doc="Pairs the time window kept apart (Pairs).")
 
     def _finish(self, counts: dict, partitions: int) -> None:
@@ -1758,14 +1788,18 @@ def _forest_by_root_task(bounds: np.ndarray, labels: dict, *parts: dict) -> tupl
 
 
 @_traced
-def _assign_task(shard_starts: np.ndarray, max_cluster_size: int | None, oversized: str, keep: str,
-                 pairs_path: str | None, method_name: str, n_facts: int, *parts: dict) -> tuple:
+def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: str, pairs_path: str | None,
+                 method_name: str, n_facts: int, *parts: dict) -> tuple:
     """Cluster, size, representative and template flag of the joined documents whose root
     lies in one range (whole components: ``parts`` are their facts from every shard, then
-    their forest edges), with the local engine's rules (graph.cluster.flag_oversized,
-    pipeline.choose_representatives) and root positions as cluster ids; writes the
-    range's pairs (a spanning forest of the components' verified edges) to
+    their forest edges), with the local engine's rules (graph.cluster.cluster_pairs with
+    ``clustering``'s algorithm, resolution, seed, max_cluster_size and oversized;
+    pipeline.choose_representatives) and each cluster's smallest position as its id;
+    writes the range's pairs (a spanning forest of the components' verified edges; every
+    accepted pair for community detection, whose link results hold them all) to
     ``pairs_path``. Returns counts, then per shard the table of its joined documents."""
+    from neardup.graph.cluster import canonical_labels, cluster_pairs, flag_oversized
+
     facts, edges = parts[:n_facts], parts[n_facts:]
     nodes = np.concatenate([np.zeros(0, np.int64)] + [f["doc"] for f in facts])
     by = np.argsort(nodes, kind="stable")
@@ -1773,39 +1807,46 @@ def _assign_task(shard_starts: np.ndarray, max_cluster_size: int | None, oversiz
     roots = np.concatenate([np.zeros(0, np.int64)] + [f["root"] for f in facts])[by]
     lengths = np.concatenate([np.zeros(0, np.int64)] + [f["length"] for f in facts])[by]
     ids = np.concatenate([np.zeros(0, object)] + [f["id"] for f in facts])[by]
-    cluster_of = roots.copy()
-    _, inverse, sizes = np.unique(roots, return_inverse=True, return_counts=True)
-    size = sizes[inverse]
-    template = np.zeros(nodes.size, bool)
-    if max_cluster_size is not None:
-        template = size > max_cluster_size
-        if oversized == "split":
-            cluster_of = np.where(template, nodes, cluster_of)
-            size = np.where(template, 1, size)
+    edges = Pairs(*(np.concatenate([np.zeros(0, t)] + [e[k] for e in edges])
+                    for k, t in (("left", np.int64), ("right", np.int64), ("score", np.float32))))
+    algorithm = clustering["algorithm"]
+    limits = {"max_cluster_size": clustering["max_cluster_size"], "oversized": clustering["oversized"]}
+    if algorithm == "components":
+        result = flag_oversized(canonical_labels(roots), **limits)
+        pairs = _spanning_forest(edges.left, edges.right, edges.score)
+    else:
+        # Whole components, numbered in position order as in the corpus-wide run: each
+        # component's graph (and so its communities) is the one the local engine builds.
+        pairs = edges.canonical()
+        local = Pairs(np.searchsorted(nodes, pairs.left), np.searchsorted(nodes, pairs.right), pairs.score)
+        result = cluster_pairs(local, nodes.size, method=algorithm, resolution=clustering["resolution"],
+                               seed=clustering["seed"], **limits)
+    # A cluster's id is its smallest position (its component's root for components).
+    smallest = np.full(int(result.labels.max()) + 1 if nodes.size else 0, np.iinfo(np.int64).max)
+    np.minimum.at(smallest, result.labels, nodes)
+    cluster_of, size, template = smallest[result.labels], result.sizes, result.oversized
     primary = -lengths if keep == "longest" else np.zeros(nodes.size, np.int64)
     by = np.lexsort((nodes, primary, cluster_of))
     first = np.ones(nodes.size, bool)
     first[1:] = cluster_of[by][1:] != cluster_of[by][:-1]
     representative = np.zeros(nodes.size, bool)
     representative[by[first]] = True
-    forest = _spanning_forest(*(np.concatenate([np.zeros(0, t)] + [e[k] for e in edges])
-                                for k, t in (("left", np.int64), ("right", np.int64), ("score", np.float32))))
-    if pairs_path is not None and (len(forest) or pairs_path.endswith("part-00000.parquet")):
+    if pairs_path is not None and (len(pairs) or pairs_path.endswith("part-00000.parquet")):
         import pyarrow.parquet as pq
 
         pq.write_table(pa.table({
-            "id_a": pa.array(ids[np.searchsorted(nodes, forest.left)].tolist(), pa.string()),
-            "id_b": pa.array(ids[np.searchsorted(nodes, forest.right)].tolist(), pa.string()),
-            "score": pa.array(forest.score, pa.float32()),
-            "method": pa.array([method_name] * len(forest), pa.string()),
-            "outside_window": pa.array(np.zeros(len(forest), bool)),
+            "id_a": pa.array(ids[np.searchsorted(nodes, pairs.left)].tolist(), pa.string()),
+            "id_b": pa.array(ids[np.searchsorted(nodes, pairs.right)].tolist(), pa.string()),
+            "score": pa.array(pairs.score, pa.float32()),
+            "method": pa.array([method_name] * len(pairs), pa.string()),
+            "outside_window": pa.array(np.zeros(len(pairs), bool)),
         }), pairs_path)
     cluster_sizes = np.unique(cluster_of, return_counts=True)[1] if nodes.size else np.zeros(0, np.int64)
     counts = {"dropped": int((~representative).sum()),
               "documents_in_duplicate_clusters": int((size > 1).sum()),
               "duplicate_clusters": int((cluster_sizes > 1).sum()),
               "largest_cluster": int(cluster_sizes.max()) if cluster_sizes.size else 0,
-              "template_documents": int(template.sum()), "pairs": len(forest), "documents": int(nodes.size)}
+              "template_documents": int(template.sum()), "pairs": len(pairs), "documents": int(nodes.size)}
     by_shard = _split_by(_range_of(nodes, shard_starts), shard_starts.size - 1, doc=nodes, cluster=cluster_of,
                          size=size, representative=representative, template=template)
     return (counts, *by_shard)
@@ -1925,22 +1966,36 @@ def _replace_dir(tmp: Path, final: Path) -> None:
 
 def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
                   max_cluster_size: int | None = None, oversized: str = "flag",
-                  keep: str = "longest") -> dict[str, Any]:
+                  keep: str = "longest", algorithm: str = "components", resolution: float = 1.0,
+                  seed: int = 0) -> dict[str, Any]:
     """Write a finished Ray run's outputs as directories of Parquet files, from the
     workers: ``clusters_out`` (id, cluster, cluster_size, representative, status,
     template; one row per document, one file per shard; ``cluster`` is the input position
     of the cluster's first document), ``pairs_out`` (id_a, id_b, score, method,
-    outside_window: a spanning forest of the verified edges, one file per range of
-    component roots, then the time-window rejects, one file per shard) and ``out`` (the
+    outside_window: a spanning forest of the verified edges, or every accepted pair when
+    ``algorithm`` is "leiden" or "louvain", one file per range of component roots, then
+    the time-window rejects, one file per shard) and ``out`` (the
     kept documents' full records, one file per shard). Each directory is written beside
     its final path and renamed into place. No process holds every joined document: the
     components' labels, facts and forest edges are cut by range of root, one assign
     task per range (:func:`_assign_task`); the driver receives only counts. Returns the
-    run summary (as :meth:`neardup.pipeline.Result.summary`)."""
+    run summary (as :meth:`neardup.pipeline.Result.summary`).
+
+    ``algorithm``, ``resolution``, ``seed``, ``max_cluster_size`` and ``oversized`` are
+    those of :func:`neardup.graph.cluster_pairs`; community detection runs per component
+    inside the assign tasks, and needs a run made with ``every_edge=True``."""
     import ray
 
     if not isinstance(run.source, RayInputs):
         raise ValueError("write_outputs: the run must read its inputs from files (RayInputs)")
+    if (algorithm != "components") != run.every_edge:
+        raise ValueError(
+            f"write_outputs: algorithm={algorithm!r} needs a run made with every_edge="
+            f"{algorithm != 'components'} (community detection reads every accepted pair, "
+            "components a spanning forest); got a run with every_edge="
+            f"{run.every_edge}.")
+    clustering = {"algorithm": algorithm, "resolution": resolution, "seed": seed,
+                  "max_cluster_size": max_cluster_size, "oversized": oversized}
     bounds, labels = run.bounds, run.label_refs
     ranges = len(labels)
     shards = plan_shards(run.source, run.config.shard_rows)
@@ -1966,7 +2021,7 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
             tmp.mkdir(parents=True)
             tmp_of[name] = (tmp, final)
     assign = ray.remote(_assign_task).options(num_returns=n_shards + 1)
-    assigned = [assign.remote(shard_starts, max_cluster_size, oversized, keep,
+    assigned = [assign.remote(shard_starts, clustering, keep,
                               str(tmp_of["pairs"][0] / f"part-{a:05d}.parquet") if "pairs" in tmp_of else None,
                               run.method.name, len(live), *[facts[s][1 + a] for s in live],
                               *[p[a] for p in root_parts])
@@ -2020,7 +2075,7 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
         "largest_cluster": largest or min(run.n_docs, 1),
         "empty_documents": int(empty),
         "template_documents": int(counts.get("template_documents", 0)),
-        "pairs": run.forest_edges,
+        "pairs": int(counts.get("pairs", 0)) if run.every_edge else run.forest_edges,
         **({"pairs_outside_time_window": run.outside_edges} if run.outside_edges else {}),
     }
 

@@ -382,6 +382,78 @@ def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, met
         assert exchange["ranges"] == 8 and exchange["scored_from_counts"] > 0
 
 
+def _assert_same_pairs(got, expected) -> None:
+    got, expected = got.canonical(), expected.canonical()
+    np.testing.assert_array_equal(got.left, expected.left)
+    np.testing.assert_array_equal(got.right, expected.right)
+    # A verifier's score of one pair may differ in the last float32 bits with the batch
+    # it was scored in (a partition's, not the whole corpus's).
+    np.testing.assert_allclose(got.score, expected.score, rtol=1e-5)
+
+
+@pytest.mark.parametrize("method, params, resolution", [
+    ("minhash", {"threshold": 0.3}, 1.0), ("minhash", {"threshold": 0.3}, 0.4),
+    ("simhash", {"threshold": 5}, 1.0), ("exact", {}, 1.0),
+])
+def test_community_detection_same_clusters_as_local_engine(cluster, shards, method, params, resolution):
+    # Leiden needs every accepted pair, not a spanning forest: one wave, nothing skipped,
+    # the pairs merged once each; same communities as the local out-of-core engine.
+    reader, method_obj = ReaderConfig(id_field="id"), make_method(method, **params)
+    leiden = ClusterConfig(algorithm="leiden", resolution=resolution)
+    local = run(read_corpus(shards, reader), method_obj, cluster=leiden)
+    distributed = run(RayInputs(tuple(shards), reader), method_obj, cluster=leiden, engine="ray",
+                      ray=RayConfig(shard_rows=800, partitions=8))
+    assert local.params["engine"] == "local" and distributed.params["engine"] == "ray"
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    np.testing.assert_array_equal(distributed.representative, local.representative)
+    _assert_same_pairs(distributed.pairs, local.pairs)  # every accepted pair
+    assert len(distributed.params["corpus_stage"]["waves"]) == 1
+    if method == "minhash":  # Leiden cut components here: the test can tell the two apart
+        components = run(read_corpus(shards, reader), method_obj)
+        assert distributed.n_clusters > components.n_clusters
+        assert len(distributed.pairs) > distributed.n_docs - components.n_clusters
+
+
+def test_rerank_leiden_on_ray_as_locally(cluster, shards, tiny_verifier, tmp_path):
+    # The verifier's recommended clustering (Leiden), through the API and the CLI's
+    # distributed outputs: the local engine's clusters and pairs.
+    reader = ReaderConfig(id_field="id", date_field="date")
+    method = make_method("rerank", scorer="verifier", model=str(tiny_verifier))
+    leiden = ClusterConfig(algorithm="leiden", resolution=0.4)
+    local = run(read_corpus(shards[:1], reader), method, cluster=leiden)
+    distributed = run(RayInputs(tuple(shards[:1]), reader), method, cluster=leiden, engine="ray",
+                      ray=RayConfig(shard_rows=800, partitions=8))
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    np.testing.assert_array_equal(distributed.representative, local.representative)
+    _assert_same_pairs(distributed.pairs, local.pairs)
+    args = ["dedup", shards[0], "--method", "rerank", "--param", "scorer=verifier", "--param",
+            f"model={tiny_verifier}", "--id-field", "id", "--date-field", "date", "--cluster", "leiden",
+            "--resolution", "0.4", "--quiet"]
+    result = CliRunner().invoke(main, [*args, "--engine", "ray", "--ray-address", cluster["address"],
+                                       "--clusters-out", str(tmp_path / "c"), "--pairs-out",
+                                       str(tmp_path / "p"), "--report", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    got = _clusters_table(tmp_path / "c").loc[local.ids]
+    assert _same_membership(got["cluster"], local.clusters)
+    assert (got["representative"].to_numpy() == local.representative).all()
+    assert (got["cluster_size"].to_numpy() == local.cluster_size).all()
+    written = pq.read_table(tmp_path / "p").to_pandas()
+    assert len(written) == len(local.pairs) == json.loads((tmp_path / "r.json").read_text())["summary"]["pairs"]
+    position = {doc_id: i for i, doc_id in enumerate(local.ids)}
+    a, b = written["id_a"].map(position).to_numpy(), written["id_b"].map(position).to_numpy()
+    assert set(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist())) == set(
+        zip(local.pairs.canonical().left.tolist(), local.pairs.canonical().right.tolist()))
+
+
+def test_write_outputs_refuses_a_clustering_the_run_did_not_keep_pairs_for(cluster, shards, tmp_path):
+    run_ = RayRun(RayInputs(tuple(shards[:1]), ReaderConfig(id_field="id")), make_method("exact"),
+                  config=RayConfig(shard_rows=800, partitions=2))
+    run_.execute()
+    with pytest.raises(ValueError, match="algorithm='leiden' needs a run made with every_edge=True"):
+        write_outputs(run_, clusters_out=tmp_path / "c", algorithm="leiden")
+    assert not (tmp_path / "c").exists()
+
+
 def test_wminhash_fitted_in_advance_runs_on_ray(cluster, shards):
     # Fitted with fit(): no statistics pass is needed, so Ray takes it; its shards must
     # key and store the samples of the keyed sketch (the plain sketch has none).
@@ -399,8 +471,11 @@ def test_wminhash_fitted_in_advance_runs_on_ray(cluster, shards):
 
 
 def test_unsupported_method_is_refused(cluster):
-    with pytest.raises(ValueError, match="engine='ray' runs methods with a keyed corpus stage"):
-        run(iter([]), make_method("ngram"), cluster=ClusterConfig(algorithm="leiden"), engine="ray")
+    # ngram links through the pair-count exchange, which skips pairs already joined: no
+    # Leiden there (nor on the vector stage), refused before any Ray work.
+    for method in (make_method("ngram"), FakeRETSim()):
+        with pytest.raises(ValueError, match="engine='ray' runs methods with a keyed corpus stage"):
+            run(iter([]), method, cluster=ClusterConfig(algorithm="leiden"), engine="ray")
 
 
 @pytest.mark.parametrize("name", ["wminhash", "sanderson"])
