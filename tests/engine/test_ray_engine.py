@@ -435,6 +435,8 @@ def test_rerank_leiden_on_ray_as_locally(cluster, shards, tiny_verifier, tmp_pat
     assert result.exit_code == 0, result.output
     got = _clusters_table(tmp_path / "c").loc[local.ids]
     assert _same_membership(got["cluster"], local.clusters)
+    components = run(read_corpus(shards[:1], reader), method)  # Leiden cuts some components
+    assert not _same_membership(got["cluster"], components.clusters)
     assert (got["representative"].to_numpy() == local.representative).all()
     assert (got["cluster_size"].to_numpy() == local.cluster_size).all()
     written = pq.read_table(tmp_path / "p").to_pandas()
