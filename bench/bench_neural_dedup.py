@@ -36,7 +36,8 @@ CONFIGS = {
                            "--param", "batch_size=8"],
     "biencoder": ["--method", "biencoder"],
     "biencoder-news": ["--method", "biencoder", "--model", "biencoder-news"],
-    "rerank-verifier": ["--method", "rerank", "--param", "scorer=verifier"],
+    # Connected components, as measured (the verifier's default is now --cluster auto: Leiden).
+    "rerank-verifier": ["--method", "rerank", "--param", "scorer=verifier", "--cluster", "components"],
     "rerank-cross-encoder": ["--method", "rerank", "--param", "scorer=cross-encoder"],
 }
 

@@ -131,7 +131,10 @@ def main() -> None:
             report = Path(tmp) / f"{method}-report.json"
             cmd = [sys.executable, "-m", "neardup", "dedup", *files, "--method", method,
                    "--text-field", "text", "--id-field", "id", "--clusters-out", str(out),
-                   "--report", str(report), "--quiet", *args.extra]
+                   "--report", str(report), "--quiet",
+                   # Components unless --extra names a clustering: the published runs'
+                   # (rerank's default became --cluster auto, Leiden, after them).
+                   *(() if "--cluster" in args.extra else ("--cluster", "components")), *args.extra]
             earlier = recorded_usage(args.extra)
             row = {"tool": "neardup", "method": method, "docs": int(truth.size), **measure_command(cmd)}
             if earlier is not None:

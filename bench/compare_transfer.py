@@ -66,7 +66,7 @@ class Entry:
     grid: dict | None = None  # None: the method's default grid
     neural: bool = False
     run: bool = True  # False: results kept from an earlier code version, not re-run
-    cluster: dict | None = None  # ClusterConfig fields; None: connected components
+    cluster: dict | None = None  # ClusterConfig fields; None: its defaults ("auto")
 
 
 CHAR5 = {"shingle": {"unit": "char", "n": 5}}
@@ -92,7 +92,8 @@ ENTRIES = [
           grid={"threshold": [0.5, 0.6, 0.62, 0.64, 0.66, 0.68, 0.7, 0.72, 0.75, 0.8, 0.85, 0.9,
                               0.92, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99]},
           neural=True),
-    Entry("rerank (verifier)", "rerank", neural=True),
+    # Connected components, rerank's default clustering until "auto" (the row below).
+    Entry("rerank (verifier)", "rerank", neural=True, cluster={"algorithm": "components"}),
     # The verifier model's recommended clustering (model.json recommended_cluster, chosen
     # on validation splits by bench/verifier_clustering.py).
     Entry("rerank (verifier), Leiden 0.4", "rerank", neural=True,

@@ -129,11 +129,11 @@ def main() -> None:
 
                 params["shingle"] = ShingleConfig(unit=params.pop("shingle"), n=params.pop("ngram"))
             start, cpu = time.perf_counter(), time.process_time()
-            memory = neardup.dedup(texts, method, engine="memory", pair_types=False, **params)
+            memory = neardup.dedup(texts, method, cluster="components", engine="memory", pair_types=False, **params)
             t_memory, cpu_memory = time.perf_counter() - start, time.process_time() - cpu
             with tempfile.TemporaryDirectory() as work:
                 start, cpu = time.perf_counter(), time.process_time()
-                local = neardup.dedup(texts, method, engine="local", pair_types=False,
+                local = neardup.dedup(texts, method, cluster="components", engine="local", pair_types=False,
                                       work_dir=work, memory_limit=memory_limit,
                                       partitions=partitions, **params)
                 t_local, cpu_local = time.perf_counter() - start, time.process_time() - cpu
@@ -182,12 +182,12 @@ def neural(args) -> None:
                 if args.only is not None and label not in args.only:
                     continue
                 start = time.process_time()
-                memory = neardup.dedup(texts, method, engine="memory", pair_types=False,
+                memory = neardup.dedup(texts, method, cluster="components", engine="memory", pair_types=False,
                                        cache_dir=cache, **params)
                 cpu_memory = time.process_time() - start  # embedding included
                 with tempfile.TemporaryDirectory() as work:
                     start = time.process_time()
-                    local = neardup.dedup(texts, method, engine="local", pair_types=False,
+                    local = neardup.dedup(texts, method, cluster="components", engine="local", pair_types=False,
                                           work_dir=work, memory_limit="1MB", cache_dir=cache,
                                           **params)
                     cpu_local = time.process_time() - start  # embeddings from the cache

@@ -77,7 +77,7 @@ def main() -> None:
         RerankMethod.costly_verification = property(lambda self: False)
     start = time.process_time()
     result = neardup.dedup(table.select(["id", "text"]), "rerank", id_field="id",
-                           pair_types=False)
+                           pair_types=False, cluster="components")
     cpu = time.process_time() - start
     left, right, accept, passed = (np.concatenate(c) for c in zip(*scored))
     lo, hi = left[~accept], right[~accept]

@@ -281,8 +281,10 @@ def dedup(
         starts a local one. ``partitions`` sets the Ray engine's key partitions too.
     **params
         Method parameters (e.g. ``threshold=0.5, num_perm=128`` for "minhash"; see each
-        method class) and clustering parameters: ``cluster`` ("components", "leiden",
-        "louvain", "hac"), ``max_cluster_size``, ``oversized`` ("flag", "split"),
+        method class) and clustering parameters: ``cluster`` ("auto", the default: the
+        method's recommended clustering, Leiden at resolution 0.4 for "rerank" with its
+        shipped verifier, else "components"; or "components", "leiden", "louvain",
+        "hac"), ``max_cluster_size``, ``oversized`` ("flag", "split"),
         ``resolution``, ``linkage`` and ``distance_threshold`` (for "hac"), and
         ``time_window_hours`` (do not merge documents dated further apart; needs
         ``date_field``; "sanderson" takes it as its own parameter).

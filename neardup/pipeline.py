@@ -12,7 +12,7 @@ corpus-wide stages. Raw text is never held beyond the batch being sketched.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -59,16 +59,25 @@ STATUS_OK = "ok"
 STATUS_EMPTY = "empty"
 
 
+#: ``ClusterConfig.algorithm`` values ("auto" is resolved per method before a run).
+CLUSTER_ALGORITHMS = ("auto", "components", "leiden", "louvain", "hac")
+
+
 @dataclass(frozen=True)
 class ClusterConfig:
     """How scored pairs become clusters.
 
     Parameters
     ----------
-    algorithm : {"components", "leiden", "louvain", "hac"}, default "components"
+    algorithm : {"auto", "components", "leiden", "louvain", "hac"}, default "auto"
         Connected components (single linkage over the pairs), community detection, which
         cuts weak bridges between otherwise separate groups (Silcock et al. 2022 found it
-        helps n-gram methods most), or agglomerative clustering per component.
+        helps n-gram methods most), or agglomerative clustering per component. "auto":
+        the clustering the method's model was measured best with on held-out sets
+        (:meth:`~neardup.methods.Method.recommended_cluster`, resolution included:
+        rerank with its shipped verifier gets Leiden at resolution 0.4,
+        docs/transfer.md), else connected components (every other method today); see
+        :meth:`resolved`.
     max_cluster_size : int or None, default None
         Clusters larger than this are flagged as templates/boilerplate.
     oversized : {"flag", "split"}, default "flag"
@@ -92,7 +101,7 @@ class ClusterConfig:
         ``minhash`` Jaccard 1.0), since a story re-sent unchanged is the same story.
     """
 
-    algorithm: str = "components"
+    algorithm: str = "auto"
     max_cluster_size: int | None = None
     oversized: str = "flag"
     resolution: float = 1.0
@@ -102,9 +111,7 @@ class ClusterConfig:
     time_window_hours: float | None = None
 
     def __post_init__(self) -> None:
-        check_choice(
-            "ClusterConfig", "algorithm", self.algorithm, ("components", "leiden", "louvain", "hac")
-        )
+        check_choice("ClusterConfig", "algorithm", self.algorithm, CLUSTER_ALGORITHMS)
         check_choice("ClusterConfig", "linkage", self.linkage, ("average", "single", "complete"))
         check_float("ClusterConfig", "distance_threshold", self.distance_threshold, low=0.0, high=2.0)
         if self.max_cluster_size is not None:
@@ -116,6 +123,14 @@ class ClusterConfig:
 
     def get_params(self) -> dict:
         return asdict(self)
+
+    def resolved(self, method: Method) -> ClusterConfig:
+        """This configuration with ``algorithm="auto"`` replaced by ``method``'s
+        recommended clustering (its algorithm and, when it names one, its resolution),
+        or by connected components when it recommends none; other algorithms unchanged."""
+        if self.algorithm != "auto":
+            return self
+        return replace(self, **{"algorithm": "components", **method.recommended_cluster()})
 
 
 @dataclass
@@ -405,6 +420,7 @@ def run(
     """
     check_choice("run", "keep", keep, KEEP_RULES)
     check_choice("run", "engine", engine, ENGINES)
+    cluster = cluster.resolved(method)
     timer = StageTimer()
     if engine == "ray":
         from neardup.engine.ray_engine import RayConfig, ray_supports, run_ray_stage
@@ -580,6 +596,7 @@ def run_on_sketch(
     pair-only parameters (thresholds) re-uses one sketch.
     """
     check_choice("run_on_sketch", "keep", keep, KEEP_RULES)
+    cluster = cluster.resolved(method)
     timer = timer or StageTimer()
     n_docs = corpus.n_docs
     sketch = corpus.sketch

@@ -159,8 +159,9 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
     params = method_params_from_options(method, opts, seed=opts["seed"])
     reader = reader_config_from_options(opts)
     wide = candidate_params(method, params)
+    # Connected components: the scored pairs only are read here, not the clusters.
     result = run(read_corpus(list(inputs), reader), make_method(method, **wide),
-                 progress=False)
+                 cluster=ClusterConfig(algorithm="components"), progress=False)
     ids = [str(i) for i in result.ids.tolist()]
     pairs = result.pairs
     score_of = {}

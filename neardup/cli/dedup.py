@@ -81,7 +81,8 @@ def _hints(result: Result, method: Method) -> list[str]:
             flags = " ".join(f"--{'cluster' if k == 'algorithm' else k} {v}"
                              for k, v in recommended.items())
             hints.append(
-                f"{flags} (this model's recommended clustering) raised the worst ARI over "
+                f"{flags} (this model's recommended clustering, which the default --cluster "
+                f"auto uses) raised the worst ARI over "
                 f"the independent labelled sets above connected components' "
                 f"(docs/transfer.md)."
             )
@@ -256,7 +257,7 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
     method = opts["method"]
     params = method_params_from_options(method, opts, seed=opts["seed"])
     method_obj = make_method(method, **params)
-    cluster = cluster_config_from_options(opts, seed=opts["seed"])
+    cluster = cluster_config_from_options(opts, seed=opts["seed"]).resolved(method_obj)
     reader = reader_config_from_options(opts)
     progress = False if opts["quiet"] else opts["progress"]
     outputs = _output_set(inputs, opts)
@@ -285,7 +286,7 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any]) -> None:
 
     method_obj = make_method(opts["method"], **method_params_from_options(
         opts["method"], opts, seed=opts["seed"]))
-    cluster = cluster_config_from_options(opts, seed=opts["seed"])
+    cluster = cluster_config_from_options(opts, seed=opts["seed"]).resolved(method_obj)
     reader = reader_config_from_options(opts)
     progress = False if opts["quiet"] else opts["progress"]
     summary = _run_ray(inputs, method_obj, cluster, reader, progress, opts)

@@ -143,12 +143,14 @@ _METHOD_OPTIONS = (
 
 _CLUSTER_OPTIONS = (
     click.option("--cluster", "cluster_algorithm",
-                 type=click.Choice(["components", "leiden", "louvain", "hac"]),
-                 default="components", show_default=True,
+                 type=click.Choice(["auto", "components", "leiden", "louvain", "hac"]),
+                 default="auto", show_default=True,
                  help="Connected components, community detection to cut weak bridges "
-                      "(leiden, louvain), or agglomerative clustering (hac). For --method "
-                      "rerank with its shipped verifier, leiden with --resolution 0.4 scored "
-                      "higher on held-out sets (docs/transfer.md). Leiden and Louvain run "
+                      "(leiden, louvain), or agglomerative clustering (hac). auto: the "
+                      "clustering the method's model was measured best with on held-out "
+                      "sets, else components; today --method rerank with its shipped "
+                      "verifier gets leiden at resolution 0.4 (docs/transfer.md), every "
+                      "other method components. Leiden and Louvain run "
                       "out of core for exact, minhash, simhash, wminhash and rerank, HAC in memory; "
                       "--engine ray runs Leiden and Louvain for exact, minhash, simhash and rerank "
                       "(per component, in its assign tasks)."),
@@ -159,8 +161,9 @@ _CLUSTER_OPTIONS = (
                  help="--cluster hac: merge while the linkage distance (1 - score) is at "
                       "most this."),
     click.option("--resolution", type=float, default=1.0, show_default=True,
-                 help="Community-detection resolution (higher: smaller communities; "
-                      "0.4 for rerank's verifier)."),
+                 help="--cluster leiden or louvain: community-detection resolution "
+                      "(higher: smaller communities; --cluster auto picks 0.4 for rerank's "
+                      "verifier)."),
     click.option("--max-cluster-size", type=int, default=None,
                  help="Flag clusters larger than this as templates/boilerplate."),
     click.option("--oversized", type=click.Choice(["flag", "split"]), default="flag",

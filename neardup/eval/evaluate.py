@@ -126,7 +126,8 @@ def evaluate(
         Method parameters (e.g. ``{"threshold": 0.4}``); nested configs may be dicts (see
         :func:`build_method`). None uses the method's defaults.
     cluster : ClusterConfig, dict or None, default None
-        How pairs become clusters; None is ``ClusterConfig()`` (connected components).
+        How pairs become clusters; None is ``ClusterConfig()`` ("auto": the method's
+        recommended clustering, else connected components).
     ks : iterable of int or None, default None
         Also report retrieval Recall@k over the method's scored pairs for these k (see
         :func:`recall_at_k`), under ``"retrieval"``. None skips it.
@@ -145,7 +146,7 @@ def evaluate(
         ``recall``, ``f1``, ``mcc``, ``homogeneity``, ``completeness``, ``v_measure``,
         pair counts, ``n_docs``, ``n_true_clusters``, ``n_pred_clusters``), plus
         ``method``, ``params`` (all method parameters, JSON-ready), ``cluster`` (the
-        clustering parameters), ``seconds`` (wall time of the run), ``timings`` (seconds
+        clustering parameters, "auto" resolved), ``seconds`` (wall time of the run), ``timings`` (seconds
         per stage), ``n_pairs`` and, when ``ks`` is given, ``retrieval``.
 
     Examples
@@ -160,8 +161,8 @@ def evaluate(
         raise ValueError(
             f"evaluate: parameter 'corpus' must be a LabeledCorpus; got {type(corpus).__name__}."
         )
-    config = cluster_config(cluster)
     method_obj = build_method(method, params)
+    config = cluster_config(cluster).resolved(method_obj)
     start = time.perf_counter()
     if sketch_cache is None:
         # Recall@k ranks every scored pair; the out-of-core stage keeps only the spanning

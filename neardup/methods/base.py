@@ -382,8 +382,8 @@ class Method(ParamsMixin, ABC):
     def recommended_cluster(self) -> dict[str, Any]:
         """The clustering this method was measured best with on held-out data, as
         :class:`~neardup.pipeline.ClusterConfig` fields (e.g. ``{"algorithm": "leiden",
-        "resolution": 0.4}``), or ``{}`` for connected components, the default. Runs do
-        not apply it by themselves; ``neardup dedup`` suggests it in its summary."""
+        "resolution": 0.4}``), or ``{}`` for connected components. A run's default
+        clustering (``ClusterConfig(algorithm="auto")``) applies it."""
         return {}
 
     # -- keyed contract (see the module docstring) ---------------------------------------

@@ -231,18 +231,28 @@ def test_summary_hints_at_time_window_when_input_has_dates(tmp_path):
 
 @pytest.mark.skipif(not (neardup_models.MODELS_DIR / "verifier-news" / "model.json").exists(),
                     reason="no shipped verifier")
-def test_summary_suggests_the_models_recommended_clustering(tmp_path, corpus):
+def test_rerank_defaults_to_the_models_recommended_clustering(tmp_path, corpus):
+    # --cluster auto (the default) takes verifier-news's recommended_cluster: Leiden at
+    # 0.4, recorded in the report; --cluster components is the user's choice, with a hint.
     path, _ = corpus
     base = ["dedup", str(path), "--text-field", "body", "--method", "rerank"]
-    components = _run([*base, "--report", str(tmp_path / "r.json")])
+    default = _run([*base, "--report", str(tmp_path / "d.json"), "--clusters-out", str(tmp_path / "d.csv")])
+    assert default.exit_code == 0, default.output
+    report = json.loads((tmp_path / "d.json").read_text())
+    assert report["hints"] == []
+    assert (report["params"]["cluster"]["algorithm"], report["params"]["cluster"]["resolution"]) == ("leiden", 0.4)
+    leiden = _run([*base, "--cluster", "leiden", "--resolution", "0.4", "--clusters-out", str(tmp_path / "l.csv")])
+    assert leiden.exit_code == 0, leiden.output
+    assert (tmp_path / "d.csv").read_text() == (tmp_path / "l.csv").read_text()
+    components = _run([*base, "--cluster", "components", "--report", str(tmp_path / "r.json")])
     assert components.exit_code == 0, components.output
     hints = json.loads((tmp_path / "r.json").read_text())["hints"]
     assert len(hints) == 1 and hints[0].startswith("--cluster leiden --resolution 0.4 ")
     assert "hint: --cluster leiden" in components.output
-    leiden = _run([*base, "--cluster", "leiden", "--resolution", "0.4",
-                   "--report", str(tmp_path / "l.json")])
-    assert leiden.exit_code == 0, leiden.output
-    assert json.loads((tmp_path / "l.json").read_text())["hints"] == []
+    # auto chooses the resolution too: a --resolution with it would be ignored.
+    ignored = _run([*base, "--resolution", "0.7"])
+    assert ignored.exit_code == 2
+    assert "--resolution applies to --cluster leiden or --cluster louvain only; with --cluster auto" in ignored.output
 
 
 def test_input_warnings_are_one_line(tmp_path):

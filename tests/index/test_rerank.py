@@ -32,9 +32,10 @@ def texts(demo_texts):
 @pytest.fixture(scope="module")
 def expected(texts):
     """One-shot dedup --method rerank with the index's method (MinHash defaults: word
-    3-grams, not rerank's own character 5-gram candidates) as the candidates."""
+    3-grams, not rerank's own character 5-gram candidates) as the candidates, clustered
+    by connected components as the index links (not rerank's default Leiden)."""
     return neardup.dedup(texts, "rerank", pair_types=False, scorer="verifier", candidates="minhash",
-                         candidate_params=INDEX_CANDIDATES).clusters
+                         candidate_params=INDEX_CANDIDATES, cluster="components").clusters
 
 
 def _labels(index: Index, n: int) -> np.ndarray:
@@ -108,7 +109,7 @@ def test_delete_relinks_with_the_verifier(texts, expected, tmp_path):
     keep[::7] = False
     rest = [t for t, k in zip(texts, keep) if k]
     want = neardup.dedup(rest, "rerank", pair_types=False, scorer="verifier", candidates="minhash",
-                         candidate_params=INDEX_CANDIDATES).clusters
+                         candidate_params=INDEX_CANDIDATES, cluster="components").clusters
     with Index.create(tmp_path / "idx", "minhash", rerank="verifier", threshold=THRESHOLD) as index:
         index.add(texts)
         index.delete([str(i) for i in np.flatnonzero(~keep).tolist()])

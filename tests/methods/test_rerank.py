@@ -214,6 +214,19 @@ def test_recommended_cluster_comes_from_the_model(tiny_verifier, tmp_path):
                                                                     "resolution": 0.4}
     if _shipped("verifier-news", "verifier"):
         assert RerankMethod().recommended_cluster() == {"algorithm": "leiden", "resolution": 0.4}
+    # The default clustering ("auto") applies it; a named algorithm is kept as given.
+    from neardup.pipeline import ClusterConfig
+
+    auto = ClusterConfig(max_cluster_size=50, resolution=1.5).resolved(RerankMethod(model=str(model)))
+    assert (auto.algorithm, auto.resolution, auto.max_cluster_size) == ("leiden", 0.4, 50)
+    plain = ClusterConfig(resolution=1.5).resolved(RerankMethod(model=str(tiny_verifier)))
+    assert (plain.algorithm, plain.resolution) == ("components", 1.5)
+    assert ClusterConfig().resolved(make_method("minhash")).algorithm == "components"
+    chosen = ClusterConfig(algorithm="components")
+    assert chosen.resolved(RerankMethod(model=str(model))) is chosen
+    texts = ["the cat sat on the mat today", "the cat sat on the mat today", "dogs bark"] * 3
+    result = neardup.dedup(texts, "rerank", pair_types=False, model=str(model))
+    assert result.params["cluster"]["algorithm"] == "leiden"  # recorded resolved
 
 
 def test_keyed_stage_with_minhash_candidates_only(tiny_verifier):
