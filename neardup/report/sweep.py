@@ -2,12 +2,14 @@
 
 A run keeps only the pairs at or above its threshold, so a stricter threshold ``t`` can be
 replayed exactly from its pairs: keep the edges scoring at least ``t`` (pairs kept apart by
-the time window stay apart) and take the connected components (scipy's compiled
-``connected_components`` over a sparse adjacency matrix, one call per threshold). A looser
-threshold needs the pairs the run dropped, i.e. a new run; the sweep stops at the run's
-own threshold. Components are single linkage: for a run clustered by community detection
-(``--cluster leiden``) the counts are those of components, and the row for the run's own
-threshold can show fewer clusters than the run made.
+the time window stay apart) and cluster them as the run did: connected components (scipy's
+compiled ``connected_components`` over a sparse adjacency matrix, one call per threshold),
+or for a run clustered by community detection (``--cluster leiden``/``louvain``, rerank's
+default) the same detection with the run's resolution and seed
+(:func:`neardup.graph.cluster_pairs`), so the row for the run's own threshold shows the
+run's clusters. A looser threshold needs the pairs the run dropped, i.e. a new run; the
+sweep stops at the run's own threshold. HAC merges by its own distance threshold, not
+the pairs': its runs are swept by components.
 """
 
 from __future__ import annotations
@@ -82,6 +84,20 @@ def components_at(
     return int(n_components), int((sizes > 1).sum()), int(sizes.max())
 
 
+def _communities_at(left: np.ndarray, right: np.ndarray, scores: np.ndarray, n_docs: int,
+                    clustering: dict[str, Any]) -> tuple[int, int, int]:
+    """As :func:`components_at`, for the run's community detection over these edges."""
+    from neardup.graph import Pairs, cluster_pairs
+
+    if n_docs == 0:
+        return 0, 0, 0
+    labels = cluster_pairs(Pairs(left, right, scores), n_docs, method=clustering["algorithm"],
+                           resolution=clustering.get("resolution", 1.0),
+                           seed=clustering.get("seed", 0)).labels
+    sizes = np.bincount(labels)
+    return int(sizes.size), int((sizes > 1).sum()), int(sizes.max())
+
+
 def threshold_sweep(
     left: np.ndarray,
     right: np.ndarray,
@@ -89,6 +105,7 @@ def threshold_sweep(
     n_docs: int,
     threshold: float | None,
     steps: int = 6,
+    clustering: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Clusters and duplicates at the run's threshold and ``steps - 1`` stricter ones.
 
@@ -102,6 +119,10 @@ def threshold_sweep(
         The run's threshold on the score scale (:func:`score_threshold`); None starts at
         the lowest score.
     steps : int, default 6
+    clustering : dict or None
+        The run's clustering parameters (``ClusterConfig`` fields: ``algorithm``,
+        ``resolution``, ``seed``); None or any algorithm but "leiden"/"louvain": connected
+        components.
 
     Returns
     -------
@@ -119,10 +140,15 @@ def threshold_sweep(
     grid = np.unique(np.round(np.linspace(lo, max(lo, hi), steps), 4))
     if threshold is not None:
         grid = np.unique(np.concatenate([[round(float(threshold), 4)], grid]))
+    communities = (clustering or {}).get("algorithm") in ("leiden", "louvain")
     rows = []
     for t in grid.tolist():
         keep = finite & (scores >= t - 1e-6)
-        clusters, duplicate_clusters, largest = components_at(left[keep], right[keep], n_docs)
+        if communities:
+            clusters, duplicate_clusters, largest = _communities_at(
+                left[keep], right[keep], scores[keep], n_docs, clustering)
+        else:
+            clusters, duplicate_clusters, largest = components_at(left[keep], right[keep], n_docs)
         rows.append({
             "threshold": t, "clusters": clusters, "duplicates": n_docs - clusters,
             "duplicate_clusters": duplicate_clusters, "largest": largest,

@@ -28,6 +28,27 @@ def test_sweep_matches_connected_components_at_each_threshold():
     assert all(a["clusters"] <= b["clusters"] for a, b in zip(rows, rows[1:]))
 
 
+def test_sweep_replays_the_runs_community_detection():
+    # Two 6-document cliques joined by one bridge: components merge them, Leiden (the
+    # run's clustering, rerank's default) keeps them apart; the sweep says what the run did.
+    from neardup.graph import cluster_pairs
+
+    clique = [(a, b) for a in range(6) for b in range(a + 1, 6)]
+    edges = clique + [(a + 6, b + 6) for a, b in clique] + [(5, 6)]
+    left, right = (np.array(side) for side in zip(*edges))
+    scores = np.full(left.size, 0.95, np.float32)
+    scores[-1] = 0.91
+    leiden = {"algorithm": "leiden", "resolution": 1.0, "seed": 0}
+    rows = threshold_sweep(left, right, scores, 14, 0.9, steps=3, clustering=leiden)
+    want = cluster_pairs(Pairs(left, right, scores), 14, method="leiden").labels
+    assert rows[0]["threshold"] == 0.9 and rows[0]["clusters"] == np.unique(want).size == 4
+    assert rows[0]["largest"] == 6 and rows[0]["duplicate_clusters"] == 2
+    components = threshold_sweep(left, right, scores, 14, 0.9, steps=3)
+    assert components[0]["clusters"] == 3 and components[0]["largest"] == 12
+    # HAC runs are swept by components (their merge rule is not the pairs' threshold).
+    assert threshold_sweep(left, right, scores, 14, 0.9, steps=3, clustering={"algorithm": "hac"}) == components
+
+
 def test_sweep_without_pairs_or_threshold():
     empty = np.zeros(0, np.int64)
     assert threshold_sweep(empty, empty, np.zeros(0, np.float32), 5, 0.5) == []
