@@ -318,8 +318,8 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
             "sets, which the Ray engine's shards do not ship. Use --engine local (out of core) "
             "or another --verify."
         )
-    if (method_obj.name == "rerank" and cluster.algorithm == "components"
-            and not ray_supports(method_obj, cluster.algorithm)):
+    if method_obj.name == "rerank" and not ray_supports(method_obj, "components"):
+        # Its candidates, whatever the clustering, keep it off Ray: say which to use.
         candidates = method_obj.candidate
         got = (f"{candidates.name} candidates (the cross-encoder's default)"
                if candidates.name != "minhash" else "MinHash candidates with verify=exact")

@@ -325,7 +325,9 @@ def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_pa
     from neardup.methods.rerank import VerifierScorer
 
     records = demo[:1200]
-    memory = neardup.dedup(records, "rerank", engine="memory", pair_types=False, date_field="date")
+    # Connected components (rerank's default is Leiden: tested below with the others).
+    memory = neardup.dedup(records, "rerank", engine="memory", pair_types=False, date_field="date",
+                           cluster="components")
     calls = []
     real = VerifierScorer.decide_positions
 
@@ -338,7 +340,8 @@ def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_pa
 
     monkeypatch.setattr(RerankMethod, "SCORE_BATCH", 7)
     local = neardup.dedup(records, "rerank", engine="local", pair_types=False, date_field="date",
-                          work_dir=tmp_path / "w", memory_limit="4MB", partitions=8, batch_size=250)
+                          work_dir=tmp_path / "w", memory_limit="4MB", partitions=8, batch_size=250,
+                          cluster="components")
     np.testing.assert_array_equal(local.clusters, memory.clusters)
     assert local.clusters.size == len(records) == len(set(local.ids.tolist()))
     # Texts live in the work directory (raw bytes read by document), not in the sketch;
@@ -371,7 +374,7 @@ def test_community_detection_out_of_core_matches_in_memory(demo, method, params,
         assert len(local.pairs) > local.params["corpus_stage"]["forest_edges"]
     # The components run does not keep them, and a work directory keyed for one mode
     # is not reused by the other.
-    components = neardup.dedup(records, method, engine="local", pair_types=False,
+    components = neardup.dedup(records, method, engine="local", pair_types=False, cluster="components",
                                date_field="date", work_dir=tmp_path / "w", resume=True, **params)
     assert "accepted_edges" not in components.params["corpus_stage"]
     assert len(components.pairs) == len(records) - components.n_clusters
@@ -399,11 +402,11 @@ def test_rerank_scores_a_rejected_pair_once(demo, tmp_path, monkeypatch):
         return score, accept
 
     monkeypatch.setattr(RerankMethod, "score_candidate_rows", logging)
-    local = neardup.dedup(records, "rerank", engine="local", pair_types=False,
+    local = neardup.dedup(records, "rerank", engine="local", pair_types=False, cluster="components",
                           work_dir=tmp_path / "w", memory_limit="4MB", partitions=8)
     left, right, accept = (np.concatenate(column) for column in zip(*scored))
     monkeypatch.setattr(RerankMethod, "costly_verification", False)
-    again = neardup.dedup(records, "rerank", engine="local", pair_types=False,
+    again = neardup.dedup(records, "rerank", engine="local", pair_types=False, cluster="components",
                           work_dir=tmp_path / "again", memory_limit="4MB", partitions=8)
     np.testing.assert_array_equal(local.clusters, again.clusters)
     stats, plain = local.params["corpus_stage"], again.params["corpus_stage"]
