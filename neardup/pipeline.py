@@ -124,6 +124,12 @@ class ClusterConfig:
     def get_params(self) -> dict:
         return asdict(self)
 
+    @property
+    def needs_every_pair(self) -> bool:
+        """Whether the clustering reads every accepted pair, not only the components (a
+        spanning forest): the corpus stages' ``every_edge`` mode."""
+        return self.algorithm != "components"
+
     def resolved(self, method: Method) -> ClusterConfig:
         """This configuration with ``algorithm="auto"`` replaced by ``method``'s
         recommended clustering (its algorithm and, when it names one, its resolution),
@@ -443,7 +449,7 @@ def run(
             )
         stage = run_ray_stage(batches, method, config=ray or RayConfig(),
                               time_window_hours=cluster.time_window_hours, timer=timer,
-                              progress=progress, every_edge=cluster.algorithm != "components")
+                              progress=progress, every_edge=cluster.needs_every_pair)
         return _result_from_stage(stage, method, cluster, keep, timer, engine="ray")
     # The out-of-core stages: keys for the lexical methods, shards of rows for embeddings.
     stage_runner = None
@@ -455,7 +461,7 @@ def run(
         stage_runner = run_vector_stage
     if stage_runner is not None:
         # Community detection needs every accepted pair, not the spanning forest.
-        every_edge = {"every_edge": True} if cluster.algorithm != "components" else {}
+        every_edge = {"every_edge": True} if cluster.needs_every_pair else {}
         stage = stage_runner(
             batches, method, config=corpus_stage or CorpusStageConfig(),
             time_window_hours=cluster.time_window_hours, input_identity=input_identity,
@@ -489,11 +495,11 @@ def _memory_reason(method: Method, cluster: ClusterConfig) -> str:
     if cluster.algorithm == "hac":
         return ("cluster algorithm 'hac' needs every pair, weak ones included; the "
                 "out-of-core stages keep accepted pairs only, so the in-memory stage ran")
-    if cluster.algorithm != "components" and method.candidate_arrays is not None:
+    if cluster.needs_every_pair and method.candidate_arrays is not None:
         return (f"cluster algorithm {cluster.algorithm!r} needs every accepted pair; method "
                 f"{method.name!r} with these parameters skips pairs already joined out of "
                 "core (pair-count exchange or mutual retrieval), so the in-memory stage ran")
-    if cluster.algorithm != "components" and method.vector_search is not None:
+    if cluster.needs_every_pair and method.vector_search is not None:
         return (f"cluster algorithm {cluster.algorithm!r} needs every accepted pair; the "
                 f"out-of-core stage of method {method.name!r} (vector search) keeps a "
                 "spanning forest, so the in-memory stage ran")

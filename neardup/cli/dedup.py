@@ -339,7 +339,7 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
                        shard_rows=opts["ray_shard_rows"])
     run = RayRun(RayInputs(tuple(str(p) for p in inputs), reader), method_obj, config=config,
                  time_window_hours=cluster.time_window_hours, progress=progress,
-                 every_edge=cluster.algorithm != "components")
+                 every_edge=cluster.needs_every_pair)
     run.execute()
     start = time.perf_counter()
     summary = write_outputs(run, clusters_out=opts["clusters_out"], pairs_out=opts["pairs_out"],

@@ -875,8 +875,8 @@ class PartitionLinker:
     union-find; none with ``every_edge`` and no ``uf``: every accepted pair is kept) and
     verifying the rest against ``store.rows(docs)`` (the work directory's memory-mapped
     arrays, or :class:`ArrayRows`), read only for the edges still to check. An executor
-    that links partitions in parallel gives each its own union-find over the partition's documents; the global merge of
-    the forests gives the same components either way. ``dates`` (int64 epoch seconds) are
+    that links partitions in parallel gives each its own union-find over the partition's
+    documents; the global merge of the forests gives the same components either way. ``dates`` (int64 epoch seconds) are
     indexed like the union-find: by global position, or with ``uf=None`` aligned with the
     partition's sorted unique documents. Results accumulate in ``forest`` and ``outside``
     (lists of (left, right, score) arrays) and ``counts``."""

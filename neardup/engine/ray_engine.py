@@ -68,7 +68,13 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.engine.buckets import bucket_edge_counts, bucket_edges, concat_ranges, group_runs
-from neardup.engine.corpus import ArrayRows, CorpusStageOutput, PartitionLinker, exchanges_pair_counts
+from neardup.engine.corpus import (
+    ArrayRows,
+    CorpusStageOutput,
+    PartitionLinker,
+    exchanges_pair_counts,
+    supports_corpus_stage,
+)
 from neardup.engine.overlap import code_pairs, decide_pairs, pair_codes, sum_pair_counts
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
@@ -1057,7 +1063,6 @@ def ray_supports(method: Method, algorithm: str) -> bool:
     mutual retrieval (sanderson), nor those verifying with weighted sets
     (:attr:`~neardup.methods.Method.candidate_set_weights`: wminhash's ``verify="exact"``),
     whose element weights the shards do not ship: the local out-of-core engine runs those."""
-    from neardup.engine.corpus import supports_corpus_stage
     from neardup.engine.vectors import supports_vector_stage
 
     if method.corpus_statistics or method.query_retrieval or method.candidate_set_weights:
@@ -1350,12 +1355,11 @@ class RayRun:
         self.timer = timer or StageTimer()
         self.progress = progress
         self.every_edge = every_edge
-        if every_edge and (method.candidate_arrays is None or exchanges_pair_counts(method)):
+        if every_edge and not supports_corpus_stage(method, "leiden"):
             raise ValueError(
                 f"run: engine='ray' clusters method {method.name!r} by connected components only "
-                "(Leiden and Louvain need every accepted pair, which its "
-                + ("vector stage" if method.candidate_arrays is None else "pair-count exchange")
-                + " does not keep). Use engine='local' or 'memory' for them.")
+                "(Leiden and Louvain need every accepted pair, which its vector stage or "
+                "pair-count exchange does not keep). Use engine='local' or 'memory' for them.")
 
     def execute(self) -> None:
         ray = import_ray()

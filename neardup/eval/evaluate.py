@@ -146,8 +146,8 @@ def evaluate(
         ``recall``, ``f1``, ``mcc``, ``homogeneity``, ``completeness``, ``v_measure``,
         pair counts, ``n_docs``, ``n_true_clusters``, ``n_pred_clusters``), plus
         ``method``, ``params`` (all method parameters, JSON-ready), ``cluster`` (the
-        clustering parameters, "auto" resolved), ``seconds`` (wall time of the run), ``timings`` (seconds
-        per stage), ``n_pairs`` and, when ``ks`` is given, ``retrieval``.
+        clustering parameters, "auto" resolved), ``seconds`` (wall time of the run),
+        ``timings`` (seconds per stage), ``n_pairs`` and, when ``ks`` is given, ``retrieval``.
 
     Examples
     --------
