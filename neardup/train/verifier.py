@@ -25,6 +25,7 @@ import json
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,17 @@ from neardup.eval.labeled import LabeledCorpus
 from neardup.graph.edges import Pairs
 from neardup.train.loop import EpochRecord, TrainingLog, cpu_seconds, seed_everything
 
-__all__ = ["CLASSIFIERS", "make_classifier", "train_verifier"]
+__all__ = ["CLASSIFIERS", "TRAINING_PAIRS_FILE", "Refit", "drop_dates", "load_training_pairs",
+           "make_classifier", "refit_verifier", "save_refit", "train_verifier"]
 
 CLASSIFIERS = ("hgb", "logistic")
 _MODEL_FILE = "model.joblib"
+#: Pair features and labels a verifier was trained on, kept beside it so that
+#: :func:`refit_verifier` can add a user's labels to them (float16: 21 features of 24,000
+#: pairs are about 0.8 MB compressed).
+TRAINING_PAIRS_FILE = "training_pairs.npz"
+#: Default share of the refit's total sample weight carried by the user's labels.
+LABEL_SHARE = 0.2
 
 
 def make_classifier(classifier: str, *, seed: int = 0) -> Any:
@@ -170,13 +178,7 @@ def train_verifier(
     x = pair_features(train_corpus.texts, data["left"], data["right"], dates=train_corpus.dates,
                       features=features, threads=threads)
     feature_seconds = time.perf_counter() - t
-    # Dates are often unknown at inference (the CLI reads them only with --date-field):
-    # show the classifier a share of pairs without them, so "missing" is not "far apart".
-    if date_dropout > 0 and "date_missing" in features:
-        drop = np.random.default_rng(seed + 7).random(len(x)) < date_dropout
-        x[drop, features.index("date_missing")] = 1.0
-        if "date_days" in features:
-            x[drop, features.index("date_days")] = 0.0
+    drop_dates(x, features, date_dropout, seed)
     model = make_classifier(classifier, seed=seed)
     from threadpoolctl import threadpool_limits
 
@@ -225,3 +227,202 @@ def train_verifier(
             "feature_seconds": round(feature_seconds, 1),
             "validation_pairs_per_second": round(len(val) / max(score_seconds, 1e-9), 1),
             "wall_seconds": round(time.perf_counter() - wall0, 1)}
+
+
+def drop_dates(x: np.ndarray, features: Sequence[str], share: float, seed: int) -> None:
+    """Mark a random ``share`` of the rows of ``x`` (in place) as undated.
+
+    Dates are often unknown at inference (the CLI reads them only with --date-field):
+    the classifier sees a share of pairs without them, so "missing" is not "far apart".
+    """
+    features = list(features)
+    if share <= 0 or "date_missing" not in features:
+        return
+    drop = np.random.default_rng(seed + 7).random(len(x)) < share
+    x[drop, features.index("date_missing")] = 1.0
+    if "date_days" in features:
+        x[drop, features.index("date_days")] = 0.0
+
+
+def load_training_pairs(model_dir: str | os.PathLike,
+                        features: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The training pairs kept beside a verifier (:data:`TRAINING_PAIRS_FILE`): features
+    (float32, columns in the order of ``features``) and labels (0/1).
+
+    Raises
+    ------
+    FileNotFoundError
+        The folder keeps no training pairs (a verifier trained before they were kept).
+    ValueError
+        The file lacks one of ``features``.
+    """
+    path = Path(model_dir) / TRAINING_PAIRS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{model_dir}: the verifier keeps no training pairs ({TRAINING_PAIRS_FILE}), so it "
+            "cannot be refitted to labels; use the shipped verifier-news or fit the threshold "
+            "only."
+        )
+    with np.load(path, allow_pickle=False) as data:
+        names = [str(f) for f in data["features"]]
+        missing = [f for f in features if f not in names]
+        if missing:
+            raise ValueError(f"{path}: no column for the feature(s) {missing}.")
+        x = data["x"][:, [names.index(f) for f in features]].astype(np.float32)
+        return x, data["y"].astype(np.int64)
+
+
+@dataclass
+class Refit:
+    """A verifier refitted to labelled pairs (:func:`refit_verifier`).
+
+    Attributes
+    ----------
+    model : classifier
+        Fitted on the base training pairs and every labelled pair.
+    out_of_fold : ndarray of float32
+        Probability of each labelled pair from a fit that did not see it (``folds``
+        fits, each without one fold of the labels): fit the threshold to these, not to
+        the final model's probabilities, which have learned the labels.
+    label_weight : float
+        Sample weight of each labelled pair (each base pair weighs 1).
+    """
+
+    model: Any
+    out_of_fold: np.ndarray
+    label_weight: float
+
+
+def refit_verifier(base_x: np.ndarray, base_y: np.ndarray, x: np.ndarray, y: np.ndarray, *,
+                   features: Sequence[str], label_share: float = LABEL_SHARE,
+                   folds: int = 3, date_dropout: float = 0.25, seed: int = 0,
+                   threads: int | None = None) -> Refit:
+    """Refit a verifier on its training pairs plus a user's labelled pairs.
+
+    A few dozen labels cannot train a classifier on their own; added to the pairs the
+    verifier was trained on, with enough weight to count, they move its decisions where
+    the user's data differ from the training mixture while the base pairs keep it
+    sensible elsewhere.
+
+    Parameters
+    ----------
+    base_x, base_y : ndarray
+        Training pairs' features (columns in the order of ``features``) and labels
+        (:func:`load_training_pairs`).
+    x, y : ndarray
+        The labelled pairs' features (same columns) and labels (True: duplicates).
+    features : sequence of str
+        Column names (for the date columns of ``date_dropout``).
+    label_share : float in (0, 1), default 0.2
+        Share of the total sample weight the labelled pairs carry together, whatever
+        their number (chosen on validation splits: docs/transfer.md).
+    folds : int >= 2, default 3
+        Folds of the labels for :attr:`Refit.out_of_fold` (fewer when a class has fewer
+        labels).
+    date_dropout : float in [0, 1], default 0.25
+        Share of *base* pairs shown as undated (as :func:`train_verifier`).
+    seed : int, default 0
+    threads : int or None, default None
+        OpenMP threads of the classifier.
+
+    Raises
+    ------
+    ValueError
+        Mismatched shapes, labels of one class only, invalid parameters.
+    """
+    from sklearn.model_selection import StratifiedKFold
+    from threadpoolctl import threadpool_limits
+
+    caller = "refit_verifier"
+    check_float(caller, "label_share", label_share, low=0.0, high=1.0)
+    if not 0.0 < label_share < 1.0:
+        raise ValueError(f"{caller}: parameter 'label_share' must be strictly between 0 and 1; "
+                         f"got {label_share!r}.")
+    check_int(caller, "folds", folds, low=2)
+    check_int(caller, "seed", seed, low=0)
+    x = np.asarray(x, np.float32)
+    y = np.asarray(y).astype(np.int64)
+    base_x = np.array(base_x, np.float32)  # a copy: the date dropout writes into it
+    base_y = np.asarray(base_y).astype(np.int64)
+    width = len(list(features))
+    if x.ndim != 2 or base_x.ndim != 2 or x.shape[1] != width or base_x.shape[1] != width:
+        raise ValueError(f"{caller}: parameters 'x' and 'base_x' must have one column per "
+                         f"feature ({width}); got shapes {x.shape} and {base_x.shape}.")
+    if len(x) != len(y) or len(base_x) != len(base_y):
+        raise ValueError(f"{caller}: features and labels differ in length.")
+    positives = int(y.sum())
+    if positives == 0 or positives == len(y):
+        raise ValueError(f"{caller}: the labels must hold both duplicates and non-duplicates; "
+                         f"got {positives} of {len(y)} duplicates.")
+    drop_dates(base_x, features, date_dropout, seed)
+    weight = label_share / (1.0 - label_share) * len(base_x) / len(x)
+
+    def fit(rows: np.ndarray) -> Any:
+        model = make_classifier("hgb", seed=seed)
+        xs = np.concatenate([base_x, x[rows]])
+        ys = np.concatenate([base_y, y[rows]])
+        ws = np.concatenate([np.ones(len(base_x)), np.full(len(rows), weight)])
+        with threadpool_limits(limits=threads):
+            model.fit(xs, ys, sample_weight=ws)
+        return model
+
+    folds = min(folds, positives, len(y) - positives)
+    out_of_fold = np.zeros(len(y), np.float32)
+    if folds >= 2:
+        split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+        for kept, held in split.split(x, y):
+            model = fit(kept)
+            with threadpool_limits(limits=threads):
+                out_of_fold[held] = model.predict_proba(x[held])[:, 1]
+    else:  # one label of a class: it cannot be both held out and learned
+        model = fit(np.zeros(0, np.int64))
+        with threadpool_limits(limits=threads):
+            out_of_fold[:] = model.predict_proba(x)[:, 1]
+    return Refit(model=fit(np.arange(len(y))), out_of_fold=out_of_fold, label_weight=weight)
+
+
+def save_refit(refit: Refit, base_dir: str | os.PathLike, output_dir: str | os.PathLike, *,
+               threshold: float, n_labels: int, n_positive: int) -> Path:
+    """Write a refitted verifier as a model folder (``--method rerank --model DIR``).
+
+    The folder is written beside ``output_dir`` and renamed into place, so it appears
+    whole or not at all; an existing non-empty ``output_dir`` is refused, never
+    overwritten. ``model.json`` is the base model's with the new threshold and a record
+    of the refit; the base's training pairs are copied so the result can be refitted
+    again.
+    """
+    import shutil
+    import tempfile
+
+    import joblib
+
+    base = Path(base_dir)
+    out = Path(output_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise FileExistsError(f"{out}: exists and is not an empty folder; choose a new folder "
+                              "for the refitted verifier (nothing is overwritten).")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = json.loads((base / "model.json").read_text(encoding="utf-8"))
+    for stale in ("validation_ari", "validation_ari_is", "validation_accuracy_at_0.5",
+                  "tuned_thresholds_source", "trained_on"):
+        meta.pop(stale, None)
+    meta.update({
+        "threshold": float(threshold),
+        "tuned_thresholds": {meta.get("candidates", "minhash"): float(threshold)},
+        "refitted": {"base_model": base.name, "labels": int(n_labels),
+                     "duplicates": int(n_positive), "label_weight": round(refit.label_weight, 3),
+                     "threshold_from": "out-of-fold probabilities of the labelled pairs"},
+        "files": [_MODEL_FILE, "model.json", TRAINING_PAIRS_FILE],
+    })
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        joblib.dump(refit.model, staging / _MODEL_FILE, compress=3)
+        shutil.copyfile(base / TRAINING_PAIRS_FILE, staging / TRAINING_PAIRS_FILE)
+        (staging / "model.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        if out.exists():
+            out.rmdir()  # empty (checked above): replaced by the staged folder
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out
