@@ -7,7 +7,10 @@ as `neardup calibrate` does (low threshold), draw n pairs over the score ranks o
 uncertain region (boundary_sample, seeded per repeat), label them from the ground truth
 (same cluster = duplicate), fit the threshold (best F1 among the labels), and run the
 method once on the test split with it. Reports the median test pairwise precision,
-recall and ARI over the repeats. Writes bench/results/calibrate_labels.json.
+recall and ARI over the repeats; beside it (``rule``), the threshold ``neardup calibrate``
+keeps by default: the method's default unless the fit beats its F1 among the labels by
+more than ``--min-gain``, and the default's own test scores. Writes
+bench/results/calibrate_labels.json.
 
 ``--model PATH`` gives the method a model (``{set}`` in PATH is replaced by the set's
 name), e.g. the leave-one-set-out verifiers of ``bench/verifier_transfer.py evaluate
@@ -26,6 +29,7 @@ import numpy as np
 
 from neardup.eval import evaluate, load_labeled
 from neardup.eval.calibrate import (
+    MIN_GAIN,
     boundary_sample,
     candidate_params,
     fit_threshold,
@@ -49,6 +53,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--beta", type=float, default=1.0, help="F-beta of the fit")
     parser.add_argument("--model", help="model name or folder for the methods; {set}: the set")
+    parser.add_argument("--min-gain", type=float, default=MIN_GAIN,
+                        help="neardup calibrate's rule, reported beside the plain fit")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "calibrate_labels.json")
     args = parser.parse_args()
     rows = []
@@ -66,6 +72,17 @@ def main() -> None:
             truth = labels[pairs.left] == labels[pairs.right]
             low = threshold_to_score(method, wide["threshold"])
             sketches: dict = {}
+            tested: dict = {}
+            default_threshold = build_method(method, base).get_params()["threshold"]
+            default = threshold_to_score(method, default_threshold)
+
+            def scores(threshold, base=base, method=method, sketches=sketches, tested=tested):
+                if threshold not in tested:
+                    report = evaluate(test, method, params={**base, "threshold": threshold},
+                                      sketch_cache=sketches, cluster=COMPONENTS)
+                    tested[threshold] = {k: report[k] for k in ("precision", "recall", "ari")}
+                return tested[threshold]
+
             for n in BUDGETS:
                 runs = []
                 for repeat in range(args.repeats):
@@ -73,18 +90,27 @@ def main() -> None:
                     y = truth[picks]
                     if y.all() or not y.any():
                         continue
-                    fit = fit_threshold(pairs.score[picks], y, beta=args.beta)
+                    fit = fit_threshold(pairs.score[picks], y, beta=args.beta, min_gain=0.0)
                     threshold = score_to_threshold(method, fit.score)
-                    report = evaluate(test, method, params={**base, "threshold": threshold},
-                                      sketch_cache=sketches, cluster=COMPONENTS)
-                    runs.append({"threshold": threshold, "precision": report["precision"],
-                                 "recall": report["recall"], "ari": report["ari"]})
+                    entry = {"threshold": threshold, **scores(threshold)}
+                    # neardup calibrate's rule: the default kept unless beaten by > min_gain
+                    kept = fit_threshold(pairs.score[picks], y, beta=args.beta,
+                                         default=default, min_gain=args.min_gain)
+                    rule = score_to_threshold(method, kept.score)
+                    entry["rule"] = {"threshold": rule, "kept_default": kept.kept_default,
+                                     **scores(rule)}
+                    runs.append(entry)
                 row = {"set": name, "method": method, "labels": n, "runs": runs, **base,
                        **{k: statistics.median(r[k] for r in runs) if runs else None
-                          for k in ("threshold", "precision", "recall", "ari")}}
+                          for k in ("threshold", "precision", "recall", "ari")},
+                       "rule": {k: statistics.median(r["rule"][k] for r in runs) if runs
+                                else None for k in ("threshold", "precision", "recall", "ari")},
+                       "default": {"threshold": default_threshold, **scores(default_threshold)}}
                 rows.append(row)
                 print(f"{name:20} {method:8} n={n:3} median test precision {row['precision']} "
-                      f"recall {row['recall']} ARI {row['ari']}", flush=True)
+                      f"recall {row['recall']} ARI {row['ari']}; with --min-gain "
+                      f"{args.min_gain}: ARI {row['rule']['ari']}; default "
+                      f"{row['default']['ari']}", flush=True)
     out = args.out
     out.write_text(json.dumps(rows, indent=1, default=float) + "\n")
     print(f"wrote {out}")

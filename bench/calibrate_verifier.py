@@ -1,7 +1,6 @@
-"""Issue 17: does refitting the verifier to a user's labels beat fitting its threshold?
+"""Issue 17: does correcting the verifier to a user's labels beat fitting its threshold?
 
-    python bench/calibrate_verifier.py --cache DIR [--sets ...] [--repeats 3]
-    python bench/calibrate_verifier.py --ship-pairs neardup/models/verifier-news --cache DIR
+    python bench/calibrate_verifier.py --cache DIR [--sets ...] [--repeats 5]
 
 Simulates ``neardup calibrate --method rerank`` on a set the verifier never saw, from the
 pair-feature cache of ``bench/verifier_transfer.py features --cache DIR`` (no text is
@@ -16,20 +15,17 @@ read again). For each set S held out:
   label), and labelled from the truth;
 * **threshold only**: the threshold with the best F1 among those labels
   (``fit_threshold``), the user's verifier at it;
-* **refit, share w**: :func:`neardup.train.verifier.refit_verifier` on a per-set sample
-  of at most ``--pairs-per-set`` base pairs of the other sets (what ``--ship-pairs``
-  ships beside the model) plus the labels carrying share ``w`` of the weight; threshold
-  fitted to the labels' out-of-fold probabilities.
+* **corrected, l2**: :func:`neardup.train.verifier.refit_verifier` (what
+  ``neardup calibrate --fit-verifier`` runs): the user's verifier with a linear
+  correction of its log-odds fitted to the labels, pulled towards no change with
+  strength ``l2``; threshold fitted to the labels' out-of-fold probabilities.
 
 Every variant is scored by connected components of the re-scored candidates (ARI), on
 the *other* half of S's validation documents (the whole split clustered; the labelled
-half excluded from the score) and on S's test split. The label share ``--fit-verifier``
-uses is chosen on those validation halves only: the share with the best worst-case
-(over sets and budgets) median gain over threshold-only. Test ARIs are only read for
-the report. Raw results: bench/results/calibrate_verifier.json.
-
-``--ship-pairs DIR`` writes DIR/training_pairs.npz: the same per-set sample of every
-train split's pairs (float16, the model's feature columns).
+half excluded from the score) and on S's test split. The ``l2`` that ``--fit-verifier``
+uses is chosen on those validation halves only: the one with the best worst-case (over
+sets and budgets) median gain over threshold-only. Test ARIs are only read for the
+report. Raw results: bench/results/calibrate_verifier.json.
 """
 
 from __future__ import annotations
@@ -50,15 +46,12 @@ from verifier_transfer import SETS  # noqa: E402
 
 from neardup.eval.calibrate import boundary_sample, fit_threshold  # noqa: E402
 from neardup.graph import Pairs  # noqa: E402
-from neardup.train.verifier import (  # noqa: E402
-    drop_dates,
-    make_classifier,
-    refit_verifier,
-)
+from neardup.train.verifier import drop_dates, make_classifier, refit_verifier  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "calibrate_verifier.json"
 BUDGETS = (20, 40, 80)
-SHARES = (0.05, 0.2)
+L2S = (1.0, 10.0, 100.0)
+MARGINS = (0.05, 0.1, 0.2)
 LOW = 0.02  # neardup.eval.calibrate's candidate threshold for rerank
 DEFAULT_THRESHOLD = 0.9
 DATE_DROPOUT = 0.25
@@ -81,17 +74,6 @@ def load(cache: Path, names: list[str]) -> dict[str, dict]:
             d[key] = d[key][:, cols]
         data[s] = d
     return data
-
-
-def sample_pairs(data: dict, sets: list[str], per_set: int, seed: int = 0):
-    """At most ``per_set`` train pairs of each set (seeded, in set order)."""
-    xs, ys = [], []
-    for s in sets:
-        x, y = data[s]["train_x"], data[s]["train_y"]
-        keep = np.sort(np.random.default_rng(seed).permutation(len(x))[:per_set])
-        xs.append(x[keep])
-        ys.append(y[keep])
-    return np.concatenate(xs), np.concatenate(ys).astype(np.int64)
 
 
 def fit_full(data: dict, sets: list[str], names: list[str]):
@@ -132,11 +114,10 @@ def halves(clusters: np.ndarray) -> np.ndarray:
     return np.array([zlib.crc32(c.encode()) % 2 == 0 for c in clusters.tolist()])
 
 
-def simulate(data: dict, held: str, names: list[str], per_set: int, repeats: int) -> dict:
+def simulate(data: dict, held: str, names: list[str], repeats: int) -> dict:
     trainable = [s for s in SETS if "train_x" in data[s] and s != held]
     cpu0 = time.process_time()
     user_model = fit_full(data, trainable, names)
-    base_x, base_y = sample_pairs(data, trainable, per_set)
     d = data[held]
     vx = d["validation_x"]
     vclusters = d["validation_clusters"]
@@ -150,7 +131,7 @@ def simulate(data: dict, held: str, names: list[str], per_set: int, repeats: int
     eligible = np.flatnonzero(in_half)
     eligible_pairs = Pairs(d["validation_left"][eligible], d["validation_right"][eligible],
                            v_prob[eligible])
-    row = {"set": held, "trained_on": trainable, "base_pairs": int(len(base_y)),
+    row = {"set": held, "trained_on": trainable,
            "no_labels": {"threshold": DEFAULT_THRESHOLD,
                          "validation": ari_at(d, "validation", v_prob, DEFAULT_THRESHOLD, score_docs),
                          "test": ari_at(d, "test", t_prob, DEFAULT_THRESHOLD)},
@@ -168,16 +149,35 @@ def simulate(data: dict, held: str, names: list[str], per_set: int, repeats: int
                                       "validation": ari_at(d, "validation", v_prob, fit.score,
                                                            score_docs),
                                       "test": ari_at(d, "test", t_prob, fit.score)}}
-            for share in SHARES:
-                refit = refit_verifier(base_x, base_y, vx[picks], y, features=names,
-                                       label_share=share, threads=1)
-                cut = fit_threshold(refit.out_of_fold, y).score
-                run[f"refit {share}"] = {
+            for margin in MARGINS:
+                cut = fit.score if _beats_default(fit, v_prob[picks], y, margin) else DEFAULT_THRESHOLD
+                run[f"threshold margin {margin:g}"] = {
                     "threshold": cut,
-                    "validation": ari_at(d, "validation", prob(refit.model, vx), cut, score_docs),
-                    "test": ari_at(d, "test", prob(refit.model, d["test_x"]), cut)}
+                    "validation": ari_at(d, "validation", v_prob, cut, score_docs),
+                    "test": ari_at(d, "test", t_prob, cut)}
+            for l2 in L2S:
+                refit = refit_verifier(user_model, vx[picks], y, features=names, l2=l2)
+                cut = fit_threshold(refit.out_of_fold, y).score
+                v_corrected = refit.model.correct(v_prob, vx)
+                t_corrected = refit.model.correct(t_prob, d["test_x"])
+                run[f"corrected {l2:g}"] = {
+                    "threshold": cut, "slope": refit.model.slope,
+                    "validation": ari_at(d, "validation", v_corrected, cut, score_docs),
+                    "test": ari_at(d, "test", t_corrected, cut)}
+                oof = fit_threshold(refit.out_of_fold, y)
+                cut = oof.score if _beats_default(oof, refit.out_of_fold, y, 0.1) else DEFAULT_THRESHOLD
+                run[f"corrected {l2:g} margin 0.1"] = {
+                    "threshold": cut, "slope": refit.model.slope,
+                    "validation": ari_at(d, "validation", v_corrected, cut, score_docs),
+                    "test": ari_at(d, "test", t_corrected, cut)}
+                run[f"corrected {l2:g} at {DEFAULT_THRESHOLD}"] = {
+                    "threshold": DEFAULT_THRESHOLD, "slope": refit.model.slope,
+                    "validation": ari_at(d, "validation", v_corrected, DEFAULT_THRESHOLD,
+                                         score_docs),
+                    "test": ari_at(d, "test", t_corrected, DEFAULT_THRESHOLD)}
             runs.append(run)
-        variants = ["threshold_only", *[f"refit {s}" for s in SHARES]]
+        variants = ["threshold_only", *[f"threshold margin {m:g}" for m in MARGINS], *[f"corrected {v:g}{at}" for v in L2S
+                                       for at in ("", f" at {DEFAULT_THRESHOLD}", " margin 0.1")]]
         row["budgets"][n] = {
             "runs": runs,
             "median": {v: {k: statistics.median(r[v][k] for r in runs) if runs else None
@@ -190,22 +190,34 @@ def simulate(data: dict, held: str, names: list[str], per_set: int, repeats: int
     return row
 
 
-def choose_share(rows: list[dict]) -> dict:
-    """The share whose worst (over sets and budgets) median validation gain over
+def _beats_default(fit, scores, y, margin: float) -> bool:
+    """Whether the fitted cut's F1 among the labels beats the default threshold's by more
+    than ``margin``."""
+    accept = scores >= DEFAULT_THRESHOLD
+    tp = int((accept & y).sum())
+    precision = tp / max(int(accept.sum()), 1)
+    recall = tp / max(int(y.sum()), 1)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return fit.f1 - f1 > margin
+
+
+def choose_l2(rows: list[dict]) -> dict:
+    """The l2 whose worst (over sets and budgets) median validation gain over
     threshold-only is highest; validation halves only."""
-    worst = {}
-    for share in SHARES:
-        gains = [b["median"][f"refit {share}"]["validation"] - b["median"]["threshold_only"]["validation"]
+    by_l2 = {}
+    for l2 in L2S:
+        gains = [b["median"][f"corrected {l2:g}"]["validation"]
+                 - b["median"]["threshold_only"]["validation"]
                  for r in rows for b in r["budgets"].values()
                  if b["median"]["threshold_only"]["validation"] is not None]
-        worst[share] = {"worst": min(gains), "mean": float(np.mean(gains))}
-    best = max(SHARES, key=lambda s: (worst[s]["worst"], worst[s]["mean"]))
-    return {"by_share": worst, "chosen": best}
+        by_l2[l2] = {"worst": min(gains), "mean": float(np.mean(gains))}
+    best = max(L2S, key=lambda v: (by_l2[v]["worst"], by_l2[v]["mean"]))
+    return {"by_l2": by_l2, "chosen": best}
 
 
 def table(results: dict) -> str:
-    share = results["choice"]["chosen"]
-    lines = [f"| held-out set | no labels (0.9) | labels | threshold only | refit (share {share}) |",
+    key = f"corrected {results['choice']['chosen']:g}"
+    lines = [f"| held-out set | no labels (0.9) | labels | threshold only | {key} |",
              "|---|---:|---:|---:|---:|"]
     for r in results["rows"]:
         for n, b in r["budgets"].items():
@@ -214,17 +226,8 @@ def table(results: dict) -> str:
                 continue
             lines.append(f"| {r['set']} | {r['no_labels']['test']:.3f} | {n} | "
                          f"{med['threshold_only']['test']:.3f} | "
-                         f"{med[f'refit {share}']['test']:.3f} |")
+                         f"{med[key]['test']:.3f} |")
     return "\n".join(lines)
-
-
-def ship_pairs(data: dict, names: list[str], out: Path, per_set: int) -> None:
-    trainable = [s for s in SETS if "train_x" in data[s]]
-    x, y = sample_pairs(data, trainable, per_set)
-    np.savez_compressed(out / "training_pairs.npz", x=x.astype(np.float16), y=y.astype(np.int8),
-                        features=np.array(names),
-                        sets=np.array([s for s in trainable for _ in range(min(per_set, len(data[s]["train_y"])))]))
-    print(f"wrote {out / 'training_pairs.npz'}: {len(y)} pairs of {trainable}")
 
 
 def main() -> None:
@@ -232,21 +235,14 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, required=True,
                         help="pair-feature cache of bench/verifier_transfer.py features")
     parser.add_argument("--sets", nargs="*", default=SETS)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--pairs-per-set", type=int, default=2700)
-    parser.add_argument("--ship-pairs", type=Path, default=None, metavar="MODEL_DIR",
-                        help="only write MODEL_DIR/training_pairs.npz and exit")
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     names = shipped_features()
     data = load(args.cache, names)
-    if args.ship_pairs is not None:
-        ship_pairs(data, names, args.ship_pairs, args.pairs_per_set)
-        return
-    rows = [simulate(data, s, names, args.pairs_per_set, args.repeats) for s in args.sets]
-    results = {"budgets": list(BUDGETS), "shares": list(SHARES), "repeats": args.repeats,
-               "pairs_per_set": args.pairs_per_set, "features": names, "rows": rows,
-               "choice": choose_share(rows)}
+    rows = [simulate(data, s, names, args.repeats) for s in args.sets]
+    results = {"budgets": list(BUDGETS), "l2": list(L2S), "repeats": args.repeats,
+               "features": names, "rows": rows, "choice": choose_l2(rows)}
     args.out.write_text(json.dumps(results, indent=1, default=float) + "\n")
     print(json.dumps(results["choice"], indent=1))
     print(table(results))

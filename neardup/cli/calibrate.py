@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import numpy as np
 
 from neardup.cli.options import (
     method_options,
@@ -28,6 +29,9 @@ __all__ = ["calibrate_command"]
 _YES = {"y", "yes", "1", "true", "dup", "duplicate"}
 _NO = {"n", "no", "0", "false", "not", "different"}
 _SHOWN_CHARS = 1200
+#: neardup.eval.calibrate.MIN_GAIN, not imported here: neardup.eval is slow to import and
+#: --help should not wait for it (a test checks they agree).
+_MIN_GAIN = 0.1
 
 
 def read_label_file(path: Path) -> list[tuple[str, str, bool]]:
@@ -101,10 +105,20 @@ def _show_pair(console, k: int, n: int, score: float, ids: tuple[str, str],
 @click.option("--min-precision", type=click.FloatRange(0, 1), default=None,
               help="Fit the threshold with the highest recall at this precision (among the "
                    "labelled pairs) instead of the best F1.")
+@click.option("--min-gain", type=click.FloatRange(0, 1), default=_MIN_GAIN, show_default=True,
+              help="Keep the method's default threshold unless a fitted one beats its F1 "
+                   "among your labels by more than this (0: always take the best fit). "
+                   "Ignored with --min-precision.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("calibration.json"),
               show_default=True, help="Tuning file to write (for neardup eval --from-tuning).")
 @click.option("--save-labels", type=click.Path(path_type=Path), default=None,
               help="Also write the labels given here (.csv) for a later --labels run.")
+@click.option("--fit-verifier", "fit_verifier", type=click.Path(path_type=Path), default=None,
+              metavar="DIR",
+              help="With --method rerank: also refit the verifier to your labels (its "
+                   "training pairs plus your labels, which carry a fifth of the weight) and "
+                   "write it to the new folder DIR; the threshold is fitted to probabilities "
+                   "of models that did not see each label. Use it with --model DIR.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seeds the method and the choice of pairs.")
 def calibrate_command(inputs: tuple[Path, ...], **opts: Any) -> None:
@@ -114,12 +128,14 @@ def calibrate_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     over the scores where the decision is made, are shown one at a time with a word
     diff ([-only in A-] {+only in B+}). Answer y (duplicates), n (not), s (skip) or q
     (stop and fit). The threshold that best separates your answers is written to a
-    tuning file.
+    tuning file. With --method rerank, --fit-verifier DIR refits the verifier itself to
+    your answers as well.
 
     \b
     Examples:
       neardup calibrate corpus.jsonl --method minhash --save-labels labels.csv
       neardup calibrate corpus.jsonl --method ngram --labels labels.csv --out ngram.json
+      neardup calibrate corpus.jsonl --method rerank --labels labels.csv --fit-verifier my-verifier
       neardup eval labeled.jsonl --from-tuning calibration.json
     """
     from rich.console import Console
@@ -131,13 +147,21 @@ def calibrate_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     except (NeardupError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     threshold = info["threshold"]
+    among = ("among the labelled pairs, out of fold" if opts["fit_verifier"] is not None
+             else "among the labelled pairs")
     click.echo(
         f"threshold {threshold} (pair score >= {fit.score:.4f}) from {fit.n_labels} labels "
         f"({fit.n_positive} duplicates): precision {fit.precision:.3f}, recall "
-        f"{fit.recall:.3f}, F1 {fit.f1:.3f} among the labelled pairs"
+        f"{fit.recall:.3f}, F1 {fit.f1:.3f} {among}"
     )
+    if fit.kept_default:
+        click.echo(f"kept the default threshold: no fitted one beat its F1 among your labels "
+                   f"by more than {opts['min_gain']} (--min-gain)")
+    model = f" --model {opts['fit_verifier']}" if opts["fit_verifier"] is not None else ""
+    if model:
+        click.echo(f"wrote the refitted verifier to {opts['fit_verifier']}")
     click.echo(f"wrote {opts['out']}; use it with: neardup eval LABELED --from-tuning {opts['out']}"
-               f" or neardup dedup INPUT --method {method} --threshold {threshold}")
+               f" or neardup dedup INPUT --method {method}{model} --threshold {threshold}")
 
 
 def _calibrate(inputs, method: str, opts: dict[str, Any], console):
@@ -158,6 +182,9 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
 
     params = method_params_from_options(method, opts, seed=opts["seed"])
     reader = reader_config_from_options(opts)
+    base_verifier = None
+    if opts["fit_verifier"] is not None:
+        base_verifier = _check_fit_verifier(method, params, opts["fit_verifier"])
     wide = candidate_params(method, params)
     # Connected components: the scored pairs only are read here, not the clusters.
     result = run(read_corpus(list(inputs), reader), make_method(method, **wide),
@@ -175,8 +202,10 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
                 f"{opts['labels_path']}: {len(unknown)} id(s) not in INPUT, e.g. "
                 f"{unknown[0]!r}; check --id-field."
             )
-    else:
-        texts = [t for batch in read_corpus(list(inputs), reader) for t in batch.texts]
+    texts = dates = None
+    if opts["labels_path"] is None or base_verifier is not None:
+        texts, dates = _texts_and_dates(read_corpus(list(inputs), reader))
+    if opts["labels_path"] is None:
         low = threshold_to_score(method, wide["threshold"])
         picks = boundary_sample(pairs, opts["n_pairs"], low=low, seed=opts["seed"])
         if not len(picks):
@@ -203,10 +232,26 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
     if not rows:
         raise InputError("no pairs labelled: nothing to fit. Answer y or n for a few dozen "
                          "pairs, or pass --labels FILE.")
-    # A pair the candidate run did not score is below the low threshold: score 0.
-    scores = [score_of.get((a, b), 0.0) for a, b, _ in rows]
-    fit = fit_threshold(scores, [label for *_, label in rows], min_precision=opts["min_precision"])
+    labels = [label for *_, label in rows]
+    if base_verifier is not None:
+        position = {doc: k for k, doc in enumerate(ids)}
+        left = np.array([position[a] for a, _, _ in rows], np.int64)
+        right = np.array([position[b] for _, b, _ in rows], np.int64)
+        refit = _refit(base_verifier, texts, dates, left, right, labels, opts["seed"])
+        scores = refit.out_of_fold
+    else:
+        # A pair the candidate run did not score is below the low threshold: score 0.
+        scores = [score_of.get((a, b), 0.0) for a, b, _ in rows]
+    default = threshold_to_score(method, build_method(method, params).get_params()["threshold"])
+    fit = fit_threshold(scores, labels, min_precision=opts["min_precision"], default=default,
+                        min_gain=opts["min_gain"])
     threshold = score_to_threshold(method, fit.score)
+    if base_verifier is not None:
+        from neardup.train.verifier import save_refit
+
+        save_refit(refit, base_verifier, opts["fit_verifier"], threshold=threshold,
+                   n_labels=fit.n_labels, n_positive=fit.n_positive)
+        params = {**params, "model": str(opts["fit_verifier"])}
     chosen = build_method(method, {**params, "threshold": threshold}).get_params()
     points = [{"values": {"threshold": score_to_threshold(method, p["score"])},
                "f1": p["f1"], "precision": p["precision"], "recall": p["recall"]}
@@ -219,5 +264,55 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
         points=points, best_index=best, data_hash=labels_hash(rows), n_docs=len(ids),
         n_true_clusters=0, metric="f1", version=neardup.__version__,
     )
-    tuning.save(opts["out"])
+    try:
+        tuning.save(opts["out"])
+    except BaseException:
+        if base_verifier is not None:  # the two outputs appear together or not at all
+            import shutil
+
+            shutil.rmtree(opts["fit_verifier"], ignore_errors=True)
+        raise
     return fit, {"threshold": threshold}
+
+
+def _check_fit_verifier(method: str, params: dict[str, Any], out: Path) -> Path:
+    """The verifier folder to refit; refuses, before any work, what cannot be done."""
+    from neardup.models import resolve_model
+    from neardup.train.verifier import TRAINING_PAIRS_FILE
+
+    if method != "rerank" or params.get("scorer", "verifier") != "verifier":
+        raise InputError("--fit-verifier refits rerank's verifier: use it with --method rerank "
+                         "(and the default --param scorer=verifier).")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InputError(f"--fit-verifier: {out} exists and is not an empty folder; choose a "
+                         "new folder (nothing is overwritten).")
+    base = resolve_model(params.get("model") or "verifier-news", "verifier")
+    if not (base / TRAINING_PAIRS_FILE).is_file():
+        raise InputError(f"--fit-verifier: the verifier {base} keeps no training pairs "
+                         f"({TRAINING_PAIRS_FILE}) to refit on; use the shipped verifier-news "
+                         "(no --model) or a folder written by --fit-verifier.")
+    return base
+
+
+def _texts_and_dates(batches) -> tuple[list[str], np.ndarray | None]:
+    texts, dates = [], []
+    for batch in batches:
+        texts.extend(batch.texts)
+        dates.append(batch.dates)
+    if not dates or any(d is None for d in dates):
+        return texts, None
+    return texts, np.concatenate(dates)
+
+
+def _refit(base: Path, texts, dates, left, right, labels, seed: int):
+    """The verifier ``base`` refitted to the labelled pairs (``left[i]``, ``right[i]``)."""
+    from neardup.methods.pair_features import pair_features
+    from neardup.train.verifier import load_training_pairs, refit_verifier
+
+    meta = json.loads((base / "model.json").read_text(encoding="utf-8"))
+    features = list(meta["features"])
+    x = pair_features(texts, left, right, dates=dates, features=features,
+                      fold_diacritics=bool(meta.get("fold_diacritics", False)))
+    base_x, base_y = load_training_pairs(base, features)
+    return refit_verifier(base_x, base_y, x, np.asarray(labels, bool), features=features,
+                          seed=seed)

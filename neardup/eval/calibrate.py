@@ -22,7 +22,7 @@ import numpy as np
 from neardup.errors import check_float, check_int
 from neardup.graph import Pairs
 
-__all__ = ["Fit", "boundary_sample", "candidate_params", "fit_threshold", "score_to_threshold",
+__all__ = ["MIN_GAIN", "Fit", "boundary_sample", "candidate_params", "fit_threshold", "score_to_threshold",
            "threshold_to_score"]
 
 #: Low thresholds for the candidate run, in the method's own units (simhash: bits).
@@ -88,6 +88,9 @@ class Fit:
     n_labels, n_positive : int
     points : list of dict
         Every candidate cut-off: ``{"score", "precision", "recall", "f1"}``.
+    kept_default : bool
+        True when the ``default`` cut-off was kept (no fitted one beat it by more than
+        ``min_gain``).
     """
 
     score: float
@@ -97,17 +100,31 @@ class Fit:
     n_labels: int
     n_positive: int
     points: list[dict[str, float]]
+    kept_default: bool = False
+
+
+#: Default of ``fit_threshold(min_gain=)`` and ``neardup calibrate --min-gain``.
+MIN_GAIN = 0.1
 
 
 def fit_threshold(scores: Sequence[float], labels: Sequence[bool], *,
-                  min_precision: float | None = None, beta: float = 1.0) -> Fit:
+                  min_precision: float | None = None, beta: float = 1.0,
+                  default: float | None = None, min_gain: float = MIN_GAIN) -> Fit:
     """The cut-off that best separates labelled pairs.
 
     Candidate cut-offs are midpoints between consecutive distinct labelled scores (and
     just above the highest). Without ``min_precision`` the cut-off with the highest F1
     wins (ties: the higher cut-off); ``beta`` < 1 weighs precision more (F-beta), which
-    suits connected components, where one false pair can merge two clusters; with it, the one with the highest recall whose
-    precision reaches ``min_precision`` (none: the highest-precision cut-off).
+    suits connected components, where one false pair can merge two clusters; with it,
+    the one with the highest recall whose precision reaches ``min_precision`` (none: the
+    highest-precision cut-off).
+
+    With ``default`` (the method's own cut-off, as a minimum score) and no
+    ``min_precision``, the default is kept unless the best cut-off's F-beta among the
+    labels beats the default's by more than ``min_gain``. Why: the labels over-represent
+    the uncertain region and pairs chain into clusters, so a cut-off that is only a
+    little better among a few dozen pairs is usually worse for the clusters (simulated
+    on held-out sets in ``bench/calibrate_verifier.py``: docs/transfer.md).
 
     Raises
     ------
@@ -130,10 +147,9 @@ def fit_threshold(scores: Sequence[float], labels: Sequence[bool], *,
     if min_precision is not None:
         min_precision = check_float("fit_threshold", "min_precision", min_precision, low=0.0,
                                     high=1.0)
-    distinct = np.unique(s)
-    cuts = np.concatenate([[distinct[0]], (distinct[1:] + distinct[:-1]) / 2, [distinct[-1] + 1e-6]])
-    points = []
-    for cut in cuts.tolist():
+    min_gain = check_float("fit_threshold", "min_gain", min_gain, low=0.0)
+
+    def point(cut: float) -> dict[str, float]:
         accept = s >= cut
         tp = int((accept & y).sum())
         precision = tp / int(accept.sum()) if accept.any() else 1.0
@@ -142,8 +158,11 @@ def fit_threshold(scores: Sequence[float], labels: Sequence[bool], *,
         b2 = beta * beta
         fb = ((1 + b2) * precision * recall / (b2 * precision + recall)
               if precision + recall else 0.0)
-        points.append({"score": cut, "precision": precision, "recall": recall, "f1": f1,
-                       "fbeta": fb})
+        return {"score": cut, "precision": precision, "recall": recall, "f1": f1, "fbeta": fb}
+
+    distinct = np.unique(s)
+    cuts = np.concatenate([[distinct[0]], (distinct[1:] + distinct[:-1]) / 2, [distinct[-1] + 1e-6]])
+    points = [point(cut) for cut in cuts.tolist()]
     if min_precision is None:
         best = max(range(len(points)), key=lambda i: (points[i]["fbeta"], points[i]["score"]))
     else:
@@ -151,8 +170,15 @@ def fit_threshold(scores: Sequence[float], labels: Sequence[bool], *,
         best = (max(ok, key=lambda i: (points[i]["recall"], points[i]["score"])) if ok
                 else max(range(len(points)), key=lambda i: (points[i]["precision"], -i)))
     p = points[best]
+    kept = False
+    if default is not None and min_precision is None:
+        at_default = point(float(default))
+        if p["fbeta"] - at_default["fbeta"] <= min_gain:
+            p, kept = at_default, True
+            points.append(at_default)
     return Fit(score=p["score"], precision=p["precision"], recall=p["recall"], f1=p["f1"],
-               n_labels=int(y.size), n_positive=int(y.sum()), points=points)
+               n_labels=int(y.size), n_positive=int(y.sum()), points=points,
+               kept_default=kept)
 
 
 def labels_hash(rows: Sequence[tuple[str, str, bool]]) -> str:

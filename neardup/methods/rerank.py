@@ -323,13 +323,16 @@ class VerifierScorer:
 
         The features but :attr:`deferred_features` are computed first; pairs whose
         probability cannot reach ``threshold`` whatever those are
-        (:class:`~neardup.methods.tree_bound.TreeEnsembleBound`) are rejected without
-        them. Models without a bound (not a gradient-boosted tree ensemble) compute every
-        feature."""
+        (:class:`~neardup.methods.tree_bound.TreeEnsembleBound`, or
+        :class:`~neardup.methods.verifier_correction.CorrectedBound` for a verifier
+        corrected to labels) are rejected without them. Models without a bound compute
+        every feature."""
         if self._bound is False:
             from neardup.methods.tree_bound import TreeEnsembleBound
+            from neardup.methods.verifier_correction import CorrectedBound
 
-            self._bound = TreeEnsembleBound.from_classifier(self.classifier)
+            self._bound = (TreeEnsembleBound.from_classifier(self.classifier)
+                           or CorrectedBound.from_classifier(self.classifier))
         deferred = [f for f in self.deferred_features if f in self.features]
         if self._bound is None or not deferred or len(left) == 0:
             prob = self.score_positions(texts, left, right, dates)

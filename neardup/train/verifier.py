@@ -36,17 +36,11 @@ from neardup.eval.labeled import LabeledCorpus
 from neardup.graph.edges import Pairs
 from neardup.train.loop import EpochRecord, TrainingLog, cpu_seconds, seed_everything
 
-__all__ = ["CLASSIFIERS", "TRAINING_PAIRS_FILE", "Refit", "drop_dates", "load_training_pairs",
-           "make_classifier", "refit_verifier", "save_refit", "train_verifier"]
+__all__ = ["CLASSIFIERS", "Refit", "drop_dates", "fit_correction", "make_classifier",
+           "refit_verifier", "save_refit", "train_verifier"]
 
 CLASSIFIERS = ("hgb", "logistic")
 _MODEL_FILE = "model.joblib"
-#: Pair features and labels a verifier was trained on, kept beside it so that
-#: :func:`refit_verifier` can add a user's labels to them (float16: 21 features of 24,000
-#: pairs are about 0.8 MB compressed).
-TRAINING_PAIRS_FILE = "training_pairs.npz"
-#: Default share of the refit's total sample weight carried by the user's labels.
-LABEL_SHARE = 0.2
 
 
 def make_classifier(classifier: str, *, seed: int = 0) -> Any:
@@ -244,86 +238,104 @@ def drop_dates(x: np.ndarray, features: Sequence[str], share: float, seed: int) 
         x[drop, features.index("date_days")] = 0.0
 
 
-def load_training_pairs(model_dir: str | os.PathLike,
-                        features: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The training pairs kept beside a verifier (:data:`TRAINING_PAIRS_FILE`): features
-    (float32, columns in the order of ``features``) and labels (0/1).
 
-    Raises
-    ------
-    FileNotFoundError
-        The folder keeps no training pairs (a verifier trained before they were kept).
-    ValueError
-        The file lacks one of ``features``.
-    """
-    path = Path(model_dir) / TRAINING_PAIRS_FILE
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{model_dir}: the verifier keeps no training pairs ({TRAINING_PAIRS_FILE}), so it "
-            "cannot be refitted to labels; use the shipped verifier-news or fit the threshold "
-            "only."
-        )
-    with np.load(path, allow_pickle=False) as data:
-        names = [str(f) for f in data["features"]]
-        missing = [f for f in features if f not in names]
-        if missing:
-            raise ValueError(f"{path}: no column for the feature(s) {missing}.")
-        x = data["x"][:, [names.index(f) for f in features]].astype(np.float32)
-        return x, data["y"].astype(np.int64)
+#: Features the label correction does not read: those the verifier computes last, for
+#: the pairs its bound cannot reject (``VerifierScorer.deferred_features``).
+UNCORRECTED_FEATURES = ("align_partial",)
+#: Default strength of the pull towards the verifier's own probabilities, in labels.
+CORRECTION_L2 = 10.0
 
 
 @dataclass
 class Refit:
-    """A verifier refitted to labelled pairs (:func:`refit_verifier`).
+    """A verifier corrected to labelled pairs (:func:`refit_verifier`).
 
     Attributes
     ----------
-    model : classifier
-        Fitted on the base training pairs and every labelled pair.
+    model : CorrectedClassifier
+        The base classifier with the correction fitted to every label.
     out_of_fold : ndarray of float32
-        Probability of each labelled pair from a fit that did not see it (``folds``
+        Probability of each labelled pair from a correction fitted without it (``folds``
         fits, each without one fold of the labels): fit the threshold to these, not to
-        the final model's probabilities, which have learned the labels.
-    label_weight : float
-        Sample weight of each labelled pair (each base pair weighs 1).
+        the final model's probabilities, which have seen the labels.
+    corrected : bool
+        False when a class has a single label: then no correction is made (``model``
+        gives the verifier's own probabilities) and only the threshold can be fitted.
     """
 
     model: Any
     out_of_fold: np.ndarray
-    label_weight: float
+    corrected: bool = True
 
 
-def refit_verifier(base_x: np.ndarray, base_y: np.ndarray, x: np.ndarray, y: np.ndarray, *,
-                   features: Sequence[str], label_share: float = LABEL_SHARE,
-                   folds: int = 3, date_dropout: float = 0.25, seed: int = 0,
-                   threads: int | None = None) -> Refit:
-    """Refit a verifier on its training pairs plus a user's labelled pairs.
+def fit_correction(base: Any, x: np.ndarray, y: np.ndarray, *, features: Sequence[str],
+                   l2: float = CORRECTION_L2) -> Any:
+    """A :class:`~neardup.methods.verifier_correction.CorrectedClassifier` of ``base``
+    fitted to labelled pairs ``x`` (features) and ``y`` (True: duplicates).
 
-    A few dozen labels cannot train a classifier on their own; added to the pairs the
-    verifier was trained on, with enough weight to count, they move its decisions where
-    the user's data differ from the training mixture while the base pairs keep it
-    sensible elsewhere.
+    Minimises the labels' log-loss plus ``l2 * ((slope - 1)^2 + |weights|^2)`` (L-BFGS-B,
+    slope >= 0): with few labels the correction stays near "no change"; the intercept is
+    free, so a uniform shift costs nothing. Features of :data:`UNCORRECTED_FEATURES` get
+    weight 0.
+    """
+    from scipy.optimize import minimize
+
+    from neardup.methods.verifier_correction import CorrectedClassifier, logit
+
+    x = np.asarray(x, np.float64)
+    y = np.asarray(y, np.float64)
+    with _one_thread():
+        base_logit = logit(base.predict_proba(x)[:, 1])
+    used = np.array([f not in UNCORRECTED_FEATURES for f in features])
+    mean = np.where(used, x.mean(axis=0), 0.0)
+    spread = x.std(axis=0)
+    scale = np.where(used & (spread > 1e-6), spread, 1.0)
+    z = (x - mean) / scale
+    z[:, ~used] = 0.0
+    width = x.shape[1]
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        slope, intercept, w = theta[0], theta[1], theta[2:]
+        logit = slope * base_logit + intercept + z @ w
+        p = 1.0 / (1.0 + np.exp(-np.clip(logit, -60, 60)))
+        # log(1 + e^t) - y t: the log-loss in a form that does not overflow
+        value = float(np.sum(np.logaddexp(0.0, logit) - y * logit))
+        value += l2 * ((slope - 1.0) ** 2 + float(w @ w))
+        residual = p - y
+        grad = np.concatenate([[residual @ base_logit + 2 * l2 * (slope - 1.0), residual.sum()],
+                               z.T @ residual + 2 * l2 * w])
+        return value, grad
+
+    start = np.concatenate([[1.0, 0.0], np.zeros(width)])
+    bounds = [(0.0, None), (None, None)] + [(None, None) if u else (0.0, 0.0) for u in used]
+    theta = minimize(loss, start, jac=True, method="L-BFGS-B", bounds=bounds).x
+    return CorrectedClassifier(base, slope=theta[0], intercept=theta[1], weights=theta[2:],
+                               mean=mean, scale=scale)
+
+
+def refit_verifier(base: Any, x: np.ndarray, y: np.ndarray, *, features: Sequence[str],
+                   l2: float = CORRECTION_L2, folds: int = 5, seed: int = 0) -> Refit:
+    """Correct a verifier's classifier to a user's labelled pairs.
+
+    A few dozen labels cannot retrain a verifier; they can correct where its
+    probabilities are wrong on the user's data (:func:`fit_correction`).
 
     Parameters
     ----------
-    base_x, base_y : ndarray
-        Training pairs' features (columns in the order of ``features``) and labels
-        (:func:`load_training_pairs`).
+    base : classifier
+        The verifier's fitted classifier (``VerifierScorer.classifier``).
     x, y : ndarray
-        The labelled pairs' features (same columns) and labels (True: duplicates).
+        The labelled pairs' features (the verifier's columns) and labels (True:
+        duplicates).
     features : sequence of str
-        Column names (for the date columns of ``date_dropout``).
-    label_share : float in (0, 1), default 0.2
-        Share of the total sample weight the labelled pairs carry together, whatever
-        their number (chosen on validation splits: docs/transfer.md).
-    folds : int >= 2, default 3
+        The verifier's feature names.
+    l2 : float > 0, default 10
+        Pull towards the verifier's own probabilities (chosen on validation splits:
+        docs/transfer.md).
+    folds : int >= 2, default 5
         Folds of the labels for :attr:`Refit.out_of_fold` (fewer when a class has fewer
         labels).
-    date_dropout : float in [0, 1], default 0.25
-        Share of *base* pairs shown as undated (as :func:`train_verifier`).
     seed : int, default 0
-    threads : int or None, default None
-        OpenMP threads of the classifier.
 
     Raises
     ------
@@ -331,65 +343,54 @@ def refit_verifier(base_x: np.ndarray, base_y: np.ndarray, x: np.ndarray, y: np.
         Mismatched shapes, labels of one class only, invalid parameters.
     """
     from sklearn.model_selection import StratifiedKFold
-    from threadpoolctl import threadpool_limits
 
     caller = "refit_verifier"
-    check_float(caller, "label_share", label_share, low=0.0, high=1.0)
-    if not 0.0 < label_share < 1.0:
-        raise ValueError(f"{caller}: parameter 'label_share' must be strictly between 0 and 1; "
-                         f"got {label_share!r}.")
+    check_float(caller, "l2", l2, low=0.0)
     check_int(caller, "folds", folds, low=2)
     check_int(caller, "seed", seed, low=0)
     x = np.asarray(x, np.float32)
-    y = np.asarray(y).astype(np.int64)
-    base_x = np.array(base_x, np.float32)  # a copy: the date dropout writes into it
-    base_y = np.asarray(base_y).astype(np.int64)
+    y = np.asarray(y).astype(bool)
     width = len(list(features))
-    if x.ndim != 2 or base_x.ndim != 2 or x.shape[1] != width or base_x.shape[1] != width:
-        raise ValueError(f"{caller}: parameters 'x' and 'base_x' must have one column per "
-                         f"feature ({width}); got shapes {x.shape} and {base_x.shape}.")
-    if len(x) != len(y) or len(base_x) != len(base_y):
-        raise ValueError(f"{caller}: features and labels differ in length.")
+    if x.ndim != 2 or x.shape[1] != width:
+        raise ValueError(f"{caller}: parameter 'x' must have one column per feature ({width}); "
+                         f"got shape {x.shape}.")
+    if len(x) != len(y):
+        raise ValueError(f"{caller}: parameters 'x' and 'y' differ in length ({len(x)} and "
+                         f"{len(y)}).")
     positives = int(y.sum())
     if positives == 0 or positives == len(y):
         raise ValueError(f"{caller}: the labels must hold both duplicates and non-duplicates; "
                          f"got {positives} of {len(y)} duplicates.")
-    drop_dates(base_x, features, date_dropout, seed)
-    weight = label_share / (1.0 - label_share) * len(base_x) / len(x)
-
-    def fit(rows: np.ndarray) -> Any:
-        model = make_classifier("hgb", seed=seed)
-        xs = np.concatenate([base_x, x[rows]])
-        ys = np.concatenate([base_y, y[rows]])
-        ws = np.concatenate([np.ones(len(base_x)), np.full(len(rows), weight)])
-        with threadpool_limits(limits=threads):
-            model.fit(xs, ys, sample_weight=ws)
-        return model
-
     folds = min(folds, positives, len(y) - positives)
     out_of_fold = np.zeros(len(y), np.float32)
     if folds >= 2:
         split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
         for kept, held in split.split(x, y):
-            model = fit(kept)
-            with threadpool_limits(limits=threads):
+            model = fit_correction(base, x[kept], y[kept], features=features, l2=l2)
+            with _one_thread():
                 out_of_fold[held] = model.predict_proba(x[held])[:, 1]
-    else:  # one label of a class: it cannot be both held out and learned
-        model = fit(np.zeros(0, np.int64))
-        with threadpool_limits(limits=threads):
-            out_of_fold[:] = model.predict_proba(x)[:, 1]
-    return Refit(model=fit(np.arange(len(y))), out_of_fold=out_of_fold, label_weight=weight)
+    else:
+        # One label of a class: no correction can be checked on labels it did not see,
+        # so none is made (the threshold alone is fitted to the verifier's probabilities).
+        from neardup.methods.verifier_correction import CorrectedClassifier
+
+        with _one_thread():
+            out_of_fold[:] = base.predict_proba(x)[:, 1]
+        zero = np.zeros(width)
+        return Refit(model=CorrectedClassifier(base, 1.0, 0.0, zero, zero, np.ones(width)),
+                     out_of_fold=out_of_fold, corrected=False)
+    return Refit(model=fit_correction(base, x, y, features=features, l2=l2),
+                 out_of_fold=out_of_fold, corrected=True)
 
 
 def save_refit(refit: Refit, base_dir: str | os.PathLike, output_dir: str | os.PathLike, *,
-               threshold: float, n_labels: int, n_positive: int) -> Path:
-    """Write a refitted verifier as a model folder (``--method rerank --model DIR``).
+               threshold: float, n_labels: int, n_positive: int, l2: float) -> Path:
+    """Write a corrected verifier as a model folder (``--method rerank --model DIR``).
 
     The folder is written beside ``output_dir`` and renamed into place, so it appears
     whole or not at all; an existing non-empty ``output_dir`` is refused, never
     overwritten. ``model.json`` is the base model's with the new threshold and a record
-    of the refit; the base's training pairs are copied so the result can be refitted
-    again.
+    of the correction.
     """
     import shutil
     import tempfile
@@ -404,20 +405,20 @@ def save_refit(refit: Refit, base_dir: str | os.PathLike, output_dir: str | os.P
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = json.loads((base / "model.json").read_text(encoding="utf-8"))
     for stale in ("validation_ari", "validation_ari_is", "validation_accuracy_at_0.5",
-                  "tuned_thresholds_source", "trained_on"):
+                  "tuned_thresholds_source"):
         meta.pop(stale, None)
     meta.update({
         "threshold": float(threshold),
         "tuned_thresholds": {meta.get("candidates", "minhash"): float(threshold)},
-        "refitted": {"base_model": base.name, "labels": int(n_labels),
-                     "duplicates": int(n_positive), "label_weight": round(refit.label_weight, 3),
-                     "threshold_from": "out-of-fold probabilities of the labelled pairs"},
-        "files": [_MODEL_FILE, "model.json", TRAINING_PAIRS_FILE],
+        "corrected_to_labels": {
+            "base_model": base.name, "labels": int(n_labels), "duplicates": int(n_positive),
+            "l2": float(l2), "slope": round(refit.model.slope, 4),
+            "threshold_from": "out-of-fold probabilities of the labelled pairs"},
+        "files": [_MODEL_FILE, "model.json"],
     })
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         joblib.dump(refit.model, staging / _MODEL_FILE, compress=3)
-        shutil.copyfile(base / TRAINING_PAIRS_FILE, staging / TRAINING_PAIRS_FILE)
         (staging / "model.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         if out.exists():
             out.rmdir()  # empty (checked above): replaced by the staged folder
@@ -426,3 +427,9 @@ def save_refit(refit: Refit, base_dir: str | os.PathLike, output_dir: str | os.P
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out
+
+
+def _one_thread():
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)
