@@ -13,19 +13,21 @@ read again). For each set S held out:
   score ranks of [0.02, 1] (``neardup calibrate``'s boundary sample, seeded per repeat),
   from the documents of one half of S's validation clusters (by a hash of the cluster
   label), and labelled from the truth;
-* **threshold only**: the threshold with the best F1 among those labels
-  (``fit_threshold``), the user's verifier at it;
-* **corrected, l2**: :func:`neardup.train.verifier.refit_verifier` (what
+* **threshold, min_gain g**: the threshold with the best F1 among those labels
+  (``fit_threshold``), kept only if its F1 beats the default threshold's (0.9) by more
+  than ``g`` (``neardup calibrate --min-gain``; 0: the best fit is taken unless the
+  default ties it); the user's verifier at it;
+* **corrected l2 v, min_gain g**: :func:`neardup.train.verifier.refit_verifier` (what
   ``neardup calibrate --fit-verifier`` runs): the user's verifier with a linear
   correction of its log-odds fitted to the labels, pulled towards no change with
-  strength ``l2``; threshold fitted to the labels' out-of-fold probabilities.
+  strength ``v``; the threshold fitted as above to the labels' out-of-fold
+  probabilities.
 
 Every variant is scored by connected components of the re-scored candidates (ARI), on
 the *other* half of S's validation documents (the whole split clustered; the labelled
-half excluded from the score) and on S's test split. The ``l2`` that ``--fit-verifier``
-uses is chosen on those validation halves only: the one with the best worst-case (over
-sets and budgets) median gain over threshold-only. Test ARIs are only read for the
-report. Raw results: bench/results/calibrate_verifier.json.
+half excluded from the score) and on S's test split. ``--min-gain``'s default and the
+correction's ``l2`` are chosen on those validation halves only (:func:`choose`). Test
+ARIs are only read for the report. Raw results: bench/results/calibrate_verifier.json.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from neardup.train.verifier import drop_dates, make_classifier, refit_verifier  
 RESULTS = ROOT / "bench" / "results" / "calibrate_verifier.json"
 BUDGETS = (20, 40, 80)
 L2S = (1.0, 10.0, 100.0)
-MARGINS = (0.05, 0.1, 0.2)
+MIN_GAINS = (0.0, 0.05, 0.1, 0.2)
 LOW = 0.02  # neardup.eval.calibrate's candidate threshold for rerank
 DEFAULT_THRESHOLD = 0.9
 DATE_DROPOUT = 0.25
@@ -136,6 +138,8 @@ def simulate(data: dict, held: str, names: list[str], repeats: int) -> dict:
                          "validation": ari_at(d, "validation", v_prob, DEFAULT_THRESHOLD, score_docs),
                          "test": ari_at(d, "test", t_prob, DEFAULT_THRESHOLD)},
            "budgets": {}}
+    variants = [*[f"threshold, min_gain {g:g}" for g in MIN_GAINS],
+                *[f"corrected l2 {v:g}, min_gain {g:g}" for v in L2S for g in MIN_GAINS]]
     for n in BUDGETS:
         runs = []
         for repeat in range(repeats):
@@ -143,90 +147,81 @@ def simulate(data: dict, held: str, names: list[str], repeats: int) -> dict:
             y = truth[picks]
             if y.all() or not y.any():
                 continue
-            fit = fit_threshold(v_prob[picks], y)
-            run = {"labels": int(len(picks)), "duplicates": int(y.sum()),
-                   "threshold_only": {"threshold": fit.score,
-                                      "validation": ari_at(d, "validation", v_prob, fit.score,
-                                                           score_docs),
-                                      "test": ari_at(d, "test", t_prob, fit.score)}}
-            for margin in MARGINS:
-                cut = fit.score if _beats_default(fit, v_prob[picks], y, margin) else DEFAULT_THRESHOLD
-                run[f"threshold margin {margin:g}"] = {
+            run = {"labels": int(len(picks)), "duplicates": int(y.sum())}
+            for gain in MIN_GAINS:
+                cut = fit_threshold(v_prob[picks], y, default=DEFAULT_THRESHOLD,
+                                    min_gain=gain).score
+                run[f"threshold, min_gain {gain:g}"] = {
                     "threshold": cut,
                     "validation": ari_at(d, "validation", v_prob, cut, score_docs),
                     "test": ari_at(d, "test", t_prob, cut)}
             for l2 in L2S:
                 refit = refit_verifier(user_model, vx[picks], y, features=names, l2=l2)
-                cut = fit_threshold(refit.out_of_fold, y).score
                 v_corrected = refit.model.correct(v_prob, vx)
                 t_corrected = refit.model.correct(t_prob, d["test_x"])
-                run[f"corrected {l2:g}"] = {
-                    "threshold": cut, "slope": refit.model.slope,
-                    "validation": ari_at(d, "validation", v_corrected, cut, score_docs),
-                    "test": ari_at(d, "test", t_corrected, cut)}
-                oof = fit_threshold(refit.out_of_fold, y)
-                cut = oof.score if _beats_default(oof, refit.out_of_fold, y, 0.1) else DEFAULT_THRESHOLD
-                run[f"corrected {l2:g} margin 0.1"] = {
-                    "threshold": cut, "slope": refit.model.slope,
-                    "validation": ari_at(d, "validation", v_corrected, cut, score_docs),
-                    "test": ari_at(d, "test", t_corrected, cut)}
-                run[f"corrected {l2:g} at {DEFAULT_THRESHOLD}"] = {
-                    "threshold": DEFAULT_THRESHOLD, "slope": refit.model.slope,
-                    "validation": ari_at(d, "validation", v_corrected, DEFAULT_THRESHOLD,
-                                         score_docs),
-                    "test": ari_at(d, "test", t_corrected, DEFAULT_THRESHOLD)}
+                for gain in MIN_GAINS:
+                    cut = fit_threshold(refit.out_of_fold, y, default=DEFAULT_THRESHOLD,
+                                        min_gain=gain).score
+                    run[f"corrected l2 {l2:g}, min_gain {gain:g}"] = {
+                        "threshold": cut, "slope": refit.model.slope,
+                        "corrected": refit.corrected,
+                        "validation": ari_at(d, "validation", v_corrected, cut, score_docs),
+                        "test": ari_at(d, "test", t_corrected, cut)}
             runs.append(run)
-        variants = ["threshold_only", *[f"threshold margin {m:g}" for m in MARGINS], *[f"corrected {v:g}{at}" for v in L2S
-                                       for at in ("", f" at {DEFAULT_THRESHOLD}", " margin 0.1")]]
         row["budgets"][n] = {
             "runs": runs,
             "median": {v: {k: statistics.median(r[v][k] for r in runs) if runs else None
                            for k in ("validation", "test")} for v in variants}}
         med = row["budgets"][n]["median"]
         print(f"{held:20} n={n:3} " + "  ".join(
-            f"{v}: val {med[v]['validation']:.3f} test {med[v]['test']:.3f}" for v in variants
-            if med[v]["test"] is not None), flush=True)
+            f"[{v}] val {med[v]['validation']:.3f} test {med[v]['test']:.3f}" for v in variants
+            if med[v]["test"] is not None and v.endswith(("min_gain 0", "min_gain 0.1"))),
+            flush=True)
     row["cpu_seconds"] = round(time.process_time() - cpu0, 1)
     return row
 
 
-def _beats_default(fit, scores, y, margin: float) -> bool:
-    """Whether the fitted cut's F1 among the labels beats the default threshold's by more
-    than ``margin``."""
-    accept = scores >= DEFAULT_THRESHOLD
-    tp = int((accept & y).sum())
-    precision = tp / max(int(accept.sum()), 1)
-    recall = tp / max(int(y.sum()), 1)
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return fit.f1 - f1 > margin
+def _worst_and_mean(rows: list[dict], variant: str) -> dict:
+    """Worst and mean (over sets and budgets) median validation ARI of ``variant``."""
+    values = [b["median"][variant]["validation"] for r in rows for b in r["budgets"].values()
+              if b["median"][variant]["validation"] is not None]
+    return {"worst": min(values), "mean": float(np.mean(values))}
 
 
-def choose_l2(rows: list[dict]) -> dict:
-    """The l2 whose worst (over sets and budgets) median validation gain over
-    threshold-only is highest; validation halves only."""
-    by_l2 = {}
-    for l2 in L2S:
-        gains = [b["median"][f"corrected {l2:g}"]["validation"]
-                 - b["median"]["threshold_only"]["validation"]
-                 for r in rows for b in r["budgets"].values()
-                 if b["median"]["threshold_only"]["validation"] is not None]
-        by_l2[l2] = {"worst": min(gains), "mean": float(np.mean(gains))}
-    best = max(L2S, key=lambda v: (by_l2[v]["worst"], by_l2[v]["mean"]))
-    return {"by_l2": by_l2, "chosen": best}
+def choose(rows: list[dict]) -> dict:
+    """Validation halves only: the ``min_gain`` of the threshold fit with the best worst
+    (then mean) ARI, the smaller on ties; then the ``l2`` of the correction at that
+    ``min_gain`` the same way; then whether the correction beats the threshold alone."""
+    by_gain = {g: _worst_and_mean(rows, f"threshold, min_gain {g:g}") for g in MIN_GAINS}
+    gain = max(MIN_GAINS, key=lambda g: (by_gain[g]["worst"], by_gain[g]["mean"], -g))
+    by_l2 = {v: _worst_and_mean(rows, f"corrected l2 {v:g}, min_gain {gain:g}") for v in L2S}
+    l2 = max(L2S, key=lambda v: (by_l2[v]["worst"], by_l2[v]["mean"], -v))
+    better = (by_l2[l2]["worst"], by_l2[l2]["mean"]) > (by_gain[gain]["worst"],
+                                                         by_gain[gain]["mean"])
+    return {"by_min_gain": by_gain, "min_gain": gain, "by_l2": by_l2, "l2": l2,
+            "correction_beats_threshold_on_validation": better}
 
 
 def table(results: dict) -> str:
-    key = f"corrected {results['choice']['chosen']:g}"
-    lines = [f"| held-out set | no labels (0.9) | labels | threshold only | {key} |",
-             "|---|---:|---:|---:|---:|"]
+    choice = results["choice"]
+    gain, l2 = choice["min_gain"], choice["l2"]
+    columns = {"fit (min_gain 0)": "threshold, min_gain 0",
+               f"fit, default kept (min_gain {gain:g})": f"threshold, min_gain {gain:g}",
+               f"corrected (l2 {l2:g}, min_gain {gain:g})": f"corrected l2 {l2:g}, min_gain {gain:g}"}
+    lines = ["| held-out set | no labels (0.9) | labels | " + " | ".join(columns) + " |",
+             "|---|---:|---:|" + "---:|" * len(columns)]
     for r in results["rows"]:
         for n, b in r["budgets"].items():
             med = b["median"]
-            if med["threshold_only"]["test"] is None:
+            if med["threshold, min_gain 0"]["test"] is None:
                 continue
             lines.append(f"| {r['set']} | {r['no_labels']['test']:.3f} | {n} | "
-                         f"{med['threshold_only']['test']:.3f} | "
-                         f"{med[key]['test']:.3f} |")
+                         + " | ".join(f"{med[v]['test']:.3f}" for v in columns.values()) + " |")
+    for label, pick in (("mean", np.mean), ("worst", min)):
+        cells = [f"{pick([b['median'][v]['test'] for r in results['rows'] for b in r['budgets'].values() if b['median'][v]['test'] is not None]):.3f}"
+                 for v in columns.values()]
+        none = pick([r["no_labels"]["test"] for r in results["rows"]])
+        lines.append(f"| **{label}** | {none:.3f} | | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -242,7 +237,8 @@ def main() -> None:
     data = load(args.cache, names)
     rows = [simulate(data, s, names, args.repeats) for s in args.sets]
     results = {"budgets": list(BUDGETS), "l2": list(L2S), "repeats": args.repeats,
-               "features": names, "rows": rows, "choice": choose_l2(rows)}
+               "min_gains": list(MIN_GAINS), "features": names, "rows": rows,
+               "choice": choose(rows)}
     args.out.write_text(json.dumps(results, indent=1, default=float) + "\n")
     print(json.dumps(results["choice"], indent=1))
     print(table(results))

@@ -247,10 +247,10 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
                         min_gain=opts["min_gain"])
     threshold = score_to_threshold(method, fit.score)
     if base_verifier is not None:
-        from neardup.train.verifier import save_refit
+        from neardup.train.verifier import CORRECTION_L2, save_refit
 
         save_refit(refit, base_verifier, opts["fit_verifier"], threshold=threshold,
-                   n_labels=fit.n_labels, n_positive=fit.n_positive)
+                   n_labels=fit.n_labels, n_positive=fit.n_positive, l2=CORRECTION_L2)
         params = {**params, "model": str(opts["fit_verifier"])}
     chosen = build_method(method, {**params, "threshold": threshold}).get_params()
     points = [{"values": {"threshold": score_to_threshold(method, p["score"])},
@@ -276,22 +276,16 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
 
 
 def _check_fit_verifier(method: str, params: dict[str, Any], out: Path) -> Path:
-    """The verifier folder to refit; refuses, before any work, what cannot be done."""
+    """The verifier folder to correct; refuses, before any work, what cannot be done."""
     from neardup.models import resolve_model
-    from neardup.train.verifier import TRAINING_PAIRS_FILE
 
     if method != "rerank" or params.get("scorer", "verifier") != "verifier":
-        raise InputError("--fit-verifier refits rerank's verifier: use it with --method rerank "
+        raise InputError("--fit-verifier corrects rerank's verifier: use it with --method rerank "
                          "(and the default --param scorer=verifier).")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"--fit-verifier: {out} exists and is not an empty folder; choose a "
                          "new folder (nothing is overwritten).")
-    base = resolve_model(params.get("model") or "verifier-news", "verifier")
-    if not (base / TRAINING_PAIRS_FILE).is_file():
-        raise InputError(f"--fit-verifier: the verifier {base} keeps no training pairs "
-                         f"({TRAINING_PAIRS_FILE}) to refit on; use the shipped verifier-news "
-                         "(no --model) or a folder written by --fit-verifier.")
-    return base
+    return resolve_model(params.get("model") or "verifier-news", "verifier")
 
 
 def _texts_and_dates(batches) -> tuple[list[str], np.ndarray | None]:
@@ -305,14 +299,11 @@ def _texts_and_dates(batches) -> tuple[list[str], np.ndarray | None]:
 
 
 def _refit(base: Path, texts, dates, left, right, labels, seed: int):
-    """The verifier ``base`` refitted to the labelled pairs (``left[i]``, ``right[i]``)."""
-    from neardup.methods.pair_features import pair_features
-    from neardup.train.verifier import load_training_pairs, refit_verifier
+    """The verifier ``base`` corrected to the labelled pairs (``left[i]``, ``right[i]``)."""
+    from neardup.methods.rerank import VerifierScorer
+    from neardup.train.verifier import refit_verifier
 
-    meta = json.loads((base / "model.json").read_text(encoding="utf-8"))
-    features = list(meta["features"])
-    x = pair_features(texts, left, right, dates=dates, features=features,
-                      fold_diacritics=bool(meta.get("fold_diacritics", False)))
-    base_x, base_y = load_training_pairs(base, features)
-    return refit_verifier(base_x, base_y, x, np.asarray(labels, bool), features=features,
-                          seed=seed)
+    scorer = VerifierScorer(base)
+    x = scorer.features_of(texts, left, right, dates)
+    return refit_verifier(scorer.classifier, x, np.asarray(labels, bool),
+                          features=scorer.features, seed=seed)

@@ -353,6 +353,13 @@ class VerifierScorer:
             prob[open_] = self._predict(x[open_])
         return prob, prob >= threshold
 
+    def features_of(self, texts: Sequence[str], left: np.ndarray, right: np.ndarray,
+                    dates: np.ndarray | None = None) -> np.ndarray:
+        """The model's features of each pair (``left[i]``, ``right[i]``) of positions in
+        ``texts``, as it computes them to score (for correcting it to labels)."""
+        return self._features(texts, np.asarray(left, np.int64), np.asarray(right, np.int64),
+                              dates, self.features)
+
     def _features(self, texts, left, right, dates, names) -> np.ndarray:
         from neardup.methods.pair_features import pair_features
 

@@ -243,7 +243,7 @@ def drop_dates(x: np.ndarray, features: Sequence[str], share: float, seed: int) 
 #: the pairs its bound cannot reject (``VerifierScorer.deferred_features``).
 UNCORRECTED_FEATURES = ("align_partial",)
 #: Default strength of the pull towards the verifier's own probabilities, in labels.
-CORRECTION_L2 = 10.0
+CORRECTION_L2 = 100.0
 
 
 @dataclass
@@ -329,7 +329,7 @@ def refit_verifier(base: Any, x: np.ndarray, y: np.ndarray, *, features: Sequenc
         duplicates).
     features : sequence of str
         The verifier's feature names.
-    l2 : float > 0, default 10
+    l2 : float > 0, default 100
         Pull towards the verifier's own probabilities (chosen on validation splits:
         docs/transfer.md).
     folds : int >= 2, default 5

@@ -101,3 +101,79 @@ def test_fit_threshold_and_boundary_sample():
     assert score_to_threshold("simhash", 1 - 3 / 64) == 3
     with pytest.raises(ValueError, match="both duplicates"):
         fit_threshold([0.5], [True])
+
+
+def test_fit_keeps_the_default_unless_clearly_beaten():
+    scores = [0.95, 0.9, 0.85, 0.6, 0.55, 0.3]
+    labels = [True, True, True, True, False, False]
+    best = fit_threshold(scores, labels, min_gain=0.0)
+    assert 0.55 < best.score <= 0.6 and best.f1 == 1.0 and not best.kept_default
+    # At the default 0.8 the labels give F1 6/7: a gain of 0.14 beats 0.1, not 0.2.
+    assert not fit_threshold(scores, labels, default=0.8, min_gain=0.1).kept_default
+    kept = fit_threshold(scores, labels, default=0.8, min_gain=0.2)
+    assert kept.kept_default and kept.score == 0.8 and kept.recall == 0.75
+    # A precision target is the user's explicit request: the default is not kept.
+    assert not fit_threshold(scores, labels, default=0.8, min_gain=0.5,
+                             min_precision=1.0).kept_default
+
+
+def test_cli_min_gain_default_matches_the_library():
+    from neardup.cli.calibrate import _MIN_GAIN
+    from neardup.eval.calibrate import MIN_GAIN
+
+    assert _MIN_GAIN == MIN_GAIN
+
+
+def _rerank_labels(tmp_path):
+    labels = tmp_path / "labels.csv"
+    labels.write_text("id_a,id_b,label\ns0v0,s0v1,y\ns0v0,s0v2,y\ns1v0,s1v1,y\ns2v0,s2v2,y\n"
+                      "s0v0,s0v3,n\ns1v0,s1v3,n\ns2v0,s2v3,n\ns2v0,s1v0,n\n")
+    return labels
+
+
+def test_fit_verifier_writes_a_corrected_verifier_dedup_uses(corpus, tmp_path):
+    path, rows = corpus
+    labels, model, out = _rerank_labels(tmp_path), tmp_path / "mine", tmp_path / "cal.json"
+    result = CliRunner().invoke(main, ["calibrate", str(path), "--method", "rerank",
+                                       "--id-field", "id", "--labels", str(labels),
+                                       "--fit-verifier", str(model), "--out", str(out),
+                                       "--min-gain", "0"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "out of fold" in result.output and f"--model {model}" in result.output
+    meta = json.loads((model / "model.json").read_text())
+    assert meta["kind"] == "verifier" and meta["corrected_to_labels"]["labels"] == 8
+    tuning = load_tuning(out)
+    assert tuning.params["model"] == str(model)
+    assert meta["threshold"] == tuning.params["threshold"]
+    clusters = tmp_path / "clusters.jsonl"
+    dedup = CliRunner().invoke(main, ["dedup", str(path), "--method", "rerank", "--model",
+                                      str(model), "--id-field", "id", "--clusters-out",
+                                      str(clusters)], catch_exceptions=False)
+    assert dedup.exit_code == 0, dedup.output
+    assert sorted(json.loads(line)["id"] for line in clusters.read_text().splitlines()) == \
+        sorted(r["id"] for r in rows)
+
+
+def test_fit_verifier_refuses_before_any_work_and_leaves_nothing_half_written(corpus, tmp_path):
+    path, _ = corpus
+    labels = _rerank_labels(tmp_path)
+    args = ["calibrate", str(path), "--id-field", "id", "--labels", str(labels)]
+    wrong = CliRunner().invoke(main, [*args, "--method", "minhash", "--fit-verifier",
+                                      str(tmp_path / "m")])
+    assert wrong.exit_code != 0 and "--method rerank" in wrong.output
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "keep.txt").write_text("mine")
+    busy = CliRunner().invoke(main, [*args, "--method", "rerank", "--fit-verifier", str(taken)])
+    assert busy.exit_code != 0 and "not an empty folder" in busy.output
+    assert [p.name for p in taken.iterdir()] == ["keep.txt"]
+    # The tuning file cannot be written (a folder is in the way): no model folder either.
+    blocked = tmp_path / "blocked.json"
+    blocked.mkdir()
+    model = tmp_path / "mine"
+    failed = CliRunner().invoke(main, [*args, "--method", "rerank", "--fit-verifier", str(model),
+                                       "--out", str(blocked)])
+    assert failed.exit_code != 0
+    assert not model.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["corpus.jsonl", "labels.csv", "taken", "blocked.json"])

@@ -130,3 +130,78 @@ def test_train_verifier_refuses_test_split_and_bad_params(tmp_path):
         train_verifier(train, train, output_dir=tmp_path, classifier="svm", **_FAST)
     with pytest.raises(ValueError, match="features"):
         train_verifier(train, train, output_dir=tmp_path, **{**_FAST, "features": ["nope"]})
+
+
+def _refit_data(seed: int = 0):
+    """Base pairs where feature 0 above 0.5 means duplicate; the user's data disagree in
+    one region (feature 0 in [0.5, 0.7] and feature 1 high: not duplicates there)."""
+    rng = np.random.default_rng(seed)
+    base_x = rng.random((3000, 3)).astype(np.float32)
+    base_y = (base_x[:, 0] > 0.5).astype(np.int64)
+    x = rng.random((40, 3)).astype(np.float32)
+    x[:20, 0] = rng.uniform(0.5, 0.7, 20)
+    x[:20, 1] = rng.uniform(0.8, 1.0, 20)
+    y = x[:, 0] > 0.5
+    y[:20] = False
+    return base_x, base_y, x, y
+
+
+def test_refit_verifier_learns_the_labels_and_keeps_the_base():
+    from neardup.train.verifier import refit_verifier
+
+    base_x, base_y, x, y = _refit_data()
+    names = ["a", "b", "c"]
+    refit = refit_verifier(base_x, base_y, x, y, features=names, label_share=0.2, threads=1)
+    # The labels carry a fifth of the weight whatever their number.
+    assert refit.label_weight * len(y) == pytest.approx(0.25 * len(base_x))
+    assert refit.out_of_fold.shape == (40,) and refit.out_of_fold.dtype == np.float32
+    region = np.array([[0.6, 0.9, 0.5]], np.float32)
+    elsewhere = np.array([[0.9, 0.2, 0.5], [0.1, 0.9, 0.5]], np.float32)
+    from neardup.train.verifier import make_classifier
+
+    plain = make_classifier("hgb").fit(base_x, base_y)
+    assert plain.predict_proba(region)[0, 1] > 0.5           # the base says duplicate there
+    assert refit.model.predict_proba(region)[0, 1] < 0.5     # the labels say not
+    kept = refit.model.predict_proba(elsewhere)[:, 1]
+    assert kept[0] > 0.5 and kept[1] < 0.5                   # elsewhere as the base
+    # Out-of-fold: learned from the other folds' labels of the same region.
+    assert np.mean(refit.out_of_fold[:20] < 0.5) >= 0.8
+    with pytest.raises(ValueError, match="both duplicates"):
+        refit_verifier(base_x, base_y, x, np.ones(40, bool), features=names)
+    with pytest.raises(ValueError, match="label_share"):
+        refit_verifier(base_x, base_y, x, y, features=names, label_share=1.0)
+    with pytest.raises(ValueError, match="one column per feature"):
+        refit_verifier(base_x, base_y, x[:, :2], y, features=names)
+
+
+def test_save_refit_writes_a_loadable_folder_and_never_overwrites(tmp_path):
+    from neardup.models import resolve_model
+    from neardup.train.verifier import (
+        TRAINING_PAIRS_FILE,
+        load_training_pairs,
+        refit_verifier,
+        save_refit,
+    )
+
+    base = resolve_model("verifier-news", "verifier")
+    names = json.loads((base / "model.json").read_text())["features"]
+    base_x, base_y = load_training_pairs(base, names)
+    assert base_x.shape == (len(base_y), len(names)) and set(np.unique(base_y)) == {0, 1}
+    texts = ["The cat sat on the mat today.", "The cat sat on the mat today!",
+             "Completely different words here.", "The dog ran in the park all day."]
+    x = pair_features(texts, [0, 0, 2, 1], [1, 2, 3, 3], features=names)
+    refit = refit_verifier(base_x, base_y, x, np.array([True, False, False, False]),
+                           features=names, threads=1)
+    out = save_refit(refit, base, tmp_path / "mine", threshold=0.7, n_labels=4, n_positive=1)
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["threshold"] == 0.7 and meta["refitted"]["labels"] == 4
+    assert meta["features"] == names and (out / TRAINING_PAIRS_FILE).is_file()
+    prob = VerifierScorer(out, threads=1).score(texts[:1], texts[1:2])
+    assert prob.shape == (1,) and 0.0 <= prob[0] <= 1.0
+    before = (out / "model.json").read_bytes()
+    with pytest.raises(FileExistsError, match="nothing is overwritten"):
+        save_refit(refit, base, out, threshold=0.5, n_labels=4, n_positive=1)
+    assert (out / "model.json").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]  # no staging left behind
+    with pytest.raises(FileNotFoundError, match="keeps no training pairs"):
+        load_training_pairs(tmp_path, names)
