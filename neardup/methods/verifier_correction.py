@@ -22,7 +22,7 @@ import numpy as np
 
 __all__ = ["CorrectedBound", "CorrectedClassifier", "logit"]
 
-_EPS = 1e-6
+_EPS = 1e-12
 
 
 def logit(p: np.ndarray) -> np.ndarray:

@@ -88,3 +88,53 @@ def test_shipped_verifier_decides_exactly_as_with_every_feature(monkeypatch):
     # Most pairs of different stories were rejected without the alignment feature.
     assert 0 < max(deferred_pairs) < len(left) // 2
 
+
+
+def test_corrected_verifier_keeps_the_bound_and_decides_exactly(monkeypatch, tmp_path):
+    """A verifier corrected to labels (neardup calibrate --fit-verifier) still rejects
+    pairs without its deferred feature, and exactly as with every feature."""
+    pytest.importorskip("rapidfuzz")
+    from neardup.methods.rerank import VerifierScorer, load_scorer
+    from neardup.methods.verifier_correction import CorrectedBound, CorrectedClassifier
+    from neardup.models import resolve_model
+    from neardup.train.verifier import refit_verifier, save_refit
+
+    base = load_scorer("verifier", threads=1)
+    corpus = _fixtures.make_corpus(n_stories=10, seed=7)
+    texts = list(corpus.texts)[:90]
+    clusters = np.asarray(corpus.clusters)[:90]
+    left, right = np.triu_indices(len(texts), 1)
+    labelled = np.random.default_rng(3).choice(len(left), 60, replace=False)
+    y = clusters[left[labelled]] == clusters[right[labelled]]
+    y[:5] = ~y[:5]  # labels that disagree with the truth: the correction must move
+    x = base.features_of(texts, left[labelled], right[labelled])
+    refit = refit_verifier(base.classifier, x, y, features=base.features, l2=1.0)
+    assert refit.corrected and refit.model.slope >= 0
+    assert refit.model.weights[list(base.features).index("align_partial")] == 0
+    out = save_refit(refit, resolve_model("verifier-news", "verifier"), tmp_path / "mine",
+                     threshold=0.9, n_labels=60, n_positive=int(y.sum()), l2=1.0)
+    scorer = VerifierScorer(out, threads=1)
+    assert isinstance(scorer.classifier, CorrectedClassifier)
+    full = scorer.score_positions(texts, left, right)
+    assert not np.allclose(full, base.score_positions(texts, left, right))
+    deferred_pairs = []
+    real = type(scorer)._features
+
+    def spying(self, texts_, left_, right_, dates, names):
+        if list(names) == list(self.deferred_features):
+            deferred_pairs.append(len(left_))
+        return real(self, texts_, left_, right_, dates, names)
+
+    monkeypatch.setattr(type(scorer), "_features", spying)
+    for threshold in (0.5, 0.9):
+        score, accept = scorer.decide_positions(texts, left, right, threshold=threshold)
+        np.testing.assert_array_equal(accept, full >= threshold)
+        np.testing.assert_array_equal(score[accept], full[accept])
+        assert (score[~accept] >= full[~accept]).all() and (score[~accept] < threshold).all()
+    assert isinstance(scorer._bound, CorrectedBound)
+    assert 0 < min(deferred_pairs) < len(left) // 2  # at 0.9 most pairs skip the alignment
+    reads_free = CorrectedClassifier(base.classifier, 1.0, 0.0, np.ones(len(base.features)),
+                                     np.zeros(len(base.features)), np.ones(len(base.features)))
+    with pytest.raises(ValueError, match="reads a feature left free"):
+        CorrectedBound.from_classifier(reads_free).upper_proba(
+            x[:2], np.isin(np.array(base.features), ["align_partial"]))

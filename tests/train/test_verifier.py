@@ -132,76 +132,81 @@ def test_train_verifier_refuses_test_split_and_bad_params(tmp_path):
         train_verifier(train, train, output_dir=tmp_path, **{**_FAST, "features": ["nope"]})
 
 
-def _refit_data(seed: int = 0):
-    """Base pairs where feature 0 above 0.5 means duplicate; the user's data disagree in
-    one region (feature 0 in [0.5, 0.7] and feature 1 high: not duplicates there)."""
-    rng = np.random.default_rng(seed)
-    base_x = rng.random((3000, 3)).astype(np.float32)
-    base_y = (base_x[:, 0] > 0.5).astype(np.int64)
-    x = rng.random((40, 3)).astype(np.float32)
-    x[:20, 0] = rng.uniform(0.5, 0.7, 20)
-    x[:20, 1] = rng.uniform(0.8, 1.0, 20)
-    y = x[:, 0] > 0.5
-    y[:20] = False
-    return base_x, base_y, x, y
 
-
-def test_refit_verifier_learns_the_labels_and_keeps_the_base():
-    from neardup.train.verifier import refit_verifier
-
-    base_x, base_y, x, y = _refit_data()
-    names = ["a", "b", "c"]
-    refit = refit_verifier(base_x, base_y, x, y, features=names, label_share=0.2, threads=1)
-    # The labels carry a fifth of the weight whatever their number.
-    assert refit.label_weight * len(y) == pytest.approx(0.25 * len(base_x))
-    assert refit.out_of_fold.shape == (40,) and refit.out_of_fold.dtype == np.float32
-    region = np.array([[0.6, 0.9, 0.5]], np.float32)
-    elsewhere = np.array([[0.9, 0.2, 0.5], [0.1, 0.9, 0.5]], np.float32)
+def _correction_data(seed: int = 0):
+    """A classifier that calls feature 0 above 0.5 a duplicate, and labels from data
+    where duplicates need feature 0 above 0.5 *and* feature 1 above 0.5."""
     from neardup.train.verifier import make_classifier
 
-    plain = make_classifier("hgb").fit(base_x, base_y)
-    assert plain.predict_proba(region)[0, 1] > 0.5           # the base says duplicate there
-    assert refit.model.predict_proba(region)[0, 1] < 0.5     # the labels say not
-    kept = refit.model.predict_proba(elsewhere)[:, 1]
-    assert kept[0] > 0.5 and kept[1] < 0.5                   # elsewhere as the base
-    # Out-of-fold: learned from the other folds' labels of the same region.
-    assert np.mean(refit.out_of_fold[:20] < 0.5) >= 0.8
+    rng = np.random.default_rng(seed)
+    base_x = rng.random((2000, 3)).astype(np.float32)
+    base = make_classifier("logistic").fit(base_x, base_x[:, 0] > 0.5)
+    x = rng.random((60, 3)).astype(np.float32)
+    y = (x[:, 0] > 0.5) & (x[:, 1] > 0.5)
+    return base, x, y
+
+
+def test_refit_verifier_corrects_towards_the_labels():
+    from neardup.train.verifier import fit_correction, refit_verifier
+
+    base, x, y = _correction_data()
+    names = ["a", "b", "c"]
+    refit = refit_verifier(base, x, y, features=names, l2=1.0)
+    assert refit.corrected and refit.out_of_fold.shape == (60,)
+    probe = np.array([[0.9, 0.1, 0.5], [0.9, 0.9, 0.5], [0.1, 0.9, 0.5]], np.float32)
+    before = base.predict_proba(probe)[:, 1]
+    after = refit.model.predict_proba(probe)[:, 1]
+    assert after[0] < before[0] - 0.2      # feature 1 low: the labels say not duplicates
+    assert after[1] > 0.5 and after[2] < 0.5
+    assert refit.model.weights[1] > 0 and refit.model.slope >= 0
+    # The pull towards "no change": a strong l2 moves the slope and weights less.
+    strong = fit_correction(base, x, y, features=names, l2=1e4)
+    assert abs(strong.slope - 1) < abs(refit.model.slope - 1) + 1e-9
+    assert np.abs(strong.weights).sum() < np.abs(refit.model.weights).sum()
+    # Out of fold: the labels' probabilities from fits that did not see them separate
+    # them nearly as well.
+    from sklearn.metrics import roc_auc_score
+
+    assert roc_auc_score(y, refit.out_of_fold) > 0.9
+    # Uncorrected features get no weight.
+    skip = fit_correction(base, x, y, features=["a", "align_partial", "c"], l2=1.0)
+    assert skip.weights[1] == 0
+    # One label of a class: nothing is corrected, the verifier's own probabilities stay.
+    lonely = y.copy()
+    lonely[:] = False
+    lonely[0] = True
+    kept = refit_verifier(base, x, lonely, features=names)
+    assert not kept.corrected
+    np.testing.assert_allclose(kept.model.predict_proba(x)[:, 1], base.predict_proba(x)[:, 1],
+                               rtol=1e-5, atol=1e-9)
     with pytest.raises(ValueError, match="both duplicates"):
-        refit_verifier(base_x, base_y, x, np.ones(40, bool), features=names)
-    with pytest.raises(ValueError, match="label_share"):
-        refit_verifier(base_x, base_y, x, y, features=names, label_share=1.0)
+        refit_verifier(base, x, np.ones(60, bool), features=names)
     with pytest.raises(ValueError, match="one column per feature"):
-        refit_verifier(base_x, base_y, x[:, :2], y, features=names)
+        refit_verifier(base, x[:, :2], y, features=names)
 
 
 def test_save_refit_writes_a_loadable_folder_and_never_overwrites(tmp_path):
     from neardup.models import resolve_model
-    from neardup.train.verifier import (
-        TRAINING_PAIRS_FILE,
-        load_training_pairs,
-        refit_verifier,
-        save_refit,
-    )
+    from neardup.train.verifier import refit_verifier, save_refit
 
-    base = resolve_model("verifier-news", "verifier")
-    names = json.loads((base / "model.json").read_text())["features"]
-    base_x, base_y = load_training_pairs(base, names)
-    assert base_x.shape == (len(base_y), len(names)) and set(np.unique(base_y)) == {0, 1}
+    base_dir = resolve_model("verifier-news", "verifier")
+    scorer = VerifierScorer(base_dir, threads=1)
     texts = ["The cat sat on the mat today.", "The cat sat on the mat today!",
-             "Completely different words here.", "The dog ran in the park all day."]
-    x = pair_features(texts, [0, 0, 2, 1], [1, 2, 3, 3], features=names)
-    refit = refit_verifier(base_x, base_y, x, np.array([True, False, False, False]),
-                           features=names, threads=1)
-    out = save_refit(refit, base, tmp_path / "mine", threshold=0.7, n_labels=4, n_positive=1)
+             "Completely different words here.", "The dog ran in the park all day.",
+             "The cat sat on the mat today, they said.", "Other words entirely, again."]
+    x = scorer.features_of(texts, [0, 0, 2, 1, 0, 3], [1, 2, 3, 3, 4, 5])
+    refit = refit_verifier(scorer.classifier, x, np.array([True, False, False, False, True,
+                                                           False]),
+                           features=scorer.features)
+    out = save_refit(refit, base_dir, tmp_path / "mine", threshold=0.7, n_labels=6,
+                     n_positive=2, l2=100.0)
     meta = json.loads((out / "model.json").read_text())
-    assert meta["threshold"] == 0.7 and meta["refitted"]["labels"] == 4
-    assert meta["features"] == names and (out / TRAINING_PAIRS_FILE).is_file()
+    assert meta["threshold"] == 0.7 and meta["corrected_to_labels"]["labels"] == 6
+    assert meta["features"] == list(scorer.features) and "validation_ari" not in meta
     prob = VerifierScorer(out, threads=1).score(texts[:1], texts[1:2])
     assert prob.shape == (1,) and 0.0 <= prob[0] <= 1.0
     before = (out / "model.json").read_bytes()
     with pytest.raises(FileExistsError, match="nothing is overwritten"):
-        save_refit(refit, base, out, threshold=0.5, n_labels=4, n_positive=1)
+        save_refit(refit, base_dir, out, threshold=0.5, n_labels=6, n_positive=2, l2=100.0)
     assert (out / "model.json").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]  # no staging left behind
-    with pytest.raises(FileNotFoundError, match="keeps no training pairs"):
-        load_training_pairs(tmp_path, names)
