@@ -56,7 +56,12 @@ def main() -> None:
     parser.add_argument("--min-gain", type=float, default=MIN_GAIN,
                         help="neardup calibrate's rule, reported beside the plain fit")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "calibrate_labels.json")
+    parser.add_argument("--table", nargs="+", type=Path, metavar="RESULTS",
+                        help="only print the markdown table of these results files")
     args = parser.parse_args()
+    if args.table:
+        print(table([r for path in args.table for r in json.loads(path.read_text())]))
+        return
     rows = []
     for name in args.sets:
         corpus = load_labeled([ROOT / "benchmarks" / name / f"{s}.jsonl.gz"
@@ -114,6 +119,36 @@ def main() -> None:
     out = args.out
     out.write_text(json.dumps(rows, indent=1, default=float) + "\n")
     print(f"wrote {out}")
+    print(table(rows))
+
+
+def table(rows: list[dict]) -> str:
+    """Markdown: per set and method, the default's test ARI, then per label budget the
+    test ARI of calibrate's rule (the plain best fit in brackets where it differs)."""
+    budgets = sorted({r["labels"] for r in rows})
+    lines = ["| set | method | default (no labels) | "
+             + " | ".join(f"{n} labels" for n in budgets) + " |",
+             "|---|---|---:|" + "---:|" * len(budgets)]
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["set"], r["method"]), {})[r["labels"]] = r
+
+    def fmt(x):
+        return "—" if x is None else f"{x:.3f}"
+
+    for (name, method), by_n in groups.items():
+        first = next(iter(by_n.values()))
+        cells = []
+        for n in budgets:
+            r = by_n.get(n)
+            if r is None or r["ari"] is None:
+                cells.append("—")
+                continue
+            rule, plain = r["rule"]["ari"], r["ari"]
+            cells.append(fmt(rule) + ("" if abs(rule - plain) < 5e-4 else f" ({fmt(plain)})"))
+        lines.append(f"| {name} | {method} | {fmt(first['default']['ari'])} "
+                     f"({first['default']['threshold']}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

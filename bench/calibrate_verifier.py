@@ -116,7 +116,8 @@ def halves(clusters: np.ndarray) -> np.ndarray:
     return np.array([zlib.crc32(c.encode()) % 2 == 0 for c in clusters.tolist()])
 
 
-def simulate(data: dict, held: str, names: list[str], repeats: int) -> dict:
+def simulate(data: dict, held: str, names: list[str], repeats: int,
+             penalize_intercept: bool = False) -> dict:
     trainable = [s for s in SETS if "train_x" in data[s] and s != held]
     cpu0 = time.process_time()
     user_model = fit_full(data, trainable, names)
@@ -156,7 +157,8 @@ def simulate(data: dict, held: str, names: list[str], repeats: int) -> dict:
                     "validation": ari_at(d, "validation", v_prob, cut, score_docs),
                     "test": ari_at(d, "test", t_prob, cut)}
             for l2 in L2S:
-                refit = refit_verifier(user_model, vx[picks], y, features=names, l2=l2)
+                refit = refit_verifier(user_model, vx[picks], y, features=names, l2=l2,
+                                       penalize_intercept=penalize_intercept)
                 v_corrected = refit.model.correct(v_prob, vx)
                 t_corrected = refit.model.correct(t_prob, d["test_x"])
                 for gain in MIN_GAINS:
@@ -231,13 +233,16 @@ def main() -> None:
                         help="pair-feature cache of bench/verifier_transfer.py features")
     parser.add_argument("--sets", nargs="*", default=SETS)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--penalize-intercept", action="store_true",
+                        help="the correction's intercept pulled to 0 too (a variant)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     names = shipped_features()
     data = load(args.cache, names)
-    rows = [simulate(data, s, names, args.repeats) for s in args.sets]
+    rows = [simulate(data, s, names, args.repeats, args.penalize_intercept) for s in args.sets]
     results = {"budgets": list(BUDGETS), "l2": list(L2S), "repeats": args.repeats,
                "min_gains": list(MIN_GAINS), "features": names, "rows": rows,
+               "penalize_intercept": args.penalize_intercept,
                "choice": choose(rows)}
     args.out.write_text(json.dumps(results, indent=1, default=float) + "\n")
     print(json.dumps(results["choice"], indent=1))

@@ -269,14 +269,15 @@ class Refit:
 
 
 def fit_correction(base: Any, x: np.ndarray, y: np.ndarray, *, features: Sequence[str],
-                   l2: float = CORRECTION_L2) -> Any:
+                   l2: float = CORRECTION_L2, penalize_intercept: bool = False) -> Any:
     """A :class:`~neardup.methods.verifier_correction.CorrectedClassifier` of ``base``
     fitted to labelled pairs ``x`` (features) and ``y`` (True: duplicates).
 
     Minimises the labels' log-loss plus ``l2 * ((slope - 1)^2 + |weights|^2)`` (L-BFGS-B,
     slope >= 0): with few labels the correction stays near "no change"; the intercept is
-    free, so a uniform shift costs nothing. Features of :data:`UNCORRECTED_FEATURES` get
-    weight 0.
+    free (``penalize_intercept``: pulled to 0 as well, which lost on validation:
+    docs/transfer.md), so a uniform shift costs nothing. Features of
+    :data:`UNCORRECTED_FEATURES` get weight 0.
     """
     from scipy.optimize import minimize
 
@@ -300,9 +301,11 @@ def fit_correction(base: Any, x: np.ndarray, y: np.ndarray, *, features: Sequenc
         p = 1.0 / (1.0 + np.exp(-np.clip(logit, -60, 60)))
         # log(1 + e^t) - y t: the log-loss in a form that does not overflow
         value = float(np.sum(np.logaddexp(0.0, logit) - y * logit))
-        value += l2 * ((slope - 1.0) ** 2 + float(w @ w))
+        pull = intercept if penalize_intercept else 0.0
+        value += l2 * ((slope - 1.0) ** 2 + pull ** 2 + float(w @ w))
         residual = p - y
-        grad = np.concatenate([[residual @ base_logit + 2 * l2 * (slope - 1.0), residual.sum()],
+        grad = np.concatenate([[residual @ base_logit + 2 * l2 * (slope - 1.0),
+                                residual.sum() + 2 * l2 * pull],
                                z.T @ residual + 2 * l2 * w])
         return value, grad
 
@@ -314,7 +317,8 @@ def fit_correction(base: Any, x: np.ndarray, y: np.ndarray, *, features: Sequenc
 
 
 def refit_verifier(base: Any, x: np.ndarray, y: np.ndarray, *, features: Sequence[str],
-                   l2: float = CORRECTION_L2, folds: int = 5, seed: int = 0) -> Refit:
+                   l2: float = CORRECTION_L2, folds: int = 5, seed: int = 0,
+                   penalize_intercept: bool = False) -> Refit:
     """Correct a verifier's classifier to a user's labelled pairs.
 
     A few dozen labels cannot retrain a verifier; they can correct where its
@@ -336,6 +340,8 @@ def refit_verifier(base: Any, x: np.ndarray, y: np.ndarray, *, features: Sequenc
         Folds of the labels for :attr:`Refit.out_of_fold` (fewer when a class has fewer
         labels).
     seed : int, default 0
+    penalize_intercept : bool, default False
+        See :func:`fit_correction`.
 
     Raises
     ------
@@ -366,7 +372,8 @@ def refit_verifier(base: Any, x: np.ndarray, y: np.ndarray, *, features: Sequenc
     if folds >= 2:
         split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
         for kept, held in split.split(x, y):
-            model = fit_correction(base, x[kept], y[kept], features=features, l2=l2)
+            model = fit_correction(base, x[kept], y[kept], features=features, l2=l2,
+                                   penalize_intercept=penalize_intercept)
             with _one_thread():
                 out_of_fold[held] = model.predict_proba(x[held])[:, 1]
     else:
@@ -379,7 +386,8 @@ def refit_verifier(base: Any, x: np.ndarray, y: np.ndarray, *, features: Sequenc
         zero = np.zeros(width)
         return Refit(model=CorrectedClassifier(base, 1.0, 0.0, zero, zero, np.ones(width)),
                      out_of_fold=out_of_fold, corrected=False)
-    return Refit(model=fit_correction(base, x, y, features=features, l2=l2),
+    return Refit(model=fit_correction(base, x, y, features=features, l2=l2,
+                                      penalize_intercept=penalize_intercept),
                  out_of_fold=out_of_fold, corrected=True)
 
 
