@@ -115,10 +115,12 @@ def _show_pair(console, k: int, n: int, score: float, ids: tuple[str, str],
               help="Also write the labels given here (.csv) for a later --labels run.")
 @click.option("--fit-verifier", "fit_verifier", type=click.Path(path_type=Path), default=None,
               metavar="DIR",
-              help="With --method rerank: also refit the verifier to your labels (its "
-                   "training pairs plus your labels, which carry a fifth of the weight) and "
-                   "write it to the new folder DIR; the threshold is fitted to probabilities "
-                   "of models that did not see each label. Use it with --model DIR.")
+              help="With --method rerank: also correct the verifier to your labels (a linear "
+                   "model of its log-odds and the pair features, pulled towards no change) "
+                   "and write it to the new folder DIR; the threshold is fitted to "
+                   "probabilities of corrections that did not see each label. Use it with "
+                   "--model DIR. Measured no better than the threshold alone on held-out "
+                   "sets (README).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seeds the method and the choice of pairs.")
 def calibrate_command(inputs: tuple[Path, ...], **opts: Any) -> None:
@@ -127,9 +129,10 @@ def calibrate_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     Candidate pairs are scored with a low threshold; about --n-pairs of them, spread
     over the scores where the decision is made, are shown one at a time with a word
     diff ([-only in A-] {+only in B+}). Answer y (duplicates), n (not), s (skip) or q
-    (stop and fit). The threshold that best separates your answers is written to a
-    tuning file. With --method rerank, --fit-verifier DIR refits the verifier itself to
-    your answers as well.
+    (stop and fit). The threshold that best separates your answers (best F1) is written
+    to a tuning file; the method's default is kept unless that F1 beats the default's
+    by more than --min-gain. With --method rerank, --fit-verifier DIR also corrects the
+    verifier itself to your answers.
 
     \b
     Examples:
