@@ -175,16 +175,11 @@ def _fit(xs: list[np.ndarray], ys: list[np.ndarray], columns: list[int], names: 
          seed: int = 0):
     from threadpoolctl import threadpool_limits
 
-    from neardup.train.verifier import make_classifier
+    from neardup.train.verifier import drop_dates, make_classifier
 
     x = np.concatenate(xs)[:, columns].copy()
     y = np.concatenate(ys).astype(np.int64)
-    # As train_verifier: a share of pairs shown without dates.
-    if "date_missing" in names:
-        drop = np.random.default_rng(seed + 7).random(len(x)) < DATE_DROPOUT
-        x[drop, names.index("date_missing")] = 1.0
-        if "date_days" in names:
-            x[drop, names.index("date_days")] = 0.0
+    drop_dates(x, names, DATE_DROPOUT, seed)  # as train_verifier
     model = make_classifier("hgb", seed=seed)
     with threadpool_limits(limits=1):
         model.fit(x, y)

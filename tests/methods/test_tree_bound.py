@@ -69,6 +69,14 @@ def test_shipped_verifier_decides_exactly_as_with_every_feature(monkeypatch):
     scorer = load_scorer("verifier", threads=1)
     texts = list(_fixtures.make_corpus(n_stories=10, seed=7).texts)[:90]
     left, right = np.triu_indices(len(texts), 1)
+    deferred_pairs = _decides_exactly(scorer, texts, left, right, monkeypatch)
+    # Most pairs of different stories were rejected without the alignment feature.
+    assert 0 < max(deferred_pairs) < len(left) // 2
+
+
+def _decides_exactly(scorer, texts, left, right, monkeypatch) -> list[int]:
+    """Check ``decide_positions`` against every feature at thresholds 0.5 and 0.9; returns
+    how many pairs each call computed the deferred features for."""
     full = scorer.score_positions(texts, left, right)
     deferred_pairs = []
     real = type(scorer)._features
@@ -85,8 +93,7 @@ def test_shipped_verifier_decides_exactly_as_with_every_feature(monkeypatch):
         np.testing.assert_array_equal(score[accept], full[accept])
         assert (score[~accept] >= full[~accept]).all() and (score[~accept] < threshold).all()
         assert accept.any() and (~accept).any()
-    # Most pairs of different stories were rejected without the alignment feature.
-    assert 0 < max(deferred_pairs) < len(left) // 2
+    return deferred_pairs
 
 
 
@@ -115,22 +122,9 @@ def test_corrected_verifier_keeps_the_bound_and_decides_exactly(monkeypatch, tmp
                      threshold=0.9, n_labels=60, n_positive=int(y.sum()), l2=1.0)
     scorer = VerifierScorer(out, threads=1)
     assert isinstance(scorer.classifier, CorrectedClassifier)
-    full = scorer.score_positions(texts, left, right)
-    assert not np.allclose(full, base.score_positions(texts, left, right))
-    deferred_pairs = []
-    real = type(scorer)._features
-
-    def spying(self, texts_, left_, right_, dates, names):
-        if list(names) == list(self.deferred_features):
-            deferred_pairs.append(len(left_))
-        return real(self, texts_, left_, right_, dates, names)
-
-    monkeypatch.setattr(type(scorer), "_features", spying)
-    for threshold in (0.5, 0.9):
-        score, accept = scorer.decide_positions(texts, left, right, threshold=threshold)
-        np.testing.assert_array_equal(accept, full >= threshold)
-        np.testing.assert_array_equal(score[accept], full[accept])
-        assert (score[~accept] >= full[~accept]).all() and (score[~accept] < threshold).all()
+    assert not np.allclose(scorer.score_positions(texts, left, right),
+                           base.score_positions(texts, left, right))
+    deferred_pairs = _decides_exactly(scorer, texts, left, right, monkeypatch)
     assert isinstance(scorer._bound, CorrectedBound)
     assert 0 < min(deferred_pairs) < len(left) // 2  # at 0.9 most pairs skip the alignment
     reads_free = CorrectedClassifier(base.classifier, 1.0, 0.0, np.ones(len(base.features)),
