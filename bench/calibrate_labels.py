@@ -53,6 +53,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--beta", type=float, default=1.0, help="F-beta of the fit")
     parser.add_argument("--model", help="model name or folder for the methods; {set}: the set")
+    parser.add_argument("--min-precision", type=float, default=None,
+                        help="fit as `neardup calibrate --min-precision` (the highest recall "
+                             "at this precision among the labels)")
     parser.add_argument("--min-gain", type=float, default=MIN_GAIN,
                         help="neardup calibrate's rule, reported beside the plain fit")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "calibrate_labels.json")
@@ -95,11 +98,13 @@ def main() -> None:
                     y = truth[picks]
                     if y.all() or not y.any():
                         continue
-                    fit = fit_threshold(pairs.score[picks], y, beta=args.beta, min_gain=0.0)
+                    fit = fit_threshold(pairs.score[picks], y, beta=args.beta, min_gain=0.0,
+                                        min_precision=args.min_precision)
                     threshold = score_to_threshold(method, fit.score)
                     entry = {"threshold": threshold, **scores(threshold)}
                     # neardup calibrate's rule: the default kept unless beaten by > min_gain
                     kept = fit_threshold(pairs.score[picks], y, beta=args.beta,
+                                         min_precision=args.min_precision,
                                          default=default, min_gain=args.min_gain)
                     rule = score_to_threshold(method, kept.score)
                     entry["rule"] = {"threshold": rule, "kept_default": kept.kept_default,
