@@ -238,10 +238,6 @@ def drop_dates(x: np.ndarray, features: Sequence[str], share: float, seed: int) 
         x[drop, features.index("date_days")] = 0.0
 
 
-
-#: Features the label correction does not read: those the verifier computes last, for
-#: the pairs its bound cannot reject (``VerifierScorer.deferred_features``).
-UNCORRECTED_FEATURES = ("align_partial",)
 #: Default strength of the pull towards the verifier's own probabilities, in labels.
 CORRECTION_L2 = 100.0
 
@@ -276,18 +272,20 @@ def fit_correction(base: Any, x: np.ndarray, y: np.ndarray, *, features: Sequenc
     Minimises the labels' log-loss plus ``l2 * ((slope - 1)^2 + |weights|^2)`` (L-BFGS-B,
     slope >= 0): with few labels the correction stays near "no change"; the intercept is
     free (``penalize_intercept``: pulled to 0 as well, which lost on validation:
-    docs/transfer.md), so a uniform shift costs nothing. Features of
-    :data:`UNCORRECTED_FEATURES` get weight 0.
+    docs/transfer.md), so a uniform shift costs nothing. The features the verifier
+    computes last, for the pairs its bound cannot reject
+    (``VerifierScorer.deferred_features``), get weight 0, so the bound still holds.
     """
     from scipy.optimize import minimize
 
+    from neardup.methods.rerank import VerifierScorer
     from neardup.methods.verifier_correction import CorrectedClassifier, logit
 
     x = np.asarray(x, np.float64)
     y = np.asarray(y, np.float64)
     with _one_thread():
         base_logit = logit(base.predict_proba(x)[:, 1])
-    used = np.array([f not in UNCORRECTED_FEATURES for f in features])
+    used = np.array([f not in VerifierScorer.deferred_features for f in features])
     mean = np.where(used, x.mean(axis=0), 0.0)
     spread = x.std(axis=0)
     scale = np.where(used & (spread > 1e-6), spread, 1.0)
@@ -297,10 +295,10 @@ def fit_correction(base: Any, x: np.ndarray, y: np.ndarray, *, features: Sequenc
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
         slope, intercept, w = theta[0], theta[1], theta[2:]
-        logit = slope * base_logit + intercept + z @ w
-        p = 1.0 / (1.0 + np.exp(-np.clip(logit, -60, 60)))
+        log_odds = slope * base_logit + intercept + z @ w
+        p = 1.0 / (1.0 + np.exp(-np.clip(log_odds, -60, 60)))
         # log(1 + e^t) - y t: the log-loss in a form that does not overflow
-        value = float(np.sum(np.logaddexp(0.0, logit) - y * logit))
+        value = float(np.sum(np.logaddexp(0.0, log_odds) - y * log_odds))
         pull = intercept if penalize_intercept else 0.0
         value += l2 * ((slope - 1.0) ** 2 + pull ** 2 + float(w @ w))
         residual = p - y
