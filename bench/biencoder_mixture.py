@@ -229,7 +229,7 @@ def table(results: dict) -> str:
         mix = mixture_label(fold)
         for name in rm.held_out_sets(fold):
             row = analysis.get(fold, {}).get(name, {})
-            if not row:
+            if mix not in row:  # the fold's mixture model not evaluated on it (yet)
                 continue
             texts = []
             for what in ("tuned", "leave_set_out"):
