@@ -1,0 +1,297 @@
+"""Issue 17: the bi-encoder fine-tuned on a mixture of generators, on held-out generators.
+
+    # one model per fold (resumable; fold A: 2,879 CPU s, 54 min wall on one thread),
+    # then biencoder-news and the fold's mixture model on each fold's held-out sets
+    # (fold A: 768 CPU s)
+    PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python bench/biencoder_mixture.py --train A
+    PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python bench/biencoder_mixture.py --train B
+    PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python bench/biencoder_mixture.py --evaluate A --evaluate B
+    PYTHONPATH=. .venv/bin/python bench/biencoder_mixture.py --table
+
+The protocol of bench/retsim_mixture.py, whose folds, mixture corpora and validation
+subsets are imported from it (not copied): the eight independent sets are split in two
+folds of four, reuters-adversarial is held out by both; model A is trained on the train
+splits of reuters-news + fold B's sets, model B on reuters-news + fold A's sets (ids,
+cluster and ``negative_of`` labels prefixed by the set's name), and the epoch is picked
+on whole days (whole clusters for undated sets) of the *training* sets' validation
+splits, at most ``--max-validation-docs / number of training sets`` documents per set.
+No held-out set and no test split is read for training or epoch selection.
+
+Training: :func:`neardup.train.biencoder.train_biencoder` with the settings of
+scripts/train_biencoder_news.py (all-MiniLM-L6-v2, loss mnrl with hard negatives, 3
+epochs, max-pairs 3000, batch 32, lr 2e-5, warmup 0.1, 128 tokens, seed 0, int8 ONNX
+export) but one thread. The export (``/tmp/bimix/<fold>/onnx``) is what is evaluated,
+as ``--method biencoder --param model=/tmp/bimix/<fold>/onnx``.
+
+Evaluation, per fold and on its held-out sets plus reuters-adversarial, for the shipped
+biencoder-news and the fold's mixture model, with bench/compare_transfer.py's
+``run_cell`` (method ``biencoder``, the threshold grid of compare_transfer's biencoder
+entry (0.5-0.99) swept on the validation split, the same points on test, connected
+components, one thread):
+
+* **tuned**: test ARI at the threshold with the best validation ARI of that set;
+* **leave-set-out**: test ARI at the threshold maximising the worst validation ARI over
+  the *other* held-out sets of the same fold (``maximin`` of compare_transfer; for
+  reuters-adversarial, over the fold's four held-out sets).
+
+Test ARIs are only looked up at thresholds chosen on validation splits. Results go to
+bench/results/biencoder_mixture.json; ``--table`` prints the markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import retsim_mixture as rm  # noqa: E402  (the protocol: folds, mixtures, validation subsets)
+
+RESULTS = ROOT / "bench" / "results" / "biencoder_mixture.json"
+OUT = Path("/tmp/bimix")
+CACHE = OUT / "cache"
+
+FOLDS = rm.FOLDS
+TRAIN_SETTINGS = {"loss": "mnrl", "epochs": 3, "max_pairs": 3000, "batch_size": 32,
+                  "lr": 2e-5, "warmup": 0.1, "max_tokens": 128, "seed": 0, "threads": 1,
+                  "export": "int8"}
+
+
+def onnx_dir(fold: str) -> Path:
+    return OUT / fold / "onnx"
+
+
+def train(fold: str, max_validation_docs: int) -> dict:
+    from neardup.train.biencoder import train_biencoder
+
+    names = rm.training_sets(fold)
+    corpus, negative_of = rm.mixture_train(names)
+    validation, val_sizes = rm.mixture_validation(names, max_validation_docs,
+                                                  TRAIN_SETTINGS["seed"])
+    print(f"fold {fold}: training on {names}: {len(corpus)} docs, "
+          f"{len(np.unique(corpus.clusters.astype(str)))} clusters; validation {val_sizes}",
+          file=sys.stderr, flush=True)
+    result = train_biencoder(corpus, validation, output_dir=OUT / fold, negative_of=negative_of,
+                             max_validation_docs=max_validation_docs, progress=None,
+                             **TRAIN_SETTINGS)
+    result["training_sets"] = names
+    result["validation_sets"] = val_sizes
+    result["label_collisions"] = rm.label_collisions(names)
+    (OUT / fold / "mixture.json").write_text(json.dumps(result, indent=2, default=str) + "\n",
+                                             encoding="utf-8")
+    print(json.dumps({k: v for k, v in result.items() if k != "config"}, indent=2, default=str))
+    return result
+
+
+# -- evaluation ------------------------------------------------------------------------------
+
+
+NEWS = "biencoder (biencoder-news)"
+
+
+def mixture_label(fold: str) -> str:
+    return f"biencoder (mixture {fold})"
+
+
+def grid() -> dict:
+    """compare_transfer's biencoder grid (0.5-0.99), the one of docs/transfer.md."""
+    ct = rm._compare_transfer()
+    return next(e.grid for e in ct.ENTRIES if e.label == NEWS)
+
+
+def entries(fold: str) -> list:
+    """biencoder-news and the fold's mixture model (one thread, own cache)."""
+    ct = rm._compare_transfer()
+    base = {"cache_dir": str(CACHE), "threads": 1}
+    return [ct.Entry(NEWS, "biencoder", {**base, "model": "biencoder-news"}, grid=grid(),
+                     neural=True),
+            ct.Entry(mixture_label(fold), "biencoder", {**base, "model": str(onnx_dir(fold))},
+                     grid=grid(), neural=True)]
+
+
+def load_results() -> dict:
+    if RESULTS.exists():
+        return json.loads(RESULTS.read_text(encoding="utf-8"))
+    return {"cells": {}, "training": {}}
+
+
+def save_results(results: dict) -> None:
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    tmp = RESULTS.with_suffix(".tmp")
+    tmp.write_text(json.dumps(results, indent=1, default=str) + "\n", encoding="utf-8")
+    tmp.replace(RESULTS)
+
+
+def training_summary(fold: str) -> dict | None:
+    """Key figures of the fold's training (and the mixture's composition)."""
+    path = OUT / fold / "mixture.json"
+    if not path.exists():
+        return None
+    result = json.loads(path.read_text(encoding="utf-8"))
+    config = result.get("config", {})
+    return {
+        **{k: result.get(k) for k in ("best_epoch", "best_validation_ari", "best_threshold",
+                                      "baseline", "loss_check", "export_check", "cpu_seconds",
+                                      "wall_seconds", "call_cpu_seconds", "validation_docs",
+                                      "training_data", "stopped_early", "epochs")},
+        "training_sets": result["training_sets"], "validation_sets": result["validation_sets"],
+        "label_collisions": result["label_collisions"],
+        "config": {k: config.get(k) for k in ("loss", "epochs", "max_pairs", "batch_size", "lr",
+                                              "warmup", "max_tokens", "seed", "data")},
+        "model_sha256": rm._sha256(onnx_dir(fold) / "model.onnx"),
+    }
+
+
+def evaluate_fold(fold: str, results: dict) -> None:
+    """Both entries on every held-out set of ``fold`` (cells already in ``results`` and
+    made with the same model file are kept)."""
+    ct = rm._compare_transfer()
+    if not (onnx_dir(fold) / "model.onnx").exists():
+        raise SystemExit(f"no model for fold {fold}: run --train {fold} first")
+    results["training"][fold] = training_summary(fold)
+    results["protocol"] = {"folds_held_out": {f: rm.held_out_sets(f) for f in FOLDS},
+                           "training_sets": {f: rm.training_sets(f) for f in FOLDS},
+                           "train_settings": TRAIN_SETTINGS, "grid": grid(),
+                           "models": {NEWS: "neardup/models/biencoder-news",
+                                      **{mixture_label(f): str(onnx_dir(f)) for f in FOLDS}}}
+    news, mixture = entries(fold)
+    # The mixture first, then biencoder-news; cheapest sets first.
+    order = sorted(rm.held_out_sets(fold), key=lambda n: (n.startswith("indep-"), n))
+    for entry, name in [(e, n) for e in (mixture, news) for n in order]:
+        key = f"{entry.label}|{name}"
+        cell = results["cells"].get(key)
+        if cell is not None and (entry.label != mixture_label(fold) or cell.get(
+                "model_sha256") == results["training"][fold]["model_sha256"]):
+            continue
+        cell = ct.run_cell(entry, name)
+        if entry.label == mixture_label(fold):
+            cell["model_sha256"] = results["training"][fold]["model_sha256"]
+        results["cells"][key] = cell
+        results["analysis"] = analyse(results)
+        save_results(results)
+        print(f"{entry.label:28} {name:20} tuned {cell['tuned']['test_ari']:.3f} "
+              f"({cell['tuned']['values']['threshold']}) {cell['cpu_seconds']:.0f} CPU s",
+              flush=True)
+
+
+def analyse(results: dict) -> dict:
+    """Per fold, held-out set and entry: tuned and leave-set-out thresholds and test ARIs."""
+    ct = rm._compare_transfer()
+    cells = results["cells"]
+    out: dict = {}
+    for fold in FOLDS:
+        sets = rm.held_out_sets(fold)
+        for label in (NEWS, mixture_label(fold)):
+            for name in sets:
+                cell = cells.get(f"{label}|{name}")
+                if cell is None:
+                    continue
+                others = [cells[f"{label}|{s}"] for s in sets
+                          if s != name and f"{label}|{s}" in cells]
+                key, worst = ct.maximin(others)
+                lso = None
+                if key is not None and len(others) == len(sets) - 1:
+                    lso = {"values": json.loads(key), "worst_validation_ari_others": worst,
+                           "test_ari": ct._curve(cell, "test")[key]}
+                out.setdefault(fold, {}).setdefault(name, {})[label] = {
+                    "tuned": {"values": cell["tuned"]["values"],
+                              "validation_ari": cell["tuned"]["validation_ari"],
+                              "test_ari": cell["tuned"]["test_ari"]},
+                    "leave_set_out": lso,
+                    "cpu_seconds": cell["cpu_seconds"],
+                }
+    return out
+
+
+def table(results: dict) -> str:
+    analysis = analyse(results)
+    fmt = rm._fmt
+    lines = [
+        "Test ARI (threshold); validation ARI of the tuned threshold in brackets after it. "
+        "*tuned*: threshold with the best validation ARI of the set itself; "
+        "*leave-set-out*: threshold maximising the worst validation ARI over the fold's "
+        "other held-out sets (reuters-adversarial included). Mixture A was trained on "
+        "reuters-news + fold B's sets, mixture B on reuters-news + fold A's sets; both "
+        "models run in `bench/biencoder_mixture.py --evaluate` (grid 0.5-0.99, connected "
+        "components, one thread).",
+        "",
+        "| fold | held-out set | biencoder-news tuned | mixture tuned | "
+        "biencoder-news leave-set-out | mixture leave-set-out | CPU s (news / mixture) |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    diffs: dict = {"tuned": [], "leave_set_out": []}
+    val_diffs: list = []
+    for fold in FOLDS:
+        mix = mixture_label(fold)
+        for name in rm.held_out_sets(fold):
+            row = analysis.get(fold, {}).get(name, {})
+            if mix not in row:  # the fold's mixture model not evaluated on it (yet)
+                continue
+            texts = []
+            for what in ("tuned", "leave_set_out"):
+                for label in (NEWS, mix):
+                    r = (row.get(label) or {}).get(what)
+                    if r and what == "tuned":
+                        texts.append(f"{fmt(r['test_ari'])} ({r['values']['threshold']:g}; "
+                                     f"val {fmt(r['validation_ari'])})")
+                    else:
+                        texts.append(f"{fmt(r['test_ari'])} ({r['values']['threshold']:g})"
+                                     if r else "—")
+                n = (row.get(NEWS) or {}).get(what)
+                m = (row.get(mix) or {}).get(what)
+                if n and m:
+                    diffs[what].append(m["test_ari"] - n["test_ari"])
+                    if what == "tuned":
+                        val_diffs.append(m["validation_ari"] - n["validation_ari"])
+            cpu = " / ".join(f"{row[label]['cpu_seconds']:.0f}" if label in row else "—"
+                             for label in (NEWS, mix))
+            lines.append(f"| {fold} | {name} | " + " | ".join(texts) + f" | {cpu} |")
+    lines += ["", "| mixture minus biencoder-news (over the cells above) | n | mean | min | "
+              "cells >= -0.01 |", "|---|---:|---:|---:|---:|"]
+    for what, d in (("validation ARI, tuned", val_diffs),
+                    ("test ARI, tuned", diffs["tuned"]),
+                    ("test ARI, leave-set-out", diffs["leave_set_out"])):
+        if d:
+            lines.append(f"| {what} | {len(d)} | {np.mean(d):+.3f} | {min(d):+.3f} | "
+                         f"{sum(x >= -0.01 for x in d)}/{len(d)} |")
+    for fold in FOLDS:
+        t = results.get("training", {}).get(fold)
+        if t:
+            base = t.get("baseline") or {}
+            lines.append("")
+            lines.append(
+                f"Mixture {fold}: trained on {', '.join(t['training_sets'])}; validation ARI "
+                f"(mixed validation subset, {t['validation_docs']} documents) "
+                f"{fmt(base.get('ari'))} for all-MiniLM-L6-v2 before training, "
+                f"{t['best_validation_ari']:.4f} after (best epoch {t['best_epoch']}); "
+                f"{t['cpu_seconds']:.0f} CPU s training, {t['wall_seconds']:.0f} s wall.")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", choices=sorted(FOLDS), action="append", default=[])
+    parser.add_argument("--evaluate", choices=sorted(FOLDS), action="append", default=[],
+                        help="evaluate this fold's model (and biencoder-news) on its held-out sets")
+    parser.add_argument("--table", action="store_true")
+    parser.add_argument("--max-validation-docs", type=int, default=2000)
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    for fold in args.train:
+        train(fold, args.max_validation_docs)
+    if args.evaluate:
+        results = load_results()
+        for fold in args.evaluate:
+            evaluate_fold(fold, results)
+    if args.table:
+        print(table(load_results()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
