@@ -40,9 +40,7 @@ bench/results/biencoder_mixture.json; ``--table`` prints the markdown table.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -100,13 +98,13 @@ def mixture_label(fold: str) -> str:
 
 def grid() -> dict:
     """compare_transfer's biencoder grid (0.5-0.99), the one of docs/transfer.md."""
-    ct = rm._compare_transfer()
+    ct = rm.compare_transfer_module()
     return next(e.grid for e in ct.ENTRIES if e.label == NEWS)
 
 
 def entries(fold: str) -> list:
     """biencoder-news and the fold's mixture model (one thread, own cache)."""
-    ct = rm._compare_transfer()
+    ct = rm.compare_transfer_module()
     base = {"cache_dir": str(CACHE), "threads": 1}
     return [ct.Entry(NEWS, "biencoder", {**base, "model": "biencoder-news"}, grid=grid(),
                      neural=True),
@@ -115,16 +113,11 @@ def entries(fold: str) -> list:
 
 
 def load_results() -> dict:
-    if RESULTS.exists():
-        return json.loads(RESULTS.read_text(encoding="utf-8"))
-    return {"cells": {}, "training": {}}
+    return rm.load_results(RESULTS)
 
 
 def save_results(results: dict) -> None:
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    tmp = RESULTS.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=1, default=str) + "\n", encoding="utf-8")
-    tmp.replace(RESULTS)
+    rm.save_results(results, RESULTS)
 
 
 def training_summary(fold: str) -> dict | None:
@@ -143,14 +136,13 @@ def training_summary(fold: str) -> dict | None:
         "label_collisions": result["label_collisions"],
         "config": {k: config.get(k) for k in ("loss", "epochs", "max_pairs", "batch_size", "lr",
                                               "warmup", "max_tokens", "seed", "data")},
-        "model_sha256": rm._sha256(onnx_dir(fold) / "model.onnx"),
+        "model_sha256": rm.sha256_of(onnx_dir(fold) / "model.onnx"),
     }
 
 
 def evaluate_fold(fold: str, results: dict) -> None:
     """Both entries on every held-out set of ``fold`` (cells already in ``results`` and
     made with the same model file are kept)."""
-    ct = rm._compare_transfer()
     if not (onnx_dir(fold) / "model.onnx").exists():
         raise SystemExit(f"no model for fold {fold}: run --train {fold} first")
     results["training"][fold] = training_summary(fold)
@@ -162,55 +154,18 @@ def evaluate_fold(fold: str, results: dict) -> None:
     news, mixture = entries(fold)
     # The mixture first, then biencoder-news; cheapest sets first.
     order = sorted(rm.held_out_sets(fold), key=lambda n: (n.startswith("indep-"), n))
-    for entry, name in [(e, n) for e in (mixture, news) for n in order]:
-        key = f"{entry.label}|{name}"
-        cell = results["cells"].get(key)
-        if cell is not None and (entry.label != mixture_label(fold) or cell.get(
-                "model_sha256") == results["training"][fold]["model_sha256"]):
-            continue
-        cell = ct.run_cell(entry, name)
-        if entry.label == mixture_label(fold):
-            cell["model_sha256"] = results["training"][fold]["model_sha256"]
-        results["cells"][key] = cell
-        results["analysis"] = analyse(results)
-        save_results(results)
-        print(f"{entry.label:28} {name:20} tuned {cell['tuned']['test_ari']:.3f} "
-              f"({cell['tuned']['values']['threshold']}) {cell['cpu_seconds']:.0f} CPU s",
-              flush=True)
+    rm.run_cells([(e, n) for e in (mixture, news) for n in order], fold, results,
+                 mixture_label(fold), analyse, save_results, width=28)
 
 
 def analyse(results: dict) -> dict:
     """Per fold, held-out set and entry: tuned and leave-set-out thresholds and test ARIs."""
-    ct = rm._compare_transfer()
-    cells = results["cells"]
-    out: dict = {}
-    for fold in FOLDS:
-        sets = rm.held_out_sets(fold)
-        for label in (NEWS, mixture_label(fold)):
-            for name in sets:
-                cell = cells.get(f"{label}|{name}")
-                if cell is None:
-                    continue
-                others = [cells[f"{label}|{s}"] for s in sets
-                          if s != name and f"{label}|{s}" in cells]
-                key, worst = ct.maximin(others)
-                lso = None
-                if key is not None and len(others) == len(sets) - 1:
-                    lso = {"values": json.loads(key), "worst_validation_ari_others": worst,
-                           "test_ari": ct._curve(cell, "test")[key]}
-                out.setdefault(fold, {}).setdefault(name, {})[label] = {
-                    "tuned": {"values": cell["tuned"]["values"],
-                              "validation_ari": cell["tuned"]["validation_ari"],
-                              "test_ari": cell["tuned"]["test_ari"]},
-                    "leave_set_out": lso,
-                    "cpu_seconds": cell["cpu_seconds"],
-                }
-    return out
+    return rm.analyse(results, labels_of=lambda fold: (NEWS, mixture_label(fold)))
 
 
 def table(results: dict) -> str:
     analysis = analyse(results)
-    fmt = rm._fmt
+    fmt = rm.fmt
     lines = [
         "Test ARI (threshold); validation ARI of the tuned threshold in brackets after it. "
         "*tuned*: threshold with the best validation ARI of the set itself; "
@@ -274,23 +229,8 @@ def table(results: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--train", choices=sorted(FOLDS), action="append", default=[])
-    parser.add_argument("--evaluate", choices=sorted(FOLDS), action="append", default=[],
-                        help="evaluate this fold's model (and biencoder-news) on its held-out sets")
-    parser.add_argument("--table", action="store_true")
-    parser.add_argument("--max-validation-docs", type=int, default=2000)
-    args = parser.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    for fold in args.train:
-        train(fold, args.max_validation_docs)
-    if args.evaluate:
-        results = load_results()
-        for fold in args.evaluate:
-            evaluate_fold(fold, results)
-    if args.table:
-        print(table(load_results()))
-    return 0
+    return rm.cli(__doc__, train, evaluate_fold, table, load_results,
+                  "evaluate this fold's model (and biencoder-news) on its held-out sets")
 
 
 if __name__ == "__main__":

@@ -222,7 +222,7 @@ def train(fold: str, max_validation_docs: int) -> dict:
 # -- evaluation ------------------------------------------------------------------------------
 
 
-def _compare_transfer():
+def compare_transfer_module():
     """bench/compare_transfer.py as a module (its run_cell, maximin, curves)."""
     sys.path.insert(0, str(ROOT / "bench"))
     import compare_transfer
@@ -239,7 +239,7 @@ def mixture_label(fold: str) -> str:
 
 def entries(fold: str) -> list:
     """The three RETSims compared on ``fold``'s held-out sets (one thread, own cache)."""
-    ct = _compare_transfer()
+    ct = compare_transfer_module()
     base = {"cache_dir": str(CACHE), "threads": 1}
     return [ct.Entry(OFF, "retsim", dict(base), neural=True),
             ct.Entry(NEWS, "retsim", {**base, "model": "retsim-news"}, neural=True),
@@ -247,17 +247,17 @@ def entries(fold: str) -> list:
                      {**base, "model": str(OUT / fold / "model.onnx")}, neural=True)]
 
 
-def load_results() -> dict:
-    if RESULTS.exists():
-        return json.loads(RESULTS.read_text(encoding="utf-8"))
+def load_results(path: Path = RESULTS) -> dict:
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
     return {"cells": {}, "training": {}}
 
 
-def save_results(results: dict) -> None:
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    tmp = RESULTS.with_suffix(".tmp")
+def save_results(results: dict, path: Path = RESULTS) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(results, indent=1, default=str) + "\n", encoding="utf-8")
-    tmp.replace(RESULTS)
+    tmp.replace(path)
 
 
 def training_summary(fold: str) -> dict | None:
@@ -279,11 +279,11 @@ def training_summary(fold: str) -> dict | None:
                                               "hard_negative_links", "batches_per_epoch",
                                               "validation_clusters", "mixed_precision")},
         "epochs": log.get("epochs"),
-        "model_sha256": _sha256(OUT / fold / "model.onnx"),
+        "model_sha256": sha256_of(OUT / fold / "model.onnx"),
     }
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
     import hashlib
 
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -292,7 +292,6 @@ def _sha256(path: Path) -> str:
 def evaluate_fold(fold: str, results: dict) -> None:
     """Every entry on every held-out set of ``fold`` (cells already in ``results`` and
     made with the same model file are kept)."""
-    ct = _compare_transfer()
     if not (OUT / fold / "model.onnx").exists():
         raise SystemExit(f"no model for fold {fold}: run --train {fold} first")
     results["training"][fold] = training_summary(fold)
@@ -307,32 +306,42 @@ def evaluate_fold(fold: str, results: dict) -> None:
     # set, cheapest sets first, so that an interrupted run leaves complete comparisons.
     off, news, mixture = entries(fold)
     order = sorted(held_out_sets(fold), key=lambda n: (n.startswith("indep-"), n))
-    for entry, name in [(e, n) for group in ((off, mixture), (news,))
-                        for n in order for e in group]:
+    run_cells([(e, n) for group in ((off, mixture), (news,)) for n in order for e in group],
+              fold, results, mixture_label(fold), analyse, save_results, width=24)
+
+
+def run_cells(plan: list, fold: str, results: dict, mixture: str, analyse_fn, save_fn, *,
+              width: int) -> None:
+    """Run each (entry, set) of ``plan`` with compare_transfer's ``run_cell``, skipping
+    cells already in ``results`` (the mixture's only if made with the same model file);
+    ``results`` is analysed and saved after every cell, so an interrupted run resumes."""
+    ct = compare_transfer_module()
+    for entry, name in plan:
         key = f"{entry.label}|{name}"
         cell = results["cells"].get(key)
-        if cell is not None and (entry.label != mixture_label(fold) or cell.get(
+        if cell is not None and (entry.label != mixture or cell.get(
                 "model_sha256") == results["training"][fold]["model_sha256"]):
             continue
         cell = ct.run_cell(entry, name)
-        if entry.label == mixture_label(fold):
+        if entry.label == mixture:
             cell["model_sha256"] = results["training"][fold]["model_sha256"]
         results["cells"][key] = cell
-        results["analysis"] = analyse(results)
-        save_results(results)
-        print(f"{entry.label:24} {name:20} tuned {cell['tuned']['test_ari']:.3f} "
+        results["analysis"] = analyse_fn(results)
+        save_fn(results)
+        print(f"{entry.label:{width}} {name:20} tuned {cell['tuned']['test_ari']:.3f} "
               f"({cell['tuned']['values']['threshold']}) {cell['cpu_seconds']:.0f} CPU s",
               flush=True)
 
 
-def analyse(results: dict) -> dict:
-    """Per fold, held-out set and entry: tuned and leave-set-out thresholds and test ARIs."""
-    ct = _compare_transfer()
+def analyse(results: dict, labels_of=lambda fold: (OFF, NEWS, mixture_label(fold))) -> dict:
+    """Per fold, held-out set and entry (``labels_of(fold)``): tuned and leave-set-out
+    thresholds and test ARIs."""
+    ct = compare_transfer_module()
     cells = results["cells"]
     out: dict = {}
     for fold in FOLDS:
         sets = held_out_sets(fold)
-        for label in (OFF, NEWS, mixture_label(fold)):
+        for label in labels_of(fold):
             for name in sets:
                 cell = cells.get(f"{label}|{name}")
                 if cell is None:
@@ -354,7 +363,7 @@ def analyse(results: dict) -> dict:
     return out
 
 
-def _fmt(x) -> str:
+def fmt(x) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
 
@@ -381,7 +390,7 @@ def table(results: dict) -> str:
             for what in ("tuned", "leave_set_out"):
                 for label in (OFF, NEWS, mix):
                     r = (row.get(label) or {}).get(what)
-                    texts.append(f"{_fmt(r['test_ari'])} ({r['values']['threshold']:g})"
+                    texts.append(f"{fmt(r['test_ari'])} ({r['values']['threshold']:g})"
                                  if r else "—")
                     m = (row.get(mix) or {}).get(what)
                     if r and m and label != mix:
@@ -412,22 +421,28 @@ def table(results: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    return cli(__doc__, train, evaluate_fold, table, load_results,
+               "evaluate this fold's model (and the baselines) on its held-out sets")
+
+
+def cli(doc: str, train_fn, evaluate_fn, table_fn, load_fn, evaluate_help: str) -> int:
+    """The --train / --evaluate / --table command line of a mixture experiment."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--train", choices=sorted(FOLDS), action="append", default=[])
     parser.add_argument("--evaluate", choices=sorted(FOLDS), action="append", default=[],
-                        help="evaluate this fold's model (and the baselines) on its held-out sets")
+                        help=evaluate_help)
     parser.add_argument("--table", action="store_true")
     parser.add_argument("--max-validation-docs", type=int, default=2000)
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     for fold in args.train:
-        train(fold, args.max_validation_docs)
+        train_fn(fold, args.max_validation_docs)
     if args.evaluate:
-        results = load_results()
+        results = load_fn()
         for fold in args.evaluate:
-            evaluate_fold(fold, results)
+            evaluate_fn(fold, results)
     if args.table:
-        print(table(load_results()))
+        print(table_fn(load_fn()))
     return 0
 
 
