@@ -44,11 +44,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from verifier_transfer import SETS  # noqa: E402
+from verifier_transfer import SETS, _fit, _prob  # noqa: E402
 
 from neardup.eval.calibrate import boundary_sample, fit_threshold  # noqa: E402
 from neardup.graph import Pairs  # noqa: E402
-from neardup.train.verifier import drop_dates, make_classifier, refit_verifier  # noqa: E402
+from neardup.train.verifier import refit_verifier  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "calibrate_verifier.json"
 BUDGETS = (20, 40, 80)
@@ -56,7 +56,6 @@ L2S = (1.0, 10.0, 100.0)
 MIN_GAINS = (0.0, 0.05, 0.1, 0.2)
 LOW = 0.02  # neardup.eval.calibrate's candidate threshold for rerank
 DEFAULT_THRESHOLD = 0.9
-DATE_DROPOUT = 0.25
 
 
 def shipped_features() -> list[str]:
@@ -76,25 +75,6 @@ def load(cache: Path, names: list[str]) -> dict[str, dict]:
             d[key] = d[key][:, cols]
         data[s] = d
     return data
-
-
-def fit_full(data: dict, sets: list[str], names: list[str]):
-    from threadpoolctl import threadpool_limits
-
-    x = np.concatenate([data[s]["train_x"] for s in sets]).copy()
-    y = np.concatenate([data[s]["train_y"] for s in sets]).astype(np.int64)
-    drop_dates(x, names, DATE_DROPOUT, 0)
-    model = make_classifier("hgb", seed=0)
-    with threadpool_limits(limits=1):
-        model.fit(x, y)
-    return model
-
-
-def prob(model, x: np.ndarray) -> np.ndarray:
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1):
-        return model.predict_proba(x)[:, 1].astype(np.float32) if len(x) else np.zeros(0, np.float32)
 
 
 def ari_at(d: dict, split: str, p: np.ndarray, t: float, docs: np.ndarray | None = None) -> float:
@@ -120,7 +100,9 @@ def simulate(data: dict, held: str, names: list[str], repeats: int,
              penalize_intercept: bool = False) -> dict:
     trainable = [s for s in SETS if "train_x" in data[s] and s != held]
     cpu0 = time.process_time()
-    user_model = fit_full(data, trainable, names)
+    # As verifier_transfer's leave-one-set-out fits (dates dropped from a quarter).
+    user_model = _fit([data[s]["train_x"] for s in trainable],
+                      [data[s]["train_y"] for s in trainable], list(range(len(names))), names)
     d = data[held]
     vx = d["validation_x"]
     vclusters = d["validation_clusters"]
@@ -128,8 +110,8 @@ def simulate(data: dict, held: str, names: list[str], repeats: int,
     label_half = halves(vclusters)
     in_half = label_half[d["validation_left"]] & label_half[d["validation_right"]]
     score_docs = ~label_half
-    v_prob = prob(user_model, vx)
-    t_prob = prob(user_model, d["test_x"])
+    v_prob = _prob(user_model, vx)
+    t_prob = _prob(user_model, d["test_x"])
     # Only the labelling half's pairs can be drawn; positions mapped back to all pairs.
     eligible = np.flatnonzero(in_half)
     eligible_pairs = Pairs(d["validation_left"][eligible], d["validation_right"][eligible],
