@@ -164,68 +164,21 @@ def analyse(results: dict) -> dict:
 
 
 def table(results: dict) -> str:
-    analysis = analyse(results)
-    fmt = rm.fmt
-    lines = [
-        "Test ARI (threshold); validation ARI of the tuned threshold in brackets after it. "
-        "*tuned*: threshold with the best validation ARI of the set itself; "
-        "*leave-set-out*: threshold maximising the worst validation ARI over the fold's "
-        "other held-out sets (reuters-adversarial included). Mixture A was trained on "
-        "reuters-news + fold B's sets, mixture B on reuters-news + fold A's sets; both "
-        "models run in `bench/biencoder_mixture.py --evaluate` (grid 0.5-0.99, connected "
-        "components, one thread).",
-        "",
-        "| fold | held-out set | biencoder-news tuned | mixture tuned | "
-        "biencoder-news leave-set-out | mixture leave-set-out | CPU s (news / mixture) |",
-        "|---|---|---:|---:|---:|---:|---:|",
-    ]
-    diffs: dict = {"tuned": [], "leave_set_out": []}
-    val_diffs: list = []
-    for fold in FOLDS:
-        mix = mixture_label(fold)
-        for name in rm.held_out_sets(fold):
-            row = analysis.get(fold, {}).get(name, {})
-            if mix not in row:  # the fold's mixture model not evaluated on it (yet)
-                continue
-            texts = []
-            for what in ("tuned", "leave_set_out"):
-                for label in (NEWS, mix):
-                    r = (row.get(label) or {}).get(what)
-                    if r and what == "tuned":
-                        texts.append(f"{fmt(r['test_ari'])} ({r['values']['threshold']:g}; "
-                                     f"val {fmt(r['validation_ari'])})")
-                    else:
-                        texts.append(f"{fmt(r['test_ari'])} ({r['values']['threshold']:g})"
-                                     if r else "—")
-                n = (row.get(NEWS) or {}).get(what)
-                m = (row.get(mix) or {}).get(what)
-                if n and m:
-                    diffs[what].append(m["test_ari"] - n["test_ari"])
-                    if what == "tuned":
-                        val_diffs.append(m["validation_ari"] - n["validation_ari"])
-            cpu = " / ".join(f"{row[label]['cpu_seconds']:.0f}" if label in row else "—"
-                             for label in (NEWS, mix))
-            lines.append(f"| {fold} | {name} | " + " | ".join(texts) + f" | {cpu} |")
-    lines += ["", "| mixture minus biencoder-news (over the cells above) | n | mean | min | "
-              "cells >= -0.01 |", "|---|---:|---:|---:|---:|"]
-    for what, d in (("validation ARI, tuned", val_diffs),
-                    ("test ARI, tuned", diffs["tuned"]),
-                    ("test ARI, leave-set-out", diffs["leave_set_out"])):
-        if d:
-            lines.append(f"| {what} | {len(d)} | {np.mean(d):+.3f} | {min(d):+.3f} | "
-                         f"{sum(x >= -0.01 for x in d)}/{len(d)} |")
-    for fold in FOLDS:
-        t = results.get("training", {}).get(fold)
-        if t:
-            base = t.get("baseline") or {}
-            lines.append("")
-            lines.append(
-                f"Mixture {fold}: trained on {', '.join(t['training_sets'])}; validation ARI "
+    def training_line(fold: str, t: dict) -> str:
+        base = t.get("baseline") or {}
+        return (f"Mixture {fold}: trained on {', '.join(t['training_sets'])}; validation ARI "
                 f"(mixed validation subset, {t['validation_docs']} documents) "
-                f"{fmt(base.get('ari'))} for all-MiniLM-L6-v2 before training, "
+                f"{rm.fmt(base.get('ari'))} for all-MiniLM-L6-v2 before training, "
                 f"{t['best_validation_ari']:.4f} after (best epoch {t['best_epoch']}); "
                 f"{t['cpu_seconds']:.0f} CPU s training, {t['wall_seconds']:.0f} s wall.")
-    return "\n".join(lines)
+
+    return rm.paired_table(
+        results, analyse(results), NEWS, mixture_label, news_name="biencoder-news",
+        intro="Mixture A was trained on reuters-news + fold B's sets, mixture B on "
+              "reuters-news + fold A's sets; both models run in "
+              "`bench/biencoder_mixture.py --evaluate` (grid 0.5-0.99, connected "
+              "components, one thread).",
+        training_line=training_line)
 
 
 def main() -> int:

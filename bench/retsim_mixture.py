@@ -420,23 +420,93 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def paired_table(results: dict, analysis: dict, news: str, mixture_label_of, *, news_name: str,
+                 intro: str, training_line) -> str:
+    """Markdown table of a shipped model (``news``) against each fold's mixture model:
+    tuned and leave-set-out test ARIs per held-out set, the mixture-minus-shipped
+    differences, and ``training_line(fold, record)`` per trained fold."""
+    lines = [
+        "Test ARI (threshold); validation ARI of the tuned threshold in brackets after it. "
+        "*tuned*: threshold with the best validation ARI of the set itself; "
+        "*leave-set-out*: threshold maximising the worst validation ARI over the fold's "
+        "other held-out sets (reuters-adversarial included). " + intro,
+        "",
+        f"| fold | held-out set | {news_name} tuned | mixture tuned | "
+        f"{news_name} leave-set-out | mixture leave-set-out | CPU s ({news_name} / mixture) |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    diffs: dict = {"tuned": [], "leave_set_out": []}
+    val_diffs: list = []
+    for fold in FOLDS:
+        mix = mixture_label_of(fold)
+        for name in held_out_sets(fold):
+            row = analysis.get(fold, {}).get(name, {})
+            if mix not in row:  # the fold's mixture model not evaluated on it (yet)
+                continue
+            texts = []
+            for what in ("tuned", "leave_set_out"):
+                for label in (news, mix):
+                    r = (row.get(label) or {}).get(what)
+                    if r and what == "tuned":
+                        texts.append(f"{fmt(r['test_ari'])} ({r['values']['threshold']:g}; "
+                                     f"val {fmt(r['validation_ari'])})")
+                    else:
+                        texts.append(f"{fmt(r['test_ari'])} ({r['values']['threshold']:g})"
+                                     if r else "—")
+                n = (row.get(news) or {}).get(what)
+                m = (row.get(mix) or {}).get(what)
+                if n and m:
+                    diffs[what].append(m["test_ari"] - n["test_ari"])
+                    if what == "tuned":
+                        val_diffs.append(m["validation_ari"] - n["validation_ari"])
+            cpu = " / ".join(f"{row[label]['cpu_seconds']:.0f}" if label in row else "—"
+                             for label in (news, mix))
+            lines.append(f"| {fold} | {name} | " + " | ".join(texts) + f" | {cpu} |")
+    lines += ["", f"| mixture minus {news_name} (over the cells above) | n | mean | min | "
+              "cells >= -0.01 |", "|---|---:|---:|---:|---:|"]
+    for what, d in (("validation ARI, tuned", val_diffs),
+                    ("test ARI, tuned", diffs["tuned"]),
+                    ("test ARI, leave-set-out", diffs["leave_set_out"])):
+        if d:
+            lines.append(f"| {what} | {len(d)} | {np.mean(d):+.3f} | {min(d):+.3f} | "
+                         f"{sum(x >= -0.01 for x in d)}/{len(d)} |")
+    for fold in FOLDS:
+        record = results.get("training", {}).get(fold)
+        if record:
+            lines += ["", training_line(fold, record)]
+    return "\n".join(lines)
+
+
 def main() -> int:
     return cli(__doc__, train, evaluate_fold, table, load_results,
                "evaluate this fold's model (and the baselines) on its held-out sets")
 
 
-def cli(doc: str, train_fn, evaluate_fn, table_fn, load_fn, evaluate_help: str) -> int:
-    """The --train / --evaluate / --table command line of a mixture experiment."""
+def cli(doc: str, train_fn, evaluate_fn, table_fn, load_fn, evaluate_help: str, *,
+        save_fn=None, analyse_fn=None) -> int:
+    """The --train / --evaluate / --table command line of a mixture experiment (and
+    --merge when ``save_fn`` and ``analyse_fn`` are given)."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--train", choices=sorted(FOLDS), action="append", default=[])
     parser.add_argument("--evaluate", choices=sorted(FOLDS), action="append", default=[],
                         help=evaluate_help)
     parser.add_argument("--table", action="store_true")
     parser.add_argument("--max-validation-docs", type=int, default=2000)
+    if save_fn is not None:
+        parser.add_argument("--merge", type=Path, action="append", default=[],
+                            help="fold the cells and training records of another results "
+                                 "file of this experiment (e.g. one fold evaluated in "
+                                 "another checkout) into the results")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     for fold in args.train:
         train_fn(fold, args.max_validation_docs)
+    if getattr(args, "merge", None):
+        results = load_fn()
+        for path in args.merge:
+            merge_results(results, load_fn(path))
+        results["analysis"] = analyse_fn(results)
+        save_fn(results)
     if args.evaluate:
         results = load_fn()
         for fold in args.evaluate:
@@ -445,6 +515,25 @@ def cli(doc: str, train_fn, evaluate_fn, table_fn, load_fn, evaluate_help: str) 
         print(table_fn(load_fn()))
     return 0
 
+
+def merge_results(results: dict, other: dict) -> None:
+    """Add ``other``'s cells and training records to ``results``. A cell both have must
+    agree on every validation and test ARI (the runs are deterministic); a fold both
+    trained must have the same model file."""
+    for key, cell in other["cells"].items():
+        mine = results["cells"].get(key)
+        if mine is None:
+            results["cells"][key] = cell
+        elif [p["ari"] for p in mine["validation"] + mine["test"]] != \
+                [p["ari"] for p in cell["validation"] + cell["test"]]:
+            raise SystemExit(f"cannot merge: cell {key} differs between the two files")
+    for fold, record in other.get("training", {}).items():
+        mine = results["training"].get(fold)
+        if mine is None:
+            results["training"][fold] = record
+        elif record and mine.get("model_sha256") != record.get("model_sha256"):
+            raise SystemExit(f"cannot merge: fold {fold} was trained twice (model files differ)")
+    results.setdefault("protocol", other.get("protocol"))
 
 if __name__ == "__main__":
     sys.exit(main())
