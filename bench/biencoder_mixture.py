@@ -44,7 +44,6 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -67,24 +66,12 @@ def onnx_dir(fold: str) -> Path:
 def train(fold: str, max_validation_docs: int) -> dict:
     from neardup.train.biencoder import train_biencoder
 
-    names = rm.training_sets(fold)
-    corpus, negative_of = rm.mixture_train(names)
-    validation, val_sizes = rm.mixture_validation(names, max_validation_docs,
-                                                  TRAIN_SETTINGS["seed"])
-    print(f"fold {fold}: training on {names}: {len(corpus)} docs, "
-          f"{len(np.unique(corpus.clusters.astype(str)))} clusters; validation {val_sizes}",
-          file=sys.stderr, flush=True)
-    result = train_biencoder(corpus, validation, output_dir=OUT / fold, negative_of=negative_of,
-                             max_validation_docs=max_validation_docs, progress=None,
-                             **TRAIN_SETTINGS)
-    result["training_sets"] = names
-    result["validation_sets"] = val_sizes
-    result["label_collisions"] = rm.label_collisions(names)
-    (OUT / fold / "mixture.json").write_text(json.dumps(result, indent=2, default=str) + "\n",
-                                             encoding="utf-8")
-    print(json.dumps({k: v for k, v in result.items() if k != "config"}, indent=2, default=str))
-    return result
+    def fit(corpus, validation, negative_of):
+        return train_biencoder(corpus, validation, output_dir=OUT / fold,
+                               negative_of=negative_of, max_validation_docs=max_validation_docs,
+                               progress=None, **TRAIN_SETTINGS)
 
+    return rm.train_mixture_model(fold, max_validation_docs, OUT, TRAIN_SETTINGS["seed"], fit)
 
 # -- evaluation ------------------------------------------------------------------------------
 
@@ -141,21 +128,12 @@ def training_summary(fold: str) -> dict | None:
 
 
 def evaluate_fold(fold: str, results: dict) -> None:
-    """Both entries on every held-out set of ``fold`` (cells already in ``results`` and
-    made with the same model file are kept)."""
-    if not (onnx_dir(fold) / "model.onnx").exists():
-        raise SystemExit(f"no model for fold {fold}: run --train {fold} first")
-    results["training"][fold] = training_summary(fold)
-    results["protocol"] = {"folds_held_out": {f: rm.held_out_sets(f) for f in FOLDS},
-                           "training_sets": {f: rm.training_sets(f) for f in FOLDS},
-                           "train_settings": TRAIN_SETTINGS, "grid": grid(),
-                           "models": {NEWS: "neardup/models/biencoder-news",
-                                      **{mixture_label(f): str(onnx_dir(f)) for f in FOLDS}}}
-    news, mixture = entries(fold)
-    # The mixture first, then biencoder-news; cheapest sets first.
-    order = sorted(rm.held_out_sets(fold), key=lambda n: (n.startswith("indep-"), n))
-    rm.run_cells([(e, n) for e in (mixture, news) for n in order], fold, results,
-                 mixture_label(fold), analyse, save_results, width=28)
+    """Both entries on every held-out set of ``fold``."""
+    models = {NEWS: "neardup/models/biencoder-news", **{mixture_label(f): str(onnx_dir(f)) for f in FOLDS}}
+    rm.evaluate_paired(fold, results, model_file=onnx_dir(fold) / "model.onnx",
+                       summary=training_summary(fold), entries=entries(fold), models=models,
+                       train_settings=TRAIN_SETTINGS, analyse_fn=analyse, save_fn=save_results,
+                       width=28, grid=grid())
 
 
 def analyse(results: dict) -> dict:
@@ -174,16 +152,15 @@ def table(results: dict) -> str:
 
     return rm.paired_table(
         results, analyse(results), NEWS, mixture_label, news_name="biencoder-news",
-        intro="Mixture A was trained on reuters-news + fold B's sets, mixture B on "
-              "reuters-news + fold A's sets; both models run in "
-              "`bench/biencoder_mixture.py --evaluate` (grid 0.5-0.99, connected "
-              "components, one thread).",
+        script="bench/biencoder_mixture.py",
+        setup="grid 0.5-0.99, connected components, one thread",
         training_line=training_line)
 
 
 def main() -> int:
     return rm.cli(__doc__, train, evaluate_fold, table, load_results,
-                  "evaluate this fold's model (and biencoder-news) on its held-out sets")
+                  "evaluate this fold's model (and biencoder-news) on its held-out sets",
+                  save_fn=save_results, analyse_fn=analyse)
 
 
 if __name__ == "__main__":

@@ -197,27 +197,36 @@ def cross_set_batch_pairs(fold: str) -> dict:
     return out
 
 
-def train(fold: str, max_validation_docs: int) -> dict:
-    from neardup.train.retsim_trainer import train_retsim
-
+def train_mixture_model(fold: str, max_validation_docs: int, out: Path, seed: int,
+                        fit) -> dict:
+    """Train ``fold``'s model: ``fit(corpus, validation, negative_of)`` on the mixture of
+    its training sets, with the mixed validation subset; the returned record (plus the
+    mixture's composition) is written to ``out/<fold>/mixture.json``."""
     names = training_sets(fold)
     corpus, negative_of = mixture_train(names)
-    validation, val_sizes = mixture_validation(names, max_validation_docs,
-                                               TRAIN_SETTINGS["seed"])
+    validation, val_sizes = mixture_validation(names, max_validation_docs, seed)
     print(f"fold {fold}: training on {names}: {len(corpus)} docs, "
           f"{len(np.unique(corpus.clusters.astype(str)))} clusters; validation {val_sizes}",
-          file=sys.stderr)
-    result = train_retsim(corpus, validation, output_dir=OUT / fold, negative_of=negative_of,
-                          max_validation_docs=max_validation_docs, progress=None,
-                          **TRAIN_SETTINGS)
+          file=sys.stderr, flush=True)
+    result = fit(corpus, validation, negative_of)
     result["training_sets"] = names
     result["validation_sets"] = val_sizes
     result["label_collisions"] = label_collisions(names)
-    (OUT / fold / "mixture.json").write_text(json.dumps(result, indent=2) + "\n",
+    (out / fold / "mixture.json").write_text(json.dumps(result, indent=2, default=str) + "\n",
                                              encoding="utf-8")
-    print(json.dumps(result, indent=2))
+    print(json.dumps({k: v for k, v in result.items() if k != "config"}, indent=2, default=str))
     return result
 
+
+def train(fold: str, max_validation_docs: int) -> dict:
+    from neardup.train.retsim_trainer import train_retsim
+
+    def fit(corpus, validation, negative_of):
+        return train_retsim(corpus, validation, output_dir=OUT / fold, negative_of=negative_of,
+                            max_validation_docs=max_validation_docs, progress=None,
+                            **TRAIN_SETTINGS)
+
+    return train_mixture_model(fold, max_validation_docs, OUT, TRAIN_SETTINGS["seed"], fit)
 
 # -- evaluation ------------------------------------------------------------------------------
 
@@ -308,6 +317,27 @@ def evaluate_fold(fold: str, results: dict) -> None:
     order = sorted(held_out_sets(fold), key=lambda n: (n.startswith("indep-"), n))
     run_cells([(e, n) for group in ((off, mixture), (news,)) for n in order for e in group],
               fold, results, mixture_label(fold), analyse, save_results, width=24)
+
+
+def evaluate_paired(fold: str, results: dict, *, model_file: Path, summary, entries: list,
+                    models: dict, train_settings: dict, analyse_fn, save_fn, width: int,
+                    **protocol) -> None:
+    """A shipped model against ``fold``'s mixture model (``entries``: shipped, mixture) on
+    every held-out set of the fold, set by set and cheapest sets first, so that an
+    interrupted run leaves complete comparisons (cells already in ``results`` and made
+    with the same model file are kept). ``summary`` is the fold's training record;
+    ``models`` (label -> file), ``train_settings`` and any other ``protocol`` items are
+    recorded in ``results["protocol"]``."""
+    if not model_file.exists():
+        raise SystemExit(f"no model for fold {fold}: run --train {fold} first")
+    results["training"][fold] = summary
+    results["protocol"] = {"folds_held_out": {f: held_out_sets(f) for f in FOLDS},
+                           "training_sets": {f: training_sets(f) for f in FOLDS},
+                           "train_settings": train_settings, **protocol, "models": models}
+    news, mixture = entries
+    order = sorted(held_out_sets(fold), key=lambda n: (n.startswith("indep-"), n))
+    run_cells([(e, n) for n in order for e in (mixture, news)], fold, results, mixture.label,
+              analyse_fn, save_fn, width=width)
 
 
 def run_cells(plan: list, fold: str, results: dict, mixture: str, analyse_fn, save_fn, *,
@@ -421,15 +451,18 @@ def table(results: dict) -> str:
 
 
 def paired_table(results: dict, analysis: dict, news: str, mixture_label_of, *, news_name: str,
-                 intro: str, training_line) -> str:
+                 script: str, setup: str, training_line) -> str:
     """Markdown table of a shipped model (``news``) against each fold's mixture model:
     tuned and leave-set-out test ARIs per held-out set, the mixture-minus-shipped
-    differences, and ``training_line(fold, record)`` per trained fold."""
+    differences, and ``training_line(fold, record)`` per trained fold. ``script`` ran the
+    cells with ``setup`` (grid, clustering, threads)."""
     lines = [
         "Test ARI (threshold); validation ARI of the tuned threshold in brackets after it. "
         "*tuned*: threshold with the best validation ARI of the set itself; "
         "*leave-set-out*: threshold maximising the worst validation ARI over the fold's "
-        "other held-out sets (reuters-adversarial included). " + intro,
+        "other held-out sets (reuters-adversarial included). Mixture A was trained on "
+        "reuters-news + fold B's sets, mixture B on reuters-news + fold A's sets; both models "
+        f"run in `{script} --evaluate` ({setup}).",
         "",
         f"| fold | held-out set | {news_name} tuned | mixture tuned | "
         f"{news_name} leave-set-out | mixture leave-set-out | CPU s ({news_name} / mixture) |",
