@@ -228,6 +228,7 @@ def train(fold: str, max_validation_docs: int) -> dict:
 
     return train_mixture_model(fold, max_validation_docs, OUT, TRAIN_SETTINGS["seed"], fit)
 
+
 # -- evaluation ------------------------------------------------------------------------------
 
 
