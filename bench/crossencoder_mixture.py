@@ -140,7 +140,8 @@ def training_summary(fold: str) -> dict | None:
 
 def evaluate_fold(fold: str, results: dict) -> None:
     """Both entries on every held-out set of ``fold``."""
-    models = {NEWS: "neardup/models/cross-encoder-news", **{mixture_label(f): str(onnx_dir(f)) for f in FOLDS}}
+    models = {NEWS: "neardup/models/cross-encoder-news",
+              **{mixture_label(f): str(onnx_dir(f)) for f in FOLDS}}
     rm.evaluate_paired(fold, results, model_file=onnx_dir(fold) / "model.onnx",
                        summary=training_summary(fold), entries=entries(fold), models=models,
                        train_settings=TRAIN_SETTINGS, analyse_fn=analyse, save_fn=save_results,
