@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.engine.buckets import concat_ranges
-from neardup.engine.workdir import WorkDir, write_arrow
+from neardup.engine.workdir import MappedArray, WorkDir, write_arrow
 from neardup.graph.edges import Pairs, outside_time_window
 from neardup.methods.base import Method
 from neardup.progress import progress_bar
@@ -105,20 +105,22 @@ def _postings(directory: Path, method: Method, sets: _TokenSets, budget: int) ->
         if buffered >= flush_rows:
             flush()
     flush()
-    rows = sum(int(np.load(f"{p}.hash.npy", mmap_mode="r").shape[0]) for p in runs)
+    mapped = [tuple(MappedArray(Path(f"{path}.{suffix}.npy")) for suffix in ("hash", "doc", "weight"))
+              for path in runs]
+    rows = sum(run[0].count for run in mapped)
     ranges = max(int(np.ceil(rows * _POSTING_BYTES / max(budget // 4, 1))), 1)
     bounds = [(k << 64) // ranges for k in range(ranges + 1)]
     for k in range(ranges):
         lo, hi = bounds[k], bounds[k + 1]
         parts: list[list[np.ndarray]] = [[], [], []]
-        for path in runs:  # in document order: a term's documents stay ascending
-            run = np.load(f"{path}.hash.npy", mmap_mode="r")
+        for files in mapped:  # in document order: a term's documents stay ascending
+            run = files[0].read()
             a = int(np.searchsorted(run, np.uint64(lo)))
             b = run.shape[0] if hi >= 1 << 64 else int(np.searchsorted(run, np.uint64(hi)))
             del run
             if b > a:
-                for i, suffix in enumerate(("hash", "doc", "weight")):
-                    parts[i].append(np.array(np.load(f"{path}.{suffix}.npy", mmap_mode="r")[a:b]))
+                for i, file in enumerate(files):
+                    parts[i].append(np.array(file.read()[a:b]))
         hashes = np.concatenate(parts[0]) if parts[0] else np.zeros(0, np.uint64)
         order = np.argsort(hashes, kind="stable")
         for i, suffix in enumerate(("hash", "doc", "weight")):
@@ -139,10 +141,12 @@ def _retrieve(directory: Path, method: Method, sets: _TokenSets, facts: dict[str
     n = sets.n_docs
     lows = np.array([int(b) for b in facts["bounds"]], np.uint64)
 
+    range_files = [tuple(MappedArray(directory / f"range-{k:05d}.{suffix}.npy")
+                         for suffix in ("hash", "doc", "weight")) for k in range(lows.size)]
+
     def postings_of(k: int):
         # Mapped per sub-block and dropped after it: the pages touched leave the process.
-        return tuple(np.load(directory / f"range-{k:05d}.{suffix}.npy", mmap_mode="r")
-                     for suffix in ("hash", "doc", "weight"))
+        return tuple(array.read() for array in range_files[k])
     capacity = max(budget // 4 // _SCORE_BYTES, 1 << 12)
     found: list[tuple[np.ndarray, ...]] = []
     scores = 0

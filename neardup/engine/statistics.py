@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from neardup.engine.workdir import WorkDir
+from neardup.engine.workdir import MappedArray, WorkDir
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import FeatureStatistics, Method
 from neardup.progress import timed_batches
@@ -117,7 +117,7 @@ def _count(directory: Path, batches: Iterable[DocumentBatch], method: Method, bu
             np.save(directory / f"{name}.hashes.npy", hashes)
             np.save(directory / f"{name}.df.npy", df)
             kept[name] = {"kept": int(hashes.size), "min_df": min_df,
-                          "counted_rows": int(sum(_run_rows(p) for p in runs[name]))}
+                          "counted_rows": sum(MappedArray(p).count for p in runs[name])}
             for path in runs[name]:
                 path.unlink()
                 path.with_suffix(".df.npy").unlink()
@@ -141,29 +141,26 @@ def _flush(buffers, runs, runs_dir: Path) -> None:
         runs[name].append(path)
 
 
-def _run_rows(path: Path) -> int:
-    return int(np.load(path, mmap_mode="r").shape[0])
-
-
 def _merge_runs(paths: list[Path], min_df: int, budget: int) -> tuple[np.ndarray, np.ndarray]:
     """Sorted hashes whose summed counts over the runs reach ``min_df``, and the sums,
     merged by ranges of the hash space that fit a quarter of ``budget``."""
     if not paths:
         return np.zeros(0, np.uint64), np.zeros(0, np.int64)
-    rows = sum(_run_rows(p) for p in paths)
+    runs = [(MappedArray(path), MappedArray(path.with_suffix(".df.npy"))) for path in paths]
+    rows = sum(hashes.count for hashes, _ in runs)
     ranges = max(int(np.ceil(rows * _ROW_BYTES / max(budget // 4, 1))), 1)
     bounds = [(k << 64) // ranges for k in range(ranges + 1)]
     kept_hashes, kept_df = [], []
     for k in range(ranges):
         lo, hi = bounds[k], bounds[k + 1]
         parts_h, parts_c = [], []
-        for path in paths:
-            run = np.load(path, mmap_mode="r")
+        for hashes_file, df_file in runs:
+            run = hashes_file.read()
             a = int(np.searchsorted(run, np.uint64(lo)))
             b = run.shape[0] if hi >= 1 << 64 else int(np.searchsorted(run, np.uint64(hi)))
             if b > a:
                 parts_h.append(np.array(run[a:b]))
-                parts_c.append(np.array(np.load(path.with_suffix(".df.npy"), mmap_mode="r")[a:b]))
+                parts_c.append(np.array(df_file.read()[a:b]))
             del run
         if not parts_h:
             continue

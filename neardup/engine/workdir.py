@@ -28,17 +28,19 @@ last and atomically (temporary file + rename), so a killed stage is simply redon
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.feather as feather
 
 from neardup.io.writers import atomic_path
 
-__all__ = ["WorkDir", "WorkDirError"]
+__all__ = ["MappedArray", "WorkDir", "WorkDirError"]
 
 #: Changed with the layout of the stages' files (2: texts as raw bytes and offsets, read
 #: with pread), so that a work directory of another layout is refused, not misread.
@@ -64,6 +66,29 @@ def write_arrow(path: Path, table: pa.Table, *, durable: bool = True) -> None:
 
 def read_arrow(path: Path) -> pa.Table:
     return feather.read_table(path, memory_map=False)
+
+
+class MappedArray:
+    """A saved ``.npy`` array whose header is read once and whose data is mapped anew on
+    each :meth:`read`: the pages a read touches leave the process with the returned array,
+    and no file stays open between reads (a run can hold thousands of range files)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        with open(path, "rb") as handle:
+            version = np.lib.format.read_magic(handle)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, _, self.dtype = read_header(handle)
+            self.offset = handle.tell()
+        self.count = int(shape[0])
+
+    def read(self) -> np.ndarray:
+        # np.load(mmap_mode="r") per read parses the header and resolves the path each
+        # time; at small memory limits a run makes tens of thousands of reads.
+        with open(self.path, "rb") as handle:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        return np.frombuffer(mapped, self.dtype, self.count, self.offset)
 
 
 class WorkDir:
