@@ -41,3 +41,20 @@ def test_pairs_unpack_into_their_three_arrays():
     assert left is pairs.left and right is pairs.right and score is pairs.score
     assert (left.tolist(), right.tolist(), score.tolist()) == ([0, 1], [2, 3], [1.0, 0.5])
     assert len(pairs) == 2  # the number of pairs, not of arrays
+
+
+@pytest.mark.parametrize("offset", [0, 2**62], ids=["one-key", "lexsort"])
+def test_canonical_orders_merges_repeats_to_their_best_score_and_drops_self_pairs(offset):
+    # Ids near 2**62 cannot share one int64 key, so they take the three-key sort.
+    rng = np.random.default_rng(3)
+    left, right = rng.integers(0, 30, 2000) + offset, rng.integers(0, 30, 2000) + offset
+    score = rng.random(2000).astype(np.float32)
+    got = Pairs(left, right, score).canonical()
+    best: dict[tuple[int, int], float] = {}
+    for a, b, s in zip(left.tolist(), right.tolist(), score.tolist()):
+        if a != b:
+            key = (min(a, b), max(a, b))
+            best[key] = max(best.get(key, -1.0), s)
+    assert list(zip(got.left.tolist(), got.right.tolist())) == sorted(best)
+    assert got.score.tolist() == [best[k] for k in sorted(best)]
+    assert len(Pairs([4, 4], [4, 4], [1.0, 0.5]).canonical()) == 0
