@@ -21,6 +21,7 @@ from neardup.data import demo_corpus_path
 from neardup.errors import InputError
 from neardup.io import ReaderConfig, read_corpus
 from neardup.methods import make_method
+from neardup.graph.edges import Pairs
 from neardup.pipeline import ClusterConfig, run
 
 ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
@@ -415,36 +416,36 @@ def test_community_detection_same_clusters_as_local_engine(cluster, shards, meth
 
 
 def test_rerank_leiden_on_ray_as_locally(cluster, shards, tiny_verifier, tmp_path):
-    # The verifier's recommended clustering (Leiden), through the API and the CLI's
-    # distributed outputs: the local engine's clusters and pairs.
+    # The verifier's recommended clustering (Leiden), through the CLI's distributed
+    # outputs: the local engine's clusters and pairs.
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
     reader = ReaderConfig(id_field="id", date_field="date")
     method = make_method("rerank", scorer="verifier", model=str(tiny_verifier))
-    leiden = ClusterConfig(algorithm="leiden", resolution=0.4)
-    local = run(read_corpus(shards[:1], reader), method, cluster=leiden)
-    distributed = run(RayInputs(tuple(shards[:1]), reader), method, cluster=leiden, engine="ray",
-                      ray=RayConfig(shard_rows=800, partitions=8))
-    np.testing.assert_array_equal(distributed.clusters, local.clusters)
-    np.testing.assert_array_equal(distributed.representative, local.representative)
-    _assert_same_pairs(distributed.pairs, local.pairs)
+    local = run(read_corpus(shards[:1], reader), method,
+                cluster=ClusterConfig(algorithm="leiden", resolution=0.4))
     args = ["dedup", shards[0], "--method", "rerank", "--param", "scorer=verifier", "--param",
             f"model={tiny_verifier}", "--id-field", "id", "--date-field", "date", "--cluster", "leiden",
             "--resolution", "0.4", "--quiet"]
     result = CliRunner().invoke(main, [*args, "--engine", "ray", "--ray-address", cluster["address"],
+                                       "--ray-shard-rows", "800", "--partitions", "8",
                                        "--clusters-out", str(tmp_path / "c"), "--pairs-out",
                                        str(tmp_path / "p"), "--report", str(tmp_path / "r.json")])
     assert result.exit_code == 0, result.output
     got = _clusters_table(tmp_path / "c").loc[local.ids]
     assert _same_membership(got["cluster"], local.clusters)
-    components = run(read_corpus(shards[:1], reader), method)  # Leiden cuts some components
-    assert not _same_membership(got["cluster"], components.clusters)
     assert (got["representative"].to_numpy() == local.representative).all()
     assert (got["cluster_size"].to_numpy() == local.cluster_size).all()
+    # Leiden's pairs are every accepted edge; their components are not its clusters.
+    n = local.n_docs
+    edges = coo_matrix((np.ones(len(local.pairs)), (local.pairs.left, local.pairs.right)), shape=(n, n))
+    assert not _same_membership(got["cluster"], connected_components(edges, directed=False)[1])
     written = pq.read_table(tmp_path / "p").to_pandas()
     assert len(written) == len(local.pairs) == json.loads((tmp_path / "r.json").read_text())["summary"]["pairs"]
     position = {doc_id: i for i, doc_id in enumerate(local.ids)}
     a, b = written["id_a"].map(position).to_numpy(), written["id_b"].map(position).to_numpy()
-    assert set(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist())) == set(
-        zip(local.pairs.canonical().left.tolist(), local.pairs.canonical().right.tolist()))
+    _assert_same_pairs(Pairs(a, b, written["score"].to_numpy()), local.pairs)
 
 
 def test_write_outputs_refuses_a_clustering_the_run_did_not_keep_pairs_for(cluster, shards, tmp_path):
