@@ -109,14 +109,14 @@ def _cli(*args: str) -> subprocess.Popen:
 
 
 def test_sigkill_during_bulk_add_leaves_the_index_empty(tmp_path):
-    n = 20_000
+    n = 8_000
     texts = synthetic_texts(n, seed=7)
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n"
                               for i, t in enumerate(texts)))
     Index.create(tmp_path / "idx", "minhash").close()
     proc = _cli("index", "add", str(tmp_path / "idx"), str(corpus), "--id-field", "id",
-                "--batch-size", "1000", "--bulk")
+                "--batch-size", "500", "--bulk")
     deadline = time.monotonic() + 300
     seen = 0
     while time.monotonic() < deadline:

@@ -27,7 +27,7 @@ def _cli(*args: str, **kwargs) -> subprocess.Popen:
 
 
 def test_sigkill_during_add_keeps_acknowledged_batches(tmp_path):
-    n, batch = 12_000, 1000
+    n, batch = 6_000, 500
     texts = synthetic_texts(n, seed=5)
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n"
