@@ -230,3 +230,17 @@ def test_a_method_not_fitted_refuses_to_key_a_batch():
         make_method("wminhash").candidate_keys(make_method("wminhash").sketch(["a b c d e f g h"]))
     with pytest.raises(ValueError, match="term statistics"):
         make_method("sanderson").retrieval_rows(make_method("sanderson").sketch(["a b"]).sets)
+
+
+@pytest.mark.parametrize("values", [np.arange(5, dtype=np.uint64), np.zeros(0, np.int64),
+                                    np.linspace(0, 1, 7), np.arange(70_000, dtype=np.int64)])
+def test_mapped_array_reads_what_np_save_wrote(tmp_path, values):
+    from neardup.engine.workdir import MappedArray
+
+    np.save(tmp_path / "a.npy", values)
+    mapped = MappedArray(tmp_path / "a.npy")
+    assert mapped.count == values.size
+    for _ in range(2):  # every read maps the file anew
+        read = mapped.read()
+        assert read.dtype == values.dtype and not read.flags.writeable
+        np.testing.assert_array_equal(read, values)
