@@ -1,8 +1,8 @@
 """Issue 17: the bi-encoder fine-tuned on a mixture of generators, on held-out generators.
 
-    # one model per fold (resumable; fold A: 2,879 CPU s, 54 min wall on one thread),
+    # one model per fold (resumable; 2,879 / 2,692 CPU s, 54 min wall each on one thread),
     # then biencoder-news and the fold's mixture model on each fold's held-out sets
-    # (fold A: 768 CPU s)
+    # (768 / 693 CPU s)
     PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python bench/biencoder_mixture.py --train A
     PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python bench/biencoder_mixture.py --train B
     PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python bench/biencoder_mixture.py --evaluate A --evaluate B
