@@ -78,24 +78,17 @@ class Pairs:
         lo, hi, score = lo[keep], hi[keep], self.score[keep]
         if lo.size == 0:
             return Pairs.empty()
+        # Sort by (lo, hi): one int64 key per pair sorts several times faster than a
+        # lexsort (millions of candidate pairs per search batch; docs/benchmarks.md), which
+        # stays for ids too large to share a key. Repeats keep their best score.
         width = int(hi.max()) + 1
-        if int(lo.max()) >= np.iinfo(np.int64).max // width:  # (lo, hi) does not fit one key
-            # Sort by (lo, hi, -score): the first row of each (lo, hi) run has the best score.
-            order = np.lexsort((-score, hi, lo))
-            lo, hi, score = lo[order], hi[order], score[order]
-            first = np.ones(lo.size, dtype=bool)
-            first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
-            return Pairs(lo[first], hi[first], score[first])
-        # One int64 key per pair sorts about three times faster than a three-key lexsort
-        # (millions of candidate pairs per search batch); repeats keep their best score.
-        key = lo * width + hi
-        order = np.argsort(key)
-        key, score = key[order], score[order]
-        first = np.ones(key.size, dtype=bool)
-        first[1:] = key[1:] != key[:-1]
+        fits = int(lo.max()) < np.iinfo(np.int64).max // width
+        order = np.argsort(lo * width + hi) if fits else np.lexsort((hi, lo))
+        lo, hi, score = lo[order], hi[order], score[order]
+        first = np.ones(lo.size, dtype=bool)
+        first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
         starts = np.flatnonzero(first)
-        key = key[starts]
-        return Pairs(key // width, key % width, np.maximum.reduceat(score, starts))
+        return Pairs(lo[starts], hi[starts], np.maximum.reduceat(score, starts))
 
     def select(self, mask: np.ndarray) -> Pairs:
         """Pairs where ``mask`` (bool, shape (n_pairs,)) is true."""

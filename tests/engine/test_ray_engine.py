@@ -19,9 +19,9 @@ import neardup
 from neardup.cli import main
 from neardup.data import demo_corpus_path
 from neardup.errors import InputError
+from neardup.graph.edges import Pairs
 from neardup.io import ReaderConfig, read_corpus
 from neardup.methods import make_method
-from neardup.graph.edges import Pairs
 from neardup.pipeline import ClusterConfig, run
 
 ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")

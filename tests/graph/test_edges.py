@@ -45,7 +45,7 @@ def test_pairs_unpack_into_their_three_arrays():
 
 @pytest.mark.parametrize("offset", [0, 2**62], ids=["one-key", "lexsort"])
 def test_canonical_orders_merges_repeats_to_their_best_score_and_drops_self_pairs(offset):
-    # Ids near 2**62 cannot share one int64 key, so they take the three-key sort.
+    # Ids near 2**62 cannot share one int64 key, so they take the lexsort.
     rng = np.random.default_rng(3)
     left, right = rng.integers(0, 30, 2000) + offset, rng.integers(0, 30, 2000) + offset
     score = rng.random(2000).astype(np.float32)
