@@ -31,6 +31,7 @@ from neardup.graph.edges import Pairs, check_time_window, outside_time_window
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Matches, Method, Sketch
 from neardup.progress import StageTimer, timed_batches
+from neardup.text.identity import text_identity
 
 __all__ = [
     "ENGINES",
@@ -96,9 +97,9 @@ class ClusterConfig:
         method): news copies appear within a day or two of the story, while recurring
         reports (daily market figures, weekly notices) reuse its wording days apart.
         Needs document dates; a pair with an unknown date on either side stays in, and
-        so does a pair the method scores as identical after normalization
-        (:meth:`~neardup.methods.Method.identical_mask`: ``exact`` pairs, ``ngram`` and
-        ``minhash`` Jaccard 1.0), since a story re-sent unchanged is the same story.
+        so does a pair whose texts are identical after normalization
+        (:func:`neardup.text.identity.text_identity`, whatever the method's score),
+        since a story re-sent unchanged is the same story.
     """
 
     algorithm: str = "auto"
@@ -316,6 +317,9 @@ class CorpusSketch:
         The method's corpus sketch.
     dates : ndarray of datetime64[s], shape (n_docs,), or None
         Document dates (NaT where unknown); None when the input had none.
+    identity : ndarray of uint64, shape (n_docs,), or None
+        Each text's :func:`~neardup.text.identity.text_identity`, kept when the input
+        has dates (the time window lets identical texts through).
     """
 
     ids: np.ndarray
@@ -324,6 +328,7 @@ class CorpusSketch:
     source_names: list[str]
     sketch: Sketch
     dates: np.ndarray | None = None
+    identity: np.ndarray | None = None
 
     @property
     def n_docs(self) -> int:
@@ -346,9 +351,14 @@ def sketch_corpus(
     dates: list[np.ndarray | None] = []
     source_names: dict[str, int] = {}
     sketches: list[Sketch] = []
+    identity: list[np.ndarray] = []
     for batch in timed_batches(batches, timer, total=total, progress=progress):
         with timer.stage("sketch"):
             sketches.append(method.sketch(batch.texts))
+            # Only dated documents can be kept apart by a time window (the others' identity is
+            # never read).
+            identity.append(text_identity(batch.texts) if batch.dates is not None
+                            else np.zeros(len(batch), np.uint64))
         n = len(batch)
         ids.extend(batch.ids)
         lengths.append(np.fromiter(map(len, batch.texts), np.int64, n))
@@ -369,6 +379,8 @@ def sketch_corpus(
         source_names=list(source_names),
         sketch=sketch,
         dates=corpus_dates,
+        identity=(np.concatenate(identity) if identity else np.zeros(0, np.uint64))
+        if corpus_dates is not None else None,
     )
 
 
@@ -617,8 +629,8 @@ def run_on_sketch(
         matches = method.match(sketch, dates=corpus.dates) if n_docs else Matches(Pairs.empty())
         pairs, outside_window = matches.pairs, matches.outside_window
         if cluster.time_window_hours is not None:
-            far = outside_time_window(pairs, corpus.dates, cluster.time_window_hours)
-            far &= ~method.identical_mask(pairs.score)  # re-sent unchanged: same story
+            far = outside_time_window(pairs, corpus.dates, cluster.time_window_hours,
+                                      corpus.identity)
             outside_window = Pairs.concat([outside_window, pairs.select(far)])
             pairs = pairs.select(~far)
     with timer.stage("cluster"):

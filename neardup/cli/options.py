@@ -172,7 +172,8 @@ _CLUSTER_OPTIONS = (
     click.option("--time-window", "time_window_hours",
                  type=click.FloatRange(min=0.0, min_open=True), default=None,
                  metavar="HOURS",
-                 help="Do not merge documents dated more than HOURS apart; such pairs are "
+                 help="Do not merge documents dated more than HOURS apart, unless their "
+                      "texts are identical after normalization; such pairs are "
                       "listed in --pairs-out with outside_window=true. News copies appear "
                       "within a day or two, recurring reports reuse wording days apart "
                       "(Sanderson 1997 used 48). Needs dates (--date-field; Reuters SGML "

@@ -75,13 +75,14 @@ from neardup.engine.overlap import (
     sum_pair_counts,
     uncounted_keys,
 )
+from neardup.engine.facts import DOC_SCHEMA, document_facts
 from neardup.engine.pairmemory import PairMemory
 from neardup.engine.retrieval import retrieval_stages
 from neardup.engine.statistics import statistics_stage
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
 from neardup.errors import check_int
-from neardup.graph.edges import Pairs
+from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
 from neardup.io.batch import DocumentBatch
 from neardup.io.rowfile import read_rows, read_spans
 from neardup.methods.base import SET_WEIGHTS, CandidateRows, Method
@@ -105,17 +106,6 @@ __all__ = [
     "stage_key",
     "supports_corpus_stage",
 ]
-
-_DOC_SCHEMA = pa.schema(
-    [
-        ("id", pa.string()),
-        ("length", pa.int64()),
-        ("source", pa.string()),
-        ("date", pa.timestamp("s")),
-        ("n_features", pa.int64()),
-    ]
-)
-
 
 def default_memory_limit() -> int:
     """An eighth of physical memory, between 256 MiB and 1 GiB: the stage's buffers
@@ -303,7 +293,7 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
     text_writer = (TextWriter(directory / TEXTS_FILE, method.candidate_text_chars)
                    if method.candidate_text_chars is not None else None)
     cpu_start = time.process_time()
-    writer = pq.ParquetWriter(directory / "docs.parquet", _DOC_SCHEMA)
+    writer = pq.ParquetWriter(directory / "docs.parquet", DOC_SCHEMA)
     n_docs, has_dates = 0, False
     try:
         for batch in timed_batches(batches, timer, total=total, progress=progress):
@@ -338,18 +328,7 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
             if text_writer is not None:
                 text_writer.write(batch.texts)
             has_dates = has_dates or batch.dates is not None
-            dates = (batch.dates.astype("datetime64[s]") if batch.dates is not None
-                     else np.full(n, np.datetime64("NaT"), "datetime64[s]"))
-            writer.write_table(pa.table(
-                {
-                    "id": pa.array(batch.ids, pa.string()),
-                    "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
-                    "source": pa.array([batch.source] * n, pa.string()),
-                    "date": pa.array(dates, pa.timestamp("s")),
-                    "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
-                },
-                schema=_DOC_SCHEMA,
-            ))
+            writer.write_table(document_facts(batch, sketch.n_features))
             n_docs += n
         spill.flush()
     finally:
@@ -367,7 +346,7 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
     return facts
 
 
-_NO_DATE = np.iinfo(np.int64).min
+_NO_DATE = NO_DATE  # the executors' name for it
 
 
 def _process_usage(cpu_start: float) -> dict[str, float]:
@@ -393,7 +372,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
         return facts
     directory = wd.start_keyed("link", key)
     n_docs = sketch_facts["n_docs"]
-    store, dates = _open_store(wd, method, sketch_facts, window_hours)
+    store, window = _open_store(wd, method, sketch_facts, window_hours)
     keys_dir = wd.stage_dir("sketch") / "keys"
     by_part = _key_files(keys_dir)
     # The edges of one chunk of buckets must fit in a quarter of the budget (16 bytes
@@ -441,7 +420,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                 tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
                 spill = _PairSpill(directory, p) if exchange else None
                 forest, outside, counts, capped_docs = _link_partition(
-                    method, tables, store, dates, window_hours, chunk_edges, uf, step=step,
+                    method, tables, store, window, chunk_edges, uf, step=step,
                     exchange=spill, prefix_cut=prefix_cut, checked=checked, rejected=rejected)
                 if spill is not None:
                     spill.commit()
@@ -526,18 +505,22 @@ def _prefix_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str,
 
 
 def _open_store(wd: WorkDir, method: Method, sketch_facts: dict[str, Any],
-                window_hours: float | None) -> tuple[_ArrayStore, np.ndarray | None]:
-    """The sketch stage's per-document data, and the dates (int64 epoch seconds) the time
-    window needs (None without a window)."""
+                window_hours: float | None) -> tuple[_ArrayStore, TimeWindow | None]:
+    """The sketch stage's per-document data, and the time window (None without one)."""
     dates = None
     if window_hours is not None or method.candidate_dates:
         date = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=["date"]).column("date")
-        dates = date.cast(pa.timestamp("s")).cast(pa.int64()).fill_null(_NO_DATE).to_numpy()
+        dates = date.cast(pa.timestamp("s")).cast(pa.int64()).fill_null(NO_DATE).to_numpy()
     # Dates reach the scorer only when the input has some (None means "no dates", as in
     # the in-memory stage).
     store = _ArrayStore(wd, sketch_facts,
                         dates if method.candidate_dates and sketch_facts["has_dates"] else None)
-    return store, dates if window_hours is not None else None
+    window = None
+    if window_hours is not None:
+        identity = pq.read_table(wd.stage_dir("sketch") / "docs.parquet",
+                                 columns=["identity"]).column("identity").to_numpy()
+        window = TimeWindow(float(window_hours), dates, identity)
+    return store, window
 
 
 def _verify_step(config: CorpusStageConfig, store: _ArrayStore) -> int:
@@ -602,7 +585,7 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
         return facts
     directory = wd.start_keyed("exchange", key)
     n_docs = sketch_facts["n_docs"]
-    store, dates = _open_store(wd, method, sketch_facts, window_hours)
+    store, window = _open_store(wd, method, sketch_facts, window_hours)
     step = _verify_step(config, store)
     link_dir = wd.stage_dir("link")
     partitions = config.partitions
@@ -629,8 +612,8 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
                 _replay_forest(uf, out)
             else:
                 forest, outside, counts = _reduce_pair_range(
-                    method, code_paths, shared_paths, lo, hi, sizes, prefix, store, dates,
-                    window_hours, uf, step)
+                    method, code_paths, shared_paths, lo, hi, sizes, prefix, store, window,
+                    uf, step)
                 _write_edges(out, forest, outside)
                 atomic_write_text(done, json.dumps(counts))
             counts = json.loads(done.read_text())
@@ -644,8 +627,7 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
 
 def _reduce_pair_range(method: Method, code_paths: list[Path], shared_paths: list[Path], lo: int,
                        hi: int, sizes: np.ndarray, prefix: tuple[np.ndarray, ...],
-                       store: _ArrayStore, dates: np.ndarray | None, window_hours: float | None,
-                       uf: UnionFind, step: int) -> tuple[Pairs, Pairs, dict[str, int]]:
+                       store: _ArrayStore, window: TimeWindow | None, uf: UnionFind, step: int) -> tuple[Pairs, Pairs, dict[str, int]]:
     """One range of left documents of the exchange: its forest, outside-window pairs and
     counts. ``prefix``: each document's prefix cut, suffix and unseen keys (the prefix
     stage's), which bound the keys a pair shares outside its count."""
@@ -670,7 +652,7 @@ def _reduce_pair_range(method: Method, code_paths: list[Path], shared_paths: lis
     exact, score, accept, verify = decide_pairs(
         total, sizes[left], sizes[right], uncounted, uncounted, method.overlap_scores,
         method.overlap_bound)
-    linker = PartitionLinker(method, np.zeros(0, np.int64), store, dates, window_hours, uf)
+    linker = PartitionLinker(method, np.zeros(0, np.int64), store, window, uf)
     linker.step = step
     # Pairs scored from counts first (no reads), then those to verify, each in pair order.
     linker.consider(left[accept], right[accept], score[accept])
@@ -876,13 +858,13 @@ class PartitionLinker:
     verifying the rest against ``store.rows(docs)`` (the work directory's memory-mapped
     arrays, or :class:`ArrayRows`), read only for the edges still to check. An executor
     that links partitions in parallel gives each its own union-find over the partition's
-    documents; the global merge of the forests gives the same components either way. ``dates`` (int64 epoch seconds) are
-    indexed like the union-find: by global position, or with ``uf=None`` aligned with the
+    documents; the global merge of the forests gives the same components either way. ``window``
+    (:class:`~neardup.graph.edges.TimeWindow`) is indexed like the union-find: by global position, or with ``uf=None`` aligned with the
     partition's sorted unique documents. Results accumulate in ``forest`` and ``outside``
     (lists of (left, right, score) arrays) and ``counts``."""
 
-    def __init__(self, method: Method, docs: np.ndarray, store, dates: np.ndarray | None,
-                 window_hours: float | None, uf: UnionFind | _NoJoins | None = None,
+    def __init__(self, method: Method, docs: np.ndarray, store, window: TimeWindow | None,
+                 uf: UnionFind | _NoJoins | None = None,
                  rejected: PairMemory | None = None, every_edge: bool = False) -> None:
         self.method, self.store = method, store
         # Pairs the method rejected (only for a costly check): met again under another
@@ -897,7 +879,7 @@ class PartitionLinker:
         # Every accepted pair is kept (``_NoJoins``): an accepted pair met again is done
         # too, so the memory of decided pairs holds both verdicts.
         self.remember_accepted = isinstance(self.uf, _NoJoins)
-        self.dates, self.window_hours = dates, window_hours
+        self.window = window
         self.forest: list[tuple[np.ndarray, ...]] = []
         self.outside: list[tuple[np.ndarray, ...]] = []
         self.counts = {"candidate_edges": 0, "verified_edges": 0}
@@ -954,9 +936,8 @@ class PartitionLinker:
                 self.rejected.add(codes if self.remember_accepted else codes[~accept])
         else:
             score, accept = score[todo], np.ones(left.size, dtype=bool)
-        if self.dates is not None:
-            far = _far_apart(self.dates, ll, rl, self.window_hours)
-            far &= ~self.method.identical_mask(score)  # re-sent unchanged: same story
+        if self.window is not None:
+            far = self.window.apart(ll, rl)
             if far.any():
                 gone = accept & far
                 self.outside.append((left[gone], right[gone], score[gone]))
@@ -1078,8 +1059,7 @@ def _exchange_block(method: Method, linker: PartitionLinker, exchange: _PairSpil
 
 
 def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
-                    dates: np.ndarray | None, window_hours: float | None,
-                    chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
+                    window: TimeWindow | None, chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
                     exchange: _PairSpill | None = None, prefix_cut: np.ndarray | None = None,
                     checked: PairMemory | None = None, rejected: PairMemory | None = None,
                     ) -> tuple[Pairs, Pairs, dict[str, int], np.ndarray]:
@@ -1104,7 +1084,7 @@ def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
     del table
     if rejected is None:  # used only for a costly check (PartitionLinker decides)
         rejected = PairMemory(2 * chunk_edges)  # the bytes of one chunk's edges
-    linker = PartitionLinker(method, docs, store, dates, window_hours, uf, rejected)
+    linker = PartitionLinker(method, docs, store, window, uf, rejected)
     linker.counts["capped_keys"] = 0
     if step is not None:
         linker.step = step
@@ -1320,12 +1300,6 @@ def read_stage_output(wd: WorkDir, docs_stage: str, has_dates: bool,
     )
 
 
-def _far_apart(dates: np.ndarray, left: np.ndarray, right: np.ndarray, hours: float) -> np.ndarray:
-    a, b = dates[left], dates[right]
-    known = (a != _NO_DATE) & (b != _NO_DATE)
-    return known & (np.abs(a - b) > hours * 3600.0)
-
-
 def _concat(parts: list[tuple[np.ndarray, ...]]) -> Pairs:
     if not parts:
         return Pairs.empty()
@@ -1434,15 +1408,17 @@ def run_corpus_stage(
         if method.query_retrieval:
             # Mutual retrieval ranks each query's whole result list: an inverted index
             # on disk and blocks of queries, not key groups (neardup.engine.retrieval).
-            dates = None
+            dates = identity = None
             if sketch_facts["has_dates"]:
-                dates = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=["date"]
-                                      ).column("date").to_numpy().astype("datetime64[s]")
+                docs = pq.read_table(wd.stage_dir("sketch") / "docs.parquet",
+                                     columns=["date", "identity"])
+                dates = docs.column("date").to_numpy().astype("datetime64[s]")
+                identity = docs.column("identity").to_numpy()
             arrays = wd.stage_dir("sketch") / "arrays"
             edge_file, link_facts = retrieval_stages(
                 wd, link_key, method, sketch_facts["n_docs"],
                 (arrays / f"{_SET_SIZES}.bin", arrays / f"{_SET_VALUES}.bin"), dates,
-                time_window_hours, config.budget, timer, progress)
+                time_window_hours, config.budget, timer, progress, identity=identity)
             edge_files = [edge_file]
         else:
             link_facts = _link_stage(wd, link_key, method, sketch_facts, config,

@@ -75,10 +75,11 @@ from neardup.engine.corpus import (
     exchanges_pair_counts,
     supports_corpus_stage,
 )
+from neardup.engine.facts import batch_identity
 from neardup.engine.overlap import code_pairs, decide_pairs, pair_codes, sum_pair_counts
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
-from neardup.graph.edges import Pairs
+from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
 from neardup.io import parquet_num_rows
 from neardup.io.batch import DocumentBatch
 from neardup.io.readers import ReaderConfig, detect_format, part_records, read_part
@@ -97,7 +98,9 @@ FAULT_ENV = "NEARDUP_RAY_FAULT_ONCE"
 #: Benchmarks: when set in the workers' environment, the components and assign tasks
 #: trace their peak Python/numpy allocation (tracemalloc) and report it (``peak_bytes``).
 TRACE_ENV = "NEARDUP_RAY_TRACE_MEMORY"
-_NO_DATE = np.iinfo(np.int64).min
+_NO_DATE = NO_DATE
+#: The shipped per-document array of text identities (the time window's).
+IDENTITY = "identity"
 _SHARDED = ("parquet",)  # formats cut into row ranges; others are one shard per file
 #: Names of the ragged per-document data in a shard's arrays (methods whose verification
 #: reads shingle sets or texts).
@@ -359,6 +362,7 @@ def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig
         for name in method.candidate_arrays:
             arrays.setdefault(name, []).append(np.ascontiguousarray(sketch.arrays[name]))
         arrays.setdefault("date", []).append(dates)
+        arrays.setdefault(IDENTITY, []).append(batch_identity(batch))
         if method.candidate_sets:  # ragged: sizes and the concatenated hashes
             sets = sketch.require_sets("engine='ray'", "shingle", f"{method.name}.sketch")
             arrays.setdefault(SET_SIZES, []).append(sets.counts().astype(np.int64))
@@ -579,7 +583,7 @@ class _ShippedRows:
         self.docs = docs
         names = rows[0].keys() if rows else ()
         self.arrays = {name: np.concatenate([r[name] for r in rows]) for name in names
-                       if name not in (SET_SIZES, SET_VALUES, TEXTS, "date")}
+                       if name not in (SET_SIZES, SET_VALUES, TEXTS, "date", IDENTITY)}
         self.dates = np.concatenate([r["date"] for r in rows]) if dates and rows else None
         self.set_offsets = self.values = self.texts = None
         if SET_SIZES in names:
@@ -655,9 +659,9 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, options:
         score = score[first] if score is not None else None
     local = _unique_positions(np.concatenate((left, right)))
     arrays = {name: np.concatenate([r[name] for r in rows]) for name in rows[0]} if rows else {}
-    dates = arrays.pop("date", None) if window_hours is not None else None
-    arrays.pop("date", None)
-    linker = PartitionLinker(method, local, ArrayRows(local, arrays), dates, window_hours, uf=None,
+    dates, identity = arrays.pop("date", None), arrays.pop(IDENTITY, None)
+    window = TimeWindow.of(window_hours, dates, identity)
+    linker = PartitionLinker(method, local, ArrayRows(local, arrays), window, uf=None,
                              every_edge=every_edge)
     if seed is not None and local.size:
         # Documents of one earlier component start joined (not forest edges: the earlier
@@ -705,16 +709,20 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
         by = np.argsort(roots, kind="stable")
         same = np.flatnonzero(roots[by][1:] == roots[by][:-1])
         uf.union(by[same], by[same + 1])
-    dates = None
+    window = None
     if window_hours is not None:
         # Documents of no shared key never meet an edge: their dates are never read.
         dates = np.full(local.size, _NO_DATE, np.int64)
-        dates[np.searchsorted(local, need)] = np.concatenate([np.zeros(0, np.int64)] + [r["date"] for r in rows])
+        identity = np.zeros(local.size, np.uint64)
+        at = np.searchsorted(local, need)
+        dates[at] = np.concatenate([np.zeros(0, np.int64)] + [r["date"] for r in rows])
+        identity[at] = np.concatenate([np.zeros(0, np.uint64)] + [r[IDENTITY] for r in rows])
+        window = TimeWindow(float(window_hours), dates, identity)
     budget = options["memory_limit"] or default_memory_limit()
     chunk_edges = int(max(budget // 4 // 64, 1 << 14))
     step = int(min(max(budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
     exchange = _RecordCollector(local) if options.get("exchange") is not None else None
-    forest, outside, counts, _capped = _link_partition(method, [pa.table(columns)], store, dates, window_hours,
+    forest, outside, counts, _capped = _link_partition(method, [pa.table(columns)], store, window,
                                                        chunk_edges, uf, step=step, exchange=exchange)
     forest = Pairs(local[forest.left], local[forest.right], forest.score)
     outside = Pairs(local[outside.left], local[outside.right], outside.score)
@@ -801,7 +809,8 @@ def _unseen_task(n_rows: int, offset: int, *parts: dict) -> np.ndarray:
 
 def _pair_facts_task(arrays: dict, unseen: np.ndarray, *requests: np.ndarray):
     """Set size, unseen keys and date of the shard rows each exchange range asked for."""
-    out = [{"size": arrays[SET_SIZES][rows], "unseen": unseen[rows], "date": arrays["date"][rows]}
+    out = [{"size": arrays[SET_SIZES][rows], "unseen": unseen[rows], "date": arrays["date"][rows],
+            IDENTITY: arrays[IDENTITY][rows] if IDENTITY in arrays else np.zeros(rows.size, np.uint64)}
            for rows in requests]
     return tuple(out) if len(out) != 1 else out[0]
 
@@ -829,6 +838,7 @@ def _pair_decide_task(state: dict, method: Method, offsets: np.ndarray, *facts: 
     cpu = time.process_time()
     need, left, right, total = state["need"], state["left"], state["right"], state["total"]
     cat = {k: np.concatenate([np.zeros(0, np.int64)] + [f[k] for f in facts]) for k in ("size", "unseen", "date")}
+    identity = np.concatenate([np.zeros(0, np.uint64)] + [f[IDENTITY] for f in facts])
     at_left, at_right = np.searchsorted(need, left), np.searchsorted(need, right)
     exact, score, accept, verify = decide_pairs(
         total, cat["size"][at_left], cat["size"][at_right], cat["unseen"][at_left], cat["unseen"][at_right],
@@ -837,7 +847,7 @@ def _pair_decide_task(state: dict, method: Method, offsets: np.ndarray, *facts: 
     bounds = np.searchsorted(check, np.append(offsets, np.iinfo(np.int64).max))
     requests = [check[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
     out = {"accept": (left[accept], right[accept], score[accept]), "verify": (left[verify], right[verify]),
-           "check": check, "docs": need, "dates": cat["date"], "counts": {
+           "check": check, "docs": need, "dates": cat["date"], IDENTITY: identity, "counts": {
                "exchange_records": state["records"], "exchange_pairs": int(left.size),
                "scored_from_counts": int(np.count_nonzero(exact)),
                "pruned_edges": int(np.count_nonzero(~exact & ~verify))},
@@ -856,14 +866,15 @@ def _pair_link_task(state: dict, method: Method, window_hours: float | None, opt
     verify_left, verify_right = state["verify"]
     docs = state["docs"]
     store = _ShippedRows(state["check"], rows, dates=method.candidate_dates and options["has_dates"])
-    dates = None
+    window = None
     if window_hours is not None:
-        # The linker reads dates aligned with its sorted unique documents: those of its pairs.
+        # The linker reads the window aligned with its sorted unique documents: those of its pairs.
         local = _unique_positions(np.concatenate((accept_left, accept_right, verify_left, verify_right)))
-        dates = state["dates"][np.searchsorted(docs, local)]
+        window = TimeWindow(float(window_hours), state["dates"], state[IDENTITY]).take(
+            np.searchsorted(docs, local))
     budget = options["memory_limit"] or default_memory_limit()
     linker = PartitionLinker(method, np.concatenate((accept_left, accept_right, verify_left, verify_right)),
-                             store, dates, window_hours, uf=None)
+                             store, window, uf=None)
     linker.step = int(min(max(budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
     linker.consider(accept_left, accept_right, accept_score)
     linker.consider(verify_left, verify_right)
@@ -1077,11 +1088,12 @@ def _embed_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig,
     """Read and embed one shard. Returns five objects: counts (documents, rows, row
     dimension, largest deviation of a row norm from 1, CPU seconds), the shard's facts
     (Arrow, :data:`_FACTS`), its rows (float32, document order), the rows each document
-    owns (int64) and the documents' dates (int64 seconds, NaT as int64 min)."""
+    owns (int64) and the documents' dates (``date``: int64 seconds, NaT as int64 min) and
+    text identities (``identity``), for the time window."""
     from neardup.graph.similarity import check_unit_rows
 
     cpu = time.process_time()
-    facts, rows, owned, dates, offset, deviation = [], [], [], [], 0, 0.0
+    facts, rows, owned, dates, identity, offset, deviation = [], [], [], [], [], 0, 0.0
     for batch in _shard_batches(shard, reader, memory):
         n = len(batch)
         sketch = method.sketch(batch.texts)
@@ -1096,13 +1108,15 @@ def _embed_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig,
         facts.append(table)
         owned.append(np.asarray(counts, np.int64))
         dates.append(date)
+        identity.append(batch_identity(batch))
         offset += n
     rows = np.concatenate(rows) if rows else np.zeros((0, 0), np.float32)
     owned = np.concatenate(owned) if owned else np.zeros(0, np.int64)
-    dates = np.concatenate(dates) if dates else np.zeros(0, np.int64)
+    window = {"date": np.concatenate(dates) if dates else np.zeros(0, np.int64),
+              IDENTITY: np.concatenate(identity) if identity else np.zeros(0, np.uint64)}
     table = pa.concat_tables(facts) if facts else _FACTS.empty_table()
     info = (offset, int(rows.shape[0]), int(rows.shape[1]), deviation, time.process_time() - cpu)
-    return info, table, rows, owned, dates
+    return info, table, rows, owned, window
 
 
 class _ObjectRows:
@@ -1198,11 +1212,12 @@ def _vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, o
     offsets = np.zeros(owned.size + 1, np.int64)
     np.cumsum(owned, out=offsets[1:])
     del owned
-    dates = None
+    window = None
     if window_hours is not None:  # int64 min is NaT's own representation
-        dates = np.concatenate([ray.get(r) for r in date_refs]).astype("datetime64[s]")
-    linker = _ShardLinker(method, UnionFind(offsets.size - 1), offsets, search.threshold, dates,
-                          window_hours)
+        parts = [ray.get(r) for r in date_refs]
+        window = TimeWindow(float(window_hours), np.concatenate([p["date"] for p in parts]),
+                            np.concatenate([p[IDENTITY] for p in parts]))
+    linker = _ShardLinker(method, UnionFind(offsets.size - 1), offsets, search.threshold, window)
     faiss = import_faiss()
     store = _ObjectRows(shards, row_refs, 0)
     with omp_threads(faiss, search.threads or 1):
@@ -1412,7 +1427,8 @@ class RayRun:
         keys = [list(o[3:]) for o in out]
         del out
         names = tuple(method.candidate_arrays) + (
-            ("date",) if self.window is not None or method.candidate_dates else ()) + (
+            ("date", IDENTITY) if self.window is not None else
+            ("date",) if method.candidate_dates else ()) + (
             (SET_SIZES, SET_VALUES) if method.candidate_sets else ()) + (
             (TEXTS,) if method.candidate_text_chars is not None else ())
         options = {"memory_limit": self.config.memory_limit, "has_dates": self.has_dates,

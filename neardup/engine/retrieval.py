@@ -201,8 +201,9 @@ def _retrieve(directory: Path, method: Method, sets: _TokenSets, facts: dict[str
 
 def retrieval_stages(wd: WorkDir, key: str, method: Method, n_docs: int, sets_paths: tuple[Path, Path],
                      dates: np.ndarray | None, window_hours: float | None, budget: int,
-                     timer, progress) -> tuple[Path, dict[str, Any]]:
-    """Run the postings and retrieval stages (see the module docstring). Returns the
+                     timer, progress, identity: np.ndarray | None = None) -> tuple[Path, dict[str, Any]]:
+    """Run the postings and retrieval stages (see the module docstring); ``identity``: the
+    documents' text identities, which the time window lets through. Returns the
     edge file for :func:`~neardup.engine.corpus.merge_forests` (left, right, score,
     outside_window) and the stages' counts."""
     from neardup.engine.corpus import stage_key
@@ -230,8 +231,7 @@ def retrieval_stages(wd: WorkDir, key: str, method: Method, n_docs: int, sets_pa
         method.stats_ = {}
         pairs = method.mutual(src, dst, norm, n_docs, dates)
         outside = method.outside_window_
-        far = outside_time_window(pairs, dates, window_hours)
-        far &= ~method.identical_mask(pairs.score)  # re-sent unchanged: same story
+        far = outside_time_window(pairs, dates, window_hours, identity)
         inside, away = pairs.select(~far), Pairs.concat([outside, pairs.select(far)])
         write_arrow(directory / "edges.arrow", pa.table({
             "left": np.concatenate((inside.left, away.left)),

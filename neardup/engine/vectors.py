@@ -94,11 +94,12 @@ from neardup.engine.corpus import (
     require_dates,
     stage_key,
 )
+from neardup.engine.facts import DOC_SCHEMA, document_facts
 from neardup.engine.pairmemory import PairMemory
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
 from neardup.errors import check_choice, check_int
-from neardup.graph.edges import Pairs
+from neardup.graph.edges import Pairs, TimeWindow
 from neardup.graph.similarity import (
     DEFAULT_APPROX_K,
     check_unit_rows,
@@ -128,10 +129,6 @@ MIN_SHARD_ROWS = 64
 IVF_TRAIN_PER_CELL = 256
 #: IVF training rows per centroid at least (faiss warns below it).
 IVF_MIN_PER_CELL = 39
-
-_DOC_SCHEMA = pa.schema([("id", pa.string()), ("length", pa.int64()), ("source", pa.string()),
-                         ("date", pa.timestamp("s")), ("n_features", pa.int64())])
-
 
 def supports_vector_stage(method: Method, algorithm: str, n_docs: int | None = None) -> bool:
     """Whether ``method`` with clustering ``algorithm`` runs through this stage: methods
@@ -173,7 +170,7 @@ def _embed_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method, 
     if facts is not None:
         return facts
     directory = wd.start("embed")
-    writer = pq.ParquetWriter(directory / "docs.parquet", _DOC_SCHEMA)
+    writer = pq.ParquetWriter(directory / "docs.parquet", DOC_SCHEMA)
     n_docs = n_rows = 0
     dim, deviation, has_dates = None, 0.0, False
     # A method that scores its candidate pairs from texts (rerank) reads them from here.
@@ -200,15 +197,7 @@ def _embed_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method, 
                 if text_writer is not None:
                     text_writer.write(batch.texts)
                 has_dates = has_dates or batch.dates is not None
-                dates = (batch.dates.astype("datetime64[s]") if batch.dates is not None
-                         else np.full(n, np.datetime64("NaT"), "datetime64[s]"))
-                writer.write_table(pa.table({
-                    "id": pa.array(batch.ids, pa.string()),
-                    "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
-                    "source": pa.array([batch.source] * n, pa.string()),
-                    "date": pa.array(dates, pa.timestamp("s")),
-                    "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
-                }, schema=_DOC_SCHEMA))
+                writer.write_table(document_facts(batch, sketch.n_features))
                 n_docs += n
     finally:
         writer.close()
@@ -350,15 +339,11 @@ class _ShardLinker:
     remembered) which applies the time window and keeps the joins as forest edges."""
 
     def __init__(self, method: Method, uf: UnionFind, offsets: np.ndarray, threshold: float,
-                 dates: np.ndarray | None, window_hours: float | None,
-                 scoring: PairScoring | None = None) -> None:
+                 window: TimeWindow | None, scoring: PairScoring | None = None) -> None:
         self.uf, self.offsets, self.threshold = uf, offsets, np.float32(threshold)
         self.scoring = scoring
-        # The keyed stage's window dates: int64 seconds, NaT (int64 min) where unknown.
-        self.linker = PartitionLinker(
-            method, np.zeros(0, np.int64), scoring,
-            None if dates is None else dates.astype("datetime64[s]").view(np.int64),
-            window_hours, uf, None if scoring is None else scoring.rejected)
+        self.linker = PartitionLinker(method, np.zeros(0, np.int64), scoring, window, uf,
+                                      None if scoring is None else scoring.rejected)
         if scoring is not None:
             self.linker.step = scoring.step
         self._counts = {"candidate_pairs": 0, "scored_pairs": 0}
@@ -511,10 +496,11 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
     offsets = np.zeros(n_docs + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     del counts
-    dates = None
+    dates = identity = None
     if window_hours is not None or method.candidate_dates:
-        column = pq.read_table(wd.stage_dir("embed") / "docs.parquet", columns=["date"]).column("date")
-        dates = column.to_numpy().astype("datetime64[s]")
+        docs = pq.read_table(wd.stage_dir("embed") / "docs.parquet", columns=["date", "identity"])
+        dates = docs.column("date").to_numpy().astype("datetime64[s]")
+        identity = docs.column("identity").to_numpy()
     scoring = None
     if method.candidate_text_chars is not None:
         if not facts.get("texts"):
@@ -524,7 +510,7 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
             )
         scoring = PairScoring(TextReader(wd.stage_dir("embed") / TEXTS_FILE, n_docs),
                               dates if method.candidate_dates else None, budget)
-    window_dates = dates if window_hours is not None else None
+    window = TimeWindow.of(window_hours, dates, identity)
     store = _RowStore(wd, facts)
     shards = [(s, min(s + shard_rows, n_rows)) for s in range(0, n_rows, shard_rows)]
     k = None if k is None else min(k, max(n_rows - 1, 1))
@@ -556,8 +542,7 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
                 away = table.column("outside_window").to_numpy(zero_copy_only=False)
                 uf.union(table.column("left").to_numpy()[~away], table.column("right").to_numpy()[~away])
             else:
-                linker = _ShardLinker(method, uf, offsets, search.threshold, window_dates,
-                                      window_hours, scoring)
+                linker = _ShardLinker(method, uf, offsets, search.threshold, window, scoring)
                 if n_rows >= 2:
                     _search_shard(faiss, store, shards, i, k, floor, linker, batch, ivf)
                 forest, outside = linker.results()

@@ -14,7 +14,7 @@ import numpy as np
 
 from neardup.errors import check_float
 
-__all__ = ["Pairs", "check_time_window", "outside_time_window"]
+__all__ = ["NO_DATE", "Pairs", "TimeWindow", "check_time_window", "outside_time_window"]
 
 
 @dataclass(frozen=True)
@@ -122,13 +122,70 @@ def check_time_window(caller: str, hours: float | None) -> float | None:
     return float(hours)
 
 
-def outside_time_window(pairs: Pairs, dates: np.ndarray | None, hours: float | None) -> np.ndarray:
-    """True (bool, shape (n_pairs,)) where the two documents' dates are more than ``hours``
-    apart. A pair with an unknown date (NaT) on either side, or no dates or window at all,
-    counts as inside: a missing date never splits duplicates."""
-    outside = np.zeros(len(pairs), dtype=bool)
-    if dates is None or hours is None or not len(pairs):
-        return outside
+#: An unknown date in the engines' int64 epoch seconds (numpy's own NaT value).
+NO_DATE = np.iinfo(np.int64).min
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """The time window, as every stage and executor applies it: two documents dated more
+    than ``hours`` apart are not merged, unless their texts are identical
+    (:func:`neardup.text.identity.text_identity`: a story re-sent unchanged days later is
+    still the same story). A pair with an unknown date on either side is inside: a
+    missing date never splits duplicates.
+
+    Attributes
+    ----------
+    hours : float
+    seconds : ndarray of int64, shape (n,)
+        Each document's date in epoch seconds, :data:`NO_DATE` where unknown.
+    identity : ndarray of uint64, shape (n,), or None
+        Each document's text identity (0: blank); None: no pair counts as identical.
+    """
+
+    hours: float
+    seconds: np.ndarray
+    identity: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, hours: float | None, dates: np.ndarray | None,
+           identity: np.ndarray | None = None) -> TimeWindow | None:
+        """The window over ``dates`` (datetime64, NaT where unknown, or int64 seconds), or
+        None without a window or dates."""
+        if hours is None or dates is None:
+            return None
+        dates = np.asarray(dates)
+        if dates.dtype.kind == "M":
+            dates = dates.astype("datetime64[s]").view(np.int64)
+        return cls(float(hours), np.asarray(dates, np.int64),
+                   None if identity is None else np.asarray(identity, np.uint64))
+
+    def take(self, docs: np.ndarray) -> TimeWindow:
+        """The window over the documents ``docs`` (positions into this one), renumbered."""
+        return TimeWindow(self.hours, self.seconds[docs],
+                          None if self.identity is None else self.identity[docs])
+
+    def apart(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """True (bool, shape (n_pairs,)) where the pair must not be merged."""
+        a, b = self.seconds[left], self.seconds[right]
+        known = (a != NO_DATE) & (b != NO_DATE)
+        far = known & (np.abs(a - b) > self.hours * 3600.0)
+        if self.identity is not None and far.any():
+            same = self.identity[left] == self.identity[right]
+            far &= ~(same & (self.identity[left] != 0))
+        return far
+
+
+def outside_time_window(pairs: Pairs, dates: np.ndarray | None, hours: float | None,
+                        identity: np.ndarray | None = None) -> np.ndarray:
+    """True (bool, shape (n_pairs,)) where :class:`TimeWindow` keeps the pair apart: the
+    documents' dates (datetime64, NaT where unknown) are more than ``hours`` apart and
+    their texts are not identical (``identity``: per-document text identities; None: no
+    pair counts as identical). No dates or window: every pair is inside."""
+    window = TimeWindow.of(hours, dates, identity)
+    if window is None or not len(pairs):
+        return np.zeros(len(pairs), dtype=bool)
+    return window.apart(pairs.left, pairs.right)
     seconds = np.asarray(dates).astype("datetime64[s]")
     a, b = seconds[pairs.left], seconds[pairs.right]
     known = ~(np.isnat(a) | np.isnat(b))

@@ -369,16 +369,6 @@ class Method(ParamsMixin, ABC):
     def _stats(self) -> dict:
         return self.__dict__.get("stats_") or {}
 
-    def identical_mask(self, score: np.ndarray) -> np.ndarray:
-        """True where a pair's score means its two texts are identical after normalization.
-
-        Such pairs bypass the time window (``ClusterConfig.time_window_hours``): a story
-        re-sent unchanged days later is still the same story. The default marks none;
-        methods whose score 1.0 means identical shingle sets (``exact``; ``ngram`` and
-        ``minhash`` Jaccard) override it.
-        """
-        return np.zeros(np.shape(score)[0], dtype=bool)
-
     def recommended_cluster(self) -> dict[str, Any]:
         """The clustering this method was measured best with on held-out data, as
         :class:`~neardup.pipeline.ClusterConfig` fields (e.g. ``{"algorithm": "leiden",

@@ -12,32 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit, uint64
 
 from neardup.errors import check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, Method, Sketch
-from neardup.text.hashing import encode_codepoints, mix64, seed_words
-from neardup.text.normalize import NormalizeConfig, normalize_batch
+from neardup.text.hashing import encode_codepoints, seed_words, text_digests
+from neardup.text.identity import identity_texts
+from neardup.text.normalize import NormalizeConfig
 
 __all__ = ["ExactHash"]
-
-
-@njit(cache=True)
-def _digests(cps, offsets, key_a, key_b):
-    n = offsets.shape[0] - 1
-    out = np.empty((n, 2), dtype=np.uint64)
-    for d in range(n):
-        ha = key_a
-        hb = key_b
-        for p in range(offsets[d], offsets[d + 1]):
-            c = uint64(cps[p])
-            ha = mix64(ha ^ c)
-            hb = (hb ^ c) * uint64(0x100000001B3)
-        length = uint64(offsets[d + 1] - offsets[d])
-        out[d, 0] = mix64(ha ^ length)
-        out[d, 1] = mix64(hb ^ length)
-    return out
 
 
 def chain_equal_rows(keys: np.ndarray, docs: np.ndarray) -> Pairs:
@@ -85,8 +68,9 @@ class ExactHash(Method):
         self.seed = check_int("ExactHash", "seed", seed, low=0)
 
     def sketch(self, texts: Sequence[str]) -> Sketch:
-        digests, lengths = self._digests_and_lengths(normalize_batch(texts, self.normalize))
-        # A text that is empty after normalization has no features: never a duplicate.
+        # A text of symbols only keeps a light form (neardup.text.identity), so its
+        # identical copies match; a blank text has no features: never a duplicate.
+        digests, lengths = self._digests_and_lengths(identity_texts(texts, self.normalize))
         return Sketch(lengths, {"digest": digests})
 
     def digest_normalized(self, normalized: Sequence[str]) -> np.ndarray:
@@ -98,7 +82,7 @@ class ExactHash(Method):
     def _digests_and_lengths(self, normalized: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         cps, offsets = encode_codepoints(list(normalized))
         key_a, key_b = seed_words(self.seed, 2, salt=0xE4AC7)
-        return _digests(cps, offsets, key_a, key_b), np.diff(offsets)
+        return text_digests(cps, offsets, key_a, key_b), np.diff(offsets)
 
     def find_pairs(self, sketch: Sketch) -> Pairs:
         valid = np.flatnonzero(sketch.n_features > 0)
@@ -112,10 +96,6 @@ class ExactHash(Method):
         valid = np.flatnonzero(sketch.n_features > 0)
         # The first digest word is already a mixed hash; the second confirms it.
         return CandidateKeys(valid, np.ascontiguousarray(sketch.arrays["digest"][valid, 0]))
-
-    def identical_mask(self, score: np.ndarray) -> np.ndarray:
-        """Every exact pair is identical after normalization."""
-        return np.ones(np.shape(score)[0], dtype=bool)
 
     def score_candidates(self, left, right):
         same = np.all(left["digest"] == right["digest"], axis=1)

@@ -525,13 +525,6 @@ class MinHashLSH(Method):
         keys = band_keys(sketch.arrays["signature"][valid], bands, rows)  # (bands, n_valid)
         return CandidateKeys(np.tile(valid, bands), keys.ravel())
 
-    def identical_mask(self, score: np.ndarray) -> np.ndarray:
-        """Jaccard 1.0: identical shingle sets (verify="exact"), or every permutation's
-        minimum agrees (the signature estimate; "none": band collisions only, never)."""
-        if self.verify == "none":
-            return np.zeros(np.shape(score)[0], dtype=bool)
-        return np.asarray(score) >= 1.0
-
     def score_candidate_rows(self, rows: CandidateRows, left: np.ndarray,
                              right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.verify != "exact":

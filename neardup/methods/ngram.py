@@ -442,12 +442,6 @@ class NGramOverlap(SetKeyedMixin, Method):
         ).unique()
         return Sketch(sets.counts(), sets=sets)
 
-    def identical_mask(self, score: np.ndarray) -> np.ndarray:
-        """Jaccard 1.0: identical shingle sets (containment 1.0 is not identity)."""
-        if self.similarity != "jaccard":
-            return np.zeros(np.shape(score)[0], dtype=bool)
-        return np.asarray(score) >= 1.0
-
     # -- keyed contract (the out-of-core corpus stage) ------------------------------------
     #
     # Keys are every shingle of each set (the documents' postings). A key group of up to

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
-__all__ = ["mix64", "seed_words", "encode_codepoints"]
+__all__ = ["mix64", "seed_words", "encode_codepoints", "text_digests"]
 
 _M1 = uint64(0xBF58476D1CE4E5B9)
 _M2 = uint64(0x94D049BB133111EB)
@@ -65,4 +65,24 @@ def mix64_array(values: np.ndarray, salt: int = 0) -> np.ndarray:
     values = np.ascontiguousarray(values, dtype=np.uint64)
     out = np.empty(values.shape[0], dtype=np.uint64)
     _mix64_array(values, np.uint64(salt), out)
+    return out
+
+
+@njit(cache=True)
+def text_digests(cps, offsets, key_a, key_b):
+    """Two independent 64-bit hashes (uint64, shape (n, 2)) of each text in the code
+    points ``cps`` split at ``offsets`` (:func:`encode_codepoints`), keyed by ``key_a``
+    and ``key_b``; the length is mixed in last."""
+    n = offsets.shape[0] - 1
+    out = np.empty((n, 2), dtype=np.uint64)
+    for d in range(n):
+        ha = key_a
+        hb = key_b
+        for p in range(offsets[d], offsets[d + 1]):
+            c = uint64(cps[p])
+            ha = mix64(ha ^ c)
+            hb = (hb ^ c) * uint64(0x100000001B3)
+        length = uint64(offsets[d + 1] - offsets[d])
+        out[d, 0] = mix64(ha ^ length)
+        out[d, 1] = mix64(hb ^ length)
     return out

@@ -711,3 +711,28 @@ def test_waves_grow_and_cover_every_partition_once():
     bounds = _pair_bounds(1000, 8)
     assert bounds[0] == 0 and bounds[-1] == 1000 and np.all(np.diff(bounds) > 0)
     assert np.diff(bounds)[0] < np.diff(bounds)[-1]  # early ranges are narrower: more pairs start there
+
+
+@pytest.mark.parametrize("method, params", [("minhash", {"threshold": 0.5}), ("simhash", {}),
+                                            ("ngram", {"threshold": 0.5})])
+def test_only_identical_texts_pass_the_time_window(cluster, tmp_path, method, params):
+    # Stories re-sent nine days later: half with one word of 600 changed (near-identical:
+    # MinHash often estimates Jaccard 1.0), half unchanged. Only the unchanged pass a
+    # 48-hour window, on Ray as in the local engine.
+    rng = np.random.default_rng(1)
+    records = []
+    for p in range(20):
+        words = [f"w{i}" for i in rng.integers(0, 5000, 600)]
+        again = list(words)
+        if p % 2:
+            again[300] = "changed"
+        records += [{"id": f"{p}a", "text": " ".join(words), "date": "1987-03-01T10:00:00"},
+                    {"id": f"{p}b", "text": " ".join(again), "date": "1987-03-10T10:00:00"}]
+    path = tmp_path / "resent.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    reader = ReaderConfig(id_field="id", date_field="date")
+    local, distributed = _local_and_ray([str(path)], method, params, reader, window=48,
+                                        ray_config=RayConfig(shard_rows=10, partitions=4))
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    merged = {p for p in range(20) if local.clusters[2 * p] == local.clusters[2 * p + 1]}
+    assert merged == set(range(0, 20, 2))
