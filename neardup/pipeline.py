@@ -25,13 +25,13 @@ from neardup.engine import (
     supports_corpus_stage,
     supports_vector_stage,
 )
+from neardup.engine.facts import batch_identity, identity_pairs
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.cluster import cluster_pairs
 from neardup.graph.edges import Pairs, check_time_window, outside_time_window
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Matches, Method, Sketch
 from neardup.progress import StageTimer, timed_batches
-from neardup.text.identity import text_identity
 
 __all__ = [
     "ENGINES",
@@ -318,8 +318,8 @@ class CorpusSketch:
     dates : ndarray of datetime64[s], shape (n_docs,), or None
         Document dates (NaT where unknown); None when the input had none.
     identity : ndarray of uint64, shape (n_docs,), or None
-        Each text's :func:`~neardup.text.identity.text_identity`, kept when the input
-        has dates (the time window lets identical texts through).
+        Each text's :func:`~neardup.text.identity.text_identity`: identical texts are
+        always linked, and only they pass a time window. None: not kept (no such links).
     """
 
     ids: np.ndarray
@@ -355,10 +355,7 @@ def sketch_corpus(
     for batch in timed_batches(batches, timer, total=total, progress=progress):
         with timer.stage("sketch"):
             sketches.append(method.sketch(batch.texts))
-            # Only dated documents can be kept apart by a time window (the others' identity is
-            # never read).
-            identity.append(text_identity(batch.texts) if batch.dates is not None
-                            else np.zeros(len(batch), np.uint64))
+            identity.append(batch_identity(batch))
         n = len(batch)
         ids.extend(batch.ids)
         lengths.append(np.fromiter(map(len, batch.texts), np.int64, n))
@@ -379,8 +376,7 @@ def sketch_corpus(
         source_names=list(source_names),
         sketch=sketch,
         dates=corpus_dates,
-        identity=(np.concatenate(identity) if identity else np.zeros(0, np.uint64))
-        if corpus_dates is not None else None,
+        identity=np.concatenate(identity) if identity else np.zeros(0, np.uint64),
     )
 
 
@@ -628,6 +624,9 @@ def run_on_sketch(
     with timer.stage("pairs"):
         matches = method.match(sketch, dates=corpus.dates) if n_docs else Matches(Pairs.empty())
         pairs, outside_window = matches.pairs, matches.outside_window
+        if corpus.identity is not None:
+            # Identical texts are linked whatever the method found (neardup.engine.facts).
+            pairs = Pairs.concat([identity_pairs(corpus.identity), pairs]).canonical()
         if cluster.time_window_hours is not None:
             far = outside_time_window(pairs, corpus.dates, cluster.time_window_hours,
                                       corpus.identity)

@@ -291,3 +291,21 @@ def test_pairs_unpack_as_documented():
     left, right, score = r.pairs
     assert left.tolist() == [0] and right.tolist() == [1] and score.tolist() == [1.0]
     assert left.dtype == np.int64 and score.dtype == np.float32
+
+
+@pytest.mark.parametrize("method", ["exact", "minhash", "simhash", "ngram", "spotsigs", "wminhash",
+                                    "sanderson"])
+@pytest.mark.parametrize("engine", ["memory", "local"])
+def test_identical_texts_are_linked_by_every_method(method, engine, tmp_path):
+    # Texts with nothing left after normalization (emoji, symbols) and texts too short
+    # for the method's shingles are still identical to their copies.
+    texts = ["😀😀 🎉", "😀😀 🎉", "!!! ???", "!!!  ???", "—", "Fine.", "FINE", "", "",
+             "the quick brown fox jumps over the lazy dog", "😀😀 🎊"]
+    extra = {"work_dir": tmp_path / "w"} if engine == "local" else {}
+    r = neardup.dedup(texts, method=method, engine=engine, pair_types=False, **extra)
+    c = r.clusters.tolist()
+    assert c[0] == c[1] and c[2] == c[3] and c[5] == c[6]
+    # Blank texts are identical to nothing; different symbols stay apart.
+    assert len({c[0], c[2], c[4], c[5], c[7], c[8], c[9], c[10]}) == 8
+    # One representative per cluster.
+    assert sorted(r.clusters[r.representatives].tolist()) == sorted(set(c))

@@ -45,6 +45,7 @@ another executor (Ray) can run them partition by partition.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -75,7 +76,7 @@ from neardup.engine.overlap import (
     sum_pair_counts,
     uncounted_keys,
 )
-from neardup.engine.facts import DOC_SCHEMA, document_facts
+from neardup.engine.facts import DOC_SCHEMA, document_facts, identity_pairs
 from neardup.engine.pairmemory import PairMemory
 from neardup.engine.retrieval import retrieval_stages
 from neardup.engine.statistics import statistics_stage
@@ -1227,11 +1228,13 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
 
 
 def merge_forests(wd: WorkDir, key: str, n_docs: int, edge_files: list[Path], timer,
-                  every_edge: bool = False) -> dict[str, Any]:
+                  every_edge: bool = False, docs_stage: str | None = None) -> dict[str, Any]:
     """The "components" stage of the out-of-core stages: the global merge of the forests
     in ``edge_files`` (Arrow: left, right, score, outside_window; one per partition or
     shard), a union-find over their edges (nothing left to verify) whose joins form the
-    run's forest. Writes forest.arrow, outside.arrow and roots.npy; with ``every_edge``
+    run's forest. Identical texts (the ``identity`` of ``docs_stage``'s documents) are
+    linked first, whatever the method found (:func:`~neardup.engine.facts.identity_pairs`).
+    Writes forest.arrow, outside.arrow and roots.npy; with ``every_edge``
     (the files hold every accepted pair) also edges.arrow, those pairs once each (20
     bytes a pair in memory while it is written)."""
     key = stage_key("components", key)
@@ -1242,8 +1245,15 @@ def merge_forests(wd: WorkDir, key: str, n_docs: int, edge_files: list[Path], ti
     uf = UnionFind(n_docs)
     forest, outside, every = [], [], []
     with timer.stage("cluster"):
-        for path in edge_files:
-            table = read_arrow(path)
+        tables = (read_arrow(path) for path in edge_files)
+        if docs_stage is not None:
+            identity = pq.read_table(wd.stage_dir(docs_stage) / "docs.parquet",
+                                     columns=["identity"]).column("identity").to_numpy()
+            same = identity_pairs(identity)
+            tables = itertools.chain([pa.table({
+                "left": same.left, "right": same.right, "score": same.score,
+                "outside_window": np.zeros(len(same), bool)})], tables)
+        for table in tables:
             left = table.column("left").to_numpy()
             right = table.column("right").to_numpy()
             score = table.column("score").to_numpy()
@@ -1436,7 +1446,7 @@ def run_corpus_stage(
                 for name, value in exchange_facts.items():
                     link_facts[name] = link_facts.get(name, 0) + value
         comp_facts = merge_forests(wd, last_key, sketch_facts["n_docs"], edge_files, timer,
-                                   every_edge)
+                                   every_edge, docs_stage="sketch")
         with timer.stage("cluster"):
             output = read_stage_output(
                 wd, "sketch", sketch_facts["has_dates"],

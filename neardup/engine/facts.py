@@ -1,17 +1,25 @@
 """The per-document facts a corpus stage keeps beside the method's sketch: id, length (for
-choosing representatives), source file, date and text identity (for the time window),
-and the number of features (status ``empty`` when 0). Written once per batch, the same
-way by every stage that reads the corpus."""
+choosing representatives), source file, date, text identity and the number of features
+(status ``empty`` when 0). Written once per batch, the same way by every stage that
+reads the corpus.
+
+The text identity (:mod:`neardup.text.identity`) links identical texts whatever the
+method, the engine or the size of a key group (:func:`identity_pairs`): a method that
+never compares them (a text of symbols only has no shingles) or compares them only
+through a chain over a large group still merges them. It is also the only way through a
+time window.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 
+from neardup.graph.edges import Pairs
 from neardup.io.batch import DocumentBatch
 from neardup.text.identity import text_identity
 
-__all__ = ["DOC_SCHEMA", "batch_dates", "batch_identity", "document_facts"]
+__all__ = ["DOC_SCHEMA", "batch_dates", "batch_identity", "document_facts", "identity_pairs"]
 
 DOC_SCHEMA = pa.schema([
     ("id", pa.string()),
@@ -31,11 +39,8 @@ def batch_dates(batch: DocumentBatch) -> np.ndarray:
 
 
 def batch_identity(batch: DocumentBatch) -> np.ndarray:
-    """Each text's identity (:func:`~neardup.text.identity.text_identity`) when the batch
-    has dates, else zeros: only dated documents can be kept apart by a time window, which
-    lets identical texts through, so undated ones never need it."""
-    if batch.dates is None:
-        return np.zeros(len(batch), np.uint64)
+    """Each text's identity (:func:`~neardup.text.identity.text_identity`): identical
+    texts are always linked (:func:`identity_pairs`), and only they pass a time window."""
     return text_identity(batch.texts)
 
 
@@ -50,3 +55,19 @@ def document_facts(batch: DocumentBatch, n_features: np.ndarray) -> pa.Table:
         "n_features": pa.array(np.asarray(n_features, np.int64)),
         "identity": pa.array(batch_identity(batch)),
     }, schema=DOC_SCHEMA)
+
+
+def identity_pairs(identity: np.ndarray, docs: np.ndarray | None = None) -> Pairs:
+    """Pairs that link the documents of identical texts, whatever the method makes of
+    them: each document to the next of its identity (score 1), in position order, blank
+    texts (identity 0) left out. ``docs``: the positions of ``identity``'s rows (default
+    0..n-1). Linear after one sort; a group of m copies gives m - 1 pairs."""
+    identity = np.asarray(identity, np.uint64)
+    docs = np.arange(identity.size, dtype=np.int64) if docs is None else np.asarray(docs, np.int64)
+    keep = identity != 0
+    identity, docs = identity[keep], docs[keep]
+    order = np.lexsort((docs, identity))
+    identity, docs = identity[order], docs[order]
+    same = identity[1:] == identity[:-1]
+    left, right = docs[:-1][same], docs[1:][same]
+    return Pairs(left, right, np.ones(left.size, np.float32))

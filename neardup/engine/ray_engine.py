@@ -75,7 +75,7 @@ from neardup.engine.corpus import (
     exchanges_pair_counts,
     supports_corpus_stage,
 )
-from neardup.engine.facts import batch_identity
+from neardup.engine.facts import batch_identity, identity_pairs
 from neardup.engine.overlap import code_pairs, decide_pairs, pair_codes, sum_pair_counts
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
@@ -935,6 +935,31 @@ _CC_BYTES_PER_EDGE = 64
 _COMPONENTS_MEMORY = 1 << 30
 
 
+def _identity_split_task(arrays: dict, offset: int, ranges: int):
+    """One shard's non-blank documents (global positions) and their text identities, split
+    by range (``identity % ranges``) for :func:`_identity_link_task`."""
+    identity = np.asarray(arrays[IDENTITY], np.uint64)
+    docs = np.flatnonzero(identity != 0)
+    identity = identity[docs]
+    part = (identity % np.uint64(ranges)).astype(np.int64)
+    order = np.argsort(part, kind="stable")
+    bounds = np.searchsorted(part[order], np.arange(ranges + 1))
+    docs, identity = docs[order] + offset, identity[order]
+    out = [{"doc": docs[bounds[r]:bounds[r + 1]], IDENTITY: identity[bounds[r]:bounds[r + 1]]}
+           for r in range(ranges)]
+    return tuple(out) if ranges > 1 else out[0]
+
+
+def _identity_link_task(*parts: dict) -> tuple:
+    """One range's identical texts linked (:func:`~neardup.engine.facts.identity_pairs`),
+    as a link result (no pair outside a time window): its pair count, the result."""
+    same = identity_pairs(np.concatenate([np.zeros(0, np.uint64)] + [p[IDENTITY] for p in parts]),
+                          np.concatenate([np.zeros(0, np.int64)] + [p["doc"] for p in parts]))
+    none = np.zeros(0, np.int64)
+    return len(same), {"forest": (same.left, same.right, same.score),
+                       "outside": (none, none, np.zeros(0, np.float32))}
+
+
 def _component_partitions(edges: int, budget: int) -> int:
     """Ranges of documents for ``edges`` undirected edges (each held twice, once per
     endpoint's range), a power of two, each range's edges within ``budget`` bytes."""
@@ -1505,6 +1530,12 @@ class RayRun:
                 labels = self._components(ray, labels[1] + results, edges, advance)
                 self.exchange_stats = {"ranges": n_ranges, **{k: round(v, 3) for k, v in reduce_counts.items()}}
                 totals = _sum_counts([totals, reduce_counts])
+            if self.n_docs:
+                same, n_same = self._identity_links(ray, arrays)
+                self.link_refs.extend(same)
+                earlier = labels[1] if labels is not None else []
+                edges = n_same + (self.components_stats[-1]["joined_documents"] if labels is not None else 0)
+                labels = self._components(ray, earlier + same, edges, advance)
         with timer.stage("cluster"):
             if labels is None:
                 labels = self._components(ray, [], 0, _no_progress)
@@ -1534,6 +1565,21 @@ class RayRun:
         link = ray.remote(_pair_link_task).options(num_returns=2)
         return [link.remote(decided[c][0], method_ref, self.window, options, *[rows[s][c] for s in range(n_shards)])
                 for c in range(n_ranges)]
+
+    def _identity_links(self, ray, identity_refs: list) -> tuple[list, int]:
+        """Link results that join the documents of identical texts, whatever the method
+        found (as every engine does): the shards' identities (``identity_refs``: per
+        shard, a dict holding them) exchanged by range, each range's groups chained.
+        Returns the results and their pair count."""
+        budget = self.config.components_memory or _COMPONENTS_MEMORY
+        ranges = int(min(max(-(-self.n_docs * 32 // budget), 1), 1 << 12))  # 16 bytes a row, twice
+        split = ray.remote(_identity_split_task).options(num_returns=ranges)
+        parts = [split.remote(ref, int(self.offsets[s]), ranges)
+                 for s, ref in enumerate(identity_refs) if self.shard_docs[s]]
+        parts = [p if isinstance(p, list) else [p] for p in parts]
+        link = ray.remote(_identity_link_task).options(num_returns=2)
+        out = [link.remote(*[p[r] for p in parts]) for r in range(ranges)]
+        return [o[1] for o in out], int(sum(ray.get([o[0] for o in out])))
 
     def _set_shards(self, counts: np.ndarray, fact_refs: list) -> None:
         self.shard_docs = counts
@@ -1610,7 +1656,8 @@ class RayRun:
         row_shards = [(int(row_starts[s]), int(row_starts[s + 1])) for s in live]
         row_refs = [out[s][2] for s in live]
         owned_refs = [o[3] for o in out]
-        date_refs = [o[4] for o in out] if self.window is not None else None
+        window_refs = [o[4] for o in out]  # per shard: dates and text identities
+        date_refs = window_refs if self.window is not None else None
         del out
         n_rows = int(row_counts.sum())
         kind, k = resolve_index(search, n_rows)
@@ -1635,8 +1682,10 @@ class RayRun:
                 totals = _sum_counts(_completed(ray, [c for c, _ in results], advance))
                 self.link_refs = [r for _, r in results]
         with timer.stage("cluster"), self._bar("components", None, "") as advance:
+            same, n_same = self._identity_links(ray, window_refs) if self.n_docs else ([], 0)
+            self.link_refs = self.link_refs + same
             self.bounds, self.label_refs = self._components(
-                ray, self.link_refs, int(totals.get("partition_forest_edges", 0)), advance)
+                ray, self.link_refs, int(totals.get("partition_forest_edges", 0)) + n_same, advance)
             self._finish(totals, 0)
         self.stats = {
             "rows": n_rows, "index": kind, "k": k, **extra, "shards": self.n_shards,

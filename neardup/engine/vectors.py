@@ -629,7 +629,8 @@ def run_vector_stage(
                                      time_window_hours, timer, progress, kind, k)
         edge_files = [wd.stage_dir("search") / f"q-{i:04d}.arrow"
                       for i in range(search_facts["shards"])]
-        comp_facts = merge_forests(wd, search_key, facts["n_docs"], edge_files, timer)
+        comp_facts = merge_forests(wd, search_key, facts["n_docs"], edge_files, timer,
+                                   docs_stage="embed")
         with timer.stage("cluster"):
             output = read_stage_output(
                 wd, "embed", facts["has_dates"],

@@ -736,3 +736,25 @@ def test_only_identical_texts_pass_the_time_window(cluster, tmp_path, method, pa
     np.testing.assert_array_equal(distributed.clusters, local.clusters)
     merged = {p for p in range(20) if local.clusters[2 * p] == local.clusters[2 * p + 1]}
     assert merged == set(range(0, 20, 2))
+
+
+@pytest.mark.parametrize("method, params", [("minhash", {}), ("ngram", {}), ("simhash", {}),
+                                            ("retsim", {})])
+def test_identical_texts_are_linked_as_in_the_local_engine(cluster, tmp_path, method, params):
+    # Symbol-only texts have no shingles, and a copy of a short text may share no key
+    # with it: identity links join them on Ray as in the local engine.
+    texts = ["😀😀 🎉", "!!! ???", "😀😀 🎉", "!!!  ???", "Fine.", "FINE", "", "", "😀😀 🎊",
+             "the quick brown fox jumps over the lazy dog"] * 3
+    path = tmp_path / "symbols.jsonl"
+    path.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)))
+    reader = ReaderConfig(id_field="id")
+    method_obj = FakeRETSim(threshold=0.99) if method == "retsim" else make_method(method, **params)
+    local = run(read_corpus([str(path)], reader), method_obj)
+    distributed = run(RayInputs((str(path),), reader), method_obj, engine="ray",
+                      ray=RayConfig(shard_rows=7, partitions=4))
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    c = local.clusters
+    groups = [[0, 2, 10, 12, 20, 22], [1, 3, 11, 13, 21, 23], [4, 5, 14, 15, 24, 25], [8, 18, 28],
+              [9, 19, 29]]
+    assert all(len({c[i] for i in g}) == 1 for g in groups)
+    assert len({c[g[0]] for g in groups} | {c[6], c[7]}) == len(groups) + 2
