@@ -132,6 +132,26 @@ def _safe(value: Any, limit: int = 80) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+_SURROGATE = re.compile(rb"(?<!\\)(?:\\\\)*\\u([dD][89a-fA-F][0-9a-fA-F]{2})")
+
+
+def _lone_surrogate(body: bytes) -> str | None:
+    """The first ``\\uD800``-style escape in a JSON body that is a lone surrogate (not a
+    high one directly followed by a low one), as written; None if there is none."""
+    pending = None  # an unpaired high surrogate: (its end offset, its text)
+    for m in _SURROGATE.finditer(body):
+        high = m.group(1)[1:2].lower() in b"89ab"
+        if pending is not None:
+            if not high and m.start(1) - 2 == pending[0]:
+                pending = None
+                continue
+            return pending[1]
+        if not high:
+            return "\\" + m.group(0).lstrip(b"\\").decode("ascii")
+        pending = (m.end(), "\\" + m.group(0).lstrip(b"\\").decode("ascii"))
+    return pending[1] if pending else None
+
+
 def _location(loc: tuple) -> str:
     """pydantic's error location as a path into the body: ``documents[2].text``."""
     out = ""
@@ -190,9 +210,15 @@ def _strip_caller(message: str) -> str:
 
 def _database_error(exc: BaseException) -> _Refused:
     """The answer to an error of the database or the disk, in the service's words."""
-    text = str(exc).lower()
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        text = "disk is full"
+    # The first error is the one that counts: a failed ROLLBACK after SQLite has already
+    # rolled back (as it does when the disk is full) raises a second one on top of it.
+    chain, seen = [], exc
+    while seen is not None and len(chain) < 10:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    text = " | ".join(str(e) for e in chain).lower()
+    if any(isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in chain):
+        text += " disk is full"
     if "full" in text:
         return _Refused(507, "the disk or the index database is full; nothing of this request "
                              "was stored. Free space (or run `neardup index compact` after "
@@ -200,7 +226,7 @@ def _database_error(exc: BaseException) -> _Refused:
     if "locked" in text or "busy" in text:
         return _Refused(503, "the index is busy in another process (e.g. `neardup index add` "
                              "or `compact`); retry later.", headers={"Retry-After": "5"})
-    return _Refused(500, f"the index database could not be read or written ({_safe(exc, 200)}); "
+    return _Refused(500, f"the index database could not be read or written ({_safe(chain[-1], 200)}); "
                          "check it with `neardup index stats --check DIR`.")
 
 
@@ -304,8 +330,11 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
                                           include_context=False)]
             first = errors[0]
             if first["type"] == "json_invalid":
+                lone = _lone_surrogate(body)
                 detail = ("the request body is not standard JSON in UTF-8: "
-                          + first["msg"].removeprefix("Invalid JSON: "))
+                          + (f"it holds the lone surrogate escape {lone}, which is not a "
+                             "Unicode character (send text as valid Unicode)" if lone else
+                             first["msg"].removeprefix("Invalid JSON: ")))
             else:
                 detail = f"{first['loc']}: {first['msg']}"
                 if len(errors) > 1:
