@@ -208,7 +208,7 @@ def _strip_caller(message: str) -> str:
     return re.sub(r"^Index(\.\w+)?: ", "", message)
 
 
-def _database_error(exc: BaseException) -> _Refused:
+def _database_error(exc: BaseException, directory: Any) -> _Refused:
     """The answer to an error of the database or the disk, in the service's words."""
     # The first error is the one that counts: a failed ROLLBACK after SQLite has already
     # rolled back (as it does when the disk is full) raises a second one on top of it.
@@ -227,7 +227,7 @@ def _database_error(exc: BaseException) -> _Refused:
         return _Refused(503, "the index is busy in another process (e.g. `neardup index add` "
                              "or `compact`); retry later.", headers={"Retry-After": "5"})
     return _Refused(500, f"the index database could not be read or written ({_safe(chain[-1], 200)}); "
-                         "check it with `neardup index stats --check DIR`.")
+                         f"check it with `neardup index stats --check {directory}`.")
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
@@ -370,7 +370,7 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
                                headers={"Retry-After": "5"}) from None
             except (sqlite3.Error, OSError) as exc:
                 _log.error("index operation failed: %s", exc)
-                raise _database_error(exc) from None
+                raise _database_error(exc, index.path) from None
             except NeardupError as exc:
                 raise _Refused(500, _safe(_strip_caller(str(exc)), 1000)) from None
 

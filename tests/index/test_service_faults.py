@@ -321,3 +321,32 @@ def test_unusable_index_is_refused_before_serving(tmp_path, make):
     assert "on http://" not in result.stderr  # never started serving
     after = {p.name: p.read_bytes() for p in directory.iterdir()} if directory.exists() else None
     assert after == before  # nothing created or changed
+
+
+def test_damaged_pages_get_a_json_500_that_says_how_to_check(tmp_path):
+    """Pages of the database overwritten after startup (the file still opens): the
+    requests that read them get 500 with a JSON body naming `neardup index stats --check`,
+    never a dropped connection, and the service keeps answering the others."""
+    from fastapi.testclient import TestClient
+
+    from neardup.index.service import create_app
+
+    directory = tmp_path / "idx"
+    with Index.create(directory, "minhash") as index:
+        texts = synthetic_texts(2000, seed=1)
+        index.add(texts, [f"d{i}" for i in range(2000)])
+    db = database_path(directory)
+    data = bytearray(db.read_bytes())
+    pages = len(data) // 4096
+    for page in range(pages // 3, pages // 3 + 40):
+        data[page * 4096 + 100: page * 4096 + 2000] = b"\xa5" * 1900
+    db.write_bytes(bytes(data))
+    with TestClient(create_app(directory), raise_server_exceptions=False) as c:
+        r = c.get("/stats")  # reads every table
+        assert r.status_code == 500
+        assert f"neardup index stats --check {directory}" in r.json()["detail"]
+        assert "malformed" in r.json()["detail"]
+        for r in (c.post("/query", json={"documents": [{"text": texts[5]}]}),
+                  c.post("/add", json={"documents": [{"id": "new", "text": texts[7]}]}),
+                  c.get("/health")):
+            assert r.status_code in (200, 500) and r.json()
