@@ -10,6 +10,7 @@ as ``neardup dedup`` does, without a traceback.
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import sys
@@ -99,7 +100,11 @@ def serve_command(directory: Path, host: str, port: int, max_documents: int,
     except ImportError as exc:
         raise click.ClickException(str(exc)) from None
     except (NeardupError, ValueError, OSError) as exc:
-        raise click.ClickException(f"{directory}: {cli_message(exc)}") from None
+        # The library names its Python callers ("Index.open: ", "(Index.create)"); the
+        # command names the directory instead.
+        message = re.sub(r"^Index(\.\w+)?: |\s*\(Index\.\w+\)", "", cli_message(exc))
+        raise click.ClickException(message if str(directory) in message
+                                   else f"{directory}: {message}") from None
     sock = _bind(host, port)
     bound = sock.getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]

@@ -319,6 +319,7 @@ def test_unusable_index_is_refused_before_serving(tmp_path, make):
     assert result.returncode == 1
     assert "Traceback" not in result.stderr and str(directory) in result.stderr
     assert "on http://" not in result.stderr  # never started serving
+    assert "Index." not in result.stderr  # the CLI's words, not Python callers
     after = {p.name: p.read_bytes() for p in directory.iterdir()} if directory.exists() else None
     assert after == before  # nothing created or changed
 
@@ -350,3 +351,16 @@ def test_damaged_pages_get_a_json_500_that_says_how_to_check(tmp_path):
                   c.post("/add", json={"documents": [{"id": "new", "text": texts[7]}]}),
                   c.get("/health")):
             assert r.status_code in (200, 500) and r.json()
+
+
+def test_help_documents_status_codes_limits_and_exit_codes():
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+
+    result = CliRunner().invoke(main, ["serve", "--help"], terminal_width=100)
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    for needle in ("413", "415", "422", "400", "409", "--max-body-mib", "143", "130",
+                   "Every add that was answered is stored", "--shutdown-timeout", "0: any free port"):
+        assert needle in text, needle
