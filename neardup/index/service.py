@@ -342,15 +342,36 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
             raise _Refused(422, detail, errors=errors[:20]) from None
 
     def check_rerank(setting) -> None:
+        """409 unless ``setting`` (what the client expects) is the index's rerank
+        verification. A model the client names is compared as a string with the index's
+        own: the server never loads a model or reads a path a request names."""
         if setting is None:
             return
-        try:
-            if setting.scorer == "none":
-                index.check_rerank(None)
-            else:
-                index.check_rerank(setting.model_dump(exclude_none=True))
-        except IndexMismatchError as exc:
-            raise _Refused(409, _safe(_strip_caller(str(exc)), 1000)) from None
+        mine = index.rerank
+        sent = setting.model_dump(exclude_none=True)
+        want = None if setting.scorer == "none" else sent
+
+        def refuse():
+            theirs = "uses no rerank verification" if mine is None else (
+                "was built with rerank verification " + json.dumps(mine, sort_keys=True))
+            return _Refused(409, f"this index {theirs}; the request asks for "
+                                 f"{_safe(json.dumps(sent, sort_keys=True), 300)}. Omit \"rerank\" "
+                                 "to use the index's own (GET /stats shows it).",
+                            index_rerank=mine)
+
+        if (want is None) != (mine is None):
+            raise refuse()
+        if want is None:
+            return
+        if want["scorer"] != mine.get("scorer") or want.get("model", mine.get("model")) != mine.get("model"):
+            raise refuse()
+        try:  # the defaults of unset fields are the index's own model's
+            index.check_rerank({**want, "model": mine.get("model")})
+        except IndexMismatchError:
+            raise refuse() from None
+        except Exception as exc:  # the index's own model is gone or unreadable
+            raise _Refused(500, "the index's rerank model cannot be loaded "
+                                f"({_safe(exc, 200)}); restore it, or serve another index") from None
 
     def run(operation):
         """``operation()`` on the index, its failures as answers in the service's words."""

@@ -225,3 +225,27 @@ def test_stats_of_an_index_whose_path_is_not_utf8(tmp_path):
         r = c.get("/stats")
         assert r.status_code == 200
         assert r.json()["documents"] == 0 and r.json()["path"].endswith("idx-\udcff")
+
+
+@pytest.mark.parametrize("rerank", [None, "verifier"])
+def test_rerank_setting_other_than_the_index_s_is_409(tmp_path, rerank):
+    """A request's "rerank" is compared with the index's own; a model it names is never
+    loaded (a path, a missing model or the other scorer's model: 409, not 500)."""
+    Index.create(tmp_path / "idx", "minhash", rerank=rerank).close()
+    with TestClient(create_app(tmp_path / "idx"), raise_server_exceptions=False) as c:
+        own = c.get("/stats").json()["rerank"]
+        mismatched = [{"scorer": "verifier", "model": "/etc"},
+                      {"scorer": "verifier", "model": "/dev/zero"},
+                      {"scorer": "verifier", "model": "no-such-model"},
+                      {"scorer": "cross-encoder", "model": "verifier-news"},
+                      {"scorer": "verifier", "threshold": 0.123},
+                      {"scorer": "none" if rerank else "verifier"}]
+        for setting in mismatched:
+            for path in ("/query", "/add"):
+                r = c.post(path, json={"documents": [{"text": "a b c"}], "rerank": setting})
+                assert r.status_code == 409, (setting, r.text)
+                assert 'Omit "rerank"' in r.json()["detail"] and r.json()["index_rerank"] == own
+                assert "None" not in r.json()["detail"] and "{'" not in r.json()["detail"]
+        same = {"scorer": "none"} if rerank is None else {"scorer": "verifier", "threshold": 0.9}
+        assert c.post("/query", json={"documents": [{"text": "a b c"}], "rerank": same}).status_code == 200
+        assert c.get("/stats").json()["documents"] == 0

@@ -93,10 +93,13 @@ def near_valid(draw):
             docs[0]["id"] = "mixed"
     elif mutation == 9:
         body["rerank"] = draw(st.one_of(
-            st.fixed_dictionaries({"scorer": st.sampled_from(["verifier", "cross-encoder",
-                                                              "none", "x"])},
-                                  optional={"threshold": NUMBERS, "model": TEXT,
-                                            "max_chars": NUMBERS}),
+            st.fixed_dictionaries(
+                {"scorer": st.sampled_from(["verifier", "cross-encoder", "none", "x"])},
+                optional={"threshold": st.one_of(st.floats(0, 1), NUMBERS),
+                          "model": st.one_of(st.sampled_from(
+                              ["verifier-news", "cross-encoder-news", "/etc", "/dev/zero",
+                               "nonexistent", ".."]), TEXT),
+                          "max_chars": st.one_of(st.integers(1, 10**6), NUMBERS)}),
             JSON_VALUES))
     return body
 
