@@ -226,7 +226,8 @@ def _database_error(exc: BaseException, directory: Any) -> _Refused:
     if "locked" in text or "busy" in text:
         return _Refused(503, "the index is busy in another process (e.g. `neardup index add` "
                              "or `compact`); retry later.", headers={"Retry-After": "5"})
-    return _Refused(500, f"the index database could not be read or written ({_safe(chain[-1], 200)}); "
+    cause = _safe(chain[-1], 200)
+    return _Refused(500, f"the index database could not be read or written ({cause}); "
                          f"check it with `neardup index stats --check {directory}`.")
 
 
@@ -363,15 +364,17 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
             raise refuse()
         if want is None:
             return
-        if want["scorer"] != mine.get("scorer") or want.get("model", mine.get("model")) != mine.get("model"):
+        own_model = mine.get("model")
+        if want["scorer"] != mine.get("scorer") or want.get("model", own_model) != own_model:
             raise refuse()
         try:  # the defaults of unset fields are the index's own model's
-            index.check_rerank({**want, "model": mine.get("model")})
+            index.check_rerank({**want, "model": own_model})
         except IndexMismatchError:
             raise refuse() from None
         except Exception as exc:  # the index's own model is gone or unreadable
             raise _Refused(500, "the index's rerank model cannot be loaded "
-                                f"({_safe(exc, 200)}); restore it, or serve another index") from None
+                                f"({_safe(exc, 200)}); restore it, or serve another index"
+                           ) from None
 
     def run(operation):
         """``operation()`` on the index, its failures as answers in the service's words."""
