@@ -33,7 +33,8 @@ with a JSON body ``{"detail": "<message>"}`` (422 also lists ``"errors"``: ``loc
   Types are checked strictly (``"5"`` is not a number, ``1.0`` not an integer), unknown
   fields are refused, and a body value is never echoed back (error bodies only name the
   field's location, escaped);
-* 400: documents that conflict among themselves (an id twice, ids for some only);
+* 400: documents that conflict among themselves (an id twice, ids for some only), or
+  ``skip_existing`` without ids;
 * 409: an id already in the index (without ``skip_existing``) or a rerank setting other
   than the index's.
 
@@ -467,6 +468,12 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
                                 f"{'has' if given[0] else 'has none'}, documents[{missing}] "
                                 f"{'has none' if given[0] else 'has'})")
         ids = [d.id for d in docs] if all(given) else None
+        if ids is None and body.skip_existing:
+            # Without ids the index numbers the documents itself: a number that is already
+            # stored belongs to another document, and skipping would drop a new one.
+            raise _Refused(400, "\"skip_existing\": true needs an id for every document "
+                                "(it skips documents whose id is already stored; documents "
+                                "without ids are always new)")
         if ids is not None:
             first: dict[str, int] = {}
             for i, doc_id in enumerate(ids):
@@ -480,7 +487,11 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
             result = await run_in_threadpool(
                 run, lambda: index.add(texts, ids, skip_existing=body.skip_existing))
         except DuplicateIdError:
-            stored = await run_in_threadpool(stored_among, ids or [])
+            if ids is None:
+                raise _Refused(409, "the numbers the index gives documents without ids are "
+                                    "already used as ids of stored documents; nothing was "
+                                    "added. Give every document an id.") from None
+            stored = await run_in_threadpool(stored_among, ids)
             some = ", ".join(repr(_safe(i)) for i in stored[:5])
             raise _Refused(409, f"{len(stored) or 'some'} of the ids are already in the index"
                                 + (f" (e.g. {some})" if some else "")

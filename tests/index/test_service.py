@@ -249,3 +249,22 @@ def test_rerank_setting_other_than_the_index_s_is_409(tmp_path, rerank):
         same = {"scorer": "none"} if rerank is None else {"scorer": "verifier", "threshold": 0.9}
         assert c.post("/query", json={"documents": [{"text": "a b c"}], "rerank": same}).status_code == 200
         assert c.get("/stats").json()["documents"] == 0
+
+
+def test_documents_without_ids_are_never_skipped_or_confused_with_stored_ids(client):
+    """skip_existing without ids would drop new documents: 400. Automatic ids that collide
+    with ids stored explicitly are a 409 that does not suggest skip_existing."""
+    r = client.post("/add", json={"documents": [{"text": "one two three"}], "skip_existing": True})
+    assert r.status_code == 400 and "needs an id for every document" in r.json()["detail"]
+    assert client.get("/stats").json()["documents"] == 0
+    ids = ["1", "2"]  # the numbers the index would give the next documents
+    r = client.post("/add", json={"documents": [{"id": i, "text": f"text number {i}"} for i in ids]})
+    assert r.status_code == 200
+    r = client.post("/add", json={"documents": [{"text": "a new document"}]})
+    assert r.status_code in (200, 409), r.text
+    if r.status_code == 409:  # the index numbers documents by position: refused, not merged
+        assert "skip_existing" not in r.json()["detail"] and "Give every document an id" in r.json()["detail"]
+        assert client.get("/stats").json()["documents"] == 2
+    else:  # the index continues its numbering past the stored ids
+        assert r.json()["documents"][0]["id"] not in ids
+        assert client.get("/stats").json()["documents"] == 3
