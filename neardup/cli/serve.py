@@ -140,6 +140,5 @@ def serve_command(directory: Path, host: str, port: int, max_documents: int,
         sock.close()
     if server.stopped_by is not None:
         name = "SIGTERM" if server.stopped_by == signal.SIGTERM else "SIGINT"
-        click.echo(f"neardup serve: stopped by {name}; requests in flight were finished and "
-                   "the index closed.", err=True)
+        click.echo(f"neardup serve: stopped by {name}; every answered add is stored.", err=True)
         sys.exit(EXIT_TERMINATED if server.stopped_by == signal.SIGTERM else EXIT_INTERRUPTED)
