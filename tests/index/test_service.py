@@ -2,15 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import threading
-import time
-from pathlib import Path
-
 import pytest
 
 from neardup.index import Index
@@ -22,8 +13,6 @@ httpx = pytest.importorskip("httpx", reason="the serve extra (httpx) is not inst
 from fastapi.testclient import TestClient  # noqa: E402
 
 from neardup.index.service import create_app  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -51,29 +40,143 @@ def test_add_query_stats_health(client):
     assert r.json()["documents"][0]["status"] == "joined"
 
 
+DEEP = b"[" * 1500 + b"]" * 1500
+DOC = b'{"text": "a"}'
+
+
 @pytest.mark.parametrize("path, body, status", [
+    # not JSON, or not standard JSON
     ("/query", b"{not json", 422),
+    ("/query", b"", 422),
+    ("/add", b"\xff\xfe\x00garbage", 422),
+    ("/add", b'{"documents": [{"text": "\xed\xa0\x80"}]}', 422),  # UTF-8 encoded surrogate
+    ("/add", b'{"documents": [{"text": "\\ud800"}]}', 422),  # lone surrogate, text
+    ("/add", b'{"documents": [{"id": "\\udfff", "text": "x"}]}', 422),  # lone surrogate, id
+    ("/query", b'{"documents": [{"text": "a\\ud800b"}]}', 422),
+    ("/query", b'{"documents": [{"text": "a"}], "\\ud800": 1}', 422),  # ... in a field name
+    ("/query", b'{"documents": [{"text": "a"}], "top_k": NaN}', 422),
+    ("/query", b'{"documents": [{"text": "a"}], "top_k": Infinity}', 422),
+    ("/query", b'{"documents": [{"text": "a"}], "rerank": {"scorer": "verifier", "threshold": NaN}}', 422),
+    ("/query", b'{"documents": [{"text": "a"}], "rerank": {"scorer": "verifier", "threshold": -Infinity}}', 422),
+    ("/query", b'{"documents": [{"text": "a"}], "rerank": {"scorer": "verifier", "threshold": 1e999}}', 422),
+    ("/query", b'{"documents": [{"text": "a"}], "top_k": ' + b"9" * 5000 + b"}", 422),
+    ("/query", b'{"documents": [{"text": "a"}], "top_k": 1' + b"0" * 40 + b"}", 422),
+    ("/query", b'{"documents": [{"text": "a"}], "top_k": -1' + b"0" * 40 + b"}", 422),
+    ("/add", b'{"documents": [{"text": "a"}], "rerank": {"scorer": "verifier", "max_chars": 1' + b"0" * 30 + b"}}", 422),
+    ("/query", b'{"documents": [{"text": ' + DEEP + b"}]}", 422),  # nested 1,500 deep
+    ("/add", b'{"documents": ' + DEEP + b"}", 422),
+    ("/add", DEEP, 422),
+    ("/add", b'{"documents": [{"text": "a"}], "x": ' + DEEP + b"}", 422),
+    # wrong shapes and types
     ("/query", b"[]", 422),
-    ("/query", b'{"documents": []}', 422),
-    ("/query", b'{"documents": [{"id": "x"}]}', 422),
+    ("/query", b"null", 422),
+    ("/query", b'"documents"', 422),
+    ("/query", b'{"documents": {"text": "a"}}', 422),
+    ("/query", b'{"documents": ["a"]}', 422),
     ("/query", b'{"documents": [{"text": 5}]}', 422),
+    ("/query", b'{"documents": [{"text": null}]}', 422),
+    ("/query", b'{"documents": [{"text": ["a"]}]}', 422),
+    ("/add", b'{"documents": [{"id": 5, "text": "a"}]}', 422),
+    ("/query", b'{"documents": [{"text": "a"}], "top_k": "5"}', 422),
+    ("/query", b'{"documents": [{"text": "a"}], "top_k": 5.0}', 422),
+    ("/query", b'{"documents": [{"text": "a"}], "top_k": true}', 422),
+    ("/add", b'{"documents": [{"text": "a"}], "skip_existing": "true"}', 422),
+    ("/add", b'{"documents": [{"text": "a"}], "skip_existing": 1}', 422),
+    ("/query", b'{"documents": [{"text": "a"}], "rerank": "verifier"}', 422),
+    ("/query", b'{"documents": [{"text": "a"}], "rerank": {"scorer": "magic"}}', 422),
+    ("/query", b'{"documents": [{"text": "a"}], "rerank": {"scorer": "verifier", "threshold": 2}}', 422),
+    # missing, empty, unknown
+    ("/query", b"{}", 422),
+    ("/add", b"{}", 422),
+    ("/query", b'{"documents": []}', 422),
+    ("/add", b'{"documents": []}', 422),
+    ("/query", b'{"documents": [{"id": "x"}]}', 422),
+    ("/query", b'{"documents": [{}]}', 422),
+    ("/query", b'{"documents": [{"text": "a"}], "surprise": 1}', 422),
+    ("/add", b'{"documents": [{"text": "a", "title": "t"}]}', 422),
+    ("/add", b'{"documents": [{"text": "a"}], "rerank": {"scorer": "none", "x": 1}}', 422),
+    # limits
     ("/query", b'{"documents": [{"text": "a"}], "top_k": 0}', 422),
     ("/query", b'{"documents": [{"text": "a"}], "top_k": 100000}', 422),
-    ("/query", b'{"documents": [{"text": "a"}], "surprise": 1}', 422),
-    ("/query", b'{"documents": [' + b",".join([b'{"text": "a"}'] * 6) + b"]}", 422),
+    ("/query", b'{"documents": [' + b",".join([DOC] * 6) + b"]}", 422),
     ("/query", b'{"documents": [{"text": "' + b"a" * 2001 + b'"}]}', 422),
+    ("/add", b'{"documents": [{"id": "' + b"i" * 1025 + b'", "text": "a"}]}', 422),
     ("/query", b'{"documents": [{"text": "' + b"a" * 30000 + b'"}]}', 413),
+    # documents that conflict among themselves
     ("/add", b'{"documents": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}', 400),
     ("/add", b'{"documents": [{"id": "a", "text": "x"}, {"text": "y"}]}', 400),
+    ("/add", b'{"documents": [{"text": "x"}, {"id": "a", "text": "y"}]}', 400),
     ("/add", b'{"documents": [{"id": "", "text": "x"}]}', 422),
-    ("/add", b"\xff\xfe\x00garbage", 422),
+    # elsewhere
     ("/nowhere", b"{}", 404),
+    ("/stats", b"{}", 405),
 ])
 def test_malformed_requests_get_4xx(client, path, body, status):
     r = client.post(path, content=body, headers={"content-type": "application/json"})
     assert r.status_code == status, r.text
-    assert "detail" in r.json()
-    assert client.get("/health").status_code == 200  # still serving
+    detail = r.json()["detail"]
+    assert isinstance(detail, str) and detail
+    assert len(r.content) < 5000  # the body is never echoed back
+    if status == 422:
+        assert r.json()["errors"] and all({"loc", "type", "msg"} <= set(e) for e in r.json()["errors"])
+    assert "Index." not in detail and "Traceback" not in detail and "skip_existing=" not in detail
+    assert client.get("/stats").json()["documents"] == 0  # nothing stored, still serving
+
+
+@pytest.mark.parametrize("path", ["/add", "/query"])
+def test_lone_surrogate_anywhere_gets_422_with_an_encodable_body(client, path):
+    """A lone surrogate (JSON escape \\ud800) in a text, an id or a field name: 422, and the
+    error body names where it is without echoing it (it cannot be encoded)."""
+    for doc in ('{"text": "x\\ud800y"}', '{"id": "\\ud800", "text": "x"}',
+                '{"id": "a\\udc00", "text": "x"}', '{"text": "x", "\\ud800": 1}'):
+        r = client.post(path, content='{"documents": [%s]}' % doc,
+                        headers={"content-type": "application/json"})
+        assert r.status_code == 422, r.text
+        r.content.decode("utf-8")  # strict: the body is valid UTF-8
+        assert "surrogate" in r.json()["detail"] or "unicode" in r.json()["detail"]
+    assert client.get("/stats").json()["documents"] == 0
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded",
+                                          "multipart/form-data; boundary=x", "application/xml"])
+def test_wrong_content_type_gets_415(client, content_type):
+    body = b'{"documents": [{"text": "a"}]}'
+    for path in ("/add", "/query"):
+        r = client.post(path, content=body, headers={"content-type": content_type})
+        assert r.status_code == 415, r.text
+        assert "application/json" in r.json()["detail"]
+    # JSON media types, and no Content-Type at all, are read as JSON
+    assert client.post("/query", content=body).status_code == 200
+    assert client.post("/query", content=body,
+                       headers={"content-type": "application/json; charset=utf-8"}).status_code == 200
+    assert client.get("/stats").json()["documents"] == 0
+
+
+def test_invalid_bytes_are_not_echoed(client):
+    r = client.post("/add", content=b"\xff" * 100, headers={"content-type": "text/plain"})
+    assert r.status_code == 415
+    r = client.post("/add", content=b'{"documents": [{"text": "\xff\xfe"}]}',
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 422 and "UTF-8" in r.json()["detail"]
+
+
+def test_422_names_the_field(client):
+    r = client.post("/add", json={"documents": [{"text": "a"}, {"text": 7}]})
+    assert r.status_code == 422
+    assert r.json()["detail"].startswith("documents[1].text: ")
+    r = client.post("/query", json={"documents": [{"text": "a"}], "top_k": 0})
+    assert r.json()["detail"].startswith("top_k: ")
+    r = client.post("/query", json={"documents": [{"text": "a"}], "oops": 1, "top_k": "x"})
+    assert "more error" in r.json()["detail"]
+    assert {e["loc"] for e in r.json()["errors"]} == {"oops", "top_k"}
+
+
+def test_duplicate_ids_in_one_request_name_both_positions(client):
+    r = client.post("/add", json={"documents": [{"id": "a", "text": "x"}, {"id": "b", "text": "y"},
+                                                {"id": "a", "text": "z"}]})
+    assert r.status_code == 400
+    assert r.json()["detail"] == "documents[0] and documents[2] have the same id 'a'; ids must be unique"
+    assert client.get("/stats").json()["documents"] == 0
 
 
 def test_streamed_oversized_body_gets_413(client):
@@ -87,9 +190,16 @@ def test_streamed_oversized_body_gets_413(client):
 def test_duplicate_id_is_409_and_wrong_verb_405(client):
     doc = {"documents": [{"id": "a", "text": "some text here"}]}
     assert client.post("/add", json=doc).status_code == 200
-    r = client.post("/add", json=doc)
+    r = client.post("/add", json={"documents": [{"id": "new", "text": "other text"}, *doc["documents"]]})
     assert r.status_code == 409 and "already in the index" in r.json()["detail"]
-    assert client.post("/add", json={**doc, "skip_existing": True}).status_code == 200
+    assert '"skip_existing": true' in r.json()["detail"] and r.json()["ids"] == ["a"]
+    assert "skip_existing=True" not in r.json()["detail"] and "--skip-existing" not in r.json()["detail"]
+    assert client.get("/stats").json()["documents"] == 1  # nothing of the refused add stored
+    r = client.post("/add", json={"documents": [{"id": "new", "text": "other text"}, *doc["documents"]],
+                                  "skip_existing": True})
+    assert r.status_code == 200
+    assert [d["status"] for d in r.json()["documents"]] == ["new", "skipped"]
+    assert (r.json()["added"], r.json()["skipped"]) == (1, 1)
     assert client.get("/add").status_code == 405
 
 
@@ -101,66 +211,60 @@ def test_foreign_directory_fails_at_startup(tmp_path):
         create_app(tmp_path / "x")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def test_stats_of_an_index_whose_path_is_not_utf8(tmp_path):
+    """A directory name that UTF-8 cannot encode (a raw byte on Linux) still gives a
+    readable /stats: the path is written with \\u escapes instead of failing."""
+    import os
 
-
-def test_sigterm_loses_no_acknowledged_add(tmp_path):
-    Index.create(tmp_path / "idx", "minhash").close()
-    port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    server = subprocess.Popen([sys.executable, "-m", "neardup", "serve", str(tmp_path / "idx"),
-                               "--port", str(port)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
+    raw = os.fsencode(str(tmp_path)) + b"/idx-\xff"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise
-                time.sleep(0.2)
-        texts = synthetic_texts(4000, seed=4)
-        acknowledged: list[str] = []
-        lock = threading.Lock()
+        Index.create(os.fsdecode(raw), "minhash").close()
+    except (OSError, UnicodeError):
+        pytest.skip("the file system refuses non-UTF-8 names")
+    with TestClient(create_app(os.fsdecode(raw)), raise_server_exceptions=False) as c:
+        r = c.get("/stats")
+        assert r.status_code == 200
+        assert r.json()["documents"] == 0 and r.json()["path"].endswith("idx-\udcff")
 
-        def writer(w: int) -> None:
-            with httpx.Client(base_url=base, timeout=60) as c:
-                for b in range(100):
-                    start = (w * 100 + b) * 10 % len(texts)
-                    docs = [{"id": f"w{w}-b{b}-{i}", "text": texts[(start + i) % len(texts)]}
-                            for i in range(10)]
-                    try:
-                        r = c.post("/add", json={"documents": docs})
-                    except httpx.TransportError:
-                        return  # the server stopped: this add was never acknowledged
-                    if r.status_code != 200:
-                        return
-                    with lock:
-                        acknowledged.extend(d["id"] for d in docs)
 
-        threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
-        for t in threads:
-            t.start()
-        while len(acknowledged) < 200:
-            time.sleep(0.05)
-        server.send_signal(signal.SIGTERM)
-        for t in threads:
-            t.join()
-        # uvicorn re-raises the signal once it has shut down gracefully: -SIGTERM.
-        assert server.wait(timeout=60) in (0, -signal.SIGTERM)
-        assert b"Traceback" not in server.stderr.read()
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-    with Index(tmp_path / "idx") as index:
-        stored = set(index.clusters().column("id").to_pylist())
-        assert index.stats(check=True)["documents"] == len(stored)
-    assert set(acknowledged) <= stored
-    assert len(stored) - len(acknowledged) <= 4 * 10  # at most one unanswered add per writer
+@pytest.mark.parametrize("rerank", [None, "verifier"])
+def test_rerank_setting_other_than_the_index_s_is_409(tmp_path, rerank):
+    """A request's "rerank" is compared with the index's own; a model it names is never
+    loaded (a path, a missing model or the other scorer's model: 409, not 500)."""
+    Index.create(tmp_path / "idx", "minhash", rerank=rerank).close()
+    with TestClient(create_app(tmp_path / "idx"), raise_server_exceptions=False) as c:
+        own = c.get("/stats").json()["rerank"]
+        mismatched = [{"scorer": "verifier", "model": "/etc"},
+                      {"scorer": "verifier", "model": "/dev/zero"},
+                      {"scorer": "verifier", "model": "no-such-model"},
+                      {"scorer": "cross-encoder", "model": "verifier-news"},
+                      {"scorer": "verifier", "threshold": 0.123},
+                      {"scorer": "none" if rerank else "verifier"}]
+        for setting in mismatched:
+            for path in ("/query", "/add"):
+                r = c.post(path, json={"documents": [{"text": "a b c"}], "rerank": setting})
+                assert r.status_code == 409, (setting, r.text)
+                assert 'Omit "rerank"' in r.json()["detail"] and r.json()["index_rerank"] == own
+                assert "None" not in r.json()["detail"] and "{'" not in r.json()["detail"]
+        same = {"scorer": "none"} if rerank is None else {"scorer": "verifier", "threshold": 0.9}
+        assert c.post("/query", json={"documents": [{"text": "a b c"}], "rerank": same}).status_code == 200
+        assert c.get("/stats").json()["documents"] == 0
+
+
+def test_documents_without_ids_are_never_skipped_or_confused_with_stored_ids(client):
+    """skip_existing without ids would drop new documents: 400. Automatic ids that collide
+    with ids stored explicitly are a 409 that does not suggest skip_existing."""
+    r = client.post("/add", json={"documents": [{"text": "one two three"}], "skip_existing": True})
+    assert r.status_code == 400 and "needs an id for every document" in r.json()["detail"]
+    assert client.get("/stats").json()["documents"] == 0
+    ids = ["1", "2"]  # the numbers the index would give the next documents
+    r = client.post("/add", json={"documents": [{"id": i, "text": f"text number {i}"} for i in ids]})
+    assert r.status_code == 200
+    r = client.post("/add", json={"documents": [{"text": "a new document"}]})
+    assert r.status_code in (200, 409), r.text
+    if r.status_code == 409:  # the index numbers documents by position: refused, not merged
+        assert "skip_existing" not in r.json()["detail"] and "Give every document an id" in r.json()["detail"]
+        assert client.get("/stats").json()["documents"] == 2
+    else:  # the index continues its numbering past the stored ids
+        assert r.json()["documents"][0]["id"] not in ids
+        assert client.get("/stats").json()["documents"] == 3
