@@ -121,6 +121,8 @@ def _string_seconds(value: str) -> int | None:
     if not text:
         return None
     if _INTEGER.fullmatch(text):
+        if len(text.lstrip("+-").lstrip("0")) > 19:  # past int64 (and int()'s digit limit)
+            raise ValueError("out of the datetime64[s] range")
         return int(text)
     if _REUTERS.match(text):
         seconds = reuters_epoch_seconds(text)

@@ -85,14 +85,17 @@ def test_missing_path_fails_before_reading_anything(tmp_path):
 @pytest.mark.parametrize("extension", ["jsonl", "jsonl.gz", "parquet", "csv", "tsv"])
 def test_round_trip_each_format(tmp_path, extension):
     path = tmp_path / f"corpus.{extension}"
-    write_table(path, pa.Table.from_pylist(DOCS))
+    docs = DOCS
+    if extension == "tsv":  # plain TSV: no quoting, so no tab, line break or quote to quote
+        docs = [*DOCS[:3], {**DOCS[3], "text": "  "}, {**DOCS[4], "text": "commas, and more"}]
+    write_table(path, pa.Table.from_pylist(docs))
     config = ReaderConfig(id_field="id", date_field="date")
     batches = read_all([path], config)
     assert len(batches) == 1
     batch = batches[0]
     assert batch.source == str(path)
-    assert batch.ids == [d["id"] for d in DOCS]
-    assert batch.texts == [d["text"] for d in DOCS]  # empty and blank texts kept as-is
+    assert batch.ids == [d["id"] for d in docs]
+    assert batch.texts == [d["text"] for d in docs]  # empty and blank texts kept as-is
     assert batch.rows.dtype == np.int64 and batch.rows.tolist() == [0, 1, 2, 3, 4]
     assert batch.dates.dtype == np.dtype("datetime64[s]")
     np.testing.assert_array_equal(batch.dates, EXPECTED_DATES)
