@@ -571,8 +571,10 @@ def parquet_records(
                 records = batch.to_pylist()
             except (ValueError, OverflowError, ArithmeticError) as exc:
                 # e.g. a timestamp or date outside the years 1-9999 Python can represent
+                rows = (f"row {row}" if batch.num_rows == 1
+                        else f"rows {row}-{row + batch.num_rows - 1}")
                 raise InputError(
-                    f"{path}, rows {row}-{row + batch.num_rows - 1} (0-based): a value cannot "
+                    f"{path}, {rows} (0-based): a value cannot "
                     f"be converted ({exc}); for example a timestamp outside the years 1-9999."
                 ) from None
             for record in records:

@@ -160,6 +160,12 @@ def detect_format(path: str | os.PathLike) -> str:
         raise InputError(f"{shown}: cannot open it ({exc.strerror or exc}).") from None
     if not exists:
         raise InputError(f"{shown}: no such file or directory.")
+    if shown != os.fspath(path):
+        raise InputError(
+            f"{shown}: the path is not valid UTF-8 (undecodable bytes shown as \\xNN). "
+            "neardup names each document's input file in its outputs, which hold only "
+            "UTF-8 text: rename the file or directory (e.g. with convmv)."
+        )
     if is_dir:
         return "txtdir"
     name = candidate.name.lower()
@@ -425,6 +431,14 @@ def _type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
+def _shown_value(value: Any) -> str:
+    """A value for a message: strings and bytes quoted, other values as they print."""
+    if value is None or isinstance(value, (str, bytes, bytearray)):
+        return short_repr(value)
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _fields_text(record: dict) -> str:
     names = [repr(k) for k in record]
     if not names:
@@ -463,7 +477,7 @@ class _Extractor:
             return self.binary.decode(value, 0, f"{where}, field {field!r}")
         raise InputError(
             f"{self.path}, {where}: text field {field!r} must be a string; got "
-            f"{_type_name(value)} {short_repr(value)}. Store texts as strings (an empty string "
+            f"{_type_name(value)} {_shown_value(value)}. Store texts as strings (an empty string "
             "for an empty document)."
         )
 
@@ -487,7 +501,7 @@ class _Extractor:
             )
         raise InputError(
             f"{self.path}, {where}: id field {field!r} must be a string or an integer; got "
-            f"{_type_name(value)} {short_repr(value)}."
+            f"{_type_name(value)} {_shown_value(value)}."
         )
 
     def date(self, record: dict, row: int, line: int | None) -> int | None:
