@@ -449,9 +449,10 @@ def tsv_records(path: str, errors: str, require: tuple[str, ...] = ()) -> Iterat
     One record per line, fields split at every tab, nothing unquoted or unescaped: a
     quote is an ordinary character. A line ends with a line feed, optionally preceded
     by a carriage return (so LF, CRLF and a mix of both read alike); any other carriage
-    return is an error. Every non-blank line after the header is one record, and a line
+    return is an error. Every line after the header is one record, and a line
     whose field count differs from the header's is an error naming it, so no line is
-    ever merged into another or dropped. Blank lines are not records.
+    ever merged into another or dropped. A blank line is an empty text in a one-column
+    file, and is skipped in a file of several columns (where it cannot be a record).
     """
     decoder = Utf8Decoder(path, errors)
     try:
@@ -482,8 +483,8 @@ def tsv_records(path: str, errors: str, require: tuple[str, ...] = ()) -> Iterat
                     _check_header(path, fields, require)
                     header = fields
                     continue
-                if not body:
-                    continue  # a blank line is not a record
+                if not body and len(header) > 1:
+                    continue  # a blank line cannot be a record of several fields
                 fields = decoder.decode(body, start, f"line {lineno}").split("\t")
                 if len(fields) != len(header):
                     raise InputError(
@@ -514,9 +515,12 @@ def _check_header(path: str, header: list[str], require: tuple[str, ...]) -> Non
         seen.add(name)
     for name in require:
         if name not in seen:
+            quoted = (f" The names are in quotes, which TSV does not remove: write the header "
+                      f"without them." if f'"{name}"' in seen else "")
             raise InputError(
                 f"{path}, line 1: no column {name!r} in the header; the columns are "
                 f"{', '.join(repr(h) for h in header)}. Set {_FIELDS()} to the right column."
+                f"{quoted}"
             )
 
 

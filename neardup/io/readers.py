@@ -566,8 +566,9 @@ def _batches(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[D
             extractor.binary.finish()
     if not dated and position:
         fields = _fields_text(first_fields or {}).removeprefix("it ")
+        names = ", ".join(path for path, _ in sources[:3]) + (", ..." if len(sources) > 3 else "")
         raise InputError(
-            f"date field {date_key!r}: none of the {position:,} records read has it, so every "
+            f"{names}: date field {date_key!r}: none of the {position:,} records read has it, so every "
             f"date would be unknown (the first record {fields}). "
             f"Set {setting('date_field', 'ReaderConfig(date_field=...)')} to the field that "
             "holds the date, or leave it out."
