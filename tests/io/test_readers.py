@@ -493,3 +493,60 @@ def test_parquet_row_range_across_row_groups(tmp_path):
                    for i, t, r in zip(b.ids, b.texts, b.rows)]
             end = 23 if stop is None else min(stop, 23)
             assert got == [(f"d{r}", f"text {r}", r) for r in range(start, end)], (batch_size, start, stop)
+
+
+# --- issue #40: every failure an InputError naming the file ------------------------------
+
+
+def test_operating_system_errors_become_input_errors(tmp_path, monkeypatch):
+    import pathlib
+
+    import neardup.io._formats as formats
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("fine")
+
+    def denied(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(pathlib.Path, "read_bytes", denied)
+    with pytest.raises(InputError, match=r"docs, file 'a\.txt': cannot read it \(Permission denied\)"):
+        read_all([docs])
+    monkeypatch.undo()
+    path = write_jsonl(tmp_path / "c.jsonl", DOCS)
+
+    def failing(name):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(formats, "_open_binary", failing)
+    for read in (read_corpus, iter_records):
+        with pytest.raises(InputError, match=r"c\.jsonl: cannot read it \(Input/output error\)"):
+            list(read([path]))
+
+
+@pytest.mark.parametrize("depth", [201, 1500, 100_000])
+def test_json_nesting_limit(tmp_path, depth):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"text": "a", "x": ' + "[" * depth + "]" * depth + "}\n")
+    with pytest.raises(InputError, match=r"c\.jsonl, line 1: the JSON is nested more than 200"):
+        read_all([path])
+    with pytest.raises(InputError, match="nested more than 200"):
+        list(iter_records([path]))
+    path.write_text('{"text": "a", "x": ' + "[" * 199 + "]" * 199 + "}\n")  # 200 with the object
+    assert flat(read_all([path]), "texts") == ["a"]
+
+
+def test_tsv_is_plain(tmp_path):
+    """Quotes are text, every line is a record; a header quoted CSV-style gets a hint."""
+    path = tmp_path / "c.tsv"
+    path.write_bytes(b'id\ttext\na\t"To be\nb\tor not"\nc\t""\n')
+    batches = read_all([path], ReaderConfig(id_field="id"))
+    assert flat(batches, "ids") == ["a", "b", "c"]
+    assert flat(batches, "texts") == ['"To be', 'or not"', '""']
+    assert [r["text"] for r in iter_records([path])] == ['"To be', 'or not"', '""']
+    path.write_bytes(b'"id"\t"text"\n"a"\t"b"\n')
+    with pytest.raises(InputError, match=r"no column 'text'.*names are in quotes"):
+        read_all([path])
+    path.write_bytes(b"text\nfirst\n\nthird\n")  # one column: a blank line is an empty text
+    assert flat(read_all([path]), "texts") == ["first", "", "third"]
