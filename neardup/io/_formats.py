@@ -209,7 +209,7 @@ def jsonl_records(path: str, errors: str, keys: tuple[str, ...] = ()) -> Iterato
     row = 0
     offset = 0
     lineno = 0
-    quoted_keys = tuple((key, json.dumps(key)) for key in keys)
+    quoted_keys = tuple((key, json.dumps(key, ensure_ascii=False)) for key in keys)
     try:
         with _open_binary(path) as handle:
             for lineno, raw in enumerate(handle, start=1):

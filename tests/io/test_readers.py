@@ -550,3 +550,10 @@ def test_tsv_is_plain(tmp_path):
         read_all([path])
     path.write_bytes(b"text\nfirst\n\nthird\n")  # one column: a blank line is an empty text
     assert flat(read_all([path]), "texts") == ["first", "", "third"]
+
+
+def test_duplicate_non_ascii_key_is_found(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"tëxt": "one", "tëxt": "two"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"names the key 'tëxt' twice"):
+        read_all([path], ReaderConfig(text_field="tëxt"))

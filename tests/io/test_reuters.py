@@ -219,3 +219,12 @@ def test_full_collection_has_21578_stories():
     assert nat == 1  # NEWID 17192 is dated '31-MAR-1987 605:12:19.12'
     assert empty <= 1  # one UNPROC story has no text at all; it is still returned
     assert [str(w.message) for w in caught if "reut2-017" not in str(w.message)] == []
+
+
+def test_numeric_reference_too_long_is_kept_as_written(tmp_path):
+    """A reference with thousands of digits is no character (and no Python error)."""
+    path = tmp_path / "long.sgm"
+    reference = "&#" + "9" * 5000 + ";"
+    path.write_text(STORY.format(id=1).replace("Body 1.", f"Body {reference} 1."))
+    (record,) = [r for _, _, r in reuters_records(path)]
+    assert record["body"] == f"Body {reference} 1."
