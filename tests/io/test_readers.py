@@ -557,3 +557,19 @@ def test_duplicate_non_ascii_key_is_found(tmp_path):
     path.write_text('{"tëxt": "one", "tëxt": "two"}\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"names the key 'tëxt' twice"):
         read_all([path], ReaderConfig(text_field="tëxt"))
+
+
+def test_dates_at_the_ends_of_the_calendar(tmp_path):
+    """An offset in year 1 or 9999 is no overflow; too many digits is an InputError that
+    does not mention Python."""
+    path = write_jsonl(tmp_path / "c.jsonl", [
+        {"text": "a", "date": "0001-01-01T00:00:00+01:00"},
+        {"text": "b", "date": "9999-12-31T23:59:59-01:00"},
+    ])
+    dates = read_all([path], ReaderConfig(date_field="date"))[0].dates
+    np.testing.assert_array_equal(dates.astype(np.int64), [-62135600400, 253402304399])
+    path = write_jsonl(tmp_path / "d.jsonl", [{"text": "a", "date": "9" * 5000}])
+    with pytest.raises(InputError) as caught:
+        read_all([path], ReaderConfig(date_field="date"))
+    assert "d.jsonl, line 1: date field 'date'" in str(caught.value)
+    assert "sys." not in str(caught.value) and "digits" not in str(caught.value)
