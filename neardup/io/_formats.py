@@ -637,15 +637,22 @@ def txtdir_records(path: str, errors: str) -> Iterator[Record]:
     """
     root = Path(path)
     try:
-        files = sorted(
-            (p.relative_to(root).as_posix(), p) for p in root.rglob("*.txt") if p.is_file()
-        )
+        found = list(root.rglob("*.txt"))
+        files = sorted((p.relative_to(root).as_posix(), p) for p in found if p.is_file())
+        broken = sorted(p.relative_to(root).as_posix() for p in found
+                        if p.is_symlink() and not p.exists())
         sgm = sum(1 for p in root.rglob("*.sgm") if p.is_file())
     except OSError as exc:
         raise InputError(
             f"{path}: cannot list the directory ({exc.strerror or exc}"
             f"{': ' + str(exc.filename) if exc.filename else ''})."
         ) from None
+    if broken:
+        raise InputError(
+            f"{path}, file '{escape_surrogates(broken[0])}': a symbolic link to a file that "
+            f"does not exist ({len(broken)} such link(s)), so its document cannot be read. "
+            "Remove the link or restore its target."
+        )
     for relative, _ in files:
         if _ANY_SURROGATE.search(relative):
             raise InputError(

@@ -573,3 +573,14 @@ def test_dates_at_the_ends_of_the_calendar(tmp_path):
         read_all([path], ReaderConfig(date_field="date"))
     assert "d.jsonl, line 1: date field 'date'" in str(caught.value)
     assert "sys." not in str(caught.value) and "digits" not in str(caught.value)
+
+
+def test_broken_link_in_a_txt_directory_is_not_skipped(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "sub" / "a.txt").write_text("fine")
+    (docs / "sub" / "up").symlink_to("..")  # a loop: not followed
+    assert flat(read_all([docs]), "ids") == ["sub/a.txt"]
+    (docs / "gone.txt").symlink_to(tmp_path / "missing.txt")
+    with pytest.raises(InputError, match=r"docs, file 'gone\.txt': a symbolic link to a file that does not exist"):
+        read_all([docs])
