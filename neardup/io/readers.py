@@ -11,7 +11,13 @@ that is not a string, malformed JSON, a duplicate id, invalid UTF-8 under
 ``errors="strict"``, an unparseable date) raises :class:`~neardup.errors.InputError`
 naming the file and the line (1-based, JSONL/CSV/TSV/SGML), the row (0-based, Parquet)
 or the file (``.txt`` directories). Empty and whitespace-only texts are not errors:
-they are returned as they are.
+they are returned as they are. Readers fail with no other exception type: operating-
+system errors, JSON nested deeper than 200 levels, numbers too long to convert and
+paths that are not valid UTF-8 are InputErrors too, and messages show undecodable bytes
+of a path as ``\\xNN``.
+
+TSV is plain TSV: one record per line, no quoting (a quote is an ordinary character), and
+a line whose field count differs from the header's is an error. CSV has RFC 4180 quoting.
 """
 
 from __future__ import annotations
