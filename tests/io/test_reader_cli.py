@@ -281,3 +281,22 @@ def test_nul_bytes_are_text_in_csv_tsv_and_an_error_in_raw_json(tmp_path):
     path = tmp_path / "n.jsonl"
     path.write_bytes(b'{"text": "a\x00b"}\n')
     refused(tmp_path, path, phrases=("n.jsonl, line 1, column",  "malformed JSON"))
+
+
+def test_index_add_reads_with_the_same_rules(tmp_path):
+    """Every command reads through the same readers: `index add` too."""
+    index = tmp_path / "index"
+    runner = CliRunner()
+    created = runner.invoke(main, ["index", "create", str(index), "--method", "minhash"])
+    assert created.exit_code == 0, created.output
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"text": "a", "x": ' + "[" * 1500 + "]" * 1500 + "}\n")
+    result = runner.invoke(main, ["index", "add", str(index), str(deep)])
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert "deep.json, line 1: the JSON is nested more than 200 levels deep" in result.output
+    hamlet = tmp_path / "hamlet.tsv"
+    hamlet.write_bytes(b'id\ttext\na\t"To be or not to be\nb\tthat is the question"\n'
+                       b"c\tWhether tis nobler\n")
+    result = runner.invoke(main, ["index", "add", str(index), str(hamlet), "--id-field", "id"])
+    assert result.exit_code == 0, result.output
+    assert "committed 3 documents" in result.output
