@@ -25,7 +25,8 @@ SETTINGS = settings(max_examples=60, deadline=None,
 FIELDS = st.sampled_from(["text", "id", "date", "x"])
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True)
-    | st.text(max_size=20) | st.sampled_from(["2020-01-01", "1987-02-26T15:01:01Z", "12"]),
+    | st.text(max_size=20) | st.sampled_from(["2020-01-01", "1987-02-26T15:01:01Z", "12",
+                                              "0001-01-01T00:00:00+01:00", "9" * 25, "-" + "9" * 19]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=6,
 )
@@ -327,3 +328,24 @@ def test_random_bytes_fail_naming_the_file(tmp_path, data, name, config):
             list(iter_records([path], config))
         except InputError as exc:
             assert name in str(exc), str(exc)
+
+
+@ROUND_TRIP
+@given(depth=st.integers(0, 3000), digits=st.integers(1, 6000), gz=st.booleans(),
+       field=st.sampled_from(["text", "id", "x"]))
+def test_deep_or_huge_json_is_read_or_refused_in_words(tmp_path, depth, digits, gz, field):
+    """Nesting and number length, in any field: read, or an InputError naming the file and
+    line, never a RecursionError or a message about Python's digit limit."""
+    value = "[" * depth + "7" * digits + "]" * depth
+    record = {"text": '"t"', "id": '"i"', "x": "0"}
+    record[field] = value
+    line = "{" + ", ".join(f'"{k}": {v}' for k, v in record.items()) + "}\n"
+    path = tmp_path / ("c.jsonl.gz" if gz else "c.jsonl")
+    path.write_bytes(gzip.compress(line.encode()) if gz else line.encode())
+    try:
+        list(read_corpus([path], ReaderConfig(id_field="id")))
+    except InputError as exc:
+        assert f"{path.name}, line 1:" in str(exc) and "sys." not in str(exc), str(exc)
+    else:
+        assert depth < 200 and digits <= 4300
+        assert field == "x" or (field == "id" and depth == 0)  # an integer id is read
