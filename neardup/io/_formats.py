@@ -628,7 +628,8 @@ def _parquet_batches(parquet, columns, batch_size: int, start: int, stop: int | 
 
 
 def txtdir_records(path: str, errors: str) -> Iterator[Record]:
-    """Stream the ``.txt`` files under a directory, recursively, sorted by relative path.
+    """Stream the ``.txt`` files (``.TXT`` too) under a directory, recursively, sorted by
+    relative path.
 
     Each record is ``{"id": relative POSIX path, "text": file content}``; one file is in
     memory at a time. A file name that is not valid UTF-8 cannot be an id (no output
@@ -637,11 +638,13 @@ def txtdir_records(path: str, errors: str) -> Iterator[Record]:
     """
     root = Path(path)
     try:
-        found = list(root.rglob("*.txt"))
+        every = list(root.rglob("*"))
+        # Case-insensitive, as detect_format reads extensions: "A.TXT" is a text file too.
+        found = [p for p in every if p.name.lower().endswith(".txt")]
         files = sorted((p.relative_to(root).as_posix(), p) for p in found if p.is_file())
         broken = sorted(p.relative_to(root).as_posix() for p in found
                         if p.is_symlink() and not p.exists())
-        sgm = sum(1 for p in root.rglob("*.sgm") if p.is_file())
+        sgm = sum(1 for p in every if p.name.lower().endswith(".sgm") and p.is_file())
     except OSError as exc:
         raise InputError(
             f"{path}: cannot list the directory ({exc.strerror or exc}"
@@ -664,7 +667,7 @@ def txtdir_records(path: str, errors: str) -> Iterator[Record]:
     hint = (f" It holds {sgm} .sgm file(s), which a directory read skips: pass them "
             f"({shown.rstrip('/')}/*.sgm) to read Reuters-21578 SGML.") if sgm else ""
     if not files:
-        others = sum(1 for p in root.rglob("*") if p.is_file())
+        others = sum(1 for p in every if p.is_file())
         warnings.warn(
             f"{shown}: the directory holds no .txt files ({others} other file(s)), so it "
             f"yields no documents.{hint}",

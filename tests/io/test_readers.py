@@ -584,3 +584,13 @@ def test_broken_link_in_a_txt_directory_is_not_skipped(tmp_path):
     (docs / "gone.txt").symlink_to(tmp_path / "missing.txt")
     with pytest.raises(InputError, match=r"docs, file 'gone\.txt': a symbolic link to a file that does not exist"):
         read_all([docs])
+
+
+def test_txt_directory_extension_is_case_insensitive(tmp_path):
+    """As detect_format reads extensions: an upper-case .TXT file is not skipped."""
+    (tmp_path / "a.txt").write_text("one")
+    (tmp_path / "B.TXT").write_text("two")
+    (tmp_path / "notes.md").write_text("not a document")
+    batches = read_all([tmp_path])
+    assert flat(batches, "ids") == ["B.TXT", "a.txt"]
+    assert flat(batches, "texts") == ["two", "one"]
