@@ -56,9 +56,10 @@ _INT64_MAX = 2**63 - 1
 
 
 def _datetime_seconds(value: _dt.datetime) -> int:
-    if value.tzinfo is not None:
-        value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-    return (value - _EPOCH) // _SECOND
+    offset = value.utcoffset() if value.tzinfo is not None else None
+    seconds = (value.replace(tzinfo=None) - _EPOCH) // _SECOND
+    # The offset subtracted as seconds: converting to UTC first overflows in years 1 and 9999.
+    return seconds if offset is None else seconds - offset // _SECOND
 
 
 def reuters_epoch_seconds(text: str) -> int | None:
@@ -121,6 +122,8 @@ def _string_seconds(value: str) -> int | None:
     if not text:
         return None
     if _INTEGER.fullmatch(text):
+        if len(text.lstrip("+-").lstrip("0")) > 19:  # past int64 (and int()'s digit limit)
+            raise ValueError("out of the datetime64[s] range")
         return int(text)
     if _REUTERS.match(text):
         seconds = reuters_epoch_seconds(text)
@@ -146,7 +149,7 @@ def field_epoch_seconds(record: Any, field: str, where: str) -> int | None:
     value = record.get(field)
     try:
         return to_epoch_seconds(value)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         raise InputError(
             f"{where}: date field {field!r} holds {short_repr(value)}, which is not a date ({exc}). "
             f"{DATE_FORMATS_HINT}"

@@ -11,7 +11,13 @@ that is not a string, malformed JSON, a duplicate id, invalid UTF-8 under
 ``errors="strict"``, an unparseable date) raises :class:`~neardup.errors.InputError`
 naming the file and the line (1-based, JSONL/CSV/TSV/SGML), the row (0-based, Parquet)
 or the file (``.txt`` directories). Empty and whitespace-only texts are not errors:
-they are returned as they are.
+they are returned as they are. Readers fail with no other exception type: operating-
+system errors, JSON nested deeper than 200 levels, numbers too long to convert and
+paths that are not valid UTF-8 are InputErrors too, and messages show undecodable bytes
+of a path as ``\\xNN``.
+
+TSV is plain TSV: one record per line, no quoting (a quote is an ordinary character), and
+a line whose field count differs from the header's is an error. CSV has RFC 4180 quoting.
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ from neardup.errors import InputError, check_choice, check_int, parameter_error,
 from neardup.io._dates import as_datetime64, field_epoch_seconds, to_epoch_seconds
 from neardup.io._formats import (
     Utf8Decoder,
-    delimited_records,
+    csv_records,
+    escape_surrogates,
     jsonl_records,
     parquet_records,
+    tsv_records,
     txtdir_records,
 )
 from neardup.io.batch import DocumentBatch
@@ -150,17 +158,29 @@ def detect_format(path: str | os.PathLike) -> str:
         If the path does not exist or the extension is not supported.
     """
     candidate = Path(path)
-    if not candidate.exists():
-        raise InputError(f"{os.fspath(path)}: no such file or directory.")
-    if candidate.is_dir():
+    shown = escape_surrogates(os.fspath(path))
+    try:
+        exists = candidate.exists()
+        is_dir = exists and candidate.is_dir()
+    except OSError as exc:  # e.g. a name too long, a directory without search permission
+        raise InputError(f"{shown}: cannot open it ({exc.strerror or exc}).") from None
+    if not exists:
+        raise InputError(f"{shown}: no such file or directory.")
+    if shown != os.fspath(path):
+        raise InputError(
+            f"{shown}: the path is not valid UTF-8 (undecodable bytes shown as \\xNN). "
+            "neardup names each document's input file in its outputs, which hold only "
+            "UTF-8 text: rename the file or directory (e.g. with convmv)."
+        )
+    if is_dir:
         return "txtdir"
     name = candidate.name.lower()
     for suffix, kind in _SUFFIXES:
         if name.endswith(suffix):
             return kind
-    suffix = "".join(candidate.suffixes[-2:]) or "(none)"
+    suffix = escape_surrogates("".join(candidate.suffixes[-2:])) or "(none)"
     raise InputError(
-        f"{os.fspath(path)}: unknown extension {suffix!r}. Supported inputs: {_SUPPORTED_TEXT}."
+        f"{shown}: unknown extension {suffix!r}. Supported inputs: {_SUPPORTED_TEXT}."
     )
 
 
@@ -186,19 +206,51 @@ def _check_config(caller: str, config: Any) -> ReaderConfig:
 
 def _record_stream(path: str, kind: str, config: ReaderConfig, *, full: bool):
     """The (row, line, record) stream of one input; ``full`` keeps every field."""
-    fields = (config.text_field, config.id_field, config.date_field)
-    require = () if full else tuple(dict.fromkeys(f for f in fields if f is not None))
+    fields = tuple(dict.fromkeys(
+        f for f in (config.text_field, config.id_field, config.date_field) if f is not None))
+    require = () if full else fields
     if kind == "jsonl":
-        return jsonl_records(path, config.errors)
-    if kind in ("csv", "tsv"):
-        delimiter = "," if kind == "csv" else "\t"
-        return delimited_records(path, config.errors, delimiter, require)
-    if kind == "parquet":
+        stream = jsonl_records(path, config.errors, fields)
+    elif kind == "csv":
+        stream = csv_records(path, config.errors, ",", require)
+    elif kind == "tsv":
+        stream = tsv_records(path, config.errors, require)
+    elif kind == "parquet":
         columns = None if full else list(require)
-        return parquet_records(path, columns, config.batch_size, require)
-    if kind == "txtdir":
-        return txtdir_records(path, config.errors)
-    return reuters_records(path)
+        stream = parquet_records(path, columns, config.batch_size, require)
+    elif kind == "txtdir":
+        stream = txtdir_records(path, config.errors)
+    else:
+        stream = reuters_records(path)
+    return _guarded(stream, path)
+
+
+def _guarded(stream: Iterator, path: str | None) -> Iterator:
+    """``stream``, failing only with :class:`InputError`: an operating-system error while
+    reading ``path`` (permission denied, an I/O error, a file removed under the reader)
+    becomes one naming it, and messages name undecodable paths with backslash escapes
+    (else printing them would fail)."""
+    try:
+        yield from stream
+    except InputError as exc:
+        message = str(exc)
+        safe = escape_surrogates(message)
+        if safe == message:
+            raise
+        raise InputError(safe) from None
+    except OSError as exc:
+        if path is None:
+            raise
+        raise InputError(
+            f"{escape_surrogates(path)}: cannot read it ({exc.strerror or exc})."
+        ) from None
+    except RecursionError:  # pragma: no cover - every format bounds its nesting
+        where = f"{escape_surrogates(path)}: " if path is not None else ""
+        raise InputError(f"{where}a record is nested too deeply to read.") from None
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
 
 
 def read_corpus(
@@ -241,7 +293,7 @@ def read_corpus(
     """
     config = _check_config("read_corpus", config)
     sources = _sources(paths, "read_corpus")
-    return _batches(sources, config)
+    return _guarded(_batches(sources, config), None)
 
 
 def iter_records(
@@ -277,7 +329,7 @@ def iter_records(
     """
     config = _check_config("iter_records", config)
     sources = _sources(paths, "iter_records")
-    return _records(sources, config)
+    return _guarded(_records(sources, config), None)
 
 
 def _records(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[dict]:
@@ -318,7 +370,10 @@ class _IdRegistry:
         first_position = earlier & ((1 << _LOCATION_BITS) - 1)
         first_path, first_kind = self.sources[first_source]
         path, kind = self.sources[source]
-        if self.id_field is None:
+        what = "NEWID" if kind == "reuters" and first_kind == "reuters" else "id"
+        if self.id_field is None and kind in _NATIVE and first_kind in _NATIVE:
+            hint = _native_duplicate_hint(path, kind, first_path, first_kind, source == first_source)
+        elif self.id_field is None:
             hint = (
                 "Ids numbered by position clash with the native ids of a .txt directory or "
                 "Reuters file: give every input an id field, or read them separately."
@@ -331,10 +386,37 @@ class _IdRegistry:
                 "position."
             )
         raise InputError(
-            f"{path}, {_where_code(kind, positions[index], doc_id)}: duplicate id {doc_id!r}, "
+            f"{path}, {_where_code(kind, positions[index], doc_id)}: duplicate {what} {doc_id!r}, "
             f"first seen in {first_path}, {_where_code(first_kind, first_position, doc_id)}. "
             f"{hint}"
         )
+
+
+def _native_duplicate_hint(path: str, kind: str, first_path: str, first_kind: str,
+                           same_source: bool) -> str:
+    """What to do about a repeated id that no setting chose: a Reuters NEWID or the
+    relative path of a .txt file."""
+    if not same_source and _same_file(path, first_path):
+        return "The same input is given twice: pass it once."
+    if kind == "reuters" and first_kind == "reuters":
+        if same_source:
+            return ("Two stories in this file carry the same NEWID, which must be unique: "
+                    "deduplicate the input (remove the repeated story) and read it again.")
+        return ("Two stories in these files carry the same NEWID, which must be unique "
+                "across the .sgm files read together: deduplicate the input (remove the "
+                "repeated story), or read the files in separate runs.")
+    if kind == "txtdir" and first_kind == "txtdir":
+        return ("Both directories hold a .txt file at this relative path, which is its id: "
+                "read the directories in separate runs, or move one of the files.")
+    return ("A .txt file's relative path (its id) equals a Reuters NEWID: read the directory "
+            "and the .sgm files in separate runs.")
+
+
+def _same_file(first: str, second: str) -> bool:
+    try:
+        return os.path.samefile(first, second)
+    except OSError:
+        return False
 
 
 def _where(kind: str, row: int, line: int | None, doc_id: str | None = None) -> str:
@@ -353,6 +435,14 @@ def _where_code(kind: str, position: int, doc_id: str) -> str:
 
 def _type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
+
+
+def _shown_value(value: Any) -> str:
+    """A value for a message: strings and bytes quoted, other values as they print."""
+    if value is None or isinstance(value, (str, bytes, bytearray)):
+        return short_repr(value)
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _fields_text(record: dict) -> str:
@@ -393,7 +483,7 @@ class _Extractor:
             return self.binary.decode(value, 0, f"{where}, field {field!r}")
         raise InputError(
             f"{self.path}, {where}: text field {field!r} must be a string; got "
-            f"{_type_name(value)} {short_repr(value)}. Store texts as strings (an empty string "
+            f"{_type_name(value)} {_shown_value(value)}. Store texts as strings (an empty string "
             "for an empty document)."
         )
 
@@ -417,7 +507,7 @@ class _Extractor:
             )
         raise InputError(
             f"{self.path}, {where}: id field {field!r} must be a string or an integer; got "
-            f"{_type_name(value)} {short_repr(value)}."
+            f"{_type_name(value)} {_shown_value(value)}."
         )
 
     def date(self, record: dict, row: int, line: int | None) -> int | None:
@@ -482,8 +572,9 @@ def _batches(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[D
             extractor.binary.finish()
     if not dated and position:
         fields = _fields_text(first_fields or {}).removeprefix("it ")
+        names = ", ".join(path for path, _ in sources[:3]) + (", ..." if len(sources) > 3 else "")
         raise InputError(
-            f"date field {date_key!r}: none of the {position:,} records read has it, so every "
+            f"{names}: date field {date_key!r}: none of the {position:,} records read has it, so every "
             f"date would be unknown (the first record {fields}). "
             f"Set {setting('date_field', 'ReaderConfig(date_field=...)')} to the field that "
             "holds the date, or leave it out."
@@ -513,8 +604,8 @@ def part_records(path: str, kind: str, config: ReaderConfig, *, start: int = 0,
         return _record_stream(path, kind, config, full=full)
     fields = (config.text_field, config.id_field, config.date_field)
     require = () if full else tuple(dict.fromkeys(f for f in fields if f is not None))
-    return parquet_records(path, None if full else list(require), config.batch_size, require,
-                           start=start, stop=stop)
+    return _guarded(parquet_records(path, None if full else list(require), config.batch_size,
+                                    require, start=start, stop=stop), path)
 
 
 def read_part(path: str, kind: str, config: ReaderConfig, *, start: int = 0,
@@ -525,6 +616,11 @@ def read_part(path: str, kind: str, config: ReaderConfig, *, start: int = 0,
     file's row numbers. Ids are None when documents are numbered by their position in
     the whole corpus (no ``id_field``), which only the caller knows; ids are not checked
     for uniqueness across files, and ``limit`` does not apply."""
+    return _guarded(_part_batches(path, kind, config, start, stop), None)
+
+
+def _part_batches(path: str, kind: str, config: ReaderConfig, start: int,
+                  stop: int | None) -> Iterator[DocumentBatch]:
     extractor = _Extractor(path, kind, config)
     with_dates = kind == "reuters" or config.date_field is not None
     numbered = config.id_field is None and kind not in _NATIVE

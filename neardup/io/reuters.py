@@ -95,6 +95,9 @@ def find_reuters_dir() -> Path | None:
 def _decode_entity(match: re.Match[str]) -> str:
     if match.group(3):
         return _NAMED[match.group(3)]
+    digits = match.group(1) or match.group(2)
+    if len(digits.lstrip("0")) > 7:  # past U+10FFFF (and int()'s digit limit): not a character
+        return match.group(0)
     code = int(match.group(1)) if match.group(1) else int(match.group(2), 16)
     if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000:
         return chr(code)

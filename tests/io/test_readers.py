@@ -85,14 +85,17 @@ def test_missing_path_fails_before_reading_anything(tmp_path):
 @pytest.mark.parametrize("extension", ["jsonl", "jsonl.gz", "parquet", "csv", "tsv"])
 def test_round_trip_each_format(tmp_path, extension):
     path = tmp_path / f"corpus.{extension}"
-    write_table(path, pa.Table.from_pylist(DOCS))
+    docs = DOCS
+    if extension == "tsv":  # plain TSV: no quoting, so no tab, line break or quote to quote
+        docs = [*DOCS[:3], {**DOCS[3], "text": "  "}, {**DOCS[4], "text": "commas, and more"}]
+    write_table(path, pa.Table.from_pylist(docs))
     config = ReaderConfig(id_field="id", date_field="date")
     batches = read_all([path], config)
     assert len(batches) == 1
     batch = batches[0]
     assert batch.source == str(path)
-    assert batch.ids == [d["id"] for d in DOCS]
-    assert batch.texts == [d["text"] for d in DOCS]  # empty and blank texts kept as-is
+    assert batch.ids == [d["id"] for d in docs]
+    assert batch.texts == [d["text"] for d in docs]  # empty and blank texts kept as-is
     assert batch.rows.dtype == np.int64 and batch.rows.tolist() == [0, 1, 2, 3, 4]
     assert batch.dates.dtype == np.dtype("datetime64[s]")
     np.testing.assert_array_equal(batch.dates, EXPECTED_DATES)
@@ -490,3 +493,104 @@ def test_parquet_row_range_across_row_groups(tmp_path):
                    for i, t, r in zip(b.ids, b.texts, b.rows)]
             end = 23 if stop is None else min(stop, 23)
             assert got == [(f"d{r}", f"text {r}", r) for r in range(start, end)], (batch_size, start, stop)
+
+
+# --- issue #40: every failure an InputError naming the file ------------------------------
+
+
+def test_operating_system_errors_become_input_errors(tmp_path, monkeypatch):
+    import pathlib
+
+    import neardup.io._formats as formats
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("fine")
+
+    def denied(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(pathlib.Path, "read_bytes", denied)
+    with pytest.raises(InputError, match=r"docs, file 'a\.txt': cannot read it \(Permission denied\)"):
+        read_all([docs])
+    monkeypatch.undo()
+    path = write_jsonl(tmp_path / "c.jsonl", DOCS)
+
+    def failing(name):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(formats, "_open_binary", failing)
+    for read in (read_corpus, iter_records):
+        with pytest.raises(InputError, match=r"c\.jsonl: cannot read it \(Input/output error\)"):
+            list(read([path]))
+
+
+@pytest.mark.parametrize("depth", [201, 1500, 100_000])
+def test_json_nesting_limit(tmp_path, depth):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"text": "a", "x": ' + "[" * depth + "]" * depth + "}\n")
+    with pytest.raises(InputError, match=r"c\.jsonl, line 1: the JSON is nested more than 200"):
+        read_all([path])
+    with pytest.raises(InputError, match="nested more than 200"):
+        list(iter_records([path]))
+    path.write_text('{"text": "a", "x": ' + "[" * 199 + "]" * 199 + "}\n")  # 200 with the object
+    assert flat(read_all([path]), "texts") == ["a"]
+
+
+def test_tsv_is_plain(tmp_path):
+    """Quotes are text, every line is a record; a header quoted CSV-style gets a hint."""
+    path = tmp_path / "c.tsv"
+    path.write_bytes(b'id\ttext\na\t"To be\nb\tor not"\nc\t""\n')
+    batches = read_all([path], ReaderConfig(id_field="id"))
+    assert flat(batches, "ids") == ["a", "b", "c"]
+    assert flat(batches, "texts") == ['"To be', 'or not"', '""']
+    assert [r["text"] for r in iter_records([path])] == ['"To be', 'or not"', '""']
+    path.write_bytes(b'"id"\t"text"\n"a"\t"b"\n')
+    with pytest.raises(InputError, match=r"no column 'text'.*names are in quotes"):
+        read_all([path])
+    path.write_bytes(b"text\nfirst\n\nthird\n")  # one column: a blank line is an empty text
+    assert flat(read_all([path]), "texts") == ["first", "", "third"]
+
+
+def test_duplicate_non_ascii_key_is_found(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"tëxt": "one", "tëxt": "two"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"names the key 'tëxt' twice"):
+        read_all([path], ReaderConfig(text_field="tëxt"))
+
+
+def test_dates_at_the_ends_of_the_calendar(tmp_path):
+    """An offset in year 1 or 9999 is no overflow; too many digits is an InputError that
+    does not mention Python."""
+    path = write_jsonl(tmp_path / "c.jsonl", [
+        {"text": "a", "date": "0001-01-01T00:00:00+01:00"},
+        {"text": "b", "date": "9999-12-31T23:59:59-01:00"},
+    ])
+    dates = read_all([path], ReaderConfig(date_field="date"))[0].dates
+    np.testing.assert_array_equal(dates.astype(np.int64), [-62135600400, 253402304399])
+    path = write_jsonl(tmp_path / "d.jsonl", [{"text": "a", "date": "9" * 5000}])
+    with pytest.raises(InputError) as caught:
+        read_all([path], ReaderConfig(date_field="date"))
+    assert "d.jsonl, line 1: date field 'date'" in str(caught.value)
+    assert "sys." not in str(caught.value) and "digits" not in str(caught.value)
+
+
+def test_broken_link_in_a_txt_directory_is_not_skipped(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "sub" / "a.txt").write_text("fine")
+    (docs / "sub" / "up").symlink_to("..")  # a loop: not followed
+    assert flat(read_all([docs]), "ids") == ["sub/a.txt"]
+    (docs / "gone.txt").symlink_to(tmp_path / "missing.txt")
+    with pytest.raises(InputError, match=r"docs, file 'gone\.txt': a symbolic link to a file that does not exist"):
+        read_all([docs])
+
+
+def test_txt_directory_extension_is_case_insensitive(tmp_path):
+    """As detect_format reads extensions: an upper-case .TXT file is not skipped."""
+    (tmp_path / "a.txt").write_text("one")
+    (tmp_path / "B.TXT").write_text("two")
+    (tmp_path / "notes.md").write_text("not a document")
+    batches = read_all([tmp_path])
+    assert flat(batches, "ids") == ["B.TXT", "a.txt"]
+    assert flat(batches, "texts") == ["two", "one"]

@@ -123,8 +123,31 @@ def test_iter_records_matches_read_corpus():
 
 
 def test_duplicate_newid_across_files_is_an_error():
-    with pytest.raises(InputError, match=r"duplicate id '101'.*first seen in .*reuters_small\.sgm, line 2"):
+    with pytest.raises(InputError, match=r"duplicate NEWID '101'.*first seen in .*reuters_small\.sgm, line 2\. The same input is given twice: pass it once\.$"):
         list(read_corpus([SMALL, SMALL]))
+
+
+def test_duplicate_newid_hint_applies_to_reuters(tmp_path):
+    """Issue #40: no hint about ids numbered by position, which Reuters files never use."""
+    within = tmp_path / "within.sgm"
+    within.write_text(STORY.format(id=7) + STORY.format(id=8) + STORY.format(id=7))
+    with pytest.raises(InputError) as caught:
+        list(read_corpus([within]))
+    message = str(caught.value)
+    assert re.search(r"within\.sgm, line 17: duplicate NEWID '7', first seen in .*within\.sgm, "
+                     r"line 1\. Two stories in this file carry the same NEWID.*deduplicate the "
+                     r"input", message), message
+    assert "position" not in message and "id field" not in message
+    first = tmp_path / "first.sgm"
+    first.write_text(STORY.format(id=8))
+    second = tmp_path / "second.sgm"
+    second.write_text(STORY.format(id=9) + STORY.format(id=8))
+    with pytest.raises(InputError) as caught:
+        list(read_corpus([first, second]))
+    message = str(caught.value)
+    assert re.search(r"second\.sgm, line 9: duplicate NEWID '8', first seen in .*first\.sgm, "
+                     r"line 1\. .*unique across the \.sgm files.*deduplicate the input", message), message
+    assert "position" not in message
 
 
 def test_unclosed_story(tmp_path):
@@ -196,3 +219,12 @@ def test_full_collection_has_21578_stories():
     assert nat == 1  # NEWID 17192 is dated '31-MAR-1987 605:12:19.12'
     assert empty <= 1  # one UNPROC story has no text at all; it is still returned
     assert [str(w.message) for w in caught if "reut2-017" not in str(w.message)] == []
+
+
+def test_numeric_reference_too_long_is_kept_as_written(tmp_path):
+    """A reference with thousands of digits is no character (and no Python error)."""
+    path = tmp_path / "long.sgm"
+    reference = "&#" + "9" * 5000 + ";"
+    path.write_text(STORY.format(id=1).replace("Body 1.", f"Body {reference} 1."))
+    (record,) = [r for _, _, r in reuters_records(path)]
+    assert record["body"] == f"Body {reference} 1."
