@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ __all__ = ["calibrate_command"]
 _YES = {"y", "yes", "1", "true", "dup", "duplicate"}
 _NO = {"n", "no", "0", "false", "not", "different"}
 _SHOWN_CHARS = 1200
+#: --save-labels formats: those --labels reads.
+_LABEL_KINDS = ("csv", "tsv", "jsonl")
 #: neardup.eval.calibrate.MIN_GAIN, not imported here: neardup.eval is slow to import and
 #: --help should not wait for it (a test checks they agree).
 _MIN_GAIN = 0.1
@@ -40,7 +43,11 @@ def read_label_file(path: Path) -> list[tuple[str, str, bool]]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"{where}: cannot read the labels file ({exc}).") from None
+        raise InputError(f"--labels {where}: cannot read the labels file "
+                         f"({exc.strerror or exc}).") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"--labels {where}: byte {exc.start} is not UTF-8; save the labels "
+                         "file as UTF-8.") from None
     if path.suffix == ".jsonl":
         rows = []
         for n, line in enumerate(text.splitlines(), 1):
@@ -110,9 +117,12 @@ def _show_pair(console, k: int, n: int, score: float, ids: tuple[str, str],
                    "among your labels by more than this (0: always take the best fit). "
                    "Ignored with --min-precision.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("calibration.json"),
-              show_default=True, help="Tuning file to write (for neardup eval --from-tuning).")
+              show_default=True,
+              help="Tuning file to write (.json, for neardup eval --from-tuning). Outputs are "
+                   "checked before any work and written as a set.")
 @click.option("--save-labels", type=click.Path(path_type=Path), default=None,
-              help="Also write the labels given here (.csv) for a later --labels run.")
+              help="Also write the labels given here (.csv, .tsv or .jsonl) for a later --labels "
+                   "run; saved even when the fit then fails.")
 @click.option("--fit-verifier", "fit_verifier", type=click.Path(path_type=Path), default=None,
               metavar="DIR",
               help="With --method rerank: also correct the verifier to your labels (a linear "
@@ -143,12 +153,21 @@ def calibrate_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     """
     from rich.console import Console
 
+    from neardup.cli._checks import command_errors, output_set
+
     console = Console(stderr=True)
     method = opts["method"]
-    try:
-        fit, info = _calibrate(inputs, method, opts, console)
-    except (NeardupError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    with command_errors({"labels_path": "--labels"}):
+        # Every output checked before any work: format from the extension, directory
+        # writable, not an input (the corpus, --labels) nor another output.
+        outputs = output_set(
+            (*inputs, opts["labels_path"]),
+            [("--out", opts["out"], ("json",)),
+             ("--save-labels", opts["save_labels"], _LABEL_KINDS)])
+        if opts["fit_verifier"] is not None:
+            _check_verifier_folder(opts["fit_verifier"], outputs, inputs, opts)
+        with outputs:
+            fit, info = _calibrate(inputs, method, opts, console, outputs)
     threshold = info["threshold"]
     among = ("among the labelled pairs, out of fold" if opts["fit_verifier"] is not None
              else "among the labelled pairs")
@@ -167,18 +186,8 @@ def calibrate_command(inputs: tuple[Path, ...], **opts: Any) -> None:
                f" or neardup dedup INPUT --method {method}{model} --threshold {threshold}")
 
 
-def _calibrate(inputs, method: str, opts: dict[str, Any], console):
-    import neardup
-    from neardup.eval.calibrate import (
-        boundary_sample,
-        candidate_params,
-        fit_threshold,
-        labels_hash,
-        score_to_threshold,
-        threshold_to_score,
-    )
-    from neardup.eval.evaluate import build_method
-    from neardup.eval.tuning import TuningResult
+def _calibrate(inputs, method: str, opts: dict[str, Any], console, outputs):
+    from neardup.eval.calibrate import boundary_sample, candidate_params, threshold_to_score
     from neardup.io import read_corpus
     from neardup.methods import make_method
     from neardup.pipeline import ClusterConfig, run
@@ -188,6 +197,9 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
     base_verifier = None
     if opts["fit_verifier"] is not None:
         base_verifier = _check_fit_verifier(method, params, opts["fit_verifier"])
+    labelled = None
+    if opts["labels_path"] is not None:  # read before the work: a bad file fails fast
+        labelled = read_label_file(opts["labels_path"])
     wide = candidate_params(method, params)
     # Connected components: the scored pairs only are read here, not the clusters.
     result = run(read_corpus(list(inputs), reader), make_method(method, **wide),
@@ -197,8 +209,8 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
     score_of = {}
     for left, right, score in zip(pairs.left.tolist(), pairs.right.tolist(), pairs.score.tolist()):
         score_of[(ids[left], ids[right])] = score_of[(ids[right], ids[left])] = float(score)
-    if opts["labels_path"] is not None:
-        rows = read_label_file(opts["labels_path"])
+    if labelled is not None:
+        rows = labelled
         unknown = sorted({i for a, b, _ in rows for i in (a, b)} - set(ids))
         if unknown:
             raise InputError(
@@ -228,13 +240,49 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
             if answer != "s":
                 rows.append((ids[i], ids[j], answer == "y"))
     if opts["save_labels"] is not None:
-        with open(opts["save_labels"], "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["id_a", "id_b", "label"])
-            writer.writerows((a, b, "y" if label else "n") for a, b, label in rows)
+        outputs.write_records("--save-labels", ({"id_a": a, "id_b": b,
+                                                 "label": "y" if label else "n"}
+                                                for a, b, label in rows))
     if not rows:
         raise InputError("no pairs labelled: nothing to fit. Answer y or n for a few dozen "
                          "pairs, or pass --labels FILE.")
+    try:
+        return _fit_and_write(rows, method, params, ids, score_of, texts, dates,
+                              base_verifier, opts, outputs)
+    except (NeardupError, ValueError, OSError) as exc:
+        if opts["labels_path"] is None and opts["save_labels"] is not None:
+            _rescue_labels(inputs, opts, rows, exc)
+        raise
+
+
+def _rescue_labels(inputs, opts: dict[str, Any], rows, exc: BaseException) -> None:
+    """The fit failed after the user answered: save their answers to --save-labels alone
+    (its path was checked before the work), and say so in the error."""
+    from neardup.cli._checks import output_set
+
+    rescue = output_set((*inputs,), [("--save-labels", opts["save_labels"], _LABEL_KINDS)])
+    try:
+        with rescue:
+            rescue.write_records("--save-labels", ({"id_a": a, "id_b": b,
+                                                    "label": "y" if label else "n"}
+                                                   for a, b, label in rows))
+            rescue.commit()
+    except (NeardupError, OSError):
+        return
+    note = (f" Your {len(rows)} labels were saved to {opts['save_labels']}: rerun with "
+            f"--labels {opts['save_labels']}.")
+    exc.args = (f"{exc.args[0] if exc.args else exc}{note}", *exc.args[1:])
+
+
+def _fit_and_write(rows, method, params, ids, score_of, texts, dates, base_verifier, opts,
+                   outputs):
+    import neardup
+    from neardup.eval.calibrate import fit_threshold, labels_hash, score_to_threshold, \
+        threshold_to_score
+    from neardup.eval.evaluate import build_method
+    from neardup.eval.tuning import TuningResult
+    from neardup.pipeline import ClusterConfig
+
     labels = [label for *_, label in rows]
     if base_verifier is not None:
         position = {doc: k for k, doc in enumerate(ids)}
@@ -250,10 +298,6 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
                         min_gain=opts["min_gain"])
     threshold = score_to_threshold(method, fit.score)
     if base_verifier is not None:
-        from neardup.train.verifier import CORRECTION_L2, save_refit
-
-        save_refit(refit, base_verifier, opts["fit_verifier"], threshold=threshold,
-                   n_labels=fit.n_labels, n_positive=fit.n_positive, l2=CORRECTION_L2)
         params = {**params, "model": str(opts["fit_verifier"])}
     chosen = build_method(method, {**params, "threshold": threshold}).get_params()
     points = [{"values": {"threshold": score_to_threshold(method, p["score"])},
@@ -267,15 +311,46 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
         points=points, best_index=best, data_hash=labels_hash(rows), n_docs=len(ids),
         n_true_clusters=0, metric="f1", version=neardup.__version__,
     )
+    outputs.write_text("--out", tuning_text(tuning))
+    if base_verifier is not None:
+        from neardup.train.verifier import CORRECTION_L2, save_refit
+
+        save_refit(refit, base_verifier, opts["fit_verifier"], threshold=threshold,
+                   n_labels=fit.n_labels, n_positive=fit.n_positive, l2=CORRECTION_L2)
     try:
-        tuning.save(opts["out"])
+        outputs.commit()
     except BaseException:
-        if base_verifier is not None:  # the two outputs appear together or not at all
+        if base_verifier is not None:  # the outputs appear together or not at all
             import shutil
 
             shutil.rmtree(opts["fit_verifier"], ignore_errors=True)
         raise
     return fit, {"threshold": threshold}
+
+
+def tuning_text(tuning) -> str:
+    """What :meth:`TuningResult.save` writes, as text (for an OutputSet)."""
+    from neardup.eval.tuning import _json_default
+
+    return json.dumps(tuning.to_dict(), indent=2, default=_json_default) + "\n"
+
+
+def _check_verifier_folder(folder: Path, outputs, inputs, opts: dict[str, Any]) -> None:
+    """--fit-verifier DIR, before any work: a new or empty folder that holds no input and
+    no other output, whose parent can be written."""
+    from neardup.cli._checks import check_directory_output
+    from neardup.errors import OutputError
+
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise OutputError(f"--fit-verifier: {folder} exists and is not an empty folder; "
+                          "choose a new folder (nothing is overwritten).")
+    check_directory_output("--fit-verifier", folder, (*inputs, opts["labels_path"]))
+    target = Path(os.path.realpath(folder))
+    for flag in ("--out", "--save-labels"):
+        path = opts[flag.lstrip("-").replace("-", "_")]
+        if path is not None and target in Path(os.path.realpath(path)).parents:
+            raise OutputError(f"{flag} {path} is inside --fit-verifier {folder}, which must be "
+                              "a new folder holding the verifier only; write it elsewhere.")
 
 
 def _check_fit_verifier(method: str, params: dict[str, Any], out: Path) -> Path:
