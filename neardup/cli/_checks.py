@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import threading
@@ -25,10 +26,10 @@ from pathlib import Path
 import click
 
 from neardup.cli.errors import cli_message, spell_flag
-from neardup.errors import NeardupError, spelled_as
+from neardup.errors import NeardupError, ParameterError, spelled_as
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "check_directory_output", "command_errors",
-           "given", "output_set"]
+           "given", "message", "output_set", "tuning_text"]
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -54,6 +55,25 @@ def _termination_as_exception() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+_PARAMETER = re.compile(r"\b[A-Za-z_][\w.]*: parameter '(\w+)'")
+
+
+def message(exc: BaseException, flags: dict[str, str] | None = None,
+            words: Sequence[tuple[str, str]] = ()) -> str:
+    """A library error in the command line's words: this command's ``flags`` first, then
+    :func:`neardup.cli.errors.cli_message`'s, then the literal ``words``."""
+    spell = _speller(flags or {})
+    if isinstance(exc, ParameterError):
+        text = exc.render(spell(exc.parameter) or exc.parameter)
+    elif flags:
+        text = _PARAMETER.sub(lambda m: spell(m.group(1)) or m.group(0), str(exc))
+    else:
+        text = cli_message(exc)
+    for old, new in words:
+        text = text.replace(old, new)
+    return text
+
+
 def _speller(flags: dict[str, str]):
     def spell(name: str) -> str | None:
         return flags.get(name) or spell_flag(name)
@@ -63,7 +83,8 @@ def _speller(flags: dict[str, str]):
 
 @contextmanager
 def command_errors(flags: dict[str, str] | None = None,
-                   catch: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+                   catch: tuple[type[BaseException], ...] = (),
+                   words: Sequence[tuple[str, str]] = ()) -> Iterator[None]:
     """Run a command's work: errors in the user's words, interrupts without a traceback.
 
     Parameters
@@ -73,6 +94,9 @@ def command_errors(flags: dict[str, str] | None = None,
         ``{"label_field": "--label-field"}``), on top of :data:`neardup.cli.errors.FLAGS`.
     catch : tuple of exception types
         Further exception types reported as a plain error (e.g. ``TypeError``).
+    words : sequence of (str, str)
+        Literal replacements turning a library message's Python wording into the
+        command's (e.g. ``("split_field=..., --split-field", "--split-field")``).
     """
     try:
         with spelled_as(_speller(flags or {})), _termination_as_exception():
@@ -88,11 +112,7 @@ def command_errors(flags: dict[str, str] | None = None,
                    "as they were.", err=True)
         sys.exit(EXIT_TERMINATED)
     except (NeardupError, ValueError, *catch) as exc:
-        with spelled_as(_speller(flags or {})):
-            message = cli_message(exc)
-        for name, flag in (flags or {}).items():  # messages built outside spelled_as
-            message = message.replace(f"parameter '{name}'", flag)
-        raise click.ClickException(message) from exc
+        raise click.ClickException(message(exc, flags, words)) from exc
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         raise click.ClickException(
@@ -163,3 +183,13 @@ def given(name: str) -> bool:
     return context.get_parameter_source(name) not in (
         None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
 
+
+
+def tuning_text(tuning) -> str:
+    """What :meth:`neardup.eval.tuning.TuningResult.save` writes, as text, for an
+    :class:`~neardup.io.outputs.OutputSet` to write."""
+    import json
+
+    from neardup.eval.tuning import _json_default
+
+    return json.dumps(tuning.to_dict(), indent=2, default=_json_default) + "\n"

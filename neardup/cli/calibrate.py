@@ -311,6 +311,8 @@ def _fit_and_write(rows, method, params, ids, score_of, texts, dates, base_verif
         points=points, best_index=best, data_hash=labels_hash(rows), n_docs=len(ids),
         n_true_clusters=0, metric="f1", version=neardup.__version__,
     )
+    from neardup.cli._checks import tuning_text
+
     outputs.write_text("--out", tuning_text(tuning))
     if base_verifier is not None:
         from neardup.train.verifier import CORRECTION_L2, save_refit
@@ -327,12 +329,6 @@ def _fit_and_write(rows, method, params, ids, score_of, texts, dates, base_verif
         raise
     return fit, {"threshold": threshold}
 
-
-def tuning_text(tuning) -> str:
-    """What :meth:`TuningResult.save` writes, as text (for an OutputSet)."""
-    from neardup.eval.tuning import _json_default
-
-    return json.dumps(tuning.to_dict(), indent=2, default=_json_default) + "\n"
 
 
 def _check_verifier_folder(folder: Path, outputs, inputs, opts: dict[str, Any]) -> None:
