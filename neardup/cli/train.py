@@ -114,6 +114,28 @@ def _load_validation(paths: tuple[Path, ...]):
     return corpus
 
 
+def _check_paths(train: list[str] | None, validation: tuple[Path, ...], out: Path) -> None:
+    """Before any work: every input exists, and --out is a directory that can be written
+    and holds no input (the trainer writes its files there, and may replace them)."""
+    from neardup.cli._checks import check_directory_output
+    from neardup.errors import InputError
+    from neardup.train.data import default_benchmark_dir
+
+    inputs: list[Path] = []
+    for flag, given_paths in (("--train", train or ()), ("--validation", validation)):
+        for path in map(Path, given_paths):
+            if not path.exists():
+                raise InputError(f"{flag} {path}: no such file.")
+            inputs.append(path)
+    root = default_benchmark_dir()
+    if root is not None:  # the default data, when --train or --validation is left out
+        if not train:
+            inputs.append(root / "train.jsonl.gz")
+        if not validation:
+            inputs.append(root / "validation.jsonl.gz")
+    check_directory_output("--out", out, inputs)
+
+
 def _run(kind: str, opts: dict[str, Any]) -> None:
     from rich.console import Console
 
@@ -127,9 +149,13 @@ def _run(kind: str, opts: dict[str, Any]) -> None:
             f"`neardup train {kind}` needs optional dependencies: {exc}. Install them with: "
             "pip install 'neardup[neural,train]'"
         ) from exc
+    from neardup.cli._checks import command_errors
+
     quiet = opts.pop("quiet")
     train_paths = [str(p) for p in opts.pop("train")] or None
     validation_paths = opts.pop("validation")
+    with command_errors():
+        _check_paths(train_paths, validation_paths, opts["output_dir"])
     try:
         train_corpus, negative_of = load_training_corpus(train_paths)
         validation = _load_validation(validation_paths)
@@ -145,8 +171,11 @@ def _run(kind: str, opts: dict[str, Any]) -> None:
             f"`neardup train {kind}` needs optional dependencies: {exc}. Install them with: "
             "pip install 'neardup[neural,train]'"
         ) from exc
-    except (NeardupError, ValueError, FileNotFoundError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    except (NeardupError, ValueError, OSError) as exc:
+        from neardup.cli._checks import message
+
+        where = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
+        raise click.ClickException(where + message(exc)) from exc
     if quiet:
         return
     console = Console(stderr=True)
