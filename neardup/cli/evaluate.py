@@ -97,6 +97,12 @@ def _load(opts: dict[str, Any]):
         raise click.UsageError("--cluster-field does not apply with --pairs: the clusters are "
                                "the connected components of the pairs. Drop one of them.")
     corpus = _read_labeled(opts)
+    if not len(corpus.ids):
+        from neardup.errors import InputError
+
+        files = ", ".join(str(p) for p in opts["labeled"])
+        raise InputError(f"LABELED ({files}) holds no document: nothing to score. Give the "
+                         "labeled files (id, text and cluster fields).")
     _check_named_fields(corpus, opts)
     return corpus
 

@@ -90,6 +90,9 @@ def leakage_command(train: tuple[Path, ...], test: tuple[Path, ...], **opts: Any
         table.add_row(f["file"], f"{f['documents']:,}", f"{f['unique_texts']:,}", f"{f['exact_leaks']:,}",
                       f"{f['near_leaks']:,}", f"{f['leaked']:,} ({100 * f['leaked_fraction']:.1f}%)")
     console.print(table)
+    if report.summary()["test_documents"] == 0:
+        console.print("[yellow]warning:[/yellow] the --test files hold no document: nothing "
+                      "was checked for leakage.")
     examples = report.pairs.slice(0, opts["examples"]).to_pylist()
     for e in examples:
         console.print(f"  {e['kind']:5} {e['score']:.2f}  test {e['test_id']} ~ train {e['train_id']}")

@@ -130,6 +130,11 @@ def report_command(run_outputs: tuple[Path, ...], **opts: Any) -> None:
                 "report: no input corpus: pass --input (the files the run read), or the "
                 "run's --report JSON, which records them."
             )
+        for path in inputs:  # before any work: the corpus the texts come from exists
+            if not Path(path).exists():
+                how = ("--input" if opts["inputs"] else
+                       f"the input recorded in {summary}; pass --input to give it")
+                raise InputError(f"{path}: no such file ({how}).")
         # --out checked before any reading: .html, writable, not one of the run's files
         # or inputs (links included).
         outputs = output_set((*run_outputs, *inputs), [("--out", opts["out"], ("html",))])

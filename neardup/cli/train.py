@@ -159,6 +159,10 @@ def _run(kind: str, opts: dict[str, Any]) -> None:
     try:
         train_corpus, negative_of = load_training_corpus(train_paths)
         validation = _load_validation(validation_paths)
+        for flag, corpus in (("--train", train_corpus), ("--validation", validation)):
+            if not len(corpus.ids):
+                raise click.ClickException(f"{flag}: the data holds no document to train on; "
+                                           "give labeled files (id, text, cluster).")
         accepted = inspect.signature(trainer).parameters
         kwargs = {k: v for k, v in opts.items() if v is not None and k in accepted}
         if "negative_of" in accepted:
