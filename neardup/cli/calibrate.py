@@ -108,14 +108,14 @@ def _show_pair(console, k: int, n: int, score: float, ids: tuple[str, str],
                    "id_b, label, or .jsonl; label y/n, 1/0 or true/false).")
 @click.option("--n-pairs", type=click.IntRange(4, 1000), default=40, show_default=True,
               help="How many pairs to ask about (drawn evenly over the score ranks of the "
-                   "uncertain region).")
+                   "uncertain region); not with --labels.")
 @click.option("--min-precision", type=click.FloatRange(0, 1), default=None,
               help="Fit the threshold with the highest recall at this precision (among the "
                    "labelled pairs) instead of the best F1.")
 @click.option("--min-gain", type=click.FloatRange(0, 1), default=_MIN_GAIN, show_default=True,
               help="Keep the method's default threshold unless a fitted one beats its F1 "
                    "among your labels by more than this (0: always take the best fit). "
-                   "Ignored with --min-precision.")
+                   "Not with --min-precision.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("calibration.json"),
               show_default=True,
               help="Tuning file to write (.json, for neardup eval --from-tuning). Outputs are "
@@ -155,6 +155,14 @@ def calibrate_command(inputs: tuple[Path, ...], **opts: Any) -> None:
 
     from neardup.cli._checks import command_errors, output_set
 
+    from neardup.cli._checks import given
+
+    if given("n_pairs") and opts["labels_path"] is not None:
+        raise click.UsageError("--n-pairs sets how many pairs you label in the terminal; with "
+                               "--labels it would be ignored. Drop one of them.")
+    if given("min_gain") and opts["min_precision"] is not None:
+        raise click.UsageError("--min-gain applies to the best-F1 fit; with --min-precision it "
+                               "would be ignored. Drop one of them.")
     console = Console(stderr=True)
     method = opts["method"]
     with command_errors({"labels_path": "--labels"}):

@@ -417,7 +417,9 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
 
     method = opts["method"]
     grid = _parse_grid(opts["grid"])
-    with command_errors(_CLI_FLAGS, words=_CLI_WORDS):
+    # A swept value out of range is named by the --grid entry that gave it.
+    flags = {**_CLI_FLAGS, **{name: f"--grid {name}" for name in grid or {}}}
+    with command_errors(flags, words=_CLI_WORDS):
         sweep = default_grid(method) if grid is None else grid
         base = method_params_from_options(method, opts, seed=opts["seed"])
         for name in sweep:

@@ -53,11 +53,6 @@ def _data_options(function):
         click.option("--seed", type=int, default=0, show_default=True,
                      help="Seeds data sampling, augmentation, dropout and initialisation: the "
                           "same seed on the same machine gives the same weights."),
-        click.option("--epochs", type=click.IntRange(min=1), default=None,
-                     help="Maximum epochs (default: the trainer's)."),
-        click.option("--patience", type=click.IntRange(min=1), default=None,
-                     help="Stop after this many epochs without a better validation ARI "
-                          "(early stopping; the best epoch's model is kept)."),
         click.option("--threads", type=click.IntRange(min=1), default=None,
                      help="CPU threads for the model (default: the library's choice)."),
         click.option("--quiet", is_flag=True, help="No progress bar and no summary."),
@@ -66,8 +61,13 @@ def _data_options(function):
 
 
 def _model_options(function):
-    """Options of the neural trainers (not the verifier)."""
+    """Options of the neural trainers (not the verifier, which is not trained in epochs)."""
     options = (
+        click.option("--epochs", type=click.IntRange(min=1), default=None,
+                     help="Maximum epochs (default: the trainer's)."),
+        click.option("--patience", type=click.IntRange(min=1), default=None,
+                     help="Stop after this many epochs without a better validation ARI "
+                          "(early stopping; the best epoch's model is kept)."),
         click.option("--batch-size", "batch_size", type=click.IntRange(min=2), default=None,
                      help="Examples per optimizer step (default: the trainer's)."),
         click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -114,6 +114,21 @@ def _load_validation(paths: tuple[Path, ...]):
     return corpus
 
 
+def _check_options_apply(kind: str, trainer, opts: dict[str, Any]) -> None:
+    """A usage error for an option given that this trainer does not take (it would be
+    silently ignored), e.g. --epochs for the verifier, which is not trained in epochs."""
+    accepted = inspect.signature(trainer).parameters
+    context = click.get_current_context(silent=True)
+    for name, value in opts.items():
+        if value is None or name in accepted:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if context is not None:
+            flag = next((p.opts[0] for p in context.command.params if p.name == name), flag)
+        raise click.UsageError(f"{flag} does not apply to `neardup train {kind}` (it would be "
+                               "ignored); drop it.")
+
+
 def _check_paths(train: list[str] | None, validation: tuple[Path, ...], out: Path) -> None:
     """Before any work: every input exists, and --out is a directory that can be written
     and holds no input (the trainer writes its files there, and may replace them)."""
@@ -154,6 +169,7 @@ def _run(kind: str, opts: dict[str, Any]) -> None:
     quiet = opts.pop("quiet")
     train_paths = [str(p) for p in opts.pop("train")] or None
     validation_paths = opts.pop("validation")
+    _check_options_apply(kind, trainer, opts)
     with command_errors():
         _check_paths(train_paths, validation_paths, opts["output_dir"])
     try:

@@ -582,3 +582,31 @@ def test_ctrl_c_exits_130_and_leaves_nothing(tmp_path, corpus, train_file, label
     result = invoke(*args)
     assert_failed(result, 130, "interrupted")
     assert snapshot(tmp_path) == before
+
+
+# ------------------------------------------------- options that would be silently ignored
+
+
+@pytest.mark.parametrize("args, phrase", [
+    (["calibrate", "{corpus}", "--labels", "{labels}", "--n-pairs", "10"], "--n-pairs"),
+    (["calibrate", "{corpus}", "--labels", "{labels}", "--min-precision", "0.9",
+      "--min-gain", "0.2"], "--min-gain"),
+    (["train", "verifier", "--train", "{labeled}", "--validation", "{labeled}", "--out",
+      "{dir}/m", "--epochs", "3"], "--epochs"),
+    (["train", "verifier", "--train", "{labeled}", "--validation", "{labeled}", "--out",
+      "{dir}/m", "--patience", "3"], "--patience"),
+])
+def test_an_option_that_would_be_ignored_is_a_usage_error(tmp_path, corpus, labels, labeled,
+                                                          args, phrase):
+    names = {"corpus": corpus, "labels": labels, "labeled": labeled, "dir": tmp_path}
+    before = snapshot(tmp_path)
+    result = invoke(*(a.format(**names) for a in args))
+    assert_failed(result, 2, phrase)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_swept_value_is_named_by_its_grid_entry(tmp_path, labeled):
+    before = snapshot(tmp_path)
+    result = invoke("tune", labeled, "--grid", "threshold=0.5,7", "--out", tmp_path / "t.json")
+    assert_failed(result, 1, "--grid threshold", "7")
+    assert snapshot(tmp_path) == before
