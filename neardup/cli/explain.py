@@ -156,8 +156,13 @@ def explain_command(input_path: Path, id_a: str, id_b: str, **opts: Any) -> None
         raise click.UsageError("--threshold applies to --method; name the method.")
     params: dict[str, Any] = {}
     if opts["threshold"] is not None:
-        params["threshold"] = (int(opts["threshold"]) if opts["method"] == "simhash"
-                               else opts["threshold"])  # fmt: skip
+        value = opts["threshold"]
+        if opts["method"] == "simhash":
+            if value != int(value):
+                raise click.UsageError(f"--threshold for simhash is a Hamming distance in bits "
+                                       f"(an integer); got {value:g}.")
+            value = int(value)
+        params["threshold"] = value
     from neardup.cli._checks import command_errors
 
     with command_errors():

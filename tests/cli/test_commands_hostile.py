@@ -211,6 +211,8 @@ def test_explain_one_empty_document_names_it(corpus):
     (["--time-window", "-1"], 2, ("--time-window",)),
     (["--threshold", "0.5"], 2, ("--threshold", "--method")),
     (["--method", "minhash", "--threshold", "7"], 1, ("--threshold", "7")),
+    (["--method", "simhash", "--threshold", "3.5"], 2, ("--threshold", "integer")),
+    (["--method", "nomethod"], 2, ("--method",)),
 ])
 def test_explain_bad_options(corpus, args, code, phrases):
     result = invoke("explain", corpus, "a", "b", "--id-field", "id", *args)
