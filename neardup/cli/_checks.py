@@ -113,6 +113,11 @@ def command_errors(flags: dict[str, str] | None = None,
         sys.exit(EXIT_TERMINATED)
     except (NeardupError, ValueError, *catch) as exc:
         raise click.ClickException(message(exc, flags, words)) from exc
+    except RecursionError as exc:  # e.g. JSON nested thousands deep in a file we parse
+        raise click.ClickException(
+            "an input is nested too deeply to be read (JSON deeper than Python's recursion "
+            "limit); no output was written, previous files are as they were."
+        ) from exc
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         raise click.ClickException(

@@ -212,7 +212,7 @@ def _out_flag(index: int, paths: list) -> str:
 )
 @click.option(
     "--seed",
-    type=int,
+    type=click.IntRange(min=0),
     default=0,
     show_default=True,
     help="Seeds every random choice; the same INPUT and seed give byte-identical output.",

@@ -54,8 +54,9 @@ def read_label_file(path: Path) -> list[tuple[str, str, bool]]:
             if line.strip():
                 try:
                     rows.append(json.loads(line))
-                except ValueError:
-                    raise InputError(f"{where}: line {n} is not JSON.") from None
+                except (ValueError, RecursionError):
+                    raise InputError(f"--labels {where}: line {n} is not JSON (or is nested "
+                                     "too deeply).") from None
     else:
         rows = list(csv.DictReader(text.splitlines(), delimiter="\t" if path.suffix == ".tsv" else ","))
     out = []
@@ -131,7 +132,7 @@ def _show_pair(console, k: int, n: int, score: float, ids: tuple[str, str],
                    "probabilities of corrections that did not see each label. Use it with "
                    "--model DIR. Measured no better than the threshold alone on held-out "
                    "sets (README).")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seeds the method and the choice of pairs.")
 def calibrate_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     """Fit a method's threshold to pairs of INPUT that you label (y/n/skip).

@@ -66,7 +66,7 @@ def _labeled_options(function):
 def _run_options(function):
     """Options at the end of both commands."""
     options = (
-        click.option("--seed", type=int, default=0, show_default=True,
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                      help="Seeds hashing, permutations and community detection."),
         click.option("--json", "as_json", is_flag=True,
                      help="Print machine-readable JSON to stdout instead of a table."),

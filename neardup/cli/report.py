@@ -161,7 +161,7 @@ def _recorded_inputs(summary: Path | None) -> list[Path]:
         return []
     try:
         report = json.loads(summary.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return []
     recorded = report.get("inputs") if isinstance(report, dict) else None
     if not isinstance(recorded, list):

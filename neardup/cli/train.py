@@ -22,6 +22,12 @@ from neardup.errors import NeardupError
 
 __all__ = ["train_command"]
 
+#: Library wording -> the command line's, in the data loaders' messages.
+_WORDS = (("load_training_corpus: ", "--train: "), ("refusing split='test'", "refusing test data"),
+          ("Use another output_dir", "Use another --out"))
+#: Files of a neardup training run or model: an existing --out holding none of them is
+#: someone else's directory, and is refused (the trainer would write into it).
+_RUN_MARKERS = ("run.json", "training.json", "model.json", "checkpoints")
 # kind -> (module, function) of the trainer.
 _TRAINERS = {
     "retsim": ("neardup.train.retsim_trainer", "train_retsim"),
@@ -50,7 +56,7 @@ def _data_options(function):
                           "states) there. Re-running the same command resumes from the last "
                           "checkpoint; a finished run is not trained again; a run with other "
                           "settings is refused."),
-        click.option("--seed", type=int, default=0, show_default=True,
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                      help="Seeds data sampling, augmentation, dropout and initialisation: the "
                           "same seed on the same machine gives the same weights."),
         click.option("--threads", type=click.IntRange(min=1), default=None,
@@ -149,6 +155,14 @@ def _check_paths(train: list[str] | None, validation: tuple[Path, ...], out: Pat
         if not validation:
             inputs.append(root / "validation.jsonl.gz")
     check_directory_output("--out", out, inputs)
+    if out.is_dir() and any(out.iterdir()) and not any((out / m).exists() for m in _RUN_MARKERS):
+        from neardup.errors import OutputError
+
+        raise OutputError(
+            f"--out: {str(out)!r} holds files that are not a neardup training run or model "
+            "(no run.json, training.json or model.json); the trainer would write among them. "
+            "Choose a new or empty directory (nothing in it was changed)."
+        )
 
 
 def _run(kind: str, opts: dict[str, Any]) -> None:
@@ -195,7 +209,8 @@ def _run(kind: str, opts: dict[str, Any]) -> None:
         from neardup.cli._checks import message
 
         where = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
-        raise click.ClickException(where + message(exc)) from exc
+        raise click.ClickException(
+            where + message(exc, {"output_dir": "--out"}, words=_WORDS)) from exc
     if quiet:
         return
     console = Console(stderr=True)

@@ -181,9 +181,10 @@ def _table_metadata(table: pa.Table) -> dict[str, Any]:
     if not meta:
         return {}
     try:
-        return json.loads(meta)
-    except ValueError:
+        data = json.loads(meta)
+    except (ValueError, RecursionError):
         return {}
+    return data if isinstance(data, dict) else {}
 
 
 def load_run(
@@ -274,12 +275,21 @@ def _apply_summary(outputs: RunOutputs, path: str | os.PathLike) -> None:
         report = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"report: no such file: {str(path)!r}.") from None
-    except ValueError as exc:
-        raise InputError(f"report: {str(path)!r} is not JSON ({exc}); pass the file "
+    except (ValueError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise InputError(f"report: {str(path)!r} is not JSON ({why}); pass the file "
                          "neardup dedup wrote with --report.") from None
     if not isinstance(report, dict) or "summary" not in report:
         raise InputError(f"report: {str(path)!r} has no 'summary'; pass the file neardup "
                          "dedup wrote with --report.")
+    kinds = {"summary": (dict,), "params": (dict, type(None)),
+             "timings_seconds": (dict, type(None)), "inputs": (list, type(None)),
+             "template_clusters": (list, type(None)), "method": (str, type(None))}
+    for key, accepted in kinds.items():
+        if not isinstance(report.get(key), accepted):
+            raise InputError(f"report: {str(path)!r}: {key!r} is a "
+                             f"{type(report.get(key)).__name__}, not what neardup dedup "
+                             "writes; pass the file it wrote with --report.")
     outputs.summary = dict(report["summary"])
     outputs.method = str(report.get("method") or outputs.method)
     outputs.params = report.get("params") or outputs.params

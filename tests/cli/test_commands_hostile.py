@@ -358,7 +358,7 @@ def test_calibrate_bad_labels_file(tmp_path, corpus, content, phrases):
 
 @pytest.mark.parametrize("option, value", [("--n-pairs", "abc"), ("--n-pairs", "1"),
                                            ("--min-precision", "2"), ("--min-gain", "x"),
-                                           ("--seed", "1.5")])
+                                           ("--seed", "1.5"), ("--seed", "-1")])
 def test_calibrate_numeric_options(tmp_path, corpus, option, value):
     result = invoke("calibrate", corpus, option, value, "--out", tmp_path / "cal.json")
     assert_failed(result, 2, option)
@@ -414,6 +414,7 @@ def test_tune_bad_out_is_refused_before_reading(tmp_path, labeled, out, phrase):
     (["--id-field", "ident"], 1, ("--id-field", "'ident'")),
     (["--threshold", "abc"], 2, ("--threshold",)),
     (["--seed", "x"], 2, ("--seed",)),
+    (["--seed", "-1"], 2, ("--seed",)),
     (["--split", "train"], 1, ("--split", "'test', 'validation'")),
 ])
 def test_eval_and_tune_bad_fields_and_options(tmp_path, labeled, command, args, code, phrases):
@@ -478,6 +479,7 @@ def _augment(stories, *args):
     (["--out", "{dir}/o.jsonl", "--id-field", "ident"], 1, ("--id-field", "'ident'")),
     (["--out", "{dir}/o.jsonl", "--text-field", "txt"], 1, ("--text-field", "'txt'")),
     (["--out", "{dir}/o.jsonl", "--limit", "-1"], 2, ("--limit",)),
+    (["--out", "{dir}/o.jsonl", "--seed", "-1"], 2, ("--seed",)),
     (["--out", "{dir}/o.jsonl", "--mean-cluster-size", "abc"], 2, ("--mean-cluster-size",)),
     (["--out", "{dir}/o.jsonl", "--hard-negative-share", "5"], 1, ("--hard-negative-share",)),
     (["--out", "{dir}/o.jsonl", "--splits", "dev=3"], 1, ("--splits", "'dev'")),
@@ -504,7 +506,7 @@ def test_augment_empty_input_writes_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["out-is-input", "out-holds-input", "out-under-a-file",
-                                  "missing-train", "empty-train"])
+                                  "out-is-someone-elses", "missing-train", "empty-train"])
 def test_train_refuses_before_any_work(tmp_path, labeled, case):
     pytest.importorskip("sklearn")
     out, train, phrases = tmp_path / "model", labeled, ("--out",)
@@ -517,6 +519,11 @@ def test_train_refuses_before_any_work(tmp_path, labeled, case):
     elif case == "out-under-a-file":
         out = labeled / "model"
         phrases = ("--out", "not a directory")
+    elif case == "out-is-someone-elses":
+        out = tmp_path / "photos"
+        out.mkdir()
+        (out / "config.json").write_text("mine")
+        phrases = ("--out", "not a neardup training run")
     elif case == "missing-train":
         train = tmp_path / "nope.jsonl"
         phrases = ("--train", "nope.jsonl", "no such file")
@@ -532,9 +539,10 @@ def test_train_refuses_before_any_work(tmp_path, labeled, case):
 
 
 @pytest.mark.parametrize("option, value", [("--epochs", "x"), ("--epochs", "0"),
-                                           ("--threads", "0"), ("--seed", "1.5")])
+                                           ("--threads", "0"), ("--seed", "1.5"),
+                                           ("--seed", "-1"), ("--lr", "0")])
 def test_train_numeric_options(tmp_path, labeled, option, value):
-    result = invoke("train", "verifier", "--train", labeled, "--validation", labeled,
+    result = invoke("train", "biencoder", "--train", labeled, "--validation", labeled,
                     "--out", tmp_path / "model", option, value)
     assert_failed(result, 2, option)
     assert not (tmp_path / "model").exists()
@@ -611,4 +619,34 @@ def test_a_swept_value_is_named_by_its_grid_entry(tmp_path, labeled):
     before = snapshot(tmp_path)
     result = invoke("tune", labeled, "--grid", "threshold=0.5,7", "--out", tmp_path / "t.json")
     assert_failed(result, 1, "--grid threshold", "7")
+    assert snapshot(tmp_path) == before
+
+
+# ------------------------------------------------------------- malformed run and label files
+
+
+@pytest.mark.parametrize("content, phrase", [
+    ('{"summary": [1, 2], "params": "x"}', "'summary' is a list"),
+    ('{"summary": {}, "params": [1]}', "'params' is a list"),
+    ('{"summary": ' + "[" * 3000 + "]" * 3000 + "}", "nested too deeply"),
+    ("[1, 2, 3]", "has no 'summary'"),
+    ("{not json", "is not JSON"),
+])
+def test_report_malformed_summary_json(tmp_path, corpus, run_files, content, phrase):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    before = snapshot(tmp_path)
+    result = invoke("report", run_files["clusters"], bad, "--input", corpus, "--id-field", "id",
+                    "--out", tmp_path / "page.html")
+    assert_failed(result, 1, "bad.json", phrase)
+    assert snapshot(tmp_path) == before
+
+
+def test_calibrate_deeply_nested_labels(tmp_path, corpus):
+    deep = tmp_path / "labels.jsonl"
+    deep.write_text('{"id_a": ' + "[" * 3000 + "]" * 3000 + "}\n")
+    before = snapshot(tmp_path)
+    result = invoke("calibrate", corpus, "--id-field", "id", "--labels", deep,
+                    "--out", tmp_path / "cal.json")
+    assert_failed(result, 1, "--labels", "labels.jsonl", "line 1")
     assert snapshot(tmp_path) == before
