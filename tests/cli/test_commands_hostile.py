@@ -650,3 +650,25 @@ def test_calibrate_deeply_nested_labels(tmp_path, corpus):
                     "--out", tmp_path / "cal.json")
     assert_failed(result, 1, "--labels", "labels.jsonl", "line 1")
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("clusters, pairs, phrase", [
+    ("id,cluster\na,x\nb,0\n", None, "column 'cluster' must hold whole numbers"),
+    ("id,cluster,representative\na,0,maybe\nb,0,true\n", None,
+     "column 'representative' must hold true/false values"),
+    ("id,cluster\na,0\nb,99999999999\n", None, "cluster ids go up to 99,999,999,999"),
+    ("id,cluster\na,0\nb,0\n", "id_a,id_b,score\na,b,high\n", "column 'score' must hold numbers"),
+    ("id,cluster\na,0\nb,-1\n", None, "negative cluster id"),
+    ("id,cluster\na,0\nb,0\n", "id_a,id_b,score\na,zz,0.9\n", "names id 'zz'"),
+])
+def test_report_malformed_run_tables(tmp_path, corpus, clusters, pairs, phrase):
+    files = [tmp_path / "clusters.csv"]
+    files[0].write_text(clusters)
+    if pairs is not None:
+        files.append(tmp_path / "pairs.csv")
+        files[1].write_text(pairs)
+    before = snapshot(tmp_path)
+    result = invoke("report", *files, "--input", corpus, "--id-field", "id",
+                    "--out", tmp_path / "page.html")
+    assert_failed(result, 1, phrase)
+    assert snapshot(tmp_path) == before
