@@ -16,6 +16,11 @@ NO_REUTERS = (
     "Pass INPUT files, or set NEARDUP_REUTERS_DIR to the directory holding reut2-*.sgm."
 )
 SPLIT_PLACEHOLDER = "{split}"
+#: The story reader's wording -> the command line's.
+_WORDS = (("prepare_stories: record", "story"),
+          ("must have a str 'text' field", "must have text in its --text-field field"),
+          ("must be a mapping", "must be a record with fields"),
+          ("prepare_stories: ", ""))
 #: Parameters of build_benchmark -> the flags that set them.
 _FLAGS = {
     "profile": "--profile", "seed": "--seed", "splits": "--splits",
@@ -359,7 +364,7 @@ def augment_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         "rate": opts["rate"],
         "min_words": opts["min_words"],
     }
-    with command_errors(_FLAGS, catch=(TypeError,)):
+    with command_errors(_FLAGS, catch=(TypeError,), words=_WORDS):
         # Every output checked before any reading: format from the extension, directory
         # writable, not an input nor another output; written as a set at the end.
         paths = _split_paths(opts["out"], opts["splits"])
