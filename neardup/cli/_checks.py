@@ -55,6 +55,7 @@ def _termination_as_exception() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+_TEMPORARY = re.compile(r"^(.*/)?\.(.+)\.neardup-\d+-[0-9a-f]+\.(?:tmp|bak)$")
 _PARAMETER = re.compile(r"\b[A-Za-z_][\w.]*: parameter '(\w+)'")
 
 
@@ -119,7 +120,9 @@ def command_errors(flags: dict[str, str] | None = None,
             "limit); no output was written, previous files are as they were."
         ) from exc
     except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
+        # A temporary file of an OutputSet is named after its target: name the target.
+        target = _TEMPORARY.sub(r"\1\2", str(exc.filename)) if exc.filename else ""
+        where = f"{target}: " if target else ""
         raise click.ClickException(
             f"{where}{exc.strerror or exc}; no output was written, previous files are as they "
             "were."

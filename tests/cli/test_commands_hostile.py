@@ -568,7 +568,8 @@ def test_a_failed_write_leaves_every_previous_output(tmp_path, corpus, train_fil
     monkeypatch.setattr(outputs_module.OutputSet, "write_text", full)
     result = invoke("leakage", "--train", train_file, "--test", corpus, "--pairs-out", pairs,
                     "--report", report, "-q")
-    assert_failed(result, 1, "No space left on device", "previous files are as they were")
+    assert_failed(result, 1, f"{report}: No space left on device",
+                  "previous files are as they were")
     assert snapshot(tmp_path) == before
 
 
