@@ -124,8 +124,13 @@ def load_table(path: str | os.PathLike) -> pa.Table:
                 parse_options=pcsv.ParseOptions(delimiter="," if kind == "csv" else "\t"),
                 convert_options=pcsv.ConvertOptions(column_types=types),
             )
+        names = table.column_names  # decoded here: a header that is not UTF-8 fails now
+    except UnicodeDecodeError as exc:
+        raise InputError(f"report: cannot read {str(path)!r}: byte {exc.start} of a column "
+                         "name is not UTF-8.") from None
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise InputError(f"report: cannot read {str(path)!r}: {exc}") from None
+    del names
     for name in _STRING_COLUMNS:
         if name in table.column_names and not pa.types.is_string(table.schema.field(name).type):
             index = table.column_names.index(name)

@@ -673,3 +673,41 @@ def test_report_malformed_run_tables(tmp_path, corpus, clusters, pairs, phrase):
                     "--out", tmp_path / "page.html")
     assert_failed(result, 1, phrase)
     assert snapshot(tmp_path) == before
+
+
+# ----------------------------------------------------------------------- fuzzing --labels
+
+
+def test_labels_file_reader_fails_only_with_input_error(tmp_path):
+    """Whatever the bytes of a --labels file, read_label_file returns rows or raises
+    InputError (printed as one line naming the file), never another exception."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from neardup.cli.calibrate import read_label_file
+    from neardup.errors import InputError
+
+    @settings(max_examples=150, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(data=st.one_of(
+        st.binary(max_size=200),
+        st.lists(st.text(max_size=12), max_size=5).map(lambda rows: "\n".join(
+            ["id_a,id_b,label"] + rows).encode("utf-8", "surrogatepass")),
+        st.lists(st.dictionaries(st.sampled_from(["id_a", "id_b", "label"]),
+                                 st.one_of(st.text(max_size=4), st.integers(), st.none(),
+                                           st.booleans()), max_size=3),
+                 max_size=4).map(lambda rows: "".join(json.dumps(r) + "\n"
+                                                      for r in rows).encode())),
+        suffix=st.sampled_from([".csv", ".tsv", ".jsonl"]))
+    def check(data, suffix):
+        path = tmp_path / f"labels{suffix}"
+        path.write_bytes(data)
+        try:
+            rows = read_label_file(path)
+        except InputError as exc:
+            assert str(path) in str(exc)
+            return
+        assert all(isinstance(a, str) and isinstance(b, str) and isinstance(label, bool)
+                   for a, b, label in rows)
+
+    check()
