@@ -189,6 +189,13 @@ def _split_paths(out: Path, splits: str) -> list[tuple[str | None, Path]]:
 
 def _write(records: list[dict], paths: list[tuple[str | None, Path]], outputs) -> list[tuple[Path, int]]:
     """Write the records to their temporary files (one per split with '{split}')."""
+    named = {split for split, _ in paths}
+    if None not in named:  # one file per split: every record must have its file
+        unplaced = sorted({r["split"] for r in records} - named)
+        if unplaced:
+            raise click.ClickException(
+                f"records of split {unplaced[0]!r} have no file: --out names one per split "
+                f"of --splits ({', '.join(sorted(named))}).")
     written = []
     for index, (split, path) in enumerate(paths):
         chosen = records if split is None else (r for r in records if r["split"] == split)

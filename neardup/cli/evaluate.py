@@ -418,7 +418,7 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
     method = opts["method"]
     grid = _parse_grid(opts["grid"])
     # A swept value out of range is named by the --grid entry that gave it.
-    flags = {**_CLI_FLAGS, **{name: f"--grid {name}" for name in grid or {}}}
+    flags = {**_CLI_FLAGS, **{name.rpartition(".")[2]: f"--grid {name}" for name in grid or {}}}
     with command_errors(flags, words=_CLI_WORDS):
         sweep = default_grid(method) if grid is None else grid
         base = method_params_from_options(method, opts, seed=opts["seed"])
