@@ -156,13 +156,16 @@ def report_command(run_outputs: tuple[Path, ...], **opts: Any) -> None:
 
 def _recorded_inputs(summary: Path | None) -> list[Path]:
     """The inputs a --report JSON records (read before any work, to check --out against
-    them); [] when there is none or it cannot be read (load_run then says why)."""
+    them); [] when there is no such JSON or it records none."""
     if summary is None:
         return []
     try:
         report = json.loads(summary.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return []
+    except (OSError, ValueError, RecursionError) as exc:
+        why = ("nested too deeply" if isinstance(exc, RecursionError)
+               else getattr(exc, "strerror", None) or exc)
+        raise InputError(f"report: {str(summary)!r} is not JSON ({why}); pass the file "
+                         "neardup dedup wrote with --report.") from None
     recorded = report.get("inputs") if isinstance(report, dict) else None
     if not isinstance(recorded, list):
         return []

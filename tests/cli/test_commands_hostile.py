@@ -640,6 +640,11 @@ def test_report_malformed_summary_json(tmp_path, corpus, run_files, content, phr
     result = invoke("report", run_files["clusters"], bad, "--input", corpus, "--id-field", "id",
                     "--out", tmp_path / "page.html")
     assert_failed(result, 1, "bad.json", phrase)
+    # Without --input the inputs would come from the JSON: it is read before any work.
+    result = invoke("report", run_files["clusters"], bad, "--id-field", "id",
+                    "--out", tmp_path / "page.html")
+    assert_failed(result, 1)
+    assert "bad.json" in result.output or "pass --input" in result.output, result.output
     assert snapshot(tmp_path) == before
 
 
