@@ -97,6 +97,9 @@ def find_leakage(
     exact = ExactHash(normalize=getattr(method, "normalize", ExactHash().normalize))
     combined = _CombinedSketcher(exact, method)
     corpus = sketch_corpus(both(), combined, timer=timer, progress=progress)
+    if corpus.n_docs == 0:  # both corpora empty: nothing leaks
+        return LeakageReport(per_file=[], pairs=_empty_pairs(), method=method.name,
+                             params={"method": method.get_params()}, timings=timer.seconds)
     is_test = np.concatenate(flags) if flags else np.zeros(0, bool)
     exact_sketch, method_sketch = combined.split(corpus.sketch)
     with timer.stage("pairs"):
@@ -112,6 +115,16 @@ def find_leakage(
         params={"method": method.get_params()},
         timings=timer.seconds,
     )
+
+
+def _empty_pairs() -> pa.Table:
+    """The flagged-pairs table with no row."""
+    strings = ("test_id", "train_id")
+    return pa.table({
+        **{name: pa.array([], pa.string()) for name in strings},
+        "score": pa.array([], pa.float32()),
+        **{name: pa.array([], pa.string()) for name in ("kind", "test_file", "train_file")},
+    })
 
 
 class _CombinedSketcher(Method):

@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from neardup.errors import NeardupError
 
 NO_REUTERS = (
     "no INPUT given and the Reuters-21578 collection was not found (looked in "
@@ -17,6 +16,19 @@ NO_REUTERS = (
     "Pass INPUT files, or set NEARDUP_REUTERS_DIR to the directory holding reut2-*.sgm."
 )
 SPLIT_PLACEHOLDER = "{split}"
+#: The story reader's wording -> the command line's.
+_WORDS = (("prepare_stories: record", "story"),
+          ("must have a str 'text' field", "must have text in its --text-field field"),
+          ("must be a mapping", "must be a record with fields"),
+          ("prepare_stories: ", ""))
+#: Parameters of build_benchmark -> the flags that set them.
+_FLAGS = {
+    "profile": "--profile", "seed": "--seed", "splits": "--splits",
+    "mean_cluster_size": "--mean-cluster-size", "max_cluster_size": "--max-cluster-size",
+    "hard_negative_share": "--hard-negative-share", "target_jaccard": "--target-jaccard",
+    "noise_scale": "--noise-scale", "rate": "--rate", "min_words": "--min-words",
+    "limit": "--limit",
+}
 
 # (row label, stats key) of the printed table, in order.
 _ROWS = (
@@ -117,6 +129,8 @@ def _stories(inputs: tuple[Path, ...], opts: dict[str, Any], console: Any) -> li
         console.print(f"[dim]no INPUT given: reading Reuters-21578 from {root}[/dim]")
     fields = {"id": opts["id_field"], "text": opts["text_field"], "date": opts["date_field"],
               "topics": opts["topics_field"]}  # fmt: skip
+    seen: set[str] = set()  # fields some record has: a field the user named must be one
+    first_fields: list[str] | None = None
     stories: list[dict] = []
     limit = opts["limit"]
     with warnings.catch_warnings(record=True) as caught:
@@ -128,26 +142,71 @@ def _stories(inputs: tuple[Path, ...], opts: dict[str, Any], console: Any) -> li
             parts = ("title", "dateline", "body") if detect_format(path) == "reuters" else ()
             config = ReaderConfig(limit=None if limit is None else limit - len(stories))
             for record in iter_records([path], config):
+                if first_fields is None:
+                    first_fields = [str(k) for k in record]
+                seen.update(key for key in fields.values() if key in record)
                 story = {name: record.get(key) for name, key in fields.items()}
                 story.update((part, record.get(part)) for part in parts)
                 stories.append(story)
     for warning in caught:
         console.print(f"[dim]warning: {warning.message}[/dim]")
+    if stories:
+        _check_named_fields(fields, seen, first_fields or [], len(stories))
     return stories
 
 
-def _write(records: list[dict], out: Path) -> list[tuple[Path, int]]:
-    from neardup.io import write_records
+def _check_named_fields(fields: dict[str, str], seen: set[str], first_fields: list[str],
+                        count: int) -> None:
+    """A field no record has is an error when the user named it (the text field always:
+    without it there is no story)."""
+    from neardup.cli._checks import given
+    from neardup.errors import InputError
+
+    for name, option in (("text", "text_field"), ("id", "id_field"), ("date", "date_field"),
+                         ("topics", "topics_field")):
+        key = fields[name]
+        if key in seen or (name != "text" and not given(option)):
+            continue
+        shown = ", ".join(repr(k) for k in first_fields[:20]) or "no fields"
+        flag = "--" + option.replace("_", "-")
+        raise InputError(
+            f"{flag} {key!r}: none of the {count:,} records read has it (the first record has "
+            f"{shown}). Set {flag} to the field that holds the story's {name}"
+            + (", or leave it out." if name != "text" else ".")
+        )
+
+
+def _split_paths(out: Path, splits: str) -> list[tuple[str | None, Path]]:
+    """The files --out names: one, or one per split built when it holds '{split}'."""
+    from neardup.eval.stories import parse_splits
 
     name = str(out)
     if SPLIT_PLACEHOLDER not in name:
-        return [(out, write_records(out, records))]
+        return [(None, out)]
+    return [(split, Path(name.replace(SPLIT_PLACEHOLDER, split)))
+            for split, size in parse_splits(splits) if size != 0]
+
+
+def _write(records: list[dict], paths: list[tuple[str | None, Path]], outputs) -> list[tuple[Path, int]]:
+    """Write the records to their temporary files (one per split with '{split}')."""
+    named = {split for split, _ in paths}
+    if None not in named:  # one file per split: every record must have its file
+        unplaced = sorted({r["split"] for r in records} - named)
+        if unplaced:
+            raise click.ClickException(
+                f"records of split {unplaced[0]!r} have no file: --out names one per split "
+                f"of --splits ({', '.join(sorted(named))}).")
     written = []
-    splits = list(dict.fromkeys(r["split"] for r in records))
-    for split in splits:
-        path = Path(name.replace(SPLIT_PLACEHOLDER, split))
-        written.append((path, write_records(path, (r for r in records if r["split"] == split))))
+    for index, (split, path) in enumerate(paths):
+        chosen = records if split is None else (r for r in records if r["split"] == split)
+        written.append((path, outputs.write_records(_out_flag(index, paths), chosen)))
     return written
+
+
+def _out_flag(index: int, paths: list) -> str:
+    """The name an output goes by in messages: --out, or --out (split NAME)."""
+    split = paths[index][0]
+    return "--out" if split is None else f"--out ({split} split)"
 
 
 @click.command("augment")
@@ -165,7 +224,7 @@ def _write(records: list[dict], out: Path) -> list[tuple[Path, int]]:
 )
 @click.option(
     "--seed",
-    type=int,
+    type=click.IntRange(min=0),
     default=0,
     show_default=True,
     help="Seeds every random choice; the same INPUT and seed give byte-identical output.",
@@ -175,9 +234,9 @@ def _write(records: list[dict], out: Path) -> list[tuple[Path, int]]:
     "out",
     type=click.Path(path_type=Path),
     required=True,
-    help="Output records: .jsonl, .jsonl.gz, .parquet or .csv, written atomically. "
-    "A name containing '{split}' (e.g. 'bench/{split}.jsonl.gz') writes one "
-    "file per split.",
+    help="Output records: .jsonl, .jsonl.gz, .parquet, .csv or .tsv. A name containing "
+    "'{split}' (e.g. 'bench/{split}.jsonl.gz') writes one file per split. Every output "
+    "(with --stats) is checked before any reading and written as a set.",
 )
 @click.option(
     "--splits",
@@ -261,7 +320,8 @@ def _write(records: list[dict], out: Path) -> list[tuple[Path, int]]:
     show_default=True,
     help="Field holding a list of topic labels, used to pick same-topic hard negatives (optional).",
 )
-@click.option("--limit", type=int, default=None, help="Read at most this many stories.")
+@click.option("--limit", type=click.IntRange(min=0), default=None,
+              help="Read at most this many stories.")
 @click.option(
     "--stats",
     "stats_out",
@@ -291,8 +351,8 @@ def augment_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     """
     from rich.console import Console
 
+    from neardup.cli._checks import command_errors, output_set
     from neardup.eval.benchmark import benchmark_stats, build_benchmark
-    from neardup.io.writers import atomic_path
 
     console = Console(stderr=True, quiet=opts["quiet"])
     target: Any = "auto"
@@ -311,24 +371,30 @@ def augment_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         "rate": opts["rate"],
         "min_words": opts["min_words"],
     }
-    try:
-        stories = _stories(inputs, opts, console)
-        records, info = build_benchmark(stories, progress=progress, return_info=True, **params)
-        if not records:
-            raise click.ClickException(
-                f"no documents generated: {info['stories_used']} of {info['stories_in']} "
-                f"stories are usable ({info['skipped']['short']} shorter than --min-words "
-                f"{opts['min_words']}, {info['skipped']['empty']} empty)."
-            )
-        written = _write(records, opts["out"])
-        stats = benchmark_stats(records)
-    except (NeardupError, ValueError, TypeError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    if opts["stats_out"] is not None:
-        inputs_desc = [p.name for p in inputs] or ["reuters21578/reut2-*.sgm"]
-        report = {"stats": stats, "info": info, "params": params, "inputs": inputs_desc}
-        with atomic_path(opts["stats_out"]) as tmp:
-            Path(tmp).write_text(json.dumps(report, indent=2) + "\n")
+    with command_errors(_FLAGS, catch=(TypeError,), words=_WORDS):
+        # Every output checked before any reading: format from the extension, directory
+        # writable, not an input nor another output; written as a set at the end.
+        paths = _split_paths(opts["out"], opts["splits"])
+        specs = [(_out_flag(k, paths), path, None) for k, (_, path) in enumerate(paths)]
+        specs.append(("--stats", opts["stats_out"], ("json",)))
+        outputs = output_set(inputs, specs)
+        with outputs:
+            stories = _stories(inputs, opts, console)
+            records, info = build_benchmark(stories, progress=progress, return_info=True,
+                                            **params)
+            if not records:
+                raise click.ClickException(
+                    f"no documents generated: {info['stories_used']} of {info['stories_in']} "
+                    f"stories are usable ({info['skipped']['short']} shorter than --min-words "
+                    f"{opts['min_words']}, {info['skipped']['empty']} empty)."
+                )
+            written = _write(records, paths, outputs)
+            stats = benchmark_stats(records)
+            if opts["stats_out"] is not None:
+                inputs_desc = [p.name for p in inputs] or ["reuters21578/reut2-*.sgm"]
+                report = {"stats": stats, "info": info, "params": params, "inputs": inputs_desc}
+                outputs.write_text("--stats", json.dumps(report, indent=2) + "\n")
+            outputs.commit()
     if not opts["quiet"]:
         _print_stats(stats, info, Console())
         for path, count in written:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ __all__ = ["calibrate_command"]
 _YES = {"y", "yes", "1", "true", "dup", "duplicate"}
 _NO = {"n", "no", "0", "false", "not", "different"}
 _SHOWN_CHARS = 1200
+#: --save-labels formats: those --labels reads.
+_LABEL_KINDS = ("csv", "tsv", "jsonl")
 #: neardup.eval.calibrate.MIN_GAIN, not imported here: neardup.eval is slow to import and
 #: --help should not wait for it (a test checks they agree).
 _MIN_GAIN = 0.1
@@ -40,15 +43,20 @@ def read_label_file(path: Path) -> list[tuple[str, str, bool]]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"{where}: cannot read the labels file ({exc}).") from None
+        raise InputError(f"--labels {where}: cannot read the labels file "
+                         f"({exc.strerror or exc}).") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"--labels {where}: byte {exc.start} is not UTF-8; save the labels "
+                         "file as UTF-8.") from None
     if path.suffix == ".jsonl":
         rows = []
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
                     rows.append(json.loads(line))
-                except ValueError:
-                    raise InputError(f"{where}: line {n} is not JSON.") from None
+                except (ValueError, RecursionError):
+                    raise InputError(f"--labels {where}: line {n} is not JSON (or is nested "
+                                     "too deeply).") from None
     else:
         rows = list(csv.DictReader(text.splitlines(), delimiter="\t" if path.suffix == ".tsv" else ","))
     out = []
@@ -101,18 +109,21 @@ def _show_pair(console, k: int, n: int, score: float, ids: tuple[str, str],
                    "id_b, label, or .jsonl; label y/n, 1/0 or true/false).")
 @click.option("--n-pairs", type=click.IntRange(4, 1000), default=40, show_default=True,
               help="How many pairs to ask about (drawn evenly over the score ranks of the "
-                   "uncertain region).")
+                   "uncertain region); not with --labels.")
 @click.option("--min-precision", type=click.FloatRange(0, 1), default=None,
               help="Fit the threshold with the highest recall at this precision (among the "
                    "labelled pairs) instead of the best F1.")
 @click.option("--min-gain", type=click.FloatRange(0, 1), default=_MIN_GAIN, show_default=True,
               help="Keep the method's default threshold unless a fitted one beats its F1 "
                    "among your labels by more than this (0: always take the best fit). "
-                   "Ignored with --min-precision.")
+                   "Not with --min-precision.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("calibration.json"),
-              show_default=True, help="Tuning file to write (for neardup eval --from-tuning).")
+              show_default=True,
+              help="Tuning file to write (.json, for neardup eval --from-tuning). Outputs are "
+                   "checked before any work and written as a set.")
 @click.option("--save-labels", type=click.Path(path_type=Path), default=None,
-              help="Also write the labels given here (.csv) for a later --labels run.")
+              help="Also write the labels given here (.csv, .tsv or .jsonl) for a later --labels "
+                   "run; saved even when the fit then fails.")
 @click.option("--fit-verifier", "fit_verifier", type=click.Path(path_type=Path), default=None,
               metavar="DIR",
               help="With --method rerank: also correct the verifier to your labels (a linear "
@@ -121,7 +132,7 @@ def _show_pair(console, k: int, n: int, score: float, ids: tuple[str, str],
                    "probabilities of corrections that did not see each label. Use it with "
                    "--model DIR. Measured no better than the threshold alone on held-out "
                    "sets (README).")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seeds the method and the choice of pairs.")
 def calibrate_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     """Fit a method's threshold to pairs of INPUT that you label (y/n/skip).
@@ -143,12 +154,29 @@ def calibrate_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     """
     from rich.console import Console
 
+    from neardup.cli._checks import command_errors, output_set
+
+    from neardup.cli._checks import given
+
+    if given("n_pairs") and opts["labels_path"] is not None:
+        raise click.UsageError("--n-pairs sets how many pairs you label in the terminal; with "
+                               "--labels it would be ignored. Drop one of them.")
+    if given("min_gain") and opts["min_precision"] is not None:
+        raise click.UsageError("--min-gain applies to the best-F1 fit; with --min-precision it "
+                               "would be ignored. Drop one of them.")
     console = Console(stderr=True)
     method = opts["method"]
-    try:
-        fit, info = _calibrate(inputs, method, opts, console)
-    except (NeardupError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    with command_errors({"labels_path": "--labels"}):
+        # Every output checked before any work: format from the extension, directory
+        # writable, not an input (the corpus, --labels) nor another output.
+        outputs = output_set(
+            (*inputs, opts["labels_path"]),
+            [("--out", opts["out"], ("json",)),
+             ("--save-labels", opts["save_labels"], _LABEL_KINDS)])
+        if opts["fit_verifier"] is not None:
+            _check_verifier_folder(opts["fit_verifier"], outputs, inputs, opts)
+        with outputs:
+            fit, info = _calibrate(inputs, method, opts, console, outputs)
     threshold = info["threshold"]
     among = ("among the labelled pairs, out of fold" if opts["fit_verifier"] is not None
              else "among the labelled pairs")
@@ -167,18 +195,8 @@ def calibrate_command(inputs: tuple[Path, ...], **opts: Any) -> None:
                f" or neardup dedup INPUT --method {method}{model} --threshold {threshold}")
 
 
-def _calibrate(inputs, method: str, opts: dict[str, Any], console):
-    import neardup
-    from neardup.eval.calibrate import (
-        boundary_sample,
-        candidate_params,
-        fit_threshold,
-        labels_hash,
-        score_to_threshold,
-        threshold_to_score,
-    )
-    from neardup.eval.evaluate import build_method
-    from neardup.eval.tuning import TuningResult
+def _calibrate(inputs, method: str, opts: dict[str, Any], console, outputs):
+    from neardup.eval.calibrate import boundary_sample, candidate_params, threshold_to_score
     from neardup.io import read_corpus
     from neardup.methods import make_method
     from neardup.pipeline import ClusterConfig, run
@@ -188,6 +206,9 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
     base_verifier = None
     if opts["fit_verifier"] is not None:
         base_verifier = _check_fit_verifier(method, params, opts["fit_verifier"])
+    labelled = None
+    if opts["labels_path"] is not None:  # read before the work: a bad file fails fast
+        labelled = read_label_file(opts["labels_path"])
     wide = candidate_params(method, params)
     # Connected components: the scored pairs only are read here, not the clusters.
     result = run(read_corpus(list(inputs), reader), make_method(method, **wide),
@@ -197,8 +218,8 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
     score_of = {}
     for left, right, score in zip(pairs.left.tolist(), pairs.right.tolist(), pairs.score.tolist()):
         score_of[(ids[left], ids[right])] = score_of[(ids[right], ids[left])] = float(score)
-    if opts["labels_path"] is not None:
-        rows = read_label_file(opts["labels_path"])
+    if labelled is not None:
+        rows = labelled
         unknown = sorted({i for a, b, _ in rows for i in (a, b)} - set(ids))
         if unknown:
             raise InputError(
@@ -228,13 +249,49 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
             if answer != "s":
                 rows.append((ids[i], ids[j], answer == "y"))
     if opts["save_labels"] is not None:
-        with open(opts["save_labels"], "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["id_a", "id_b", "label"])
-            writer.writerows((a, b, "y" if label else "n") for a, b, label in rows)
+        outputs.write_records("--save-labels", ({"id_a": a, "id_b": b,
+                                                 "label": "y" if label else "n"}
+                                                for a, b, label in rows))
     if not rows:
         raise InputError("no pairs labelled: nothing to fit. Answer y or n for a few dozen "
                          "pairs, or pass --labels FILE.")
+    try:
+        return _fit_and_write(rows, method, params, ids, score_of, texts, dates,
+                              base_verifier, opts, outputs)
+    except (NeardupError, ValueError, OSError) as exc:
+        if opts["labels_path"] is None and opts["save_labels"] is not None:
+            _rescue_labels(inputs, opts, rows, exc)
+        raise
+
+
+def _rescue_labels(inputs, opts: dict[str, Any], rows, exc: BaseException) -> None:
+    """The fit failed after the user answered: save their answers to --save-labels alone
+    (its path was checked before the work), and say so in the error."""
+    from neardup.cli._checks import output_set
+
+    rescue = output_set((*inputs,), [("--save-labels", opts["save_labels"], _LABEL_KINDS)])
+    try:
+        with rescue:
+            rescue.write_records("--save-labels", ({"id_a": a, "id_b": b,
+                                                    "label": "y" if label else "n"}
+                                                   for a, b, label in rows))
+            rescue.commit()
+    except (NeardupError, OSError):
+        return
+    note = (f" Your {len(rows)} labels were saved to {opts['save_labels']}: rerun with "
+            f"--labels {opts['save_labels']}.")
+    exc.args = (f"{exc.args[0] if exc.args else exc}{note}", *exc.args[1:])
+
+
+def _fit_and_write(rows, method, params, ids, score_of, texts, dates, base_verifier, opts,
+                   outputs):
+    import neardup
+    from neardup.eval.calibrate import fit_threshold, labels_hash, score_to_threshold, \
+        threshold_to_score
+    from neardup.eval.evaluate import build_method
+    from neardup.eval.tuning import TuningResult
+    from neardup.pipeline import ClusterConfig
+
     labels = [label for *_, label in rows]
     if base_verifier is not None:
         position = {doc: k for k, doc in enumerate(ids)}
@@ -250,10 +307,6 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
                         min_gain=opts["min_gain"])
     threshold = score_to_threshold(method, fit.score)
     if base_verifier is not None:
-        from neardup.train.verifier import CORRECTION_L2, save_refit
-
-        save_refit(refit, base_verifier, opts["fit_verifier"], threshold=threshold,
-                   n_labels=fit.n_labels, n_positive=fit.n_positive, l2=CORRECTION_L2)
         params = {**params, "model": str(opts["fit_verifier"])}
     chosen = build_method(method, {**params, "threshold": threshold}).get_params()
     points = [{"values": {"threshold": score_to_threshold(method, p["score"])},
@@ -267,15 +320,42 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console):
         points=points, best_index=best, data_hash=labels_hash(rows), n_docs=len(ids),
         n_true_clusters=0, metric="f1", version=neardup.__version__,
     )
+    from neardup.cli._checks import tuning_text
+
+    outputs.write_text("--out", tuning_text(tuning))
+    if base_verifier is not None:
+        from neardup.train.verifier import CORRECTION_L2, save_refit
+
+        save_refit(refit, base_verifier, opts["fit_verifier"], threshold=threshold,
+                   n_labels=fit.n_labels, n_positive=fit.n_positive, l2=CORRECTION_L2)
     try:
-        tuning.save(opts["out"])
+        outputs.commit()
     except BaseException:
-        if base_verifier is not None:  # the two outputs appear together or not at all
+        if base_verifier is not None:  # the outputs appear together or not at all
             import shutil
 
             shutil.rmtree(opts["fit_verifier"], ignore_errors=True)
         raise
     return fit, {"threshold": threshold}
+
+
+
+def _check_verifier_folder(folder: Path, outputs, inputs, opts: dict[str, Any]) -> None:
+    """--fit-verifier DIR, before any work: a new or empty folder that holds no input and
+    no other output, whose parent can be written."""
+    from neardup.cli._checks import check_directory_output
+    from neardup.errors import OutputError
+
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise OutputError(f"--fit-verifier: {folder} exists and is not an empty folder; "
+                          "choose a new folder (nothing is overwritten).")
+    check_directory_output("--fit-verifier", folder, (*inputs, opts["labels_path"]))
+    target = Path(os.path.realpath(folder))
+    for flag in ("--out", "--save-labels"):
+        path = opts[flag.lstrip("-").replace("-", "_")]
+        if path is not None and target in Path(os.path.realpath(path)).parents:
+            raise OutputError(f"{flag} {path} is inside --fit-verifier {folder}, which must be "
+                              "a new folder holding the verifier only; write it elsewhere.")
 
 
 def _check_fit_verifier(method: str, params: dict[str, Any], out: Path) -> Path:

@@ -13,7 +13,6 @@ from typing import Any
 
 import click
 
-from neardup.cli.errors import cli_message
 from click.core import ParameterSource
 
 from neardup.cli.options import (
@@ -26,7 +25,6 @@ from neardup.cli.options import (
     method_options,
     method_params_from_options,
 )
-from neardup.errors import NeardupError
 
 __all__ = ["eval_command", "tune_command"]
 
@@ -68,7 +66,7 @@ def _labeled_options(function):
 def _run_options(function):
     """Options at the end of both commands."""
     options = (
-        click.option("--seed", type=int, default=0, show_default=True,
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                      help="Seeds hashing, permutations and community detection."),
         click.option("--json", "as_json", is_flag=True,
                      help="Print machine-readable JSON to stdout instead of a table."),
@@ -78,7 +76,57 @@ def _run_options(function):
     return apply_options(options, function)
 
 
+#: Library wording -> the command line's, in load_labeled's messages.
+_CLI_WORDS = (
+    ("set cluster_field / --cluster-field", "set --cluster-field"),
+    ("(pairs_path= / --pairs)", "(--pairs)"),
+    ("(split_field=..., --split-field)", "(--split-field)"),
+    ("check id_field / --id-field", "check --id-field"),
+    ("select_split: the corpus", "--split: the corpus"),
+    ("load_labeled: ", ""),
+)
+#: Parameters these commands name by a flag of their own.
+_CLI_FLAGS = {"name": "--split", "cluster_field": "--cluster-field",
+              "split_field": "--split-field", "pairs_path": "--pairs"}
+
+
 def _load(opts: dict[str, Any]):
+    from neardup.cli._checks import given
+
+    if opts["pairs_path"] is not None and given("cluster_field"):
+        raise click.UsageError("--cluster-field does not apply with --pairs: the clusters are "
+                               "the connected components of the pairs. Drop one of them.")
+    corpus = _read_labeled(opts)
+    if not len(corpus.ids):
+        from neardup.errors import InputError
+
+        files = ", ".join(str(p) for p in opts["labeled"])
+        raise InputError(f"LABELED ({files}) holds no document: nothing to score. Give the "
+                         "labeled files (id, text and cluster fields).")
+    _check_named_fields(corpus, opts)
+    return corpus
+
+
+def _check_named_fields(corpus, opts: dict[str, Any]) -> None:
+    """A field the user named that no record has is an error, not a silent default."""
+    from neardup.cli._checks import given
+    from neardup.errors import InputError
+
+    files = ", ".join(str(p) for p in opts["labeled"])
+    if given("split_field") and corpus.splits is None:
+        raise InputError(
+            f"--split-field {opts['split_field']!r}: no record of {files} has it, so the "
+            "documents would have no split. Set --split-field to the field that holds each "
+            "document's split, or leave it out."
+        )
+    if given("date_field") and corpus.dates is None and len(corpus.ids):
+        raise InputError(
+            f"--date-field {opts['date_field']!r}: no record of {files} has a date in it. Set "
+            "--date-field to the field that holds the date, or leave it out."
+        )
+
+
+def _read_labeled(opts: dict[str, Any]):
     from neardup.eval.labeled import load_labeled
 
     return load_labeled(
@@ -174,10 +222,12 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
     """
     from rich.console import Console
 
+    from neardup.cli._checks import command_errors
+
     err = Console(stderr=True)
     ks = _parse_ks(opts["ks"])
     tuning = None
-    try:
+    with command_errors(_CLI_FLAGS, words=_CLI_WORDS):
         if opts["from_tuning"] is not None:
             from neardup.eval.tuning import load_tuning
 
@@ -199,8 +249,6 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
         progress = False if opts["as_json"] else opts["progress"]
         report = evaluate(data, method, params=params, cluster=cluster, ks=ks,
                           progress=progress)
-    except (NeardupError, ValueError) as exc:
-        raise click.ClickException(cli_message(exc)) from exc
     report = {
         "split": opts["split"],
         "inputs": [str(p) for p in opts["labeled"]],
@@ -343,8 +391,8 @@ def _parse_grid(entries: tuple[str, ...]) -> dict[str, list] | None:
                    "nothing to tune.")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("tuning.json"),
               show_default=True,
-              help="Write the sweep and the chosen parameters here (JSON), for `neardup eval "
-                   "--from-tuning`.")
+              help="Write the sweep and the chosen parameters here (.json), for `neardup "
+                   "eval --from-tuning`; checked before any reading, never an input.")
 @_run_options
 @click.pass_context
 def tune_command(ctx: click.Context, **opts: Any) -> None:
@@ -365,9 +413,13 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
 
     from neardup.eval.tuning import default_grid, tune
 
+    from neardup.cli._checks import command_errors, output_set, tuning_text
+
     method = opts["method"]
     grid = _parse_grid(opts["grid"])
-    try:
+    # A swept value out of range is named by the --grid entry that gave it.
+    flags = {**_CLI_FLAGS, **{name.rpartition(".")[2]: f"--grid {name}" for name in grid or {}}}
+    with command_errors(flags, words=_CLI_WORDS):
         sweep = default_grid(method) if grid is None else grid
         base = method_params_from_options(method, opts, seed=opts["seed"])
         for name in sweep:
@@ -388,13 +440,16 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
                 "optimistic. Tune on --split validation, then report on test with "
                 "`neardup eval LABELED --split test --from-tuning FILE`."
             )
-        corpus = _load(opts)
-        progress = False if opts["as_json"] else opts["progress"]
-        result = tune(corpus, method, split=split, grid=grid, base_params=base,
-                      cluster=cluster, progress=progress)
-        result.save(opts["out"])
-    except (NeardupError, ValueError) as exc:
-        raise click.ClickException(cli_message(exc)) from exc
+        # --out checked before any reading (.json, writable, not an input).
+        outputs = output_set((*opts["labeled"], opts["pairs_path"]),
+                             [("--out", opts["out"], ("json",))])
+        with outputs:
+            corpus = _load(opts)
+            progress = False if opts["as_json"] else opts["progress"]
+            result = tune(corpus, method, split=split, grid=grid, base_params=base,
+                          cluster=cluster, progress=progress)
+            outputs.write_text("--out", tuning_text(result))
+            outputs.commit()
     if opts["as_json"]:
         click.echo(_dump(result.to_dict()))
         return

@@ -8,7 +8,6 @@ from typing import Any
 import click
 
 from neardup.cli.options import reader_config_from_options, reader_options
-from neardup.errors import NeardupError
 from neardup.methods import METHODS
 
 _STYLES = {"delete": "bold red strike", "insert": "bold green", "replace_a": "red strike",
@@ -60,6 +59,16 @@ def render_explanation(console: Any, ids: tuple[str, str], docs: dict, result: d
         console.print(f"[bold]{escape(doc_id)}[/bold]: {escape(str(doc['source']))}, record "
                       f"{doc['row']}, {len(doc['text']):,} characters"
                       + (f", dated {doc['date']}" if doc["date"] is not None else ""))
+    empty = [doc_id for doc_id, flag in zip(ids, result.get("empty", ())) if flag]
+    if empty:
+        which = (f"both {escape(id_a)} and {escape(id_b)} are" if len(empty) == 2
+                 else f"{escape(empty[0])} is")
+        console.print(
+            f"[bold yellow]Nothing to compare:[/bold yellow] {which} empty after "
+            "normalization (no word left once invisible characters, punctuation and spaces "
+            "are removed), so no method scores this pair and a run never links it: such "
+            "documents get status=empty and stay on their own."
+        )
     console.print(Panel(_aligned_text(result["alignment"]),
                         title=f"normalized text of {escape(id_b)} aligned against {escape(id_a)}",
                         subtitle="[green]inserted[/green] [red strike]deleted[/red strike] "
@@ -147,9 +156,16 @@ def explain_command(input_path: Path, id_a: str, id_b: str, **opts: Any) -> None
         raise click.UsageError("--threshold applies to --method; name the method.")
     params: dict[str, Any] = {}
     if opts["threshold"] is not None:
-        params["threshold"] = (int(opts["threshold"]) if opts["method"] == "simhash"
-                               else opts["threshold"])  # fmt: skip
-    try:
+        value = opts["threshold"]
+        if opts["method"] == "simhash":
+            if value != int(value):
+                raise click.UsageError(f"--threshold for simhash is a Hamming distance in bits "
+                                       f"(an integer); got {value:g}.")
+            value = int(value)
+        params["threshold"] = value
+    from neardup.cli._checks import command_errors
+
+    with command_errors():
         reader = reader_config_from_options(opts)
         docs = find_documents([input_path], reader, [id_a, id_b])
         result = explain_pair(
@@ -158,6 +174,4 @@ def explain_command(input_path: Path, id_a: str, id_b: str, **opts: Any) -> None
             method=opts["method"], method_params=params,
             time_window_hours=opts["time_window_hours"], ngram=opts["ngram"],
         )  # fmt: skip
-    except (NeardupError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
     render_explanation(Console(), (id_a, id_b), docs, result)

@@ -8,8 +8,6 @@ from typing import Any
 
 import click
 
-from neardup.cli.errors import cli_message
-
 from neardup.cli.options import (
     method_options,
     method_params_from_options,
@@ -17,7 +15,6 @@ from neardup.cli.options import (
     reader_options,
     run_options,
 )
-from neardup.errors import NeardupError
 from neardup.methods import make_method
 
 
@@ -30,9 +27,10 @@ from neardup.methods import make_method
 @reader_options
 @click.option("--pairs-out", type=click.Path(path_type=Path), default=None,
               help="Write the flagged (test_id, train_id, score, kind, test_file, "
-                   "train_file) pairs: .parquet, .jsonl or .csv.")
+                   "train_file) pairs: .parquet, .jsonl, .jsonl.gz, .csv or .tsv.")
 @click.option("--report", type=click.Path(path_type=Path), default=None,
-              help="Write the per-file counts, parameters and timings as JSON.")
+              help="Write the per-file counts, parameters and timings as JSON (.json). Outputs "
+                   "are checked before any reading and written as a set.")
 @click.option("--examples", type=click.IntRange(min=0), default=5, show_default=True,
               help="How many flagged pairs to print.")
 @run_options
@@ -51,33 +49,37 @@ def leakage_command(train: tuple[Path, ...], test: tuple[Path, ...], **opts: Any
     from rich.console import Console
     from rich.table import Table
 
-    from neardup.io import read_corpus, write_table
-    from neardup.io.writers import atomic_path
+    from neardup.cli._checks import command_errors, output_set
+    from neardup.io import read_corpus
     from neardup.leakage import find_leakage
 
-    try:
-        method = make_method(opts["method"], **method_params_from_options(opts["method"], opts, seed=opts["seed"]))
+    with command_errors():
+        method = make_method(opts["method"], **method_params_from_options(
+            opts["method"], opts, seed=opts["seed"]))
         reader = reader_config_from_options(opts)
         progress = False if opts["quiet"] else opts["progress"]
-        report = find_leakage(
-            read_corpus(list(train), reader), read_corpus(list(test), reader), method, progress=progress
-        )
-        if opts["pairs_out"] is not None:
-            write_table(opts["pairs_out"], report.pairs)
-        if opts["report"] is not None:
-            payload = {
-                "summary": report.summary(),
-                "per_file": report.per_file,
-                "method": report.method,
-                "params": report.params,
-                "timings_seconds": report.timings,
-                "train": [str(p) for p in train],
-                "test": [str(p) for p in test],
-            }
-            with atomic_path(opts["report"]) as tmp:
-                Path(tmp).write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
-    except (NeardupError, ValueError) as exc:
-        raise click.ClickException(cli_message(exc)) from exc
+        # Both outputs checked before any reading (format, directory, not an input, not
+        # each other) and written as a set.
+        outputs = output_set((*train, *test), [("--pairs-out", opts["pairs_out"], None),
+                                               ("--report", opts["report"], ("json",))])
+        with outputs:
+            report = find_leakage(read_corpus(list(train), reader),
+                                  read_corpus(list(test), reader), method, progress=progress)
+            if "--pairs-out" in outputs:
+                outputs.write_table("--pairs-out", report.pairs)
+            if "--report" in outputs:
+                payload = {
+                    "summary": report.summary(),
+                    "per_file": report.per_file,
+                    "method": report.method,
+                    "params": report.params,
+                    "timings_seconds": report.timings,
+                    "train": [str(p) for p in train],
+                    "test": [str(p) for p in test],
+                }
+                outputs.write_text("--report", json.dumps(payload, indent=2, sort_keys=True,
+                                                          default=str) + "\n")
+            outputs.commit()
     if opts["quiet"]:
         return
     console = Console()
@@ -88,6 +90,9 @@ def leakage_command(train: tuple[Path, ...], test: tuple[Path, ...], **opts: Any
         table.add_row(f["file"], f"{f['documents']:,}", f"{f['unique_texts']:,}", f"{f['exact_leaks']:,}",
                       f"{f['near_leaks']:,}", f"{f['leaked']:,} ({100 * f['leaked_fraction']:.1f}%)")
     console.print(table)
+    if report.summary()["test_documents"] == 0:
+        console.print("[yellow]warning:[/yellow] the --test files hold no document: nothing "
+                      "was checked for leakage.")
     examples = report.pairs.slice(0, opts["examples"]).to_pylist()
     for e in examples:
         console.print(f"  {e['kind']:5} {e['score']:.2f}  test {e['test_id']} ~ train {e['train_id']}")

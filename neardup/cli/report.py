@@ -9,11 +9,19 @@ from typing import Any
 import click
 
 from neardup.cli.options import reader_config_from_options, reader_options
-from neardup.errors import InputError, NeardupError
+from neardup.errors import InputError
 
 
 def _columns(path: Path) -> list[str]:
-    """Column names of a table neardup wrote, read from its schema or first line."""
+    """Column names of a table neardup wrote, read from its schema or first line ([] when
+    it cannot be read as one)."""
+    try:
+        return _read_columns(path)
+    except Exception:  # noqa: BLE001 - any unreadable file is "not a table neardup wrote"
+        return []
+
+
+def _read_columns(path: Path) -> list[str]:
     name = path.name.lower()
     if name.endswith(".parquet"):
         import pyarrow.parquet as pq
@@ -108,29 +116,57 @@ def report_command(run_outputs: tuple[Path, ...], **opts: Any) -> None:
 
     from rich.console import Console
 
-    from neardup.report import ReportLimits, collect_report, load_run, write_html
+    from neardup.cli._checks import command_errors, output_set
+    from neardup.report import ReportLimits, collect_report, load_run, render_html
 
     console = Console(stderr=True, quiet=opts["quiet"])
-    clusters, pairs, summary = classify_outputs(run_outputs)
     start = time.perf_counter()
-    try:
+    with command_errors({"label_field": "--label-field"}):
+        clusters, pairs, summary = classify_outputs(run_outputs)
         reader = reader_config_from_options(opts)
-        outputs = load_run(clusters, pairs, summary)
-        inputs = list(opts["inputs"]) or [Path(p) for p in outputs.inputs]
+        inputs = list(opts["inputs"]) or _recorded_inputs(summary)
         if not inputs:
             raise InputError(
                 "report: no input corpus: pass --input (the files the run read), or the "
                 "run's --report JSON, which records them."
             )
-        limits = ReportLimits(max_clusters=opts["max_clusters"], max_members=opts["max_members"],
-                              max_chars=opts["max_chars"])
-        data = collect_report(outputs, inputs, reader, label_field=opts["label_field"],
-                              limits=limits)
-        size = write_html(opts["out"], data)
-    except (NeardupError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        for path in inputs:  # before any work: the corpus the texts come from exists
+            if not Path(path).exists():
+                how = ("--input" if opts["inputs"] else
+                       f"the input recorded in {summary}; pass --input to give it")
+                raise InputError(f"{path}: no such file ({how}).")
+        # --out checked before any reading: .html, writable, not one of the run's files
+        # or inputs (links included).
+        outputs = output_set((*run_outputs, *inputs), [("--out", opts["out"], ("html",))])
+        with outputs:
+            run = load_run(clusters, pairs, summary)
+            limits = ReportLimits(max_clusters=opts["max_clusters"],
+                                  max_members=opts["max_members"], max_chars=opts["max_chars"])
+            data = collect_report(run, inputs, reader, label_field=opts["label_field"],
+                                  limits=limits)
+            page = render_html(data).encode("utf-8")
+            outputs.temporary("--out").write_bytes(page)
+            outputs.commit()
     console.print(
-        f"wrote {opts['out']} ({size / 1e6:.1f} MB; {data['meta']['clusters_shown']:,} of "
+        f"wrote {opts['out']} ({len(page) / 1e6:.1f} MB; {data['meta']['clusters_shown']:,} of "
         f"{data['meta']['clusters_total']:,} clusters shown) in "
         f"{time.perf_counter() - start:.1f} s"
     )
+
+
+def _recorded_inputs(summary: Path | None) -> list[Path]:
+    """The inputs a --report JSON records (read before any work, to check --out against
+    them); [] when there is no such JSON or it records none."""
+    if summary is None:
+        return []
+    try:
+        report = json.loads(summary.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        why = ("nested too deeply" if isinstance(exc, RecursionError)
+               else getattr(exc, "strerror", None) or exc)
+        raise InputError(f"report: {str(summary)!r} is not JSON ({why}); pass the file "
+                         "neardup dedup wrote with --report.") from None
+    recorded = report.get("inputs") if isinstance(report, dict) else None
+    if not isinstance(recorded, list):
+        return []
+    return [Path(p) for p in recorded if isinstance(p, str)]

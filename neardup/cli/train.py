@@ -22,6 +22,12 @@ from neardup.errors import NeardupError
 
 __all__ = ["train_command"]
 
+#: Library wording -> the command line's, in the data loaders' messages.
+_WORDS = (("load_training_corpus: ", "--train: "), ("refusing split='test'", "refusing test data"),
+          ("Use another output_dir", "Use another --out"))
+#: Files of a neardup training run or model: an existing --out holding none of them is
+#: someone else's directory, and is refused (the trainer would write into it).
+_RUN_MARKERS = ("run.json", "training.json", "model.json", "checkpoints")
 # kind -> (module, function) of the trainer.
 _TRAINERS = {
     "retsim": ("neardup.train.retsim_trainer", "train_retsim"),
@@ -50,14 +56,9 @@ def _data_options(function):
                           "states) there. Re-running the same command resumes from the last "
                           "checkpoint; a finished run is not trained again; a run with other "
                           "settings is refused."),
-        click.option("--seed", type=int, default=0, show_default=True,
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                      help="Seeds data sampling, augmentation, dropout and initialisation: the "
                           "same seed on the same machine gives the same weights."),
-        click.option("--epochs", type=click.IntRange(min=1), default=None,
-                     help="Maximum epochs (default: the trainer's)."),
-        click.option("--patience", type=click.IntRange(min=1), default=None,
-                     help="Stop after this many epochs without a better validation ARI "
-                          "(early stopping; the best epoch's model is kept)."),
         click.option("--threads", type=click.IntRange(min=1), default=None,
                      help="CPU threads for the model (default: the library's choice)."),
         click.option("--quiet", is_flag=True, help="No progress bar and no summary."),
@@ -66,8 +67,13 @@ def _data_options(function):
 
 
 def _model_options(function):
-    """Options of the neural trainers (not the verifier)."""
+    """Options of the neural trainers (not the verifier, which is not trained in epochs)."""
     options = (
+        click.option("--epochs", type=click.IntRange(min=1), default=None,
+                     help="Maximum epochs (default: the trainer's)."),
+        click.option("--patience", type=click.IntRange(min=1), default=None,
+                     help="Stop after this many epochs without a better validation ARI "
+                          "(early stopping; the best epoch's model is kept)."),
         click.option("--batch-size", "batch_size", type=click.IntRange(min=2), default=None,
                      help="Examples per optimizer step (default: the trainer's)."),
         click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -114,6 +120,51 @@ def _load_validation(paths: tuple[Path, ...]):
     return corpus
 
 
+def _check_options_apply(kind: str, trainer, opts: dict[str, Any]) -> None:
+    """A usage error for an option given that this trainer does not take (it would be
+    silently ignored), e.g. --epochs for the verifier, which is not trained in epochs."""
+    accepted = inspect.signature(trainer).parameters
+    context = click.get_current_context(silent=True)
+    for name, value in opts.items():
+        if value is None or name in accepted:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if context is not None:
+            flag = next((p.opts[0] for p in context.command.params if p.name == name), flag)
+        raise click.UsageError(f"{flag} does not apply to `neardup train {kind}` (it would be "
+                               "ignored); drop it.")
+
+
+def _check_paths(train: list[str] | None, validation: tuple[Path, ...], out: Path) -> None:
+    """Before any work: every input exists, and --out is a directory that can be written
+    and holds no input (the trainer writes its files there, and may replace them)."""
+    from neardup.cli._checks import check_directory_output
+    from neardup.errors import InputError
+    from neardup.train.data import default_benchmark_dir
+
+    inputs: list[Path] = []
+    for flag, given_paths in (("--train", train or ()), ("--validation", validation)):
+        for path in map(Path, given_paths):
+            if not path.exists():
+                raise InputError(f"{flag} {path}: no such file.")
+            inputs.append(path)
+    root = default_benchmark_dir()
+    if root is not None:  # the default data, when --train or --validation is left out
+        if not train:
+            inputs.append(root / "train.jsonl.gz")
+        if not validation:
+            inputs.append(root / "validation.jsonl.gz")
+    check_directory_output("--out", out, inputs)
+    if out.is_dir() and any(out.iterdir()) and not any((out / m).exists() for m in _RUN_MARKERS):
+        from neardup.errors import OutputError
+
+        raise OutputError(
+            f"--out: {str(out)!r} holds files that are not a neardup training run or model "
+            "(no run.json, training.json or model.json); the trainer would write among them. "
+            "Choose a new or empty directory (nothing in it was changed)."
+        )
+
+
 def _run(kind: str, opts: dict[str, Any]) -> None:
     from rich.console import Console
 
@@ -127,12 +178,21 @@ def _run(kind: str, opts: dict[str, Any]) -> None:
             f"`neardup train {kind}` needs optional dependencies: {exc}. Install them with: "
             "pip install 'neardup[neural,train]'"
         ) from exc
+    from neardup.cli._checks import command_errors
+
     quiet = opts.pop("quiet")
     train_paths = [str(p) for p in opts.pop("train")] or None
     validation_paths = opts.pop("validation")
+    _check_options_apply(kind, trainer, opts)
+    with command_errors():
+        _check_paths(train_paths, validation_paths, opts["output_dir"])
     try:
         train_corpus, negative_of = load_training_corpus(train_paths)
         validation = _load_validation(validation_paths)
+        for flag, corpus in (("--train", train_corpus), ("--validation", validation)):
+            if not len(corpus.ids):
+                raise click.ClickException(f"{flag}: the data holds no document to train on; "
+                                           "give labeled files (id, text, cluster).")
         accepted = inspect.signature(trainer).parameters
         kwargs = {k: v for k, v in opts.items() if v is not None and k in accepted}
         if "negative_of" in accepted:
@@ -145,8 +205,12 @@ def _run(kind: str, opts: dict[str, Any]) -> None:
             f"`neardup train {kind}` needs optional dependencies: {exc}. Install them with: "
             "pip install 'neardup[neural,train]'"
         ) from exc
-    except (NeardupError, ValueError, FileNotFoundError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    except (NeardupError, ValueError, OSError) as exc:
+        from neardup.cli._checks import message
+
+        where = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
+        raise click.ClickException(
+            where + message(exc, {"output_dir": "--out"}, words=_WORDS)) from exc
     if quiet:
         return
     console = Console(stderr=True)

@@ -102,7 +102,8 @@ def _read_texts(
     mask[needed] = True
     remaining = int(mask.sum())
     start = 0
-    for batch in read_corpus(list(inputs), config):
+    batches = read_corpus(list(inputs), config)
+    for batch in batches:
         n = len(batch)
         local = np.flatnonzero(mask[start : start + n]) if start < outputs.n_docs else []
         for i in np.asarray(local).tolist():
@@ -121,6 +122,11 @@ def _read_texts(
         start += n
         if remaining == 0:
             break
+    if remaining == 0 and config.date_field is not None and not dates:
+        # None of the documents read has a date: read on, so that the reader can tell a
+        # --date-field no record has (an error) from documents without dates.
+        for _ in batches:
+            pass
     if remaining:
         raise InputError(
             f"report: the input has {start} documents but the run has {outputs.n_docs}; "
@@ -285,7 +291,9 @@ def collect_report(
 
     clusters = []
     group_of_shown = outputs.clusters[shown]
-    bounds = np.flatnonzero(np.r_[True, group_of_shown[1:] != group_of_shown[:-1], True])
+    # Run boundaries of the shown clusters; none at all for an empty run.
+    bounds = (np.flatnonzero(np.r_[True, group_of_shown[1:] != group_of_shown[:-1], True])
+              if shown.size else np.zeros(1, np.int64))
     for b0, b1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         positions = shown[b0:b1].tolist()
         cid = int(outputs.clusters[positions[0]])

@@ -52,7 +52,8 @@ def find_documents(
     wanted = set(map(str, ids))
     found: dict[str, dict[str, Any]] = {}
     read = 0
-    for batch in read_corpus(list(inputs), reader):
+    batches = read_corpus(list(inputs), reader)
+    for batch in batches:
         read += len(batch)
         if wanted.isdisjoint(batch.ids):
             continue
@@ -65,6 +66,12 @@ def find_documents(
                                  "row": int(batch.rows[i])}  # fmt: skip
         if len(found) == len(wanted):
             break
+    if (reader.date_field is not None and found
+            and all(doc["date"] is None for doc in found.values())):
+        # Neither document has a date: read on, so that the reader can tell a
+        # --date-field no record has (an error) from documents without dates.
+        for batch in batches:
+            read += len(batch)
     missing = [i for i in map(str, ids) if i not in found]
     if missing:
         hint = ("" if reader.id_field else " Documents are numbered from 0 by position; "
@@ -115,26 +122,50 @@ def _lexical_rows(texts: list[str], params: dict[str, dict[str, Any]]) -> list[d
 
     zero, one = np.array([0]), np.array([1])
     rows = []
+
+    def empty_row(method: str, measure: str, threshold: Any, rule: str, n_features) -> dict:
+        """A method that finds nothing to compare in a text: no score, and why."""
+        empty = [k for k, n in zip("AB", np.asarray(n_features).tolist()) if n == 0]
+        which = "both texts are" if len(empty) == 2 else f"text {empty[0]} is"
+        return _row(method, measure, None, threshold, rule, False,
+                    f"nothing to compare: {which} empty after normalization")
+
     exact = make_method("exact", **params.get("exact", {}))
     sketch = exact.sketch(texts)
     comparable = bool((sketch.n_features > 0).all())
-    same = comparable and bool((sketch.arrays["digest"][0] == sketch.arrays["digest"][1]).all())
-    rows.append(_row("exact", "normalized texts identical", 1.0 if same else 0.0, 1.0, ">=", same))
+    if comparable:
+        same = bool((sketch.arrays["digest"][0] == sketch.arrays["digest"][1]).all())
+        rows.append(_row("exact", "normalized texts identical", 1.0 if same else 0.0, 1.0, ">=",
+                         same))
+    else:
+        rows.append(empty_row("exact", "normalized texts identical", 1.0, ">=",
+                              sketch.n_features))
 
     ngram = make_method("ngram", **params.get("ngram", {}))
-    sets = ngram.sketch(texts).sets
-    jaccard = float(exact_similarity(sets, zero, one, "jaccard")[0])
-    containment = float(exact_similarity(sets, zero, one, "containment")[0])
+    ngram_sketch = ngram.sketch(texts)
+    sets = ngram_sketch.sets
     kind = ngram.similarity
-    rows.append(_row("ngram", "shingle Jaccard", jaccard, ngram.threshold, ">=",
-                     comparable and kind == "jaccard" and jaccard >= ngram.threshold,
-                     "" if kind == "jaccard" else "not the measure in use"))  # fmt: skip
-    rows.append(_row("ngram", "shingle containment", containment, ngram.threshold, ">=",
-                     comparable and kind == "containment" and containment >= ngram.threshold,
-                     "" if kind == "containment" else "with --similarity containment"))  # fmt: skip
+    if bool((ngram_sketch.n_features > 0).all()):
+        jaccard = float(exact_similarity(sets, zero, one, "jaccard")[0])
+        containment = float(exact_similarity(sets, zero, one, "containment")[0])
+        rows.append(_row("ngram", "shingle Jaccard", jaccard, ngram.threshold, ">=",
+                         kind == "jaccard" and jaccard >= ngram.threshold,
+                         "" if kind == "jaccard" else "not the measure in use"))  # fmt: skip
+        rows.append(_row("ngram", "shingle containment", containment, ngram.threshold, ">=",
+                         kind == "containment" and containment >= ngram.threshold,
+                         "" if kind == "containment" else "with --similarity containment"))  # fmt: skip
+    else:
+        for measure in ("shingle Jaccard", "shingle containment"):
+            rows.append(empty_row("ngram", measure, ngram.threshold, ">=",
+                                  ngram_sketch.n_features))
 
     minhash = make_method("minhash", **params.get("minhash", {}))
-    signature = minhash.sketch(texts).arrays["signature"]
+    minhash_sketch = minhash.sketch(texts)
+    if not bool((minhash_sketch.n_features > 0).all()):
+        rows.append(empty_row("minhash", f"estimated Jaccard ({minhash.num_perm} permutations)",
+                              minhash.threshold, ">=", minhash_sketch.n_features))
+        return _simhash_and_after(rows, texts, params, empty_row)
+    signature = minhash_sketch.arrays["signature"]
     estimate = float(jaccard_from_signatures(signature, zero, one)[0])
     bands, rows_per_band = minhash.banding
     keys = band_keys(signature, bands, rows_per_band)
@@ -144,18 +175,33 @@ def _lexical_rows(texts: list[str], params: dict[str, dict[str, Any]]) -> list[d
                      minhash.threshold, ">=", found,
                      f"{collide} of {bands} LSH bands ({rows_per_band} rows) collide"
                      + ("" if collide else ": never a candidate")))  # fmt: skip
+    return _simhash_and_after(rows, texts, params, empty_row)
 
+
+def _simhash_and_after(rows: list[dict[str, Any]], texts: list[str],
+                       params: dict[str, dict[str, Any]], empty_row) -> list[dict[str, Any]]:
+    from neardup.methods import make_method
+    from neardup.methods.ngram import exact_similarity
+    from neardup.methods.simhash import hamming_distance
+
+    zero, one = np.array([0]), np.array([1])
     simhash = make_method("simhash", **params.get("simhash", {}))
-    fingerprint = simhash.sketch(texts).arrays["fingerprint"]
-    distance = int(hamming_distance(fingerprint[:1], fingerprint[1:])[0])
-    rows.append(_row("simhash", "Hamming distance (bits of 64)", float(distance),
-                     simhash.threshold, "<=", comparable and distance <= simhash.threshold))
+    simhash_sketch = simhash.sketch(texts)
+    if bool((simhash_sketch.n_features > 0).all()):
+        fingerprint = simhash_sketch.arrays["fingerprint"]
+        distance = int(hamming_distance(fingerprint[:1], fingerprint[1:])[0])
+        rows.append(_row("simhash", "Hamming distance (bits of 64)", float(distance),
+                         simhash.threshold, "<=", distance <= simhash.threshold))
+    else:
+        rows.append(empty_row("simhash", "Hamming distance (bits of 64)", simhash.threshold,
+                              "<=", simhash_sketch.n_features))
 
     spotsigs = make_method("spotsigs", **params.get("spotsigs", {}))
     spot_sketch = spotsigs.sketch(texts)
     spot = float(exact_similarity(spot_sketch.sets, zero, one, "jaccard")[0])
     has_spots = bool((spot_sketch.n_features > 0).all())
-    rows.append(_row("spotsigs", "spot-signature Jaccard", spot, spotsigs.threshold, ">=",
+    rows.append(_row("spotsigs", "spot-signature Jaccard", spot if has_spots else None,
+                     spotsigs.threshold, ">=",
                      has_spots and spot >= spotsigs.threshold,
                      "" if has_spots else "a text has no spot signature (no stopword antecedent)"))
     for name, why in _CORPUS_METHODS.items():
@@ -249,7 +295,11 @@ def explain_pair(
                      dtype="datetime64[s]")
     pair = Pairs(np.array([0]), np.array([1]), np.ones(1, np.float32))
     window = {} if time_window_hours is None else {"time_window_hours": time_window_hours}
-    pair_type = str(classify_pairs(pair, normalized, dates=dates, **window)[0])
+    # A text with nothing to compare (no word after normalization) is never paired: it has
+    # no pair type, whatever the type rules would say of two empty strings.
+    empty = [not text.split() for text in normalized]
+    pair_type = ("none (nothing to compare)" if any(empty)
+                 else str(classify_pairs(pair, normalized, dates=dates, **window)[0]))
     features = {k: (bool(v[0]) if v.dtype == bool else round(float(v[0]), 4))
                 for k, v in pair_features(pair, normalized).items()}  # fmt: skip
     gap = None
@@ -261,6 +311,7 @@ def explain_pair(
         "shingles": _shingles(normalized[0], normalized[1], ngram),
         "scores": scores,
         "pair_type": pair_type,
+        "empty": empty,
         "features": features,
         "dates": [None if np.isnat(d) else str(d) for d in dates],
         "gap_hours": gap,

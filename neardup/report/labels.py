@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from neardup.errors import InputError
+from neardup.errors import InputError, setting
 
 __all__ = ["label_errors", "read_labels"]
 
@@ -39,10 +39,15 @@ def read_labels(paths: Sequence[str | os.PathLike], config: Any, label_field: st
 
     labels = np.empty(n_docs, dtype=object)
     count = 0
+    seen = False  # some record has the field: a name no record has is a misspelling
+    first_fields: list[str] | None = None
     for position, record in enumerate(iter_records(list(paths), config)):
         if position >= n_docs:
             count = position + 1
             break
+        if first_fields is None:
+            first_fields = [str(k) for k in record]
+        seen = seen or label_field in record
         value = record.get(label_field)
         if value is None or (isinstance(value, str) and not value.strip()):
             value = f"\x00singleton {position}"
@@ -53,6 +58,15 @@ def read_labels(paths: Sequence[str | os.PathLike], config: Any, label_field: st
             )
         labels[position] = str(value)
         count = position + 1
+    if count and not seen:
+        shown = ", ".join(repr(k) for k in (first_fields or [])[:20]) or "no fields"
+        raise InputError(
+            f"label field {label_field!r}: none of the {min(count, n_docs):,} records has it, "
+            f"so every document would be its own label and the scores would be wrong (the "
+            f"first record has {shown}). Set "
+            f"{setting('label_field', 'label_field=...')} to the field that holds the "
+            "ground-truth label, or leave it out."
+        )
     if count != n_docs:
         raise InputError(
             f"report: the input has {count}{'+' if count > n_docs else ''} records but the "

@@ -124,12 +124,25 @@ def load_table(path: str | os.PathLike) -> pa.Table:
                 parse_options=pcsv.ParseOptions(delimiter="," if kind == "csv" else "\t"),
                 convert_options=pcsv.ConvertOptions(column_types=types),
             )
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"report: cannot read {str(path)!r}: {exc}") from exc
+        names = table.column_names  # decoded here: a header that is not UTF-8 fails now
+    except UnicodeDecodeError as exc:
+        raise InputError(f"report: cannot read {str(path)!r}: byte {exc.start} of a column "
+                         "name is not UTF-8.") from None
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise InputError(f"report: cannot read {str(path)!r}: {exc}") from None
+    del names
     for name in _STRING_COLUMNS:
         if name in table.column_names and not pa.types.is_string(table.schema.field(name).type):
             index = table.column_names.index(name)
-            table = table.set_column(index, name, table.column(name).cast(pa.string()))
+            try:
+                column = table.column(name).cast(pa.string())
+            except (pa.ArrowException, ValueError, TypeError):
+                raise InputError(
+                    f"report: {str(path)!r}: column {name!r} must hold text or whole numbers "
+                    f"(it is {table.schema.field(name).type}); pass the file neardup dedup "
+                    "wrote."
+                ) from None
+            table = table.set_column(index, name, column)
     return table
 
 
@@ -142,10 +155,28 @@ def _require(table: pa.Table, columns: tuple[str, ...], path: Any, flag: str) ->
         )
 
 
-def _column(table: pa.Table, name: str, default: Any, dtype: Any) -> np.ndarray:
+_ARROW_TYPE = {np.int64: pa.int64(), bool: pa.bool_(), np.float32: pa.float32(),
+               object: pa.string()}
+_KIND_NAME = {np.int64: "whole numbers", bool: "true/false values", np.float32: "numbers",
+              object: "text"}
+
+
+def _column(table: pa.Table, name: str, default: Any, dtype: Any, path: Any = None) -> np.ndarray:
+    """Column ``name`` as a NumPy array of ``dtype`` (nulls: ``default``); an InputError
+    naming the file and the column when its values are not of that kind."""
     if name not in table.column_names:
         return np.full(table.num_rows, default, dtype=dtype)
-    return table.column(name).fill_null(default).to_numpy(zero_copy_only=False).astype(dtype)
+    column = table.column(name)
+    try:
+        target = _ARROW_TYPE[dtype]
+        if column.type != target:
+            column = column.cast(target)
+        return column.fill_null(default).to_numpy(zero_copy_only=False).astype(dtype)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+        raise InputError(
+            f"report: {str(path)!r}: column {name!r} must hold {_KIND_NAME[dtype]} (it is "
+            f"{column.type}); pass the file neardup dedup wrote."
+        ) from None
 
 
 def _first_members(clusters: np.ndarray) -> np.ndarray:
@@ -181,9 +212,10 @@ def _table_metadata(table: pa.Table) -> dict[str, Any]:
     if not meta:
         return {}
     try:
-        return json.loads(meta)
-    except ValueError:
+        data = json.loads(meta)
+    except (ValueError, RecursionError):
         return {}
+    return data if isinstance(data, dict) else {}
 
 
 def load_run(
@@ -219,11 +251,17 @@ def load_run(
     table = load_table(clusters)
     _require(table, CLUSTER_COLUMNS, clusters, "--clusters-out")
     ids = np.asarray(table.column("id").to_pylist(), dtype=object)
-    labels = _column(table, "cluster", -1, np.int64)
+    labels = _column(table, "cluster", -1, np.int64, clusters)
     if labels.size and labels.min() < 0:
         raise InputError(f"report: {str(clusters)!r} has a null or negative cluster id.")
+    if labels.size and labels.max() > 4 * labels.size + 1024:  # bincount would not fit
+        raise InputError(
+            f"report: {str(clusters)!r}: cluster ids go up to {int(labels.max()):,} for "
+            f"{labels.size:,} documents; neardup dedup numbers clusters below the number of "
+            "documents. Pass the clusters table it wrote."
+        )
     if "representative" in table.column_names:
-        representative = _column(table, "representative", False, bool)
+        representative = _column(table, "representative", False, bool, clusters)
     else:
         representative = _first_members(labels)
     meta = _table_metadata(table)
@@ -232,16 +270,16 @@ def load_run(
         _require(pair_table, PAIR_COLUMNS, pairs, "--pairs-out")
         meta = meta or _table_metadata(pair_table)
         left, right = _positions(table.column("id"), pair_table, pairs)
-        score = _column(pair_table, "score", np.nan, np.float32)
-        ptype = _column(pair_table, "type", "", object)
-        outside = _column(pair_table, "outside_window", False, bool)
+        score = _column(pair_table, "score", np.nan, np.float32, pairs)
+        ptype = _column(pair_table, "type", "", object, pairs)
+        outside = _column(pair_table, "outside_window", False, bool, pairs)
     else:
         left = right = np.zeros(0, np.int64)
         score, ptype, outside = np.zeros(0, np.float32), np.zeros(0, object), np.zeros(0, bool)
     outputs = RunOutputs(
         ids=ids, clusters=labels, representative=representative,
-        template=_column(table, "template", False, bool),
-        status=_column(table, "status", "ok", object),
+        template=_column(table, "template", False, bool, clusters),
+        status=_column(table, "status", "ok", object, clusters),
         pair_left=left, pair_right=right, pair_score=score, pair_type=ptype, pair_outside=outside,
         method=str(meta.get("method", "")), params=meta.get("params", {}) or {},
     )  # fmt: skip
@@ -274,12 +312,21 @@ def _apply_summary(outputs: RunOutputs, path: str | os.PathLike) -> None:
         report = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"report: no such file: {str(path)!r}.") from None
-    except ValueError as exc:
-        raise InputError(f"report: {str(path)!r} is not JSON ({exc}); pass the file "
+    except (ValueError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise InputError(f"report: {str(path)!r} is not JSON ({why}); pass the file "
                          "neardup dedup wrote with --report.") from None
     if not isinstance(report, dict) or "summary" not in report:
         raise InputError(f"report: {str(path)!r} has no 'summary'; pass the file neardup "
                          "dedup wrote with --report.")
+    kinds = {"summary": (dict,), "params": (dict, type(None)),
+             "timings_seconds": (dict, type(None)), "inputs": (list, type(None)),
+             "template_clusters": (list, type(None)), "method": (str, type(None))}
+    for key, accepted in kinds.items():
+        if not isinstance(report.get(key), accepted):
+            raise InputError(f"report: {str(path)!r}: {key!r} is a "
+                             f"{type(report.get(key)).__name__}, not what neardup dedup "
+                             "writes; pass the file it wrote with --report.")
     outputs.summary = dict(report["summary"])
     outputs.method = str(report.get("method") or outputs.method)
     outputs.params = report.get("params") or outputs.params
