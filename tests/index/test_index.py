@@ -179,7 +179,7 @@ def test_foreign_or_corrupted_directories_give_clear_errors(tmp_path):
         Index(tmp_path / "empty")
     (tmp_path / "garbage").mkdir()
     (tmp_path / "garbage" / "index.sqlite").write_bytes(b"not a database at all" * 100)
-    with pytest.raises(IndexFormatError, match="corrupted or the file is foreign"):
+    with pytest.raises(IndexFormatError, match="damaged or the file is foreign"):
         Index(tmp_path / "garbage")
     (tmp_path / "foreign").mkdir()
     con = sqlite3.connect(tmp_path / "foreign" / "index.sqlite")
