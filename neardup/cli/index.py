@@ -28,7 +28,7 @@ from neardup.cli.options import (
     method_options,
     method_params_from_options,
 )
-from neardup.errors import NeardupError, spelled_as
+from neardup.errors import InputError, NeardupError, spelled_as
 
 __all__ = ["index_command"]
 
@@ -83,9 +83,9 @@ def _cli_errors(done: Any = None) -> Iterator[None]:
     """Run a command's body: library errors become one-line CLI errors (exit 1), Ctrl-C
     exits 130 and SIGTERM 143, each followed by ``done()``: what was and was not changed."""
 
-    def tail() -> str:
+    def tail(message: str = "") -> str:
         text = done() if done is not None else ""
-        return f" {text}" if text else ""
+        return f" {text}" if text and text not in message else ""
 
     try:
         with spelled_as(_spell), _termination_as_exception():
@@ -97,7 +97,8 @@ def _cli_errors(done: Any = None) -> Iterator[None]:
         click.echo(f"neardup: terminated (SIGTERM).{tail()}", err=True)
         sys.exit(EXIT_TERMINATED)
     except (NeardupError, ValueError, ImportError) as exc:  # ImportError: a missing extra
-        raise click.ClickException(_message(exc) + tail()) from exc
+        message = _message(exc)
+        raise click.ClickException(message + tail(message)) from exc
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         raise click.ClickException(f"{where}{exc.strerror or exc}.{tail()}") from exc
@@ -479,7 +480,7 @@ def _read_ids(path: Path) -> list[str]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
-        raise click.ClickException(
+        raise InputError(
             f"--ids: {str(path)!r}, line {line} (byte {exc.start}): not valid UTF-8; save the "
             "ids file as UTF-8.") from exc
     lines = text.split("\n")
