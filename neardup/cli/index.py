@@ -43,6 +43,9 @@ _INDEX_FLAGS = {
     "top_k": "--top-k",
     "split": "--split/--no-split",
     "ids": "--id-field",
+    "add": "an add without --bulk",
+    "create": "`neardup index create DIR --method M ...`",
+    "check": "`neardup index stats DIR --check`",
 }
 # "Index.add: ", "Index: ", "Index.open: " ... at the start of a library message.
 _CALLER = re.compile(r"^Index(?:\.\w+)?: ")
@@ -98,6 +101,9 @@ def _cli_errors(done: Any = None) -> Iterator[None]:
         sys.exit(EXIT_TERMINATED)
     except (NeardupError, ValueError, ImportError) as exc:  # ImportError: a missing extra
         message = _message(exc)
+        left = getattr(exc, "left", None)
+        if left and done is not None:  # the command says what was left in its own words
+            message = message.replace(f" {left}", "")
         raise click.ClickException(message + tail(message)) from exc
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
@@ -411,7 +417,9 @@ def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -
         if state["swapped"]:
             return ("The documents were added (the bulk add was committed), but "
                     "--clusters-out was not written.")
-        return "Nothing was added: a bulk add is all or nothing."
+        return ("Nothing was added: a bulk add is all or nothing (after a full disk or an "
+                "interrupt, the same command with --resume continues it from its last "
+                "completed step).")
 
     batches = ((b.texts, b.ids if opts["id_field"] else None) for b in _batches(inputs, opts))
     with _cli_errors(done):

@@ -51,7 +51,7 @@ import pyarrow as pa
 
 from neardup.engine import UnionFind, link_key_rows
 from neardup.engine.buckets import group_runs
-from neardup.errors import InputError
+from neardup.errors import InputError, setting
 from neardup.index._methods import DuplicateIdError, check_ids, i64, split_rows
 from neardup.index._rerank import (
     DOC_ARRAY,
@@ -216,10 +216,11 @@ class BulkBuilder:
                 raise InputError(
                     f"Index.bulk_add: the interrupted bulk add in {str(stale[-1])!r} was for "
                     "another input, method or setting; it cannot be resumed for this one. "
-                    "Run without --resume (resume=False) to discard it and start afresh.")
+                    f"Run without {setting('resume', 'resume=True')} to discard it and start "
+                    "afresh.")
         elif stale:
             self.log("bulk: discarding the scratch of an interrupted bulk add "
-                     "(--resume / resume=True would have continued it)")
+                     f"({setting('resume', 'resume=True')} would have continued it)")
         for path in stale:
             if path != adopted:
                 shutil.rmtree(path, ignore_errors=True)

@@ -107,6 +107,7 @@ def _storage_errors(where: str, after: str = ""):
                     raise
                 if after:
                     mapped = type(mapped)(f"{mapped} {after}")
+                    mapped.left = after  # a front end with its own account may drop it
                 raise mapped from exc
 
         return wrapper
@@ -601,13 +602,14 @@ class Index:
         if self.embedding:
             raise ValueError(
                 f"Index.bulk_add: the bulk path is for the keyed methods (exact, minhash, "
-                f"simhash); add {self.method.name!r} documents with add().")
+                f"simhash); add {self.method.name!r} documents with "
+                f"{setting('add', 'add()')}.")
         with self._lock:
             if self._writer.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None:
                 raise IndexBusyError(
                     f"Index.bulk_add: the index {str(self.path)!r} already holds documents; "
-                    "the bulk path builds an index from empty. Add to it with add() "
-                    "(neardup index add without --bulk).")
+                    "the bulk path builds an index from empty. Add to it with "
+                    f"{setting('add', 'add()')}.")
             builder = BulkBuilder(self.path, self.method, self._layout, self.meta,
                                   lambda texts: self._sketch("Index.bulk_add", texts), self._rows,
                                   self._cap, store_text=self.store_text, partitions=partitions,

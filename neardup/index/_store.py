@@ -38,7 +38,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from neardup.errors import NeardupError
+from neardup.errors import NeardupError, setting
 
 __all__ = [
     "FORMAT",
@@ -197,8 +197,8 @@ def database_error(exc: BaseException, directory: str | os.PathLike, where: str)
     if code == _SQLITE_IOERR:
         return IndexStorageError(
             f"{where}: a disk I/O error on the index {directory!r} ({exc}); the disk may be "
-            "full or failing. Free some space or check the disk, then run `neardup index "
-            "stats DIR --check`."
+            "full or failing. Free some space or check the disk, then check the index with "
+            f"{setting('check', 'Index(DIR).stats(check=True)')}."
         )
     return IndexStorageError(f"{where}: the index database {path!r} failed ({exc}).")
 
@@ -218,7 +218,7 @@ def create_database(directory: str | os.PathLike, meta: dict[str, Any],
     if directory.exists() and any(directory.iterdir()):
         raise IndexFormatError(
             f"Index.create: directory {str(directory)!r} is not empty; give a new or empty "
-            "directory (open an existing index with Index.open)."
+            "directory."
         )
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / f".{_FILE}.tmp-{os.getpid()}"
@@ -306,12 +306,12 @@ def connect(directory: str | os.PathLike, *, cache_mib: int = 64) -> sqlite3.Con
     if not Path(directory).is_dir():
         raise IndexFormatError(
             f"Index.open: {str(directory)!r} is not a directory; create an index with "
-            "`neardup index create DIR --method M` (Index.create)."
+            f"{setting('create', 'Index.create(DIR, method)')}."
         )
     if not path.is_file():
         raise IndexFormatError(
             f"Index.open: {str(directory)!r} is not a neardup index (no {_FILE}); create one "
-            "with `neardup index create DIR --method M` (Index.create)."
+            f"with {setting('create', 'Index.create(DIR, method)')}."
         )
     con = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60.0)
     try:
