@@ -315,7 +315,7 @@ def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
             "--skip-existing skips documents whose id is already in the index, so it needs "
             "--id-field: without it every document is named by a new index position, none "
             "would be skipped, and an interrupted add would be stored twice.")
-    progress = _AddProgress(opts)
+    progress = _AddProgress(directory, opts)
     with _cli_errors(progress.report):
         _add(directory, inputs, opts, progress)
 
@@ -323,20 +323,42 @@ def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
 class _AddProgress:
     """What an add has committed, batch by batch, for the message that ends it early."""
 
-    def __init__(self, opts: dict[str, Any]) -> None:
-        self.opts = opts
+    def __init__(self, directory: Path, opts: dict[str, Any]) -> None:
+        self.directory, self.opts = directory, opts
         self.added = self.skipped = self.joined = self.batches = 0
+        # The batch being added: (source, documents, the index's next position before it).
+        # A signal can land between its commit and commit() below: report() then asks the
+        # index whether it was committed.
+        self.pending: tuple[str, int, int] | None = None
         self.records: dict[str, int] = {}  # source -> records committed (in input order)
         self.outputs: list[str] = []  # output flags not written if the add stops early
 
     def commit(self, source: str, count: int, skipped: int, joined: int) -> None:
+        self.pending = None
         self.batches += 1
         self.added += count - skipped
         self.skipped += skipped
         self.joined += joined
         self.records[source] = self.records.get(source, 0) + count
 
+    def _settle(self) -> None:
+        """Count the pending batch if the index shows it committed."""
+        if self.pending is None:
+            return
+        source, count, before = self.pending
+        self.pending = None
+        try:
+            from neardup.index import Index
+
+            with Index(self.directory) as index:
+                now = index.next_position()
+        except Exception:  # the index cannot tell (e.g. damaged): say nothing more
+            return
+        if now > before:
+            self.commit(source, count, count - (now - before), 0)
+
     def report(self) -> str:
+        self._settle()
         outputs = "".join(f" {flag} was not written." for flag in self.outputs)
         if not self.batches:
             return "Nothing was added to the index." + outputs
@@ -365,6 +387,7 @@ def _add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any],
         progress.outputs = ["--clusters-out"] if opts["clusters_out"] is not None else []
         for batch in _batches(inputs, opts):
             ids = batch.ids if opts["id_field"] else None
+            progress.pending = (batch.source, len(batch), index.next_position())
             result = index.add(batch.texts, ids, skip_existing=opts["skip_existing"])
             skipped = result.status.count("skipped")
             joined = result.status.count("joined")

@@ -1242,6 +1242,14 @@ class Index:
                          "cluster": pa.array([r[1] for r in rows], pa.int64())})
 
     @_storage_errors("Index")
+    def next_position(self) -> int:
+        """The position the next added document gets (positions are never reused): it
+        grows by the documents each committed add stored."""
+        with self._read() as con:
+            return json.loads(con.execute(
+                "SELECT value FROM meta WHERE name = 'next_doc'").fetchone()[0])
+
+    @_storage_errors("Index")
     def __len__(self) -> int:
         with self._read() as con:
             return con.execute("SELECT count(*) FROM docs").fetchone()[0]

@@ -352,3 +352,42 @@ def test_sigkill_while_compacting_vector_segments(tmp_path, phase, merged):
         assert stats["documents"] == 10
         found = index.query(texts[1:5]).records()
     assert [r["matches"][0]["id"] for r in found] == ["d1", "d2", "d3", "d4"]
+
+
+# -- SIGTERM and Ctrl-C during an add ---------------------------------------------------------
+
+_SIGNAL_AFTER_FIRST_BATCH = """
+import os, signal, sys
+from neardup.cli import main
+from neardup.index import Index
+real = Index.add
+calls = [0]
+def add(self, *args, **kwargs):
+    result = real(self, *args, **kwargs)
+    calls[0] += 1
+    if calls[0] == 2:  # the second batch is committed (not yet acknowledged): signal now
+        os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+    return result
+Index.add = add
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("name, status", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_signal_during_add_exits_cleanly_and_says_what_was_committed(tmp_path, name, status):
+    idx = tmp_path / "idx"
+    Index.create(idx, "minhash").close()
+    corpus = _corpus(tmp_path / "corpus.jsonl", 200)
+    out = tmp_path / "clusters.csv"
+    out.write_text("previous\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNAL_AFTER_FIRST_BATCH, name, "index", "add", str(idx),
+         str(corpus), "--id-field", "id", "--batch-size", "50", "--clusters-out", str(out)],
+        env=_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == status, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "Committed before this: 100 documents added" in done.stderr, done.stderr
+    assert "--skip-existing" in done.stderr and "--clusters-out was not written" in done.stderr
+    assert out.read_text() == "previous\n"
+    assert not [p for p in tmp_path.iterdir() if ".neardup-" in p.name]
+    assert _ids(idx) == [f"d{i}" for i in range(100)]
