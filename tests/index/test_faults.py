@@ -391,3 +391,30 @@ def test_signal_during_add_exits_cleanly_and_says_what_was_committed(tmp_path, n
     assert out.read_text() == "previous\n"
     assert not [p for p in tmp_path.iterdir() if ".neardup-" in p.name]
     assert _ids(idx) == [f"d{i}" for i in range(100)]
+
+
+def test_check_reports_a_missing_vector_segment(tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("faiss")
+    idx = tmp_path / "idx"
+    texts = _texts(8)
+    with Index.create(idx, "retsim") as index:
+        index.add(texts[:4], [f"d{i}" for i in range(4)])
+        index.add(texts[4:], [f"d{i}" for i in range(4, 8)])
+    segment = sorted((idx / "vectors").iterdir())[0]
+    segment.unlink()
+    r = _run("index", "stats", idx, "--check")
+    assert r.exit_code == 1 and "vector segment" in r.output and "To recover" in r.output, r.output
+    assert _run("index", "stats", idx).exit_code == 0  # without --check: counts only
+
+
+def test_check_reports_postings_of_missing_documents(tmp_path):
+    idx = tmp_path / "idx"
+    with Index.create(idx, "minhash") as index:
+        index.add(_texts(20), [f"d{i}" for i in range(20)])
+    con = sqlite3.connect(idx / "index.sqlite")
+    con.execute("DELETE FROM docs WHERE id = 'd3'")  # a damage SQLite's own check cannot see
+    con.commit()
+    con.close()
+    r = _run("index", "stats", idx, "--check")
+    assert r.exit_code == 1 and "name documents that are not stored" in r.output, r.output
