@@ -28,7 +28,7 @@ from neardup.cli.options import (
     method_options,
     method_params_from_options,
 )
-from neardup.errors import InputError, NeardupError, spelled_as
+from neardup.errors import InputError, NeardupError, OutputError, spelled_as
 
 __all__ = ["index_command"]
 
@@ -82,9 +82,11 @@ def _termination_as_exception() -> Iterator[None]:
 
 
 @contextmanager
-def _cli_errors(done: Any = None) -> Iterator[None]:
+def _cli_errors(done: Any = None, own_account: bool = True) -> Iterator[None]:
     """Run a command's body: library errors become one-line CLI errors (exit 1), Ctrl-C
-    exits 130 and SIGTERM 143, each followed by ``done()``: what was and was not changed."""
+    exits 130 and SIGTERM 143, each followed by ``done()``: what was and was not changed.
+    A library error that says what it left (``exc.left``) keeps that account when
+    ``own_account`` is false, and has it replaced by ``done()`` otherwise."""
 
     def tail(message: str = "") -> str:
         text = done() if done is not None else ""
@@ -102,8 +104,10 @@ def _cli_errors(done: Any = None) -> Iterator[None]:
     except (NeardupError, ValueError, ImportError) as exc:  # ImportError: a missing extra
         message = _message(exc)
         left = getattr(exc, "left", None)
-        if left and done is not None:  # the command says what was left in its own words
-            message = message.replace(f" {left}", "")
+        if left and done is not None:
+            if not own_account:
+                raise click.ClickException(message) from exc
+            message = message.replace(f" {left}", "")  # said in the command's own words
         raise click.ClickException(message + tail(message)) from exc
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
@@ -125,8 +129,8 @@ def _output_set(directory: Path, inputs: tuple[Path, ...], outputs: dict[str, Pa
         resolved = Path(path).expanduser().resolve()
         index_dir = Path(directory).expanduser().resolve()
         if resolved == index_dir or index_dir / "vectors" in resolved.parents:
-            raise click.ClickException(
-                f"{flag}: {str(path)!r} is inside the index {str(directory)!r}, among its own "
+            raise OutputError(
+                f"{flag}: {str(path)!r} is the index {str(directory)!r} or among its own "
                 "files; give the output another path.")
         out.add(flag, path)
     return out
@@ -440,12 +444,10 @@ def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -
         if state["swapped"]:
             return ("The documents were added (the bulk add was committed), but "
                     "--clusters-out was not written.")
-        return ("Nothing was added: a bulk add is all or nothing (after a full disk or an "
-                "interrupt, the same command with --resume continues it from its last "
-                "completed step).")
+        return "Nothing was added: a bulk add is all or nothing."
 
     batches = ((b.texts, b.ids if opts["id_field"] else None) for b in _batches(inputs, opts))
-    with _cli_errors(done):
+    with _cli_errors(done, own_account=False):
         outputs = _output_set(directory, inputs, {"--clusters-out": opts["clusters_out"]})
         with _open(directory, opts["rerank"]) as index, outputs:
             result = index.bulk_add(batches, table=opts["clusters_out"] is not None, log=log,

@@ -90,7 +90,7 @@ _UNSET: Any = object()
 _GIVEN, _POSITIONS = "given", "positions"
 
 
-def _storage_errors(where: str, after: str = ""):
+def _storage_errors(where: str, after: str | Callable[[], str] = ""):
     """Method decorator: SQLite and disk failures become neardup errors (a damaged
     database IndexFormatError with the recovery hint, a full or failing disk
     IndexStorageError, a lock IndexBusyError), with ``after`` appended: what the failure
@@ -105,9 +105,10 @@ def _storage_errors(where: str, after: str = ""):
                 mapped = database_error(exc, self.path, where)
                 if mapped is None:
                     raise
-                if after:
-                    mapped = type(mapped)(f"{mapped} {after}")
-                    mapped.left = after  # a front end with its own account may drop it
+                left = after() if callable(after) else after
+                if left:
+                    mapped = type(mapped)(f"{mapped} {left}")
+                    mapped.left = left  # a front end with its own account may drop it
                 raise mapped from exc
 
         return wrapper
@@ -549,8 +550,10 @@ class Index:
         result.seconds = time.perf_counter() - start
         return result
 
-    @_storage_errors("Index.bulk_add", "Nothing was added: the index is as it was (a bulk "
-                                       "add is all or nothing; its scratch is kept for a resume).")
+    @_storage_errors("Index.bulk_add", lambda: (
+        "Nothing was added: a bulk add is all or nothing. Its scratch (.bulk-* in the index "
+        f"directory) is kept: the same bulk add with {setting('resume', 'resume=True')} "
+        "continues it from its last completed step, and one without discards it."))
     def bulk_add(self, batches: Iterable[tuple[Sequence[str], Sequence[str] | None]], *,
                  table: bool = False, partitions: int = 256,
                  log: Callable[[str], None] | None = None, resume: bool = False,
