@@ -34,6 +34,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -215,33 +216,63 @@ def create_database(directory: str | os.PathLike, meta: dict[str, Any],
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise IndexFormatError(f"Index.create: {str(directory)!r} exists and is not a directory.")
-    if directory.exists() and any(directory.iterdir()):
-        raise IndexFormatError(
-            f"Index.create: directory {str(directory)!r} is not empty; give a new or empty "
-            "directory."
-        )
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / f".{_FILE}.tmp-{os.getpid()}"
-    tmp.unlink(missing_ok=True)
-    con = sqlite3.connect(tmp, isolation_level=None)
+    made = not directory.exists()
+    if not made:
+        _remove_killed_creates(directory)
+        if any(directory.iterdir()):
+            raise IndexFormatError(
+                f"Index.create: directory {str(directory)!r} is not empty; give a new or empty "
+                "directory."
+            )
+    tmp = directory / f"{_CREATING}{os.getpid()}"
     try:
-        create_tables(con)
-        for statement in extra_tables:
-            con.execute(statement)
-        create_indexes(con)
-        con.execute("BEGIN")
-        con.executemany(
-            "INSERT INTO meta(name, value) VALUES (?, ?)",
-            [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items()],
-        )
-        con.execute("COMMIT")
-        con.execute("PRAGMA journal_mode=WAL")
-    finally:
-        con.close()
-    with open(tmp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, database_path(directory))
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp.unlink(missing_ok=True)
+        con = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            create_tables(con)
+            for statement in extra_tables:
+                con.execute(statement)
+            create_indexes(con)
+            con.execute("BEGIN")
+            con.executemany(
+                "INSERT INTO meta(name, value) VALUES (?, ?)",
+                [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items()],
+            )
+            con.execute("COMMIT")
+            con.execute("PRAGMA journal_mode=WAL")
+        finally:
+            con.close()
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, database_path(directory))
+    except BaseException as exc:
+        # Nothing half-made is left: the next create in this directory must not find it
+        # "not empty".
+        for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            leftover.unlink(missing_ok=True)
+        if made:
+            shutil.rmtree(directory, ignore_errors=True)
+        mapped = database_error(exc, directory, "Index.create") \
+            if isinstance(exc, (sqlite3.Error, OSError)) else None
+        if mapped is not None:
+            raise type(mapped)(f"{mapped} No index was created.") from exc
+        raise
     return database_path(directory)
+
+
+_CREATING = f".{_FILE}.tmp-"
+
+
+def _remove_killed_creates(directory: Path) -> None:
+    """Delete the temporary databases of creates killed in ``directory``."""
+    from neardup.io.outputs import process_alive
+
+    for path in directory.iterdir():
+        if path.name.startswith(_CREATING):
+            pid = path.name[len(_CREATING):].split("-")[0]
+            if pid.isdigit() and not process_alive(int(pid)):
+                path.unlink(missing_ok=True)
 
 
 def create_tables(con: sqlite3.Connection) -> None:

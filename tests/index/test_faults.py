@@ -418,3 +418,25 @@ def test_check_reports_postings_of_missing_documents(tmp_path):
     con.close()
     r = _run("index", "stats", idx, "--check")
     assert r.exit_code == 1 and "name documents that are not stored" in r.output, r.output
+
+
+def test_full_disk_during_create_leaves_no_half_made_index(small_disk):
+    _fill(small_disk, 8 << 10)
+    idx = small_disk / "idx"
+    r = _run("index", "create", idx, "--method", "minhash")
+    assert r.exit_code == 1 and "is full" in r.output and "No index was created" in r.output, r.output
+    assert not idx.exists()
+    for filler in small_disk.glob("filler-*"):
+        filler.unlink()
+    assert _run("index", "create", idx, "--method", "minhash").exit_code == 0
+    assert _ids(idx) == []
+
+
+def test_create_after_a_killed_create(tmp_path):
+    idx = tmp_path / "idx"
+    idx.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    (idx / f".index.sqlite.tmp-{dead}").write_bytes(b"half made")  # left by a killed create
+    assert _run("index", "create", idx, "--method", "minhash").exit_code == 0
+    assert sorted(p.name for p in idx.iterdir()) == ["index.sqlite"]
