@@ -22,13 +22,13 @@ from typing import Any
 
 import click
 
-from neardup.cli.errors import cli_message, spell_flag
+from neardup.cli.errors import spell_flag
 from neardup.cli.options import (
     DECODE_ERRORS_OPTION,
     method_options,
     method_params_from_options,
 )
-from neardup.errors import InputError, NeardupError, OutputError, spelled_as
+from neardup.errors import InputError, NeardupError, OutputError, ParameterError, spelled_as
 
 __all__ = ["index_command"]
 
@@ -39,10 +39,11 @@ _INDEX_FLAGS = {
     "skip_existing": "--skip-existing",
     "skip_existing=True": "--skip-existing",
     "resume": "--resume",
-    "rerank": "--rerank",
+    "rerank": "the --rerank options",
     "top_k": "--top-k",
     "split": "--split/--no-split",
     "ids": "--id-field",
+    "method": "--method",
     "add": "an add without --bulk",
     "create": "`neardup index create DIR --method M ...`",
     "check": "`neardup index stats DIR --check`",
@@ -55,9 +56,15 @@ def _spell(name: str) -> str | None:
     return _INDEX_FLAGS.get(name) or spell_flag(name)
 
 
+_PARAMETER = re.compile(r"\b[A-Za-z_][\w.]*: parameter '(\w+)'")
+
+
 def _message(exc: BaseException) -> str:
     """A library error in the index commands' words: flags, no Python callers."""
-    return _CALLER.sub("", cli_message(exc))
+    if isinstance(exc, ParameterError):
+        return exc.render(_spell(exc.parameter) or exc.parameter)
+    text = _PARAMETER.sub(lambda m: _spell(m.group(1)) or m.group(0), str(exc))
+    return _CALLER.sub("", text)
 
 
 class _Terminated(BaseException):

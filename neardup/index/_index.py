@@ -225,7 +225,7 @@ class Index:
         rerank = rerank_config(rerank)
         if rerank is not None and method_obj.name not in RERANK_METHODS:
             raise ValueError(
-                f"Index.create: rerank verification (rerank=, --rerank) applies to the "
+                f"Index.create: rerank verification ({setting('rerank', 'rerank=')}) applies to the "
                 f"methods {', '.join(RERANK_METHODS)}; got method {method_obj.name!r}.")
         probe = method_obj.sketch(["probe"])
         extra: dict[str, Any] = {}
@@ -278,9 +278,9 @@ class Index:
         if (theirs is None) != (mine is None) or (
                 theirs is not None and {k: v for k, v in theirs.items()} != mine):
             raise IndexMismatchError(
-                f"Index: this index was built with rerank verification {mine!r}; got "
-                f"{theirs!r}. Query and add with the index's own (omit the rerank options), "
-                "or build another index.")
+                f"Index: this index was built with {_describe_rerank(mine)}; got "
+                f"{_describe_rerank(theirs)}. Query and add with the index's own (omit "
+                f"{setting('rerank', 'rerank=')}), or build another index.")
 
     def __enter__(self) -> Index:
         return self
@@ -1259,6 +1259,16 @@ class Index:
 
     def __repr__(self) -> str:
         return f"Index({str(self.path)!r}, method={self.method!r})"
+
+
+def _describe_rerank(config: dict[str, Any] | None) -> str:
+    """A rerank setting in words (no dict reprs in messages)."""
+    if not config:
+        return "no rerank verification"
+    parts = [f"{key.replace('_', ' ')} {config[key]}" for key in ("model", "threshold", "max_chars")
+             if config.get(key) is not None]
+    return (f"rerank verification by the {config.get('scorer')}"
+            + (f" ({', '.join(parts)})" if parts else ""))
 
 
 def _rollback(con) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from neardup.errors import InputError, short_repr
+from neardup.errors import InputError, setting, short_repr
 from neardup.methods import make_method
 from neardup.methods.base import Method
 from neardup.text.normalize import NormalizeConfig
@@ -73,7 +73,7 @@ _NOT_YET = {
     "retsim-partial": "partial-duplicate matching compares chunks, and the index keeps one "
                       "vector per document (use retsim)",
     "rerank": "rerank is an index option, not a method: create a minhash index with "
-              "rerank=\"verifier\" (--rerank verifier)",
+              "verification by the verifier (--rerank verifier; rerank=\"verifier\" in Python)",
 }
 
 
@@ -104,11 +104,11 @@ def check_supported(caller: str, method: Method) -> None:
         return
     # The index stores fixed-width rows only (no shingle sets, texts or statistics).
     if method.name not in SUPPORTED_METHODS or not method.candidate_fixed_width:
-        hint = " (minhash with verify='exact' keeps shingle sets: use verify='signature')" \
-            if method.name == "minhash" else ""
+        hint = (f" ({setting('verify', 'verify')} 'exact' keeps shingle sets, which the index "
+                "does not store: use 'signature')") if method.name == "minhash" else ""
         raise ValueError(
             f"{caller}: parameter 'method' must be one of {', '.join(map(repr, SUPPORTED_METHODS))} "
-            f"with the keyed contract; got {method!r}{hint}."
+            f"with fixed-width verification arrays; got {method.name!r}{hint}."
         )
 
 

@@ -286,3 +286,32 @@ def test_foreign_file_as_index_is_reported(tmp_path, corpus):
         r = _run("index", *args)
         assert r.exit_code == 1 and "damaged or the file is foreign" in r.output, r.output
         assert "Index.open" not in r.output
+
+
+# -- messages in the command line's words ---------------------------------------------------
+
+_PYTHON = ("Index.", "Index:", "=True", "=None", "add()", "{'", "parameter '", "MinHashLSH(",
+           "id_field", "skip_existing", "sqlite3", "Error:  ")
+
+
+def test_errors_name_flags_not_python(tmp_path, corpus):
+    idx = _index(tmp_path)
+    cases = [
+        (["index", "add", idx, corpus, "--rerank", "verifier"], "--rerank"),
+        (["index", "create", tmp_path / "a", "--method", "retsim-partial"], "--method"),
+        (["index", "create", tmp_path / "b", "--method", "minhash", "--verify", "exact"], "--verify"),
+        (["index", "create", tmp_path / "c", "--method", "exact", "--rerank", "verifier"], "--rerank"),
+        (["index", "create", corpus], "not a directory"),
+        (["index", "stats", tmp_path / "missing"], "neardup index create"),
+        (["index", "add", idx, tmp_path / "missing.jsonl"], "missing.jsonl"),
+    ]
+    assert _run("index", "add", idx, corpus, "--id-field", "id").exit_code == 0
+    cases += [
+        (["index", "add", idx, corpus, "--id-field", "id"], "--skip-existing"),
+        (["index", "add", idx, corpus, "--id-field", "id", "--bulk"], "without --bulk"),
+    ]
+    for args, says in cases:
+        r = _run(*args)
+        assert r.exit_code == 1, (args, r.output)
+        assert says in r.output, (args, r.output)
+        assert not [term for term in _PYTHON if term in r.output], (args, r.output)

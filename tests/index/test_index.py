@@ -129,8 +129,8 @@ def test_delete_updates_big_groups(tmp_path):
 @pytest.mark.parametrize("method, params, hint", [
     ("retsim-partial", {}, "compares chunks"),
     ("rerank", {}, "rerank"),
-    ("minhash", {"verify": "exact"}, "verify='signature'"),
-    ("ngram", {}, "keyed contract"),
+    ("minhash", {"verify": "exact"}, "verify 'exact' keeps shingle sets"),
+    ("ngram", {}, "fixed-width verification arrays"),
 ])
 def test_unsupported_methods_are_refused(tmp_path, method, params, hint):
     with pytest.raises(ValueError, match=hint):
