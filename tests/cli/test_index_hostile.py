@@ -315,3 +315,29 @@ def test_errors_name_flags_not_python(tmp_path, corpus):
         assert r.exit_code == 1, (args, r.output)
         assert says in r.output, (args, r.output)
         assert not [term for term in _PYTHON if term in r.output], (args, r.output)
+
+
+# -- any id a user can write in an ids file is deleted exactly ------------------------------
+# (every character but the line feed, including \r inside, \x85, \u2028 and spaces at
+# either end; not a trailing \r, read as a CRLF ending, nor a leading BOM on line 1)
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_ID = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"),
+              min_size=1, max_size=12).filter(lambda i: not i.endswith("\r")
+                                              and not i.startswith("\ufeff"))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ids=st.lists(_ID, min_size=1, max_size=5, unique=True))
+def test_any_id_round_trips_through_the_ids_file(tmp_path_factory, ids):
+    tmp = tmp_path_factory.mktemp("ids")
+    with Index.create(tmp / "idx", "exact") as index:
+        index.add([f"text {k}" for k in range(len(ids) + 1)], ids + ["kept \u00e9"])
+    file = tmp / "ids.txt"
+    file.write_bytes("".join(f"{i}\n" for i in ids).encode("utf-8"))
+    r = _run("index", "delete", tmp / "idx", "--ids", file)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output.splitlines()[0])["deleted"] == len(ids)
+    assert _documents(tmp / "idx") == ["kept \u00e9"]
