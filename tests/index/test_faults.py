@@ -99,7 +99,8 @@ def test_full_disk_during_add_says_what_was_committed(tmp_path, small_disk):
     r = _run("index", "add", idx, corpus, "--id-field", "id", "--batch-size", "100",
              "--clusters-out", out)
     assert r.exit_code == 1, r.output
-    assert "is full" in r.output and str(idx) in r.output
+    # SQLite says "full", or an I/O error when the log's index file cannot grow.
+    assert ("is full" in r.output or "may be full" in r.output) and str(idx) in r.output
     acknowledged = _acknowledged(r.output)
     assert 0 < acknowledged < 2000
     assert f"Committed before this: {acknowledged:,} documents added" in r.output
@@ -124,7 +125,8 @@ def test_full_disk_during_bulk_add_adds_nothing(tmp_path, small_disk):
     assert _run("index", "create", idx, "--method", "minhash").exit_code == 0
     corpus = _corpus(tmp_path / "corpus.jsonl", 2000)
     r = _run("index", "add", idx, corpus, "--id-field", "id", "--bulk")
-    assert r.exit_code == 1 and "is full" in r.output and "Nothing was added" in r.output, r.output
+    assert r.exit_code == 1 and "Nothing was added" in r.output, r.output
+    assert "is full" in r.output or "may be full" in r.output
     assert _ids(idx) == []
 
 
