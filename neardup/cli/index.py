@@ -1,21 +1,146 @@
-"""``neardup index``: create, add to, query, delete from, compact and describe a persistent index."""
+"""``neardup index``: create, add to, query, delete from, compact and describe a persistent index.
+
+Every command runs as ``dedup`` does: errors in the command line's words (flags, files and
+records, never a traceback), output files (``--clusters-out``, ``--pairs-out``) checked
+before anything is read or committed and written through an
+:class:`~neardup.io.outputs.OutputSet` (never over an input or the index's own files),
+Ctrl-C and SIGTERM ending with 130 and 143. An add commits batch by batch: whatever stops
+it (bad input, a full disk, a signal) is reported with what was committed and what was not.
+"""
 
 from __future__ import annotations
 
 import json
+import re
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
+from neardup.cli.errors import spell_flag
 from neardup.cli.options import (
     DECODE_ERRORS_OPTION,
     method_options,
     method_params_from_options,
 )
-from neardup.errors import NeardupError
+from neardup.errors import InputError, NeardupError, OutputError, ParameterError, spelled_as
 
 __all__ = ["index_command"]
+
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+#: Python parameters of the index's API -> how the index commands say them.
+_INDEX_FLAGS = {
+    "skip_existing": "--skip-existing",
+    "skip_existing=True": "--skip-existing",
+    "resume": "--resume",
+    "rerank": "the --rerank options",
+    "top_k": "--top-k",
+    "split": "--split/--no-split",
+    "ids": "--id-field",
+    "method": "--method",
+    "add": "an add without --bulk",
+    "create": "`neardup index create DIR --method M ...`",
+    "check": "`neardup index stats DIR --check`",
+}
+# "Index.add: ", "Index: ", "Index.open: " ... at the start of a library message.
+_CALLER = re.compile(r"^Index(?:\.\w+)?: ")
+
+
+def _spell(name: str) -> str | None:
+    return _INDEX_FLAGS.get(name) or spell_flag(name)
+
+
+_PARAMETER = re.compile(r"\b[A-Za-z_][\w.]*: parameter '(\w+)'")
+
+
+def _message(exc: BaseException) -> str:
+    """A library error in the index commands' words: flags, no Python callers."""
+    if isinstance(exc, ParameterError):
+        return exc.render(_spell(exc.parameter) or exc.parameter)
+    text = _PARAMETER.sub(lambda m: _spell(m.group(1)) or m.group(0), str(exc))
+    return _CALLER.sub("", text)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that transactions roll back and temporary
+    files are deleted (a BaseException: library code catching Exception lets it pass)."""
+
+
+@contextmanager
+def _termination_as_exception() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _cli_errors(done: Any = None, own_account: bool = True) -> Iterator[None]:
+    """Run a command's body: library errors become one-line CLI errors (exit 1), Ctrl-C
+    exits 130 and SIGTERM 143, each followed by ``done()``: what was and was not changed.
+    A library error that says what it left (``exc.left``) keeps that account when
+    ``own_account`` is false, and has it replaced by ``done()`` otherwise."""
+
+    def tail(message: str = "") -> str:
+        text = done() if done is not None else ""
+        return f" {text}" if text and text not in message else ""
+
+    try:
+        with spelled_as(_spell), _termination_as_exception():
+            yield
+    except KeyboardInterrupt:
+        click.echo(f"neardup: interrupted.{tail()}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except _Terminated:
+        click.echo(f"neardup: terminated (SIGTERM).{tail()}", err=True)
+        sys.exit(EXIT_TERMINATED)
+    except (NeardupError, ValueError, ImportError) as exc:  # ImportError: a missing extra
+        message = _message(exc)
+        left = getattr(exc, "left", None)
+        if left and done is not None:
+            if not own_account:
+                raise click.ClickException(message) from exc
+            message = message.replace(f" {left}", "")  # said in the command's own words
+        raise click.ClickException(message + tail(message)) from exc
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise click.ClickException(f"{where}{exc.strerror or exc}.{tail()}") from exc
+
+
+def _output_set(directory: Path, inputs: tuple[Path, ...], outputs: dict[str, Path | None]):
+    """The command's output files as an OutputSet: checked (format, directory, not an
+    input) when its block is entered. The index's own files count as inputs."""
+    from neardup.index._store import database_path
+    from neardup.io.outputs import OutputSet
+
+    db = database_path(directory)
+    protected = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
+    out = OutputSet(list(inputs) + protected)
+    for flag, path in outputs.items():
+        if path is None:
+            continue
+        resolved = Path(path).expanduser().resolve()
+        index_dir = Path(directory).expanduser().resolve()
+        if resolved == index_dir or index_dir / "vectors" in resolved.parents:
+            raise OutputError(
+                f"{flag}: {str(path)!r} is the index {str(directory)!r} or among its own "
+                "files; give the output another path.")
+        out.add(flag, path)
+    return out
 
 _DIR = click.argument("directory", type=click.Path(path_type=Path))
 _INPUT_OPTIONS = (
@@ -95,10 +220,6 @@ def _open(directory: Path, rerank: dict[str, Any] | None = None):
     return Index(directory) if rerank is None else Index(directory, rerank=rerank)
 
 
-def _fail(exc: Exception) -> click.ClickException:
-    return click.ClickException(str(exc))
-
-
 @click.group("index")
 def index_command() -> None:
     """A persistent near-duplicate index: add documents over time, query new ones.
@@ -139,14 +260,12 @@ def create_command(directory: Path, **opts: Any) -> None:
     from neardup.methods import make_method
 
     rerank = _rerank_spec(opts)
-    try:
+    with _cli_errors():
         params = method_params_from_options(opts["method"], opts, seed=opts["seed"])
         method = make_method(opts["method"], **params)
         with Index.create(directory, method, store_text=opts["store_text"],
                           rerank=rerank) as index:
             click.echo(json.dumps(index.stats(), sort_keys=True))
-    except (NeardupError, ValueError) as exc:
-        raise _fail(exc) from exc
 
 
 @index_command.command("add")
@@ -155,9 +274,12 @@ def create_command(directory: Path, **opts: Any) -> None:
 @_input_options
 @click.option("--clusters-out", type=click.Path(path_type=Path), default=None,
               help="Write id, cluster, status (new, joined, empty, skipped), duplicate_of, "
-                   "score for every added document: .parquet, .jsonl or .csv.")
+                   "score for every document read: .parquet, .jsonl, .jsonl.gz, .csv or .tsv. "
+                   "Checked before anything is added (format, writable directory, not an "
+                   "input or the index's own files); written once the add is complete.")
 @click.option("--skip-existing", is_flag=True,
-              help="Skip documents whose id is already in the index (resume a killed add).")
+              help="Skip documents whose id is already in the index (resume a killed add); "
+                   "needs --id-field. The counts say how many were skipped.")
 @click.option("--bulk", is_flag=True,
               help="Build an empty index from the whole input in one go: many times faster "
                    "than batch by batch for a large corpus (no lookups per document, "
@@ -177,14 +299,19 @@ def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
 
     Each batch (--batch-size) is one transaction: when it is reported ("committed ...")
     it is in the index, and a killed add leaves every reported batch and nothing of the
-    next. Each document joins the cluster of the stored documents it duplicates (merging
-    clusters it bridges), or founds a new one. With --bulk (empty index only) the whole
-    input is one transaction, with the same clusters.
+    next. An add that stops early (bad input, a full disk, Ctrl-C) says what was
+    committed and what was not. Each document joins the cluster of the stored documents
+    it duplicates (merging clusters it bridges), or founds a new one. With --bulk (empty
+    index only) the whole input is one transaction, with the same clusters.
+
+    Documents are named by --id-field, or without it by their index position ("0", "1",
+    ... continuing the index's numbering). An index keeps one way: an index of documents
+    added with --id-field refuses an add without it, and the other way round, so that a
+    position never collides with an id.
+
+    Exit status: 0 on success, 1 on an error, 2 on a usage error, 130 after Ctrl-C, 143
+    after SIGTERM.
     """
-    import pyarrow as pa
-
-    from neardup.io import write_table
-
     opts["rerank"] = _rerank_spec(opts)
     if opts["bulk"]:
         if opts["skip_existing"]:
@@ -194,24 +321,110 @@ def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
     if opts["resume"]:
         raise click.UsageError("--resume continues a --bulk add (an ordinary add resumes "
                                "with --skip-existing).")
-    tables, total, joined = [], 0, 0
-    try:
-        with _open(directory, opts["rerank"]) as index:
-            for batch in _batches(inputs, opts):
-                ids = batch.ids if opts["id_field"] else None
-                result = index.add(batch.texts, ids, skip_existing=opts["skip_existing"])
-                total += len(batch)
-                joined += result.status.count("joined")
-                if not opts["quiet"]:
-                    click.echo(f"committed {len(batch)} documents from {batch.source} "
-                               f"({total} so far, {joined} joined existing clusters, "
-                               f"{result.merged_clusters} clusters merged)", err=True)
-                if opts["clusters_out"] is not None:
-                    tables.append(result.table())
-        if opts["clusters_out"] is not None and tables:
-            write_table(opts["clusters_out"], pa.concat_tables(tables))
-    except (NeardupError, ValueError) as exc:
-        raise _fail(exc) from exc
+    if opts["skip_existing"] and opts["id_field"] is None:
+        raise click.UsageError(
+            "--skip-existing skips documents whose id is already in the index, so it needs "
+            "--id-field: without it every document is named by a new index position, none "
+            "would be skipped, and an interrupted add would be stored twice.")
+    progress = _AddProgress(directory, opts)
+    with _cli_errors(progress.report):
+        _add(directory, inputs, opts, progress)
+
+
+class _AddProgress:
+    """What an add has committed, batch by batch, for the message that ends it early."""
+
+    def __init__(self, directory: Path, opts: dict[str, Any]) -> None:
+        self.directory, self.opts = directory, opts
+        self.added = self.skipped = self.joined = self.batches = 0
+        # The batch being added: (source, documents, the index's next position before it).
+        # A signal can land between its commit and commit() below: report() then asks the
+        # index whether it was committed.
+        self.pending: tuple[str, int, int] | None = None
+        self.records: dict[str, int] = {}  # source -> records committed (in input order)
+        self.outputs: list[str] = []  # output flags not written if the add stops early
+
+    def commit(self, source: str, count: int, skipped: int, joined: int) -> None:
+        self.pending = None
+        self.batches += 1
+        self.added += count - skipped
+        self.skipped += skipped
+        self.joined += joined
+        self.records[source] = self.records.get(source, 0) + count
+
+    def _settle(self) -> None:
+        """Count the pending batch if the index shows it committed."""
+        if self.pending is None:
+            return
+        source, count, before = self.pending
+        self.pending = None
+        try:
+            from neardup.index import Index
+
+            with Index(self.directory) as index:
+                now = index.next_position()
+        except Exception:  # the index cannot tell (e.g. damaged): say nothing more
+            return
+        if now > before:
+            self.commit(source, count, count - (now - before), 0)
+
+    def report(self) -> str:
+        self._settle()
+        outputs = "".join(f" {flag} was not written." for flag in self.outputs)
+        if not self.batches:
+            return "Nothing was added to the index." + outputs
+        sources = list(self.records.items())
+        done = ", ".join(f"all {n:,} records of {s}" for s, n in sources[:-1])
+        last, n = sources[-1]
+        done += (", " if done else "") + f"the first {n:,} records of {last}"
+        skipped = f", {self.skipped:,} skipped as already there" if self.skipped else ""
+        text = (f"Committed before this: {self.added:,} documents added{skipped} in "
+                f"{self.batches:,} batch(es) ({done}); everything after record {n:,} of "
+                f"{last} was not added.{outputs}")
+        if self.opts["id_field"] is not None:
+            return text + " Run the same command with --skip-existing to add the rest."
+        return (text + " These documents are named by their index position, so running the "
+                "same command again would add them twice: add only the records after those.")
+
+
+def _add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any],
+         progress: _AddProgress) -> None:
+    import pyarrow as pa
+
+    outputs = _output_set(directory, inputs, {"--clusters-out": opts["clusters_out"]})
+    tables = []
+    with _open(directory, opts["rerank"]) as index, outputs:
+        # Every output is checked (and its temporary file made) before the first commit.
+        progress.outputs = ["--clusters-out"] if opts["clusters_out"] is not None else []
+        for batch in _batches(inputs, opts):
+            ids = batch.ids if opts["id_field"] else None
+            progress.pending = (batch.source, len(batch), index.next_position())
+            result = index.add(batch.texts, ids, skip_existing=opts["skip_existing"])
+            skipped = result.status.count("skipped")
+            joined = result.status.count("joined")
+            progress.commit(batch.source, len(batch), skipped, joined)
+            if not opts["quiet"]:
+                also = f", skipped {skipped} already in the index" if skipped else ""
+                click.echo(f"committed {len(batch) - skipped} documents from {batch.source}"
+                           f"{also} ({progress.added} added so far"
+                           + (f", {progress.skipped} skipped" if progress.skipped else "")
+                           + f", {progress.joined} joined existing clusters, "
+                           f"{result.merged_clusters} clusters merged)", err=True)
+            if opts["clusters_out"] is not None:
+                tables.append(result.table())
+        if opts["clusters_out"] is not None:
+            outputs.write_table("--clusters-out", pa.concat_tables(tables) if tables
+                                else _empty_add_table())
+            outputs.commit()
+        progress.outputs = []
+
+
+def _empty_add_table():
+    import numpy as np
+
+    from neardup.index import AddResult
+
+    return AddResult([], np.empty(0, np.int64), [], [], np.empty(0, np.float32)).table()
 
 
 def _input_key(inputs: tuple[Path, ...], opts: dict[str, Any]) -> dict[str, Any]:
@@ -228,21 +441,28 @@ def _input_key(inputs: tuple[Path, ...], opts: dict[str, Any]) -> dict[str, Any]
 
 
 def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -> None:
-    from neardup.io import write_table
-
     def log(message: str) -> None:
         if not opts["quiet"]:
             click.echo(message, err=True)
 
+    state = {"swapped": False}
+
+    def done() -> str:
+        if state["swapped"]:
+            return ("The documents were added (the bulk add was committed), but "
+                    "--clusters-out was not written.")
+        return "Nothing was added: a bulk add is all or nothing."
+
     batches = ((b.texts, b.ids if opts["id_field"] else None) for b in _batches(inputs, opts))
-    try:
-        with _open(directory, opts["rerank"]) as index:
+    with _cli_errors(done, own_account=False):
+        outputs = _output_set(directory, inputs, {"--clusters-out": opts["clusters_out"]})
+        with _open(directory, opts["rerank"]) as index, outputs:
             result = index.bulk_add(batches, table=opts["clusters_out"] is not None, log=log,
                                     resume=opts["resume"], input_key=_input_key(inputs, opts))
-        if opts["clusters_out"] is not None:
-            write_table(opts["clusters_out"], result.table)
-    except (NeardupError, ValueError) as exc:
-        raise _fail(exc) from exc
+            state["swapped"] = True
+            if opts["clusters_out"] is not None:
+                outputs.write_table("--clusters-out", result.table)
+                outputs.commit()
     if not opts["quiet"]:
         click.echo(f"committed {result.documents} documents in one bulk transaction "
                    f"({result.clusters} clusters, {result.joined} joined another's cluster, "
@@ -255,7 +475,9 @@ def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -
 @_input_options
 @click.option("--pairs-out", type=click.Path(path_type=Path), default=None,
               help="Write query_id, match_id, score, type, cluster (one row per match): "
-                   ".parquet, .jsonl or .csv. Default: JSON lines on stdout.")
+                   ".parquet, .jsonl, .jsonl.gz, .csv or .tsv, checked before the input is "
+                   "read (never over an input or the index's own files). Default: JSON lines "
+                   "on stdout.")
 @click.option("--top-k", type=click.IntRange(min=1), default=10, show_default=True,
               help="At most this many matches per query document, best first.")
 @_rerank_options
@@ -263,36 +485,56 @@ def query_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> Non
     """Find the stored near-duplicates of the documents in INPUT files (read only)."""
     import pyarrow as pa
 
-    from neardup.io import write_table
-
     tables = []
     rerank = _rerank_spec(opts)
-    try:
-        with _open(directory, rerank) as index:
+    with _cli_errors(lambda: "--pairs-out was not written." if opts["pairs_out"] else ""):
+        outputs = _output_set(directory, inputs, {"--pairs-out": opts["pairs_out"]})
+        with _open(directory, rerank) as index, outputs:
             for batch in _batches(inputs, opts):
                 result = index.query(batch.texts, batch.ids, top_k=opts["top_k"])
                 tables.append(result.table())
-        table = pa.concat_tables(tables) if tables else None
-        if opts["pairs_out"] is not None:
-            if table is None:
-                import numpy as np
+            table = pa.concat_tables(tables) if tables else None
+            if opts["pairs_out"] is not None:
+                if table is None:
+                    import numpy as np
 
-                from neardup.index import QueryResult
+                    from neardup.index import QueryResult
 
-                table = QueryResult(np.empty(0, np.int64), [], [], np.empty(0, np.int64),
-                                    np.empty(0, np.float32), []).table()
-            write_table(opts["pairs_out"], table)
-        elif table is not None:
-            for row in table.to_pylist():
-                click.echo(json.dumps(row))
-    except (NeardupError, ValueError) as exc:
-        raise _fail(exc) from exc
+                    table = QueryResult(np.empty(0, np.int64), [], [], np.empty(0, np.int64),
+                                        np.empty(0, np.float32), []).table()
+                outputs.write_table("--pairs-out", table)
+                outputs.commit()
+            elif table is not None:
+                for row in table.to_pylist():
+                    click.echo(json.dumps(row))
+
+
+def _read_ids(path: Path) -> list[str]:
+    """The ids of an ids file, exactly: one per line, only the line ending (LF or CRLF)
+    removed, so ids with leading or trailing spaces stay as they are; empty lines are
+    skipped."""
+    data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputError(
+            f"--ids: {str(path)!r}, line {line} (byte {exc.start}): not valid UTF-8; save the "
+            "ids file as UTF-8.") from exc
+    lines = text.split("\n")
+    ids = [line[:-1] if line.endswith("\r") else line for line in lines]
+    return [i for i in ids if i != ""]
 
 
 @index_command.command("delete")
 @_DIR
 @click.option("--ids", "ids_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              required=True, help="A text file with one document id per line.")
+              required=True,
+              help="A UTF-8 text file with one document id per line, taken exactly as written "
+                   "(only the line ending is removed: spaces are part of the id; empty lines "
+                   "are skipped).")
 @click.option("--split/--no-split", default=True, show_default=True,
               help="Re-link each cluster that lost a member from its remaining members, so "
                    "a cluster held together only by a deleted document splits. --no-split "
@@ -303,14 +545,13 @@ def delete_command(directory: Path, ids_file: Path, split: bool) -> None:
     Prints {"deleted", "missing", "split_clusters" (clusters re-linked), "new_clusters"
     (clusters the re-link added)}. The remaining documents of a cluster are re-linked
     with the method's own rule applied to them alone; clusters without a deleted member
-    are unchanged.
+    are unchanged. The delete is one transaction: if it fails or is interrupted, nothing
+    is deleted.
     """
-    ids = [line.strip() for line in ids_file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    try:
+    with _cli_errors(lambda: "Nothing was deleted (a delete is one transaction)."):
+        ids = _read_ids(ids_file)
         with _open(directory) as index:
             outcome = index.delete(ids, split=split)
-    except (NeardupError, ValueError) as exc:
-        raise _fail(exc) from exc
     click.echo(json.dumps({"deleted": outcome["deleted"], "missing": len(outcome["missing"]),
                            "split_clusters": outcome["split_clusters"],
                            "new_clusters": outcome["new_clusters"]}))
@@ -322,21 +563,24 @@ def delete_command(directory: Path, ids_file: Path, split: bool) -> None:
 @index_command.command("compact")
 @_DIR
 def compact_command(directory: Path) -> None:
-    """Checkpoint the log and rewrite the database without free space (after deletes)."""
-    try:
+    """Checkpoint the log and rewrite the database without free space (after deletes).
+
+    Needs free space beside the index for a copy of its live pages (checked first). One
+    transaction: a failure or an interrupt leaves the index as it was.
+    """
+    with _cli_errors():
         with _open(directory) as index:
             click.echo(json.dumps(index.compact()))
-    except (NeardupError, ValueError) as exc:
-        raise _fail(exc) from exc
 
 
 @index_command.command("stats")
 @_DIR
-@click.option("--check", is_flag=True, help="Also verify the database file (reads all of it).")
+@click.option("--check", is_flag=True,
+              help="Also verify the index (reads all of it): the database's integrity, every "
+                   "posting naming a stored document and, for vector methods, every vector "
+                   "segment. A damaged index exits 1 with what is wrong and how to recover.")
 def stats_command(directory: Path, check: bool) -> None:
     """Print the index's method, parameters, counts and size as JSON."""
-    try:
+    with _cli_errors():
         with _open(directory) as index:
             click.echo(json.dumps(index.stats(check=check), indent=2, sort_keys=True))
-    except (NeardupError, ValueError) as exc:
-        raise _fail(exc) from exc

@@ -51,8 +51,8 @@ import pyarrow as pa
 
 from neardup.engine import UnionFind, link_key_rows
 from neardup.engine.buckets import group_runs
-from neardup.errors import InputError
-from neardup.index._methods import DuplicateIdError, i64, split_rows
+from neardup.errors import InputError, setting
+from neardup.index._methods import DuplicateIdError, check_ids, i64, split_rows
 from neardup.index._rerank import (
     DOC_ARRAY,
     TEXT_SCHEMA,
@@ -216,10 +216,11 @@ class BulkBuilder:
                 raise InputError(
                     f"Index.bulk_add: the interrupted bulk add in {str(stale[-1])!r} was for "
                     "another input, method or setting; it cannot be resumed for this one. "
-                    "Run without --resume (resume=False) to discard it and start afresh.")
+                    f"Run without {setting('resume', 'resume=True')} to discard it and start "
+                    "afresh.")
         elif stale:
             self.log("bulk: discarding the scratch of an interrupted bulk add "
-                     "(--resume / resume=True would have continued it)")
+                     f"({setting('resume', 'resume=True')} would have continued it)")
         for path in stale:
             if path != adopted:
                 shutil.rmtree(path, ignore_errors=True)
@@ -238,7 +239,8 @@ class BulkBuilder:
         and the size of every scratch file); resumes from the last checkpoint."""
         sc = self.scratch
         state = _read_json(sc / "sketch.json") or {"docs": 0, "sizes": {}, "segments": 0,
-                                                   "text_end": 0, "done": False}
+                                                   "text_end": 0, "done": False,
+                                                   "id_mode": None}
         if state["done"]:
             self.log(f"bulk: sketch stage already complete ({state['docs']} documents)")
             return int(state["docs"])
@@ -263,6 +265,7 @@ class BulkBuilder:
         names = pa.schema([("id", pa.string())] + ([("text", pa.binary())] if self.store_text else []))
         text_end = int(state["text_end"])
         segments = int(state["segments"])
+        id_mode = state.get("id_mode")
         files = {name: open(sc / name, "ab") for name in _FILES}
         ids_w = [None]
 
@@ -290,7 +293,8 @@ class BulkBuilder:
             sizes = {p.name: p.stat().st_size for p in sc.iterdir()
                      if p.name in _FILES or p.name.startswith("p-")}
             _write_json(sc / "sketch.json", {"docs": n, "sizes": sizes, "segments": segments,
-                                             "text_end": text_end, "done": done})
+                                             "text_end": text_end, "done": done,
+                                             "id_mode": id_mode})
 
         try:
             for texts, ids in _skip_documents(batches, n):
@@ -298,10 +302,17 @@ class BulkBuilder:
                 m = len(sketch)
                 if m == 0:
                     continue
+                mode = "positions" if ids is None else "given"
+                if id_mode is not None and mode != id_mode:
+                    raise InputError(
+                        "Index.bulk_add: some batches come with ids and others without; "
+                        "name every document by an id or none (positions could collide "
+                        "with the ids).")
+                id_mode = mode
                 if ids is None:
                     ids = [str(n + i) for i in range(m)]
-                elif len(ids) != m:
-                    raise InputError(f"Index.bulk_add: got {m} texts but {len(ids)} ids.")
+                else:
+                    ids = check_ids("Index.bulk_add", ids, m)
                 if self.rerank is not None:
                     blobs = compress_texts(texts, self.rerank.max_chars)
                     files["rerank.bin"].write(b"".join(blobs))
@@ -544,6 +555,9 @@ class BulkBuilder:
                         f"Index.bulk_add: ids must be unique; repeated: {[r[0] for r in dup]}. "
                         "Nothing was added.") from exc
                 meta = dict(self.meta, next_doc=n)
+                state = _read_json(self.scratch / "sketch.json") or {}
+                if state.get("id_mode"):
+                    meta["id_mode"] = state["id_mode"]
                 con.execute("DELETE FROM meta")
                 con.executemany("INSERT INTO meta(name, value) VALUES (?, ?)",
                                 [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items()])

@@ -11,8 +11,10 @@ matches.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -26,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from neardup.errors import InputError, NeardupError, check_int
+from neardup.errors import InputError, NeardupError, check_int, setting
 from neardup.graph.edges import Pairs
 from neardup.index._bulk import BulkBuilder
 from neardup.index._link import (
@@ -38,6 +40,7 @@ from neardup.index._link import (
 from neardup.index._methods import (
     EMBEDDING_METHODS,
     DuplicateIdError,
+    check_ids,
     check_supported,
     i64,
     method_from_params,
@@ -63,13 +66,17 @@ from neardup.index._store import (
     IndexBusyError,
     IndexFormatError,
     IndexMismatchError,
+    IndexStorageError,
     connect,
     create_database,
+    database_error,
     database_path,
     read_meta,
+    recovery_hint,
     replace_empty_database,
 )
 from neardup.index._vectors import VectorSegments
+from neardup.io.outputs import kill_point
 from neardup.methods import make_method
 from neardup.methods.base import Method, Sketch
 from neardup.text.normalize import NormalizeConfig, normalize_batch
@@ -77,6 +84,38 @@ from neardup.text.normalize import NormalizeConfig, normalize_batch
 __all__ = ["Index"]
 
 _UNSET: Any = object()
+#: How an index names its documents (``meta.id_mode``): by the ids given to add, or by
+#: their insertion positions ("0", "1", ...). One index never mixes the two, so that a
+#: position can never collide with a given id.
+_GIVEN, _POSITIONS = "given", "positions"
+
+
+def _storage_errors(where: str, after: str | Callable[[], str] = ""):
+    """Method decorator: SQLite and disk failures become neardup errors (a damaged
+    database IndexFormatError with the recovery hint, a full or failing disk
+    IndexStorageError, a lock IndexBusyError), with ``after`` appended: what the failure
+    left (e.g. that the operation's transaction was rolled back)."""
+
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(self, *args, **kwargs):
+            try:
+                return function(self, *args, **kwargs)
+            except (sqlite3.Error, OSError) as exc:
+                mapped = database_error(exc, self.path, where)
+                if mapped is None:
+                    raise
+                left = after() if callable(after) else after
+                if left:
+                    mapped = type(mapped)(f"{mapped} {left}")
+                    mapped.left = left  # a front end with its own account may drop it
+                raise mapped from exc
+
+        return wrapper
+
+    return decorate
+
+
 
 
 class Index:
@@ -122,7 +161,11 @@ class Index:
         # The writer walks the postings B-tree on every add: a larger cache pays off.
         self._writer = connect(self.path, cache_mib=max(self.cache_mib, 256))
         self._connections.append(self._writer)
-        meta = read_meta(self._writer, "Index.open")
+        try:
+            meta = read_meta(self._writer, "Index.open", self.path)
+        except BaseException:
+            self._writer.close()
+            raise
         self.meta = meta
         try:
             self.method = method_from_params(meta["method"], meta["params"])
@@ -182,7 +225,7 @@ class Index:
         rerank = rerank_config(rerank)
         if rerank is not None and method_obj.name not in RERANK_METHODS:
             raise ValueError(
-                f"Index.create: rerank verification (rerank=, --rerank) applies to the "
+                f"Index.create: rerank verification ({setting('rerank', 'rerank=')}) applies to the "
                 f"methods {', '.join(RERANK_METHODS)}; got method {method_obj.name!r}.")
         probe = method_obj.sketch(["probe"])
         extra: dict[str, Any] = {}
@@ -235,9 +278,9 @@ class Index:
         if (theirs is None) != (mine is None) or (
                 theirs is not None and {k: v for k, v in theirs.items()} != mine):
             raise IndexMismatchError(
-                f"Index: this index was built with rerank verification {mine!r}; got "
-                f"{theirs!r}. Query and add with the index's own (omit the rerank options), "
-                "or build another index.")
+                f"Index: this index was built with {_describe_rerank(mine)}; got "
+                f"{_describe_rerank(theirs)}. Query and add with the index's own (omit "
+                f"{setting('rerank', 'rerank=')}), or build another index.")
 
     def __enter__(self) -> Index:
         return self
@@ -271,8 +314,10 @@ class Index:
         con.execute("BEGIN")
         try:
             yield con
-        finally:
-            con.execute("COMMIT")
+        except BaseException:
+            _rollback(con)
+            raise
+        con.execute("COMMIT")
 
     @contextmanager
     def _write(self):
@@ -282,7 +327,9 @@ class Index:
             try:
                 yield con
             except BaseException:
-                con.execute("ROLLBACK")
+                # SQLite may have rolled back already (a full disk, an I/O error): the
+                # original error is what the caller must see.
+                _rollback(con)
                 raise
             con.execute("COMMIT")
 
@@ -416,6 +463,8 @@ class Index:
 
     # -- add -----------------------------------------------------------------------------
 
+    @_storage_errors("Index.add", "Nothing of this add was stored (it is one transaction); "
+                                  "earlier adds are intact.")
     def add(self, texts: Sequence[str], ids: Sequence[str] | None = None, *,
             skip_existing: bool = False) -> AddResult:
         """Add documents in one transaction and give each its cluster.
@@ -423,11 +472,16 @@ class Index:
         Parameters
         ----------
         texts : sequence of str
-        ids : sequence of str or None, default None
+        ids : sequence of str (or int) or None, default None
             Unique ids (not already in the index); None: their index positions as strings.
+            An index names its documents one way: an index that holds documents added
+            with ids refuses an add without them, and one whose documents are named by
+            position refuses ids (either could collide with the other). None in ``ids``
+            is refused.
         skip_existing : bool, default False
             Skip documents whose id is already in the index (to resume an interrupted
-            load) instead of raising.
+            load) instead of raising. Needs ``ids``: positions are new for every add, so
+            nothing would be skipped.
 
         Returns
         -------
@@ -436,12 +490,18 @@ class Index:
         start = time.perf_counter()
         if not isinstance(texts, (str, bytes)):
             texts = list(texts)
+        if ids is not None:
+            ids = check_ids("Index.add", ids, None if isinstance(texts, (str, bytes)) else len(texts))
+        elif skip_existing:
+            raise InputError(
+                f"Index.add: {setting('skip_existing', 'skip_existing=True')} skips documents "
+                "whose id is already in the index, but documents added without ids are named "
+                "by new index positions, so none would be skipped (an interrupted add would "
+                f"be stored twice). Give ids ({setting('id_field', 'ids=[...]')}) to resume an add."
+            )
         sketch, digest, normalized = self._sketch("Index.add", texts)
         n = len(sketch)
         if ids is not None:
-            ids = [str(i) for i in ids]
-            if len(ids) != n:
-                raise InputError(f"Index.add: got {n} texts but {len(ids)} ids.")
             if len(set(ids)) != n:
                 seen: set[str] = set()
                 dup = next(i for i in ids if i in seen or seen.add(i))
@@ -449,8 +509,26 @@ class Index:
         arrays_blobs = self._arrays_blob(sketch) if n else []
         with self._write() as con:
             next_doc = json.loads(con.execute("SELECT value FROM meta WHERE name='next_doc'").fetchone()[0])
+            mode = self._id_mode(con) if n else None
+            given = ids is not None
             if ids is None:
+                if mode == _GIVEN:
+                    some = con.execute("SELECT id FROM docs ORDER BY doc LIMIT 1").fetchone()
+                    raise InputError(
+                        "Index.add: the documents of this index are named by the ids given "
+                        f"when they were added (e.g. {some[0] if some else ''!r}), but these "
+                        "come without ids; their index positions could collide with those "
+                        f"ids. Give their ids ({setting('id_field', 'ids=[...]')}) too."
+                    )
                 ids = [str(next_doc + i) for i in range(n)]
+            elif mode == _POSITIONS:
+                raise InputError(
+                    "Index.add: the documents of this index are named by their index "
+                    "positions ('0', '1', ...: they were added without ids), but these come "
+                    "with ids, which could collide with those positions. Add them without "
+                    f"ids ({setting('id_field=None', 'ids=None')}), or build another index "
+                    "for documents with ids."
+                )
             keep = np.ones(n, bool)
             if n:
                 present = self._present_ids(con, ids)
@@ -458,15 +536,24 @@ class Index:
                     some = sorted(present)[:5]
                     raise DuplicateIdError(
                         f"Index.add: {len(present)} id(s) already in the index (e.g. {some}); "
-                        "ids must be unique. Pass skip_existing=True (--skip-existing) to "
-                        "skip them, e.g. when resuming an interrupted load."
+                        f"ids must be unique. Pass {setting('skip_existing', 'skip_existing=True')} "
+                        "to skip them, e.g. when resuming an interrupted load."
                     )
                 keep = np.array([i not in present for i in ids], bool)
+                if mode is None:  # the first documents name the index's way
+                    con.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('id_mode', ?)",
+                                (json.dumps(_GIVEN if given else _POSITIONS),))
             result = self._add_locked(con, sketch, digest, normalized, ids, keep, next_doc,
                                       arrays_blobs, texts)
+            kill_point("index-add-written")
+        kill_point("index-add-committed")
         result.seconds = time.perf_counter() - start
         return result
 
+    @_storage_errors("Index.bulk_add", lambda: (
+        "Nothing was added: a bulk add is all or nothing. Its scratch (.bulk-* in the index "
+        f"directory) is kept: the same bulk add with {setting('resume', 'resume=True')} "
+        "continues it from its last completed step, and one without discards it."))
     def bulk_add(self, batches: Iterable[tuple[Sequence[str], Sequence[str] | None]], *,
                  table: bool = False, partitions: int = 256,
                  log: Callable[[str], None] | None = None, resume: bool = False,
@@ -518,13 +605,14 @@ class Index:
         if self.embedding:
             raise ValueError(
                 f"Index.bulk_add: the bulk path is for the keyed methods (exact, minhash, "
-                f"simhash); add {self.method.name!r} documents with add().")
+                f"simhash); add {self.method.name!r} documents with "
+                f"{setting('add', 'add()')}.")
         with self._lock:
             if self._writer.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None:
                 raise IndexBusyError(
                     f"Index.bulk_add: the index {str(self.path)!r} already holds documents; "
-                    "the bulk path builds an index from empty. Add to it with add() "
-                    "(neardup index add without --bulk).")
+                    "the bulk path builds an index from empty. Add to it with "
+                    f"{setting('add', 'add()')}.")
             builder = BulkBuilder(self.path, self.method, self._layout, self.meta,
                                   lambda texts: self._sketch("Index.bulk_add", texts), self._rows,
                                   self._cap, store_text=self.store_text, partitions=partitions,
@@ -564,7 +652,19 @@ class Index:
         self._local = threading.local()
         self._writer = connect(self.path, cache_mib=max(self.cache_mib, 256))
         self._connections.append(self._writer)
-        self.meta = read_meta(self._writer, "Index.open")
+        self.meta = read_meta(self._writer, "Index.open", self.path)
+
+    def _id_mode(self, con) -> str | None:
+        """How the stored documents are named (see ``_GIVEN``, ``_POSITIONS``): recorded by
+        the first add; for an index made before it was recorded, found once from the
+        stored ids (None while every stored id is its position, or none is stored)."""
+        row = con.execute("SELECT value FROM meta WHERE name = 'id_mode'").fetchone()
+        if row is not None:
+            return json.loads(row[0])
+        if con.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is None:
+            return None
+        named = con.execute("SELECT 1 FROM docs WHERE id != CAST(doc AS TEXT) LIMIT 1").fetchone()
+        return _GIVEN if named is not None else None
 
     def _present_ids(self, con, ids: list[str]) -> set[str]:
         con.execute("CREATE TEMP TABLE IF NOT EXISTS qi(id TEXT PRIMARY KEY)")
@@ -778,6 +878,7 @@ class Index:
 
     # -- query ---------------------------------------------------------------------------
 
+    @_storage_errors("Index.query")
     def query(self, texts: Sequence[str], ids: Sequence[str] | None = None, *,
               top_k: int = 10) -> QueryResult:
         """Stored near-duplicates of each text (read only; the index is not changed).
@@ -801,9 +902,8 @@ class Index:
             texts = list(texts)
         sketch, digest, normalized = self._sketch("Index.query", texts)
         n = len(sketch)
-        query_ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(n)]
-        if len(query_ids) != n:
-            raise InputError(f"Index.query: got {n} texts but {len(query_ids)} ids.")
+        query_ids = check_ids("Index.query", ids, n) if ids is not None \
+            else [str(i) for i in range(n)]
         if self.embedding:
             left, right, score, rows, base = self._query_vectors(sketch, n)
             stored_docs = np.array([r[0] for r in rows], np.int64)
@@ -860,6 +960,7 @@ class Index:
 
     # -- delete, compact, stats ----------------------------------------------------------
 
+    @_storage_errors("Index.delete", "Nothing was deleted (a delete is one transaction).")
     def delete(self, ids: Sequence[str], *, split: bool = True) -> dict[str, Any]:
         """Remove documents (and their postings) by id, in one transaction.
 
@@ -891,9 +992,7 @@ class Index:
         dedup's star and chain run over the whole key group, so the two can differ for
         documents of huge template clusters.
         """
-        if isinstance(ids, (str, bytes)):
-            raise InputError("Index.delete: pass a sequence of ids, not a single string.")
-        ids = list(dict.fromkeys(str(i) for i in ids))
+        ids = list(dict.fromkeys(check_ids("Index.delete", ids)))
         split_info = {"split_clusters": 0, "new_clusters": 0}
         with self._write() as con:
             con.execute("CREATE TEMP TABLE IF NOT EXISTS qi(id TEXT PRIMARY KEY)")
@@ -920,8 +1019,11 @@ class Index:
                 if self._rerank is not None:
                     con.executemany(f"DELETE FROM {TEXT_TABLE} WHERE doc = ?",
                                     ((d,) for d in docs.tolist()))
+                kill_point("index-delete-removed")
                 if split:
                     split_info = self._split(con, sorted({r[4] for r in rows}))
+                kill_point("index-delete-split")
+        kill_point("index-delete-committed")
         return {"deleted": len(rows), "missing": [i for i in ids if i not in found], **split_info}
 
     def _split(self, con, clusters: list[int]) -> dict[str, int]:
@@ -976,35 +1078,74 @@ class Index:
                 con.execute("UPDATE big SET first = ?, last = ?, count = ? WHERE key = ?",
                             (first, last, count, k))
 
+    @_storage_errors("Index.compact")
     def compact(self) -> dict[str, int]:
         """Checkpoint the write-ahead log and rebuild the database file without free pages
-        (after deletes). Returns the file size before and after, in bytes."""
+        (after deletes). Returns the file size before and after, in bytes.
+
+        Before any work, the free space beside the database must hold a copy of its live
+        pages (the rebuilt database goes through the write-ahead log); IndexStorageError
+        otherwise. The rebuild is one transaction: a failure (a disk that fills up anyway,
+        a kill) leaves the index as it was."""
         before = self.disk_bytes()
-        if self.embedding:
-            self._merge_segments()
-        with self._lock:
-            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self._writer.execute("VACUUM")
-            self._writer.execute("PRAGMA optimize")
-            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._check_compact_space()
+        merged = False
+        try:
+            if self.embedding:
+                merged = self._merge_segments()
+            with self._lock:
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                kill_point("index-compact-checkpointed")
+                self._writer.execute("VACUUM")
+                kill_point("index-compact-vacuumed")
+                self._writer.execute("PRAGMA optimize")
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except (sqlite3.Error, OSError) as exc:
+            mapped = database_error(exc, self.path, "Index.compact")
+            if mapped is None:
+                raise
+            left = ("The vector segments were merged into one, but the database was not "
+                    "rebuilt; its documents are intact." if merged else
+                    "Nothing was changed: the index is as it was before the compact.")
+            raise type(mapped)(f"{mapped} {left}") from exc
         return {"bytes_before": before, "bytes_after": self.disk_bytes()}
 
-    def _merge_segments(self) -> None:
+    def _check_compact_space(self) -> None:
+        """IndexStorageError unless the index's disk can hold a copy of the live pages."""
+        with self._lock:
+            page_size, pages, free_pages = (
+                self._writer.execute(f"PRAGMA {name}").fetchone()[0]
+                for name in ("page_size", "page_count", "freelist_count"))
+        needed = (pages - free_pages) * (page_size + 24)  # a WAL frame per live page
+        free = shutil.disk_usage(self.path).free
+        if free < needed:
+            raise IndexStorageError(
+                f"Index.compact: not enough free space beside the index {str(self.path)!r}: "
+                f"{free:,} bytes free, about {needed:,} needed (compacting writes a copy of "
+                "the database's live pages). Nothing was changed. Free some space, then run "
+                "it again."
+            )
+
+    def _merge_segments(self) -> bool:
         """One segment with the vectors of the documents still stored, swapped into the
-        manifest in one transaction (files written first: before-or-after on a kill)."""
+        manifest in one transaction (files written first: before-or-after on a kill).
+        Returns whether segments were merged."""
         with self._write() as con:
             manifest = self._manifest(con)
             live = np.array([r[0] for r in con.execute(
                 "SELECT doc FROM docs WHERE n_features > 0 ORDER BY doc")], np.int64)
             if not manifest or (len(manifest) == 1
                                 and self._vectors.load(manifest[0])[0].size == live.size):
-                return
+                return False
             name = self._vectors.write(live, self._vectors.vectors_of(manifest, live))
             self._set_manifest(con, [name])
+            kill_point("index-compact-merged")
+        kill_point("index-compact-swapped")
         # Replaced segments go once the new manifest is committed; a reader still on the
         # old snapshot keeps what it loaded (segments are read whole).
         with self._lock:
             self._vectors.remove_unlisted([name])
+        return True
 
     def disk_bytes(self) -> int:
         db = database_path(self.path)
@@ -1013,9 +1154,15 @@ class Index:
             files += list((self.path / "vectors").iterdir())
         return sum(p.stat().st_size for p in files if p.exists())
 
+    @_storage_errors("Index.stats")
     def stats(self, *, check: bool = False) -> dict[str, Any]:
-        """Counts, method, parameters and size; ``check=True`` also runs SQLite's
-        integrity check (reads the whole file) and raises IndexFormatError on damage."""
+        """Counts, method, parameters and size; ``check=True`` also checks the index
+        (reads all of it) and raises IndexFormatError, saying how to recover, on damage:
+        SQLite's integrity check, every posting naming a stored document, the next
+        position above every stored one and, for embedding methods, every listed vector
+        segment readable and holding every stored document's vector."""
+        if check:
+            self._check()
         with self._read() as con:
             n_docs = con.execute("SELECT count(*) FROM docs").fetchone()[0]
             n_clusters = con.execute("SELECT count(*) FROM (SELECT DISTINCT cluster FROM docs)").fetchone()[0]
@@ -1023,11 +1170,6 @@ class Index:
             n_postings = con.execute("SELECT count(*) FROM postings").fetchone()[0]
             n_big = con.execute("SELECT count(*) FROM big").fetchone()[0]
             segments = len(self._manifest(con)) if self.embedding else None
-            if check:
-                problems = [r[0] for r in con.execute("PRAGMA integrity_check")]
-                if problems != ["ok"]:
-                    raise IndexFormatError(
-                        f"Index.stats: the index database is damaged: {'; '.join(problems[:5])}")
         return {
             "path": str(self.path),
             "method": self.method.name,
@@ -1043,8 +1185,58 @@ class Index:
             "disk_bytes": self.disk_bytes(),
             "created": self.meta.get("created"),
             "format_version": self.meta.get("version"),
+            **({"check": "ok"} if check else {}),
         }
 
+    def _check(self) -> None:
+        """IndexFormatError naming what is damaged and how to recover (see :meth:`stats`)."""
+        problems: list[str] = []
+        try:
+            with self._read() as con:
+                found = [r[0] for r in con.execute("PRAGMA integrity_check(20)")]
+                if found != ["ok"]:
+                    problems += found
+                else:
+                    orphans = con.execute(
+                        "SELECT count(*) FROM postings p WHERE NOT EXISTS "
+                        "(SELECT 1 FROM docs d WHERE d.doc = p.doc)").fetchone()[0]
+                    if orphans:
+                        problems.append(f"{orphans} posting(s) name documents that are not stored")
+                    next_doc = json.loads(con.execute(
+                        "SELECT value FROM meta WHERE name = 'next_doc'").fetchone()[0])
+                    top = con.execute("SELECT max(doc) FROM docs").fetchone()[0]
+                    if top is not None and top >= next_doc:
+                        problems.append(f"the next position ({next_doc}) is not above the "
+                                        f"stored documents ({top})")
+                    if self.embedding:
+                        problems += self._check_vectors(con)
+        except sqlite3.DatabaseError as exc:
+            problems.append(str(exc))
+        if problems:
+            listed = "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else "")
+            raise IndexFormatError(
+                f"Index.stats: the index {str(self.path)!r} is damaged: {listed}. "
+                + recovery_hint(self.path)
+            )
+
+    def _check_vectors(self, con) -> list[str]:
+        manifest = self._manifest(con)
+        live = np.array([r[0] for r in con.execute(
+            "SELECT doc FROM docs WHERE n_features > 0 ORDER BY doc")], np.int64)
+        held = []
+        for name in manifest:
+            try:
+                held.append(self._vectors.load(name)[0])
+            except Exception as exc:  # faiss raises RuntimeError on a bad file
+                return [f"vector segment {name!r} cannot be read ({str(exc).splitlines()[0]})"]
+        have = np.unique(np.concatenate(held)) if held else np.empty(0, np.int64)
+        missing = np.setdiff1d(live, have)
+        if missing.size:
+            return [f"{missing.size} stored document(s) have no vector in the segments "
+                    f"(e.g. position {int(missing[0])})"]
+        return []
+
+    @_storage_errors("Index.clusters")
     def clusters(self) -> pa.Table:
         """Every stored document's id and cluster, in insertion order."""
         with self._read() as con:
@@ -1052,12 +1244,41 @@ class Index:
         return pa.table({"id": pa.array([r[0] for r in rows], pa.string()),
                          "cluster": pa.array([r[1] for r in rows], pa.int64())})
 
+    @_storage_errors("Index")
+    def next_position(self) -> int:
+        """The position the next added document gets (positions are never reused): it
+        grows by the documents each committed add stored."""
+        with self._read() as con:
+            return json.loads(con.execute(
+                "SELECT value FROM meta WHERE name = 'next_doc'").fetchone()[0])
+
+    @_storage_errors("Index")
     def __len__(self) -> int:
         with self._read() as con:
             return con.execute("SELECT count(*) FROM docs").fetchone()[0]
 
     def __repr__(self) -> str:
         return f"Index({str(self.path)!r}, method={self.method!r})"
+
+
+def _describe_rerank(config: dict[str, Any] | None) -> str:
+    """A rerank setting in words (no dict reprs in messages)."""
+    if not config:
+        return "no rerank verification"
+    parts = [f"{key.replace('_', ' ')} {config[key]}" for key in ("model", "threshold", "max_chars")
+             if config.get(key) is not None]
+    return (f"rerank verification by the {config.get('scorer')}"
+            + (f" ({', '.join(parts)})" if parts else ""))
+
+
+def _rollback(con) -> None:
+    """End the connection's transaction if SQLite has not already (after a full disk or
+    an I/O error it rolls back by itself, and ROLLBACK would then fail)."""
+    if con.in_transaction:
+        try:
+            con.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
 
 class _LocalRows:

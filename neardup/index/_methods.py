@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from neardup.errors import InputError
+from neardup.errors import InputError, setting, short_repr
 from neardup.methods import make_method
 from neardup.methods.base import Method
 from neardup.text.normalize import NormalizeConfig
@@ -19,6 +19,7 @@ __all__ = [
     "EMBEDDING_METHODS",
     "SUPPORTED_METHODS",
     "DuplicateIdError",
+    "check_ids",
     "check_supported",
     "i64",
     "method_from_params",
@@ -32,6 +33,37 @@ class DuplicateIdError(InputError):
     """An added document's id is already in the index."""
 
 
+def check_ids(caller: str, ids: Any, n: int | None = None) -> list[str]:
+    """``ids`` as strings: each must be a string or an integer (None, floats, bytes and
+    booleans are refused, never stored as their ``str``), and encodable as UTF-8."""
+    if isinstance(ids, (str, bytes)):
+        raise InputError(f"{caller}: pass a sequence of ids, not a single string.")
+    out: list[str] = []
+    for k, value in enumerate(ids):
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InputError(
+                    f"{caller}: id {k} ({short_repr(value)}) contains a lone surrogate "
+                    f"({value[exc.start:exc.end].encode('unicode_escape').decode()}), which "
+                    "is not valid Unicode and cannot be stored; give ids as valid text."
+                ) from None
+            out.append(value)
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+            out.append(str(int(value)))
+        else:
+            what = "None" if value is None else f"{type(value).__name__} {short_repr(value)}"
+            raise InputError(
+                f"{caller}: id {k} is {what}; ids must be strings or integers. Give every "
+                "document an id, or give no ids at all to name documents by their index "
+                "position."
+            )
+    if n is not None and len(out) != n:
+        raise InputError(f"{caller}: got {n} texts but {len(out)} ids.")
+    return out
+
+
 #: Methods the index supports: those with the keyed contract (candidate keys + fixed-width
 #: verification arrays), and the document-embedding methods (vectors in faiss segments).
 SUPPORTED_METHODS = ("exact", "minhash", "simhash", "retsim", "biencoder")
@@ -41,7 +73,7 @@ _NOT_YET = {
     "retsim-partial": "partial-duplicate matching compares chunks, and the index keeps one "
                       "vector per document (use retsim)",
     "rerank": "rerank is an index option, not a method: create a minhash index with "
-              "rerank=\"verifier\" (--rerank verifier)",
+              "verification by the verifier (--rerank verifier; rerank=\"verifier\" in Python)",
 }
 
 
@@ -72,11 +104,11 @@ def check_supported(caller: str, method: Method) -> None:
         return
     # The index stores fixed-width rows only (no shingle sets, texts or statistics).
     if method.name not in SUPPORTED_METHODS or not method.candidate_fixed_width:
-        hint = " (minhash with verify='exact' keeps shingle sets: use verify='signature')" \
-            if method.name == "minhash" else ""
+        hint = (f" ({setting('verify', 'verify')} 'exact' keeps shingle sets, which the index "
+                "does not store: use 'signature')") if method.name == "minhash" else ""
         raise ValueError(
             f"{caller}: parameter 'method' must be one of {', '.join(map(repr, SUPPORTED_METHODS))} "
-            f"with the keyed contract; got {method!r}{hint}."
+            f"with fixed-width verification arrays; got {method.name!r}{hint}."
         )
 
 

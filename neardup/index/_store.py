@@ -31,13 +31,15 @@ INTEGER.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
 
-from neardup.errors import NeardupError
+from neardup.errors import NeardupError, setting
 
 __all__ = [
     "FORMAT",
@@ -45,12 +47,15 @@ __all__ = [
     "IndexBusyError",
     "IndexFormatError",
     "IndexMismatchError",
+    "IndexStorageError",
     "connect",
     "create_database",
     "create_indexes",
     "create_tables",
+    "database_error",
     "database_path",
     "read_meta",
+    "recovery_hint",
     "replace_empty_database",
 ]
 
@@ -104,6 +109,101 @@ class IndexMismatchError(NeardupError, ValueError):
     """A method or parameters other than the index's were asked for."""
 
 
+class IndexStorageError(NeardupError):
+    """The index's files could not be written or read: the disk is full, read-only or
+    failing. What was committed before stays committed (each operation is one
+    transaction, or one per batch for an add)."""
+
+
+def recovery_hint(directory: str | os.PathLike) -> str:
+    """How to recover a damaged index (said by every message about damage)."""
+    return (
+        f"To recover: restore the directory {str(directory)!r} from a backup, or rebuild "
+        "it: create a new index with the same method and parameters (`neardup index "
+        "create NEW --method M ...`) and add the corpus to it again. A damaged index "
+        "cannot be repaired in place; `neardup index stats DIR --check` tells whether an "
+        "index is sound."
+    )
+
+
+# SQLite primary result codes (the low byte of an extended code).
+_SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
+_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN = 10, 11, 13, 14
+_SQLITE_NOTADB = 26
+_FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+def _sqlite_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return int(code) & 0xFF
+    text = str(exc).lower()  # Python < 3.11: the message is all there is
+    for needle, value in (("malformed", _SQLITE_CORRUPT), ("not a database", _SQLITE_NOTADB),
+                          ("disk is full", _SQLITE_FULL), ("disk i/o error", _SQLITE_IOERR),
+                          ("locked", _SQLITE_BUSY), ("readonly", _SQLITE_READONLY)):
+        if needle in text:
+            return value
+    return None
+
+
+def database_error(exc: BaseException, directory: str | os.PathLike, where: str) -> NeardupError | None:
+    """The neardup error for a storage failure ``exc`` (a ``sqlite3.Error`` or an
+    ``OSError`` on the index's files) in ``where``; None when ``exc`` is not one.
+
+    A damaged database gives :class:`IndexFormatError` with the recovery hint; a full,
+    read-only or failing disk :class:`IndexStorageError`; a lock held elsewhere
+    :class:`IndexBusyError`. Messages say what failed, never how SQLite names it in
+    Python."""
+    directory = str(directory)
+    if isinstance(exc, OSError):
+        if exc.errno in _FULL_ERRNOS:
+            return IndexStorageError(
+                f"{where}: the disk holding the index {directory!r} is full "
+                f"({exc.strerror or exc}). Free some space, then run the command again."
+            )
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return IndexStorageError(
+                f"{where}: cannot write the index {directory!r} ({exc.strerror or exc}); the "
+                "file system is read-only or you lack permission."
+            )
+        if exc.errno == errno.EIO:
+            return IndexStorageError(
+                f"{where}: a disk I/O error on the index {directory!r} ({exc.strerror or exc})."
+            )
+        return None
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    code = _sqlite_code(exc)
+    path = str(database_path(directory))
+    if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return IndexFormatError(
+            f"{where}: the index database {path!r} is damaged ({exc}). "
+            + recovery_hint(directory)
+        )
+    if code == _SQLITE_FULL:
+        return IndexStorageError(
+            f"{where}: the disk holding the index {directory!r} is full ({exc}). Free some "
+            "space, then run the command again."
+        )
+    if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return IndexBusyError(
+            f"{where}: the index {directory!r} is locked by another process ({exc}); wait "
+            "for it to finish (a server or another add), then run the command again."
+        )
+    if code in (_SQLITE_READONLY, _SQLITE_PERM, _SQLITE_CANTOPEN):
+        return IndexStorageError(
+            f"{where}: cannot write the index {directory!r} ({exc}); the file system is "
+            "read-only or you lack permission on its files."
+        )
+    if code == _SQLITE_IOERR:
+        return IndexStorageError(
+            f"{where}: a disk I/O error on the index {directory!r} ({exc}); the disk may be "
+            "full or failing. Free some space or check the disk, then check the index with "
+            f"{setting('check', 'Index(DIR).stats(check=True)')}."
+        )
+    return IndexStorageError(f"{where}: the index database {path!r} failed ({exc}).")
+
+
 def database_path(directory: str | os.PathLike) -> Path:
     return Path(directory) / _FILE
 
@@ -116,33 +216,63 @@ def create_database(directory: str | os.PathLike, meta: dict[str, Any],
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise IndexFormatError(f"Index.create: {str(directory)!r} exists and is not a directory.")
-    if directory.exists() and any(directory.iterdir()):
-        raise IndexFormatError(
-            f"Index.create: directory {str(directory)!r} is not empty; give a new or empty "
-            "directory (open an existing index with Index.open)."
-        )
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / f".{_FILE}.tmp-{os.getpid()}"
-    tmp.unlink(missing_ok=True)
-    con = sqlite3.connect(tmp, isolation_level=None)
+    made = not directory.exists()
+    if not made:
+        _remove_killed_creates(directory)
+        if any(directory.iterdir()):
+            raise IndexFormatError(
+                f"Index.create: directory {str(directory)!r} is not empty; give a new or empty "
+                "directory."
+            )
+    tmp = directory / f"{_CREATING}{os.getpid()}"
     try:
-        create_tables(con)
-        for statement in extra_tables:
-            con.execute(statement)
-        create_indexes(con)
-        con.execute("BEGIN")
-        con.executemany(
-            "INSERT INTO meta(name, value) VALUES (?, ?)",
-            [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items()],
-        )
-        con.execute("COMMIT")
-        con.execute("PRAGMA journal_mode=WAL")
-    finally:
-        con.close()
-    with open(tmp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, database_path(directory))
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp.unlink(missing_ok=True)
+        con = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            create_tables(con)
+            for statement in extra_tables:
+                con.execute(statement)
+            create_indexes(con)
+            con.execute("BEGIN")
+            con.executemany(
+                "INSERT INTO meta(name, value) VALUES (?, ?)",
+                [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items()],
+            )
+            con.execute("COMMIT")
+            con.execute("PRAGMA journal_mode=WAL")
+        finally:
+            con.close()
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, database_path(directory))
+    except BaseException as exc:
+        # Nothing half-made is left: the next create in this directory must not find it
+        # "not empty".
+        for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            leftover.unlink(missing_ok=True)
+        if made:
+            shutil.rmtree(directory, ignore_errors=True)
+        mapped = database_error(exc, directory, "Index.create") \
+            if isinstance(exc, (sqlite3.Error, OSError)) else None
+        if mapped is not None:
+            raise type(mapped)(f"{mapped} No index was created.") from exc
+        raise
     return database_path(directory)
+
+
+_CREATING = f".{_FILE}.tmp-"
+
+
+def _remove_killed_creates(directory: Path) -> None:
+    """Delete the temporary databases of creates killed in ``directory``."""
+    from neardup.io.outputs import process_alive
+
+    for path in directory.iterdir():
+        if path.name.startswith(_CREATING):
+            pid = path.name[len(_CREATING):].split("-")[0]
+            if pid.isdigit() and not process_alive(int(pid)):
+                path.unlink(missing_ok=True)
 
 
 def create_tables(con: sqlite3.Connection) -> None:
@@ -207,12 +337,12 @@ def connect(directory: str | os.PathLike, *, cache_mib: int = 64) -> sqlite3.Con
     if not Path(directory).is_dir():
         raise IndexFormatError(
             f"Index.open: {str(directory)!r} is not a directory; create an index with "
-            "`neardup index create DIR --method M` (Index.create)."
+            f"{setting('create', 'Index.create(DIR, method)')}."
         )
     if not path.is_file():
         raise IndexFormatError(
             f"Index.open: {str(directory)!r} is not a neardup index (no {_FILE}); create one "
-            "with `neardup index create DIR --method M` (Index.create)."
+            f"with {setting('create', 'Index.create(DIR, method)')}."
         )
     con = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60.0)
     try:
@@ -222,29 +352,38 @@ def connect(directory: str | os.PathLike, *, cache_mib: int = 64) -> sqlite3.Con
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.DatabaseError as exc:
         con.close()
-        raise IndexFormatError(
-            f"Index.open: {str(path)!r} is not a readable SQLite database ({exc}); the index "
-            "is corrupted or the file is foreign. Restore it from a copy or rebuild it."
-        ) from exc
+        mapped = database_error(exc, directory, "Index.open")
+        if isinstance(mapped, IndexFormatError) or mapped is None:
+            raise IndexFormatError(
+                f"Index.open: {str(path)!r} is not a readable neardup index database ({exc}); "
+                "the index is damaged or the file is foreign. " + recovery_hint(directory)
+            ) from exc
+        raise mapped from exc
     if not _TABLES <= tables:
         con.close()
         raise IndexFormatError(
             f"Index.open: {str(path)!r} is a SQLite database but not a neardup index (tables "
             f"{sorted(tables)}, expected {sorted(_TABLES)})."
         )
-    if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        # Left in rollback-journal mode by a bulk add killed just before its swap.
-        con.execute("PRAGMA journal_mode=WAL")
+    try:
+        if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            # Left in rollback-journal mode by a bulk add killed just before its swap.
+            con.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.Error as exc:
+        con.close()
+        raise (database_error(exc, directory, "Index.open") or exc) from exc
     return con
 
 
-def read_meta(con: sqlite3.Connection, where: str) -> dict[str, Any]:
+def read_meta(con: sqlite3.Connection, where: str,
+              directory: str | os.PathLike | None = None) -> dict[str, Any]:
     """The ``meta`` table as a dict, checked for this format and version."""
     try:
         meta = {name: json.loads(value) for name, value in con.execute("SELECT name, value FROM meta")}
     except (sqlite3.DatabaseError, ValueError) as exc:
         raise IndexFormatError(
-            f"{where}: the index metadata cannot be read ({exc}); the index is corrupted."
+            f"{where}: the index metadata cannot be read ({exc}); the index is damaged. "
+            + recovery_hint(directory if directory is not None else "DIR")
         ) from exc
     if meta.get("format") != FORMAT:
         raise IndexFormatError(

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import neardup
+from neardup.errors import InputError
 from neardup.index import DuplicateIdError, Index, IndexFormatError, IndexMismatchError
 
 from tests.index.conftest import partition_equal, synthetic_texts
@@ -128,8 +129,8 @@ def test_delete_updates_big_groups(tmp_path):
 @pytest.mark.parametrize("method, params, hint", [
     ("retsim-partial", {}, "compares chunks"),
     ("rerank", {}, "rerank"),
-    ("minhash", {"verify": "exact"}, "verify='signature'"),
-    ("ngram", {}, "keyed contract"),
+    ("minhash", {"verify": "exact"}, "verify 'exact' keeps shingle sets"),
+    ("ngram", {}, "fixed-width verification arrays"),
 ])
 def test_unsupported_methods_are_refused(tmp_path, method, params, hint):
     with pytest.raises(ValueError, match=hint):
@@ -179,7 +180,7 @@ def test_foreign_or_corrupted_directories_give_clear_errors(tmp_path):
         Index(tmp_path / "empty")
     (tmp_path / "garbage").mkdir()
     (tmp_path / "garbage" / "index.sqlite").write_bytes(b"not a database at all" * 100)
-    with pytest.raises(IndexFormatError, match="corrupted or the file is foreign"):
+    with pytest.raises(IndexFormatError, match="damaged or the file is foreign"):
         Index(tmp_path / "garbage")
     (tmp_path / "foreign").mkdir()
     con = sqlite3.connect(tmp_path / "foreign" / "index.sqlite")
@@ -280,3 +281,49 @@ def test_clusters_after_deletes_are_dedup_of_the_rest(demo_texts, tmp_path, meth
     assert table.column("id").to_pylist() == [str(i) for i in rest]
     expected = neardup.dedup([texts[i] for i in rest], method, pair_types=False).clusters
     assert partition_equal(table.column("cluster").to_numpy(), expected)
+
+
+# -- ids (issue #40) ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [None, 1.5, b"a", True, "a\ud800"])
+def test_ids_that_are_not_text_are_refused(tmp_path, bad):
+    with Index.create(tmp_path / "idx", "exact") as index:
+        with pytest.raises(InputError, match="id 1 "):
+            index.add(["x", "y"], ["a", bad])
+        with pytest.raises(InputError, match="id 0 "):
+            index.query(["x"], [bad])
+        with pytest.raises(InputError, match="id 0 "):
+            index.delete([bad])
+        assert len(index) == 0
+        assert index.add(["x", "y"], ["a", 7]).ids == ["a", "7"]  # integers are ids
+
+
+def test_positions_never_collide_with_given_ids(tmp_path):
+    with Index.create(tmp_path / "idx", "exact") as index:
+        index.add(["x", "y"], ["1", "2"])
+        with pytest.raises(InputError, match="named by the ids given"):
+            index.add(["z", "x"])
+        with pytest.raises(InputError, match="none would be skipped"):
+            index.add(["z", "x"], skip_existing=True)
+        assert index.clusters().column("id").to_pylist() == ["1", "2"]
+    with Index.create(tmp_path / "pos", "exact") as index:
+        index.add(["x", "y"])
+        assert index.add(["z"]).ids == ["2"]  # positions continue
+        with pytest.raises(InputError, match="named by their index positions"):
+            index.add(["w"], ["5"])
+        assert index.clusters().column("id").to_pylist() == ["0", "1", "2"]
+
+
+def test_bulk_add_records_how_documents_are_named(tmp_path):
+    with Index.create(tmp_path / "idx", "minhash") as index:
+        index.bulk_add([(["some text here", "other words"], None)])
+        with pytest.raises(InputError, match="named by their index positions"):
+            index.add(["w"], ["x"])
+        assert index.add(["more words"]).ids == ["2"]
+    with Index.create(tmp_path / "mixed", "minhash") as index:
+        with pytest.raises(InputError, match="some batches come with ids and others without"):
+            index.bulk_add([(["a b c"], ["a"]), (["d e f"], None)])
+        with pytest.raises(InputError, match="id 0 is None"):
+            index.bulk_add([(["a b c"], [None])])
+        assert len(index) == 0
