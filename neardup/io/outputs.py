@@ -323,11 +323,11 @@ class OutputSet:
 
     def write_table(self, name: str, table: pa.Table) -> None:
         """Write an Arrow table to output ``name``'s temporary file, in its format."""
-        table_to_file(self.temporary(name), self._outputs[name].kind, table)
+        table_to_file(self.temporary(name), self._outputs[name].kind, table, name=name)
 
     def write_records(self, name: str, records: Iterable[dict]) -> int:
         """Write dict records to output ``name``'s temporary file; returns their number."""
-        return records_to_file(self.temporary(name), self._outputs[name].kind, records)
+        return records_to_file(self.temporary(name), self._outputs[name].kind, records, name=name)
 
     def write_text(self, name: str, text: str) -> None:
         """Write ``text`` (UTF-8) to output ``name``'s temporary file."""
