@@ -25,6 +25,7 @@ import click
 from neardup.cli.errors import cli_message, spell_flag
 from neardup.cli.options import (
     cluster_config_from_options,
+    check_option_rules,
     cluster_options,
     method_options,
     method_params_from_options,
@@ -35,7 +36,6 @@ from neardup.cli.options import (
 from neardup.errors import NeardupError, spelled_as
 from neardup.methods import Method, make_method
 from neardup.cli.engine import (
-    check_engine_options,
     corpus_stage_from_options,
     engine_options,
     input_bytes,
@@ -224,7 +224,7 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         console.print(f"[dim]{DEMO_HINT} ({inputs[0].name})[/dim]")
     try:
         with spelled_as(spell_flag), _termination_as_exception():
-            check_engine_options(opts)
+            check_option_rules(opts)
             if opts["engine"] == "ray":
                 _dedup_ray(inputs, opts)
                 return
@@ -258,6 +258,7 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
     params = method_params_from_options(method, opts, seed=opts["seed"])
     method_obj = make_method(method, **params)
     cluster = cluster_config_from_options(opts, seed=opts["seed"]).resolved(method_obj)
+    check_option_rules(opts, method=method_obj, algorithm=cluster.algorithm)
     reader = reader_config_from_options(opts)
     progress = False if opts["quiet"] else opts["progress"]
     outputs = _output_set(inputs, opts)
@@ -287,6 +288,7 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any]) -> None:
     method_obj = make_method(opts["method"], **method_params_from_options(
         opts["method"], opts, seed=opts["seed"]))
     cluster = cluster_config_from_options(opts, seed=opts["seed"]).resolved(method_obj)
+    check_option_rules(opts, method=method_obj, algorithm=cluster.algorithm)
     reader = reader_config_from_options(opts)
     progress = False if opts["quiet"] else opts["progress"]
     summary = _run_ray(inputs, method_obj, cluster, reader, progress, opts)

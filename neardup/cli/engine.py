@@ -116,26 +116,17 @@ def engine_options(function: F) -> F:
 
 
 def check_engine_options(opts: dict[str, Any]) -> None:
-    """UsageError for a Ray option given on the command line without ``--engine ray``
-    (it would be ignored)."""
-    from click.core import ParameterSource
+    """UsageError for an engine option the run would ignore (a Ray option without
+    ``--engine ray``, ``--work-dir`` with ``--engine memory``, ...): the rules of
+    :data:`neardup.cli.options.OPTION_RULES`."""
+    from neardup.cli.options import check_option_rules
 
-    context = click.get_current_context(silent=True)
-    if context is None or opts["engine"] == "ray":
-        return
-    for name, flag in (("ray_address", "--ray-address"), ("ray_shard_rows", "--ray-shard-rows")):
-        if context.get_parameter_source(name) not in (None, ParameterSource.DEFAULT):
-            raise click.UsageError(
-                f"{flag} applies to --engine ray only; with --engine {opts['engine']} it would "
-                f"be ignored. Add --engine ray or drop {flag}."
-            )
+    check_option_rules(opts)
 
 
 def corpus_stage_from_options(opts: dict[str, Any], inputs=()) -> CorpusStageConfig:
     """The corpus stage's config; without ``--partitions``, sized from the inputs' bytes
     (at least one document per 200 bytes, so partitions err on the small side)."""
-    if opts["resume"] and opts["work_dir"] is None:
-        raise click.UsageError("--resume needs --work-dir (the directory of the run to continue).")
     config = CorpusStageConfig(
         work_dir=None if opts["work_dir"] is None else str(opts["work_dir"]),
         memory_limit=opts["memory_limit"],
