@@ -46,12 +46,18 @@ import pyarrow as pa
 from neardup.errors import OutputError
 from neardup.io.writers import OUTPUT_EXTENSIONS, output_kind, records_to_file, table_to_file
 
-__all__ = ["KILL_ENV", "OutputSet", "kill_point"]
+__all__ = ["KILL_ENV", "OutputSet", "is_output_temporary", "kill_point"]
 
 #: Environment variable naming the stage at which :func:`kill_point` SIGKILLs the process.
 KILL_ENV = "NEARDUP_TEST_KILL_AT"
 _TAG = ".neardup-"
 _LEFTOVER = re.compile(r"\.neardup-(\d+)-[0-9a-f]+\.(?:tmp|bak)")
+
+
+def is_output_temporary(name: str) -> bool:
+    """Whether a file name is an :class:`OutputSet` temporary file, backup or spill
+    directory (``.NAME.neardup-PID-XXXX.tmp``, ``.bak``, ``.tmp.spill-...``)."""
+    return name.startswith(".") and _LEFTOVER.search(name) is not None
 
 
 def kill_point(stage: str) -> None:

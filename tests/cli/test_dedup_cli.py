@@ -262,7 +262,9 @@ def test_input_warnings_are_one_line(tmp_path):
     folder.mkdir()
     (folder / "reut2-000.sgm").write_text("")
     (folder / "README.txt").write_text("about the collection")
-    result = CliRunner().invoke(main, ["dedup", str(folder), "--method", "exact", "--quiet"])
+    result = CliRunner().invoke(main, ["dedup", str(folder), "--method", "exact"])
     assert result.exit_code == 0, result.output
     lines = [line for line in result.stderr.splitlines() if ".sgm" in line]
-    assert lines and lines[0].startswith("warning: ") and "UserWarning" not in result.stderr
+    assert len(lines) == 1 and lines[0].startswith("warning: ") and "UserWarning" not in result.stderr
+    quiet = CliRunner().invoke(main, ["dedup", str(folder), "--method", "exact", "--quiet"])
+    assert quiet.exit_code == 0 and quiet.stderr == "", quiet.stderr  # -q: no warnings
