@@ -228,7 +228,7 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         console.print(f"[dim]{DEMO_HINT} ({inputs[0].name})[/dim]")
     try:
         with spelled_as(spell_flag), _termination_as_exception(), warnings_shown(opts["quiet"]):
-            check_option_rules(opts)
+            check_option_rules({**opts, "inputs": inputs})
             if opts["engine"] == "ray":
                 _dedup_ray(inputs, opts)
                 return
@@ -243,6 +243,12 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         sys.exit(EXIT_TERMINATED)
     except (NeardupError, ValueError, ImportError) as exc:  # ImportError: a missing extra
         raise click.ClickException(cli_message(exc)) from exc
+    except RecursionError as exc:  # data nested deeper than Python's recursion limit
+        listed = ", ".join(os.fspath(p) for p in inputs)
+        raise click.ClickException(
+            f"{listed}: a record holds values nested too deeply to process ({exc}); no "
+            "output was written, previous files are as they were."
+        ) from exc
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         raise click.ClickException(

@@ -95,6 +95,10 @@ _PYTHON_PHRASES = (
     (re.compile(r"\b(resume|skip_existing)=True"), lambda m: "--" + m.group(1).replace("_", "-")),
     (re.compile(r"\btime_window_hours=None|Use None for no time window"),
      "leave out --time-window for no time window"),
+    # Python's own message for an integer too long to convert (json.loads of a number).
+    (re.compile(r"Exceeds the limit \((\d+) digits\) for integer string conversion(?:: value "
+                r"has (\d+) digits)?; use sys\.set_int_max_str_digits\(\) to increase the limit"),
+     lambda m: f"an integer of {m.group(2) or 'more'} digits; at most {m.group(1)} can be read"),
 )
 
 

@@ -243,7 +243,11 @@ def _parse_extra_params(method: str, items: tuple[str, ...]) -> dict[str, Any]:
         if not sep or not name:
             raise click.UsageError(f"--param takes NAME=VALUE; got {item!r}.")
         if name not in accepted or name in ("normalize", "shingle"):
-            usable = ", ".join(p for p in accepted if p not in ("normalize", "shingle"))
+            from neardup.cli.errors import FLAGS
+
+            # Each parameter as the command line sets it: its own flag, else --param.
+            usable = ", ".join(FLAGS.get(p, f"--param {p}=...") for p in accepted
+                               if p not in ("normalize", "shingle"))
             raise click.UsageError(
                 f"--param {name}: --method {method} has no such parameter; it takes: {usable}."
             )
@@ -431,6 +435,11 @@ OPTION_RULES: tuple[_Rule, ...] = (
     _Rule("resume", "--resume", "a run kept in --work-dir",
           lambda s: s.opts.get("work_dir") is not None, lambda s: "no --work-dir",
           add="--work-dir DIR (the directory of the run to continue)"),
+    _Rule("time_window_hours", "--time-window",
+          "documents with dates (--date-field FIELD, or Reuters SGML inputs)",
+          lambda s: (None if "inputs" not in s.opts else s.opts.get("date_field") is not None
+                     or any(str(p).lower().endswith(".sgm") for p in s.opts["inputs"])),
+          lambda s: "no --date-field", add="--date-field FIELD", commands=("dedup",)),
     _Rule("progress", "--progress", "runs without -q/--quiet",
           lambda s: not s.opts.get("quiet"), lambda s: "-q/--quiet",
           counts=lambda value: value is True),

@@ -222,7 +222,14 @@ def records_to_file(temporary: Path, kind: str, records: Iterable[dict], *,
                 _check_record(record, count)
                 # A NaN or infinity read from the input is written back as the NaN /
                 # Infinity token it was read from (as Python's json does), not as null.
-                handle.write(_json_line(record, keep_nan=True))
+                try:
+                    line = _json_line(record, keep_nan=True)
+                except RecursionError:
+                    raise OutputError(
+                        f"{name or 'write_records'}: record {count + 1:,} holds values nested "
+                        "too deeply to be written as JSON."
+                    ) from None
+                handle.write(line)
                 count += 1
         return count
     temporary = Path(temporary)

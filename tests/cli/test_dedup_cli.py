@@ -202,7 +202,9 @@ def test_time_window_option(tmp_path):
             "--clusters-out", str(out / "c.parquet"), "--pairs-out", str(out / "p.parquet"),
             "--quiet", "--time-window", "48"]
     undated = _run(args)
-    assert undated.exit_code != 0 and "needs document dates" in undated.output
+    assert undated.exit_code == 2, undated.output  # refused before any work
+    assert "--time-window applies to documents with dates" in undated.output
+    assert "--date-field" in undated.output
     assert not (out / "c.parquet").exists()
     result = _run([*args, "--date-field", "day"])
     assert result.exit_code == 0, result.output
