@@ -285,7 +285,8 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
         if opts["pairs_out"]:
             def reread():
                 watch.check("--pairs-out (the pair types)")
-                return read_corpus(list(inputs), reader)
+                return watch.second_batches(read_corpus(list(inputs), reader),
+                                            "--pairs-out (the pair types)")
         batches = read_corpus(list(inputs), reader)
         if watch is not None:
             batches = watch.first_read(batches)
@@ -497,7 +498,7 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch=None
         source = iter_records(list(inputs), reader)
         if watch is not None:
             watch.check("--out")
-            source = watch.second_read(source, "--out")
+            source = watch.second_read(source, "--out", len(keep))
         records = (rec for rec, kept in zip(source, keep, strict=True) if kept)
         if outputs.kind("--out") != "parquet":  # Parquet keeps a binary column binary
             records = _as_text(records, reader.text_field, [False])
@@ -516,4 +517,6 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch=None
     if "--html" in outputs:
         from neardup.report import write_report
 
+        if watch is not None:
+            watch.check("--html")
         write_report(outputs.temporary("--html"), result, list(inputs), reader)

@@ -233,6 +233,7 @@ class InputWatch:
         self.states = self._states()
         self.counts: dict[str, int] = {}
         self.digests: dict[str, Any] = {}
+        self.batch_digests: list[tuple[str, bytes]] = []  # (source, digest), batch by batch
 
     def _states(self) -> dict[str, Any]:
         states: dict[str, Any] = {}
@@ -264,9 +265,12 @@ class InputWatch:
             if digest is None:
                 digest = self.digests[source] = hashlib.blake2b(digest_size=16)
                 self.counts[source] = 0
+            own = hashlib.blake2b(digest_size=16)
             for text in batch.texts:
                 self._update(digest, text)
+                self._update(own, text)
             self.counts[source] += len(batch.texts)
+            self.batch_digests.append((source, own.digest()))
             yield batch
 
     def _changed(self, path: str, what: str, during: str) -> InputError:
@@ -309,10 +313,60 @@ class InputWatch:
                                        else "strict")
         return None
 
-    def second_read(self, records, during: str):
+    def second_read(self, records, during: str, total: int):
         """Pass a second read's full records through (``iter_records`` order), checking
         that each input gives the same number of documents with the same texts as the
-        first read."""
+        first read. ``total``: the documents the run clustered; when the first read did
+        not see them all (a resumed run reuses the stages that read the input), only
+        their number is checked."""
+        if sum(self.counts.values()) != total:
+            yield from self._counted(records, during, total)
+            return
+        yield from self._compared(records, during)
+
+    def second_batches(self, batches, during: str):
+        """Pass a second read's batches through (the pair types' read, with the first
+        read's batch size), checking each against the first read's batch: the same input
+        and the same texts, as far as the reader goes."""
+        import hashlib
+
+        if not self.counts:  # a resumed run: the first read was skipped
+            yield from batches
+            return
+        try:
+            for index, batch in enumerate(batches):
+                digest = hashlib.blake2b(digest_size=16)
+                for text in batch.texts:
+                    self._update(digest, text)
+                if index >= len(self.batch_digests):
+                    self.check(during)
+                    raise self._changed(batch.source, "it holds more documents than the "
+                                        "first read found", during)
+                if self.batch_digests[index] != (batch.source, digest.digest()):
+                    self.check(during)
+                    raise self._changed(batch.source, "the texts read a second time differ "
+                                        "from the first read's", during)
+                yield batch
+        except InputError:
+            self.check(during)
+            raise
+
+    def _counted(self, records, during: str, total: int):
+        listed = ", ".join(os.fspath(p) for p in self.inputs)
+        seen = 0
+        for record in records:
+            if seen == total:
+                self.check(during)
+                raise self._changed(listed, "it holds more documents than the run clustered",
+                                    during)
+            seen += 1
+            yield record
+        if seen != total:
+            self.check(during)
+            raise self._changed(listed, f"the second read found {seen:,} documents where the "
+                                f"run clustered {total:,}", during)
+
+    def _compared(self, records, during: str):
         import hashlib
 
         sources = [s for s in self.counts]
