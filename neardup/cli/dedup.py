@@ -194,7 +194,11 @@ def _killing_after_first(batches):
 @click.option("--out", "out", type=click.Path(path_type=Path), default=None,
               help="Write the de-duplicated corpus (one representative per cluster, all "
                    "fields kept): .jsonl, .jsonl.gz, .parquet, .csv or .tsv. A binary text "
-                   "column stays binary in .parquet and becomes UTF-8 text otherwise.")
+                   "column stays binary in .parquet and becomes UTF-8 text otherwise; a field "
+                   "of mixed types becomes strings in .parquet (with a warning); NaN and "
+                   "Infinity are kept. CSV quotes values as needed; TSV has no quoting and "
+                   "refuses values with tabs or line breaks. The input is read again: it must "
+                   "be a file (not a pipe) that does not change during the run.")
 @click.option("--report", type=click.Path(path_type=Path), default=None,
               help="Write the run summary, parameters (with the LSH bands and rows used), "
                    "neardup version and timings as JSON (.json).")
