@@ -22,12 +22,13 @@ from click.testing import CliRunner
 
 from neardup.cli import main
 from neardup.cli.dedup import dedup_command
+from neardup.cli.errors import FLAGS
 from neardup.cli.options import OPTION_RULES
 from neardup.methods import METHODS, method_parameters
 
 #: Python spellings a CLI message must not use.
 DENY = re.compile(
-    r"=None|=True|=False|Traceback|\bsys\.|\bset_int_max_str_digits"
+    r"=None|=True|=False|\bNone\b|\bTrue or False\b|Traceback|\bsys\.|\bset_int_max_str_digits"
     # A class repr or constructor (NGramOverlap(...)); SentenceTransformer(...).save is
     # how a user saves a model for --model, in that library's words.
     r"|\b(?!SentenceTransformer\()[A-Z][a-z]+(?:[A-Z][A-Za-z]*)+\("
@@ -91,7 +92,7 @@ def _invalid_values(param: click.Option) -> list[str]:
     if isinstance(kind, click.Choice):
         return ["no-such-choice"]
     if isinstance(kind, (click.IntRange, click.FloatRange)):
-        values = ["abc"]
+        values = ["abc", "nan", "inf"] if isinstance(kind, click.FloatRange) else ["abc"]
         if kind.min is not None:
             values.append(str(kind.min if kind.min_open else kind.min - 1))
         if kind.max is not None:
@@ -100,7 +101,7 @@ def _invalid_values(param: click.Option) -> list[str]:
     if kind is click.INT:
         return ["abc", "-3", "0"]
     if kind is click.FLOAT:
-        return ["abc", "-1", "nan", "1e9"]
+        return ["abc", "-1", "nan", "inf", "1e9"]
     return []
 
 
@@ -138,7 +139,8 @@ LIBRARY_INVALID = {
 
 
 #: Values the generator proposes that are valid for that option.
-VALID_AFTER_ALL = {("resolution", "1e9"), ("max_cluster_size", "0"), ("max_cluster_size", "-3")}
+VALID_AFTER_ALL = {("resolution", "1e9"), ("resolution", "inf"), ("max_cluster_size", "0"),
+                   ("max_cluster_size", "-3")}
 
 
 def _option_cases():
@@ -322,3 +324,28 @@ def test_reader_errors_name_the_file_in_cli_words(tmp_path, case):
 
 #: Errors about every input at once (no record has the field): they name the flag.
 NOT_NAMING_THE_FILE = {"date-field-nowhere"}
+
+
+LEXICAL = ["exact", "ngram", "minhash", "simhash", "sanderson", "spotsigs", "wminhash"]
+BAD_PARAMETER_VALUES = ["-1", '"bogus"', "1e9", "[1, 2]", "true", "0", "NaN"]
+
+
+@pytest.mark.parametrize("method", LEXICAL)
+def test_every_method_parameter_error_through_param_is_in_cli_words(corpus, method):
+    """``--param NAME=VALUE`` for every parameter of the method and values of every JSON
+    kind: each refusal names the parameter as the command line sets it."""
+    refused = 0
+    for name in method_parameters(method):
+        if name in ("normalize", "shingle"):
+            continue
+        for value in BAD_PARAMETER_VALUES:
+            result = CliRunner().invoke(main, ["dedup", str(corpus), "--method", method,
+                                               "--date-field", "when", "--param",
+                                               f"{name}={value}", "-q"])
+            if result.exit_code == 0:
+                continue  # a valid value after all
+            refused += 1
+            flag = FLAGS.get(name, f"--param {name}")  # its own flag, if it has one
+            assert_cli_error(result)
+            assert f"--param {name}" in result.output or flag in result.output, result.output
+    assert refused
