@@ -278,8 +278,8 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
     rereads = _second_readers(opts)
     _refuse_single_read_inputs(inputs, rereads)
     outputs = _output_set(inputs, opts)
+    _refuse_work_dir_files(opts)
     with outputs:  # every output checked and its temporary file created, or an error
-        _refuse_work_dir_files(opts, outputs)
         kill_point("checked")
         # The outputs that read the input again take its documents by position: the
         # inputs' identity and texts are recorded now and checked before and during.
@@ -465,7 +465,7 @@ def _refuse_single_read_inputs(inputs: tuple[Path, ...], rereads: list[str]) -> 
         )
 
 
-def _refuse_work_dir_files(opts: dict[str, Any], outputs) -> None:
+def _refuse_work_dir_files(opts: dict[str, Any]) -> None:
     """OutputError, before any work, for an output on a file or directory the work
     directory (``--work-dir``) owns; an output elsewhere in it is fine."""
     from neardup.engine.workdir import owned_by_work_dir

@@ -126,12 +126,15 @@ def write_table(path: str | os.PathLike, table: pa.Table) -> None:
     Writing the same table twice gives byte-identical files. In JSON Lines, dates and
     times become ISO 8601 strings, bytes become base64 and NaN/infinity become null. In
     CSV/TSV, null is an empty field, booleans are ``true``/``false``, and lists and
-    structs are JSON.
+    structs are JSON. CSV quotes a value holding a comma, a double quote, a carriage
+    return or a line feed (RFC 4180); TSV has no quoting and refuses a value holding a
+    tab, a carriage return or a line feed.
 
     Raises
     ------
     ValueError
-        For an unsupported extension. TypeError if ``table`` is not a pyarrow.Table.
+        For an unsupported extension, or (TSV) a value holding a tab or a line break.
+        TypeError if ``table`` is not a pyarrow.Table.
     """
     kind = _output_kind("write_table", path)
     _check_table(table)
