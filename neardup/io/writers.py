@@ -443,7 +443,15 @@ class _DelimitedRows:
             for position, cell in enumerate(cells):
                 if "\t" in cell or "\n" in cell or "\r" in cell:
                     self._refuse(cells, position, header)
+            if cells == [""]:  # an empty line, which readers skip as no record
+                raise DelimitedValueError(
+                    f"{self.name}: row {self.rows + 1:,} has one column, empty, which a TSV "
+                    "line cannot hold (an empty line is no record). Write .csv, .jsonl or "
+                    ".parquet instead."
+                )
             self.handle.write("\t".join(cells) + "\n")
+        elif cells == [""]:
+            self.handle.write('""\n')  # quoted, so that the line is not empty
         else:
             self.handle.write(",".join(_csv_field(cell) for cell in cells) + "\n")
         if header:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from neardup.io import ReaderConfig, atomic_path, iter_records, read_corpus, write_records, write_table
 from neardup.io import writers
@@ -298,3 +300,24 @@ def test_reuters_records_to_parquet_and_back(tmp_path):
     original = next(read_corpus([source]))
     assert batch.texts == original.texts
     assert (batch.dates == original.dates).all()
+
+
+def test_a_single_empty_value_is_not_an_empty_line(tmp_path):
+    records = [{"text": ""}, {"text": "x"}, {"text": ""}]
+    write_records(tmp_path / "r.csv", records)
+    assert [r["text"] for r in iter_records([tmp_path / "r.csv"])] == ["", "x", ""]
+    with pytest.raises(ValueError, match="row 1 has one column, empty"):
+        write_records(tmp_path / "r.tsv", records)
+    assert not (tmp_path / "r.tsv").exists()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
+                         min_size=1, max_size=3), min_size=1, max_size=4))
+def test_csv_round_trips_any_text(tmp_path_factory, rows):
+    """Issue #40: every value, whatever characters it holds, reads back as written."""
+    path = tmp_path_factory.mktemp("csv") / "r.csv"
+    width = max(len(r) for r in rows)
+    records = [{f"c{k}": (row[k] if k < len(row) else "") for k in range(width)} for row in rows]
+    write_records(path, records)
+    assert list(iter_records([path])) == records
