@@ -116,9 +116,15 @@ def warnings_shown(quiet: bool) -> Iterator[None]:
     logger = logging.getLogger("neardup")
     disabled = logger.disabled
     with warnings.catch_warnings():
-        # "always": the registry's once-per-location would hide a warning of a second
-        # invocation in one process; _show_warning prints each message once itself.
-        warnings.simplefilter("ignore" if quiet else "always")
+        if quiet:
+            warnings.simplefilter("ignore")
+        else:
+            # "always" for the warnings about the user's input: the registry's
+            # once-per-location would hide one in a second invocation in one process;
+            # _show_warning prints each message once itself. Other categories keep
+            # Python's filters (deprecations of libraries stay hidden).
+            warnings.simplefilter("always", UserWarning)
+            warnings.simplefilter("always", UnicodeWarning)
         warnings.showwarning = _show_warning
         logger.disabled = quiet or disabled
         try:
