@@ -206,6 +206,48 @@ def _in_memory_batches(
         )
 
 
+def _check_ignored(method_obj, cluster: ClusterConfig, engine: str, date_field: str | None,
+                   **given: Any) -> None:
+    """ParameterError for a parameter the run would ignore (the command line's rule: an
+    option that would be ignored is an error), before any work."""
+    from neardup.engine import supports_corpus_stage
+    from neardup.engine.vectors import supports_vector_stage
+    from neardup.errors import ParameterError
+
+    if engine == "local":
+        stage = ("corpus" if supports_corpus_stage(method_obj, cluster.algorithm) else
+                 "vector" if supports_vector_stage(method_obj, cluster.algorithm) else "memory")
+        where = (f"method={method_obj.name!r} with cluster={cluster.algorithm!r}, which "
+                 "engine='local' runs in memory")
+    else:
+        stage, where = engine, f"engine={engine!r}"
+    reads = {
+        "work_dir": ("the out-of-core stages of engine='local'", stage in ("corpus", "vector")),
+        "memory_limit": ("the out-of-core stages of engine='local'",
+                         stage in ("corpus", "vector")),
+        "resume": ("the out-of-core stages of engine='local'", stage in ("corpus", "vector")),
+        "partitions": ("the keyed stage of engine='local' and engine='ray'",
+                       stage in ("corpus", "ray")),
+        "ray_address": ("engine='ray'", engine == "ray"),
+    }
+    defaults = {"resume": False}
+    for name, (scope, applies) in reads.items():
+        value = given[name]
+        if value == defaults.get(name) or value is None or applies:
+            continue
+        raise ParameterError(
+            "dedup", name, f"{defaults.get(name)!r} with {where}", value,
+            f"It applies to {scope} only; here it would be ignored.")
+    if given["resume"] and given["work_dir"] is None:
+        raise ParameterError("dedup", "resume", "False without work_dir", True,
+                             "It continues the run kept in work_dir; give work_dir.")
+    if cluster.time_window_hours is not None and date_field is None:
+        raise ParameterError(
+            "dedup", "time_window_hours", "None without date_field", cluster.time_window_hours,
+            "A time window needs document dates: pass date_field (the field or column holding "
+            "each document's date).")
+
+
 def dedup(
     texts_or_records: Sequence[str] | Sequence[Mapping[str, Any]] | Any,
     method: str = "minhash",
@@ -323,6 +365,9 @@ def dedup(
         params.pop("seed")
     cluster = ClusterConfig(seed=seed, **cluster_kwargs)
     method_obj = make_method(method, **params)
+    _check_ignored(method_obj, cluster.resolved(method_obj), engine, date_field,
+                   work_dir=work_dir, memory_limit=memory_limit, partitions=partitions,
+                   resume=resume, ray_address=ray_address)
     if table is not None:
         batches = _table_batches(table, text_field, id_field, batch_size, date_field)
         again = lambda: _table_batches(table, text_field, None, batch_size)  # noqa: E731

@@ -24,6 +24,7 @@ __all__ = [
     "parameter_error",
     "setting",
     "short_repr",
+    "spelled",
     "spelled_as",
 ]
 
@@ -88,6 +89,13 @@ def setting(name: str, python: str) -> str:
     spell = _SPELLING.get()
     spelled = spell(name) if spell is not None else None
     return spelled or python
+
+
+def spelled(python: str, front_end: str) -> str:
+    """``python`` (a phrase in Python's words: "or None", "Use None for ...", "True or
+    False"), or ``front_end`` (the same said without Python values) inside
+    :func:`spelled_as`, where the user does not write Python."""
+    return front_end if _SPELLING.get() is not None else python
 
 
 @contextmanager

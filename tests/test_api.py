@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -309,3 +311,22 @@ def test_identical_texts_are_linked_by_every_method(method, engine, tmp_path):
     assert len({c[0], c[2], c[4], c[5], c[7], c[8], c[9], c[10]}) == 8
     # One representative per cluster.
     assert sorted(r.clusters[r.representatives].tolist()) == sorted(set(c))
+
+
+@pytest.mark.parametrize(("kwargs", "phrase"), [
+    ({"engine": "memory", "work_dir": "w"}, "parameter 'work_dir' must be None with engine='memory'"),
+    ({"engine": "memory", "memory_limit": "1GB"}, "parameter 'memory_limit'"),
+    ({"engine": "memory", "partitions": 4}, "parameter 'partitions'"),
+    ({"engine": "memory", "resume": True, "work_dir": "w"}, "parameter 'work_dir'"),
+    ({"resume": True}, "parameter 'resume' must be False without work_dir"),
+    ({"ray_address": "auto"}, "parameter 'ray_address'"),
+    ({"cluster": "hac", "work_dir": "w"}, "which engine='local' runs in memory"),
+    ({"time_window_hours": 24}, "needs document dates"),
+])
+def test_parameter_that_would_be_ignored_is_an_error(tmp_path, kwargs, phrase):
+    """Issue #40: the command line's rule in the Python API, before any work."""
+    if "work_dir" in kwargs:
+        kwargs = {**kwargs, "work_dir": tmp_path / "w"}
+    with pytest.raises(ValueError, match=re.escape(phrase)):
+        neardup.dedup(["a b c d", "a b c d"], method="minhash", **kwargs)
+    assert not (tmp_path / "w").exists()

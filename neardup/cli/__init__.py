@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -82,13 +84,50 @@ def main() -> None:
 
     Run `neardup COMMAND --help` for the options of each command.
     """
+    _shown.clear()
     warnings.showwarning = _show_warning
 
 
+#: Warnings already printed by this invocation (each is printed once, whichever read of
+#: the input raised it).
+_shown: set[tuple[type, str]] = set()
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Our own warnings (about the user's input) as one line, without a source location."""
-    if issubclass(category, UserWarning) and "neardup" in filename:
-        click.echo(f"warning: {message}", err=True)
-    else:
-        click.echo(warnings.formatwarning(message, category, filename, lineno, line), err=True,
-                   nl=False)
+    """Every warning as one line, ``warning: MESSAGE``, printed once per invocation:
+    never with a source location or source line (the user cannot act on them)."""
+    from neardup.cli.errors import cli_text
+
+    text = cli_text(str(message)).strip()
+    key = (category, text)
+    if key in _shown:
+        return
+    _shown.add(key)
+    click.echo(f"warning: {text}", err=True)
+
+
+@contextmanager
+def warnings_shown(quiet: bool) -> Iterator[None]:
+    """Within the block, warnings are printed as :func:`_show_warning` does (one clean
+    line each, once), or not at all when ``quiet`` (``-q``); so are the log messages of
+    the ``neardup`` logger."""
+    import logging
+
+    logger = logging.getLogger("neardup")
+    disabled = logger.disabled
+    with warnings.catch_warnings():
+        if quiet:
+            warnings.simplefilter("ignore")
+        else:
+            # "always" for the warnings about the user's input: the registry's
+            # once-per-location would hide one in a second invocation in one process;
+            # _show_warning prints each message once itself. Other categories keep
+            # Python's filters (deprecations of libraries stay hidden).
+            warnings.simplefilter("always", UserWarning)
+            warnings.simplefilter("always", UnicodeWarning)
+        warnings.showwarning = _show_warning
+        logger.disabled = quiet or disabled
+        try:
+            yield
+        finally:
+            logger.disabled = disabled

@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,9 +23,11 @@ from typing import Any
 
 import click
 
+from neardup.cli import warnings_shown
 from neardup.cli.errors import cli_message, spell_flag
 from neardup.cli.options import (
     cluster_config_from_options,
+    check_option_rules,
     cluster_options,
     method_options,
     method_params_from_options,
@@ -35,11 +38,12 @@ from neardup.cli.options import (
 from neardup.errors import NeardupError, spelled_as
 from neardup.methods import Method, make_method
 from neardup.cli.engine import (
-    check_engine_options,
+    InputWatch,
     corpus_stage_from_options,
     engine_options,
     input_bytes,
     input_identity,
+    non_seekable_inputs,
 )
 from neardup.pipeline import KEEP_RULES, Result, run
 
@@ -190,7 +194,11 @@ def _killing_after_first(batches):
 @click.option("--out", "out", type=click.Path(path_type=Path), default=None,
               help="Write the de-duplicated corpus (one representative per cluster, all "
                    "fields kept): .jsonl, .jsonl.gz, .parquet, .csv or .tsv. A binary text "
-                   "column stays binary in .parquet and becomes UTF-8 text otherwise.")
+                   "column stays binary in .parquet and becomes UTF-8 text otherwise; a field "
+                   "of mixed types becomes strings in .parquet (with a warning); NaN and "
+                   "Infinity are kept. CSV quotes values as needed; TSV has no quoting and "
+                   "refuses values with tabs or line breaks. The input is read again: it must "
+                   "be a file (not a pipe) that does not change during the run.")
 @click.option("--report", type=click.Path(path_type=Path), default=None,
               help="Write the run summary, parameters (with the LSH bands and rows used), "
                    "neardup version and timings as JSON (.json).")
@@ -223,8 +231,8 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         inputs = (_demo_corpus(),)
         console.print(f"[dim]{DEMO_HINT} ({inputs[0].name})[/dim]")
     try:
-        with spelled_as(spell_flag), _termination_as_exception():
-            check_engine_options(opts)
+        with spelled_as(spell_flag), _termination_as_exception(), warnings_shown(opts["quiet"]):
+            check_option_rules({**opts, "inputs": inputs})
             if opts["engine"] == "ray":
                 _dedup_ray(inputs, opts)
                 return
@@ -239,6 +247,12 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         sys.exit(EXIT_TERMINATED)
     except (NeardupError, ValueError, ImportError) as exc:  # ImportError: a missing extra
         raise click.ClickException(cli_message(exc)) from exc
+    except RecursionError as exc:  # data nested deeper than Python's recursion limit
+        listed = ", ".join(os.fspath(p) for p in inputs)
+        raise click.ClickException(
+            f"{listed}: a record holds values nested too deeply to process ({exc}); no "
+            "output was written, previous files are as they were."
+        ) from exc
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         raise click.ClickException(
@@ -258,21 +272,38 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
     params = method_params_from_options(method, opts, seed=opts["seed"])
     method_obj = make_method(method, **params)
     cluster = cluster_config_from_options(opts, seed=opts["seed"]).resolved(method_obj)
+    check_option_rules(opts, method=method_obj, algorithm=cluster.algorithm)
     reader = reader_config_from_options(opts)
     progress = False if opts["quiet"] else opts["progress"]
+    rereads = _second_readers(opts)
+    _refuse_single_read_inputs(inputs, rereads)
     outputs = _output_set(inputs, opts)
+    _refuse_work_dir_files(opts)
     with outputs:  # every output checked and its temporary file created, or an error
         kill_point("checked")
+        # The outputs that read the input again take its documents by position: the
+        # inputs' identity and texts are recorded now and checked before and during.
+        watch = InputWatch(inputs, reader) if rereads else None
         # Pair types need a second read of the paired documents: only when pairs are written.
-        reread = (lambda: read_corpus(list(inputs), reader)) if opts["pairs_out"] else None
-        batches = _killing_after_first(read_corpus(list(inputs), reader))
+        reread = None
+        if opts["pairs_out"]:
+            def reread():
+                watch.check("--pairs-out (the pair types)")
+                return watch.second_batches(read_corpus(list(inputs), reader),
+                                            "--pairs-out (the pair types)")
+        batches = read_corpus(list(inputs), reader)
+        if watch is not None:
+            batches = watch.first_read(batches)
+        batches = _killing_after_first(batches)
         result = run(batches, method_obj, cluster=cluster, keep=opts["keep"],
                      progress=progress, reread=reread, engine=opts["engine"],
                      corpus_stage=corpus_stage_from_options(opts, inputs),
                      input_identity=input_identity(inputs, dataclasses.asdict(reader)))
         kill_point("clustered")
         start = time.perf_counter()
-        _write_outputs(result, method_obj, inputs, reader, opts, outputs)
+        _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch)
+        if watch is not None:
+            watch.check(" and ".join(rereads))
         kill_point("written")
         outputs.commit()
         seconds = time.perf_counter() - start if len(outputs) else 0.0
@@ -287,6 +318,7 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any]) -> None:
     method_obj = make_method(opts["method"], **method_params_from_options(
         opts["method"], opts, seed=opts["seed"]))
     cluster = cluster_config_from_options(opts, seed=opts["seed"]).resolved(method_obj)
+    check_option_rules(opts, method=method_obj, algorithm=cluster.algorithm)
     reader = reader_config_from_options(opts)
     progress = False if opts["quiet"] else opts["progress"]
     summary = _run_ray(inputs, method_obj, cluster, reader, progress, opts)
@@ -405,13 +437,57 @@ def _as_text(records: Iterator[dict], field: str, warned: list[bool]) -> Iterato
         if isinstance(value, (bytes, bytearray)):
             if not warned[0]:
                 warned[0] = True
-                click.echo(f"warning: --out: the text field {field!r} holds bytes in the input; "
-                           "it is written as UTF-8 text.", err=True)
+                warnings.warn(f"--out: the text field {field!r} holds bytes in the input; it "
+                              "is written as UTF-8 text.", UserWarning, stacklevel=2)
             record = {**record, field: bytes(value).decode("utf-8", "replace")}
         yield record
 
 
-def _write_outputs(result, method_obj, inputs, reader, opts, outputs) -> None:
+def _second_readers(opts: dict[str, Any]) -> list[str]:
+    """The outputs that read the input a second time (flags)."""
+    return [flag for flag, key in (("--out", "out"), ("--pairs-out", "pairs_out"),
+                                   ("--html", "html")) if opts.get(key) is not None]
+
+
+def _refuse_single_read_inputs(inputs: tuple[Path, ...], rereads: list[str]) -> None:
+    """UsageError, before any work, for an input that can be read only once (a named
+    pipe, a device) when an output reads the input again: the second read would wait
+    forever for data the first one consumed."""
+    if not rereads:
+        return
+    for path, what in non_seekable_inputs(inputs):
+        flags = " and ".join(rereads)
+        raise click.UsageError(
+            f"INPUT {os.fspath(path)} is {what}, which can be read only once, and {flags} "
+            f"read{'s' if len(rereads) == 1 else ''} the input a second time. Save it to a "
+            f"file first (cat {os.fspath(path)} > corpus.jsonl) and give that file, or drop "
+            f"{flags}."
+        )
+
+
+def _refuse_work_dir_files(opts: dict[str, Any]) -> None:
+    """OutputError, before any work, for an output on a file or directory the work
+    directory (``--work-dir``) owns; an output elsewhere in it is fine."""
+    from neardup.engine.workdir import owned_by_work_dir
+    from neardup.errors import OutputError
+
+    if opts.get("work_dir") is None:
+        return
+    for flag, key in _OUTPUTS:
+        path = opts.get(key)
+        if path is None:
+            continue
+        owned = owned_by_work_dir(opts["work_dir"], path)
+        if owned is not None:
+            raise OutputError(
+                f"{flag}: {os.fspath(path)!r} is {owned} of --work-dir "
+                f"{os.fspath(opts['work_dir'])!r}, which the run writes and a later --resume "
+                "reads; writing the output there would break both. Give the output another "
+                "path (a new name directly in the work directory is fine)."
+            )
+
+
+def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch=None) -> None:
     """Write every requested output to its temporary file (renamed later by commit)."""
     from neardup.io import iter_records
 
@@ -423,9 +499,11 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs) -> None:
         outputs.write_table("--pairs-out", result.pairs_table().replace_schema_metadata(meta))
     if "--out" in outputs:
         keep = result.representative
-        records = (
-            rec for rec, kept in zip(iter_records(list(inputs), reader), keep, strict=True) if kept
-        )
+        source = iter_records(list(inputs), reader)
+        if watch is not None:
+            watch.check("--out")
+            source = watch.second_read(source, "--out", len(keep))
+        records = (rec for rec, kept in zip(source, keep, strict=True) if kept)
         if outputs.kind("--out") != "parquet":  # Parquet keeps a binary column binary
             records = _as_text(records, reader.text_field, [False])
         outputs.write_records("--out", records)
@@ -443,4 +521,6 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs) -> None:
     if "--html" in outputs:
         from neardup.report import write_report
 
+        if watch is not None:
+            watch.check("--html")
         write_report(outputs.temporary("--html"), result, list(inputs), reader)

@@ -11,9 +11,10 @@ from typing import Any, TypeVar
 import click
 
 from neardup.engine import CorpusStageConfig, parse_memory
+from neardup.errors import InputError
 
-__all__ = ["check_engine_options", "corpus_stage_from_options", "engine_options", "estimated_documents", "input_bytes",
-           "input_identity"]
+__all__ = ["InputWatch", "check_engine_options", "corpus_stage_from_options", "engine_options",
+           "estimated_documents", "input_bytes", "input_identity", "non_seekable_inputs"]
 
 _COMPRESSED_INPUT = (".gz", ".parquet")
 
@@ -116,26 +117,17 @@ def engine_options(function: F) -> F:
 
 
 def check_engine_options(opts: dict[str, Any]) -> None:
-    """UsageError for a Ray option given on the command line without ``--engine ray``
-    (it would be ignored)."""
-    from click.core import ParameterSource
+    """UsageError for an engine option the run would ignore (a Ray option without
+    ``--engine ray``, ``--work-dir`` with ``--engine memory``, ...): the rules of
+    :data:`neardup.cli.options.OPTION_RULES`."""
+    from neardup.cli.options import check_option_rules
 
-    context = click.get_current_context(silent=True)
-    if context is None or opts["engine"] == "ray":
-        return
-    for name, flag in (("ray_address", "--ray-address"), ("ray_shard_rows", "--ray-shard-rows")):
-        if context.get_parameter_source(name) not in (None, ParameterSource.DEFAULT):
-            raise click.UsageError(
-                f"{flag} applies to --engine ray only; with --engine {opts['engine']} it would "
-                f"be ignored. Add --engine ray or drop {flag}."
-            )
+    check_option_rules(opts)
 
 
 def corpus_stage_from_options(opts: dict[str, Any], inputs=()) -> CorpusStageConfig:
     """The corpus stage's config; without ``--partitions``, sized from the inputs' bytes
     (at least one document per 200 bytes, so partitions err on the small side)."""
-    if opts["resume"] and opts["work_dir"] is None:
-        raise click.UsageError("--resume needs --work-dir (the directory of the run to continue).")
     config = CorpusStageConfig(
         work_dir=None if opts["work_dir"] is None else str(opts["work_dir"]),
         memory_limit=opts["memory_limit"],
@@ -184,3 +176,230 @@ def input_identity(inputs: tuple[Path, ...] | list[Path], reader_params: dict[st
             stat = os.stat(entry)
             files.append([str(entry.resolve()), stat.st_size, stat.st_mtime_ns])
     return {"files": files, "reader": reader_params}
+
+
+# --------------------------------------------------------------------------- input identity
+
+
+def non_seekable_inputs(inputs) -> list[tuple[Path, str]]:
+    """Inputs that can be read only once (named pipes, character devices, sockets), with
+    what they are."""
+    import stat
+
+    found = []
+    for path in inputs:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:  # the reader names missing inputs
+            continue
+        if stat.S_ISFIFO(mode):
+            found.append((Path(path), "a named pipe (FIFO)"))
+        elif stat.S_ISCHR(mode):
+            found.append((Path(path), "a character device"))
+        elif stat.S_ISSOCK(mode):
+            found.append((Path(path), "a socket"))
+    return found
+
+
+def _file_state(path: Path) -> tuple[int, int, int, int]:
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class InputWatch:
+    """The inputs as the first read found them, to check before and while a later read
+    (``--out``'s records, the pair types' texts, the HTML report) takes their documents
+    by position again.
+
+    Recorded when the run starts: each input file's device, inode, size and modification
+    time (for a directory input, those of its ``.txt`` and ``.sgm`` files); during the
+    first read, a BLAKE2b digest of every document's text and the number of documents,
+    per input. :meth:`check` compares the files with the record; :meth:`second_read`
+    compares the texts a second read finds with the first read's, input by input. Either
+    raises :class:`~neardup.errors.InputError` naming the file.
+    """
+
+    def __init__(self, inputs, reader) -> None:
+        from neardup.io import detect_format
+
+        self.inputs = [Path(p) for p in inputs]
+        self.reader = reader
+        self.kinds = {}
+        for path in self.inputs:
+            try:
+                self.kinds[os.fspath(path)] = detect_format(path)
+            except Exception:  # noqa: BLE001 - the reader names bad inputs
+                self.kinds[os.fspath(path)] = None
+        self.states = self._states()
+        self.counts: dict[str, int] = {}
+        self.digests: dict[str, Any] = {}
+        self.batch_digests: list[tuple[str, bytes]] = []  # (source, digest), batch by batch
+
+    def _states(self) -> dict[str, Any]:
+        states: dict[str, Any] = {}
+        for path in self.inputs:
+            try:
+                if path.is_dir():
+                    entries = sorted(p for p in path.rglob("*")
+                                     if p.suffix.lower() in (".txt", ".sgm") and p.is_file())
+                    states[os.fspath(path)] = [(os.fspath(p), _file_state(p)) for p in entries]
+                else:
+                    states[os.fspath(path)] = _file_state(path)
+            except OSError as exc:
+                states[os.fspath(path)] = f"unreadable ({exc.strerror or exc})"
+        return states
+
+    @staticmethod
+    def _update(digest, text: str) -> None:
+        data = text.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+
+    def first_read(self, batches):
+        """Pass the first read's batches through, recording their texts' digest."""
+        import hashlib
+
+        for batch in batches:
+            source = batch.source
+            digest = self.digests.get(source)
+            if digest is None:
+                digest = self.digests[source] = hashlib.blake2b(digest_size=16)
+                self.counts[source] = 0
+            own = hashlib.blake2b(digest_size=16)
+            for text in batch.texts:
+                self._update(digest, text)
+                self._update(own, text)
+            self.counts[source] += len(batch.texts)
+            self.batch_digests.append((source, own.digest()))
+            yield batch
+
+    def _changed(self, path: str, what: str, during: str) -> InputError:
+        return InputError(
+            f"{path}: the input changed during the run ({what}). {during} reads it a second "
+            "time and takes its documents by position, so it would write records that are "
+            "not the ones clustered. No output was written; previous files are as they were. "
+            "Run again when nothing else is writing the file (or on a copy of it)."
+        )
+
+    def check(self, during: str) -> None:
+        """InputError if an input file is not as the run found it when it started."""
+        now = self._states()
+        for path, before in self.states.items():
+            after = now.get(path)
+            if after == before:
+                continue
+            if isinstance(before, tuple) and isinstance(after, tuple):
+                if before[:2] != after[:2]:
+                    what = "it was replaced by another file"
+                elif before[2] != after[2]:
+                    what = f"its size went from {before[2]:,} to {after[2]:,} bytes"
+                else:
+                    what = "it was modified"
+            elif isinstance(before, list) and isinstance(after, list):
+                what = "files in the directory were added, removed or modified"
+            else:
+                what = f"it is now {after}" if isinstance(after, str) else "it was replaced"
+            raise self._changed(path, what, during)
+
+    def _text_of(self, record: dict, kind: str | None) -> str | None:
+        field = "text" if kind == "txtdir" else self.reader.text_field
+        value = record.get(field)
+        if isinstance(value, str):
+            return value
+        if value is None and kind == "reuters":
+            return ""
+        if isinstance(value, (bytes, bytearray)):
+            return bytes(value).decode("utf-8", "replace" if self.reader.errors == "replace"
+                                       else "strict")
+        return None
+
+    def second_read(self, records, during: str, total: int):
+        """Pass a second read's full records through (``iter_records`` order), checking
+        that each input gives the same number of documents with the same texts as the
+        first read. ``total``: the documents the run clustered; when the first read did
+        not see them all (a resumed run reuses the stages that read the input), only
+        their number is checked."""
+        if sum(self.counts.values()) != total:
+            yield from self._counted(records, during, total)
+            return
+        yield from self._compared(records, during)
+
+    def second_batches(self, batches, during: str):
+        """Pass a second read's batches through (the pair types' read, with the first
+        read's batch size), checking each against the first read's batch: the same input
+        and the same texts, as far as the reader goes."""
+        import hashlib
+
+        if not self.counts:  # a resumed run: the first read was skipped
+            yield from batches
+            return
+        try:
+            for index, batch in enumerate(batches):
+                digest = hashlib.blake2b(digest_size=16)
+                for text in batch.texts:
+                    self._update(digest, text)
+                if index >= len(self.batch_digests):
+                    self.check(during)
+                    raise self._changed(batch.source, "it holds more documents than the "
+                                        "first read found", during)
+                if self.batch_digests[index] != (batch.source, digest.digest()):
+                    self.check(during)
+                    raise self._changed(batch.source, "the texts read a second time differ "
+                                        "from the first read's", during)
+                yield batch
+        except InputError:
+            self.check(during)
+            raise
+
+    def _counted(self, records, during: str, total: int):
+        listed = ", ".join(os.fspath(p) for p in self.inputs)
+        seen = 0
+        for record in records:
+            if seen == total:
+                self.check(during)
+                raise self._changed(listed, "it holds more documents than the run clustered",
+                                    during)
+            seen += 1
+            yield record
+        if seen != total:
+            self.check(during)
+            raise self._changed(listed, f"the second read found {seen:,} documents where the "
+                                f"run clustered {total:,}", during)
+
+    def _compared(self, records, during: str):
+        import hashlib
+
+        sources = [s for s in self.counts]
+        index, seen, digest = 0, 0, hashlib.blake2b(digest_size=16)
+
+        def compare(source: str) -> None:
+            if digest.digest() != self.digests[source].digest():
+                self.check(during)
+                raise self._changed(source, "the texts read a second time differ from the "
+                                    "first read's", during)
+
+        try:
+            for record in records:
+                while index < len(sources) and seen == self.counts[sources[index]]:
+                    compare(sources[index])
+                    index, seen, digest = index + 1, 0, hashlib.blake2b(digest_size=16)
+                if index == len(sources):
+                    self.check(during)
+                    raise self._changed(sources[-1] if sources else os.fspath(self.inputs[0]),
+                                        "it holds more documents than the first read found",
+                                        during)
+                text = self._text_of(record, self.kinds.get(sources[index]))
+                self._update(digest, "" if text is None else text)
+                seen += 1
+                yield record
+        except InputError:
+            self.check(during)  # an input rewritten mid-read: say so, not its symptom
+            raise
+        while index < len(sources):
+            if seen != self.counts[sources[index]]:
+                self.check(during)
+                raise self._changed(
+                    sources[index], f"the second read found {seen:,} documents where the "
+                    f"first found {self.counts[sources[index]]:,}", during)
+            compare(sources[index])
+            index, seen, digest = index + 1, 0, hashlib.blake2b(digest_size=16)

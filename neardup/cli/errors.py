@@ -14,7 +14,7 @@ import re
 
 from neardup.errors import ParameterError
 
-__all__ = ["FLAGS", "cli_message", "spell_flag"]
+__all__ = ["FLAGS", "cli_message", "cli_text", "spell_flag"]
 
 #: Python parameter name (or phrase used by :func:`neardup.errors.setting`) -> how the
 #: command line says it.
@@ -53,6 +53,15 @@ FLAGS = {
     "oversized": "--oversized",
     "time_window_hours": "--time-window",
     "keep": "--keep",
+    # engine
+    "engine": "--engine",
+    "work_dir": "--work-dir",
+    "memory_limit": "--memory-limit",
+    "partitions": "--partitions",
+    "resume": "--resume",
+    "ray_address": "--ray-address",
+    "shard_rows": "--ray-shard-rows",
+    "skip_existing": "--skip-existing",
 }
 _PARAMETER = re.compile(r"\b[A-Za-z_][\w.]*: parameter '(\w+)'")
 
@@ -70,5 +79,31 @@ def spell_flag(name: str) -> str | None:
 def cli_message(exc: BaseException) -> str:
     """The message of a library error, with flags in place of Python parameters."""
     if isinstance(exc, ParameterError):
-        return exc.render(spell_flag(exc.parameter) or exc.parameter)
-    return _PARAMETER.sub(lambda m: spell_flag(m.group(1)) or m.group(0), str(exc))
+        return cli_text(exc.render(spell_flag(exc.parameter) or exc.parameter))
+    return cli_text(_PARAMETER.sub(lambda m: spell_flag(m.group(1)) or m.group(0), str(exc)))
+
+
+#: Python spellings that messages built outside :func:`neardup.errors.spelled_as` (or
+#: before their module used :func:`neardup.errors.setting`) may still carry, and how the
+#: command line says them. Applied by :func:`cli_text` to every message the CLI prints.
+_PYTHON_PHRASES = (
+    (re.compile(r"\(errors='replace'\)"), "(--errors replace)"),
+    (re.compile(r"ReaderConfig\(errors='replace'\)|errors='replace'|errors=\"replace\""),
+     "--errors replace"),
+    (re.compile(r"set id_field=None|id_field=None"), "leave out --id-field"),
+    (re.compile(r"ReaderConfig\((\w+)=\.\.\.\)"), lambda m: spell_flag(m.group(1)) or m.group(0)),
+    (re.compile(r"\b(resume|skip_existing)=True"), lambda m: "--" + m.group(1).replace("_", "-")),
+    (re.compile(r"\btime_window_hours=None|Use None for no time window"),
+     "leave out --time-window for no time window"),
+    # Python's own message for an integer too long to convert (json.loads of a number).
+    (re.compile(r"Exceeds the limit \((\d+) digits\) for integer string conversion(?:: value "
+                r"has (\d+) digits)?; use sys\.set_int_max_str_digits\(\) to increase the limit"),
+     lambda m: f"an integer of {m.group(2) or 'more'} digits; at most {m.group(1)} can be read"),
+)
+
+
+def cli_text(text: str) -> str:
+    """``text`` with the Python spellings of :data:`_PYTHON_PHRASES` replaced by flags."""
+    for pattern, replacement in _PYTHON_PHRASES:
+        text = pattern.sub(replacement, text)
+    return text

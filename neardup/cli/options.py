@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
@@ -27,7 +28,9 @@ __all__ = [
     "CLUSTER_OPTION_NAMES",
     "DECODE_ERRORS_OPTION",
     "METHOD_OPTION_NAMES",
+    "OPTION_RULES",
     "apply_options",
+    "check_option_rules",
     "cluster_config_from_options",
     "cluster_options",
     "method_options",
@@ -202,15 +205,10 @@ def cluster_options(function: F) -> F:
 
 
 def _direct_params(method: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Map CLI options onto the method's constructor; reject options it does not take."""
+    """Map CLI options onto the method's constructor (:func:`check_option_rules` has
+    refused the options it does not take)."""
     accepted = set(method_parameters(method))
-    params: dict[str, Any] = {}
-    given = {k: v for k, v in options.items() if v is not None}
-    for name, value in given.items():
-        if name not in accepted:
-            flag = "--" + name.replace("_", "-")
-            raise click.UsageError(f"option {flag} does not apply to --method {method}.")
-        params[name] = value
+    params = {k: v for k, v in options.items() if v is not None and k in accepted}
     if method == "simhash" and "threshold" in params:
         value = params["threshold"]
         if float(value) != int(value):
@@ -246,7 +244,11 @@ def _parse_extra_params(method: str, items: tuple[str, ...]) -> dict[str, Any]:
         if not sep or not name:
             raise click.UsageError(f"--param takes NAME=VALUE; got {item!r}.")
         if name not in accepted or name in ("normalize", "shingle"):
-            usable = ", ".join(p for p in accepted if p not in ("normalize", "shingle"))
+            from neardup.cli.errors import FLAGS
+
+            # Each parameter as the command line sets it: its own flag, else --param.
+            usable = ", ".join(FLAGS.get(p, f"--param {p}=...") for p in accepted
+                               if p not in ("normalize", "shingle"))
             raise click.UsageError(
                 f"--param {name}: --method {method} has no such parameter; it takes: {usable}."
             )
@@ -274,8 +276,10 @@ def method_params_from_options(method: str, opts: dict[str, Any], *, seed: int) 
     Raises
     ------
     click.UsageError
-        For an option the method does not take.
+        For an option the method does not take, or another option that would be
+        ignored (:func:`check_option_rules`).
     """
+    check_option_rules({**opts, "method": method})
     params = _direct_params(method, {name: opts[name] for name in _DIRECT_PARAMS})
     accepted = method_parameters(method)
     shingle_n = opts["ngram_n"]
@@ -283,8 +287,6 @@ def method_params_from_options(method: str, opts: dict[str, Any], *, seed: int) 
         params["shingle"] = ShingleConfig(
             unit=opts["shingle_unit"], n=3 if shingle_n is None else shingle_n
         )
-    elif shingle_n is not None or opts["shingle_unit"] != "word":
-        raise click.UsageError(f"--shingle/--ngram do not apply to --method {method}.")
     if "normalize" in accepted:
         params["normalize"] = normalize_config(opts)
     if "seed" in accepted:
@@ -296,40 +298,194 @@ def method_params_from_options(method: str, opts: dict[str, Any], *, seed: int) 
     return params | extra
 
 
-# Options that only one clustering algorithm reads: given with another, they would be
-# silently ignored.
-_ALGORITHM_OPTIONS = (
-    ("linkage", "--linkage", ("hac",)),
-    ("distance_threshold", "--hac-distance", ("hac",)),
-    ("resolution", "--resolution", ("leiden", "louvain")),
+# --------------------------------------------------------------------------- ignored options
+#
+# One rule for every command: an option given on the command line that the run would
+# not read is a usage error (exit 2) naming the option and the one that makes it
+# inapplicable. The table below is the only place that says when an option is read.
+
+
+@dataclass
+class _Situation:
+    """What decides whether an option is read: the parsed options and, once known, the
+    method object and the clustering it resolves to."""
+
+    opts: dict[str, Any]
+    method: Any = None  # a Method, when known
+    algorithm: str | None = None  # the resolved clustering, when known
+
+    @property
+    def method_name(self) -> str:
+        return self.opts.get("method") or ""
+
+    def accepted(self) -> tuple[str, ...]:
+        name = self.method_name
+        return tuple(method_parameters(name)) if name in METHODS else ()
+
+    def stage(self) -> str | None:
+        """Which stage runs: "memory" or "ray" (the engines), "corpus" or "vector" (the
+        local engine's out-of-core stages), "fallback" (the local engine runs it in
+        memory), None when not known yet (no method object)."""
+        engine = self.opts.get("engine", "local")
+        if engine != "local":
+            return engine
+        if self.method is None:
+            return None
+        from neardup.engine import supports_corpus_stage
+        from neardup.engine.vectors import supports_vector_stage
+
+        algorithm = self.algorithm or "components"
+        if supports_corpus_stage(self.method, algorithm):
+            return "corpus"
+        if supports_vector_stage(self.method, algorithm):
+            return "vector"
+        return "fallback"
+
+    def engine_text(self) -> str:
+        if self.stage() == "fallback":
+            return (f"--method {self.method_name} and --cluster {self.algorithm}, which "
+                    "--engine local runs in memory (see --engine)")
+        return f"--engine {self.opts.get('engine', 'local')}"
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """Option ``name`` (click destination, spelt ``flag``) is read only where ``applies``
+    (None: not known yet, so not refused); ``scope`` says where, ``current`` what the
+    user has instead, ``add`` what to add for it to apply (None: only dropping helps)."""
+
+    name: str
+    flag: str
+    scope: str | Callable[[_Situation], str]
+    applies: Callable[[_Situation], bool | None]
+    current: Callable[[_Situation], str]
+    add: str | None = None
+    counts: Callable[[Any], bool] = lambda value: True  # which values are "given"
+    swept_by: tuple[str, ...] = ()  # tune --grid names that make it apply
+    commands: tuple[str, ...] | None = None  # None: every command that has the option
+
+
+def _methods_taking(parameter: str) -> str:
+    names = [m for m in METHODS if parameter in method_parameters(m)]
+    return "--method " + (" or ".join(names) if len(names) < 3
+                          else ", ".join(names[:-1]) + " or " + names[-1])
+
+
+def _method_rule(name: str, flag: str, parameter: str) -> _Rule:
+    return _Rule(name, flag, lambda s: _methods_taking(parameter),
+                 lambda s: parameter in s.accepted() if s.method_name in METHODS else None,
+                 lambda s: f"--method {s.method_name}")
+
+
+def _algorithm(s: _Situation) -> str:
+    return s.algorithm or s.opts.get("cluster_algorithm") or "auto"
+
+
+def _out_of_core(s: _Situation) -> bool | None:
+    stage = s.stage()
+    return None if stage is None else stage in ("corpus", "vector")
+
+
+_SEED_CLUSTERINGS = ("leiden", "louvain")
+
+#: Every option that some setting of another option makes the run ignore.
+OPTION_RULES: tuple[_Rule, ...] = (
+    *(_method_rule(name, "--" + name.replace("_", "-"), name) for name in _DIRECT_PARAMS),
+    _method_rule("shingle_unit", "--shingle", "shingle"),
+    _method_rule("ngram_n", "--ngram", "shingle"),
+    *(_method_rule(name, "--" + name.replace("_", "-"), "normalize")
+      for name in (*_NORMALIZE_FLAGS, "spell_correct")),
+    _Rule("spell_max_edit_distance", "--spell-max-edit-distance", "--spell-correct",
+          lambda s: bool(s.opts.get("spell_correct")), lambda s: "no --spell-correct",
+          add="--spell-correct"),
+    _Rule("linkage", "--linkage", "--cluster hac", lambda s: _algorithm(s) == "hac",
+          lambda s: f"--cluster {s.opts.get('cluster_algorithm')}", add="--cluster hac",
+          swept_by=("cluster.algorithm", "cluster")),
+    _Rule("distance_threshold", "--hac-distance", "--cluster hac",
+          lambda s: _algorithm(s) == "hac",
+          lambda s: f"--cluster {s.opts.get('cluster_algorithm')}", add="--cluster hac",
+          swept_by=("cluster.algorithm", "cluster")),
+    _Rule("resolution", "--resolution", "--cluster leiden or --cluster louvain",
+          lambda s: s.opts.get("cluster_algorithm") in ("leiden", "louvain"),
+          lambda s: f"--cluster {s.opts.get('cluster_algorithm')}", add="--cluster leiden",
+          swept_by=("cluster.algorithm", "cluster")),
+    _Rule("oversized", "--oversized", "clusters larger than --max-cluster-size",
+          lambda s: s.opts.get("max_cluster_size") is not None,
+          lambda s: "no --max-cluster-size", add="--max-cluster-size N",
+          swept_by=("cluster.max_cluster_size",)),
+    _Rule("seed", "--seed", lambda s: f"{_methods_taking('seed')}, or --cluster leiden or louvain",
+          lambda s: (None if s.method_name not in METHODS else "seed" in s.accepted()
+                     or (s.algorithm in _SEED_CLUSTERINGS if s.algorithm is not None
+                         else s.opts.get("cluster_algorithm") in (*_SEED_CLUSTERINGS, "auto"))),
+          lambda s: f"--method {s.method_name} and --cluster {_algorithm(s)}",
+          commands=("dedup",)),
+    _Rule("ray_address", "--ray-address", "--engine ray",
+          lambda s: s.opts.get("engine") == "ray", lambda s: f"--engine {s.opts.get('engine')}",
+          add="--engine ray"),
+    _Rule("ray_shard_rows", "--ray-shard-rows", "--engine ray",
+          lambda s: s.opts.get("engine") == "ray", lambda s: f"--engine {s.opts.get('engine')}",
+          add="--engine ray"),
+    *(_Rule(name, flag, "the out-of-core stages of --engine local", _out_of_core,
+            _Situation.engine_text)
+      for name, flag in (("work_dir", "--work-dir"), ("memory_limit", "--memory-limit"),
+                         ("resume", "--resume"))),
+    _Rule("partitions", "--partitions", "the keyed out-of-core stage of --engine local and "
+          "to --engine ray", lambda s: (None if s.stage() is None
+                                        else s.stage() in ("corpus", "ray")),
+          _Situation.engine_text),
+    _Rule("resume", "--resume", "a run kept in --work-dir",
+          lambda s: s.opts.get("work_dir") is not None, lambda s: "no --work-dir",
+          add="--work-dir DIR (the directory of the run to continue)"),
+    _Rule("time_window_hours", "--time-window",
+          "documents with dates (--date-field FIELD, or Reuters SGML inputs)",
+          lambda s: (None if "inputs" not in s.opts else s.opts.get("date_field") is not None
+                     or any(str(p).lower().endswith(".sgm") for p in s.opts["inputs"])),
+          lambda s: "no --date-field", add="--date-field FIELD", commands=("dedup",)),
+    _Rule("progress", "--progress", "runs without -q/--quiet",
+          lambda s: not s.opts.get("quiet"), lambda s: "-q/--quiet",
+          counts=lambda value: value is True),
 )
 
 
-def _check_algorithm_options(opts: dict[str, Any], sweep: Collection[str]) -> None:
-    """UsageError for an option given on the command line that the chosen ``--cluster``
-    does not read (defaults are fine); nothing outside a click command or when ``sweep``
-    (``tune --grid`` names) varies the algorithm."""
+def _given(context: click.Context | None, opts: dict[str, Any], name: str) -> bool:
+    """Whether option ``name`` was set by the user (command line, environment)."""
     from click.core import ParameterSource
 
+    if context is not None:
+        return context.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+    return opts.get(name) not in (None, False)
+
+
+def check_option_rules(
+    opts: dict[str, Any], *, method: Any = None, algorithm: str | None = None,
+    sweep: Collection[str] = (),
+) -> None:
+    """UsageError for the first option the user gave that the run would ignore
+    (:data:`OPTION_RULES`), naming it and the option that makes it inapplicable.
+
+    ``method`` (a Method object) and ``algorithm`` (the resolved clustering), when given,
+    settle the rules that depend on them (which stage ``--engine local`` runs); before
+    they are known those rules pass. ``sweep``: the parameters ``tune --grid`` varies.
+    Options that the current command does not have are skipped.
+    """
     context = click.get_current_context(silent=True)
-    if context is None or {"cluster.algorithm", "cluster"} & set(sweep):
-        return
-    algorithm = opts["cluster_algorithm"]
-    for name, flag, algorithms in _ALGORITHM_OPTIONS:
-        source = context.get_parameter_source(name)
-        if source in (None, ParameterSource.DEFAULT) or algorithm in algorithms:
+    command = context.command.name if context is not None else None
+    situation = _Situation(opts, method, algorithm)
+    for rule in OPTION_RULES:
+        if rule.name not in opts or (rule.commands is not None and command not in rule.commands):
             continue
-        needed = " or ".join(f"--cluster {a}" for a in algorithms)
+        if not _given(context, opts, rule.name) or not rule.counts(opts[rule.name]):
+            continue
+        if set(rule.swept_by) & set(sweep):
+            continue
+        if rule.applies(situation) is not False:
+            continue
+        scope = rule.scope(situation) if callable(rule.scope) else rule.scope
+        remedy = (f"Add {rule.add} or drop {rule.flag}." if rule.add is not None
+                  else f"Drop {rule.flag}.")
         raise click.UsageError(
-            f"{flag} applies to {needed} only; with --cluster {algorithm} it would be "
-            f"ignored. Add {needed.split(' or ')[0]} or drop {flag}."
-        )
-    if (context.get_parameter_source("oversized") not in (None, ParameterSource.DEFAULT)
-            and opts["max_cluster_size"] is None
-            and "cluster.max_cluster_size" not in sweep):
-        raise click.UsageError(
-            "--oversized applies to clusters larger than --max-cluster-size; give "
-            "--max-cluster-size too, or drop --oversized."
+            f"{rule.flag} applies to {scope} only; with {rule.current(situation)} it would "
+            f"be ignored. {remedy}"
         )
 
 
@@ -347,7 +503,7 @@ def cluster_config_from_options(
         ``sweep`` (the parameters ``tune --grid`` varies) includes the algorithm or the
         maximum cluster size.
     """
-    _check_algorithm_options(opts, sweep)
+    check_option_rules(opts, sweep=sweep)
     return ClusterConfig(
         algorithm=opts["cluster_algorithm"],
         max_cluster_size=opts["max_cluster_size"],

@@ -1282,11 +1282,22 @@ def merge_forests(wd: WorkDir, key: str, n_docs: int, edge_files: list[Path], ti
 def require_dates(time_window_hours: float | None, has_dates: bool) -> None:
     """ValueError when a time window is asked for and the input has no dates."""
     if time_window_hours is not None and not has_dates:
-        raise ValueError(
-            f"run: a time window (time_window_hours={time_window_hours!r}) needs "
-            "document dates, and the input has none. Give the documents' dates "
-            "(--date-field; date_field= in neardup.dedup) or drop the window."
-        )
+        raise ValueError(time_window_without_dates(time_window_hours))
+
+
+def time_window_without_dates(hours: float) -> str:
+    """The message for a time window over an input without dates, in the front end's
+    words (the CLI's flags inside :func:`neardup.errors.spelled_as`)."""
+    from neardup.errors import setting
+
+    flag = setting("time_window_hours", "")
+    if flag:
+        return (f"{flag} {hours:g} needs document dates, and the input has none. Give the "
+                f"documents' dates with {setting('date_field', '--date-field')} (Reuters SGML "
+                f"inputs have them), or drop {flag}.")
+    return (f"run: a time window (time_window_hours={hours!r}) needs document dates, and "
+            "the input has none. Give the documents' dates (date_field= in neardup.dedup) "
+            "or drop the window (time_window_hours=None).")
 
 
 def read_stage_output(wd: WorkDir, docs_stage: str, has_dates: bool,

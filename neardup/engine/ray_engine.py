@@ -1423,11 +1423,9 @@ class RayRun:
             shards, memory, self.has_dates = _memory_shards(self.source)
             reader = ReaderConfig()
         if self.window is not None and not self.has_dates:
-            raise ValueError(
-                f"run: a time window (time_window_hours={self.window!r}) needs document dates, "
-                "and the input has none. Give the documents' dates (--date-field; date_field= "
-                "in neardup.dedup) or drop the window."
-            )
+            from neardup.engine.corpus import time_window_without_dates
+
+            raise ValueError(time_window_without_dates(self.window))
         self.n_shards = len(shards)
         self._fetched = None
         self.components_stats: list[dict] = []

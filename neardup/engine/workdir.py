@@ -38,9 +38,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.feather as feather
 
+from neardup.errors import setting
 from neardup.io.writers import atomic_path
 
-__all__ = ["MappedArray", "WorkDir", "WorkDirError"]
+__all__ = ["MappedArray", "WorkDir", "WorkDirError", "owned_by_work_dir"]
 
 #: Changed with the layout of the stages' files (2: texts as raw bytes and offsets, read
 #: with pread), so that a work directory of another layout is refused, not misread.
@@ -115,31 +116,33 @@ class WorkDir:
                 saved = json.loads(manifest.read_text())
             except (OSError, json.JSONDecodeError) as exc:
                 raise WorkDirError(
-                    f"work dir {self.path}: manifest.json is unreadable ({exc}); "
-                    "use another (empty) work directory"
+                    f"{setting('work_dir', 'work dir')} {self.path}: manifest.json is unreadable ({exc}); "
+                    "use another (empty) work directory."
                 ) from None
             if not resume:
                 raise WorkDirError(
-                    f"work dir {self.path} holds a previous run; resume it (--resume; "
-                    "resume=True) or give an empty work directory"
+                    f"{setting('work_dir', 'work dir')} {self.path} holds a previous run; resume it "
+                    f"({setting('resume', 'resume=True')}) or give an empty work directory."
                 )
             if saved.get("version") != MANIFEST_VERSION:
                 raise WorkDirError(
-                    f"work dir {self.path} was written by another version of neardup (work "
+                    f"{setting('work_dir', 'work dir')} {self.path} was written by another version of neardup (work "
                     f"directory layout {saved.get('version')!r}, this one reads "
                     f"{MANIFEST_VERSION}); it cannot be resumed. Use another work directory"
                 )
             if saved.get("identity") != _jsonable(identity):
                 raise WorkDirError(
-                    f"work dir {self.path} belongs to a run with another input, method or "
+                    f"{setting('work_dir', 'work dir')} {self.path} belongs to a run with another input, method or "
                     "sketch parameters; it cannot be resumed for this one. Use another "
                     "work directory"
                 )
         else:
-            leftovers = [p.name for p in self.path.iterdir()]
+            # The temporary files of outputs being written into the directory (an output
+            # inside a new work directory) are not another run's files.
+            leftovers = [p.name for p in self.path.iterdir() if not _output_temporary(p.name)]
             if leftovers:
                 raise WorkDirError(
-                    f"work dir {self.path} is not empty and is not a neardup work directory "
+                    f"{setting('work_dir', 'work dir')} {self.path} is not empty and is not a neardup work directory "
                     f"(holds {', '.join(sorted(leftovers)[:3])}); give an empty or new directory"
                 )
             atomic_write_text(
@@ -190,6 +193,36 @@ class WorkDir:
                     os.fsync(handle.fileno())
         atomic_write_text(self.path / stage / "_DONE.json",
                            json.dumps({"key": key, "facts": facts}, sort_keys=True))
+
+
+def _output_temporary(name: str) -> bool:
+    """Whether ``name`` is a temporary file (or spill directory) of an output being
+    written by :class:`~neardup.io.outputs.OutputSet`."""
+    from neardup.io.outputs import is_output_temporary
+
+    return is_output_temporary(name)
+
+
+def owned_by_work_dir(work_dir: str | os.PathLike, path: str | os.PathLike) -> str | None:
+    """What of work directory ``work_dir`` the file ``path`` would overwrite, in words
+    ("the manifest manifest.json", ...), or None when ``path`` is not one of its files.
+
+    A work directory owns its ``manifest.json`` and every directory in it (the stages'
+    files, markers and spills); a new name directly inside it is free for an output.
+    """
+    root = Path(os.path.realpath(work_dir))
+    target = Path(os.path.realpath(path))
+    if target == root:
+        return "the work directory itself"
+    try:
+        relative = target.relative_to(root)
+    except ValueError:
+        return None
+    if len(relative.parts) > 1:
+        return f"inside {relative.parts[0]}/, a directory of the run's stage files,"
+    if relative.name == "manifest.json":
+        return "the manifest (manifest.json)"
+    return None
 
 
 def _jsonable(value: Any) -> Any:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup.errors import check_float
+from neardup.errors import ParameterError, check_float, spelled
 
 __all__ = ["NO_DATE", "Pairs", "TimeWindow", "check_time_window", "outside_time_window"]
 
@@ -113,12 +113,12 @@ def check_time_window(caller: str, hours: float | None) -> float | None:
     """``hours`` as a float if it is a finite number > 0, or None (no time window)."""
     if hours is None:
         return None
-    check_float(caller, "time_window_hours", hours, low=0.0, hint="Use None for no time window.")
+    hint = spelled("Use None for no time window.", "Leave it out for no time window.")
+    check_float(caller, "time_window_hours", hours, low=0.0, hint=hint)
     if hours <= 0 or hours == float("inf"):
-        raise ValueError(
-            f"{caller}: parameter 'time_window_hours' must be a finite number > 0 or None; "
-            f"got {hours!r}. Use None for no time window."
-        )
+        raise ParameterError(caller, "time_window_hours",
+                             spelled("a finite number > 0 or None", "a finite number > 0"),
+                             hours, hint)
     return float(hours)
 
 

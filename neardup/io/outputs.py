@@ -46,12 +46,18 @@ import pyarrow as pa
 from neardup.errors import OutputError
 from neardup.io.writers import OUTPUT_EXTENSIONS, output_kind, records_to_file, table_to_file
 
-__all__ = ["KILL_ENV", "OutputSet", "kill_point"]
+__all__ = ["KILL_ENV", "OutputSet", "is_output_temporary", "kill_point"]
 
 #: Environment variable naming the stage at which :func:`kill_point` SIGKILLs the process.
 KILL_ENV = "NEARDUP_TEST_KILL_AT"
 _TAG = ".neardup-"
 _LEFTOVER = re.compile(r"\.neardup-(\d+)-[0-9a-f]+\.(?:tmp|bak)")
+
+
+def is_output_temporary(name: str) -> bool:
+    """Whether a file name is an :class:`OutputSet` temporary file, backup or spill
+    directory (``.NAME.neardup-PID-XXXX.tmp``, ``.bak``, ``.tmp.spill-...``)."""
+    return name.startswith(".") and _LEFTOVER.search(name) is not None
 
 
 def kill_point(stage: str) -> None:
@@ -323,11 +329,11 @@ class OutputSet:
 
     def write_table(self, name: str, table: pa.Table) -> None:
         """Write an Arrow table to output ``name``'s temporary file, in its format."""
-        table_to_file(self.temporary(name), self._outputs[name].kind, table)
+        table_to_file(self.temporary(name), self._outputs[name].kind, table, name=name)
 
     def write_records(self, name: str, records: Iterable[dict]) -> int:
         """Write dict records to output ``name``'s temporary file; returns their number."""
-        return records_to_file(self.temporary(name), self._outputs[name].kind, records)
+        return records_to_file(self.temporary(name), self._outputs[name].kind, records, name=name)
 
     def write_text(self, name: str, text: str) -> None:
         """Write ``text`` (UTF-8) to output ``name``'s temporary file."""

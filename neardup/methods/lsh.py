@@ -34,9 +34,19 @@ __all__ = [
 
 def check_banding(caller: str, bands, rows, length: int, length_name: str) -> None:
     """Validate explicit ``bands``/``rows`` against a signature of ``length`` values."""
-    from neardup.errors import check_int
+    from neardup.errors import check_int, setting
 
+    # On the command line (inside neardup.errors.spelled_as) the parameters are flags.
+    flag = {name: setting(name, "").removesuffix("=...") for name in ("bands", "rows", length_name)}
     if (bands is None) != (rows is None):
+        given, missing = ("bands", "rows") if rows is None else ("rows", "bands")
+        if flag["bands"]:
+            value = bands if rows is None else rows
+            raise ValueError(
+                f"{flag['bands']} and {flag['rows']} must be given together; got "
+                f"{flag[given]} {value} without {flag[missing]}. Give both, or neither to "
+                "choose them from --threshold."
+            )
         raise ValueError(
             f"{caller}: parameters 'bands' and 'rows' must be given together; "
             f"got bands={bands!r}, rows={rows!r}."
@@ -46,6 +56,12 @@ def check_banding(caller: str, bands, rows, length: int, length_name: str) -> No
     check_int(caller, "bands", bands, low=1)
     check_int(caller, "rows", rows, low=1)
     if bands * rows > length:
+        if flag["bands"]:
+            raise ValueError(
+                f"{flag['bands']} times {flag['rows']} must be at most {flag[length_name]} "
+                f"({length}); got {bands} x {rows} = {bands * rows}. Raise "
+                f"{flag[length_name]} or lower {flag['bands']} or {flag['rows']}."
+            )
         raise ValueError(
             f"{caller}: parameters 'bands' * 'rows' must be <= {length_name}={length}; got "
             f"{bands} * {rows} = {bands * rows}. Did you forget to raise {length_name}?"

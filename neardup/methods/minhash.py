@@ -67,6 +67,15 @@ def resolve_signature_scheme(caller: str, scheme: str | None, hash_bits: int) ->
         return "perm32" if hash_bits == 32 else "perm64"
     scheme = check_choice(caller, "signature_scheme", scheme, SIGNATURE_SCHEMES)
     if scheme == "perm32" and hash_bits != 32:
+        from neardup.errors import setting
+
+        if setting("hash_bits", ""):  # the command line
+            raise ValueError(
+                f"{setting('signature_scheme', '').removesuffix('...')}perm32 needs "
+                f"{setting('hash_bits', '').removesuffix('...')}32; got {hash_bits}. Use "
+                f"{setting('signature_scheme', '').removesuffix('...')}perm64 (or leave it "
+                "out) for 64-bit values."
+            )
         raise ValueError(
             f"{caller}: parameter 'signature_scheme' 'perm32' needs hash_bits=32; got "
             f"hash_bits={hash_bits}. Use signature_scheme='perm64' (or None) for 64-bit values."

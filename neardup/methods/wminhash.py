@@ -62,7 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange, uint64
 
-from neardup.errors import check_choice, check_float, check_int
+from neardup.errors import check_choice, check_float, check_int, spelled
 from neardup.graph.edges import Pairs
 from neardup.methods.base import (
     SET_WEIGHTS,
@@ -568,19 +568,22 @@ class WeightedMinHash(Method):
         self.power = check_int(caller, "power", power, low=1, high=16)
         if not isinstance(divide_by_phrase_df, (bool, np.bool_)):
             raise ValueError(
-                f"{caller}: parameter 'divide_by_phrase_df' must be True or False; "
+                f"{caller}: parameter 'divide_by_phrase_df' must be "
+                f"{spelled('True or False', 'true or false')}; "
                 f"got {divide_by_phrase_df!r}."
             )
         self.divide_by_phrase_df = bool(divide_by_phrase_df)
         if rare_fraction is not None:
             rare_fraction = check_float(
                 caller, "rare_fraction", rare_fraction, low=0.0, high=1.0,
-                hint="Use None to keep every phrase.",
+                hint=spelled("Use None to keep every phrase.",
+                             "Leave it out to keep every phrase."),
             )
             if rare_fraction == 0.0:
                 raise ValueError(
-                    f"{caller}: parameter 'rare_fraction' must be a number in (0, 1] or None; "
-                    "got 0.0. Use None to keep every phrase."
+                    f"{caller}: parameter 'rare_fraction' must be a number in (0, 1]"
+                    f"{spelled(' or None', '')}; got 0.0. "
+                    f"{spelled('Use None to keep every phrase.', 'Leave it out to keep every phrase.')}"
                 )
         self.rare_fraction = rare_fraction
         self.phrase_length = check_int(caller, "phrase_length", phrase_length, low=1, high=255)

@@ -106,7 +106,9 @@ def test_failed_run_leaves_no_partial_output(tmp_path, corpus):
 def test_option_that_does_not_apply_is_an_error(corpus):
     path, _ = corpus
     result = CliRunner().invoke(main, ["dedup", str(path), "--method", "simhash", "--bands", "4"])
-    assert result.exit_code == 2 and "--bands does not apply to --method simhash" in result.output
+    assert result.exit_code == 2, result.output
+    assert "--bands applies to --method minhash or wminhash only; with --method simhash it " \
+           "would be ignored" in result.output
 
 
 def test_simhash_threshold_must_be_whole_bits(corpus):
@@ -200,7 +202,9 @@ def test_time_window_option(tmp_path):
             "--clusters-out", str(out / "c.parquet"), "--pairs-out", str(out / "p.parquet"),
             "--quiet", "--time-window", "48"]
     undated = _run(args)
-    assert undated.exit_code != 0 and "needs document dates" in undated.output
+    assert undated.exit_code == 2, undated.output  # refused before any work
+    assert "--time-window applies to documents with dates" in undated.output
+    assert "--date-field" in undated.output
     assert not (out / "c.parquet").exists()
     result = _run([*args, "--date-field", "day"])
     assert result.exit_code == 0, result.output
@@ -260,7 +264,9 @@ def test_input_warnings_are_one_line(tmp_path):
     folder.mkdir()
     (folder / "reut2-000.sgm").write_text("")
     (folder / "README.txt").write_text("about the collection")
-    result = CliRunner().invoke(main, ["dedup", str(folder), "--method", "exact", "--quiet"])
+    result = CliRunner().invoke(main, ["dedup", str(folder), "--method", "exact"])
     assert result.exit_code == 0, result.output
     lines = [line for line in result.stderr.splitlines() if ".sgm" in line]
-    assert lines and lines[0].startswith("warning: ") and "UserWarning" not in result.stderr
+    assert len(lines) == 1 and lines[0].startswith("warning: ") and "UserWarning" not in result.stderr
+    quiet = CliRunner().invoke(main, ["dedup", str(folder), "--method", "exact", "--quiet"])
+    assert quiet.exit_code == 0 and quiet.stderr == "", quiet.stderr  # -q: no warnings

@@ -173,7 +173,7 @@ def test_write_failure_leaves_every_previous_output(tmp_path, corpus, monkeypatc
     paths = _previous_outputs(tmp_path)
     before = _snapshot(paths)
 
-    def disk_full(temporary, kind, records):
+    def disk_full(temporary, kind, records, **_):
         next(iter(records))
         raise OSError(errno.ENOSPC, "No space left on device", os.fspath(temporary))
 

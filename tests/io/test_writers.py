@@ -11,6 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from neardup.io import ReaderConfig, atomic_path, iter_records, read_corpus, write_records, write_table
 from neardup.io import writers
@@ -82,10 +84,13 @@ def test_atomic_path_block_must_create_the_file(tmp_path):
 @pytest.mark.parametrize("extension", FORMATS)
 def test_write_table_repeated_writes_are_byte_identical(tmp_path, monkeypatch, extension):
     first, second = tmp_path / f"1.{extension}", tmp_path / f"2.{extension}"
-    write_table(first, sample_table())
+    table = sample_table()
+    if extension == "tsv":  # TSV cannot hold the tab and line break of the sample texts
+        table = table.drop_columns(["text"])
+    write_table(first, table)
     later = time.time() + 86_400  # a different clock must not change the bytes (gzip mtime)
     monkeypatch.setattr(time, "time", lambda: later)
-    write_table(second, sample_table())
+    write_table(second, table)
     assert first.read_bytes() == second.read_bytes()
 
 
@@ -123,9 +128,13 @@ def test_write_table_jsonl_content(tmp_path):
 ])
 def test_write_table_delimited_reads_back(tmp_path, extension):
     path = tmp_path / f"t.{extension}"
-    write_table(path, sample_table())
+    table = sample_table()
+    if extension == "tsv":  # TSV has no quoting: no tab or line break in a value
+        table = table.set_column(1, "text", pa.array(["plain", 'no tab, "quotes", comma',
+                                                      "one line é 🦊"]))
+    write_table(path, table)
     records = list(iter_records([path]))
-    assert [r["text"] for r in records] == sample_table().column("text").to_pylist()
+    assert [r["text"] for r in records] == table.column("text").to_pylist()
     assert records[0] == {"id": "a", "text": "plain", "score": "0.5", "n": "1", "flag": "true",
                           "tags": '["x","y"]', "when": "2024-05-01T12:00:00"}
     assert records[1]["score"] == "" and records[2]["n"] == "3"
@@ -224,13 +233,53 @@ def test_write_records_is_deterministic(tmp_path):
         assert (tmp_path / f"1.{extension}").read_bytes() == (tmp_path / f"2.{extension}").read_bytes()
 
 
-def test_write_records_incompatible_types_leave_nothing(tmp_path):
-    path = tmp_path / "r.parquet"
+def test_write_records_mixed_types_become_strings_in_parquet(tmp_path, monkeypatch):
+    """Issue #40: a field holding integers and strings is written (not refused after the
+    run): as strings in Parquet, with a warning naming it; as its text in CSV/TSV."""
+    monkeypatch.setattr(writers, "_CHUNK_ROWS", 2)  # in one chunk and across chunks
+    records = [{"x": 1}, {"x": "one"}, {"x": 2}, {"x": 3}, {"x": {"a": 1}}]
+    with pytest.warns(UserWarning, match=r"'x' \(.*integer.*string.*\).*written as strings"):
+        write_records(tmp_path / "r.parquet", records)
+    assert pq.read_table(tmp_path / "r.parquet").column("x").to_pylist() == [
+        "1", "one", "2", "3", '{"a":1}']
+    for extension in ("csv", "tsv"):
+        write_records(tmp_path / f"r.{extension}", records)
+        assert [r["x"] for r in iter_records([tmp_path / f"r.{extension}"])] == [
+            "1", "one", "2", "3", '{"a":1}']
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("value", ["a\rb", "a\nb", "a\r\nb", 'a"b', "a,b", '"', "a\tb", " a "])
+def test_csv_quotes_every_value_that_needs_it(tmp_path, value):
+    """Issue #40: a bare carriage return was written unquoted and broke the row."""
+    path = tmp_path / "r.csv"
+    write_records(path, [{"id": value, "text": "x"}, {"id": "next", "text": "y"}])
+    assert [(r["id"], r["text"]) for r in iter_records([path])] == [(value, "x"), ("next", "y")]
+    write_table(path, pa.table({"id": [value, "next"]}))
+    assert [r["id"] for r in iter_records([path])] == [value, "next"]
+
+
+@pytest.mark.parametrize("value", ["a\rb", "a\nb", "a\tb"])
+def test_tsv_refuses_tabs_and_line_breaks(tmp_path, value):
+    path = tmp_path / "r.tsv"
     path.write_bytes(b"previous")
-    with pytest.raises(ValueError, match=r"write_records: .*A key must hold one type.*write \.jsonl"):
-        write_records(path, [{"x": 1}, {"x": "one"}])
+    with pytest.raises(ValueError, match=r"row 2, column 'id'.*TSV file cannot hold.*\.csv"):
+        write_records(path, [{"id": "a", "text": "x"}, {"id": value, "text": "y"}])
+    with pytest.raises(ValueError, match=r"row 1, column 'id'.*TSV file cannot hold"):
+        write_table(path, pa.table({"id": [value]}))
     assert path.read_bytes() == b"previous"
     assert leftovers(tmp_path) == []
+
+
+def test_records_keep_nan_and_infinity(tmp_path):
+    """Issue #40: NaN/Infinity read from JSON Lines became null in --out."""
+    records = [{"x": float("nan"), "y": float("inf"), "z": [float("-inf")]}]
+    write_records(tmp_path / "r.jsonl", records)
+    assert (tmp_path / "r.jsonl").read_text() == '{"x":NaN,"y":Infinity,"z":[-Infinity]}\n'
+    back = list(iter_records([tmp_path / "r.jsonl"]))[0]
+    assert back["x"] != back["x"] and back["y"] == float("inf") and back["z"] == [float("-inf")]
+    write_records(tmp_path / "r.csv", records)
+    assert (tmp_path / "r.csv").read_text() == 'x,y,z\nNaN,Infinity,[-Infinity]\n'
 
 
 def test_write_records_rejects_non_dicts(tmp_path):
@@ -258,3 +307,24 @@ def test_reuters_records_to_parquet_and_back(tmp_path):
     original = next(read_corpus([source]))
     assert batch.texts == original.texts
     assert (batch.dates == original.dates).all()
+
+
+def test_a_single_empty_value_is_not_an_empty_line(tmp_path):
+    records = [{"text": ""}, {"text": "x"}, {"text": ""}]
+    write_records(tmp_path / "r.csv", records)
+    assert [r["text"] for r in iter_records([tmp_path / "r.csv"])] == ["", "x", ""]
+    with pytest.raises(ValueError, match="row 1 has one column, empty"):
+        write_records(tmp_path / "r.tsv", records)
+    assert not (tmp_path / "r.tsv").exists()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
+                         min_size=1, max_size=3), min_size=1, max_size=4))
+def test_csv_round_trips_any_text(tmp_path_factory, rows):
+    """Issue #40: every value, whatever characters it holds, reads back as written."""
+    path = tmp_path_factory.mktemp("csv") / "r.csv"
+    width = max(len(r) for r in rows)
+    records = [{f"c{k}": (row[k] if k < len(row) else "") for k in range(width)} for row in rows]
+    write_records(path, records)
+    assert list(iter_records([path])) == records
