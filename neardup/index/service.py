@@ -282,7 +282,7 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
         ) from exc
 
     from neardup.index import DuplicateIdError, Index, IndexMismatchError
-    from neardup.index._store import IndexBusyError
+    from neardup.index._store import IndexBusyError, IndexFormatError, IndexStorageError
 
     class _JSON(JSONResponse):
         def render(self, content: Any) -> bytes:
@@ -393,7 +393,9 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
             except IndexBusyError as exc:
                 raise _Refused(503, _safe(_strip_caller(str(exc)), 1000),
                                headers={"Retry-After": "5"}) from None
-            except (sqlite3.Error, OSError) as exc:
+            except (sqlite3.Error, OSError, IndexStorageError, IndexFormatError) as exc:
+                # The index words storage failures as its own errors; the service answers
+                # them by what failed (full: 507; damaged: 500 naming the check).
                 _log.error("index operation failed: %s", exc)
                 raise _database_error(exc, index.path) from None
             except NeardupError as exc:

@@ -559,8 +559,9 @@ def test_distributed_components_long_chain_and_big_bucket(cluster, chain_and_buc
     np.testing.assert_array_equal(distributed.representative, local.representative)
     assert len(distributed.pairs) == local.n_docs - local.n_clusters
     components = distributed.params["corpus_stage"]["components"]
-    assert len(components) == 4  # after each wave (1, 1, 2, 4 partitions)
-    assert components[-1]["ranges"] >= 8 and components[0]["rounds"] >= 3
+    # After each wave (1, 1, 2, 4 partitions), then with the identity links.
+    assert len(components) == 5
+    assert components[-2]["ranges"] >= 8 and components[0]["rounds"] >= 3
     # The CLI's path: outputs written per range and per shard, the same clusters.
     run_ = RayRun(RayInputs((chain_and_bucket,), reader), method, config=config)
     run_.execute()

@@ -36,8 +36,12 @@ def test_add_query_stats_health(client):
     assert results[0]["matches"][0]["type"] == "exact" and results[1]["matches"] == []
     assert client.get("/stats").json()["documents"] == 4
     assert client.get("/health").json() == {"status": "ok", "documents": 4}
-    r = client.post("/add", json={"documents": [{"text": texts[0]}]})
+    r = client.post("/add", json={"documents": [{"id": "d4", "text": texts[0]}]})
     assert r.json()["documents"][0]["status"] == "joined"
+    # An index named by ids takes no document without one (issue #40: no collision with
+    # positional ids): a 400, nothing added.
+    r = client.post("/add", json={"documents": [{"text": texts[1]}]})
+    assert r.status_code == 400 and client.get("/stats").json()["documents"] == 5
 
 
 DEEP = b"[" * 1500 + b"]" * 1500

@@ -118,14 +118,7 @@ def test_write_table_jsonl_content(tmp_path):
     assert "🦊" in lines[2]  # UTF-8, not \u escapes
 
 
-@pytest.mark.parametrize("extension", [
-    "csv",
-    pytest.param("tsv", marks=pytest.mark.xfail(strict=True, reason=(
-        "issue #40: the corpus reader reads plain TSV (no quoting), but writers.py still "
-        "writes TSV with CSV-style quotes (excel-tab): a value holding a quote comes back "
-        "with its quotes doubled. The writer must write plain TSV (and refuse tabs and "
-        "line breaks in values)."))),
-])
+@pytest.mark.parametrize("extension", ["csv", "tsv"])
 def test_write_table_delimited_reads_back(tmp_path, extension):
     path = tmp_path / f"t.{extension}"
     table = sample_table()
