@@ -354,8 +354,10 @@ def sketch_corpus(
     identity: list[np.ndarray] = []
     for batch in timed_batches(batches, timer, total=total, progress=progress):
         with timer.stage("sketch"):
-            sketches.append(method.sketch(batch.texts))
-            identity.append(batch_identity(batch))
+            sketch = method.sketch(batch.texts)
+            identity.append(batch_identity(batch, sketch))
+            sketch.identity = None  # kept once, in the corpus sketch's own field
+            sketches.append(sketch)
         n = len(batch)
         ids.extend(batch.ids)
         lengths.append(np.fromiter(map(len, batch.texts), np.int64, n))

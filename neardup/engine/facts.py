@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from neardup.graph.edges import Pairs
 from neardup.io.batch import DocumentBatch
+from neardup.methods.base import Sketch
 from neardup.text.identity import text_identity
 
 __all__ = ["DOC_SCHEMA", "batch_dates", "batch_identity", "document_facts", "identity_pairs"]
@@ -38,22 +39,26 @@ def batch_dates(batch: DocumentBatch) -> np.ndarray:
     return np.full(len(batch), np.datetime64("NaT"), "datetime64[s]")
 
 
-def batch_identity(batch: DocumentBatch) -> np.ndarray:
+def batch_identity(batch: DocumentBatch, sketch: Sketch | None = None) -> np.ndarray:
     """Each text's identity (:func:`~neardup.text.identity.text_identity`): identical
-    texts are always linked (:func:`identity_pairs`), and only they pass a time window."""
+    texts are always linked (:func:`identity_pairs`), and only they pass a time window.
+    Taken from the method's ``sketch`` when it computed them on the way."""
+    if sketch is not None and sketch.identity is not None:
+        return np.asarray(sketch.identity, np.uint64)
     return text_identity(batch.texts)
 
 
-def document_facts(batch: DocumentBatch, n_features: np.ndarray) -> pa.Table:
-    """One :data:`DOC_SCHEMA` row per document of ``batch``."""
+def document_facts(batch: DocumentBatch, sketch: Sketch) -> pa.Table:
+    """One :data:`DOC_SCHEMA` row per document of ``batch``, whose method's sketch is
+    ``sketch``."""
     n = len(batch)
     return pa.table({
         "id": pa.array(batch.ids, pa.string()),
         "length": pa.array(np.fromiter(map(len, batch.texts), np.int64, n)),
         "source": pa.array([batch.source] * n, pa.string()),
         "date": pa.array(batch_dates(batch), pa.timestamp("s")),
-        "n_features": pa.array(np.asarray(n_features, np.int64)),
-        "identity": pa.array(batch_identity(batch)),
+        "n_features": pa.array(np.asarray(sketch.n_features, np.int64)),
+        "identity": pa.array(batch_identity(batch, sketch)),
     }, schema=DOC_SCHEMA)
 
 

@@ -362,7 +362,7 @@ def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig
         for name in method.candidate_arrays:
             arrays.setdefault(name, []).append(np.ascontiguousarray(sketch.arrays[name]))
         arrays.setdefault("date", []).append(dates)
-        arrays.setdefault(IDENTITY, []).append(batch_identity(batch))
+        arrays.setdefault(IDENTITY, []).append(batch_identity(batch, sketch))
         if method.candidate_sets:  # ragged: sizes and the concatenated hashes
             sets = sketch.require_sets("engine='ray'", "shingle", f"{method.name}.sketch")
             arrays.setdefault(SET_SIZES, []).append(sets.counts().astype(np.int64))
@@ -1133,7 +1133,7 @@ def _embed_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig,
         facts.append(table)
         owned.append(np.asarray(counts, np.int64))
         dates.append(date)
-        identity.append(batch_identity(batch))
+        identity.append(batch_identity(batch, sketch))
         offset += n
     rows = np.concatenate(rows) if rows else np.zeros((0, 0), np.float32)
     owned = np.concatenate(owned) if owned else np.zeros(0, np.int64)

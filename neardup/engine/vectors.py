@@ -197,7 +197,7 @@ def _embed_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method, 
                 if text_writer is not None:
                     text_writer.write(batch.texts)
                 has_dates = has_dates or batch.dates is not None
-                writer.write_table(document_facts(batch, sketch.n_features))
+                writer.write_table(document_facts(batch, sketch))
                 n_docs += n
     finally:
         writer.close()

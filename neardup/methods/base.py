@@ -251,6 +251,10 @@ class Sketch:
         order; a row-aligned count in ``arrays`` says how many rows each document owns
         (or, for :data:`SET_WEIGHTS`, one value per element of ``sets.hashes``).
         ``concat`` stacks them in order.
+    identity : ndarray of uint64, shape (n_docs,), or None
+        Each text's :func:`~neardup.text.identity.text_identity`, when the method had
+        the default normalization's code points at hand (the corpus stage computes it
+        otherwise: normalizing twice is the cost it saves).
 
     Dates are not part of a sketch: they belong to the corpus stage, which passes them
     to :meth:`Method.match`.
@@ -260,6 +264,7 @@ class Sketch:
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     sets: ShingleSets | None = None
     ragged: dict[str, np.ndarray] = field(default_factory=dict)
+    identity: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.n_features.shape[0])
@@ -291,7 +296,11 @@ class Sketch:
         if parts[0].sets is not None:
             sets = ShingleSets.concat([p.sets for p in parts])
         ragged = {k: np.concatenate([p.ragged[k] for p in parts]) for k in parts[0].ragged}
-        return Sketch(np.concatenate([p.n_features for p in parts]), arrays, sets, ragged=ragged)
+        identity = None
+        if all(p.identity is not None for p in parts):
+            identity = np.concatenate([p.identity for p in parts])
+        return Sketch(np.concatenate([p.n_features for p in parts]), arrays, sets, ragged=ragged,
+                      identity=identity)
 
 
 @dataclass

@@ -46,6 +46,7 @@ from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, CandidateRows, Method, Sketch
 from neardup.methods.lsh import band_keys, banded_candidates, check_banding, optimal_bands
 from neardup.text.hashing import seed_words
+from neardup.text.identity import identity_from_codes
 from neardup.text.normalize import NormalizeConfig, normalize_codes
 from neardup.text.shingle import (
     ShingleConfig,
@@ -369,7 +370,11 @@ class MinHash:
         if self.shingle.unit != "word":
             sets = self.shingle_sets(texts)
             return self.signatures_from_sets(sets), sets.counts()
-        cps, offsets = normalize_codes(texts, self.normalize)
+        return self.signatures_from_codes(*normalize_codes(texts, self.normalize))
+
+    def signatures_from_codes(self, cps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`signatures_and_counts` of word shingles from the texts' normalized code
+        points (:func:`~neardup.text.normalize.normalize_codes` with ``normalize``)."""
         key_unit, key_shingle = seed_words(self.seed, 2, salt=0x5EED)  # as shingle_codes
         out = np.empty((offsets.shape[0] - 1, self.num_perm), dtype=self.dtype)
         counts = np.empty(offsets.shape[0] - 1, dtype=np.int64)
@@ -490,6 +495,13 @@ class MinHashLSH(Method):
             sets = self._minhash.shingle_sets(texts)
             signature = self._minhash.signatures_from_sets(sets)
             return Sketch(sets.counts(), {"signature": signature}, sets.unique())
+        if self.shingle.unit == "word" and self.normalize == NormalizeConfig():
+            # The text identity's normalization: its code points serve both.
+            texts = texts if isinstance(texts, list) else list(texts)
+            cps, offsets = normalize_codes(texts, self.normalize)
+            signature, counts = self._minhash.signatures_from_codes(cps, offsets)
+            return Sketch(counts, {"signature": signature}, None,
+                          identity=identity_from_codes(texts, cps, offsets))
         signature, counts = self._minhash.signatures_and_counts(texts)
         return Sketch(counts, {"signature": signature}, None)
 

@@ -20,10 +20,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from neardup.text.hashing import encode_codepoints, seed_words, text_digests
-from neardup.text.normalize import NormalizeConfig, normalize_batch
+from neardup.text.hashing import encode_codepoints, seed_words, text_digest64
+from neardup.text.normalize import NormalizeConfig, normalize_batch, normalize_codes
 
-__all__ = ["NO_IDENTITY", "identity_texts", "text_identity"]
+__all__ = ["NO_IDENTITY", "identity_from_codes", "identity_texts", "text_identity"]
 
 #: The identity of a blank text: identical to no other text.
 NO_IDENTITY = np.uint64(0)
@@ -52,11 +52,25 @@ def text_identity(texts: Sequence[str], normalize: NormalizeConfig = NormalizeCo
     equal digests mean identical texts (an accidental collision among n texts has
     probability about n**2 / 2**65, and only pairs already found similar are compared).
     :data:`NO_IDENTITY` for blank texts."""
-    forms = identity_texts(texts, normalize)
-    cps, offsets = encode_codepoints(forms)
-    key_a, key_b = seed_words(seed, 2, salt=0x1DE7)
-    digests = text_digests(cps, offsets, key_a, key_b)[:, 0]
+    texts = texts if isinstance(texts, list) else list(texts)
+    # Normalized straight to code points (no Python strings): this runs on every batch.
+    return identity_from_codes(texts, *normalize_codes(texts, normalize), seed=seed)
+
+
+def identity_from_codes(texts: Sequence[str], cps: np.ndarray, offsets: np.ndarray,
+                        seed: int = 0) -> np.ndarray:
+    """:func:`text_identity` of ``texts`` from their normalized code points (as
+    :func:`~neardup.text.normalize.normalize_codes` gives them), for a method that has
+    them already: the normalization, the costly part, is not run twice."""
+    key = seed_words(seed, 1, salt=0x1DE7)[0]
+    digests = text_digest64(cps, offsets, key)
+    empty = np.flatnonzero(np.diff(offsets) == 0)
+    light = None
+    if empty.size:  # symbols only, or blank: the light form, as identity_texts gives it
+        light_cps, light = encode_codepoints([_light_form(texts[i]) for i in empty.tolist()])
+        digests[empty] = text_digest64(light_cps, light, key)
     # A real digest of 0 would read as "blank": move it (one value in 2**64).
     digests[digests == NO_IDENTITY] = np.uint64(1)
-    digests[np.diff(offsets) == 0] = NO_IDENTITY
+    if light is not None:
+        digests[empty[np.diff(light) == 0]] = NO_IDENTITY
     return digests
