@@ -1222,8 +1222,8 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
     columns = {"key": keys, "doc": docs}
     if payload is not None:
         columns["payload"] = payload
-    forest, _, _, _ = _link_partition(method, [pa.table(columns)], store, None, None,
-                                   max(int(chunk_rows), 1024), uf)
+    forest, _, _, _ = _link_partition(method, [pa.table(columns)], store, None,
+                                      max(int(chunk_rows), 1024), uf)
     return forest
 
 
