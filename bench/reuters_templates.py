@@ -19,13 +19,20 @@ as ``neardup dedup --text-field body --date-field date --time-window 48``) and r
 * **identical-body groups**: stories whose stripped bodies are equal, and how many of
   these groups end split over clusters (the copy side: should be 0).
 
+The copy side on labelled data: ``--sets validation`` (or ``test``) runs ``--method rerank``
+at its defaults, with and without ``template_guard``, on that split of every labelled set
+(benchmarks/: reuters-*, indep-*, multi-*) and reports ARI (neardup.eval.evaluate, one
+sketch per set shared by both variants).
+
 Usage::
 
     python bench/reuters_templates.py                       # rerank, minhash, rerank + components
-    python bench/reuters_templates.py --months 1987-03      # a subset, for iterating
+    python bench/reuters_templates.py --months 1987-06      # a subset, for iterating
     python bench/reuters_templates.py --runs rerank --param template_guard=false
+    python bench/reuters_templates.py --sets validation     # labelled sets, guard on and off
 
-Raw results: ``bench/results/reuters_templates[_<suffix>].json``.
+Raw results: ``bench/results/reuters_templates[_<suffix>].json`` and
+``bench/results/reuters_templates_sets_<split>.json``.
 """
 
 from __future__ import annotations
@@ -52,6 +59,9 @@ RUNS = {
     "rerank, components": {"method": "rerank", "cluster": "components"},
 }
 WINDOW_HOURS = 48.0
+#: The labelled sets of benchmarks/ (bench/verifier_transfer.py's list).
+SETS = ["reuters-news", "reuters-adversarial", "indep-nlpaug", "indep-augly", "indep-noisocr",
+        "indep-confusables", "multi-latin", "multi-cyrillic", "multi-greek", "multi-cjk"]
 
 
 def load_records(months: list[str] | None) -> list[dict]:
@@ -137,6 +147,35 @@ def run_one(records: list[dict], method: str, params: dict) -> tuple[np.ndarray,
     return np.asarray(result.clusters), time.process_time() - cpu
 
 
+def labelled_sets(split: str) -> dict:
+    """ARI of ``--method rerank`` at its defaults with and without the template guard on
+    ``split`` of every labelled set."""
+    from pathlib import Path
+
+    from neardup.eval import load_labeled
+    from neardup.eval.evaluate import evaluate
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    rows = {}
+    for name in SETS:
+        corpus = load_labeled([root / name / f"{split}.jsonl.gz"])
+        sketches: dict = {}
+        row = {"documents": len(corpus)}
+        for guard in (False, True):
+            cpu = time.process_time()
+            report = evaluate(corpus, "rerank", params={"template_guard": guard},
+                              sketch_cache=sketches)
+            row[f"guard={guard}"] = {"ari": round(report["ari"], 4),
+                                     "precision": round(report["precision"], 4),
+                                     "recall": round(report["recall"], 4),
+                                     "clusters": report["n_pred_clusters"],
+                                     "cpu_seconds": round(time.process_time() - cpu, 1)}
+        row["change"] = round(row["guard=True"]["ari"] - row["guard=False"]["ari"], 4)
+        rows[name] = row
+        print(name, row, flush=True)
+    return rows
+
+
 def _parse(values: list[str]) -> dict:
     out = {}
     for v in values:
@@ -155,7 +194,14 @@ def main() -> None:
     parser.add_argument("--param", action="append", default=[],
                         help="extra method parameter for every run, key=value (JSON value)")
     parser.add_argument("--suffix", default="", help="results file suffix")
+    parser.add_argument("--sets", choices=["validation", "test"],
+                        help="instead: ARI on this split of every labelled set, guard on and off")
     args = parser.parse_args()
+    if args.sets:
+        path = save(f"reuters_templates_sets_{args.sets}",
+                    {"machine": machine(), "split": args.sets, "rows": labelled_sets(args.sets)})
+        print(f"wrote {path}")
+        return
     records = load_records(args.months)
     extra = _parse(args.param)
     rows = {}
