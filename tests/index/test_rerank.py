@@ -33,9 +33,11 @@ def texts(demo_texts):
 def expected(texts):
     """One-shot dedup --method rerank with the index's method (MinHash defaults: word
     3-grams, not rerank's own character 5-gram candidates) as the candidates, clustered
-    by connected components as the index links (not rerank's default Leiden)."""
+    by connected components as the index links (not rerank's default Leiden), and without
+    rerank's template guard, which the index's verification does not apply."""
     return neardup.dedup(texts, "rerank", pair_types=False, scorer="verifier", candidates="minhash",
-                         candidate_params=INDEX_CANDIDATES, cluster="components").clusters
+                         candidate_params=INDEX_CANDIDATES, cluster="components",
+                         template_guard=False).clusters
 
 
 def _labels(index: Index, n: int) -> np.ndarray:

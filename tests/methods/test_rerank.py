@@ -102,6 +102,8 @@ def test_invalid_parameters(tiny_verifier):
         RerankMethod(candidates="minhash", candidate_params={"k": 3})
     with pytest.raises(ValueError, match="'threshold'"):
         RerankMethod(threshold=1.5)
+    with pytest.raises(ValueError, match="'template_guard'"):
+        RerankMethod(template_guard="yes")
     other = make_method("minhash")
     method = RerankMethod(model=str(tiny_verifier), **_CANDIDATES)
     with pytest.raises(ValueError, match="RerankMethod.sketch"):
@@ -180,6 +182,53 @@ def test_shipped_verifier_separates_copies_from_templates():
     template = story.replace("12", "31").replace("eight", "25").replace("140", "410")
     prob = load_scorer("verifier", threads=1).score([story, story], [copy, template])
     assert prob[0] > 0.5 and prob[0] > prob[1]
+
+
+# Two companies' dividend notices (Reuters-21578 stories 18619-like, June 1987): one
+# template, other figures. The shipped verifier calls them a copy (0.97).
+_NOTICE = "Qtly div five cts vs five cts prior\n    Pay July 15\n    Record June 30\n Reuter"
+_OTHER_COMPANY = "Qtly div five cts vs five cts prior\n    Pay July 28\n    Record June 30\n Reuter"
+# The first notice damaged by OCR: letters and digits misread ("3O" loses the figure 30).
+_OCR_COPY = "Qtly dlv five cts vs flve cts pri0r\n    Pay Ju1y 15\n    Rec0rd June 3O\n Reuter"
+
+
+@pytest.mark.skipif(not _shipped("verifier-news", "verifier"), reason="no shipped verifier")
+@pytest.mark.parametrize("engine", ["memory", "local"])
+def test_template_guard_keeps_notices_apart_and_finds_ocr_copies(engine, tmp_path):
+    texts = [_NOTICE, _OTHER_COMPANY, _OCR_COPY]
+    kwargs = {"engine": engine, "pair_types": False}
+    if engine == "local":
+        kwargs["work_dir"] = tmp_path / "w"
+    guarded = neardup.dedup(texts, "rerank", **kwargs)
+    assert guarded.params["method"]["template_guard"] is True  # the default
+    assert guarded.clusters[0] == guarded.clusters[2] != guarded.clusters[1]
+    assert [(int(a), int(b)) for a, b, _ in zip(*guarded.pairs)] == [(0, 2)]
+    if engine == "local":
+        kwargs["work_dir"] = tmp_path / "w2"
+    plain = neardup.dedup(texts, "rerank", template_guard=False, **kwargs)
+    assert len(set(plain.clusters.tolist())) == 1  # the scorer alone merges the template
+
+
+def test_template_guard_set_on_the_command_line(tiny_verifier, tmp_path):
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+
+    path = tmp_path / "notices.jsonl"
+    path.write_text("".join(json.dumps({"body": t}) + "\n"
+                            for t in (_NOTICE, _OTHER_COMPANY, _OCR_COPY)))
+    for value, expected in (("false", False), ("true", True)):
+        report = tmp_path / f"{value}.json"
+        result = CliRunner().invoke(main, [
+            "dedup", str(path), "--method", "rerank", "--text-field", "body",
+            "--param", f"model={tiny_verifier}", "--param", f"template_guard={value}",
+            "--report", str(report), "-q"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        params = json.loads(report.read_text())["params"]["method"]
+        assert params["template_guard"] is expected
+    result = CliRunner().invoke(main, ["dedup", str(path), "--method", "rerank", "--text-field",
+                                       "body", "--param", "template_guard=maybe", "-q"])
+    assert result.exit_code != 0 and "template_guard" in result.output
 
 
 def test_threshold_defaults_to_the_scorers_tuned_one(tiny_verifier, tmp_path):
