@@ -110,8 +110,10 @@ def test_delete_relinks_with_the_verifier(texts, expected, tmp_path):
     keep = np.ones(len(texts), bool)
     keep[::7] = False
     rest = [t for t, k in zip(texts, keep) if k]
+    # The index's verification has no template guard (yet): compare with dedup's without it.
     want = neardup.dedup(rest, "rerank", pair_types=False, scorer="verifier", candidates="minhash",
-                         candidate_params=INDEX_CANDIDATES, cluster="components").clusters
+                         candidate_params=INDEX_CANDIDATES, cluster="components",
+                         template_guard=False).clusters
     with Index.create(tmp_path / "idx", "minhash", rerank="verifier", threshold=THRESHOLD) as index:
         index.add(texts)
         index.delete([str(i) for i in np.flatnonzero(~keep).tolist()])
