@@ -61,7 +61,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.engine.buckets import bucket_edge_counts, bucket_edges, concat_ranges, group_runs, overlap_pairs
+from neardup.engine.buckets import (
+    bucket_edge_counts,
+    bucket_edges,
+    concat_ranges,
+    group_runs,
+    overlap_pairs,
+)
+from neardup.engine.facts import DOC_SCHEMA, document_facts, identity_pairs
 from neardup.engine.overlap import (
     DF_CLASS_UPPER,
     add_key_classes,
@@ -76,12 +83,17 @@ from neardup.engine.overlap import (
     sum_pair_counts,
     uncounted_keys,
 )
-from neardup.engine.facts import DOC_SCHEMA, document_facts, identity_pairs
 from neardup.engine.pairmemory import PairMemory
 from neardup.engine.retrieval import retrieval_stages
 from neardup.engine.statistics import statistics_stage
 from neardup.engine.unionfind import UnionFind
-from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
+from neardup.engine.workdir import (
+    WorkDir,
+    atomic_write_text,
+    read_arrow,
+    stage_key,
+    write_arrow,
+)
 from neardup.errors import check_int
 from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
 from neardup.io.batch import DocumentBatch
@@ -262,12 +274,6 @@ class _KeySpill:
             self.buffers[p] = []
         self.chunk += 1
         self.buffered = 0
-
-
-def stage_key(*parts: Any) -> str:
-    """A stage's completion key: its inputs and parameters as sorted JSON (a resumed run
-    reuses a stage only when the key matches)."""
-    return json.dumps(parts, sort_keys=True, default=str)
 
 
 def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,

@@ -56,7 +56,17 @@ import numpy as np
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
-from neardup.methods.base import CandidateKeys, CandidateRows, Matches, Method, Sketch
+from neardup.methods.base import (
+    CandidateKeys,
+    CandidateRows,
+    Matches,
+    Method,
+    Sketch,
+    build_method,
+    init_parameters,
+)
+from neardup.methods.embedding import BiEncoderMethod, RETSimMethod
+from neardup.methods.minhash import MinHashLSH
 from neardup.models import recommended_cluster, tuned_threshold
 from neardup.text import ShingleConfig
 
@@ -81,6 +91,13 @@ CANDIDATE_DEFAULTS: dict[str, dict[str, Any]] = {
     "minhash": {"threshold": 0.1, "shingle": ShingleConfig("char", 5)},
     "biencoder": {"threshold": 0.5, "k": 10},
 }
+#: The class of each candidate method, by its ``--method`` name (imported here, not
+#: looked up in :data:`neardup.methods.METHODS`, which lists rerank itself).
+CANDIDATE_CLASSES: dict[str, type[Method]] = {
+    RETSimMethod.name: RETSimMethod,
+    MinHashLSH.name: MinHashLSH,
+    BiEncoderMethod.name: BiEncoderMethod,
+}
 SCORERS = ("cross-encoder", "verifier")
 #: Shipped model used when ``model`` is None.
 DEFAULT_MODELS = {"cross-encoder": "cross-encoder-news", "verifier": "verifier-news"}
@@ -98,10 +115,9 @@ _CACHE_ATTR = "_rerank_scores"
 def candidate_method(candidates: str, params: dict[str, Any] | None = None) -> Method:
     """The fast method that proposes candidates, with :data:`CANDIDATE_DEFAULTS` under
     ``params``."""
-    from neardup.methods import make_method
-
     check_choice("candidate_method", "candidates", candidates, tuple(CANDIDATE_DEFAULTS))
-    return make_method(candidates, **{**CANDIDATE_DEFAULTS[candidates], **(params or {})})
+    return build_method(CANDIDATE_CLASSES[candidates], candidates,
+                        {**CANDIDATE_DEFAULTS[candidates], **(params or {})})
 
 
 # -- scorers -----------------------------------------------------------------------------
@@ -489,9 +505,7 @@ class RerankMethod(Method):
         self.threads = None if threads is None else check_int(caller, "threads", threads, low=1)
         # Built now so that bad candidate parameters fail here, not after sketching.
         params = dict(self.candidate_params or {})
-        from neardup.methods import method_parameters
-
-        if "threads" in method_parameters(effective) and self.threads is not None:
+        if "threads" in init_parameters(CANDIDATE_CLASSES[effective]) and self.threads is not None:
             params.setdefault("threads", self.threads)
         self._candidate = candidate_method(effective, params)
         self._scorer: Any = None
