@@ -1,10 +1,12 @@
 """The package's layout rules, read from the source with :mod:`ast`: no import cycle between
-neardup's modules.
+neardup's modules, and no private name (``_name``) of one module used by another.
 
 Every ``from neardup... import`` and ``import neardup...`` counts, at module level or inside
 a function (a function-level import only delays a cycle, it does not remove it); imports
 under ``if TYPE_CHECKING:`` do not, since they never run. Importing a package means
-importing its ``__init__``.
+importing its ``__init__``. A private name is used across modules when it is imported
+(``from neardup.x import _name``) or read off an imported module (``x._name``); tests may
+still do both.
 """
 
 from __future__ import annotations
@@ -69,6 +71,32 @@ def _imports(module: str) -> list[tuple[str, str | None, int]]:
     return visitor.found
 
 
+def _private_uses(module: str) -> list[str]:
+    """``"module:line: target._name"`` for each private name ``module`` takes from another."""
+    path = MODULES[module]
+    found = []
+    aliases: dict[str, str] = {}
+    for target, name, line in _imports(module):
+        if name is None:
+            continue
+        if f"{target}.{name}" in MODULES:
+            aliases[name] = f"{target}.{name}"
+        elif name.startswith("_") and not name.startswith("__") and target != module:
+            found.append(f"{module}:{line}: {target}.{name}")
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "neardup" and alias.asname:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.attr.startswith("_") and not node.attr.startswith("__")
+                and aliases.get(node.value.id, module) != module):
+            found.append(f"{module}:{node.lineno}: {aliases[node.value.id]}.{node.attr}")
+    return found
+
+
 def _graph() -> dict[str, set[str]]:
     """Module -> the neardup modules it imports (``from pkg import submodule`` is an
     import of the submodule, and of the package's ``__init__``)."""
@@ -130,6 +158,11 @@ def test_no_import_cycles():
     assert cycles == [], "import cycles between neardup modules: " + "; ".join(
         " <-> ".join(c) for c in cycles
     )
+
+
+def test_no_private_names_across_modules():
+    found = [use for module in MODULES for use in _private_uses(module)]
+    assert found == [], "private names used outside their module: " + ", ".join(found)
 
 
 @pytest.mark.parametrize(

@@ -405,7 +405,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     # One union-find across partitions: a document joined in one partition is not
     # checked again in the next. Partitions are linked in order, so a resumed stage
     # replays the forests of the completed ones (a prefix) to get the same state.
-    uf = _NoJoins() if every_edge else UnionFind(n_docs)
+    uf = NoJoins() if every_edge else UnionFind(n_docs)
     # Capped keys held per document (4 bytes each), for the method's pruning summary:
     # which documents share keys too common to be compared all-to-all.
     capping = method.bucket_star_upto is not None or method.bucket_skip_over is not None
@@ -426,7 +426,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                 cpu_start = time.process_time()
                 tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
                 spill = _PairSpill(directory, p) if exchange else None
-                forest, outside, counts, capped_docs = _link_partition(
+                forest, outside, counts, capped_docs = link_partition(
                     method, tables, store, window, chunk_edges, uf, step=step,
                     exchange=spill, prefix_cut=prefix_cut, checked=checked, rejected=rejected)
                 if spill is not None:
@@ -844,7 +844,7 @@ class ArrayRows:
         return CandidateRows(docs, {name: values[index] for name, values in self.arrays.items()})
 
 
-class _NoJoins:
+class NoJoins:
     """Stands in for the link stage's union-find when every accepted pair is wanted
     (``every_edge``): nothing counts as joined, so no candidate is skipped, and every
     accepted pair is reported as a join (and so written to the partition's edges)."""
@@ -871,7 +871,7 @@ class PartitionLinker:
     (lists of (left, right, score) arrays) and ``counts``."""
 
     def __init__(self, method: Method, docs: np.ndarray, store, window: TimeWindow | None,
-                 uf: UnionFind | _NoJoins | None = None,
+                 uf: UnionFind | NoJoins | None = None,
                  rejected: PairMemory | None = None, every_edge: bool = False) -> None:
         self.method, self.store = method, store
         # Pairs the method rejected (only for a costly check): met again under another
@@ -879,13 +879,13 @@ class PartitionLinker:
         self.rejected = rejected if method.costly_verification else None
         if uf is None:
             self.local_docs = np.unique(docs)
-            self.uf = _NoJoins() if every_edge else UnionFind(self.local_docs.size)
+            self.uf = NoJoins() if every_edge else UnionFind(self.local_docs.size)
         else:
             self.local_docs = None
             self.uf = uf
-        # Every accepted pair is kept (``_NoJoins``): an accepted pair met again is done
+        # Every accepted pair is kept (``NoJoins``): an accepted pair met again is done
         # too, so the memory of decided pairs holds both verdicts.
-        self.remember_accepted = isinstance(self.uf, _NoJoins)
+        self.remember_accepted = isinstance(self.uf, NoJoins)
         self.window = window
         self.forest: list[tuple[np.ndarray, ...]] = []
         self.outside: list[tuple[np.ndarray, ...]] = []
@@ -1065,7 +1065,7 @@ def _exchange_block(method: Method, linker: PartitionLinker, exchange: _PairSpil
 
 
 
-def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
+def link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                     window: TimeWindow | None, chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
                     exchange: _PairSpill | None = None, prefix_cut: np.ndarray | None = None,
                     checked: PairMemory | None = None, rejected: PairMemory | None = None,
@@ -1228,7 +1228,7 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
     columns = {"key": keys, "doc": docs}
     if payload is not None:
         columns["payload"] = payload
-    forest, _, _, _ = _link_partition(method, [pa.table(columns)], store, None, None,
+    forest, _, _, _ = link_partition(method, [pa.table(columns)], store, None, None,
                                    max(int(chunk_rows), 1024), uf)
     return forest
 

@@ -688,7 +688,7 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
     local stage's own partition linker over the partition's key rows and the rows its
     shards shipped (a union-find over the partition's documents, seeded in later waves with
     the earlier waves' components: their documents' edges are skipped, not verified)."""
-    from neardup.engine.corpus import _link_partition, _NoJoins, default_memory_limit
+    from neardup.engine.corpus import NoJoins, default_memory_limit, link_partition
 
     cpu = time.process_time()
     keys = edges["rows"]
@@ -702,7 +702,7 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
     need = edges["need"]
     store = _ShippedRows(np.searchsorted(local, need), rows,
                          dates=method.candidate_dates and options["has_dates"])
-    uf = _NoJoins() if options.get("every_edge", False) else UnionFind(local.size)
+    uf = NoJoins() if options.get("every_edge", False) else UnionFind(local.size)
     seed = edges["seed"]
     if seed is not None and local.size:
         roots = _roots_of(local, seed)
@@ -722,7 +722,7 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
     chunk_edges = int(max(budget // 4 // 64, 1 << 14))
     step = int(min(max(budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
     exchange = _RecordCollector(local) if options.get("exchange") is not None else None
-    forest, outside, counts, _capped = _link_partition(method, [pa.table(columns)], store, window,
+    forest, outside, counts, _capped = link_partition(method, [pa.table(columns)], store, window,
                                                        chunk_edges, uf, step=step, exchange=exchange)
     forest = Pairs(local[forest.left], local[forest.right], forest.score)
     outside = Pairs(local[outside.left], local[outside.right], outside.score)
@@ -1228,7 +1228,7 @@ def _vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, o
     the documents): its forest, the pairs the time window kept apart, counts."""
     import ray
 
-    from neardup.engine.vectors import _QueryBatchSize, _search_shard, _ShardLinker
+    from neardup.engine.vectors import QueryBatchSize, ShardLinker, search_shard
     from neardup.graph.similarity import import_faiss, omp_threads
 
     cpu = time.process_time()
@@ -1242,13 +1242,13 @@ def _vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, o
         parts = [ray.get(r) for r in date_refs]
         window = TimeWindow(float(window_hours), np.concatenate([p["date"] for p in parts]),
                             np.concatenate([p[IDENTITY] for p in parts]))
-    linker = _ShardLinker(method, UnionFind(offsets.size - 1), offsets, search.threshold, window)
+    linker = ShardLinker(method, UnionFind(offsets.size - 1), offsets, search.threshold, window)
     faiss = import_faiss()
     store = _ObjectRows(shards, row_refs, 0)
     with omp_threads(faiss, search.threads or 1):
         ivf = _ObjectIvf(faiss, trained, ivf_refs, search.nprobe) if trained is not None else None
         store.dim = int(ray.get(row_refs[i]).shape[1])
-        _search_shard(faiss, store, shards, i, k, floor, linker, _QueryBatchSize(budget // 4 // 40), ivf)
+        search_shard(faiss, store, shards, i, k, floor, linker, QueryBatchSize(budget // 4 // 40), ivf)
     forest, outside = linker.results()
     counts = {**linker.counts, "search_cpu_s": time.process_time() - cpu,
               "partition_forest_edges": len(forest), "outside_edges": len(outside)}

@@ -136,7 +136,7 @@ def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, s
     elif stage == "prefix":  # its third key partition
         calls = die_at_call(monkeypatch, corpus_module, "add_key_classes", 3)
     elif stage == "link":
-        calls = die_at_call(monkeypatch, corpus_module, "_link_partition", 4)
+        calls = die_at_call(monkeypatch, corpus_module, "link_partition", 4)
     elif stage == "exchange":
         calls = die_at_call(monkeypatch, corpus_module, "_reduce_pair_range", 2)
     else:
