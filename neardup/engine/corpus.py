@@ -1228,8 +1228,8 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
     columns = {"key": keys, "doc": docs}
     if payload is not None:
         columns["payload"] = payload
-    forest, _, _, _ = link_partition(method, [pa.table(columns)], store, None, None,
-                                   max(int(chunk_rows), 1024), uf)
+    forest, _, _, _ = link_partition(method, [pa.table(columns)], store, None,
+                                     max(int(chunk_rows), 1024), uf)
     return forest
 
 
