@@ -11,7 +11,7 @@ No step holds all sketches or all pairs in memory:
    hashed into ``partitions`` files, spilled whenever the buffer passes a share of
    ``memory_limit``.
 2. **buckets** (per key partition): rows grouped by key become a star plus a chain per
-   bucket (:func:`~neardup.engine.buckets.bucket_edges`; all pairs up to the method's
+   bucket (:func:`~neardup.graph.buckets.bucket_edges`; all pairs up to the method's
    ``bucket_all_pairs_upto``, the chain alone over its ``bucket_star_upto``, ordered by
    the rows' payload when there is one), linear in the bucket's size, or the method's
    own in-bucket verification (:meth:`Method.link_bucket`).
@@ -61,13 +61,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.engine.buckets import (
-    bucket_edge_counts,
-    bucket_edges,
-    concat_ranges,
-    group_runs,
-    overlap_pairs,
-)
+from neardup.engine.buckets import concat_ranges, group_runs, overlap_pairs
 from neardup.engine.facts import DOC_SCHEMA, document_facts, identity_pairs
 from neardup.engine.overlap import (
     DF_CLASS_UPPER,
@@ -95,6 +89,7 @@ from neardup.engine.workdir import (
     write_arrow,
 )
 from neardup.errors import check_int
+from neardup.graph.buckets import bucket_edge_counts, bucket_edges
 from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
 from neardup.io.batch import DocumentBatch
 from neardup.io.rowfile import read_rows, read_spans
@@ -1186,7 +1181,7 @@ def _link_adjacent_matches(linker: PartitionLinker, docs: np.ndarray, payload: n
 def _link_chained_groups(linker: PartitionLinker, docs: np.ndarray, starts: np.ndarray,
                          sizes: np.ndarray, upto: int, star_upto: int | None,
                          chunk_edges: int) -> None:
-    """Key groups linked by :func:`~neardup.engine.buckets.bucket_edges` (all pairs, or
+    """Key groups linked by :func:`~neardup.graph.buckets.bucket_edges` (all pairs, or
     star plus chain, or chain alone), in chunks of whole groups whose edges fit
     ``chunk_edges`` (at least one group)."""
     ends = np.cumsum(bucket_edge_counts(sizes, upto, star_upto))

@@ -67,7 +67,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup import faults
-from neardup.engine.buckets import bucket_edge_counts, bucket_edges, concat_ranges, group_runs
+from neardup.engine.buckets import concat_ranges, group_runs
 from neardup.engine.corpus import (
     ArrayRows,
     CorpusStageOutput,
@@ -79,6 +79,7 @@ from neardup.engine.facts import batch_identity, identity_pairs
 from neardup.engine.overlap import code_pairs, decide_pairs, pair_codes, sum_pair_counts
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
+from neardup.graph.buckets import bucket_edge_counts, bucket_edges
 from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
 from neardup.io import parquet_num_rows
 from neardup.io.batch import DocumentBatch

@@ -390,7 +390,7 @@ class Method(ParamsMixin, ABC):
     @property
     def bucket_all_pairs_upto(self) -> int:
         """Key groups of at most this many documents are linked by all their pairs; larger
-        ones by a star plus a chain (see :mod:`neardup.engine.buckets`). 0: always a star
+        ones by a star plus a chain (see :mod:`neardup.graph.buckets`). 0: always a star
         (keys that imply a match, such as exact hashes)."""
         return 0
 

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 import neardup
 from neardup.engine import CorpusStageConfig, UnionFind, WorkDirError, run_corpus_stage
 from neardup.engine import corpus as corpus_module
-from neardup.engine.buckets import bucket_edges, group_runs
+from neardup.engine.buckets import group_runs
+from neardup.graph.buckets import bucket_edges
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method
 from neardup.text import ShingleConfig
