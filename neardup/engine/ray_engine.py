@@ -1863,11 +1863,16 @@ def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: str, pairs_pa
     lies in one range (whole components: ``parts`` are their facts from every shard, then
     their forest edges), with the local engine's rules (graph.cluster.cluster_pairs with
     ``clustering``'s algorithm, resolution, seed, max_cluster_size and oversized;
-    pipeline.choose_representatives) and each cluster's smallest position as its id;
+    graph.cluster.choose_representatives) and each cluster's smallest position as its id;
     writes the range's pairs (a spanning forest of the components' verified edges; every
     accepted pair for community detection, whose link results hold them all) to
     ``pairs_path``. Returns counts, then per shard the table of its joined documents."""
-    from neardup.graph.cluster import canonical_labels, cluster_pairs, flag_oversized
+    from neardup.graph.cluster import (
+        canonical_labels,
+        choose_representatives,
+        cluster_pairs,
+        flag_oversized,
+    )
 
     facts, edges = parts[:n_facts], parts[n_facts:]
     nodes = np.concatenate([np.zeros(0, np.int64)] + [f["doc"] for f in facts])
@@ -1894,12 +1899,8 @@ def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: str, pairs_pa
     smallest = np.full(int(result.labels.max()) + 1 if nodes.size else 0, np.iinfo(np.int64).max)
     np.minimum.at(smallest, result.labels, nodes)
     cluster_of, size, template = smallest[result.labels], result.sizes, result.oversized
-    primary = -lengths if keep == "longest" else np.zeros(nodes.size, np.int64)
-    by = np.lexsort((nodes, primary, cluster_of))
-    first = np.ones(nodes.size, bool)
-    first[1:] = cluster_of[by][1:] != cluster_of[by][:-1]
-    representative = np.zeros(nodes.size, bool)
-    representative[by[first]] = True
+    # Nodes are in position order, so the local rule's input-order tie-break holds.
+    representative = choose_representatives(cluster_of, lengths, keep)
     if pairs_path is not None and (len(pairs) or pairs_path.endswith("part-00000.parquet")):
         import pyarrow.parquet as pq
 

@@ -31,6 +31,7 @@ from neardup.graph.labels import (
 __all__ = [
     "Clustering",
     "canonical_labels",
+    "choose_representatives",
     "cluster_pairs",
     "connected_components",
 ]
@@ -215,6 +216,25 @@ def flag_oversized(labels: np.ndarray, max_cluster_size: int | None,
     return Clustering(labels=labels, sizes=sizes, oversized=flagged, groups=groups)
 
 
+def choose_representatives(labels: np.ndarray, lengths: np.ndarray, keep: str) -> np.ndarray:
+    """One representative per cluster (bool, shape (n_docs,)).
+
+    ``keep="longest"``: the member with the longest raw text, ties broken by input order;
+    ``keep="first"``: the first member in input order.
+    """
+    n = labels.shape[0]
+    out = np.zeros(n, dtype=bool)
+    if n == 0:
+        return out
+    position = np.arange(n)
+    primary = -lengths if keep == "longest" else np.zeros(n, np.int64)
+    order = np.lexsort((position, primary, labels))
+    first = np.ones(n, dtype=bool)
+    first[1:] = labels[order][1:] != labels[order][:-1]
+    out[order[first]] = True
+    return out
+
+
 # --------------------------------------------------------------------------- internals
 
 
@@ -238,4 +258,3 @@ def _cluster_sizes(labels: np.ndarray) -> np.ndarray:
     if labels.size == 0:
         return np.empty(0, dtype=np.int64)
     return np.bincount(labels).astype(np.int64, copy=False)[labels]
-
