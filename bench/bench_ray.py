@@ -90,21 +90,20 @@ if config == "local":
 else:
     import os
     import ray
-    from neardup.engine.ray_engine import (RUNTIME_ENV_ENV, TRACE_ENV, RayConfig, RayInputs, RayRun,
+    from neardup.engine.ray_engine import (RUNTIME_ENV_ENV, RayConfig, RayInputs, RayRun,
                                            connect, worker_env, write_outputs)
-    trace = {TRACE_ENV: "1"}  # peak allocation of the components and assign tasks
     if config.startswith("ray2"):
         from ray.cluster_utils import Cluster
         if config in ("ray2", "ray2-idle"):
             # Nodes started with the workers' environment (as `NUMBA_NUM_THREADS=1 ray start`
             # on machines with neardup installed) and no runtime_env sent.
-            os.environ.update(worker_env(trace))
+            os.environ.update(worker_env())
             os.environ[RUNTIME_ENV_ENV] = "0"
         nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 2 << 30})
         nodes.add_node(num_cpus=1, object_store_memory=2 << 30)
-        connect(nodes.address, env=trace)  # ray2-runtime-env: the job's runtime_env
+        connect(nodes.address)  # ray2-runtime-env: the job's runtime_env
     else:
-        connect(None, env=trace, num_cpus=2, object_store_memory=4 << 30)
+        connect(None, num_cpus=2, object_store_memory=4 << 30)
     ready = time.perf_counter()
     if config.endswith("-idle"):  # the cluster alone, no job, for as long as the job ran
         time.sleep(float(files[0]))
@@ -112,7 +111,9 @@ else:
         print(json.dumps({"summary": None, "timings": {"cluster start": ready - start}, "stats": {},
                           "seconds": time.perf_counter() - start}))
         raise SystemExit(0)
-    run_ = RayRun(RayInputs(tuple(files), reader), method, config=RayConfig(partitions=partitions),
+    # trace_memory: the peak allocation of the components and assign tasks
+    run_ = RayRun(RayInputs(tuple(files), reader), method,
+                  config=RayConfig(partitions=partitions, trace_memory=True),
                   every_edge=algorithm != "components")
     run_.execute()
     summary = write_outputs(run_, clusters_out=out / "clusters", algorithm=algorithm, resolution=resolution)

@@ -37,7 +37,7 @@ from neardup.eval.metrics import adjusted_rand_index, pairwise_scores
 from neardup.graph.edges import Pairs
 from neardup.graph.cluster import connected_components
 from neardup.methods.rerank import CrossEncoderScorer
-from neardup.train.cross_encoder import PROBABILITY_THRESHOLDS, _candidates, train_cross_encoder
+from neardup.train.cross_encoder import PROBABILITY_THRESHOLDS, candidate_pairs, train_cross_encoder
 from neardup.train.data import load_training_corpus
 from neardup.train.validate import pairs_ari
 
@@ -93,7 +93,7 @@ def main() -> None:
     validation = load_labeled(str(ROOT / "benchmarks/reuters-news/validation.jsonl.gz"))
     validation = validation.select_split("validation")
     candidate_params = {"cache_dir": args.cache_dir} if args.cache_dir else None
-    dev_pairs = _candidates(dev, "retsim", candidate_params, args.threads)
+    dev_pairs = candidate_pairs(dev, "retsim", candidate_params, args.threads)
     dev_labels = np.asarray(dev.clusters).astype(str)
     a = [dev.texts[i] for i in dev_pairs.left.tolist()]
     b = [dev.texts[i] for i in dev_pairs.right.tolist()]

@@ -27,7 +27,7 @@ from neardup.engine import (
 )
 from neardup.engine.facts import batch_identity, identity_pairs
 from neardup.errors import check_choice, check_float, check_int
-from neardup.graph.cluster import cluster_pairs
+from neardup.graph.cluster import choose_representatives, cluster_pairs
 from neardup.graph.edges import Pairs, check_time_window, outside_time_window
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Matches, Method, Sketch
@@ -280,25 +280,6 @@ class Result:
                if "engine_fallback" in (self.params or {}) else {}),
         }
 
-
-
-def choose_representatives(labels: np.ndarray, lengths: np.ndarray, keep: str) -> np.ndarray:
-    """One representative per cluster (bool, shape (n_docs,)).
-
-    ``keep="longest"``: the member with the longest raw text, ties broken by input order;
-    ``keep="first"``: the first member in input order.
-    """
-    n = labels.shape[0]
-    out = np.zeros(n, dtype=bool)
-    if n == 0:
-        return out
-    position = np.arange(n)
-    primary = -lengths if keep == "longest" else np.zeros(n, np.int64)
-    order = np.lexsort((position, primary, labels))
-    first = np.ones(n, dtype=bool)
-    first[1:] = labels[order][1:] != labels[order][:-1]
-    out[order[first]] = True
-    return out
 
 
 @dataclass

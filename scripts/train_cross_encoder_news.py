@@ -60,7 +60,7 @@ def main() -> None:
     from neardup.graph.edges import Pairs
     from neardup.methods.rerank import CrossEncoderScorer
     from neardup.train.cross_encoder import (
-        PROBABILITY_THRESHOLDS, _candidates, export_onnx,
+        PROBABILITY_THRESHOLDS, candidate_pairs, export_onnx,
         train_cross_encoder)
     from neardup.train.data import load_training_corpus
     from neardup.train.validate import pairs_ari, whole_days
@@ -85,7 +85,7 @@ def main() -> None:
     shipped.mkdir(parents=True, exist_ok=True)
     exported = export_onnx(args.work, shipped)
     subset = validation.select(whole_days(validation, 300, at_least=True))
-    pairs = _candidates(subset, "retsim", candidate_params, args.threads)
+    pairs = candidate_pairs(subset, "retsim", candidate_params, args.threads)
     labels = np.asarray(subset.clusters).astype(str)
     a = [subset.texts[i] for i in pairs.left.tolist()]
     b = [subset.texts[i] for i in pairs.right.tolist()]

@@ -196,8 +196,4 @@ def given(name: str) -> bool:
 def tuning_text(tuning) -> str:
     """What :meth:`neardup.eval.tuning.TuningResult.save` writes, as text, for an
     :class:`~neardup.io.outputs.OutputSet` to write."""
-    import json
-
-    from neardup.eval.tuning import _json_default
-
-    return json.dumps(tuning.to_dict(), indent=2, default=_json_default) + "\n"
+    return tuning.to_json()

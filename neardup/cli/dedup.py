@@ -168,12 +168,12 @@ def _output_set(inputs: tuple[Path, ...], opts: dict[str, Any]):
 
 def _killing_after_first(batches):
     """Pass batches through; the test hook ``read`` fires after the first one."""
-    from neardup.io.outputs import kill_point
+    from neardup import faults
 
     for index, batch in enumerate(batches):
         yield batch
         if index == 0:
-            kill_point("read")
+            faults.checkpoint("read")
 
 
 @click.command("dedup")
@@ -265,8 +265,8 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
 
 def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, float, list[str]]:
     """The run itself: options and outputs checked first, then read, cluster, write."""
+    from neardup import faults
     from neardup.io import read_corpus
-    from neardup.io.outputs import kill_point
 
     method = opts["method"]
     params = method_params_from_options(method, opts, seed=opts["seed"])
@@ -280,7 +280,7 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
     outputs = _output_set(inputs, opts)
     _refuse_work_dir_files(opts)
     with outputs:  # every output checked and its temporary file created, or an error
-        kill_point("checked")
+        faults.checkpoint("checked")
         # The outputs that read the input again take its documents by position: the
         # inputs' identity and texts are recorded now and checked before and during.
         watch = InputWatch(inputs, reader) if rereads else None
@@ -299,15 +299,15 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
                      progress=progress, reread=reread, engine=opts["engine"],
                      corpus_stage=corpus_stage_from_options(opts, inputs),
                      input_identity=input_identity(inputs, dataclasses.asdict(reader)))
-        kill_point("clustered")
+        faults.checkpoint("clustered")
         start = time.perf_counter()
         _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch)
         if watch is not None:
             watch.check(" and ".join(rereads))
-        kill_point("written")
+        faults.checkpoint("written")
         outputs.commit()
         seconds = time.perf_counter() - start if len(outputs) else 0.0
-    kill_point("committed")
+    faults.checkpoint("committed")
     return result, seconds, _hints(result, method_obj)
 
 

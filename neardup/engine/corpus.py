@@ -11,7 +11,7 @@ No step holds all sketches or all pairs in memory:
    hashed into ``partitions`` files, spilled whenever the buffer passes a share of
    ``memory_limit``.
 2. **buckets** (per key partition): rows grouped by key become a star plus a chain per
-   bucket (:func:`~neardup.engine.buckets.bucket_edges`; all pairs up to the method's
+   bucket (:func:`~neardup.graph.buckets.bucket_edges`; all pairs up to the method's
    ``bucket_all_pairs_upto``, the chain alone over its ``bucket_star_upto``, ordered by
    the rows' payload when there is one), linear in the bucket's size, or the method's
    own in-bucket verification (:meth:`Method.link_bucket`).
@@ -61,7 +61,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.engine.buckets import bucket_edge_counts, bucket_edges, concat_ranges, group_runs, overlap_pairs
+from neardup.engine.buckets import concat_ranges, group_runs, overlap_pairs
+from neardup.engine.facts import DOC_SCHEMA, document_facts, identity_pairs
 from neardup.engine.overlap import (
     DF_CLASS_UPPER,
     add_key_classes,
@@ -76,13 +77,19 @@ from neardup.engine.overlap import (
     sum_pair_counts,
     uncounted_keys,
 )
-from neardup.engine.facts import DOC_SCHEMA, document_facts, identity_pairs
 from neardup.engine.pairmemory import PairMemory
 from neardup.engine.retrieval import retrieval_stages
 from neardup.engine.statistics import statistics_stage
 from neardup.engine.unionfind import UnionFind
-from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
+from neardup.engine.workdir import (
+    WorkDir,
+    atomic_write_text,
+    read_arrow,
+    stage_key,
+    write_arrow,
+)
 from neardup.errors import check_int
+from neardup.graph.buckets import bucket_edge_counts, bucket_edges
 from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
 from neardup.io.batch import DocumentBatch
 from neardup.io.rowfile import read_rows, read_spans
@@ -264,12 +271,6 @@ class _KeySpill:
         self.buffered = 0
 
 
-def stage_key(*parts: Any) -> str:
-    """A stage's completion key: its inputs and parameters as sorted JSON (a resumed run
-    reuses a stage only when the key matches)."""
-    return json.dumps(parts, sort_keys=True, default=str)
-
-
 def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
                   config: CorpusStageConfig, timer, progress, total,
                   statistics: str | None = None) -> dict[str, Any]:
@@ -399,7 +400,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     # One union-find across partitions: a document joined in one partition is not
     # checked again in the next. Partitions are linked in order, so a resumed stage
     # replays the forests of the completed ones (a prefix) to get the same state.
-    uf = _NoJoins() if every_edge else UnionFind(n_docs)
+    uf = NoJoins() if every_edge else UnionFind(n_docs)
     # Capped keys held per document (4 bytes each), for the method's pruning summary:
     # which documents share keys too common to be compared all-to-all.
     capping = method.bucket_star_upto is not None or method.bucket_skip_over is not None
@@ -420,7 +421,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                 cpu_start = time.process_time()
                 tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
                 spill = _PairSpill(directory, p) if exchange else None
-                forest, outside, counts, capped_docs = _link_partition(
+                forest, outside, counts, capped_docs = link_partition(
                     method, tables, store, window, chunk_edges, uf, step=step,
                     exchange=spill, prefix_cut=prefix_cut, checked=checked, rejected=rejected)
                 if spill is not None:
@@ -838,7 +839,7 @@ class ArrayRows:
         return CandidateRows(docs, {name: values[index] for name, values in self.arrays.items()})
 
 
-class _NoJoins:
+class NoJoins:
     """Stands in for the link stage's union-find when every accepted pair is wanted
     (``every_edge``): nothing counts as joined, so no candidate is skipped, and every
     accepted pair is reported as a join (and so written to the partition's edges)."""
@@ -865,7 +866,7 @@ class PartitionLinker:
     (lists of (left, right, score) arrays) and ``counts``."""
 
     def __init__(self, method: Method, docs: np.ndarray, store, window: TimeWindow | None,
-                 uf: UnionFind | _NoJoins | None = None,
+                 uf: UnionFind | NoJoins | None = None,
                  rejected: PairMemory | None = None, every_edge: bool = False) -> None:
         self.method, self.store = method, store
         # Pairs the method rejected (only for a costly check): met again under another
@@ -873,13 +874,13 @@ class PartitionLinker:
         self.rejected = rejected if method.costly_verification else None
         if uf is None:
             self.local_docs = np.unique(docs)
-            self.uf = _NoJoins() if every_edge else UnionFind(self.local_docs.size)
+            self.uf = NoJoins() if every_edge else UnionFind(self.local_docs.size)
         else:
             self.local_docs = None
             self.uf = uf
-        # Every accepted pair is kept (``_NoJoins``): an accepted pair met again is done
+        # Every accepted pair is kept (``NoJoins``): an accepted pair met again is done
         # too, so the memory of decided pairs holds both verdicts.
-        self.remember_accepted = isinstance(self.uf, _NoJoins)
+        self.remember_accepted = isinstance(self.uf, NoJoins)
         self.window = window
         self.forest: list[tuple[np.ndarray, ...]] = []
         self.outside: list[tuple[np.ndarray, ...]] = []
@@ -1059,7 +1060,7 @@ def _exchange_block(method: Method, linker: PartitionLinker, exchange: _PairSpil
 
 
 
-def _link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
+def link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                     window: TimeWindow | None, chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
                     exchange: _PairSpill | None = None, prefix_cut: np.ndarray | None = None,
                     checked: PairMemory | None = None, rejected: PairMemory | None = None,
@@ -1180,7 +1181,7 @@ def _link_adjacent_matches(linker: PartitionLinker, docs: np.ndarray, payload: n
 def _link_chained_groups(linker: PartitionLinker, docs: np.ndarray, starts: np.ndarray,
                          sizes: np.ndarray, upto: int, star_upto: int | None,
                          chunk_edges: int) -> None:
-    """Key groups linked by :func:`~neardup.engine.buckets.bucket_edges` (all pairs, or
+    """Key groups linked by :func:`~neardup.graph.buckets.bucket_edges` (all pairs, or
     star plus chain, or chain alone), in chunks of whole groups whose edges fit
     ``chunk_edges`` (at least one group)."""
     ends = np.cumsum(bucket_edge_counts(sizes, upto, star_upto))
@@ -1222,8 +1223,8 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
     columns = {"key": keys, "doc": docs}
     if payload is not None:
         columns["payload"] = payload
-    forest, _, _, _ = _link_partition(method, [pa.table(columns)], store, None,
-                                      max(int(chunk_rows), 1024), uf)
+    forest, _, _, _ = link_partition(method, [pa.table(columns)], store, None,
+                                     max(int(chunk_rows), 1024), uf)
     return forest
 
 

@@ -55,19 +55,19 @@ anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import signal
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import numpy as np
 import pyarrow as pa
 
-from neardup.engine.buckets import bucket_edge_counts, bucket_edges, concat_ranges, group_runs
+from neardup import faults
+from neardup.engine.buckets import concat_ranges, group_runs
 from neardup.engine.corpus import (
     ArrayRows,
     CorpusStageOutput,
@@ -79,6 +79,7 @@ from neardup.engine.facts import batch_identity, identity_pairs
 from neardup.engine.overlap import code_pairs, decide_pairs, pair_codes, sum_pair_counts
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
+from neardup.graph.buckets import bucket_edge_counts, bucket_edges
 from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
 from neardup.io import parquet_num_rows
 from neardup.io.batch import DocumentBatch
@@ -91,13 +92,6 @@ __all__ = ["INSTALL_HINT", "RUNTIME_ENV_ENV", "RayConfig", "RayInputs", "RayRun"
            "ray_supports", "run_ray_stage", "worker_env", "worker_runtime_env", "write_outputs"]
 
 INSTALL_HINT = "pip install 'neardup[ray]'"
-#: Fault-injection drill (tests, chaos runs): when this environment variable names a path
-#: and ``PATH.armed`` exists, the first linking task to run creates ``PATH`` and kills its
-#: own worker process with SIGKILL; Ray must retry the task.
-FAULT_ENV = "NEARDUP_RAY_FAULT_ONCE"
-#: Benchmarks: when set in the workers' environment, the components and assign tasks
-#: trace their peak Python/numpy allocation (tracemalloc) and report it (``peak_bytes``).
-TRACE_ENV = "NEARDUP_RAY_TRACE_MEMORY"
 _NO_DATE = NO_DATE
 #: The shipped per-document array of text identities (the time window's).
 IDENTITY = "identity"
@@ -163,12 +157,27 @@ def connect(address: str | None = None, *, env: dict[str, str] | None = None, **
     options = {"include_dashboard": False, "logging_level": "WARNING", "log_to_driver": False, **init_options}
     if address is None:
         # Set in os.environ for the block only: the processes ray.init starts inherit them.
-        with mock.patch.dict(os.environ, worker_env(env)):
+        with _environ(worker_env(env)):
             ray.init(address="local", **options)
         return
     if os.environ.get(RUNTIME_ENV_ENV, "1") != "0":
         options["runtime_env"] = worker_runtime_env(env)
     ray.init(address=address, **options)
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """``values`` set in ``os.environ`` for the block, then the previous values restored."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @dataclass(frozen=True)
@@ -207,6 +216,10 @@ class RayConfig:
         positions, as many ranges (a power of two, at most 4,096) as this budget needs;
         the assign tasks that pick representatives use the same ranges (of component
         roots). None: 1 GiB (one range up to ~8 million forest edges).
+    trace_memory : bool, default False
+        Benchmarks: the components and assign tasks trace their peak Python/numpy
+        allocation (tracemalloc, which slows them) and report it (``peak_bytes``, the
+        run's ``peak_task_bytes``); 0 when False.
     """
 
     address: str | None = None
@@ -215,6 +228,7 @@ class RayConfig:
     first_wave: int | None = None
     memory_limit: int | None = None
     components_memory: int | None = None
+    trace_memory: bool = False
 
     def __post_init__(self) -> None:
         if self.partitions is not None:
@@ -226,6 +240,9 @@ class RayConfig:
             check_int("RayConfig", "memory_limit", self.memory_limit, low=1 << 20)
         if self.components_memory is not None:
             check_int("RayConfig", "components_memory", self.components_memory, low=1 << 10)
+        if not isinstance(self.trace_memory, bool):
+            raise ValueError(f"RayConfig: parameter 'trace_memory' must be True or False; "
+                             f"got {self.trace_memory!r}.")
 
 
 @dataclass(frozen=True)
@@ -615,23 +632,6 @@ class _ShippedRows:
         return self.sizes[np.searchsorted(self.docs, docs)]
 
 
-def _maybe_fail_once(stage: str) -> None:
-    """The fault drill (:data:`FAULT_ENV`): kill this worker if the drill is armed for
-    ``stage`` (the ``.armed`` file's text: ``link``, the default, or ``components``) and
-    no task has been killed yet."""
-    marker = os.environ.get(FAULT_ENV)
-    if not marker or not os.path.exists(marker + ".armed"):
-        return
-    with open(marker + ".armed") as handle:
-        if (handle.read().strip() or "link") != stage:
-            return
-    try:
-        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        return
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
 def _shipped_bytes(rows: Sequence[dict]) -> int:
     """Bytes of the rows a link task received from the shards (the gather exchange)."""
     return int(sum(getattr(v, "nbytes", 0) for r in rows for v in r.values()))
@@ -644,7 +644,7 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, options:
     counts, then its result: forest edges, the pairs the time window kept apart, counts.
     With ``options["every_edge"]`` (community detection) nothing is skipped and the
     "forest" holds every accepted pair."""
-    _maybe_fail_once("link")
+    faults.checkpoint("ray-link")
     if "rows" in edges:
         return _link_rows(edges, method, window_hours, options, *rows)
     cpu = time.process_time()
@@ -688,7 +688,7 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
     local stage's own partition linker over the partition's key rows and the rows its
     shards shipped (a union-find over the partition's documents, seeded in later waves with
     the earlier waves' components: their documents' edges are skipped, not verified)."""
-    from neardup.engine.corpus import _link_partition, _NoJoins, default_memory_limit
+    from neardup.engine.corpus import NoJoins, default_memory_limit, link_partition
 
     cpu = time.process_time()
     keys = edges["rows"]
@@ -702,7 +702,7 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
     need = edges["need"]
     store = _ShippedRows(np.searchsorted(local, need), rows,
                          dates=method.candidate_dates and options["has_dates"])
-    uf = _NoJoins() if options.get("every_edge", False) else UnionFind(local.size)
+    uf = NoJoins() if options.get("every_edge", False) else UnionFind(local.size)
     seed = edges["seed"]
     if seed is not None and local.size:
         roots = _roots_of(local, seed)
@@ -722,7 +722,7 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
     chunk_edges = int(max(budget // 4 // 64, 1 << 14))
     step = int(min(max(budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
     exchange = _RecordCollector(local) if options.get("exchange") is not None else None
-    forest, outside, counts, _capped = _link_partition(method, [pa.table(columns)], store, window,
+    forest, outside, counts, _capped = link_partition(method, [pa.table(columns)], store, window,
                                                        chunk_edges, uf, step=step, exchange=exchange)
     forest = Pairs(local[forest.left], local[forest.right], forest.score)
     outside = Pairs(local[outside.left], local[outside.right], outside.score)
@@ -1009,13 +1009,14 @@ def _scatter_task(bounds: np.ndarray, source: dict) -> tuple:
 
 
 def _traced(task):
-    """``task`` reporting its peak traced allocation in its first output (a dict) as
-    ``peak_bytes`` when :data:`TRACE_ENV` is set (0 otherwise)."""
+    """``task`` taking first whether to trace (``RayConfig.trace_memory``), and reporting
+    its peak traced allocation in its first output (a dict) as ``peak_bytes`` when it
+    does (0 otherwise)."""
     import functools
 
     @functools.wraps(task)
-    def run(*args):
-        if not os.environ.get(TRACE_ENV):
+    def run(trace: bool, *args):
+        if not trace:
             out = task(*args)
             out[0]["peak_bytes"] = 0
             return out
@@ -1039,7 +1040,7 @@ def _large_star_task(bounds: np.ndarray, *parts: dict) -> tuple:
     one smaller neighbour and no other: the graph is stars centred on their minimum) and
     returns the range's labels (document, root) valid once every range is. Returns the
     info, the labels, then per range the new edges ``(a < b)`` whose ``b`` lies in it."""
-    _maybe_fail_once("components")
+    faults.checkpoint("ray-components")
     cpu = time.process_time()
     src = np.concatenate([np.zeros(0, np.int64)] + [p["src"] for p in parts])
     dst = np.concatenate([np.zeros(0, np.int64)] + [p["dst"] for p in parts])
@@ -1228,7 +1229,7 @@ def _vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, o
     the documents): its forest, the pairs the time window kept apart, counts."""
     import ray
 
-    from neardup.engine.vectors import _QueryBatchSize, _search_shard, _ShardLinker
+    from neardup.engine.vectors import QueryBatchSize, ShardLinker, search_shard
     from neardup.graph.similarity import import_faiss, omp_threads
 
     cpu = time.process_time()
@@ -1242,13 +1243,13 @@ def _vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, o
         parts = [ray.get(r) for r in date_refs]
         window = TimeWindow(float(window_hours), np.concatenate([p["date"] for p in parts]),
                             np.concatenate([p[IDENTITY] for p in parts]))
-    linker = _ShardLinker(method, UnionFind(offsets.size - 1), offsets, search.threshold, window)
+    linker = ShardLinker(method, UnionFind(offsets.size - 1), offsets, search.threshold, window)
     faiss = import_faiss()
     store = _ObjectRows(shards, row_refs, 0)
     with omp_threads(faiss, search.threads or 1):
         ivf = _ObjectIvf(faiss, trained, ivf_refs, search.nprobe) if trained is not None else None
         store.dim = int(ray.get(row_refs[i]).shape[1])
-        _search_shard(faiss, store, shards, i, k, floor, linker, _QueryBatchSize(budget // 4 // 40), ivf)
+        search_shard(faiss, store, shards, i, k, floor, linker, QueryBatchSize(budget // 4 // 40), ivf)
     forest, outside = linker.results()
     counts = {**linker.counts, "search_cpu_s": time.process_time() - cpu,
               "partition_forest_edges": len(forest), "outside_edges": len(outside)}
@@ -1603,14 +1604,15 @@ class RayRun:
         parts = [scatter.remote(bounds, source)[1:] for source in sources]
         rounds, cpu, small_infos = 0, 0.0, []
         while True:
-            out = [large.remote(bounds, *[p[c] for p in parts]) for c in range(ranges)]
+            trace = self.config.trace_memory
+            out = [large.remote(trace, bounds, *[p[c] for p in parts]) for c in range(ranges)]
             infos = ray.get([o[0] for o in out])
             rounds += 1
             advance(0, status=f"components: round {rounds}")
             cpu += sum(i["cpu_s"] for i in infos)
             if all(i["star"] for i in infos):
                 break
-            smalls = [small.remote(bounds, *[o[2 + c] for o in out]) for c in range(ranges)]
+            smalls = [small.remote(trace, bounds, *[o[2 + c] for o in out]) for c in range(ranges)]
             small_infos.extend(s[0] for s in smalls)
             parts = [s[1:] for s in smalls]
             del out, smalls
@@ -1861,11 +1863,16 @@ def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: str, pairs_pa
     lies in one range (whole components: ``parts`` are their facts from every shard, then
     their forest edges), with the local engine's rules (graph.cluster.cluster_pairs with
     ``clustering``'s algorithm, resolution, seed, max_cluster_size and oversized;
-    pipeline.choose_representatives) and each cluster's smallest position as its id;
+    graph.cluster.choose_representatives) and each cluster's smallest position as its id;
     writes the range's pairs (a spanning forest of the components' verified edges; every
     accepted pair for community detection, whose link results hold them all) to
     ``pairs_path``. Returns counts, then per shard the table of its joined documents."""
-    from neardup.graph.cluster import canonical_labels, cluster_pairs, flag_oversized
+    from neardup.graph.cluster import (
+        canonical_labels,
+        choose_representatives,
+        cluster_pairs,
+        flag_oversized,
+    )
 
     facts, edges = parts[:n_facts], parts[n_facts:]
     nodes = np.concatenate([np.zeros(0, np.int64)] + [f["doc"] for f in facts])
@@ -1892,12 +1899,8 @@ def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: str, pairs_pa
     smallest = np.full(int(result.labels.max()) + 1 if nodes.size else 0, np.iinfo(np.int64).max)
     np.minimum.at(smallest, result.labels, nodes)
     cluster_of, size, template = smallest[result.labels], result.sizes, result.oversized
-    primary = -lengths if keep == "longest" else np.zeros(nodes.size, np.int64)
-    by = np.lexsort((nodes, primary, cluster_of))
-    first = np.ones(nodes.size, bool)
-    first[1:] = cluster_of[by][1:] != cluster_of[by][:-1]
-    representative = np.zeros(nodes.size, bool)
-    representative[by[first]] = True
+    # Nodes are in position order, so the local rule's input-order tie-break holds.
+    representative = choose_representatives(cluster_of, lengths, keep)
     if pairs_path is not None and (len(pairs) or pairs_path.endswith("part-00000.parquet")):
         import pyarrow.parquet as pq
 
@@ -2088,7 +2091,7 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
             tmp.mkdir(parents=True)
             tmp_of[name] = (tmp, final)
     assign = ray.remote(_assign_task).options(num_returns=n_shards + 1)
-    assigned = [assign.remote(shard_starts, clustering, keep,
+    assigned = [assign.remote(run.config.trace_memory, shard_starts, clustering, keep,
                               str(tmp_of["pairs"][0] / f"part-{a:05d}.parquet") if "pairs" in tmp_of else None,
                               run.method.name, len(live), *[facts[s][1 + a] for s in live],
                               *[p[a] for p in root_parts])

@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.engine.buckets import concat_ranges
-from neardup.engine.workdir import MappedArray, WorkDir, write_arrow
+from neardup.engine.workdir import MappedArray, WorkDir, stage_key, write_arrow
 from neardup.graph.edges import Pairs, outside_time_window
 from neardup.methods.base import Method
 from neardup.progress import progress_bar
@@ -206,7 +206,6 @@ def retrieval_stages(wd: WorkDir, key: str, method: Method, n_docs: int, sets_pa
     documents' text identities, which the time window lets through. Returns the
     edge file for :func:`~neardup.engine.corpus.merge_forests` (left, right, score,
     outside_window) and the stages' counts."""
-    from neardup.engine.corpus import stage_key
 
     sets = _TokenSets(*sets_paths, n_docs)
     postings_key = stage_key("postings", key)

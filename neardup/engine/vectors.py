@@ -331,7 +331,7 @@ class PairScoring:
         return out
 
 
-class _ShardLinker:
+class ShardLinker:
     """Candidate row pairs -> document pairs joined in the run's union-find: already
     connected documents skipped, the rest rescored exactly and thresholded, then handed
     to the keyed stage's :class:`PartitionLinker` (for a method that scores its
@@ -383,7 +383,7 @@ class _ShardLinker:
         return self.linker.forest_pairs(), self.linker.outside_pairs()
 
 
-class _QueryBatchSize:
+class QueryBatchSize:
     """Rows per range-search query batch, adapted so that a batch's results stay near
     ``max_results``: a row can have thousands of neighbours (a template's copies), so a
     batch that found too many makes the next ones smaller, and batches grow back (up to
@@ -418,9 +418,9 @@ def _merge_top(best_s: np.ndarray, best_i: np.ndarray, scores: np.ndarray, ids: 
     return np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1)
 
 
-def _search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int,
-                  k: int | None, floor: float, linker: _ShardLinker,
-                  batch: _QueryBatchSize, ivf: _IvfShards | None = None) -> None:
+def search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int,
+                  k: int | None, floor: float, linker: ShardLinker,
+                  batch: QueryBatchSize, ivf: _IvfShards | None = None) -> None:
     """Query shard ``i`` against the shards it must meet (see the module docstring)."""
     q0, q1 = shards[i]
     qx, qn = store.read(q0, q1)
@@ -523,7 +523,7 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
     uf = UnionFind(n_docs)
     # A result row costs ~40 bytes (faiss's, the row numbers, the mask): a batch's results
     # may take a quarter of the budget (two shards take half).
-    batch = _QueryBatchSize(budget // 4 // 40)
+    batch = QueryBatchSize(budget // 4 // 40)
     resuming = True
     faiss = import_faiss() if n_rows >= 2 else None
     ivf, ivf_facts = None, {}
@@ -542,9 +542,9 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
                 away = table.column("outside_window").to_numpy(zero_copy_only=False)
                 uf.union(table.column("left").to_numpy()[~away], table.column("right").to_numpy()[~away])
             else:
-                linker = _ShardLinker(method, uf, offsets, search.threshold, window, scoring)
+                linker = ShardLinker(method, uf, offsets, search.threshold, window, scoring)
                 if n_rows >= 2:
-                    _search_shard(faiss, store, shards, i, k, floor, linker, batch, ivf)
+                    search_shard(faiss, store, shards, i, k, floor, linker, batch, ivf)
                 forest, outside = linker.results()
                 write_arrow(out, pa.table({
                     "left": np.concatenate((forest.left, outside.left)),

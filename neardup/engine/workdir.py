@@ -41,7 +41,7 @@ import pyarrow.feather as feather
 from neardup.errors import setting
 from neardup.io.writers import atomic_path
 
-__all__ = ["MappedArray", "WorkDir", "WorkDirError", "owned_by_work_dir"]
+__all__ = ["MappedArray", "WorkDir", "WorkDirError", "owned_by_work_dir", "stage_key"]
 
 #: Changed with the layout of the stages' files (2: texts as raw bytes and offsets, read
 #: with pread), so that a work directory of another layout is refused, not misread.
@@ -50,6 +50,12 @@ MANIFEST_VERSION = 2
 
 class WorkDirError(ValueError):
     """The work directory cannot be used for this run (foreign, or used by another run)."""
+
+
+def stage_key(*parts: Any) -> str:
+    """A stage's completion key: its inputs and parameters as sorted JSON (a resumed run
+    reuses a stage only when the key matches)."""
+    return json.dumps(parts, sort_keys=True, default=str)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

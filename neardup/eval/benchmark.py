@@ -131,7 +131,7 @@ HARD_NEGATIVE_KINDS = KINDS[4:]
 NEWS_COPY_JACCARD = 0.30
 # Split codes in the random-stream keys: fixed, so a split's noise does not depend on
 # which other splits are built.
-_SPLIT_CODE = {name: code for code, name in enumerate(SPLITS)}
+SPLIT_CODE = {name: code for code, name in enumerate(SPLITS)}
 _HEADLINE_DROP = 0.5  # papers wrote their own headlines; NEWS-COPY leaves them out
 _NEWS_OCR = (0.005, 0.08)  # log-uniform OCR severity range of noise.reprint, before scaling
 _ADVERSARIAL_RATE = (0.05, 0.25)  # W4NT3D: up to 25% word and character edits
@@ -146,7 +146,7 @@ _CALIBRATION_COPIES = 20_000
 
 
 @dataclass
-class _Cluster:
+class StoryCluster:
     label: str
     members: list[Story]  # copy j is made from members[j % len(members)]
     family: int
@@ -174,18 +174,18 @@ def _quote_for(story: Story, rng: np.random.Generator) -> str | None:
     return sentences[int(rng.integers(len(sentences)))] if sentences else None
 
 
-def _make_clusters(
+def make_clusters(
     stories: Sequence[Story], groups: StoryGroups, positions: Sequence[int]
-) -> list[_Cluster]:
+) -> list[StoryCluster]:
     """One cluster per duplicate group; families with several clusters become templates."""
     by_group: dict[int, list[int]] = {}
     for i in positions:
         by_group.setdefault(int(groups.duplicate[i]), []).append(i)
     clusters = [
-        _Cluster(stories[idx[0]].id, [stories[i] for i in idx], int(groups.family[idx[0]]))
+        StoryCluster(stories[idx[0]].id, [stories[i] for i in idx], int(groups.family[idx[0]]))
         for idx in by_group.values()
     ]
-    by_family: dict[int, list[_Cluster]] = {}
+    by_family: dict[int, list[StoryCluster]] = {}
     for cluster in clusters:
         by_family.setdefault(cluster.family, []).append(cluster)
     for siblings in by_family.values():
@@ -196,8 +196,8 @@ def _make_clusters(
     return clusters
 
 
-def _add_hard_negatives(
-    clusters: list[_Cluster], share: float, rng: np.random.Generator
+def add_hard_negatives(
+    clusters: list[StoryCluster], share: float, rng: np.random.Generator
 ) -> dict[str, int]:
     """Turn ``share`` of the clusters into anchors of one hard negative each (in place)."""
     n_anchors = round(share * len(clusters))
@@ -252,7 +252,7 @@ def _add_hard_negatives(
                 body = replace_sentences(story.body, rng, donor_sentences, k / n_sentences)
                 update = dataclasses.replace(story, body=body)
                 clusters.append(
-                    _Cluster(
+                    StoryCluster(
                         f"{clusters[anchor].label}~update", [update], -1 - anchor,
                         kind="hard_negative:update", negative_of=clusters[anchor].label,
                         notes=[f"update(donor={firsts[donor].id}, replaced={k}/{n_sentences})"],
@@ -326,7 +326,7 @@ def _adversarial_copy(
 @dataclass
 class _SplitPlan:
     name: str
-    clusters: list[_Cluster]
+    clusters: list[StoryCluster]
     donors: list[str]
     info: dict[str, Any]
 
@@ -337,7 +337,7 @@ def _copy(
     """Copy ``j`` of cluster ``ci``, with its own random stream (seed, split, cluster, copy)."""
     cluster = plan.clusters[ci]
     story = cluster.members[j % len(cluster.members)]
-    rng = np.random.default_rng([seed, 3, _SPLIT_CODE[plan.name], ci, j])
+    rng = np.random.default_rng([seed, 3, SPLIT_CODE[plan.name], ci, j])
     picks = rng.integers(0, len(plan.donors), size=min(30, len(plan.donors))).tolist()
     donors = [plan.donors[p] for p in picks]
     if profile == "news":
@@ -587,9 +587,9 @@ def build_benchmark(
     )  # fmt: skip
     plans: list[_SplitPlan] = []
     for name, chosen in assignment.items():
-        rng = np.random.default_rng([seed, 2, _SPLIT_CODE[name]])
-        clusters = _make_clusters(kept, groups, chosen["stories"])
-        made = _add_hard_negatives(clusters, hard_negative_share, rng)
+        rng = np.random.default_rng([seed, 2, SPLIT_CODE[name]])
+        clusters = make_clusters(kept, groups, chosen["stories"])
+        made = add_hard_negatives(clusters, hard_negative_share, rng)
         sizes = reprint_cluster_sizes(len(clusters), rng, mean_cluster_size, max_cluster_size)
         for cluster, size in zip(clusters, sizes.tolist()):
             cluster.size = size
@@ -622,7 +622,7 @@ def build_benchmark(
             for ci, j in work:
                 out.append(_copy(plan, ci, j, profile, seed, scale, rate))
                 advance(1)
-        order = np.random.default_rng([seed, 4, _SPLIT_CODE[plan.name]]).permutation(len(out))
+        order = np.random.default_rng([seed, 4, SPLIT_CODE[plan.name]]).permutation(len(out))
         for k, i in enumerate(order.tolist()):
             records.append({"id": f"{plan.name}-{k:06d}", **out[i]})
         plan.info["docs"] = len(out)

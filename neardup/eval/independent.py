@@ -50,10 +50,10 @@ import numpy as np
 
 from neardup.errors import check_choice, check_int
 from neardup.eval.benchmark import (
-    _SPLIT_CODE,
-    _add_hard_negatives,
-    _Cluster,
-    _make_clusters,
+    SPLIT_CODE,
+    StoryCluster,
+    add_hard_negatives,
+    make_clusters,
 )
 from neardup.eval.noise import reprint_cluster_sizes, split_sentences
 from neardup.eval.stories import (
@@ -96,7 +96,7 @@ MULTILINGUAL_SOURCES = {
 }
 #: The multilingual sets' split balanced by language (see :func:`build_multilingual_set`).
 LANGUAGE_SPLIT = "language_validation"
-_MULTI_SPLIT_CODE = {**_SPLIT_CODE, LANGUAGE_SPLIT: len(_SPLIT_CODE)}
+_MULTI_SPLIT_CODE = {**SPLIT_CODE, LANGUAGE_SPLIT: len(SPLIT_CODE)}
 # Per-copy severity: log-uniform share of words touched.
 _SEVERITY = {"nlpaug": (0.03, 0.25), "augly": (0.03, 0.25), "noisocr": (0.02, 0.15),
              "confusables": (0.05, 0.30)}
@@ -335,7 +335,7 @@ def independent_copy(
 # --------------------------------------------------------------------------------------
 
 
-def _records(plans: list[tuple[str, list[_Cluster]]], generator: str, seed: int,
+def _records(plans: list[tuple[str, list[StoryCluster]]], generator: str, seed: int,
              clean_first: bool) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     for name, clusters in plans:
@@ -343,7 +343,7 @@ def _records(plans: list[tuple[str, list[_Cluster]]], generator: str, seed: int,
         for ci, cluster in enumerate(clusters):
             for j in range(cluster.size):
                 story = cluster.members[j % len(cluster.members)]
-                rng = np.random.default_rng([seed, 13, _SPLIT_CODE.get(name, 9), ci, j])
+                rng = np.random.default_rng([seed, 13, SPLIT_CODE.get(name, 9), ci, j])
                 if clean_first and j == 0:
                     text, noise = story.text, []
                     kind = cluster.kind or "source"
@@ -357,7 +357,7 @@ def _records(plans: list[tuple[str, list[_Cluster]]], generator: str, seed: int,
                 record["noise"] = [*cluster.notes, *noise]
                 record["text"] = text
                 out.append(record)
-        order = np.random.default_rng([seed, 14, _SPLIT_CODE.get(name, 9)]).permutation(len(out))
+        order = np.random.default_rng([seed, 14, SPLIT_CODE.get(name, 9)]).permutation(len(out))
         records.extend({"id": f"{name}-{k:06d}", **out[i]} for k, i in enumerate(order.tolist()))
     return records
 
@@ -397,9 +397,9 @@ def build_independent_set(
                                docs_per_story=mean_cluster_size * (1 + hard_negative_share / 3))
     plans, info = [], {}
     for name, chosen in assignment.items():
-        rng = np.random.default_rng([seed, 12, _SPLIT_CODE[name]])
-        clusters = _make_clusters(kept, groups, chosen["stories"])
-        made = _add_hard_negatives(clusters, hard_negative_share, rng)
+        rng = np.random.default_rng([seed, 12, SPLIT_CODE[name]])
+        clusters = make_clusters(kept, groups, chosen["stories"])
+        made = add_hard_negatives(clusters, hard_negative_share, rng)
         sizes = reprint_cluster_sizes(len(clusters), rng, mean_cluster_size, max_cluster_size)
         for cluster, size in zip(clusters, sizes.tolist()):
             cluster.size = size
@@ -702,7 +702,7 @@ def build_multilingual_set(
             d = docs[i]
             story = Story(id=f"{d['lang']}-{i}", title="", dateline="", body=d["text"],
                           date=None, day=d["page"], topics=(d["lang"],))
-            clusters.append(_Cluster(story.id, [story], family=i))
+            clusters.append(StoryCluster(story.id, [story], family=i))
         # Updates: the chunk's second half replaced by another chunk of the same page.
         n_updates = int(round(hard_negative_share * len(clusters)))
         updates = []
@@ -724,7 +724,7 @@ def build_multilingual_set(
             body = joiner.join(mine[:half] + theirs[len(theirs) // 2:])
             story = Story(id=f"{anchor.id}~update", title="", dateline="", body=body,
                           date=None, day=anchor.day, topics=anchor.topics)
-            updates.append(_Cluster(story.id, [story], family=-1, kind="hard_negative:update",
+            updates.append(StoryCluster(story.id, [story], family=-1, kind="hard_negative:update",
                                     negative_of=anchor.id))
         clusters += updates
         sizes = reprint_cluster_sizes(len(clusters), rng, mean_cluster_size, max_cluster_size)

@@ -148,9 +148,13 @@ class TuningResult:
     def to_dict(self) -> dict[str, Any]:
         return {"format": _FORMAT, **asdict(self)}
 
+    def to_json(self) -> str:
+        """The JSON text :meth:`save` writes."""
+        return json.dumps(self.to_dict(), indent=2, default=_json_default) + "\n"
+
     def save(self, path: str | os.PathLike) -> None:
         """Write the result as JSON, atomically (see :func:`neardup.io.atomic_path`)."""
-        text = json.dumps(self.to_dict(), indent=2, default=_json_default) + "\n"
+        text = self.to_json()
         with atomic_path(path) as temporary:
             Path(temporary).write_text(text, encoding="utf-8")
 

@@ -27,8 +27,13 @@ from typing import Any
 import numpy as np
 
 from neardup.errors import check_choice, check_float, check_int
-from neardup.graph.cluster import _as_python, _check_graph_input, _components, canonical_labels
 from neardup.graph.edges import Pairs
+from neardup.graph.labels import (
+    as_python,
+    canonical_labels,
+    check_graph_input,
+    component_labels,
+)
 
 __all__ = ["agglomerative_labels"]
 
@@ -99,10 +104,10 @@ def agglomerative_labels(
     [0, 0, 0, 1, 1, 1, 2]
     """
     caller = "agglomerative_labels"
-    n_docs = _check_graph_input(caller, pairs, n_docs)
+    n_docs = check_graph_input(caller, pairs, n_docs)
     check_choice(caller, "linkage", linkage, LINKAGES)
     threshold = check_float(
-        caller, "distance_threshold", _as_python(distance_threshold), low=0.0, high=1.0
+        caller, "distance_threshold", as_python(distance_threshold), low=0.0, high=1.0
     )
     if threshold >= 1.0:
         raise ValueError(
@@ -113,7 +118,7 @@ def agglomerative_labels(
     max_component = check_int(
         caller,
         "max_component",
-        _as_python(max_component),
+        as_python(max_component),
         low=1,
         hint="Memory grows as 8 * max_component**2 bytes.",
     )
@@ -137,7 +142,7 @@ def _agglomerative_labels(
     # caller ordered or oriented the pairs.
     pairs = pairs.canonical()
     distance = 1.0 - np.clip(pairs.score.astype(np.float64), 0.0, 1.0)
-    comp = _components(pairs.select(distance <= threshold), n_docs)
+    comp = component_labels(pairs.select(distance <= threshold), n_docs)
     if linkage == "single" or n_docs == 0:
         return comp
     n_comp = int(comp.max()) + 1

@@ -16,16 +16,22 @@ results do not depend on pair order or on how a graph library numbers its output
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from neardup.errors import check_choice, check_int
 from neardup.graph.edges import Pairs
+from neardup.graph.labels import (
+    as_python,
+    canonical_labels,
+    check_graph_input,
+    component_labels,
+)
 
 __all__ = [
     "Clustering",
     "canonical_labels",
+    "choose_representatives",
     "cluster_pairs",
     "connected_components",
 ]
@@ -72,45 +78,6 @@ class Clustering:
         return int(self.labels.max()) + 1 if self.labels.size else 0
 
 
-def canonical_labels(labels: Any) -> np.ndarray:
-    """Renumber cluster labels as ``0..C-1`` in order of first appearance.
-
-    Two labelings that describe the same partition get identical output, whatever their
-    label values; this makes clustering output deterministic and comparable with ``==``.
-
-    Parameters
-    ----------
-    labels : array-like, shape (n,)
-        Any hashable labels: ints, strings, or a mix (mixed types fall back to a slower
-        dictionary pass).
-
-    Returns
-    -------
-    ndarray of int64, shape (n,)
-        ``out[i]`` is the number of distinct labels that first appear before the first
-        occurrence of ``labels[i]``. E.g. ``[7, 7, 3, 9, 3] -> [0, 0, 1, 2, 1]``.
-    """
-    arr = np.asarray(labels)
-    if arr.ndim != 1:
-        raise ValueError(
-            f"canonical_labels: parameter 'labels' must be a 1-D array; got shape {arr.shape}."
-        )
-    if arr.size == 0:
-        return np.empty(0, dtype=np.int64)
-    try:
-        _, first, inverse = np.unique(arr, return_index=True, return_inverse=True)
-    except TypeError:
-        # Unorderable mix of label types (e.g. ints and tuples): number by first sight.
-        seen: dict[Any, int] = {}
-        return np.fromiter(
-            (seen.setdefault(x, len(seen)) for x in arr.tolist()), np.int64, count=arr.size
-        )
-    # np.unique numbers labels in sorted order; re-rank them by first occurrence.
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.size, dtype=np.int64)
-    return rank[inverse.reshape(-1)]
-
-
 def connected_components(pairs: Pairs, n_docs: int) -> np.ndarray:
     """Single-linkage clusters: the connected components of the pair graph.
 
@@ -129,8 +96,8 @@ def connected_components(pairs: Pairs, n_docs: int) -> np.ndarray:
     ndarray of int64, shape (n_docs,)
         Canonical component label of every document (see :func:`canonical_labels`).
     """
-    n_docs = _check_graph_input("connected_components", pairs, n_docs)
-    return _components(pairs, n_docs)
+    n_docs = check_graph_input("connected_components", pairs, n_docs)
+    return component_labels(pairs, n_docs)
 
 
 def cluster_pairs(
@@ -192,20 +159,20 @@ def cluster_pairs(
         ``labels``, ``sizes`` and ``oversized``, each of shape (n_docs,).
     """
     caller = "cluster_pairs"
-    n_docs = _check_graph_input(caller, pairs, n_docs)
+    n_docs = check_graph_input(caller, pairs, n_docs)
     check_choice(caller, "method", method, METHODS)
     check_choice(caller, "oversized", oversized, OVERSIZED_MODES)
     if max_cluster_size is not None:
         max_cluster_size = check_int(
             caller,
             "max_cluster_size",
-            _as_python(max_cluster_size),
+            as_python(max_cluster_size),
             low=1,
             hint="Pass None to keep clusters of any size.",
         )
 
     if method == "components":
-        labels = _components(pairs, n_docs)
+        labels = component_labels(pairs, n_docs)
     elif method == "hac":
         from neardup.graph.agglomerative import agglomerative_labels
 
@@ -213,14 +180,14 @@ def cluster_pairs(
             pairs, n_docs, linkage=linkage, distance_threshold=distance_threshold
         )
     else:
-        from neardup.graph.community import _check_community_params, _community_labels
+        from neardup.graph.community import check_community_params, detect_communities
 
-        resolution, seed = _check_community_params(caller, pairs, resolution, seed, weighted)
+        resolution, seed = check_community_params(caller, pairs, resolution, seed, weighted)
         # Methods link identical documents sparsely (a chain or a star, to stay linear);
         # community detection would cut such thin paths. Contract each group joined by
         # score-1 edges into one node first, detect on the contracted graph, expand.
         group, n_groups, contracted = _contract_identical(pairs, n_docs)
-        group_labels = _community_labels(
+        group_labels = detect_communities(
             contracted, n_groups, algorithm=method, resolution=resolution, seed=seed,
             weighted=weighted,
         )
@@ -249,6 +216,25 @@ def flag_oversized(labels: np.ndarray, max_cluster_size: int | None,
     return Clustering(labels=labels, sizes=sizes, oversized=flagged, groups=groups)
 
 
+def choose_representatives(labels: np.ndarray, lengths: np.ndarray, keep: str) -> np.ndarray:
+    """One representative per cluster (bool, shape (n_docs,)).
+
+    ``keep="longest"``: the member with the longest raw text, ties broken by input order;
+    ``keep="first"``: the first member in input order.
+    """
+    n = labels.shape[0]
+    out = np.zeros(n, dtype=bool)
+    if n == 0:
+        return out
+    position = np.arange(n)
+    primary = -lengths if keep == "longest" else np.zeros(n, np.int64)
+    order = np.lexsort((position, primary, labels))
+    first = np.ones(n, dtype=bool)
+    first[1:] = labels[order][1:] != labels[order][:-1]
+    out[order[first]] = True
+    return out
+
+
 # --------------------------------------------------------------------------- internals
 
 
@@ -261,58 +247,10 @@ def _contract_identical(pairs: Pairs, n_docs: int) -> tuple[np.ndarray, int, Pai
     identical = pairs.select(pairs.score >= 1.0)
     if len(identical) == 0:
         return np.arange(n_docs, dtype=np.int64), n_docs, pairs
-    group = _components(identical, n_docs)
+    group = component_labels(identical, n_docs)
     n_groups = int(group.max()) + 1 if n_docs else 0
     contracted = Pairs(group[pairs.left], group[pairs.right], pairs.score).canonical()
     return group, n_groups, contracted
-
-
-def _as_python(value: Any) -> Any:
-    """NumPy scalars pass as Python numbers (``check_int`` accepts only ``int``)."""
-    return value.item() if isinstance(value, (np.integer, np.floating)) else value
-
-
-def _check_graph_input(caller: str, pairs: Any, n_docs: Any) -> int:
-    """Validate ``pairs`` and ``n_docs`` at a public boundary; return ``n_docs`` as int."""
-    if not isinstance(pairs, Pairs):
-        raise TypeError(
-            f"{caller}: parameter 'pairs' must be a neardup.graph.Pairs; "
-            f"got {type(pairs).__name__}. Build one with Pairs(left, right, score)."
-        )
-    n_docs = check_int(
-        caller, "n_docs", _as_python(n_docs), low=0, hint="Pass the number of documents."
-    )
-    if len(pairs):
-        lo = int(min(pairs.left.min(), pairs.right.min()))
-        hi = int(max(pairs.left.max(), pairs.right.max()))
-        if lo < 0 or hi >= n_docs:
-            raise ValueError(
-                f"{caller}: parameter 'pairs' must hold document positions in "
-                f"[0, n_docs) = [0, {n_docs}); got positions from {lo} to {hi}. "
-                "Pairs hold positions (0..n_docs-1 in input order), not document ids; "
-                "check that n_docs is the size of the whole corpus."
-            )
-    return n_docs
-
-
-def _adjacency(pairs: Pairs, n_docs: int):
-    """Boolean (n_docs, n_docs) adjacency (scipy CSR); direction and repeats do not matter."""
-    import scipy.sparse as sp  # here, not at import: scipy takes ~0.5 s to load
-
-    data = np.ones(len(pairs), dtype=np.int8)
-    return sp.csr_matrix((data, (pairs.left, pairs.right)), shape=(n_docs, n_docs))
-
-
-def _components(pairs: Pairs, n_docs: int) -> np.ndarray:
-    """Canonical connected-component labels, int64 (n_docs,); inputs trusted."""
-    if n_docs == 0:
-        return np.empty(0, dtype=np.int64)
-    if len(pairs) == 0:
-        return np.arange(n_docs, dtype=np.int64)
-    from scipy.sparse.csgraph import connected_components
-
-    _, labels = connected_components(_adjacency(pairs, n_docs), directed=False)
-    return canonical_labels(labels.astype(np.int64, copy=False))
 
 
 def _cluster_sizes(labels: np.ndarray) -> np.ndarray:
@@ -320,4 +258,3 @@ def _cluster_sizes(labels: np.ndarray) -> np.ndarray:
     if labels.size == 0:
         return np.empty(0, dtype=np.int64)
     return np.bincount(labels).astype(np.int64, copy=False)[labels]
-

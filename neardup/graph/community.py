@@ -24,10 +24,15 @@ from typing import Any
 import numpy as np
 
 from neardup.errors import check_choice, check_float, check_int
-from neardup.graph.cluster import _as_python, _check_graph_input, _components, canonical_labels
 from neardup.graph.edges import Pairs
+from neardup.graph.labels import (
+    as_python,
+    canonical_labels,
+    check_graph_input,
+    component_labels,
+)
 
-__all__ = ["community_labels"]
+__all__ = ["check_community_params", "community_labels", "detect_communities"]
 
 ALGORITHMS = ("leiden", "louvain")
 # Leiden/Louvain seeds go to C code as a 32-bit int.
@@ -87,25 +92,25 @@ def community_labels(
     ``random`` module) afterwards, so do not run Louvain from several threads at once.
     """
     caller = "community_labels"
-    n_docs = _check_graph_input(caller, pairs, n_docs)
+    n_docs = check_graph_input(caller, pairs, n_docs)
     check_choice(caller, "algorithm", algorithm, ALGORITHMS)
-    resolution, seed = _check_community_params(caller, pairs, resolution, seed, weighted)
-    return _community_labels(
+    resolution, seed = check_community_params(caller, pairs, resolution, seed, weighted)
+    return detect_communities(
         pairs, n_docs, algorithm=algorithm, resolution=resolution, seed=seed, weighted=weighted
     )
 
 
-# --------------------------------------------------------------------------- internals
+# ------------------------------------------------ shared with neardup.graph.cluster
 
 
-def _check_community_params(
+def check_community_params(
     caller: str, pairs: Pairs, resolution: Any, seed: Any, weighted: Any
 ) -> tuple[float, int]:
     """Validate community-detection parameters; return ``(resolution, seed)``."""
     resolution = check_float(
-        caller, "resolution", _as_python(resolution), low=0.0, hint="1.0 is classic modularity."
+        caller, "resolution", as_python(resolution), low=0.0, hint="1.0 is classic modularity."
     )
-    seed = check_int(caller, "seed", _as_python(seed), low=0, high=MAX_SEED)
+    seed = check_int(caller, "seed", as_python(seed), low=0, high=MAX_SEED)
     if not isinstance(weighted, (bool, np.bool_)):
         raise ValueError(
             f"{caller}: parameter 'weighted' must be True or False; got {weighted!r}."
@@ -122,7 +127,7 @@ def _check_community_params(
     return resolution, seed
 
 
-def _community_labels(
+def detect_communities(
     pairs: Pairs,
     n_docs: int,
     *,
@@ -135,7 +140,7 @@ def _community_labels(
     # Deduplicated, self-loop free and sorted: the graph handed to the library does not
     # depend on how the caller ordered or oriented the pairs.
     pairs = pairs.canonical()
-    comp = _components(pairs, n_docs)
+    comp = component_labels(pairs, n_docs)
     if n_docs == 0 or len(pairs) == 0:
         return comp
     n_comp = int(comp.max()) + 1

@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 
 from neardup.errors import check_choice, check_float, check_int
-from neardup.graph.cluster import _as_python
 from neardup.graph.edges import Pairs
+from neardup.graph.labels import as_python
 from neardup.progress import progress_bar
 
 __all__ = [
@@ -356,7 +356,7 @@ def _check_offsets(caller: str, value: Any, n_chunks: int) -> np.ndarray:
 
 def _check_options(caller: str, given: dict[str, Any]) -> _Options:
     """Validate the keyword options shared by both public functions."""
-    threshold = _as_python(given["threshold"])
+    threshold = as_python(given["threshold"])
     if check_float(caller, "threshold", threshold, low=0.0, high=1.0) <= 0.0:
         raise ValueError(
             f"{caller}: parameter 'threshold' must be a number in (0, 1]; got {threshold!r}. "
@@ -365,12 +365,12 @@ def _check_options(caller: str, given: dict[str, Any]) -> _Options:
         )
     k = given["k"]
     if k is not None:
-        k = check_int(caller, "k", _as_python(k), low=1, hint="Pass None for range search.")
+        k = check_int(caller, "k", as_python(k), low=1, hint="Pass None for range search.")
     index = check_choice(caller, "index", given["index"], INDEXES)
     threads = given["threads"]
     if threads is not None:
         threads = check_int(
-            caller, "threads", _as_python(threads), low=1, hint="None uses all cores."
+            caller, "threads", as_python(threads), low=1, hint="None uses all cores."
         )
     progress = given["progress"]
     if progress is not None and not isinstance(progress, (bool, np.bool_)):
@@ -385,11 +385,11 @@ def _check_options(caller: str, given: dict[str, Any]) -> _Options:
     nlist = given["nlist"]
     if nlist is not None:
         nlist = check_int(
-            caller, "nlist", _as_python(nlist), low=1, hint="None picks 4 * sqrt(n)."
+            caller, "nlist", as_python(nlist), low=1, hint="None picks 4 * sqrt(n)."
         )
 
     def positive(name: str, low: int = 1) -> int:
-        return check_int(caller, name, _as_python(given[name]), low=low)
+        return check_int(caller, name, as_python(given[name]), low=low)
 
     return _Options(
         threshold=float(threshold),
@@ -404,7 +404,7 @@ def _check_options(caller: str, given: dict[str, Any]) -> _Options:
         hnsw_m=positive("hnsw_m", low=2),
         nlist=nlist,
         nprobe=positive("nprobe"),
-        seed=check_int(caller, "seed", _as_python(given["seed"]), low=0, high=MAX_SEED),
+        seed=check_int(caller, "seed", as_python(given["seed"]), low=0, high=MAX_SEED),
         deterministic=bool(deterministic),
     )
 

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from neardup import faults
 from neardup.engine import UnionFind, link_key_rows
 from neardup.engine.buckets import group_runs
 from neardup.errors import InputError, setting
@@ -62,7 +63,6 @@ from neardup.index._rerank import (
     decompress_text,
 )
 from neardup.index._store import create_indexes, create_tables
-from neardup.io.outputs import kill_point
 from neardup.io.rowfile import read_rows, read_spans
 
 __all__ = ["BulkBuilder"]
@@ -350,7 +350,7 @@ class BulkBuilder:
                 if buffered >= flush_bytes or since >= self.checkpoint_docs:
                     checkpoint(False)
                     buffered = since = 0
-                    kill_point("bulk-sketch")
+                    faults.checkpoint("bulk-sketch")
                 self.log(f"bulk: sketched {n} documents")
             checkpoint(True)
         finally:
@@ -436,7 +436,7 @@ class BulkBuilder:
                 path.unlink(missing_ok=True)
                 committed += 1
                 if committed == 2:
-                    kill_point("bulk-link")
+                    faults.checkpoint("bulk-link")
                 if p % 16 == 15:
                     self.log(f"bulk: linked and stored key partition {p + 1}/{self.partitions}")
         self.seconds["link"], self.seconds["postings"] = t_link, t_post
@@ -482,7 +482,7 @@ class BulkBuilder:
                                 nf.tolist(), [d.tobytes() for d in digest],
                                 [r.tobytes() for r in block], texts))
                         at += m
-                        kill_point("bulk-documents")
+                        faults.checkpoint("bulk-documents")
 
     def _ids(self) -> pa.Array:
         chunks = []
@@ -563,7 +563,7 @@ class BulkBuilder:
                                 [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items()])
                 con.execute("DROP TABLE _bulk")
                 con.execute("COMMIT")
-                kill_point("bulk-indexed")
+                faults.checkpoint("bulk-indexed")
                 self.seconds["indexes"] = time.perf_counter() - t
             else:
                 roots = uf.roots()

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from neardup import faults
 from neardup.errors import InputError, NeardupError, check_int, setting
 from neardup.graph.edges import Pairs
 from neardup.index._bulk import BulkBuilder
@@ -76,7 +77,6 @@ from neardup.index._store import (
     replace_empty_database,
 )
 from neardup.index._vectors import VectorSegments
-from neardup.io.outputs import kill_point
 from neardup.methods import make_method
 from neardup.methods.base import Method, Sketch
 from neardup.text.normalize import NormalizeConfig, normalize_batch
@@ -545,8 +545,8 @@ class Index:
                                 (json.dumps(_GIVEN if given else _POSITIONS),))
             result = self._add_locked(con, sketch, digest, normalized, ids, keep, next_doc,
                                       arrays_blobs, texts)
-            kill_point("index-add-written")
-        kill_point("index-add-committed")
+            faults.checkpoint("index-add-written")
+        faults.checkpoint("index-add-committed")
         result.seconds = time.perf_counter() - start
         return result
 
@@ -1019,11 +1019,11 @@ class Index:
                 if self._rerank is not None:
                     con.executemany(f"DELETE FROM {TEXT_TABLE} WHERE doc = ?",
                                     ((d,) for d in docs.tolist()))
-                kill_point("index-delete-removed")
+                faults.checkpoint("index-delete-removed")
                 if split:
                     split_info = self._split(con, sorted({r[4] for r in rows}))
-                kill_point("index-delete-split")
-        kill_point("index-delete-committed")
+                faults.checkpoint("index-delete-split")
+        faults.checkpoint("index-delete-committed")
         return {"deleted": len(rows), "missing": [i for i in ids if i not in found], **split_info}
 
     def _split(self, con, clusters: list[int]) -> dict[str, int]:
@@ -1095,9 +1095,9 @@ class Index:
                 merged = self._merge_segments()
             with self._lock:
                 self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                kill_point("index-compact-checkpointed")
+                faults.checkpoint("index-compact-checkpointed")
                 self._writer.execute("VACUUM")
-                kill_point("index-compact-vacuumed")
+                faults.checkpoint("index-compact-vacuumed")
                 self._writer.execute("PRAGMA optimize")
                 self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except (sqlite3.Error, OSError) as exc:
@@ -1139,8 +1139,8 @@ class Index:
                 return False
             name = self._vectors.write(live, self._vectors.vectors_of(manifest, live))
             self._set_manifest(con, [name])
-            kill_point("index-compact-merged")
-        kill_point("index-compact-swapped")
+            faults.checkpoint("index-compact-merged")
+        faults.checkpoint("index-compact-swapped")
         # Replaced segments go once the new manifest is committed; a reader still on the
         # old snapshot keeps what it loaded (segments are read whole).
         with self._lock:

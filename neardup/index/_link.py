@@ -1,7 +1,7 @@
 """Which stored documents a new document is checked against, and how clusters merge.
 
-The rule is the one ``neardup dedup`` applies to a key group (see
-:mod:`neardup.engine.buckets`), replayed one batch at a time, so that adding a corpus in
+The rule is the one ``neardup dedup`` applies to a key group
+(:func:`neardup.graph.buckets.bucket_edges`), replayed one batch at a time, so that adding a corpus in
 batches links what one-shot ``dedup`` of the concatenation links. Documents keep their
 insertion order (an index position), which is the input order of the concatenation.
 
@@ -40,6 +40,7 @@ import numpy as np
 
 from neardup.engine.buckets import group_runs
 from neardup.engine.unionfind import UnionFind
+from neardup.graph.buckets import bucket_edges
 
 __all__ = ["keyed_candidates", "link_edges", "simhash_candidates", "unique_edges"]
 
@@ -84,39 +85,50 @@ def keyed_candidates(
     known = np.concatenate((known, np.fromiter(big.keys(), np.int64, len(big))))
     has_stored = np.isin(keys[starts], known)
     busy = has_stored | ((sizes > 1) & with_new)
-    left: list[int] = []
-    right: list[int] = []
+    # Each group of new documents becomes one bucket of dedup's rule: the stored members
+    # it extends, then the group. A key with more than ``cap`` stored members is past the
+    # cap whatever the group, so its bucket is a star plus a chain, which reach the new
+    # documents only from the anchor and the last member: those two stand for the rest.
+    rows: list[np.ndarray] = []  # each bucket's members, in bucket order
+    new: list[np.ndarray] = []  # whether each member is a new document
+    past_cap: list[bool] = []
     for s, m in zip(starts[busy].tolist(), sizes[busy].tolist()):
         key = int(keys[s])
-        new = docs[s : s + m].tolist()
         members = stored.get(key)
         info = big.get(key)
-        groups = [new] if with_new else [[x] for x in new]
-        for group in groups:
-            if members is not None:
-                count, first, last = len(members), members[0], members[-1]
-            elif info is not None:
-                first, last, count = info
-            else:
-                count, first, last = 0, None, None
-            if count + len(group) <= cap:
-                earlier = [] if members is None else members.tolist()
-                for x in group:
-                    left.extend(earlier)
-                    right.extend([x] * len(earlier))
-                    earlier.append(x)
-                continue
-            anchor = first if count else group[0]
-            previous = last
-            for x in group:
-                if x != anchor:
-                    left.append(anchor)
-                    right.append(x)
-                    if previous is not None and previous != anchor:
-                        left.append(previous)
-                        right.append(x)
-                previous = x
-    return np.asarray(left, np.int64), np.asarray(right, np.int64)
+        if members is not None:
+            head = np.asarray(members, np.int64)
+        elif info is not None:
+            first, last, _ = info
+            head = np.asarray([first] if first == last else [first, last], np.int64)
+        else:
+            head = np.zeros(0, np.int64)
+        group = docs[s : s + m]
+        for part in [group] if with_new else np.split(group, m):
+            rows.append(np.concatenate((head, part)))
+            new.append(np.repeat((False, True), (head.size, part.size)))
+            past_cap.append(info is not None)
+    if not rows:
+        empty = np.zeros(0, np.int64)
+        return empty, empty
+    bucket_sizes = np.fromiter(map(len, rows), np.int64, len(rows))
+    bucket_starts = np.cumsum(bucket_sizes) - bucket_sizes
+    past_cap_ = np.asarray(past_cap, bool)
+    # Bucket edges over row numbers (the same rule, all pairs up to ``cap`` for the
+    # buckets whose members are all known, star plus chain for the rest), then only the
+    # edges that reach a new document, grouped by it in bucket order.
+    row_ids = np.arange(int(bucket_sizes.sum()), dtype=np.int64)
+    known_left, known_right = bucket_edges(row_ids, bucket_starts[~past_cap_],
+                                           bucket_sizes[~past_cap_], all_pairs_upto=cap)
+    big_left, big_right = bucket_edges(row_ids, bucket_starts[past_cap_],
+                                       bucket_sizes[past_cap_], all_pairs_upto=0)
+    left = np.concatenate((known_left, big_left))
+    right = np.concatenate((known_right, big_right))
+    keep = np.concatenate(new)[right]
+    left, right = left[keep], right[keep]
+    by = np.argsort(right, kind="stable")
+    values = np.concatenate(rows)
+    return values[left[by]], values[right[by]]
 
 
 def simhash_candidates(

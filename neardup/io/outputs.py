@@ -24,9 +24,9 @@ Limits: the renames of step 3 are one system call per output, so a SIGKILL or po
 versions are then still on disk as ``.NAME.neardup-PID-XXXX.bak`` beside them until the
 next run with those outputs cleans them up.
 
-:func:`kill_point` is a test hook: with ``NEARDUP_TEST_KILL_AT=<stage>`` in the
-environment, the process kills itself with SIGKILL when it reaches that stage, so tests
-can check what an abrupt end leaves behind. It does nothing otherwise.
+The stages pass :func:`neardup.faults.checkpoint` (``read``, ``checked``, ``clustered``,
+``written``, ``committed``), where tests kill the process to check what an abrupt end
+leaves behind; a checkpoint does nothing otherwise.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +45,8 @@ import pyarrow as pa
 from neardup.errors import OutputError
 from neardup.io.writers import OUTPUT_EXTENSIONS, output_kind, records_to_file, table_to_file
 
-__all__ = ["KILL_ENV", "OutputSet", "is_output_temporary", "kill_point"]
+__all__ = ["OutputSet", "is_output_temporary"]
 
-#: Environment variable naming the stage at which :func:`kill_point` SIGKILLs the process.
-KILL_ENV = "NEARDUP_TEST_KILL_AT"
 _TAG = ".neardup-"
 _LEFTOVER = re.compile(r"\.neardup-(\d+)-[0-9a-f]+\.(?:tmp|bak)")
 
@@ -58,12 +55,6 @@ def is_output_temporary(name: str) -> bool:
     """Whether a file name is an :class:`OutputSet` temporary file, backup or spill
     directory (``.NAME.neardup-PID-XXXX.tmp``, ``.bak``, ``.tmp.spill-...``)."""
     return name.startswith(".") and _LEFTOVER.search(name) is not None
-
-
-def kill_point(stage: str) -> None:
-    """Test hook: SIGKILL this process if ``NEARDUP_TEST_KILL_AT`` equals ``stage``."""
-    if os.environ.get(KILL_ENV) == stage:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _size(number: int) -> str:

@@ -6,10 +6,9 @@ keyword parameters with a clear error for unknown names or parameters.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
-from neardup.methods.base import Method, Sketch
+from neardup.methods.base import Method, Sketch, build_method, init_parameters
 from neardup.methods.embedding import BiEncoderMethod, RETSimMethod, RETSimPartialMethod
 from neardup.methods.exact import ExactHash
 from neardup.methods.minhash import MinHash, MinHashLSH
@@ -63,8 +62,7 @@ NEURAL_METHODS = frozenset(
 
 def method_parameters(name: str) -> list[str]:
     """Names of the keyword parameters the method ``name`` accepts."""
-    cls = _method_class(name)
-    return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    return init_parameters(_method_class(name))
 
 
 def _method_class(name: str) -> type[Method]:
@@ -79,12 +77,4 @@ def make_method(name: str, **params: Any) -> Method:
 
     Unknown parameters raise a ValueError listing the accepted ones.
     """
-    cls = _method_class(name)
-    accepted = method_parameters(name)
-    unknown = sorted(set(params) - set(accepted))
-    if unknown:
-        raise ValueError(
-            f"make_method: method {name!r} does not take parameter(s) {', '.join(unknown)}; "
-            f"it accepts: {', '.join(accepted)}."
-        )
-    return cls(**params)
+    return build_method(_method_class(name), name, params)

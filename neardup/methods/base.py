@@ -58,6 +58,7 @@ Documents with ``n_features == 0`` (empty after normalization) are never paired.
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -70,7 +71,8 @@ from neardup.graph.edges import Pairs
 from neardup.text.shingle import ShingleSets
 
 __all__ = ["SET_WEIGHTS", "CandidateKeys", "CandidateRows", "FeatureStatistics", "Matches",
-           "Method", "SetKeyedMixin", "Sketch", "StatisticsPartial", "VectorSearch"]
+           "Method", "SetKeyedMixin", "Sketch", "StatisticsPartial", "VectorSearch",
+           "build_method", "init_parameters"]
 
 #: Key of the per-element set weights in a keyed sketch's ``ragged`` arrays
 #: (:attr:`Method.candidate_set_weights`).
@@ -397,7 +399,7 @@ class Method(ParamsMixin, ABC):
     @property
     def bucket_all_pairs_upto(self) -> int:
         """Key groups of at most this many documents are linked by all their pairs; larger
-        ones by a star plus a chain (see :mod:`neardup.engine.buckets`). 0: always a star
+        ones by a star plus a chain (see :mod:`neardup.graph.buckets`). 0: always a star
         (keys that imply a match, such as exact hashes)."""
         return 0
 
@@ -624,3 +626,22 @@ class SetKeyedMixin:
     @property
     def bucket_all_pairs_upto(self) -> int:
         return min(self.max_df, self.KEYED_ALL_PAIRS_UPTO)
+
+
+def init_parameters(cls: type[Method]) -> list[str]:
+    """Names of the keyword parameters the method class ``cls`` accepts."""
+    return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+
+
+def build_method(cls: type[Method], name: str, params: dict[str, Any]) -> Method:
+    """``cls(**params)`` for the method called ``name``; unknown parameters raise a
+    ValueError listing the accepted ones. The registry (:func:`neardup.methods.make_method`)
+    and rerank's candidate methods build through this."""
+    accepted = init_parameters(cls)
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(
+            f"make_method: method {name!r} does not take parameter(s) {', '.join(unknown)}; "
+            f"it accepts: {', '.join(accepted)}."
+        )
+    return cls(**params)

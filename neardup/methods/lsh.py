@@ -10,7 +10,8 @@ false positives (below the threshold) and false negatives (above it) under that 
 the rule datasketch's ``MinHashLSH`` uses. :func:`bucket_pairs` turns band keys into
 candidate pairs by sorting, in time linear in bucket sizes: small buckets yield all their
 pairs, buckets larger than ``max_bucket_pairs`` members are chained (each member linked to
-the next), which keeps them connected without a quadratic blow-up, and are reported.
+the next), which keeps them connected without a quadratic blow-up, and are reported (the
+rule of :func:`neardup.graph.buckets.bucket_edges`, without its star).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import functools
 import numpy as np
 from numba import njit, prange, uint64
 
+from neardup.graph.buckets import bucket_edges
 from neardup.text.hashing import mix64
 
 __all__ = [
@@ -133,26 +135,6 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return _band_keys(np.ascontiguousarray(signatures), bands, rows, uint64(0xB4D5EED))
 
 
-@njit(cache=True)
-def _emit_bucket_pairs(sorted_docs, starts, sizes, max_all, left, right):
-    k = 0
-    for g in range(starts.shape[0]):
-        s = starts[g]
-        m = sizes[g]
-        if m <= max_all:
-            for a in range(m):
-                for b in range(a + 1, m):
-                    left[k] = sorted_docs[s + a]
-                    right[k] = sorted_docs[s + b]
-                    k += 1
-        else:
-            for a in range(m - 1):
-                left[k] = sorted_docs[s + a]
-                right[k] = sorted_docs[s + a + 1]
-                k += 1
-    return k
-
-
 def bucket_pairs(
     keys: np.ndarray, docs: np.ndarray, max_bucket_pairs: int = 50
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -185,10 +167,10 @@ def bucket_pairs(
     multi = sizes > 1
     starts, sizes = starts[multi], sizes[multi]
     small = sizes <= max_bucket_pairs
-    total = int((sizes[small] * (sizes[small] - 1) // 2).sum() + (sizes[~small] - 1).sum())
-    left = np.empty(total, np.int64)
-    right = np.empty(total, np.int64)
-    _emit_bucket_pairs(sorted_docs, starts, sizes, max_bucket_pairs, left, right)
+    # The corpus stage's bucket rule with the star switched off: a bucket past the cap is
+    # past star_upto too, so it gets the chain alone.
+    left, right = bucket_edges(sorted_docs, starts, sizes, all_pairs_upto=max_bucket_pairs,
+                               star_upto=max_bucket_pairs)
     big_starts, big_sizes = starts[~small], sizes[~small]
     if big_sizes.size:
         idx = np.repeat(big_starts, big_sizes) + (

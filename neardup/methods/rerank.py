@@ -61,7 +61,17 @@ import numpy as np
 
 from neardup.errors import check_choice, check_float, check_int, parameter_error, spelled
 from neardup.graph.edges import Pairs
-from neardup.methods.base import CandidateKeys, CandidateRows, Matches, Method, Sketch
+from neardup.methods.base import (
+    CandidateKeys,
+    CandidateRows,
+    Matches,
+    Method,
+    Sketch,
+    build_method,
+    init_parameters,
+)
+from neardup.methods.embedding import BiEncoderMethod, RETSimMethod
+from neardup.methods.minhash import MinHashLSH
 from neardup.methods.pair_types import figures_disagree
 from neardup.models import recommended_cluster, tuned_threshold
 from neardup.text import NormalizeConfig, ShingleConfig, normalize_batch
@@ -87,6 +97,13 @@ CANDIDATE_DEFAULTS: dict[str, dict[str, Any]] = {
     "minhash": {"threshold": 0.1, "shingle": ShingleConfig("char", 5)},
     "biencoder": {"threshold": 0.5, "k": 10},
 }
+#: The class of each candidate method, by its ``--method`` name (imported here, not
+#: looked up in :data:`neardup.methods.METHODS`, which lists rerank itself).
+CANDIDATE_CLASSES: dict[str, type[Method]] = {
+    RETSimMethod.name: RETSimMethod,
+    MinHashLSH.name: MinHashLSH,
+    BiEncoderMethod.name: BiEncoderMethod,
+}
 SCORERS = ("cross-encoder", "verifier")
 #: Shipped model used when ``model`` is None.
 DEFAULT_MODELS = {"cross-encoder": "cross-encoder-news", "verifier": "verifier-news"}
@@ -104,10 +121,9 @@ _CACHE_ATTR = "_rerank_scores"
 def candidate_method(candidates: str, params: dict[str, Any] | None = None) -> Method:
     """The fast method that proposes candidates, with :data:`CANDIDATE_DEFAULTS` under
     ``params``."""
-    from neardup.methods import make_method
-
     check_choice("candidate_method", "candidates", candidates, tuple(CANDIDATE_DEFAULTS))
-    return make_method(candidates, **{**CANDIDATE_DEFAULTS[candidates], **(params or {})})
+    return build_method(CANDIDATE_CLASSES[candidates], candidates,
+                        {**CANDIDATE_DEFAULTS[candidates], **(params or {})})
 
 
 # -- scorers -----------------------------------------------------------------------------
@@ -519,9 +535,7 @@ class RerankMethod(Method):
         self.template_guard = template_guard
         # Built now so that bad candidate parameters fail here, not after sketching.
         params = dict(self.candidate_params or {})
-        from neardup.methods import method_parameters
-
-        if "threads" in method_parameters(effective) and self.threads is not None:
+        if "threads" in init_parameters(CANDIDATE_CLASSES[effective]) and self.threads is not None:
             params.setdefault("threads", self.threads)
         self._candidate = candidate_method(effective, params)
         self._scorer: Any = None

@@ -78,7 +78,7 @@ def _resolve_base(base: str) -> Path:
         ) from None
 
 
-def _candidates(corpus: LabeledCorpus, candidates: str, params: dict | None,
+def candidate_pairs(corpus: LabeledCorpus, candidates: str, params: dict | None,
                 threads: int | None) -> Pairs:
     from neardup.io import DocumentBatch
     from neardup.methods.rerank import candidate_method
@@ -145,12 +145,12 @@ def training_pairs(
         ``kind`` (str: "candidate", "linked_negative" or a ``make_pairs`` kind) and
         ``counts`` by kind.
     """
-    from neardup.train.data import _cluster_members, make_pairs
+    from neardup.train.data import cluster_members, make_pairs
 
     _check_shares("training_pairs", candidate_share, linked_share)
     rng = np.random.default_rng(seed)
     labels = np.asarray(corpus.clusters).astype(str)
-    found = _candidates(corpus, candidates, candidate_params, threads)
+    found = candidate_pairs(corpus, candidates, candidate_params, threads)
     c_left, c_right = found.left, found.right
     if max_pairs is not None and len(found):
         budget = min(len(found), int(round(max_pairs * candidate_share)))
@@ -170,7 +170,7 @@ def training_pairs(
     l_kind = np.zeros(0, dtype=object)
     # Drawn only when asked for, so runs without them keep their pairs (and random state).
     if linked_share > 0:
-        names, members = _cluster_members(labels)
+        names, members = cluster_members(labels)
         members_of = dict(zip(names.tolist(), members))
         l_left, l_right = _linked_pairs(labels, members_of, negative_of, rng)
         budget = None if max_pairs is None else int(round(max_pairs * linked_share))
@@ -406,7 +406,7 @@ def train_cross_encoder(
         # Validation subset and its candidates (fixed for the whole run).
         subset = validation_corpus.select(
             whole_days(validation_corpus, validation_docs, at_least=True))
-        val_pairs = _candidates(subset, candidates, candidate_params, threads)
+        val_pairs = candidate_pairs(subset, candidates, candidate_params, threads)
         tokenizer = AutoTokenizer.from_pretrained(base_path, local_files_only=True)
 
         def build() -> TrainingTask:

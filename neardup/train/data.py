@@ -182,7 +182,7 @@ def load_training_corpus(
     return corpus, negative_of
 
 
-def _cluster_members(clusters: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+def cluster_members(clusters: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     labels, codes = np.unique(clusters.astype(str), return_inverse=True)
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(labels) + 1))
@@ -266,7 +266,7 @@ def make_pairs(
         raise ValueError(f"make_pairs: parameter 'hard_share' must be in [0, 1]; got {hard_share}.")
     rng = np.random.default_rng(seed)
     clusters = np.asarray(corpus.clusters).astype(str)
-    labels, members = _cluster_members(clusters)
+    labels, members = cluster_members(clusters)
 
     positives: list[tuple[int, int]] = []
     for docs in members:
@@ -363,7 +363,7 @@ def cluster_batches(
             f"got {batch_size}."
         )
     rng = np.random.default_rng(seed)
-    _, members = _cluster_members(np.asarray(clusters).astype(str))
+    _, members = cluster_members(np.asarray(clusters).astype(str))
     groups = [rng.choice(m, min(per_cluster, len(m)), replace=False) for m in members if len(m) >= 2]
     singles = [m for m in members if len(m) == 1]
     order = rng.permutation(len(groups))

@@ -126,7 +126,7 @@ def train_verifier(
         Invalid parameters, unknown features, test-split documents in either corpus.
     """
     from neardup.methods.pair_features import FEATURES, default_features, pair_features
-    from neardup.train.cross_encoder import PROBABILITY_THRESHOLDS, _candidates, training_pairs
+    from neardup.train.cross_encoder import PROBABILITY_THRESHOLDS, candidate_pairs, training_pairs
     from neardup.train.validate import pairs_ari
 
     caller = "train_verifier"
@@ -181,7 +181,7 @@ def train_verifier(
         model.fit(x, data["label"].astype(np.int64))
 
     # Validation: the candidates the reranker would score, thresholds swept.
-    val = _candidates(validation_corpus, candidates, candidate_params, threads)
+    val = candidate_pairs(validation_corpus, candidates, candidate_params, threads)
     labels = np.asarray(validation_corpus.clusters).astype(str)
     t = time.perf_counter()
     xv = pair_features(validation_corpus.texts, val.left, val.right,

@@ -4,8 +4,9 @@ or terminated (SIGTERM), as separate processes.
 SIGKILL cannot be caught, so a killed run may leave hidden temporary files
 (``.NAME.neardup-PID-XXXX.tmp``) but never a half-written output set: before the commit
 every target keeps its previous content, after it every target is new and complete. The
-next run removes the leftovers and succeeds. The kills use the test hook
-``NEARDUP_TEST_KILL_AT=<stage>`` (see :func:`neardup.io.outputs.kill_point`).
+next run removes the leftovers and succeeds. The kills use the fault-injection plugin
+(``NEARDUP_TEST_KILL_AT=<stage>``, ``tests/fault_plugin``), which kills the run at that
+:func:`neardup.faults.checkpoint`.
 """
 
 from __future__ import annotations
@@ -21,15 +22,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-import neardup.io.outputs as outputs_module
+from tests.fault_plugin import KILL_ENV, with_plugin
 
 WORKTREE = Path(__file__).resolve().parents[2]
 STAGES_BEFORE_COMMIT = ("checked", "read", "clustered", "written")
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != outputs_module.KILL_ENV}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(WORKTREE), env.get("PYTHONPATH")]))
+    env = {k: v for k, v in os.environ.items() if k != KILL_ENV}
+    env["PYTHONPATH"] = with_plugin(os.pathsep.join(filter(None, [str(WORKTREE), env.get("PYTHONPATH")])))
     env["HF_HUB_OFFLINE"] = "1"
     return env | extra
 

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 import neardup
 from neardup.engine import CorpusStageConfig, UnionFind, WorkDirError, run_corpus_stage
 from neardup.engine import corpus as corpus_module
-from neardup.engine.buckets import bucket_edges, group_runs
+from neardup.engine.buckets import group_runs
+from neardup.graph.buckets import bucket_edges
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method
 from neardup.text import ShingleConfig
@@ -136,7 +137,7 @@ def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, s
     elif stage == "prefix":  # its third key partition
         calls = die_at_call(monkeypatch, corpus_module, "add_key_classes", 3)
     elif stage == "link":
-        calls = die_at_call(monkeypatch, corpus_module, "_link_partition", 4)
+        calls = die_at_call(monkeypatch, corpus_module, "link_partition", 4)
     elif stage == "exchange":
         calls = die_at_call(monkeypatch, corpus_module, "_reduce_pair_range", 2)
     else:

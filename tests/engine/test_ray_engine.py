@@ -27,7 +27,6 @@ from neardup.pipeline import ClusterConfig, run
 ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
 
 from neardup.engine.ray_engine import (  # noqa: E402
-    FAULT_ENV,
     RayConfig,
     RayInputs,
     RayRun,
@@ -38,21 +37,24 @@ from neardup.engine.ray_engine import (  # noqa: E402
     write_outputs,
 )
 from tests.engine.fakes import FakeRETSim, FakeRETSimPartial  # noqa: E402
+from tests.fault_plugin import RAY_FAULT_ENV, with_plugin  # noqa: E402
 
 _MB = 1 << 20
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """Two Ray nodes on this machine, one CPU each; workers import this checkout and can be
-    told to kill themselves once (FAULT_ENV)."""
+    """Two Ray nodes on this machine, one CPU each; workers import this checkout and load
+    the fault-injection plugin (tests/fault_plugin), so they can be told to kill
+    themselves once (RAY_FAULT_ENV, :func:`neardup.faults.kill_once`)."""
     from ray.cluster_utils import Cluster
 
     marker = tmp_path_factory.mktemp("fault") / "killed"
     nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 200 * _MB})
     nodes.add_node(num_cpus=1, object_store_memory=200 * _MB)
     env = worker_runtime_env()
-    env["env_vars"][FAULT_ENV] = str(marker)
+    env["env_vars"]["PYTHONPATH"] = with_plugin(env["env_vars"]["PYTHONPATH"])
+    env["env_vars"][RAY_FAULT_ENV] = str(marker)
     ray.init(address=nodes.address, runtime_env=env, include_dashboard=False, logging_level="WARNING",
              log_to_driver=False)
     nodes.wait_for_nodes()
@@ -587,7 +589,7 @@ def test_worker_killed_while_joining_components_is_retried(cluster, shards, tmp_
     marker = cluster["marker"]
     marker.unlink(missing_ok=True)
     armed = marker.with_name(marker.name + ".armed")
-    armed.write_text("components")
+    armed.write_text("ray-components")
     reader, method = ReaderConfig(id_field="id"), make_method("minhash")
     try:
         run_ = RayRun(RayInputs(tuple(shards), reader), method,
@@ -759,3 +761,13 @@ def test_identical_texts_are_linked_as_in_the_local_engine(cluster, tmp_path, me
               [9, 19, 29]]
     assert all(len({c[i] for i in g}) == 1 for g in groups)
     assert len({c[g[0]] for g in groups} | {c[6], c[7]}) == len(groups) + 2
+
+
+def test_traced_tasks_report_their_peak_only_when_asked():
+    from neardup.engine.ray_engine import _traced
+
+    task = _traced(lambda n: ({"n": n}, np.ones(n)))
+    assert task(False, 1000)[0]["peak_bytes"] == 0
+    assert task(True, 1000)[0]["peak_bytes"] >= 8000  # the traced array
+    with pytest.raises(ValueError, match="RayConfig: parameter 'trace_memory' must be True or False"):
+        RayConfig(trace_memory="yes")

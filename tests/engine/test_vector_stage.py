@@ -196,7 +196,7 @@ def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, s
     if stage == "embed":
         die_at_call(monkeypatch, FakeRETSimPartial, "sketch", 3)
     else:
-        die_at_call(monkeypatch, vectors_module, "_search_shard", 5)
+        die_at_call(monkeypatch, vectors_module, "search_shard", 5)
     work = tmp_path / "killed"
     with pytest.raises(Killed):
         run_vector_stage(_batches(demo), method, shard_rows=60,
@@ -253,13 +253,13 @@ def test_template_copies_shrink_the_query_batches(demo, monkeypatch):
     records = demo[:200] + [demo[10]] * 400 + demo[200:400]
     method = FakeRETSim(threshold=0.85, threads=1)
     seen = []
-    real = vectors_module._QueryBatchSize.observe
+    real = vectors_module.QueryBatchSize.observe
 
     def observe(self, found):
         real(self, found)
         seen.append(self.rows)
 
-    monkeypatch.setattr(vectors_module._QueryBatchSize, "observe", observe)
+    monkeypatch.setattr(vectors_module.QueryBatchSize, "observe", observe)
     stage = run_vector_stage(_batches(records), method, config=CorpusStageConfig(memory_limit="1MB"))
     monkeypatch.undo()
     memory = run(_batches(records), method, engine="memory")
@@ -361,7 +361,7 @@ def test_rerank_vector_stage_resumes_after_kill(demo, tmp_path, tiny_verifier, t
     method = _rerank(tiny_verifier)
     clean = run_vector_stage(_batches(records), method, shard_rows=60,
                              config=CorpusStageConfig(work_dir=str(tmp_path / "clean")))
-    die_at_call(monkeypatch, vectors_module, "_search_shard", 3)
+    die_at_call(monkeypatch, vectors_module, "search_shard", 3)
     work = tmp_path / "killed"
     with pytest.raises(Killed):
         run_vector_stage(_batches(records), method, shard_rows=60,

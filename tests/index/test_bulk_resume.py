@@ -1,6 +1,7 @@
 """A bulk add killed (SIGKILL) at each of its steps, then resumed, gives the index an
 uninterrupted bulk add gives (Index.bulk_add(resume=True), index add --bulk --resume).
-The kills use the test hook NEARDUP_TEST_KILL_AT (neardup.io.outputs.kill_point)."""
+The kills use the fault-injection plugin (NEARDUP_TEST_KILL_AT, tests/fault_plugin) at
+neardup.faults checkpoints."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from neardup.index import Index
-from neardup.io.outputs import KILL_ENV
+from tests.fault_plugin import KILL_ENV, with_plugin
 from tests.index.conftest import synthetic_texts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +38,7 @@ with Index(directory) as index:
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != KILL_ENV}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = with_plugin(os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
     env["HF_HUB_OFFLINE"] = "1"
     return env | extra
 

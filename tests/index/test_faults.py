@@ -5,9 +5,10 @@ After each fault: the index opens, ``stats --check`` tells the truth, and no ack
 add is lost. A full disk is a real one where the sandbox lets the test mount a small tmpfs
 (skipped otherwise), and always SQLite's own "database or disk is full" through a page
 limit set on the index's connection by the test (no hook in neardup). Kills use the
-existing test hook (``NEARDUP_TEST_KILL_AT``, :func:`neardup.io.outputs.kill_point`) at
-each phase boundary, and a SQLite progress handler installed by the test's own script to
-kill the process in the middle of a statement (an insert, a delete, the VACUUM).
+fault-injection plugin (``NEARDUP_TEST_KILL_AT``, ``tests/fault_plugin``) at each phase
+boundary's :func:`neardup.faults.checkpoint`, and a SQLite progress handler installed by
+the test's own script to kill the process in the middle of a statement (an insert, a
+delete, the VACUUM).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from click.testing import CliRunner
 
 from neardup.cli import main
 from neardup.index import Index
+from tests.fault_plugin import with_plugin
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -230,7 +232,7 @@ def test_database_full_during_python_add(tmp_path, page_limit):
 
 
 def _env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", **extra}
+    return {**os.environ, "PYTHONPATH": with_plugin(str(ROOT)), "HF_HUB_OFFLINE": "1", **extra}
 
 
 def _cli(*args, kill_at: str) -> subprocess.CompletedProcess:
