@@ -186,9 +186,3 @@ def outside_time_window(pairs: Pairs, dates: np.ndarray | None, hours: float | N
     if window is None or not len(pairs):
         return np.zeros(len(pairs), dtype=bool)
     return window.apart(pairs.left, pairs.right)
-    seconds = np.asarray(dates).astype("datetime64[s]")
-    a, b = seconds[pairs.left], seconds[pairs.right]
-    known = ~(np.isnat(a) | np.isnat(b))
-    gap = np.abs((a[known] - b[known]).astype(np.int64))
-    outside[known] = gap > hours * 3600.0
-    return outside
