@@ -23,6 +23,8 @@ import pytest
 
 import neardup.io.outputs as outputs_module
 
+pytestmark = pytest.mark.faults
+
 WORKTREE = Path(__file__).resolve().parents[2]
 STAGES_BEFORE_COMMIT = ("checked", "read", "clustered", "written")
 

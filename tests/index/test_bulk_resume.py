@@ -17,6 +17,8 @@ from neardup.index import Index
 from neardup.io.outputs import KILL_ENV
 from tests.index.conftest import synthetic_texts
 
+pytestmark = pytest.mark.faults
+
 ROOT = Path(__file__).resolve().parents[2]
 N = 3000
 

@@ -30,6 +30,8 @@ from click.testing import CliRunner
 from neardup.cli import main
 from neardup.index import Index
 
+pytestmark = pytest.mark.faults
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
