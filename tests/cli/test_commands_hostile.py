@@ -93,6 +93,7 @@ def labeled(tmp_path) -> Path:
 
 
 @pytest.mark.parametrize("link", ["symlink", "hardlink", "run-output"])
+@pytest.mark.slow
 def test_report_out_on_an_input_is_refused(tmp_path, corpus, run_files, link):
     target = run_files["clusters"] if link == "run-output" else corpus
     out = tmp_path / "page.html"

@@ -30,6 +30,7 @@ def _texts(records):
     "method, params",
     [("exact", {}), ("minhash", {}), ("minhash", {"threshold": 0.3}), ("simhash", {"threshold": 5})],
 )
+@pytest.mark.slow
 def test_out_of_core_matches_in_memory(demo, method, params, tmp_path):
     texts = _texts(demo)
     memory = neardup.dedup(texts, method, engine="memory", pair_types=False, **params)
@@ -119,6 +120,7 @@ def _batches(texts, size=400):
                          [("minhash", {"threshold": 0.4}), ("ngram", {}), ("spotsigs", {}),
                           ("wminhash", {"verify": "exact", "phrase_length": 3, "threshold": 0.2}),
                           ("minhash", {"verify": "exact", "threshold": 0.4})])
+@pytest.mark.slow
 def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, name, params):
     method = make_method(name, **params)
     if stage in ("prefix", "exchange") and not corpus_module.exchanges_pair_counts(method):
@@ -282,6 +284,7 @@ def test_work_directories_of_killed_runs_are_removed(tmp_path, monkeypatch):
     [{}, {"threshold": 0.3}, {"similarity": "containment", "threshold": 0.8},
      {"shingle": "char5", "threshold": 0.5}],
 )
+@pytest.mark.slow
 def test_ngram_out_of_core_matches_in_memory(demo, params, tmp_path):
     from neardup.text import ShingleConfig
 
@@ -303,6 +306,7 @@ def test_ngram_out_of_core_matches_in_memory(demo, params, tmp_path):
 
 
 @pytest.mark.parametrize("max_df", [50, 100_000])
+@pytest.mark.slow
 def test_ngram_giant_bucket_of_copies_stays_linear(max_df):
     n = 10_000
     story = "the same wire story printed again and again by every paper in the land"
@@ -320,6 +324,7 @@ def test_ngram_giant_bucket_of_copies_stays_linear(max_df):
         assert result.summary()["max_df_shingles"] > 0  # the copies' keys are over max_df
 
 
+@pytest.mark.slow
 def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_path, monkeypatch):
     pytest.importorskip("rapidfuzz")
     from neardup.methods.rerank import VerifierScorer
@@ -354,6 +359,7 @@ def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_pa
 
 @pytest.mark.parametrize("method, params", [("minhash", {}), ("minhash", {"threshold": 0.3}),
                                             ("exact", {}), ("wminhash", {}), ("rerank", {})])
+@pytest.mark.slow
 def test_community_detection_out_of_core_matches_in_memory(demo, method, params, tmp_path):
     if method == "rerank":
         pytest.importorskip("rapidfuzz")
@@ -385,6 +391,7 @@ def test_every_edge_refused_for_methods_that_skip_joined_pairs(demo):
         run_corpus_stage(_batches(_texts(demo[:50])), make_method("ngram"), every_edge=True)
 
 
+@pytest.mark.slow
 def test_rerank_scores_a_rejected_pair_once(demo, tmp_path, monkeypatch):
     # Two documents share many LSH bands (keys in different partitions); a pair the
     # verifier rejected is remembered, not scored again, and the clusters stay the same.
@@ -533,6 +540,7 @@ def test_spotsigs_out_of_core_matches_in_memory(demo, params, tmp_path):
 @pytest.mark.parametrize(("name", "params"),
                          [("ngram", {}), ("ngram", {"similarity": "containment", "threshold": 0.8}),
                           ("spotsigs", {"threshold": 0.3})])
+@pytest.mark.slow
 def test_pair_count_exchange_does_not_depend_on_partitions(demo, name, params):
     texts = _texts(demo)
     memory = neardup.dedup(texts, name, engine="memory", pair_types=False, **params)

@@ -110,6 +110,7 @@ def demo_all():
 @pytest.mark.parametrize("method_class, k, shard_rows", [
     (FakeRETSim, None, 500), (FakeRETSim, 4, None), (FakeRETSimPartial, None, 500),
     (FakeRETSimPartial, 4, 500)])
+@pytest.mark.slow
 def test_ivf_shards_match_the_in_memory_ivf(demo_all, tmp_path, method_class, k, shard_rows):
     # Every row trains the shared centroids (<= 256 per cell), as in memory: per-shard
     # lists searched with the same probes give the in-memory IVF's neighbours.
@@ -234,6 +235,7 @@ def test_resume_with_another_threshold_reuses_the_embeddings(demo, tmp_path, mon
     np.testing.assert_array_equal(canonical_labels(looser.roots), memory.clusters)
 
 
+@pytest.mark.neural
 def test_shipped_retsim_model_sharded_matches_in_memory(demo, tmp_path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("unisim")
@@ -267,6 +269,7 @@ def test_template_copies_shrink_the_query_batches(demo, monkeypatch):
     assert min(seen) < vectors_module.QUERY_BATCH // 8
 
 
+@pytest.mark.neural
 def test_cli_local_engine_runs_retsim_out_of_core(demo, tmp_path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("unisim")
@@ -310,6 +313,7 @@ def _rerank(verifier, threshold=0.5):
                         candidates="retsim", candidate_params={"threshold": 0.7, "k": 10})
 
 
+@pytest.mark.slow
 def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, tiny_verifier,
                                                                 trigram_retsim, monkeypatch):
     from neardup.methods.rerank import VerifierScorer
@@ -355,6 +359,7 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
     assert (sharded.pairs.score >= 0.5).all()
 
 
+@pytest.mark.slow
 def test_rerank_vector_stage_resumes_after_kill(demo, tmp_path, tiny_verifier, trigram_retsim,
                                                 monkeypatch):
     records = demo[:300]
