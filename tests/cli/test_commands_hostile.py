@@ -366,6 +366,7 @@ def test_calibrate_numeric_options(tmp_path, corpus, option, value):
     assert not (tmp_path / "cal.json").exists()
 
 
+@pytest.mark.slow
 def test_calibrate_writes_its_outputs_as_a_set(tmp_path, corpus, labels):
     saved = tmp_path / "saved.jsonl"
     result = invoke("calibrate", corpus, "--id-field", "id", "--labels", labels,

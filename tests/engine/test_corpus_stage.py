@@ -52,6 +52,7 @@ MINHASH_EXACT = [{"verify": "exact"}, {"verify": "exact", "threshold": 0.3},
 
 
 @pytest.mark.parametrize("params", MINHASH_EXACT)
+@pytest.mark.slow
 def test_minhash_exact_verification_out_of_core_matches_in_memory(demo, params, tmp_path):
     texts = _texts(demo)
     assert_exact_verification_matches_memory("minhash", texts, params, tmp_path / "w")
@@ -239,6 +240,7 @@ def test_union_find_roots_are_smallest_members():
                               "one two three five", "", "zz yy xx ww vv", "  "]), min_size=1, max_size=40),
     st.randoms(use_true_random=False),
 )
+@pytest.mark.slow
 def test_every_document_once_and_order_independent(texts, rng):
     result = neardup.dedup(texts, "minhash", pair_types=False, threshold=0.4, memory_limit="1MB",
                            partitions=4, batch_size=7)

@@ -65,6 +65,7 @@ def test_wminhash_exact_verification_out_of_core_matches_in_memory(demo, params,
     assert not (arrays / "samples.bin").exists()
 
 
+@pytest.mark.slow
 def test_wminhash_exact_weighted_sets_are_fetched_as_stored(demo, tmp_path):
     from neardup.engine.corpus import _ArrayStore
     from neardup.methods.base import SET_WEIGHTS

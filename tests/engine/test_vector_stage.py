@@ -128,6 +128,7 @@ def test_ivf_shards_match_the_in_memory_ivf(demo_all, tmp_path, method_class, k,
     assert len(list((tmp_path / "w" / "search").glob("ivf-0*.faiss"))) == stage.stats["shards"]
 
 
+@pytest.mark.slow
 def test_auto_index_switches_to_ivf_above_exact_limit(demo_all, tmp_path):
     docs = demo_all[:2500]
     small = FakeRETSim(threshold=0.85, exact_limit=len(docs))
@@ -190,6 +191,7 @@ def test_shard_size_follows_the_memory_limit():
 
 
 @pytest.mark.parametrize("stage, index", [("embed", "flat"), ("search", "flat"), ("search", "ivf")])
+@pytest.mark.slow
 def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, index):
     method = FakeRETSimPartial(threshold=0.85, threads=1, index=index)
     clean = run_vector_stage(_batches(demo), method, shard_rows=60,
