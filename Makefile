@@ -1,13 +1,20 @@
 # Two entry points do all set-up on a fresh machine:
 #   make demo   installs neardup in .venv and de-duplicates the bundled demo corpus
 #   make test   installs neardup with its test dependencies in .venv and runs the tests
+# While working: make test-fast (everything but the marked lanes, in a few minutes), or one
+# lane: .venv/bin/python -m pytest -m ray (lanes: the markers in pyproject.toml).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 OUT ?= out
+# pytest-xdist workers: one per logical CPU. --dist loadgroup keeps each xdist_group (the
+# Ray tests, which share one local cluster) on a single worker.
+WORKERS ?= logical
+PYTEST := HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
+LANES := slow or ray or neural or train or browser or faults
 
-.PHONY: demo test install install-test bench clean browser
+.PHONY: demo test test-fast install install-test bench clean browser
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,8 +45,13 @@ browser:
 		 (apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null 2>&1) || \
 		 echo "skipping browser install: no chromium and apt-get cannot install it") || true
 
+# The whole suite (what CI runs), on every core, with the 25 slowest tests listed.
 test: install-test browser
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	$(PYTEST) --durations=25
+
+# Everything but the marked lanes ($(LANES)).
+test-fast: install-test
+	$(PYTEST) --durations=10 -m "not ($(LANES))"
 
 bench: install-test
 	$(PY) bench/bench_minhash_signatures.py

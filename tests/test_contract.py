@@ -76,6 +76,7 @@ def test_every_document_once_and_duplicates_found(method):
     assert adjusted_rand_index(labels, r.clusters) == 1.0
 
 
+@pytest.mark.slow
 def test_deterministic(method):
     texts, _ = _corpus()
     a = neardup.dedup(texts + HOSTILE, method=method, seed=7)

@@ -4,6 +4,7 @@ same clusters whatever the batch size and the input order (up to cluster numberi
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -54,6 +55,7 @@ def check_every_document_once(result, n: int) -> None:
 
 @SETTINGS
 @given(texts=TEXTS, method=METHODS, batch_size=st.integers(1, 7), seed=st.integers(0, 2**16))
+@pytest.mark.slow
 def test_every_document_once_whatever_the_batch_size_and_order(texts, method, batch_size, seed):
     name, params = method
     n = len(texts)
@@ -75,6 +77,7 @@ def test_every_document_once_whatever_the_batch_size_and_order(texts, method, ba
 
 @SETTINGS
 @given(texts=TEXTS, copies=st.integers(2, 12), max_df=st.integers(2, 5))
+@pytest.mark.slow
 def test_exact_copies_always_one_cluster_with_ngram(texts, copies, max_df):
     """However many copies (above max_df or not), exact copies end in one cluster."""
     story = "grain prices rose in chicago on monday"

@@ -515,8 +515,8 @@ def _check_header(path: str, header: list[str], require: tuple[str, ...]) -> Non
         seen.add(name)
     for name in require:
         if name not in seen:
-            quoted = (f" The names are in quotes, which TSV does not remove: write the header "
-                      f"without them." if f'"{name}"' in seen else "")
+            quoted = (" The names are in quotes, which TSV does not remove: write the header "
+                      "without them." if f'"{name}"' in seen else "")
             raise InputError(
                 f"{path}, line 1: no column {name!r} in the header; the columns are "
                 f"{', '.join(repr(h) for h in header)}. Set {_FIELDS()} to the right column."

@@ -118,7 +118,6 @@ def _lexical_rows(texts: list[str], params: dict[str, dict[str, Any]]) -> list[d
     from neardup.methods.lsh import band_keys
     from neardup.methods.minhash import jaccard_from_signatures
     from neardup.methods.ngram import exact_similarity
-    from neardup.methods.simhash import hamming_distance
 
     zero, one = np.array([0]), np.array([1])
     rows = []

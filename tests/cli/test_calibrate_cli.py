@@ -67,6 +67,7 @@ def test_prompt_labels_fit_and_tuning_file_works_with_eval(corpus, tmp_path):
     assert json.loads(evaluated.output)["params"]["threshold"] == tuning.params["threshold"]
 
 
+@pytest.mark.slow
 def test_quit_early_and_labels_file(corpus, tmp_path):
     path, rows = corpus
     labels = tmp_path / "labels.csv"
@@ -131,6 +132,7 @@ def _rerank_labels(tmp_path):
     return labels
 
 
+@pytest.mark.slow
 def test_fit_verifier_writes_a_corrected_verifier_dedup_uses(corpus, tmp_path):
     path, rows = corpus
     labels, model, out = _rerank_labels(tmp_path), tmp_path / "mine", tmp_path / "cal.json"

@@ -93,6 +93,7 @@ def labeled(tmp_path) -> Path:
 
 
 @pytest.mark.parametrize("link", ["symlink", "hardlink", "run-output"])
+@pytest.mark.slow
 def test_report_out_on_an_input_is_refused(tmp_path, corpus, run_files, link):
     target = run_files["clusters"] if link == "run-output" else corpus
     out = tmp_path / "page.html"
@@ -365,6 +366,7 @@ def test_calibrate_numeric_options(tmp_path, corpus, option, value):
     assert not (tmp_path / "cal.json").exists()
 
 
+@pytest.mark.slow
 def test_calibrate_writes_its_outputs_as_a_set(tmp_path, corpus, labels):
     saved = tmp_path / "saved.jsonl"
     result = invoke("calibrate", corpus, "--id-field", "id", "--labels", labels,

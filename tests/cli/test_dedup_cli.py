@@ -176,6 +176,7 @@ def test_param_errors(corpus, args, message):
     assert result.exit_code == 2 and message in result.output
 
 
+@pytest.mark.slow
 def test_spell_correct_flag(tmp_path, corpus):
     pytest.importorskip("symspellpy")
     path, _ = corpus
@@ -259,6 +260,7 @@ def test_rerank_defaults_to_the_models_recommended_clustering(tmp_path, corpus):
     assert "--resolution applies to --cluster leiden or --cluster louvain only; with --cluster auto" in ignored.output
 
 
+@pytest.mark.slow
 def test_input_warnings_are_one_line(tmp_path):
     folder = tmp_path / "reuters"
     folder.mkdir()

@@ -24,6 +24,8 @@ import pytest
 
 from tests.fault_plugin import KILL_ENV, with_plugin
 
+pytestmark = pytest.mark.faults
+
 WORKTREE = Path(__file__).resolve().parents[2]
 STAGES_BEFORE_COMMIT = ("checked", "read", "clustered", "written")
 

@@ -8,7 +8,6 @@ clustering output that is written.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import os

@@ -118,7 +118,9 @@ def test_tune_then_eval_on_test(labeled, tmp_path):
     assert data["from_tuning"] == str(out) and data["split"] == "test"
 
 
-def test_tune_suggests_the_test_file_next_to_a_validation_file(tmp_path):
+def test_tune_suggests_the_test_file_next_to_a_validation_file(tmp_path, monkeypatch):
+    # rich wraps at 80 columns, inside the path when tmp_path is long (an xdist worker's is).
+    monkeypatch.setenv("COLUMNS", "400")
     rows = labeled_rows()
     for split in ("validation", "test"):
         (tmp_path / f"{split}.jsonl").write_text(

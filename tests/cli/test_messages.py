@@ -331,6 +331,7 @@ BAD_PARAMETER_VALUES = ["-1", '"bogus"', "1e9", "[1, 2]", "true", "0", "NaN"]
 
 
 @pytest.mark.parametrize("method", LEXICAL)
+@pytest.mark.slow
 def test_every_method_parameter_error_through_param_is_in_cli_words(corpus, method):
     """``--param NAME=VALUE`` for every parameter of the method and values of every JSON
     kind: each refusal names the parameter as the command line sets it."""

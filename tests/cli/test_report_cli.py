@@ -104,6 +104,7 @@ def test_help_documents_every_option():
     assert "--html" in _invoke(["dedup", "--help"]).output
 
 
+@pytest.mark.slow
 def test_explain_prints_every_methods_verdict(corpus):
     result = subprocess.run(
         [sys.executable, "-m", "neardup", "explain", str(corpus), "a", "b", *READ,

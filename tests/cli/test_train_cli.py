@@ -16,6 +16,8 @@ from neardup.io import write_records
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
 from rerank_fixtures import make_corpus  # noqa: E402
 
+pytestmark = pytest.mark.train
+
 
 def _write(path: Path, corpus, split: str) -> Path:
     write_records(path, (

@@ -22,6 +22,8 @@ pytest.importorskip("sentence_transformers")
 
 from neardup.embed.biencoder import BiEncoder, _head, shipped_model_path  # noqa: E402
 
+pytestmark = pytest.mark.neural
+
 DIM = 384
 
 HOSTILE = [

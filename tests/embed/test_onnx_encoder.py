@@ -34,6 +34,8 @@ from neardup.embed.onnx_encoder import (  # noqa: E402
     replace_lone_surrogates,
 )
 
+pytestmark = pytest.mark.neural
+
 TEXTS = [
     "Crude oil prices rose sharply on Monday after OPEC agreed to cut output by two percent.",
     "Crude oil prices rose sharply on Monday after OPEC agreed to cut output by 2 pct.",

@@ -8,6 +8,8 @@ import pytest
 
 from neardup.embed import RETSim, default_model_path, partial_similarity
 
+pytestmark = pytest.mark.neural
+
 LONG = (
     "Shares of the company rose sharply on Tuesday after it reported first-quarter earnings "
     "well above analysts' expectations, helped by strong demand in its overseas markets. "

@@ -31,6 +31,7 @@ def _texts(records):
     "method, params",
     [("exact", {}), ("minhash", {}), ("minhash", {"threshold": 0.3}), ("simhash", {"threshold": 5})],
 )
+@pytest.mark.slow
 def test_out_of_core_matches_in_memory(demo, method, params, tmp_path):
     texts = _texts(demo)
     memory = neardup.dedup(texts, method, engine="memory", pair_types=False, **params)
@@ -52,6 +53,7 @@ MINHASH_EXACT = [{"verify": "exact"}, {"verify": "exact", "threshold": 0.3},
 
 
 @pytest.mark.parametrize("params", MINHASH_EXACT)
+@pytest.mark.slow
 def test_minhash_exact_verification_out_of_core_matches_in_memory(demo, params, tmp_path):
     texts = _texts(demo)
     assert_exact_verification_matches_memory("minhash", texts, params, tmp_path / "w")
@@ -120,6 +122,7 @@ def _batches(texts, size=400):
                          [("minhash", {"threshold": 0.4}), ("ngram", {}), ("spotsigs", {}),
                           ("wminhash", {"verify": "exact", "phrase_length": 3, "threshold": 0.2}),
                           ("minhash", {"verify": "exact", "threshold": 0.4})])
+@pytest.mark.slow
 def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, name, params):
     method = make_method(name, **params)
     if stage in ("prefix", "exchange") and not corpus_module.exchanges_pair_counts(method):
@@ -238,6 +241,7 @@ def test_union_find_roots_are_smallest_members():
                               "one two three five", "", "zz yy xx ww vv", "  "]), min_size=1, max_size=40),
     st.randoms(use_true_random=False),
 )
+@pytest.mark.slow
 def test_every_document_once_and_order_independent(texts, rng):
     result = neardup.dedup(texts, "minhash", pair_types=False, threshold=0.4, memory_limit="1MB",
                            partitions=4, batch_size=7)
@@ -283,6 +287,7 @@ def test_work_directories_of_killed_runs_are_removed(tmp_path, monkeypatch):
     [{}, {"threshold": 0.3}, {"similarity": "containment", "threshold": 0.8},
      {"shingle": "char5", "threshold": 0.5}],
 )
+@pytest.mark.slow
 def test_ngram_out_of_core_matches_in_memory(demo, params, tmp_path):
     from neardup.text import ShingleConfig
 
@@ -304,6 +309,7 @@ def test_ngram_out_of_core_matches_in_memory(demo, params, tmp_path):
 
 
 @pytest.mark.parametrize("max_df", [50, 100_000])
+@pytest.mark.slow
 def test_ngram_giant_bucket_of_copies_stays_linear(max_df):
     n = 10_000
     story = "the same wire story printed again and again by every paper in the land"
@@ -321,6 +327,7 @@ def test_ngram_giant_bucket_of_copies_stays_linear(max_df):
         assert result.summary()["max_df_shingles"] > 0  # the copies' keys are over max_df
 
 
+@pytest.mark.slow
 def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_path, monkeypatch):
     pytest.importorskip("rapidfuzz")
     from neardup.methods.rerank import VerifierScorer
@@ -355,6 +362,7 @@ def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_pa
 
 @pytest.mark.parametrize("method, params", [("minhash", {}), ("minhash", {"threshold": 0.3}),
                                             ("exact", {}), ("wminhash", {}), ("rerank", {})])
+@pytest.mark.slow
 def test_community_detection_out_of_core_matches_in_memory(demo, method, params, tmp_path):
     if method == "rerank":
         pytest.importorskip("rapidfuzz")
@@ -386,6 +394,7 @@ def test_every_edge_refused_for_methods_that_skip_joined_pairs(demo):
         run_corpus_stage(_batches(_texts(demo[:50])), make_method("ngram"), every_edge=True)
 
 
+@pytest.mark.slow
 def test_rerank_scores_a_rejected_pair_once(demo, tmp_path, monkeypatch):
     # Two documents share many LSH bands (keys in different partitions); a pair the
     # verifier rejected is remembered, not scored again, and the clusters stay the same.
@@ -534,6 +543,7 @@ def test_spotsigs_out_of_core_matches_in_memory(demo, params, tmp_path):
 @pytest.mark.parametrize(("name", "params"),
                          [("ngram", {}), ("ngram", {"similarity": "containment", "threshold": 0.8}),
                           ("spotsigs", {"threshold": 0.3})])
+@pytest.mark.slow
 def test_pair_count_exchange_does_not_depend_on_partitions(demo, name, params):
     texts = _texts(demo)
     memory = neardup.dedup(texts, name, engine="memory", pair_types=False, **params)

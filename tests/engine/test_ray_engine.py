@@ -39,6 +39,8 @@ from neardup.engine.ray_engine import (  # noqa: E402
 from tests.engine.fakes import FakeRETSim, FakeRETSimPartial  # noqa: E402
 from tests.fault_plugin import RAY_FAULT_ENV, with_plugin  # noqa: E402
 
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
+
 _MB = 1 << 20
 
 

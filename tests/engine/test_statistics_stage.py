@@ -33,6 +33,7 @@ WMINHASH = [{}, {"phrase_length": 3, "threshold": 0.2}, {"weighting": "idf", "ph
 
 
 @pytest.mark.parametrize("params", WMINHASH)
+@pytest.mark.slow
 def test_wminhash_out_of_core_matches_in_memory(demo, params, tmp_path):
     texts = _texts(demo)
     memory = neardup.dedup(texts, "wminhash", engine="memory", pair_types=False, **params)
@@ -52,6 +53,7 @@ WMINHASH_EXACT = [{"verify": "exact"}, {"verify": "exact", "phrase_length": 3, "
 
 
 @pytest.mark.parametrize("params", WMINHASH_EXACT)
+@pytest.mark.slow
 def test_wminhash_exact_verification_out_of_core_matches_in_memory(demo, params, tmp_path):
     texts = _texts(demo)
     assert_exact_verification_matches_memory("wminhash", texts, params, tmp_path / "w")
@@ -63,6 +65,7 @@ def test_wminhash_exact_verification_out_of_core_matches_in_memory(demo, params,
     assert not (arrays / "samples.bin").exists()
 
 
+@pytest.mark.slow
 def test_wminhash_exact_weighted_sets_are_fetched_as_stored(demo, tmp_path):
     from neardup.engine.corpus import _ArrayStore
     from neardup.methods.base import SET_WEIGHTS
@@ -142,6 +145,7 @@ def test_wminhash_fitted_on_a_reference_corpus_skips_the_statistics_stage(demo, 
 
 @pytest.mark.parametrize("params", [{}, {"threshold": 0.6, "top_k": 2}, {"ranking": "tfidf"},
                                     {"margin": 1.0, "query_terms": 8}])
+@pytest.mark.slow
 def test_sanderson_out_of_core_matches_in_memory(demo, params, tmp_path):
     texts = _texts(demo)
     memory = neardup.dedup(texts, "sanderson", engine="memory", pair_types=False, **params)
@@ -164,6 +168,7 @@ def test_sanderson_out_of_core_matches_in_memory(demo, params, tmp_path):
     assert stats["postings"] > 0 and stats["retrievals"] > 0
 
 
+@pytest.mark.slow
 def test_sanderson_time_windows_match_in_memory(demo):
     kwargs = dict(date_field="date", pair_types=False, time_window_hours=24)
     memory = neardup.dedup(demo, "sanderson", engine="memory", **kwargs)
@@ -173,6 +178,7 @@ def test_sanderson_time_windows_match_in_memory(demo):
 
 
 @pytest.mark.parametrize("name", ["wminhash", "sanderson"])
+@pytest.mark.slow
 def test_resume_after_kill_in_the_statistics_stage(demo, tmp_path, monkeypatch, name):
     texts = _texts(demo)
     method = make_method(name)

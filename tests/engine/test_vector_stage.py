@@ -110,6 +110,7 @@ def demo_all():
 @pytest.mark.parametrize("method_class, k, shard_rows", [
     (FakeRETSim, None, 500), (FakeRETSim, 4, None), (FakeRETSimPartial, None, 500),
     (FakeRETSimPartial, 4, 500)])
+@pytest.mark.slow
 def test_ivf_shards_match_the_in_memory_ivf(demo_all, tmp_path, method_class, k, shard_rows):
     # Every row trains the shared centroids (<= 256 per cell), as in memory: per-shard
     # lists searched with the same probes give the in-memory IVF's neighbours.
@@ -127,6 +128,7 @@ def test_ivf_shards_match_the_in_memory_ivf(demo_all, tmp_path, method_class, k,
     assert len(list((tmp_path / "w" / "search").glob("ivf-0*.faiss"))) == stage.stats["shards"]
 
 
+@pytest.mark.slow
 def test_auto_index_switches_to_ivf_above_exact_limit(demo_all, tmp_path):
     docs = demo_all[:2500]
     small = FakeRETSim(threshold=0.85, exact_limit=len(docs))
@@ -189,6 +191,7 @@ def test_shard_size_follows_the_memory_limit():
 
 
 @pytest.mark.parametrize("stage, index", [("embed", "flat"), ("search", "flat"), ("search", "ivf")])
+@pytest.mark.slow
 def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, index):
     method = FakeRETSimPartial(threshold=0.85, threads=1, index=index)
     clean = run_vector_stage(_batches(demo), method, shard_rows=60,
@@ -234,6 +237,7 @@ def test_resume_with_another_threshold_reuses_the_embeddings(demo, tmp_path, mon
     np.testing.assert_array_equal(canonical_labels(looser.roots), memory.clusters)
 
 
+@pytest.mark.neural
 def test_shipped_retsim_model_sharded_matches_in_memory(demo, tmp_path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("unisim")
@@ -267,6 +271,7 @@ def test_template_copies_shrink_the_query_batches(demo, monkeypatch):
     assert min(seen) < vectors_module.QUERY_BATCH // 8
 
 
+@pytest.mark.neural
 def test_cli_local_engine_runs_retsim_out_of_core(demo, tmp_path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("unisim")
@@ -310,6 +315,7 @@ def _rerank(verifier, threshold=0.5):
                         candidates="retsim", candidate_params={"threshold": 0.7, "k": 10})
 
 
+@pytest.mark.slow
 def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, tiny_verifier,
                                                                 trigram_retsim, monkeypatch):
     from neardup.methods.rerank import VerifierScorer
@@ -355,6 +361,7 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
     assert (sharded.pairs.score >= 0.5).all()
 
 
+@pytest.mark.slow
 def test_rerank_vector_stage_resumes_after_kill(demo, tmp_path, tiny_verifier, trigram_retsim,
                                                 monkeypatch):
     records = demo[:300]

@@ -32,6 +32,7 @@ def test_unknown_generator_is_refused():
         independent_copy(TEXT, "ours", np.random.default_rng(0))
 
 
+@pytest.mark.slow
 def test_confusables_set_structure_and_fold_rate():
     pytest.importorskip("confusable_homoglyphs")
     days = ["1987-03-%02d" % d for d in range(1, 13)]

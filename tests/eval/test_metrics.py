@@ -146,6 +146,7 @@ def test_labels_of_any_hashable_type():
     assert adjusted_rand_index([3, 3, 1, 2], [0, 0, 9, 8]) == 1.0
 
 
+@pytest.mark.slow
 def test_large_input_counts_without_overflow():
     # tp * tn exceeds the int64 range here; the Hubert-Arabie form, in exact fractions,
     # is an independent reference.

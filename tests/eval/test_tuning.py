@@ -63,7 +63,9 @@ def test_tuning_on_test_is_refused(corpus, split):
         tune(corpus, "minhash", split=split)
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", [
+    pytest.param(m, marks=pytest.mark.neural) if m in ("retsim", "retsim-partial", "biencoder") else m
+    for m in sorted(METHODS)])
 def test_tune_never_shows_a_test_text_to_the_method(corpus, method, monkeypatch):
     """The acceptance test: record every text any method sketches during tune."""
     seen: list[str] = []

@@ -108,6 +108,7 @@ def _cli(*args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.faults
 def test_sigkill_during_bulk_add_leaves_the_index_empty(tmp_path):
     n = 8_000
     texts = synthetic_texts(n, seed=7)

@@ -18,6 +18,8 @@ from neardup.index import Index
 from tests.fault_plugin import KILL_ENV, with_plugin
 from tests.index.conftest import synthetic_texts
 
+pytestmark = pytest.mark.faults
+
 ROOT = Path(__file__).resolve().parents[2]
 N = 3000
 

@@ -11,11 +11,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import neardup
 from neardup.index import Index
 
 from tests.index.conftest import partition_equal, synthetic_texts
+
+pytestmark = pytest.mark.faults
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -32,6 +32,8 @@ from neardup.cli import main
 from neardup.index import Index
 from tests.fault_plugin import with_plugin
 
+pytestmark = pytest.mark.faults
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -30,6 +30,7 @@ def _labels(index: Index, n: int) -> np.ndarray:
      ("simhash", {"threshold": 6})],
 )
 @pytest.mark.parametrize("k", [1, 4])
+@pytest.mark.slow
 def test_batches_give_dedup_clusters_on_demo_corpus(demo_texts, tmp_path, method, params, k):
     texts = demo_texts
     expected = neardup.dedup(texts, method, pair_types=False, **params).clusters
@@ -150,6 +151,7 @@ def test_mismatched_method_is_refused(tmp_path):
         Index(tmp_path / "idx", method="minhash", num_perm=64)
 
 
+@pytest.mark.slow
 def test_minhash_index_recorded_before_signature_schemes_keeps_working(tmp_path):
     """An index written before minhash recorded ``signature_scheme`` holds "perm64"
     signatures: it reopens with that scheme, matches new documents against the old ones,
@@ -207,6 +209,7 @@ def test_foreign_or_corrupted_directories_give_clear_errors(tmp_path):
         Index.create(tmp_path / "old", "exact")
 
 
+@pytest.mark.slow
 def test_concurrent_queries_during_an_add_see_whole_batches(tmp_path):
     texts = synthetic_texts(6000, seed=2)
     batch = 500

@@ -106,6 +106,7 @@ def test_texts_stored_only_with_rerank_and_mismatch_refused(tmp_path):
         Index.create(tmp_path / "m", "minhash", rerank={"model": str(tmp_path / "nowhere")})
 
 
+@pytest.mark.slow
 def test_delete_relinks_with_the_verifier(texts, expected, tmp_path):
     keep = np.ones(len(texts), bool)
     keep[::7] = False

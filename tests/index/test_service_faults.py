@@ -28,6 +28,8 @@ from tests.index.conftest import synthetic_texts
 pytest.importorskip("fastapi", reason="the serve extra (fastapi) is not installed")
 httpx = pytest.importorskip("httpx", reason="the serve extra (httpx) is not installed")
 
+pytestmark = pytest.mark.faults
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 WRITERS, BATCHES, PER_BATCH = 4, 60, 10

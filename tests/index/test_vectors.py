@@ -20,6 +20,8 @@ from tests.index.conftest import partition_equal
 pytest.importorskip("onnxruntime")
 pytest.importorskip("faiss")
 
+pytestmark = pytest.mark.neural
+
 ROOT = Path(__file__).resolve().parents[2]
 N = 300
 
@@ -81,6 +83,7 @@ def _cli(*args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.faults
 def test_sigkill_during_add_keeps_manifest_and_segments_consistent(tmp_path, texts, expected):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n"

@@ -200,6 +200,7 @@ def test_huge_integers_never_mention_python(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "csv", "tsv", "txt"])
+@pytest.mark.slow
 def test_invalid_utf8_strict_and_replace(tmp_path, kind):
     bad = b"caf\xe9 au lait"
     if kind == "jsonl":
@@ -272,6 +273,7 @@ def test_parquet_text_column_of_ints_and_out_of_range_timestamps(tmp_path):
             phrases=("dated.parquet, rows 0-1 (0-based): a value cannot be converted",))
 
 
+@pytest.mark.slow
 def test_nul_bytes_are_text_in_csv_tsv_and_an_error_in_raw_json(tmp_path):
     for name in ("n.csv", "n.tsv"):
         path = tmp_path / name

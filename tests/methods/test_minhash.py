@@ -154,6 +154,7 @@ def test_perm32_kernel_matches_a_plain_numpy_minimum():
 
 
 @pytest.mark.parametrize("scheme", ["perm32", "perm64"])
+@pytest.mark.slow
 def test_estimates_unbiased_with_binomial_spread_across_seeds(scheme):
     """Each signature scheme over many permutation seeds: for pairs with known Jaccard, the
     estimates' mean is the exact Jaccard and their variance is the binomial one of

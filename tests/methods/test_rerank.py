@@ -135,6 +135,7 @@ def tiny_cross_encoder(tmp_path_factory):
     return out
 
 
+@pytest.mark.neural
 def test_cross_encoder_scorer(tiny_cross_encoder, corpus):
     method = RerankMethod(scorer="cross-encoder", model=str(tiny_cross_encoder), threshold=0.0,
                           batch_size=4, threads=1, **_CANDIDATES)
@@ -146,6 +147,7 @@ def test_cross_encoder_scorer(tiny_cross_encoder, corpus):
     assert r.n_docs == len(corpus)
 
 
+@pytest.mark.neural
 def test_wrong_model_kind(tiny_verifier, tiny_cross_encoder):
     with pytest.raises(ValueError, match="cross-encoder"):
         VerifierScorer(tiny_cross_encoder)
@@ -161,6 +163,7 @@ def _shipped(name, kind):
                     or importlib.util.find_spec("onnxruntime") is None
                     or importlib.util.find_spec("transformers") is None,
                     reason="needs the shipped cross-encoder, onnxruntime and transformers")
+@pytest.mark.neural
 def test_shipped_cross_encoder_separates_copies_from_other_stories():
     from neardup.methods.rerank import load_scorer
 

@@ -28,6 +28,7 @@ def fitted():
     return model, rng.normal(size=(800, 5))
 
 
+@pytest.mark.slow
 def test_no_free_feature_gives_the_prediction_exactly(fitted):
     model, x = fitted
     bound = TreeEnsembleBound.from_classifier(model)
@@ -37,6 +38,7 @@ def test_no_free_feature_gives_the_prediction_exactly(fitted):
 
 
 @pytest.mark.parametrize("free", [[3], [1, 3], [0, 1, 2, 3, 4]])
+@pytest.mark.slow
 def test_bound_holds_for_every_value_of_the_free_features(fitted, free):
     model, x = fitted
     bound = TreeEnsembleBound.from_classifier(model)
@@ -97,6 +99,7 @@ def _decides_exactly(scorer, texts, left, right, monkeypatch) -> list[int]:
 
 
 
+@pytest.mark.slow
 def test_corrected_verifier_keeps_the_bound_and_decides_exactly(monkeypatch, tmp_path):
     """A verifier corrected to labels (neardup calibrate --fit-verifier) still rejects
     pairs without its deferred feature, and exactly as with every feature."""

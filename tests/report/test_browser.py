@@ -18,6 +18,8 @@ import neardup
 from neardup.io import ReaderConfig
 from neardup.report import outputs_from_result, write_report
 
+pytestmark = pytest.mark.browser
+
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]

@@ -55,6 +55,7 @@ def test_empty_batch():
     assert normalize_batch([]) == []
 
 
+@pytest.mark.slow
 def test_spelling_correction_fixes_ocr_words_and_keeps_figures():
     pytest.importorskip("symspellpy")
     config = NormalizeConfig(spell_correct=True)

@@ -112,6 +112,7 @@ def _check(texts: list[str], config: NormalizeConfig) -> None:
 
 
 @pytest.mark.parametrize("config", _CONFIGS, ids=range(len(_CONFIGS)))
+@pytest.mark.slow
 def test_demo_corpus_matches_reference(config):
     _check(_demo_texts(), config)
 

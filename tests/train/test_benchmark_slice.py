@@ -26,6 +26,8 @@ from neardup.eval import load_labeled  # noqa: E402
 from neardup.train.data import default_benchmark_dir, load_training_corpus  # noqa: E402
 from neardup.train.validate import whole_days  # noqa: E402
 
+pytestmark = pytest.mark.train
+
 ROOT = default_benchmark_dir()
 if ROOT is None or not (ROOT / "validation.jsonl.gz").is_file():
     pytest.skip("the standard benchmark (benchmarks/reuters-news) is not here",

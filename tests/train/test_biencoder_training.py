@@ -24,6 +24,8 @@ from neardup.eval.labeled import LabeledCorpus  # noqa: E402
 from neardup.train import biencoder as trainer  # noqa: E402
 from neardup.train.biencoder import train_biencoder  # noqa: E402
 
+pytestmark = pytest.mark.train
+
 STORIES = [
     "Crude oil prices rose sharply on Monday after OPEC agreed to cut output",
     "The central bank left interest rates unchanged citing slowing inflation",

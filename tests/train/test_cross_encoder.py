@@ -18,6 +18,8 @@ import neardup.train.cross_encoder as ce  # noqa: E402
 from neardup.methods.rerank import CrossEncoderScorer  # noqa: E402
 from rerank_fixtures import make_corpus  # noqa: E402
 
+pytestmark = pytest.mark.train
+
 _TINY = {"max_pairs": 16, "max_tokens": 32, "epochs": 1, "batch_size": 8,
          "candidates": "minhash", "candidate_params": {"threshold": 0.05},
          "validation_docs": 10, "threads": 1, "progress": False}

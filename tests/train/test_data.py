@@ -16,6 +16,8 @@ from neardup.train.data import (
     mine_hard_negatives,
 )
 
+pytestmark = pytest.mark.train
+
 _WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron".split()
 
 

@@ -23,6 +23,8 @@ from neardup.train.retsim_torch import (  # noqa: E402
     toeplitz,
 )
 
+pytestmark = pytest.mark.train
+
 @pytest.fixture(scope="module")
 def ported():
     torch.set_num_threads(1)

@@ -20,6 +20,8 @@ from neardup.train import retsim_trainer  # noqa: E402
 from neardup.train.data import hard_negative_links  # noqa: E402
 from neardup.train.retsim_trainer import train_retsim  # noqa: E402
 
+pytestmark = pytest.mark.train
+
 _COMMON = "the of and to in said it was for on that with by at from has its will would year".split()
 _MARKERS = {
     "grain": "wheat maize harvest tonnes",

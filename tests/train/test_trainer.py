@@ -24,6 +24,8 @@ from neardup.train.trainer import (  # noqa: E402
 )
 from neardup.train.validate import ValidationScore  # noqa: E402
 
+pytestmark = pytest.mark.train
+
 _RNG = np.random.default_rng(0)
 _CENTRES = _RNG.normal(size=(8, 4))
 _X = np.repeat(_CENTRES, 8, axis=0) + 0.6 * _RNG.normal(size=(64, 4))

@@ -10,6 +10,8 @@ from neardup.train.loop import EpochRecord, TrainingLog
 from neardup.eval.labeled import LabeledCorpus
 from neardup.train.validate import pairs_ari, whole_days
 
+pytestmark = pytest.mark.train
+
 
 def test_pairs_ari_picks_the_threshold_that_separates_clusters():
     clusters = np.array(["a", "a", "b", "b", "c"], dtype=object)

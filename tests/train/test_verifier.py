@@ -20,6 +20,8 @@ from neardup.methods.rerank import VerifierScorer  # noqa: E402
 from neardup.train.verifier import train_verifier  # noqa: E402
 from rerank_fixtures import make_corpus  # noqa: E402
 
+pytestmark = pytest.mark.train
+
 _FAST = {"candidates": "minhash", "candidate_params": {"threshold": 0.05},
          "features": LEXICAL_FEATURES, "threads": 1}
 

@@ -1,0 +1,81 @@
+"""The test lanes stay whole: every file of a lane carries its marker, every test module
+that starts Ray is in the ray lane (and its xdist group), and `make test-fast` leaves out
+exactly the lanes pyproject.toml registers. Reads source only; imports no test module."""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
+
+# Files whose every test belongs to the lane (globs under tests/). Files where only some
+# tests do (a SIGKILL test among others) mark those tests themselves.
+LANE_FILES = {
+    "ray": ["engine/test_ray_engine.py"],
+    "neural": ["embed/test_biencoder.py", "embed/test_onnx_encoder.py", "embed/test_retsim.py",
+               "index/test_vectors.py"],
+    "train": ["train/test_*.py", "cli/test_train_cli.py"],
+    "browser": ["report/test_browser.py"],
+    "faults": ["cli/test_dedup_faults.py", "index/test_crash.py", "index/test_faults.py",
+               "index/test_service_faults.py", "index/test_bulk_resume.py"],
+}
+
+
+def _registered() -> set[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return {line.split(":")[0].strip() for line in config["tool"]["pytest"]["ini_options"]["markers"]}
+
+
+def _module_marks(path: Path) -> set[str]:
+    """Marker names in the module-level ``pytestmark`` (``pytest.mark.NAME`` or
+    ``pytest.mark.NAME(...)``, alone or in a list)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "pytestmark" for t in node.targets):
+            for sub in ast.walk(node.value):
+                if (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Attribute)
+                        and sub.value.attr == "mark"):
+                    names.add(sub.attr)
+    return names
+
+
+def _test_files() -> list[Path]:
+    return sorted(TESTS.rglob("test_*.py"))
+
+
+def test_every_lane_is_registered():
+    assert set(LANE_FILES) | {"slow"} == _registered() - {"xdist_group(name)"}
+
+
+def test_every_file_of_a_lane_carries_its_marker():
+    missing = []
+    for lane, globs in LANE_FILES.items():
+        files = sorted({p for g in globs for p in TESTS.glob(g)})
+        assert files, f"lane {lane!r}: no file matches {globs}"
+        missing += [f"{p.relative_to(ROOT)} lacks pytest.mark.{lane}" for p in files
+                    if lane not in _module_marks(p)]
+    assert not missing, "\n".join(missing)
+
+
+def test_modules_that_start_ray_are_in_the_ray_lane_and_its_xdist_group():
+    starts_ray = re.compile(r"importorskip\(\s*[\"']ray[\"']|^\s*import ray\b|ray\.init\(", re.M)
+    for path in _test_files():
+        if starts_ray.search(path.read_text(encoding="utf-8")):
+            source = path.read_text(encoding="utf-8")
+            assert "ray" in _module_marks(path), f"{path.relative_to(ROOT)} uses Ray: pytestmark needs ray"
+            # One worker runs every Ray test (`--dist loadgroup`): two clusters at once
+            # on a small machine starve each other.
+            assert 'xdist_group("ray")' in source, f"{path.relative_to(ROOT)}: add pytest.mark.xdist_group(\"ray\")"
+
+
+def test_make_test_fast_leaves_out_every_lane():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    lanes = re.search(r"^LANES := (.+)$", makefile, re.M)
+    assert lanes, "Makefile: no LANES := line"
+    assert set(lanes.group(1).split(" or ")) == _registered() - {"xdist_group(name)"}
+    assert re.search(r"^test-fast:.*\n\t.*-m \"not \(\$\(LANES\)\)\"", makefile, re.M)
