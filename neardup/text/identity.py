@@ -1,8 +1,8 @@
 """When two texts count as identical: the same text after normalization.
 
 A text that normalizes to nothing but is not blank (only emoji, symbols or punctuation)
-keeps its identity through a lighter normalization (Unicode NFKC, case folded, whitespace
-collapsed), marked so that it never equals a text with words: identical copies of such a
+keeps its identity through a lighter normalization (Unicode NFKC, case folded, spaces,
+control and invisible characters dropped), marked so that it never equals a text with words: identical copies of such a
 text are still identical, where shingling would call them empty and match them with
 nothing.
 
@@ -14,7 +14,6 @@ same :func:`identity_texts`.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Sequence
 
@@ -31,11 +30,13 @@ NO_IDENTITY = np.uint64(0)
 # Prefixes the light form of a text whose full normalization is empty; the control
 # character cannot survive the full normalization, so the two forms never collide.
 _SYMBOLS_ONLY = "\x01"
-_SPACES = re.compile(r"\s+")
 
 
 def _light_form(text: str) -> str:
-    folded = _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    # Separators, control, format (invisible) and surrogate characters dropped: a text of
+    # zero-width spaces is blank, as the full normalization makes it.
+    folded = "".join(c for c in unicodedata.normalize("NFKC", text).casefold()
+                     if unicodedata.category(c)[0] not in "CZ")
     return _SYMBOLS_ONLY + folded if folded else ""
 
 
