@@ -94,9 +94,14 @@ def serve_command(directory: Path, host: str, port: int, max_documents: int,
     from neardup.cli.errors import cli_message
     from neardup.index.service import create_app
 
+    from neardup.cli.errors import spell_flag
+    from neardup.errors import spelled_as
+
     try:
-        app = create_app(directory, max_documents=max_documents, max_text_chars=max_text_chars,
-                         max_body_bytes=max_body_mib << 20, shutdown_timeout=shutdown_timeout)
+        # Hints in the CLI's spelling (`neardup index create ...`, not Index.create(...)).
+        with spelled_as(spell_flag):
+            app = create_app(directory, max_documents=max_documents, max_text_chars=max_text_chars,
+                             max_body_bytes=max_body_mib << 20, shutdown_timeout=shutdown_timeout)
     except ImportError as exc:
         raise click.ClickException(str(exc)) from None
     except (NeardupError, ValueError, OSError) as exc:

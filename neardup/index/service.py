@@ -55,11 +55,15 @@ import threading
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Literal
 
-from neardup.errors import InputError, NeardupError
+from neardup.errors import InputError, NeardupError, spelled_as
 
 __all__ = ["create_app"]
 
 _log = logging.getLogger("neardup.serve")
+
+#: How the index's messages name its settings to a client of the service (JSON fields).
+_SERVICE_SPELLING = {"id_field": 'an "id" on each document', "ids": 'an "id" on each document',
+                     "skip_existing": '"skip_existing": true'}
 
 #: Media types read as JSON (besides a request without Content-Type).
 _JSON_TYPE = re.compile(r"^application/(json|[\w.+-]*\+json)$")
@@ -379,7 +383,7 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
 
     def run(operation):
         """``operation()`` on the index, its failures as answers in the service's words."""
-        with gate.using():
+        with gate.using(), spelled_as(_SERVICE_SPELLING.get):
             try:
                 return operation()
             except _Refused:

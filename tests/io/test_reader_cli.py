@@ -30,11 +30,12 @@ PREVIOUS = '{"previous": "output"}\n'
 
 
 def dedup(tmp_path: Path, *args, ok: bool = True) -> tuple[object, Path]:
-    """Run ``neardup dedup ARGS -q --clusters-out clusters.jsonl`` over a previous output."""
+    """Run ``neardup dedup ARGS --clusters-out clusters.jsonl`` over a previous output (not
+    with ``-q``, which silences the warnings some tests read)."""
     clusters = tmp_path / "clusters.jsonl"
     clusters.write_text(PREVIOUS)
     result = CliRunner().invoke(
-        main, ["dedup", *map(str, args), "-q", "--clusters-out", str(clusters)])
+        main, ["dedup", *map(str, args), "--clusters-out", str(clusters)])
     assert "Traceback" not in result.output, result.output
     if ok:
         assert result.exit_code == 0, result.output
