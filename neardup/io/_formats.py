@@ -667,13 +667,22 @@ def txtdir_records(path: str, errors: str) -> Iterator[Record]:
     hint = (f" It holds {sgm} .sgm file(s), which a directory read skips: pass them "
             f"({shown.rstrip('/')}/*.sgm) to read Reuters-21578 SGML.") if sgm else ""
     if not files:
-        others = sum(1 for p in every if p.is_file())
-        warnings.warn(
-            f"{shown}: the directory holds no .txt files ({others} other file(s)), so it "
-            f"yields no documents.{hint}",
-            UserWarning,
-            stacklevel=3,
-        )
+        others = [p for p in every if p.is_file()]
+        if others:
+            # Files of another kind (Parquet shards, JSON Lines parts): reading none of
+            # them in silence would lose every document.
+            kinds = sorted({"".join(p.suffixes[-2:]).lower() or "(no extension)" for p in others})
+            example = next((k for k in kinds if k in (".parquet", ".jsonl", ".jsonl.gz", ".csv",
+                                                      ".tsv", ".sgm")), None)
+            shown_kinds = ", ".join(escape_surrogates(k) for k in kinds[:5])
+            raise InputError(
+                f"{shown}: a directory input is read as a directory of .txt files, and this "
+                f"one holds none: {len(others)} other file(s) ({shown_kinds}). "
+                + (f"Pass the files themselves as inputs, e.g. {shown.rstrip('/')}/*{example}."
+                   if example else "Pass the files themselves as inputs.")
+            )
+        warnings.warn(f"{shown}: the directory is empty, so it yields no documents.",
+                      UserWarning, stacklevel=3)
     elif sgm:
         warnings.warn(f"{shown}: reading its {len(files)} .txt file(s) only.{hint}",
                       UserWarning, stacklevel=3)

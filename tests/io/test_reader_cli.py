@@ -303,3 +303,19 @@ def test_index_add_reads_with_the_same_rules(tmp_path):
     result = runner.invoke(main, ["index", "add", str(index), str(hamlet), "--id-field", "id"])
     assert result.exit_code == 0, result.output
     assert "committed 3 documents" in result.output
+
+
+def test_directory_without_txt_files_is_an_error_naming_what_it_holds(tmp_path):
+    # A directory of Parquet shards read as a .txt directory would yield no document and
+    # exit 0: every document lost in silence. It is an error that says what to pass.
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for i in range(2):
+        pq.write_table(pa.table({"text": [f"document {i}"]}), shards / f"part-{i}.parquet")
+    refused(tmp_path, shards, phrases=(str(shards), "holds none", "2 other file(s)",
+                                       f"{shards}/*.parquet"))
+    # An empty directory has no document to lose: a warning, and an empty run.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result, clusters = dedup(tmp_path, empty)
+    assert "the directory is empty" in result.output and clustered_ids(clusters) == []

@@ -200,10 +200,10 @@ def test_txt_directory_recursive_sorted_relative_ids(tmp_path):
     assert list(iter_records([tmp_path]))[1] == {"id": "b/c.txt", "text": "with bom"}
 
 
-def test_txt_directory_without_txt_files_warns(tmp_path):
+def test_txt_directory_without_txt_files_is_an_error(tmp_path):
     (tmp_path / "reut2-000.sgm").write_text("")
-    with pytest.warns(UserWarning, match=r"no \.txt files.*1 \.sgm file\(s\).*pass them"):
-        assert read_all([tmp_path]) == []
+    with pytest.raises(InputError, match=r"holds none: 1 other file\(s\) \(\.sgm\).*\*\.sgm"):
+        read_all([tmp_path])
 
 
 def test_txt_directory_beside_sgm_files_warns(tmp_path):
