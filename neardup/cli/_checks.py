@@ -35,18 +35,21 @@ EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised in the main thread so that cleanup code runs."""
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that transactions roll back and temporary
+    files are deleted (a BaseException: library code catching Exception lets it pass)."""
 
 
 @contextmanager
-def _termination_as_exception() -> Iterator[None]:
+def termination_as_exception() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` (SIGINT already raises
+    KeyboardInterrupt), so ``with``/``finally`` blocks delete temporary files."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def terminate(signum, frame):
-        raise _Terminated()
+        raise Terminated()
 
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
@@ -100,7 +103,7 @@ def command_errors(flags: dict[str, str] | None = None,
         command's (e.g. ``("split_field=..., --split-field", "--split-field")``).
     """
     try:
-        with spelled_as(_speller(flags or {})), _termination_as_exception():
+        with spelled_as(_speller(flags or {})), termination_as_exception():
             yield
     except click.ClickException:
         raise
@@ -108,7 +111,7 @@ def command_errors(flags: dict[str, str] | None = None,
         click.echo("neardup: interrupted; no output was written, previous files are as they "
                    "were.", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    except _Terminated:
+    except Terminated:
         click.echo("neardup: terminated (SIGTERM); no output was written, previous files are "
                    "as they were.", err=True)
         sys.exit(EXIT_TERMINATED)

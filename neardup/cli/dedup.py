@@ -11,18 +11,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import signal
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
+from neardup.cli._checks import Terminated, termination_as_exception
 from neardup.cli import warnings_shown
 from neardup.cli.errors import cli_message, spell_flag
 from neardup.cli.options import (
@@ -119,29 +117,6 @@ def _print_summary(result: Result, hints: list[str], console: Any,
         console.print(f"[dim]hint: {hint}[/dim]")
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised in the main thread so that cleanup code runs (not an Exception, so
-    library code that catches Exception lets it through)."""
-
-
-@contextmanager
-def _termination_as_exception() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`_Terminated` (SIGINT already raises
-    KeyboardInterrupt), so ``with``/``finally`` blocks delete temporary files."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def terminate(signum, frame):
-        raise _Terminated()
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _output_set(inputs: tuple[Path, ...], opts: dict[str, Any]):
     """The run's outputs as an :class:`OutputSet`, with a size estimate for ``--out``."""
     from neardup.io.outputs import OutputSet
@@ -231,7 +206,7 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         inputs = (_demo_corpus(),)
         console.print(f"[dim]{DEMO_HINT} ({inputs[0].name})[/dim]")
     try:
-        with spelled_as(spell_flag), _termination_as_exception(), warnings_shown(opts["quiet"]):
+        with spelled_as(spell_flag), termination_as_exception(), warnings_shown(opts["quiet"]):
             check_option_rules({**opts, "inputs": inputs})
             if opts["engine"] == "ray":
                 _dedup_ray(inputs, opts)
@@ -241,7 +216,7 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         click.echo("neardup: interrupted; no output was written, previous files are as they "
                    "were.", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    except _Terminated:
+    except Terminated:
         click.echo("neardup: terminated (SIGTERM); no output was written, previous files are "
                    "as they were.", err=True)
         sys.exit(EXIT_TERMINATED)

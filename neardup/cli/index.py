@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 
 import click
 
+from neardup.cli._checks import Terminated, termination_as_exception
 from neardup.cli.errors import spell_flag
 from neardup.cli.options import (
     DECODE_ERRORS_OPTION,
@@ -67,27 +66,6 @@ def _message(exc: BaseException) -> str:
     return _CALLER.sub("", text)
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised in the main thread so that transactions roll back and temporary
-    files are deleted (a BaseException: library code catching Exception lets it pass)."""
-
-
-@contextmanager
-def _termination_as_exception() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def terminate(signum, frame):
-        raise _Terminated()
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 @contextmanager
 def _cli_errors(done: Any = None, own_account: bool = True) -> Iterator[None]:
     """Run a command's body: library errors become one-line CLI errors (exit 1), Ctrl-C
@@ -100,12 +78,12 @@ def _cli_errors(done: Any = None, own_account: bool = True) -> Iterator[None]:
         return f" {text}" if text and text not in message else ""
 
     try:
-        with spelled_as(_spell), _termination_as_exception():
+        with spelled_as(_spell), termination_as_exception():
             yield
     except KeyboardInterrupt:
         click.echo(f"neardup: interrupted.{tail()}", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    except _Terminated:
+    except Terminated:
         click.echo(f"neardup: terminated (SIGTERM).{tail()}", err=True)
         sys.exit(EXIT_TERMINATED)
     except (NeardupError, ValueError, ImportError) as exc:  # ImportError: a missing extra
