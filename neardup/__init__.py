@@ -5,9 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from neardup._version import __version__
 from neardup.errors import InputError, NeardupError
-
-__version__ = "0.1.0"
 
 # Imported on first access (PEP 562), so that ``import neardup.cli`` or ``neardup.io``
 # does not load numba, scipy and every method.

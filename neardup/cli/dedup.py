@@ -392,7 +392,7 @@ def _run_record(result: Result, method_obj: Any) -> dict[str, Any]:
     """Method, parameters (LSH bands and rows as used, not as given) and neardup version."""
     import copy
 
-    from neardup import __version__
+    from neardup._version import __version__
 
     params = copy.deepcopy(result.params)
     banding = getattr(method_obj, "banding", None)

@@ -237,7 +237,7 @@ class Index:
         else:
             layout = [[name, probe.arrays[name].dtype.str, list(probe.arrays[name].shape[1:])]
                       for name in method_obj.candidate_arrays]
-        from neardup import __version__
+        from neardup._version import __version__
 
         create_database(path, {
             **extra,

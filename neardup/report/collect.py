@@ -256,7 +256,7 @@ def collect_report(
     dict
         The report data (see :mod:`neardup.report.html` for how it is shown).
     """
-    from neardup import __version__
+    from neardup._version import __version__
     from neardup.io import ReaderConfig
 
     reader = reader or ReaderConfig()

@@ -1,0 +1,4 @@
+"""The package version, in a module of its own so that any layer can name it without
+importing the package face (neardup/__init__.py sits above every layer)."""
+
+__version__ = "0.1.0"
