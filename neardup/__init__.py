@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from neardup._version import __version__
+from neardup._version import __version__ as __version__
 from neardup.errors import InputError, NeardupError
 
 # Imported on first access (PEP 562), so that ``import neardup.cli`` or ``neardup.io``
