@@ -22,13 +22,14 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
 from neardup.cli.errors import cli_message, spell_flag
 from neardup.errors import NeardupError, ParameterError, spelled_as
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "check_directory_output", "command_errors",
+__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "NOTHING_WRITTEN", "exit_for_signal", "check_directory_output", "command_errors",
            "given", "message", "output_set", "tuning_text"]
 
 EXIT_INTERRUPTED = 130
@@ -56,6 +57,19 @@ def termination_as_exception() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+#: What an interrupted command that writes its outputs as a set can say of them.
+NOTHING_WRITTEN = "; no output was written, previous files are as they were."
+
+
+def exit_for_signal(stop: BaseException, said: str) -> NoReturn:
+    """One line for Ctrl-C (exit 130) or SIGTERM (exit 143), ``said`` after it, no
+    traceback."""
+    what, code = (("interrupted", EXIT_INTERRUPTED) if isinstance(stop, KeyboardInterrupt)
+                  else ("terminated (SIGTERM)", EXIT_TERMINATED))
+    click.echo(f"neardup: {what}{said}", err=True)
+    sys.exit(code)
 
 
 _TEMPORARY = re.compile(r"^(.*/)?\.(.+)\.neardup-\d+-[0-9a-f]+\.(?:tmp|bak)$")
@@ -107,14 +121,8 @@ def command_errors(flags: dict[str, str] | None = None,
             yield
     except click.ClickException:
         raise
-    except KeyboardInterrupt:
-        click.echo("neardup: interrupted; no output was written, previous files are as they "
-                   "were.", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except Terminated:
-        click.echo("neardup: terminated (SIGTERM); no output was written, previous files are "
-                   "as they were.", err=True)
-        sys.exit(EXIT_TERMINATED)
+    except (KeyboardInterrupt, Terminated) as stop:
+        exit_for_signal(stop, NOTHING_WRITTEN)
     except (NeardupError, ValueError, *catch) as exc:
         raise click.ClickException(message(exc, flags, words)) from exc
     except RecursionError as exc:  # e.g. JSON nested thousands deep in a file we parse

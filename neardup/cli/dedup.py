@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 import time
 import warnings
 from collections.abc import Iterator
@@ -20,7 +19,12 @@ from typing import Any
 
 import click
 
-from neardup.cli._checks import Terminated, termination_as_exception
+from neardup.cli._checks import (
+    NOTHING_WRITTEN,
+    Terminated,
+    exit_for_signal,
+    termination_as_exception,
+)
 from neardup.cli import warnings_shown
 from neardup.cli.errors import cli_message, spell_flag
 from neardup.cli.options import (
@@ -47,8 +51,6 @@ from neardup.pipeline import KEEP_RULES, Result, run
 
 DEMO_HINT = "no INPUT given: running on the bundled demo corpus"
 #: Exit codes after Ctrl-C (SIGINT) and SIGTERM, as shells report them (128 + signal).
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143
 # Output options -> their click destinations, in the order outputs are written.
 _OUTPUTS = (
     ("--clusters-out", "clusters_out"),
@@ -212,14 +214,8 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
                 _dedup_ray(inputs, opts)
                 return
             result, write_seconds, hints = _dedup(inputs, opts)
-    except KeyboardInterrupt:
-        click.echo("neardup: interrupted; no output was written, previous files are as they "
-                   "were.", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except Terminated:
-        click.echo("neardup: terminated (SIGTERM); no output was written, previous files are "
-                   "as they were.", err=True)
-        sys.exit(EXIT_TERMINATED)
+    except (KeyboardInterrupt, Terminated) as stop:
+        exit_for_signal(stop, NOTHING_WRITTEN)
     except (NeardupError, ValueError, ImportError) as exc:  # ImportError: a missing extra
         raise click.ClickException(cli_message(exc)) from exc
     except RecursionError as exc:  # data nested deeper than Python's recursion limit

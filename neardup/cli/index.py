@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +19,11 @@ from typing import Any
 
 import click
 
-from neardup.cli._checks import Terminated, termination_as_exception
+from neardup.cli._checks import (
+    Terminated,
+    exit_for_signal,
+    termination_as_exception,
+)
 from neardup.cli.errors import spell_flag
 from neardup.cli.options import (
     DECODE_ERRORS_OPTION,
@@ -31,8 +34,6 @@ from neardup.errors import InputError, NeardupError, OutputError, ParameterError
 
 __all__ = ["index_command"]
 
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143
 #: Python parameters of the index's API -> how the index commands say them.
 _INDEX_FLAGS = {
     "skip_existing": "--skip-existing",
@@ -80,12 +81,8 @@ def _cli_errors(done: Any = None, own_account: bool = True) -> Iterator[None]:
     try:
         with spelled_as(_spell), termination_as_exception():
             yield
-    except KeyboardInterrupt:
-        click.echo(f"neardup: interrupted.{tail()}", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except Terminated:
-        click.echo(f"neardup: terminated (SIGTERM).{tail()}", err=True)
-        sys.exit(EXIT_TERMINATED)
+    except (KeyboardInterrupt, Terminated) as stop:
+        exit_for_signal(stop, f".{tail()}")
     except (NeardupError, ValueError, ImportError) as exc:  # ImportError: a missing extra
         message = _message(exc)
         left = getattr(exc, "left", None)

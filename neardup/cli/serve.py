@@ -24,8 +24,7 @@ from neardup.errors import NeardupError
 __all__ = ["serve_command", "EXIT_INTERRUPTED", "EXIT_TERMINATED"]
 
 #: Exit codes after Ctrl-C (SIGINT) and SIGTERM, as shells report them (128 + signal).
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143
+from neardup.cli._checks import EXIT_INTERRUPTED, EXIT_TERMINATED
 
 
 def _bind(host: str, port: int) -> socket.socket:
