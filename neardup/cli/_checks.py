@@ -27,7 +27,7 @@ from typing import NoReturn
 import click
 
 from neardup.cli.errors import cli_message, spell_flag
-from neardup.errors import NeardupError, ParameterError, spelled_as
+from neardup.errors import NeardupError, spelled_as
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "NOTHING_WRITTEN", "exit_for_signal", "check_directory_output", "command_errors",
            "given", "message", "output_set", "tuning_text"]
@@ -73,20 +73,13 @@ def exit_for_signal(stop: BaseException, said: str) -> NoReturn:
 
 
 _TEMPORARY = re.compile(r"^(.*/)?\.(.+)\.neardup-\d+-[0-9a-f]+\.(?:tmp|bak)$")
-_PARAMETER = re.compile(r"\b[A-Za-z_][\w.]*: parameter '(\w+)'")
 
 
 def message(exc: BaseException, flags: dict[str, str] | None = None,
             words: Sequence[tuple[str, str]] = ()) -> str:
     """A library error in the command line's words: this command's ``flags`` first, then
     :func:`neardup.cli.errors.cli_message`'s, then the literal ``words``."""
-    spell = _speller(flags or {})
-    if isinstance(exc, ParameterError):
-        text = exc.render(spell(exc.parameter) or exc.parameter)
-    elif flags:
-        text = _PARAMETER.sub(lambda m: spell(m.group(1)) or m.group(0), str(exc))
-    else:
-        text = cli_message(exc)
+    text = cli_message(exc, _speller(flags or {}))
     for old, new in words:
         text = text.replace(old, new)
     return text

@@ -11,6 +11,7 @@ The library names parameters as Python does (``NGramOverlap: parameter 'max_df'`
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from neardup.errors import ParameterError
 
@@ -76,11 +77,13 @@ def spell_flag(name: str) -> str | None:
     return None
 
 
-def cli_message(exc: BaseException) -> str:
-    """The message of a library error, with flags in place of Python parameters."""
+def cli_message(exc: BaseException, spell: Callable[[str], str | None] | None = None) -> str:
+    """The message of a library error, with flags in place of Python parameters
+    (``spell``: a command's own spelling of them; default :func:`spell_flag`)."""
+    spell = spell or spell_flag
     if isinstance(exc, ParameterError):
-        return cli_text(exc.render(spell_flag(exc.parameter) or exc.parameter))
-    return cli_text(_PARAMETER.sub(lambda m: spell_flag(m.group(1)) or m.group(0), str(exc)))
+        return cli_text(exc.render(spell(exc.parameter) or exc.parameter))
+    return cli_text(_PARAMETER.sub(lambda m: spell(m.group(1)) or m.group(0), str(exc)))
 
 
 #: Python spellings that messages built outside :func:`neardup.errors.spelled_as` (or

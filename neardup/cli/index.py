@@ -24,13 +24,13 @@ from neardup.cli._checks import (
     exit_for_signal,
     termination_as_exception,
 )
-from neardup.cli.errors import spell_flag
+from neardup.cli.errors import cli_message, spell_flag
 from neardup.cli.options import (
     DECODE_ERRORS_OPTION,
     method_options,
     method_params_from_options,
 )
-from neardup.errors import InputError, NeardupError, OutputError, ParameterError, spelled_as
+from neardup.errors import InputError, NeardupError, OutputError, spelled_as
 
 __all__ = ["index_command"]
 
@@ -56,15 +56,11 @@ def _spell(name: str) -> str | None:
     return _INDEX_FLAGS.get(name) or spell_flag(name)
 
 
-_PARAMETER = re.compile(r"\b[A-Za-z_][\w.]*: parameter '(\w+)'")
 
 
 def _message(exc: BaseException) -> str:
     """A library error in the index commands' words: flags, no Python callers."""
-    if isinstance(exc, ParameterError):
-        return exc.render(_spell(exc.parameter) or exc.parameter)
-    text = _PARAMETER.sub(lambda m: _spell(m.group(1)) or m.group(0), str(exc))
-    return _CALLER.sub("", text)
+    return _CALLER.sub("", cli_message(exc, _spell))
 
 
 @contextmanager
