@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt | $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -c constraints.txt -e '.[test,bench,neural,train,ray,serve]'
+	$(PIP) install -c constraints.txt -e '.[test,bench,neural,train,ray,serve,llm,docs]'
 	touch $@
 
 install: $(VENV)/.installed
