@@ -1,0 +1,499 @@
+"""Regenerate every results table in README.md and docs/*.md from the raw result files.
+
+    python scripts/docs_tables.py          # rewrite the tables in place
+    python scripts/docs_tables.py --check  # exit 1, naming each table, if a doc differs
+
+A table lives between two marker comments in a Markdown file::
+
+    <!-- BEGIN table:NAME -->
+    ...generated, do not edit...
+    <!-- END table:NAME -->
+
+Each NAME has one renderer below, which reads only the result files named in SOURCES
+(the one place that says where raw results live: remap a path there when result files
+move) and ends its table with the files it read and the commands that rewrite them.
+A marker pair whose NAME has no renderer is an error, and so is a renderer whose source
+file is missing: a published figure always comes from a file in the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Source:
+    """A raw result file and the command that rewrites it (run from the repository root)."""
+
+    path: str
+    command: str
+
+
+# Every raw result file a table reads, by name. Paths are relative to the repository root.
+SOURCES: dict[str, Source] = {
+    "transfer": Source(
+        "bench/results/transfer.json",
+        "python bench/compare_transfer.py --neural  (lexical only without --neural)",
+    ),
+    "comparison": Source("docs/method-comparison.json", "python bench/compare_methods.py"),
+    "comparison-window48h": Source(
+        "docs/method-comparison-window48h.json",
+        "python bench/compare_methods.py --time-window 48",
+    ),
+    "scale-100k": Source(
+        "bench/results/scale-100k.json",
+        "python bench/bench_scale.py --corpus /tmp/neardup-scale/100k --methods minhash exact simhash --peers rensa datasketch --name scale-100k",
+    ),
+    "scale-100k-datatrove": Source(
+        "bench/results/scale-100k-datatrove.json",
+        "python bench/bench_scale.py --corpus /tmp/neardup-scale/100k --methods minhash --datatrove-python DT_VENV/bin/python --name scale-100k-datatrove",
+    ),
+    "scale-100k-ngram": Source(
+        "bench/results/scale-100k-ngram-prefix.json",
+        "python bench/bench_scale.py --corpus /tmp/neardup-scale/100k --methods ngram --name scale-100k-ngram-prefix",
+    ),
+    "scale-100k-stats": Source(
+        "bench/results/scale-100k-stats-keyed.json",
+        "python bench/bench_scale.py --corpus /tmp/neardup-scale/100k --methods wminhash sanderson --name scale-100k-stats-keyed",
+    ),
+    "scale-100k-rerank": Source(
+        "bench/results/scale-100k-rerank-leiden.json",
+        "python bench/bench_scale.py --corpus /tmp/neardup-scale/100k --methods rerank --name scale-100k-rerank-leiden --extra --cluster leiden --resolution 0.4",
+    ),
+    "scale-1M": Source(
+        "bench/results/scale-1M-minhash-pread.json",
+        "python bench/bench_scale.py --corpus /tmp/neardup-scale/1M --methods minhash --name scale-1M-minhash-pread",
+    ),
+    "scale-1M-exact-simhash": Source(
+        "bench/results/scale-1M-v2.json",
+        "python bench/bench_scale.py --corpus /tmp/neardup-scale/1M --methods minhash exact simhash --name scale-1M-v2",
+    ),
+    "scale-1M-ngram": Source(
+        "bench/results/scale-1M-ngram.json",
+        "python bench/bench_scale.py --corpus /tmp/neardup-scale/1M --methods ngram --name scale-1M-ngram",
+    ),
+    "scale-1M-wminhash": Source(
+        "bench/results/scale-1M-wminhash-keyed.json",
+        "python bench/bench_scale.py --corpus /tmp/neardup-scale/1M --methods wminhash --name scale-1M-wminhash-keyed",
+    ),
+    "scale-1M-rerank": Source(
+        "bench/results/scale-1M-rerank-final.json",
+        "python bench/bench_scale.py --corpus /tmp/neardup-scale/1M --methods rerank --name scale-1M-rerank-final",
+    ),
+    "scale-10M": Source(
+        "bench/results/scale-10M-pread.json",
+        "python bench/bench_scale.py --corpus /tmp/neardup-scale/10M --methods minhash --name scale-10M-pread",
+    ),
+    "scale-10M-exact-simhash": Source(
+        "bench/results/scale-10M-exact-simhash.json",
+        "python bench/bench_scale.py --corpus /tmp/neardup-scale/10M --methods exact simhash --name scale-10M-exact-simhash",
+    ),
+    "neural-20k": Source(
+        "bench/results/neural_dedup.json",
+        "python bench/bench_neural_dedup.py --docs 20000 --only minhash retsim-news biencoder-news rerank-verifier",
+    ),
+    "minhash-signatures": Source(
+        "bench/results/minhash_signatures.json",
+        "cd bench && python bench_minhash_signatures.py --docs 5000 --repeat 3",
+    ),
+    "embedders": Source(
+        "bench/results/embedders-shipped.json",
+        "python bench/bench_embedders.py --docs 2000 --encoders retsim biencoder --model biencoder-news --name embedders-shipped",
+    ),
+    "ray-1M": Source(
+        "bench/results/ray-1M-final-quiet.json",
+        "python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2 --name ray-1M-final-quiet",
+    ),
+    "ray-1M-2": Source(
+        "bench/results/ray-1M-final-quiet2.json",
+        "python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2 --name ray-1M-final-quiet2",
+    ),
+    "index-10M": Source(
+        "bench/results/index_10M_bulk_shipped.json",
+        "python bench/bench_index.py --corpus /tmp/neardup-scale/10M --docs 10000000 --add-docs 100000 --bulk --out bench/results/index_10M_bulk_shipped.json",
+    ),
+    "report-1M": Source("bench/results/report_1m.json", "cd bench && python bench_report.py --docs 1000000"),
+    "calibrate-labels": Source(
+        "bench/results/calibrate_labels.json",
+        "python bench/calibrate_labels.py --methods minhash ngram",
+    ),
+    "calibrate-labels-adversarial": Source(
+        "bench/results/calibrate_labels_adversarial.json",
+        "python bench/calibrate_labels.py --methods minhash ngram --sets reuters-adversarial --out bench/results/calibrate_labels_adversarial.json",
+    ),
+}
+
+# The benchmark sets, in the column order of every accuracy table (benchmarks/README.md).
+SETS = ("reuters-news", "reuters-adversarial", "indep-nlpaug", "indep-augly", "indep-noisocr",
+        "indep-confusables", "multi-latin", "multi-cyrillic", "multi-greek", "multi-cjk")
+
+
+@dataclass(frozen=True)
+class Speed:
+    """Where a method's throughput was measured: a source and the row it wrote."""
+
+    source: str
+    method: str  # the row's "method" (scale runs) or its key (neural_dedup rows)
+    tool: str = "neardup"
+
+
+@dataclass(frozen=True)
+class MethodRow:
+    """One row of the method table: a setting of ``neardup dedup`` and where it was measured."""
+
+    name: str  # as the reader types it
+    transfer_label: str  # its row in transfer.json
+    speed: Speed | None
+    when: str
+
+
+METHOD_ROWS = (
+    MethodRow("`rerank` (default: MinHash candidates, shipped verifier, Leiden)",
+              "rerank (verifier), Leiden 0.4", Speed("scale-100k-rerank", "rerank"),
+              "the most accurate on every set; noisy copies (OCR, abridged, re-edited), "
+              "several languages; CPU only"),
+    MethodRow("`minhash`", "minhash", Speed("scale-100k", "minhash"),
+              "the fastest near-duplicate method; copies sharing most of their wording "
+              "(web crawls, training sets); tune or calibrate the threshold"),
+    MethodRow("`minhash --shingle char --ngram 5`", "minhash char-5", None,
+              "as minhash, but robust to character noise (OCR, typos) and any script"),
+    MethodRow("`ngram`", "ngram", Speed("scale-100k-ngram", "ngram"),
+              "exact Jaccard or containment, no sketch error; short texts, "
+              "one text inside another (`--similarity containment`)"),
+    MethodRow("`ngram --shingle char --ngram 5`", "ngram char-5", None,
+              "exact character-level overlap: the best lexical accuracy on unseen noise"),
+    MethodRow("`exact`", "exact", Speed("scale-100k", "exact"),
+              "identical texts after normalization only; a first pass"),
+    MethodRow("`simhash`", "simhash", Speed("scale-100k", "simhash"),
+              "almost identical texts (a few changed words) at web scale"),
+    MethodRow("`wminhash`", "wminhash", Speed("scale-100k-stats", "wminhash"),
+              "news with boilerplate: weights rare phrases (Alonso et al.)"),
+    MethodRow("`spotsigs`", "spotsigs", None,
+              "web pages with navigation text: compares content-word chains (English)"),
+    MethodRow("`sanderson`", "sanderson", Speed("scale-100k-stats", "sanderson"),
+              "wire copies that are exact or expanded (Sanderson 1997); not for OCR noise"),
+    MethodRow("`retsim`", "retsim (off-the-shelf)", None,
+              "character noise and any script, embeddings on CPU"),
+    MethodRow("`retsim --model retsim-news`", "retsim (retsim-news)", Speed("neural-20k", "retsim-news"),
+              "as retsim, fine-tuned on news reprints"),
+    MethodRow("`retsim-partial --model retsim-news`", "retsim-partial (retsim-news)", None,
+              "one document contained in another (max chunk cosine)"),
+    MethodRow("`biencoder --model biencoder-news`", "biencoder (biencoder-news)",
+              Speed("neural-20k", "biencoder-news"),
+              "English paraphrase-level copies; not for other scripts"),
+)
+
+
+def _load(name: str) -> object:
+    path = ROOT / SOURCES[name].path
+    if not path.is_file():
+        raise SystemExit(f"docs_tables: result file {SOURCES[name].path} (source {name!r}) is missing")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _provenance(names: Iterable[str]) -> str:
+    """The line under every table: files read and the commands that rewrite them."""
+    seen = list(dict.fromkeys(names))
+    files = ", ".join(f"`{SOURCES[n].path}`" for n in seen)
+    commands = "; ".join(f"`{SOURCES[n].command}`" for n in seen)
+    return f"Raw results: {files}. Rewritten by: {commands}. Table: `python scripts/docs_tables.py`."
+
+
+def _table(header: list[str], align: list[str], rows: list[list[str]]) -> str:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |",
+             "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _int(value: float | None) -> str:
+    return "" if value is None else f"{round(value):,}"
+
+
+def _scale_row(source: str, method: str, tool: str = "neardup") -> dict:
+    data = _load(source)
+    rows = data["rows"] if isinstance(data, dict) else data
+    if isinstance(rows, dict):  # neural_dedup: rows keyed by name
+        row = rows.get(method)
+        if row is None:
+            raise SystemExit(f"docs_tables: no row {method!r} in {SOURCES[source].path}")
+        return {"docs": data["docs"], "wall_s": row["seconds"], "peak_rss_mb": row["peak_rss_mb"],
+                "cpu_s": None}
+    for row in rows:
+        if row.get("method") == method and row.get("tool", "neardup") == tool:
+            return row
+    raise SystemExit(f"docs_tables: no {tool} {method!r} row in {SOURCES[source].path}")
+
+
+def _transfer_cell(label: str, set_name: str) -> dict | None:
+    return _load("transfer").get(f"{label}|{set_name}")  # type: ignore[union-attr]
+
+
+# The rows of the accuracy tables, in order: transfer.json labels that are current settings.
+ACCURACY_ROWS = ("exact", "ngram", "ngram char-5", "minhash", "minhash char-5", "simhash", "wminhash",
+                 "spotsigs", "sanderson", "retsim (off-the-shelf)", "retsim (retsim-news)",
+                 "retsim-partial (retsim-news)", "biencoder (biencoder-news)", "rerank (verifier)",
+                 "rerank (verifier), Leiden 0.4")
+
+
+# --- renderers: each returns (markdown table, source names it read) ----------------------
+
+def _methods_table(full: bool) -> tuple[str, list[str]]:
+    names = ["transfer"]
+    rows = []
+    for method in METHOD_ROWS:
+        defaults = [_transfer_cell(method.transfer_label, s) for s in SETS]
+        aris = [c["default"]["test_ari"] if c else None for c in defaults]
+        speed = docs_s = rss = ""
+        if method.speed is not None:
+            names.append(method.speed.source)
+            r = _scale_row(method.speed.source, method.speed.method, method.speed.tool)
+            docs_s = _int(r["docs"] / r["wall_s"])
+            rss = _int(r["peak_rss_mb"])
+            speed = f"{_int(r['docs'])}"
+        if full:
+            rows.append([method.name, *(_num(a) for a in aris), docs_s, rss, speed, method.when])
+        else:
+            known = [a for a in aris if a is not None]
+            low = _num(min(known)) if known else ""
+            rows.append([method.name, _num(aris[0]), _num(aris[4]), low, docs_s, rss, method.when])
+    if full:
+        header = ["method", *SETS, "docs/s", "peak RSS (MB)", "at documents", "when to use it"]
+        align = ["l", *"r" * len(SETS), "r", "r", "r", "l"]
+    else:
+        header = ["method", "reuters-news", "indep-noisocr (OCR)", "worst of 10 sets",
+                  "docs/s", "peak RSS (MB)", "when to use it"]
+        align = ["l", "r", "r", "r", "r", "r", "l"]
+    return _table(header, align, rows), names
+
+
+def _accuracy(kind: str) -> tuple[str, list[str]]:
+    rows = []
+    for label in ACCURACY_ROWS:
+        cells = []
+        for set_name in SETS:
+            c = _transfer_cell(label, set_name)
+            if c is None:
+                cells.append("")
+            elif kind == "default":
+                cells.append(_num(c["default"]["test_ari"]))
+            elif kind == "tuned":
+                values = c["tuned"]["values"]
+                chosen = ", ".join(str(v) for v in values.values()) or "—"
+                cells.append(f"{_num(c['tuned']['test_ari'])} ({chosen})")
+            else:  # default minus tuned
+                cells.append(f"{c['default']['test_ari'] - c['tuned']['test_ari']:+.3f}")
+        rows.append([label, *cells])
+    return _table(["method", *SETS], ["l", *"r" * len(SETS)], rows), ["transfer"]
+
+
+def _comparison(source: str) -> tuple[str, list[str]]:
+    rows = []
+    for entry in _load(source):  # type: ignore[union-attr]
+        test = entry["test"]
+        chosen = ", ".join(f"{k}={v}" for k, v in entry["chosen"].items()) or "—"
+        rows.append([entry["label"], entry["clustering"], chosen, _num(entry["validation_ari"]),
+                     f"**{_num(test['ari'])}**", _num(test["precision"]), _num(test["recall"]),
+                     _num(test["f1"]), _num(test["seconds"], 1)])
+    header = ["method", "clustering", "chosen on validation", "validation ARI", "test ARI",
+              "test precision", "test recall", "test F1", "test time (s)"]
+    return _table(header, ["l", "l", "l", *"r" * 6], rows), [source]
+
+
+# neardup dedup on the scale corpora, local engine, defaults: (source, method, note).
+SCALE_ROWS = (
+    ("scale-100k", "exact", ""), ("scale-100k", "simhash", ""), ("scale-100k", "minhash", ""),
+    ("scale-100k-ngram", "ngram", ""), ("scale-100k-stats", "wminhash", ""),
+    ("scale-100k-stats", "sanderson", ""), ("scale-100k-rerank", "rerank", "Leiden 0.4 (its default)"),
+    ("scale-1M-exact-simhash", "exact", ""), ("scale-1M-exact-simhash", "simhash", ""),
+    ("scale-1M", "minhash", ""), ("scale-1M-ngram", "ngram", ""), ("scale-1M-wminhash", "wminhash", ""),
+    ("scale-1M-rerank", "rerank", "connected components (run before Leiden became its default)"),
+    ("scale-10M-exact-simhash", "exact", ""), ("scale-10M-exact-simhash", "simhash", ""),
+    ("scale-10M", "minhash", ""),
+)
+
+
+def _scale() -> tuple[str, list[str]]:
+    rows = []
+    for source, method, note in SCALE_ROWS:
+        r = _scale_row(source, method)
+        rows.append([_int(r["docs"]), f"`{method}` {note}".strip(), _num(r["cpu_s"], 1),
+                     _num(r["wall_s"], 1), _int(r["docs"] / r["wall_s"]), _int(r["peak_rss_mb"]),
+                     _num(r.get("ari_vs_truth"), 5)])
+    header = ["documents", "method", "CPU s", "wall s", "docs/s (wall)", "peak RSS (MB)",
+              "ARI against the corpus's truth"]
+    return _table(header, ["r", "l", "r", "r", "r", "r", "r"], rows), [s for s, _, _ in SCALE_ROWS]
+
+
+def _peers() -> tuple[str, list[str]]:
+    rows = []
+    for source, tool in (("scale-100k", "neardup"), ("scale-100k", "rensa"),
+                         ("scale-100k", "datasketch"), ("scale-100k-datatrove", "datatrove")):
+        r = _scale_row(source, "minhash", tool)
+        rows.append([tool, _num(r["cpu_s"], 1), _num(r["wall_s"], 1), _int(r["peak_rss_mb"]),
+                     _num(r.get("ari_vs_truth"), 5)])
+    header = ["MinHash + LSH at 100,000 documents", "CPU s", "wall s", "peak RSS (MB)",
+              "ARI against the corpus's truth"]
+    return _table(header, ["l", "r", "r", "r", "r"], rows), ["scale-100k", "scale-100k-datatrove"]
+
+
+def _signatures() -> tuple[str, list[str]]:
+    data = _load("minhash-signatures")
+    rows_in = data["rows"]  # type: ignore[index]
+    ours = rows_in["neardup"]["docs_per_s"]
+    rows = [[name, _int(r["docs_per_s"]), f"{ours / r['docs_per_s']:.1f}x"]
+            for name, r in sorted(rows_in.items(), key=lambda kv: -kv[1]["docs_per_s"])]
+    header = [f"library ({data['docs']:,} stories, 128 permutations)", "docs/s",  # type: ignore[index]
+              "neardup speed-up"]
+    return _table(header, ["l", "r", "r"], rows), ["minhash-signatures"]
+
+
+def _embedders() -> tuple[str, list[str]]:
+    rows = [[r["encoder"], _num(r["docs_per_s"], 1), _int(r["peak_rss_mb"])]
+            for r in _load("embedders")["rows"]]  # type: ignore[index]
+    return _table(["encoder (CPU, 2 cores)", "docs/s", "peak RSS (MB)"], ["l", "r", "r"], rows), ["embedders"]
+
+
+def _ray() -> tuple[str, list[str]]:
+    rows = []
+    for source in ("ray-1M", "ray-1M-2"):
+        for r in _load(source)["rows"]:  # type: ignore[index]
+            rows.append([Path(SOURCES[source].path).stem, r["config"], _num(r["cpu_s_sampled"], 1),
+                         _num(r["wall_s"], 1), f"{r['cpu_ratio_vs_local']:.2f}",
+                         f"{r['wall_ratio_vs_local']:.2f}", _int(r["peak_rss_mb_tree"]),
+                         "yes" if r.get("same_clusters_as_local", r["config"] == "local") else "no"])
+    header = ["run", "engine", "CPU s", "wall s", "CPU / local", "wall / local",
+              "peak RSS, whole tree (MB)", "same clusters as local"]
+    return _table(header, ["l", "l", *"r" * 5, "l"], rows), ["ray-1M", "ray-1M-2"]
+
+
+def _index() -> tuple[str, list[str]]:
+    data = _load("index-10M")
+    build, add, query = data["build"], data["add"], data["query"]  # type: ignore[index]
+    rows = [
+        ["bulk build (`index add --bulk`)", _int(build["docs"]), _num(build["seconds"], 1),
+         _int(build["docs_per_s"]), _int(build["peak_rss_mib"]), f"{build['disk_gib']:.1f} GiB on disk"],
+        ["add to the built index (`index add`)", _int(add["docs"]), _num(add["seconds"], 1),
+         _int(add["docs_per_s"]), _int(add["peak_rss_mib"]), f"{add['joined']:,} joined a cluster"],
+        ["query, one document per request", _int(query["queries"]), "", "",
+         _int(query["peak_rss_mib"]), f"p50 {query['p50_ms']} ms, p99 {query['p99_ms']} ms"],
+        ["query, batches of 1,000", "", "", _int(query["batch_1000_docs_per_s"]), "", ""],
+    ]
+    header = ["minhash index of 10M documents", "documents", "wall s", "docs/s", "peak RSS (MiB)", "notes"]
+    return _table(header, ["l", "r", "r", "r", "r", "l"], rows), ["index-10M"]
+
+
+def _report() -> tuple[str, list[str]]:
+    data = _load("report-1M")
+    build, browser = data["build"], data["browser"]  # type: ignore[index]
+    rows = [[_int(data["docs"]), _int(data["pairs"]), _num(build["seconds"], 1),  # type: ignore[index]
+             _int(build["peak_rss_mb"]), f"{build['file_mb']:.1f}",
+             _num(browser["load_seconds_best_of_3"], 2), _num(browser["search_seconds"], 2)]]
+    header = ["documents", "pairs", "build s", "build peak RSS (MB)", "page (MB)",
+              "Chromium load s (best of 3)", "search s"]
+    return _table(header, ["r"] * 7, rows), ["report-1M"]
+
+
+def _calibrate_labels() -> tuple[str, list[str]]:
+    entries = [*_load("calibrate-labels"), *_load("calibrate-labels-adversarial")]  # type: ignore[misc]
+    budgets = sorted({e["labels"] for e in entries})
+    cells: dict[tuple[str, str], dict[int, dict]] = {}
+    for e in entries:
+        cells.setdefault((e["set"], e["method"]), {})[e["labels"]] = e
+    rows = []
+    for (set_name, method), by_budget in cells.items():
+        first = next(iter(by_budget.values()))
+        default = f"{_num(first['default']['ari'])} ({first['default']['threshold']})"
+        row = [set_name, method, default]
+        for b in budgets:
+            e = by_budget.get(b)
+            if e is None:
+                row.append("")
+                continue
+            rule, best = e["rule"]["ari"], e["ari"]
+            row.append(_num(rule) if abs(rule - best) < 5e-4 else f"{_num(rule)} ({_num(best)})")
+        rows.append(row)
+    header = ["set", "method", "default (no labels)", *(f"{b} labels" for b in budgets)]
+    return _table(header, ["l", "l", *"r" * (1 + len(budgets))], rows), [
+        "calibrate-labels", "calibrate-labels-adversarial"]
+
+
+RENDERERS: dict[str, Callable[[], tuple[str, list[str]]]] = {
+    "methods": lambda: _methods_table(full=True),
+    "methods-summary": lambda: _methods_table(full=False),
+    "accuracy-default": lambda: _accuracy("default"),
+    "accuracy-tuned": lambda: _accuracy("tuned"),
+    "accuracy-default-minus-tuned": lambda: _accuracy("gap"),
+    "method-comparison": lambda: _comparison("comparison"),
+    "method-comparison-window48h": lambda: _comparison("comparison-window48h"),
+    "scale-local": _scale,
+    "peers-100k": _peers,
+    "minhash-signatures": _signatures,
+    "embedders": _embedders,
+    "ray-1M": _ray,
+    "index-10M": _index,
+    "report-1M": _report,
+    "calibrate-labels": _calibrate_labels,
+}
+
+_BLOCK = re.compile(r"(<!-- BEGIN table:(?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- END table:(?P=name) -->)",
+                    re.DOTALL)
+
+
+def render(name: str) -> str:
+    """The text between the markers of table ``name``."""
+    if name not in RENDERERS:
+        raise SystemExit(f"docs_tables: no renderer for table {name!r}; known: {', '.join(sorted(RENDERERS))}")
+    table, sources = RENDERERS[name]()
+    return f"{table}\n\n{_provenance(sources)}\n"
+
+
+def documents() -> list[Path]:
+    """The files whose tables are generated: README.md and docs/*.md."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def regenerate(text: str) -> str:
+    return _BLOCK.sub(lambda m: m.group(1) + render(m.group("name")) + m.group(4), text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="change nothing; exit 1 if any table differs from its raw results")
+    args = parser.parse_args(argv)
+    stale = []
+    for path in documents():
+        text = path.read_text(encoding="utf-8")
+        new = regenerate(text)
+        if new == text:
+            continue
+        stale.append(path.relative_to(ROOT))
+        if not args.check:
+            path.write_text(new, encoding="utf-8")
+    if args.check and stale:
+        print("docs_tables: tables differ from their raw results in: "
+              + ", ".join(map(str, stale)) + "; run python scripts/docs_tables.py", file=sys.stderr)
+        return 1
+    for path in stale:
+        print(f"rewrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
