@@ -14,7 +14,7 @@ WORKERS ?= logical
 PYTEST := HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
 LANES := slow or ray or neural or train or browser or faults
 
-.PHONY: demo test test-fast install install-test bench clean browser
+.PHONY: demo test test-fast install install-test bench clean browser docs
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,10 @@ test: install-test browser
 # Everything but the marked lanes ($(LANES)).
 test-fast: install-test
 	$(PYTEST) --durations=10 -m "not ($(LANES))"
+
+# The documentation site (mkdocs.yml) into site/; broken links or references fail the build.
+docs: install-test
+	$(PY) -m mkdocs build --strict --site-dir site
 
 bench: install-test
 	$(PY) bench/bench_minhash_signatures.py

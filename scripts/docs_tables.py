@@ -19,6 +19,7 @@ file is missing: a published figure always comes from a file in the repository.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -196,6 +197,12 @@ def _load(name: str) -> object:
     path = ROOT / SOURCES[name].path
     if not path.is_file():
         raise SystemExit(f"docs_tables: result file {SOURCES[name].path} (source {name!r}) is missing")
+    return _read(path)
+
+
+@functools.lru_cache(maxsize=None)
+def _read(path: Path) -> object:
+    # Cached: the accuracy tables read one cell of transfer.json at a time. Renderers only read.
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -483,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         new = regenerate(text)
         if new == text:
             continue
-        stale.append(path.relative_to(ROOT))
+        stale.append(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
         if not args.check:
             path.write_text(new, encoding="utf-8")
     if args.check and stale:

@@ -52,7 +52,8 @@ Example
 OCR-style noise costs this off-the-shelf model a lot: five typos in a 13-word sentence bring
 the cosine to about 0.55 (unrelated texts: about 0.1). Tune the threshold on labelled pairs
 from the corpus at hand, or pass a model fine-tuned for de-duplication (Silcock et al.
-report ARI 91.5 for theirs against 70 for off-the-shelf S-BERT).
+report a large gain for theirs over off-the-shelf S-BERT; neardup's figures:
+docs/choosing-a-method.md).
 
 Speed. Texts are sorted by length, cut into batches, and the original order restored, so a
 batch pads to similar lengths. In truncate mode only a text's head is tokenized (the head

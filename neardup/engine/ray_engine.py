@@ -103,7 +103,8 @@ SET_SIZES, SET_VALUES, TEXTS = "sets.sizes", "sets.values", "texts"
 
 def import_ray():
     """The ``ray`` module, or an ImportError naming the extra to install. (Ray Data is not
-    imported: the engine runs plain tasks, and importing it costs ~0.7 CPU-s per process.)"""
+    imported: the engine runs plain tasks, and importing it costs CPU in every process;
+docs/decisions/0005-ray-engine-on-tasks.md.)"""
     try:
         import ray
     except ImportError:
@@ -1797,9 +1798,8 @@ def _default_partitions(n_docs: int, fixed_width: bool = False) -> int:
     documents each for a method verifying fixed-width arrays (MinHash signatures), 100,000
     otherwise (set and text methods: a link task holds its partition's key rows and sets).
     Fewer partitions ship fewer gathered rows: a document is shipped to every partition
-    that verifies one of its edges. (Measured at 1M, minhash, two local nodes: 8
-    partitions instead of 16 gathered 201 MB of signatures instead of 282, verified 1.11M
-    edges instead of 1.20M, and the raylets spent ~1 CPU-s less: docs/benchmarks.md.)"""
+    that verifies one of its edges (measured at 1M documents: docs/scale-out.md, "Ray's own
+    costs")."""
     need = max(n_docs / (200_000 if fixed_width else 100_000), 1.0)
     return int(max(8, 1 << int(np.ceil(np.log2(need)))))
 

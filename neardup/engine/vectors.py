@@ -7,7 +7,7 @@ shards of rows:
 
 1. **embed** (streaming, per batch): ``method.sketch`` then ``method.vector_rows``; rows
    are appended to one raw array in the work directory (``storage``: float32 by default,
-   float16 halves the disk; see docs/benchmarks.md for what it costs in agreement), the
+   float16 halves the disk; docs/decisions/0012-embeddings-out-of-core.md), the
    number of rows each document owns to another, document facts to Parquet.
 2. **search** (per query shard): rows are cut into shards of ``shard_rows`` (from the
    memory limit). The index is chosen as :meth:`Method.find_pairs` chooses it
@@ -59,7 +59,7 @@ document (union-find, row offsets), the IVF training sample (at most half the li
 before any shard is read) and the model's own memory while embedding. Flat search takes
 n^2 * d / 2 multiply-adds whatever the shard size; HNSW (``index="hnsw"``) is not built
 per shard (it stays in memory: its single-threaded, reproducible build costs as much as
-exact search here, docs/benchmarks.md).
+exact search here, docs/decisions/0012-embeddings-out-of-core.md).
 
 Work directory (beside ``manifest.json``)::
 

@@ -4,8 +4,9 @@ Connected components of the pair graph are single-linkage clusters: one false-po
 edge merges two groups of copies. Average or complete linkage needs a pair to be close
 to the *whole* of a cluster, not to one member. Silcock et al. (2022), "Noise-Robust
 De-Duplication at Scale" (appendix A.1, table A1), report that HAC of bi-encoder
-similarities raises ARI on NEWS-COPY from 91.5 to 92.5, at a cost that grows with the
+similarities raises accuracy on NEWS-COPY a little, at a cost that grows with the
 square of the cluster size, hence its use "for moderately-sized de-duplication problems".
+neardup's figures: docs/method-comparison.md.
 
 The graph is sparse: a pair that was not scored (below the search threshold) is taken
 to be at the maximum cosine distance, 1. The distance of a scored pair is ``1 - score``.

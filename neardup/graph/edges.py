@@ -78,8 +78,8 @@ class Pairs:
         lo, hi, score = lo[keep], hi[keep], self.score[keep]
         if lo.size == 0:
             return Pairs.empty()
-        # Sort by (lo, hi): one int64 key per pair sorts several times faster than a
-        # lexsort (millions of candidate pairs per search batch; docs/benchmarks.md), which
+        # Sort by (lo, hi): one int64 key per pair sorts much faster than a lexsort
+        # (millions of candidate pairs per search batch), which
         # stays for ids too large to share a key. Repeats keep their best score.
         width = int(hi.max()) + 1
         fits = int(lo.max()) < np.iinfo(np.int64).max // width

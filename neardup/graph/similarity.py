@@ -138,8 +138,8 @@ def similarity_pairs(
         ``nprobe`` of them searched per query). ``"hnsw"``: approximate graph search;
         on few cores its (single-threaded, reproducible) build costs as much as exact
         search. ``"auto"``: ``"flat"`` up to ``exact_limit`` documents, ``"ivf"`` above
-        (on 200,000 news-like embeddings: 3.5x faster than flat, recall 0.99998; see
-        docs/benchmarks.md).
+        (faster than flat at almost the same recall; see
+        docs/decisions/0012-embeddings-out-of-core.md).
     exact_limit : int, default 50_000
         Largest corpus ``index="auto"`` searches exactly (>= 0). Flat search takes
         ~n^2 * d multiply-adds: 1e13 for 200,000 256-d rows, several minutes on a

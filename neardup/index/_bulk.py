@@ -1,8 +1,8 @@
 """The bulk path of :meth:`Index.bulk_add`: a whole corpus into an empty index, fast.
 
 Adding batch by batch pays, per document, a B-tree lookup of each of its keys and a
-random insert of each posting into a table far larger than SQLite's page cache: at 1M
-documents that is ~1 ms per document, and it grows with the index. An empty index needs
+random insert of each posting into a table far larger than SQLite's page cache, a cost
+that grows with the index (docs/decisions/0015-persistent-index.md). An empty index needs
 neither: nothing is stored to look up, and the postings can be written in key order.
 
 1. **sketch** (streaming, per input batch): the method's sketch; each document's
@@ -114,8 +114,8 @@ class _TextStore:
 
 
 #: Postings rows per INSERT statement of the bulk load: one statement binding many rows
-#: costs a third of the CPU of one row per statement (measured: 2M sorted rows, 3.0 vs
-#: 1.1 CPU s), the per-statement work of the VM and the Python driver being shared.
+#: costs much less CPU than one row per statement (measured on 2M sorted rows), the
+#: per-statement work of the VM and the Python driver being shared.
 _ROWS_PER_INSERT = 256
 #: Rows converted to Python ints at once (bounds the transient lists, ~100 B a row).
 _INSERT_SLICE = 1 << 17

@@ -192,8 +192,8 @@ class RETSimMethod(EmbeddingMethod):
         a shipped model (0.75 for "retsim-news", 0.70 with ``retsim-partial``), else 0.9.
     batch_size : int, default 16
         512-character chunks per model call. Small batches are as fast on CPU and keep
-        ONNX Runtime's memory arena small: on 1,000 Reuters stories, 16 a call peak at
-        ~500 MB, 256 at ~4.2 GB and run 1.5x slower (see docs/benchmarks.md).
+        ONNX Runtime's memory arena small: on 1,000 Reuters stories, 256 a call took
+        several times the memory of 16 and ran slower (``bench/results/retsim_batch.json``).
 
     Other parameters as :class:`EmbeddingMethod`. Needs the ``neural`` extra
     (onnxruntime, and the unisim package for the default model).

@@ -8,7 +8,7 @@ Two permutation families exist (``signature_scheme``):
   ``x = (h ^ (h >> 32)) mod 2**32``, and permuted by ``p_k(x) = a_k * x + b_k`` modulo
   2**32 (``a_k`` odd, so a bijection). 32-bit products fill twice the SIMD lanes of 64-bit
   ones and compile to ``vpmulld`` instead of the slow ``vpmullq`` (or its emulation on
-  CPUs without AVX-512DQ), which made the kernel ~2.4x faster (docs/benchmarks.md).
+  CPUs without AVX-512DQ) (docs/decisions/0001-minhash-sketching-kernel.md).
 * ``"perm64"`` (64-bit values, and 32-bit values of neardup before issue #14):
   ``p_k(h) = xorshift(a_k * h + b_k)`` modulo 2**64; a 32-bit value is the top half of
   the 64-bit minimum.

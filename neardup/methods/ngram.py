@@ -25,7 +25,7 @@ arrays (no Python object per shingle or per document):
    per-thread dense counter indexed by ``j`` (a direct-address hash table, reset as it is
    read) while that fits in ``DENSE_BYTES``, else by sorting ``i``'s emissions and
    counting runs (the sort/unique of pair codes ``i * n + j``, segmented by ``i`` so no
-   global sort is needed). Both give the same pairs; the counter is about 3x faster.
+   global sort is needed). Both give the same pairs; the counter is faster.
 4. Since ``|A ∩ B| <= shared_rare + min(frequent_A, frequent_B)`` (and ``<= min(|A|, |B|)``),
    a candidate whose upper-bound similarity is below the threshold is dropped without
    looking at its shingles.
@@ -446,8 +446,8 @@ class NGramOverlap(SetKeyedMixin, Method):
     #
     # Keys are every shingle of each set (the documents' postings). A key group of up to
     # min(max_df, KEYED_ALL_PAIRS_UPTO) documents is compared all-to-all, as find_pairs
-    # compares every group up to max_df (star plus chain there lost pairs: ARI 0.98
-    # against the in-memory clusters on the benchmark with groups of 50): the stage
+    # compares every group up to max_df (star plus chain there lost pairs against the
+    # in-memory clusters, docs/decisions/0003-ngram-pair-count-exchange.md): the stage
     # counts each pair's shared keys in compiled code and drops pairs whose count bound
     # (overlap_bound, step 4 of the module docstring) cannot reach the threshold. A larger
     # group gets a star plus a chain, and one over max_df the chain alone, ordered by a

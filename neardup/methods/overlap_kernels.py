@@ -34,7 +34,7 @@ __all__ = ["bounded_similarity", "count_bound_passes", "count_similarity", "inde
 # needing more gets a block of its own.
 BLOCK_PAIRS = 1 << 22
 # Largest dense candidate counter (4 bytes per thread and document) to allocate; beyond
-# it, candidates are reduced by sorting instead (about 3x slower, no O(n) memory).
+# it, candidates are reduced by sorting instead (slower, no O(n) memory).
 DENSE_BYTES = 1 << 28
 
 

@@ -39,12 +39,9 @@ text (UTF-8, cut to ``max_chars`` characters) beside the candidate method's sket
 re-scored candidates are cached on the corpus sketch, so a threshold sweep runs the
 scorer once.
 
-On the reuters-news test split (threshold tuned on validation, connected components):
-the shipped verifier scores ARI 0.976 over MinHash candidates and 0.974 over RETSim ones,
-against 0.814 for MinHash, 0.862 for RETSim and 0.689 for the off-the-shelf bi-encoder
-alone; the shipped cross-encoder (MiniLM-L6, 64 tokens per text, int8 ONNX) scores 0.881
-over RETSim candidates. The verifier re-scores about 1,400 pairs per CPU-second, the
-cross-encoder about 43.
+The verifier is the most accurate method on every labelled set, and far cheaper per pair
+than the cross-encoder (MiniLM-L6, 64 tokens per text, int8 ONNX): see
+docs/choosing-a-method.md and docs/decisions/0017-rerank-is-the-accuracy-default.md.
 """
 
 from __future__ import annotations
@@ -86,14 +83,14 @@ __all__ = [
     "load_scorer",
 ]
 
-#: Permissive defaults of each candidate method: many pairs, high recall. On the
-#: reuters-news validation split, retsim below gives ~5 candidates per document, among
-#: which the true pairs alone would score ARI 0.976 (minhash: ~12 per document, 0.994).
+#: Permissive defaults of each candidate method: many pairs, high recall (a few to a
+#: dozen candidates per document on the reuters-news validation split, among which the
+#: true pairs alone would score close to a perfect ARI).
 CANDIDATE_DEFAULTS: dict[str, dict[str, Any]] = {
     "retsim": {"threshold": 0.7, "k": 10},
     # Character 5-grams: word 3-gram candidates miss copies in unsegmented scripts and
-    # under heavy character noise (bench/verifier_transfer.py: the true pairs among them
-    # cap test ARI at 0.72-0.87 on the multilingual sets, 0.99+ with character 5-grams).
+    # under heavy character noise (bench/verifier_transfer.py; the bound the true pairs
+    # among them put on accuracy: docs/decisions/0006-verifier-trained-on-a-mixture.md).
     "minhash": {"threshold": 0.1, "shingle": ShingleConfig("char", 5)},
     "biencoder": {"threshold": 0.5, "k": 10},
 }
@@ -313,7 +310,7 @@ class VerifierScorer:
         self._bound: Any = False  # not built yet; None: the model has none
 
     #: Features left out of the first pass of :meth:`decide_positions` (the alignment of
-    #: a head inside the other text costs ~0.6 ms a pair, ten times all the others).
+    #: a head inside the other text costs about ten times all the others together).
     deferred_features = ("align_partial",)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -390,8 +387,8 @@ class VerifierScorer:
                              threads=self.threads)
 
     def _predict(self, x: np.ndarray) -> np.ndarray:
-        # One thread: the trees cost ~13 us a pair against ~1 ms of features, and OpenMP
-        # threads on a busy machine made them cost 85-160 us (measured on 2 cores).
+        # One thread: the trees cost little next to the features, and OpenMP threads on
+        # a busy machine made them several times dearer (measured on 2 cores).
         classifier = self.classifier
         if self._thread_control is None:  # found once: a scan of the loaded libraries each call
             from threadpoolctl import ThreadpoolController  # cost 4% of rerank's linking
@@ -475,10 +472,9 @@ class RerankMethod(Method):
     template_guard : bool, default True
         Give probability 0 to candidate pairs of short notices of similar length whose
         figures differ both ways (:func:`~neardup.methods.pair_types.figures_disagree`):
-        dividend or earnings notices of different companies, not copies. On
-        Reuters-21578 (bodies, 48 h window) the largest cluster has 7 stories instead of
-        21, and 28 clusters instead of 81 mix companies' tickers; on the labelled sets it
-        changes no ARI (bench/reuters_templates.py). Recommended: True. False: the
+        dividend or earnings notices of different companies, not copies. What it changes
+        on Reuters-21578 and the labelled sets:
+        docs/decisions/0011-rerank-template-guard.md. Recommended: True. False: the
         scorer alone decides.
 
     Examples

@@ -248,8 +248,8 @@ def train_retsim(
         Validate on whole days of the validation corpus holding at most this many
         documents (chosen once, by ``seed``), to keep epochs short.
     mixed_precision : bool or None, default None
-        Run the two attention blocks in bfloat16 during training steps (about 1.7x faster
-        on CPUs with native bf16; the rest of the network, validation and the exported
+        Run the two attention blocks in bfloat16 during training steps (faster on CPUs
+        with native bf16; the rest of the network, validation and the exported
         model stay float32). None: on when the CPU supports bf16 natively.
     threads : int or None, default None
         Torch and ONNX Runtime threads; None keeps the libraries' defaults.
