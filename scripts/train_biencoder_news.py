@@ -1,7 +1,7 @@
 """Train the shipped ``biencoder-news`` model (see neardup/models/biencoder-news/README.md).
 
 Fine-tunes all-MiniLM-L6-v2 with the multiple-negatives ranking loss and hard negatives
-(the best loss on validation; see docs/benchmarks.md) on the standard benchmark's train
+(the best loss on validation; see neardup/models/biencoder-news/README.md) on the standard benchmark's train
 split (benchmarks/reuters-news/train.jsonl.gz), selects the epoch on a validation
 subset, exports the best model to int8 ONNX and, with ``--ship``, copies that export into
 ``neardup/models/biencoder-news/`` with its ``model.json``. The test split is never read.
