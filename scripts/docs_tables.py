@@ -135,6 +135,9 @@ SOURCES: dict[str, Source] = {
 # The benchmark sets, in the column order of every accuracy table (benchmarks/README.md).
 SETS = ("reuters-news", "reuters-adversarial", "indep-nlpaug", "indep-augly", "indep-noisocr",
         "indep-confusables", "multi-latin", "multi-cyrillic", "multi-greek", "multi-cjk")
+# Column headers of the wide method table (docs/choosing-a-method.md defines each).
+SET_HEADERS = ("news", "adversarial", "nlpaug", "augly", "noisocr", "confusables", "latin",
+               "cyrillic", "greek", "cjk")
 
 
 @dataclass(frozen=True)
@@ -157,39 +160,35 @@ class MethodRow:
 
 
 METHOD_ROWS = (
-    MethodRow("`rerank` (default: MinHash candidates, shipped verifier, Leiden)",
-              "rerank (verifier), Leiden 0.4", Speed("scale-100k-rerank", "rerank"),
-              "the most accurate on every set; noisy copies (OCR, abridged, re-edited), "
-              "several languages; CPU only"),
+    MethodRow("`rerank`", "rerank (verifier), Leiden 0.4", Speed("scale-100k-rerank", "rerank"),
+              "best accuracy on every set: noisy copies (OCR, abridged), every language tried"),
     MethodRow("`minhash`", "minhash", Speed("scale-100k", "minhash"),
-              "the fastest near-duplicate method; copies sharing most of their wording "
-              "(web crawls, training sets); tune or calibrate the threshold"),
+              "fastest; copies sharing most words (web, LM data); tune the threshold"),
     MethodRow("`minhash --shingle char --ngram 5`", "minhash char-5", None,
-              "as minhash, but robust to character noise (OCR, typos) and any script"),
+              "as minhash, robust to character noise and any script"),
     MethodRow("`ngram`", "ngram", Speed("scale-100k-ngram", "ngram"),
-              "exact Jaccard or containment, no sketch error; short texts, "
-              "one text inside another (`--similarity containment`)"),
+              "exact Jaccard or containment; short texts, one text inside another"),
     MethodRow("`ngram --shingle char --ngram 5`", "ngram char-5", None,
-              "exact character-level overlap: the best lexical accuracy on unseen noise"),
+              "best lexical accuracy on unseen noise"),
     MethodRow("`exact`", "exact", Speed("scale-100k", "exact"),
-              "identical texts after normalization only; a first pass"),
+              "identical texts after normalization; a first pass"),
     MethodRow("`simhash`", "simhash", Speed("scale-100k", "simhash"),
-              "almost identical texts (a few changed words) at web scale"),
+              "almost identical texts at web scale"),
     MethodRow("`wminhash`", "wminhash", Speed("scale-100k-stats", "wminhash"),
-              "news with boilerplate: weights rare phrases (Alonso et al.)"),
+              "news with boilerplate (weights rare phrases)"),
     MethodRow("`spotsigs`", "spotsigs", None,
-              "web pages with navigation text: compares content-word chains (English)"),
+              "English web pages with navigation text"),
     MethodRow("`sanderson`", "sanderson", Speed("scale-100k-stats", "sanderson"),
-              "wire copies that are exact or expanded (Sanderson 1997); not for OCR noise"),
+              "clean wire copies, exact or expanded; not OCR noise"),
     MethodRow("`retsim`", "retsim (off-the-shelf)", None,
-              "character noise and any script, embeddings on CPU"),
+              "character noise, any script, no training"),
     MethodRow("`retsim --model retsim-news`", "retsim (retsim-news)", Speed("neural-20k", "retsim-news"),
               "as retsim, fine-tuned on news reprints"),
     MethodRow("`retsim-partial --model retsim-news`", "retsim-partial (retsim-news)", None,
-              "one document contained in another (max chunk cosine)"),
+              "one document contained in another"),
     MethodRow("`biencoder --model biencoder-news`", "biencoder (biencoder-news)",
               Speed("neural-20k", "biencoder-news"),
-              "English paraphrase-level copies; not for other scripts"),
+              "English paraphrase-level copies; not other scripts"),
 )
 
 
@@ -274,14 +273,14 @@ def _methods_table(full: bool) -> tuple[str, list[str]]:
             rss = _int(r["peak_rss_mb"])
             speed = f"{_int(r['docs'])}"
         if full:
-            rows.append([method.name, *(_num(a) for a in aris), docs_s, rss, speed, method.when])
+            rows.append([method.name, method.when, *(_num(a) for a in aris), docs_s, rss, speed])
         else:
             known = [a for a in aris if a is not None]
             low = _num(min(known)) if known else ""
             rows.append([method.name, _num(aris[0]), _num(aris[4]), low, docs_s, rss, method.when])
     if full:
-        header = ["method", *SETS, "docs/s", "peak RSS (MB)", "at documents", "when to use it"]
-        align = ["l", *"r" * len(SETS), "r", "r", "r", "l"]
+        header = ["method", "when to use it", *SET_HEADERS, "docs/s", "peak RSS (MB)", "at documents"]
+        align = ["l", "l", *"r" * len(SETS), "r", "r", "r"]
     else:
         header = ["method", "reuters-news", "indep-noisocr (OCR)", "worst of 10 sets",
                   "docs/s", "peak RSS (MB)", "when to use it"]
