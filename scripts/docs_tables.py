@@ -39,6 +39,8 @@ class Source:
 
 
 # Every raw result file a table reads, by name. Paths are relative to the repository root.
+# This is the only place that names them: when result files move (bench/ is being split
+# into benchmarks/, experiments/ and scripts/), remap the paths and commands here.
 SOURCES: dict[str, Source] = {
     "transfer": Source(
         "bench/results/transfer.json",
