@@ -89,7 +89,7 @@ from neardup.progress import StageTimer, progress_bar
 from neardup.text.shingle import ShingleSets
 
 __all__ = ["INSTALL_HINT", "RUNTIME_ENV_ENV", "RayConfig", "RayInputs", "RayRun", "connect", "import_ray",
-           "ray_supports", "run_ray_stage", "worker_env", "worker_runtime_env", "write_outputs"]
+           "run_ray_stage", "worker_env", "worker_runtime_env", "write_outputs"]
 
 INSTALL_HINT = "pip install 'neardup[ray]'"
 _NO_DATE = NO_DATE
@@ -1090,23 +1090,6 @@ def _small_star_task(bounds: np.ndarray, *parts: dict) -> tuple:
 
 
 # -- embedding methods: the vector stage as tasks ---------------------------------------
-
-
-def ray_supports(method: Method, algorithm: str) -> bool:
-    """Whether ``engine="ray"`` runs ``method`` clustered by ``algorithm``: the keyed
-    corpus stage's methods (fixed-width rows, shingle sets, texts), and the embedding
-    methods the local vector stage runs. Not (yet) the methods whose keys need a
-    corpus-wide statistics pass first (wminhash, sanderson unless fitted) or that link by
-    mutual retrieval (sanderson), nor those verifying with weighted sets
-    (:attr:`~neardup.methods.Method.candidate_set_weights`: wminhash's ``verify="exact"``),
-    whose element weights the shards do not ship: the local out-of-core engine runs those."""
-    from neardup.engine.vectors import supports_vector_stage
-
-    if method.corpus_statistics or method.query_retrieval or method.candidate_set_weights:
-        return False
-    if method.vector_search is not None and method.candidate_text_chars is not None:
-        return False  # vector candidates scored from texts (rerank): not shipped to workers
-    return supports_corpus_stage(method, algorithm) or supports_vector_stage(method, algorithm)
 
 
 def _embed_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig,
