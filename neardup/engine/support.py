@@ -93,15 +93,12 @@ def _memory_reason(method: Method, algorithm: str) -> str:
 def _ray_refusal(method: Method, algorithm: str) -> str | None:
     """Why the Ray executor cannot run ``method`` clustered by ``algorithm``, or None.
 
-    Ray runs the local executor's keyed and vector stages as tasks, less what its shards
-    do not carry: corpus-wide statistics before keying, the inverted index of mutual
-    retrieval, weighted sets, and texts for scoring vector candidates."""
+    Ray runs the local executor's statistics, keyed and vector stages as tasks, less what
+    its shards do not carry: the inverted index of mutual retrieval, weighted sets, and
+    texts for scoring vector candidates."""
     if method.candidate_set_weights:
         return ("its verification reads weighted sets, which the Ray executor's shards do "
                 "not ship")
-    if method.corpus_statistics:
-        return ("its keys need corpus-wide statistics counted first, a pass the Ray "
-                "executor does not run")
     if method.query_retrieval:
         return "it links documents by mutual retrieval, which the Ray executor does not run"
     if method.vector_search is not None and method.candidate_text_chars is not None:

@@ -485,13 +485,27 @@ def test_unsupported_method_is_refused(cluster):
             run(iter([]), method, cluster=ClusterConfig(algorithm="leiden"), engine="ray")
 
 
-@pytest.mark.parametrize("name", ["wminhash", "sanderson"])
-def test_methods_needing_a_statistics_pass_are_refused(name):
-    # Their keys need whole-corpus statistics (and sanderson mutual retrieval), which only
-    # the local out-of-core engine computes: refused before any Ray work starts.
-    assert not placement(make_method(name), "components", "ray").supported
-    with pytest.raises(ValueError, match="engine='ray' cannot run method"):
-        run(iter([]), make_method(name), engine="ray")
+def test_wminhash_counts_its_statistics_on_ray(cluster, shards):
+    # Unfitted: the statistics stage runs as tasks (shards count by hash range, a task per
+    # range sums them) and the fitted method keys the sketch stage, as the local engine does.
+    reader = ReaderConfig(id_field="id")
+    method = make_method("wminhash", phrase_length=3)
+    assert method.corpus_statistics and placement(method, "components", "ray").supported
+    local = run(read_corpus(shards[:2], reader), method)
+    distributed = run(RayInputs(tuple(shards[:2]), reader), method, engine="ray",
+                      ray=RayConfig(shard_rows=800, partitions=4))
+    assert local.params["engine"] == "local" and distributed.params["engine"] == "ray"
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    np.testing.assert_array_equal(distributed.representative, local.representative)
+    assert local.n_clusters < local.n_docs - 10
+
+
+def test_mutual_retrieval_is_refused():
+    # sanderson links by mutual retrieval over an inverted index, which the shards do not
+    # build: refused before any Ray work starts, saying why.
+    assert not placement(make_method("sanderson"), "components", "ray").supported
+    with pytest.raises(ValueError, match="engine='ray' cannot run method 'sanderson'.*mutual retrieval"):
+        run(iter([]), make_method("sanderson"), engine="ray")
 
 
 def test_weighted_set_verification_is_refused_by_name(tmp_path):
