@@ -210,24 +210,22 @@ def _check_ignored(method_obj, cluster: ClusterConfig, engine: str, date_field: 
                    **given: Any) -> None:
     """ParameterError for a parameter the run would ignore (the command line's rule: an
     option that would be ignored is an error), before any work."""
-    from neardup.engine import supports_corpus_stage
-    from neardup.engine.vectors import supports_vector_stage
+    from neardup.engine.support import placement
     from neardup.errors import ParameterError
 
     if engine == "local":
-        stage = ("corpus" if supports_corpus_stage(method_obj, cluster.algorithm) else
-                 "vector" if supports_vector_stage(method_obj, cluster.algorithm) else "memory")
+        stage = placement(method_obj, cluster.algorithm, "local").stage
         where = (f"method={method_obj.name!r} with cluster={cluster.algorithm!r}, which "
                  "engine='local' runs in memory")
     else:
         stage, where = engine, f"engine={engine!r}"
     reads = {
-        "work_dir": ("the out-of-core stages of engine='local'", stage in ("corpus", "vector")),
+        "work_dir": ("the out-of-core stages of engine='local'", stage in ("keyed", "vector")),
         "memory_limit": ("the out-of-core stages of engine='local'",
-                         stage in ("corpus", "vector")),
-        "resume": ("the out-of-core stages of engine='local'", stage in ("corpus", "vector")),
+                         stage in ("keyed", "vector")),
+        "resume": ("the out-of-core stages of engine='local'", stage in ("keyed", "vector")),
         "partitions": ("the keyed stage of engine='local' and engine='ray'",
-                       stage in ("corpus", "ray")),
+                       stage in ("keyed", "ray")),
         "ray_address": ("engine='ray'", engine == "ray"),
     }
     defaults = {"resume": False}

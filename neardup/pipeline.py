@@ -22,10 +22,9 @@ from neardup.engine import (
     CorpusStageConfig,
     run_corpus_stage,
     run_vector_stage,
-    supports_corpus_stage,
-    supports_vector_stage,
 )
 from neardup.engine.facts import batch_identity, identity_pairs
+from neardup.engine.support import placement, responsible_parameters
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.cluster import choose_representatives, cluster_pairs
 from neardup.graph.edges import Pairs, check_time_window, outside_time_window
@@ -419,24 +418,18 @@ def run(
     check_choice("run", "engine", engine, ENGINES)
     cluster = cluster.resolved(method)
     timer = StageTimer()
+    placed = placement(method, cluster.algorithm, engine)
     if engine == "ray":
-        from neardup.engine.ray_engine import RayConfig, ray_supports, run_ray_stage
+        from neardup.engine.ray_engine import RayConfig, run_ray_stage
 
-        if method.candidate_set_weights:
+        if not placed.supported:
+            culprits, fixable = responsible_parameters(method, cluster.algorithm, engine)
+            given = ", ".join(f"{k}={v!r}" for k, v in culprits.items())
             raise ValueError(
-                f"run: engine='ray' does not run method {method.name!r} with "
-                f"verify={getattr(method, 'verify', None)!r}: that verification reads weighted "
-                "phrase sets, which the Ray engine's shards do not ship. Use engine='local' "
-                "(out of core) or engine='memory' for it."
-            )
-        if not ray_supports(method, cluster.algorithm):
-            raise ValueError(
-                f"run: engine='ray' runs methods with a keyed corpus stage (exact, minhash, "
-                f"simhash, ngram, spotsigs, rerank) or a vector stage (retsim, "
-                f"retsim-partial, biencoder; not index='hnsw') clustered by components, and "
-                f"those verifying their own candidates (exact, minhash, simhash, rerank) also "
-                f"by Leiden or Louvain; got method {method.name!r} with cluster algorithm "
-                f"{cluster.algorithm!r}. Use engine='local' or engine='memory' for it."
+                f"run: engine='ray' cannot run method {method.name!r}"
+                f"{' with ' + given if given else ''} clustered by {cluster.algorithm!r}: "
+                f"{placed.reason}. Use engine='local' (out of core) or engine='memory' for it"
+                f"{', or leave out ' + given if fixable else ''}."
             )
         stage = run_ray_stage(batches, method, config=ray or RayConfig(),
                               time_window_hours=cluster.time_window_hours, timer=timer,
@@ -444,11 +437,9 @@ def run(
         return _result_from_stage(stage, method, cluster, keep, timer, engine="ray")
     # The out-of-core stages: keys for the lexical methods, shards of rows for embeddings.
     stage_runner = None
-    if engine == "local" and supports_corpus_stage(method, cluster.algorithm):
+    if engine == "local" and placed.stage == "keyed":
         stage_runner = run_corpus_stage
-    elif engine == "local" and supports_vector_stage(
-            method, cluster.algorithm,
-            total if total is not None else (corpus_stage or CorpusStageConfig()).expected_docs):
+    elif engine == "local" and placed.stage == "vector":
         stage_runner = run_vector_stage
     if stage_runner is not None:
         # Community detection needs every accepted pair, not the spanning forest.
@@ -467,35 +458,17 @@ def run(
     corpus = sketch_corpus(batches, method, timer=timer, progress=progress, total=total)
     result = run_on_sketch(corpus, method, cluster=cluster, keep=keep, timer=timer)
     result.params["engine"] = "memory"
-    if engine == "local":
+    if placed.fallback:
         # Not silent: the run summary and report say why the in-memory stage ran.
-        reason = _memory_reason(method, cluster)
-        result.params["engine_fallback"] = reason
+        result.params["engine_fallback"] = placed.reason
         import logging
 
-        logging.getLogger("neardup").warning("engine 'local': %s", reason)
+        logging.getLogger("neardup").warning("engine 'local': %s", placed.reason)
     if reread is not None:
         with timer.stage("pair types"):
             result.pair_types = pair_types(result, method, reread(), corpus.dates,
                                            time_window_hours=cluster.time_window_hours)
     return result
-
-
-def _memory_reason(method: Method, cluster: ClusterConfig) -> str:
-    """Why ``engine="local"`` ran ``method`` in memory (for the run's summary)."""
-    if cluster.algorithm == "hac":
-        return ("cluster algorithm 'hac' needs every pair, weak ones included; the "
-                "out-of-core stages keep accepted pairs only, so the in-memory stage ran")
-    if cluster.needs_every_pair and method.candidate_arrays is not None:
-        return (f"cluster algorithm {cluster.algorithm!r} needs every accepted pair; method "
-                f"{method.name!r} with these parameters skips pairs already joined out of "
-                "core (pair-count exchange or mutual retrieval), so the in-memory stage ran")
-    if cluster.needs_every_pair and method.vector_search is not None:
-        return (f"cluster algorithm {cluster.algorithm!r} needs every accepted pair; the "
-                f"out-of-core stage of method {method.name!r} (vector search) keeps a "
-                "spanning forest, so the in-memory stage ran")
-    return (f"method {method.name!r} with these parameters has no out-of-core stage "
-            "(no keyed or vector contract), so the in-memory stage ran")
 
 
 def pair_types(

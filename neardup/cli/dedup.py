@@ -301,7 +301,8 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
     Parquet files); the driver holds per-duplicate integers only."""
     import time
 
-    from neardup.engine.ray_engine import RayConfig, RayInputs, RayRun, ray_supports, write_outputs
+    from neardup.engine.ray_engine import RayConfig, RayInputs, RayRun, write_outputs
+    from neardup.engine.support import placement, responsible_parameters
 
     for name in ("clusters_out", "pairs_out", "out"):
         path = opts[name]
@@ -314,29 +315,16 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
     if opts["html"] is not None:
         raise click.UsageError("--html is not supported with --engine ray (it needs every "
                                "document on one machine); use --engine local.")
-    if method_obj.candidate_set_weights:
+    placed = placement(method_obj, cluster.algorithm, "ray")
+    if not placed.supported:
+        culprits, fixable = responsible_parameters(method_obj, cluster.algorithm, "ray")
+        names = {p.name for p in click.get_current_context().command.params}
+        given = " ".join(f"--{k.replace('_', '-')} {v}" if k in names else f"--param {k}={v}"
+                         for k, v in culprits.items())
         raise click.UsageError(
-            f"--engine ray does not run --method {method_obj.name} with --verify "
-            f"{getattr(method_obj, 'verify', None)}: that verification reads weighted phrase "
-            "sets, which the Ray engine's shards do not ship. Use --engine local (out of core) "
-            "or another --verify."
-        )
-    if method_obj.name == "rerank" and not ray_supports(method_obj, "components"):
-        # Its candidates, whatever the clustering, keep it off Ray: say which to use.
-        candidates = method_obj.candidate
-        got = (f"{candidates.name} candidates (the cross-encoder's default)"
-               if candidates.name != "minhash" else "MinHash candidates with verify=exact")
-        raise click.UsageError(
-            f"--engine ray runs --method rerank over MinHash candidates verified by their "
-            f"signatures only; got {got}. Use --param candidates=minhash (and no verify in "
-            "candidate_params), or --engine local."
-        )
-    if not ray_supports(method_obj, cluster.algorithm):
-        raise click.UsageError(
-            f"--engine ray runs exact, minhash, simhash, ngram, spotsigs, rerank, and retsim, "
-            f"retsim-partial and biencoder (--index other than hnsw), clustered by components, and "
-            f"exact, minhash, simhash and rerank also with --cluster leiden or louvain; got "
-            f"--method {method_obj.name} with --cluster {cluster.algorithm}. Use --engine local."
+            f"--engine ray cannot run --method {method_obj.name}{' ' + given if given else ''} "
+            f"with --cluster {cluster.algorithm}: {placed.reason}. Use --engine local (out of "
+            f"core) or --engine memory{', or leave out ' + given if fixable else ''}."
         )
     config = RayConfig(address=opts["ray_address"], partitions=opts["partitions"],
                        shard_rows=opts["ray_shard_rows"])

@@ -323,7 +323,7 @@ class _Situation:
         return tuple(method_parameters(name)) if name in METHODS else ()
 
     def stage(self) -> str | None:
-        """Which stage runs: "memory" or "ray" (the engines), "corpus" or "vector" (the
+        """Which stage runs: "memory" or "ray" (the engines), "keyed" or "vector" (the
         local engine's out-of-core stages), "fallback" (the local engine runs it in
         memory), None when not known yet (no method object)."""
         engine = self.opts.get("engine", "local")
@@ -331,15 +331,10 @@ class _Situation:
             return engine
         if self.method is None:
             return None
-        from neardup.engine import supports_corpus_stage
-        from neardup.engine.vectors import supports_vector_stage
+        from neardup.engine.support import placement
 
-        algorithm = self.algorithm or "components"
-        if supports_corpus_stage(self.method, algorithm):
-            return "corpus"
-        if supports_vector_stage(self.method, algorithm):
-            return "vector"
-        return "fallback"
+        placed = placement(self.method, self.algorithm or "components", "local")
+        return "fallback" if placed.fallback else placed.stage
 
     def engine_text(self) -> str:
         if self.stage() == "fallback":
@@ -383,7 +378,7 @@ def _algorithm(s: _Situation) -> str:
 
 def _out_of_core(s: _Situation) -> bool | None:
     stage = s.stage()
-    return None if stage is None else stage in ("corpus", "vector")
+    return None if stage is None else stage in ("keyed", "vector")
 
 
 _SEED_CLUSTERINGS = ("leiden", "louvain")
@@ -431,7 +426,7 @@ OPTION_RULES: tuple[_Rule, ...] = (
                          ("resume", "--resume"))),
     _Rule("partitions", "--partitions", "the keyed out-of-core stage of --engine local and "
           "to --engine ray", lambda s: (None if s.stage() is None
-                                        else s.stage() in ("corpus", "ray")),
+                                        else s.stage() in ("keyed", "ray")),
           _Situation.engine_text),
     _Rule("resume", "--resume", "a run kept in --work-dir",
           lambda s: s.opts.get("work_dir") is not None, lambda s: "no --work-dir",

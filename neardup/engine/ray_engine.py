@@ -76,6 +76,7 @@ from neardup.engine.corpus import (
     supports_corpus_stage,
 )
 from neardup.engine.facts import batch_identity, identity_pairs
+from neardup.engine.statistics import batch_statistics, hash_range_bounds, split_by_range, sum_counts, table_min_df
 from neardup.engine.overlap import code_pairs, decide_pairs, pair_codes, sum_pair_counts
 from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
@@ -84,12 +85,12 @@ from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
 from neardup.io import parquet_num_rows
 from neardup.io.batch import DocumentBatch
 from neardup.io.readers import ReaderConfig, detect_format, part_records, read_part
-from neardup.methods.base import CandidateRows, Method
+from neardup.methods.base import CandidateRows, FeatureStatistics, Method
 from neardup.progress import StageTimer, progress_bar
 from neardup.text.shingle import ShingleSets
 
 __all__ = ["INSTALL_HINT", "RUNTIME_ENV_ENV", "RayConfig", "RayInputs", "RayRun", "connect", "import_ray",
-           "ray_supports", "run_ray_stage", "worker_env", "worker_runtime_env", "write_outputs"]
+           "run_ray_stage", "worker_env", "worker_runtime_env", "write_outputs"]
 
 INSTALL_HINT = "pip install 'neardup[ray]'"
 _NO_DATE = NO_DATE
@@ -416,6 +417,36 @@ def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig
     table = pa.concat_tables(facts) if facts else _FACTS.empty_table()
     key_bytes = key.nbytes + row.nbytes + (pay.nbytes if pay is not None else 0)
     return ((offset, int(key.size), time.process_time() - cpu, key_bytes), table, arrays, *out)
+
+
+def _statistics_task(shard: _Shard, method: Method, reader: ReaderConfig, memory: list | None,
+                     bounds: list[int]) -> tuple:
+    """Read one shard and count its share of the method's corpus statistics (the local
+    engine's per-batch step, :func:`~neardup.engine.statistics.batch_statistics`).
+    Returns ``1 + tables * ranges`` objects: the additive totals, then per table (in
+    ``method.corpus_statistics`` order) and per hash range of ``bounds``, the shard's
+    distinct hashes in that range and their document counts."""
+    hashes: dict[str, list[np.ndarray]] = {name: [] for name in method.corpus_statistics}
+    counts: dict[str, list[np.ndarray]] = {name: [] for name in method.corpus_statistics}
+    totals: dict[str, int] = {}
+    for batch in _shard_batches(shard, reader, memory):
+        counted, batch_totals = batch_statistics(method, batch.texts)
+        for name, (h, c) in counted.items():
+            hashes[name].append(h)
+            counts[name].append(c)
+        for name, value in batch_totals.items():
+            totals[name] = totals.get(name, 0) + value
+    out: list[Any] = [totals]
+    for name in method.corpus_statistics:
+        h, c = sum_counts(hashes.pop(name), counts.pop(name))
+        out += [{"hashes": h[part], "counts": c[part]} for part in split_by_range(h, bounds)]
+    return tuple(out)
+
+
+def _statistics_sum_task(min_df: int, *parts: dict) -> dict:
+    """One hash range of one table: the shards' counts summed, those reaching ``min_df``."""
+    h, c = sum_counts([p["hashes"] for p in parts], [p["counts"] for p in parts], min_df)
+    return {"hashes": h, "counts": c}
 
 
 def _roots_of(docs: np.ndarray, seed: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
@@ -1093,23 +1124,6 @@ def _small_star_task(bounds: np.ndarray, *parts: dict) -> tuple:
 # -- embedding methods: the vector stage as tasks ---------------------------------------
 
 
-def ray_supports(method: Method, algorithm: str) -> bool:
-    """Whether ``engine="ray"`` runs ``method`` clustered by ``algorithm``: the keyed
-    corpus stage's methods (fixed-width rows, shingle sets, texts), and the embedding
-    methods the local vector stage runs. Not (yet) the methods whose keys need a
-    corpus-wide statistics pass first (wminhash, sanderson unless fitted) or that link by
-    mutual retrieval (sanderson), nor those verifying with weighted sets
-    (:attr:`~neardup.methods.Method.candidate_set_weights`: wminhash's ``verify="exact"``),
-    whose element weights the shards do not ship: the local out-of-core engine runs those."""
-    from neardup.engine.vectors import supports_vector_stage
-
-    if method.corpus_statistics or method.query_retrieval or method.candidate_set_weights:
-        return False
-    if method.vector_search is not None and method.candidate_text_chars is not None:
-        return False  # vector candidates scored from texts (rerank): not shipped to workers
-    return supports_corpus_stage(method, algorithm) or supports_vector_stage(method, algorithm)
-
-
 def _embed_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig,
                 memory: list | None) -> tuple:
     """Read and embed one shard. Returns five objects: counts (documents, rows, row
@@ -1431,6 +1445,8 @@ class RayRun:
         self.n_shards = len(shards)
         self._fetched = None
         self.components_stats: list[dict] = []
+        if method.corpus_statistics:  # wminhash: keys weighted by corpus-wide counts
+            method = self.method = self._fit_statistics(ray, shards, memory, reader)
         if method.candidate_arrays is None:  # an embedding method: the vector stage
             self._execute_vector(ray, shards, memory, reader)
             return
@@ -1541,6 +1557,35 @@ class RayRun:
                 labels = self._components(ray, [], 0, _no_progress)
             self.bounds, self.label_refs = labels
             self._finish(totals, partitions)
+
+    def _fit_statistics(self, ray, shards: list[_Shard], memory: list | None,
+                        reader: ReaderConfig) -> Method:
+        """The statistics stage as tasks: each shard counts its share by hash range, a task
+        per range sums the shards' counts; the fitted method keys the sketch stage (as the
+        local engine's statistics stage, :mod:`neardup.engine.statistics`)."""
+        method = self.method
+        tables = tuple(method.corpus_statistics)
+        ranges = max(self.config.partitions or len(shards), 1)
+        bounds = hash_range_bounds(ranges)
+        method_ref = ray.put(method)
+        count = ray.remote(_statistics_task).options(num_returns=1 + len(tables) * ranges)
+        summed = ray.remote(_statistics_sum_task)
+        with self.timer.stage("statistics"), \
+                self._bar("counting statistics", len(shards), "shards") as advance:
+            out = [count.remote(shard, method_ref, reader, memory, bounds) for shard in shards]
+            totals: dict[str, int] = {}
+            for part in _completed(ray, [o[0] for o in out], advance):
+                for name, value in part.items():
+                    totals[name] = totals.get(name, 0) + int(value)
+            counted = {}
+            for t, name in enumerate(tables):
+                min_df = table_min_df(method, name, totals)
+                pieces = ray.get([summed.remote(min_df, *[o[1 + t * ranges + r] for o in out])
+                                  for r in range(ranges)])
+                counted[name] = (np.concatenate([p["hashes"] for p in pieces]),
+                                 np.concatenate([p["counts"] for p in pieces]))
+            del out
+        return method.with_statistics(FeatureStatistics(totals=totals, tables=counted))
 
     def _reduce_exchange(self, ray, counts: np.ndarray, arrays: list, names: tuple, options: dict, method_ref,
                          n_ranges: int, record_parts: list, unseen_parts: list) -> list:

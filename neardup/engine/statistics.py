@@ -40,7 +40,8 @@ from neardup.io.batch import DocumentBatch
 from neardup.methods.base import FeatureStatistics, Method
 from neardup.progress import timed_batches
 
-__all__ = ["statistics_stage"]
+__all__ = ["batch_statistics", "hash_range_bounds", "split_by_range", "statistics_stage",
+           "sum_counts", "table_min_df"]
 
 _SPOOL = "input.arrow"
 _SPOOL_SCHEMA = pa.schema(
@@ -93,13 +94,11 @@ def _count(directory: Path, batches: Iterable[DocumentBatch], method: Method, bu
     try:
         for batch in timed_batches(batches, timer, total=total, progress=progress):
             with timer.stage("statistics"):
-                partial = method.statistics_partial(method.sketch(batch.texts))
+                counted, batch_totals = batch_statistics(method, batch.texts)
                 for name in tables:
-                    hashes, counts = np.unique(np.asarray(partial.features[name], np.uint64),
-                                               return_counts=True)
-                    buffers[name].append((hashes, counts.astype(np.int64)))
-                    buffered += hashes.nbytes * 2
-                for name, value in partial.totals.items():
+                    buffers[name].append(counted[name])
+                    buffered += counted[name][0].nbytes * 2
+                for name, value in batch_totals.items():
                     totals[name] = totals.get(name, 0) + int(value)
                 if buffered >= flush_bytes:
                     _flush(buffers, runs, runs_dir)
@@ -112,7 +111,7 @@ def _count(directory: Path, batches: Iterable[DocumentBatch], method: Method, bu
     kept = {}
     with timer.stage("statistics"):
         for name in tables:
-            min_df = max(int(method.statistics_min_df(name, totals)), 2)
+            min_df = table_min_df(method, name, totals)
             hashes, df = _merge_runs(runs[name], min_df, budget)
             np.save(directory / f"{name}.hashes.npy", hashes)
             np.save(directory / f"{name}.df.npy", df)
@@ -125,16 +124,57 @@ def _count(directory: Path, batches: Iterable[DocumentBatch], method: Method, bu
     return {"n_docs": n_docs, "totals": totals, "tables": kept}
 
 
+def batch_statistics(method: Method, texts) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]],
+                                                     dict[str, int]]:
+    """One batch's share of ``method``'s corpus statistics: per table, its distinct feature
+    hashes (sorted uint64) and in how many of the batch's documents each occurs (int64),
+    and the additive totals. The step every executor runs per batch."""
+    partial = method.statistics_partial(method.sketch(texts))
+    counted = {}
+    for name in method.corpus_statistics:
+        hashes, counts = np.unique(np.asarray(partial.features[name], np.uint64), return_counts=True)
+        counted[name] = (hashes, counts.astype(np.int64))
+    return counted, {name: int(value) for name, value in partial.totals.items()}
+
+
+def table_min_df(method: Method, table: str, totals: dict[str, int]) -> int:
+    """The smallest document frequency of ``table`` kept: the method's, and at least 2 (a
+    feature in one document reads as the absent default, df 1)."""
+    return max(int(method.statistics_min_df(table, totals)), 2)
+
+
+def sum_counts(hashes: list[np.ndarray], counts: list[np.ndarray], min_df: int = 1
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The (hash, count) parts summed per hash: sorted distinct hashes and their summed
+    counts, only those reaching ``min_df``."""
+    if not hashes:
+        return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    unique, inverse = np.unique(np.concatenate(hashes), return_inverse=True)
+    summed = np.bincount(inverse, weights=np.concatenate(counts), minlength=unique.size)
+    summed = summed.astype(np.int64)
+    keep = summed >= min_df
+    return unique[keep], summed[keep]
+
+
+def hash_range_bounds(ranges: int) -> list[int]:
+    """Bounds of ``ranges`` equal ranges of the 64-bit hash space (hashes are uniform, so
+    each holds about the same share of the rows): range ``k`` is ``[b[k], b[k + 1])``."""
+    return [(k << 64) // ranges for k in range(ranges + 1)]
+
+
+def split_by_range(hashes: np.ndarray, bounds: list[int]) -> list[slice]:
+    """Slices of sorted ``hashes`` falling in each range of ``bounds``."""
+    cuts = [0] + [int(np.searchsorted(hashes, np.uint64(b))) for b in bounds[1:-1]] + [hashes.size]
+    return [slice(a, b) for a, b in zip(cuts, cuts[1:])]
+
+
 def _flush(buffers, runs, runs_dir: Path) -> None:
     """Each table's buffer as one sorted run of (hash, count)."""
     for name, parts in buffers.items():
         if not parts:
             continue
-        hashes = np.concatenate([p[0] for p in parts])
-        counts = np.concatenate([p[1] for p in parts])
+        unique, summed = sum_counts([p[0] for p in parts], [p[1] for p in parts])
         parts.clear()
-        unique, inverse = np.unique(hashes, return_inverse=True)
-        summed = np.bincount(inverse, weights=counts, minlength=unique.size).astype(np.int64)
         path = runs_dir / f"{name}-{len(runs[name]):05d}.npy"
         np.save(path, unique)
         np.save(path.with_suffix(".df.npy"), summed)
@@ -149,7 +189,7 @@ def _merge_runs(paths: list[Path], min_df: int, budget: int) -> tuple[np.ndarray
     runs = [(MappedArray(path), MappedArray(path.with_suffix(".df.npy"))) for path in paths]
     rows = sum(hashes.count for hashes, _ in runs)
     ranges = max(int(np.ceil(rows * _ROW_BYTES / max(budget // 4, 1))), 1)
-    bounds = [(k << 64) // ranges for k in range(ranges + 1)]
+    bounds = hash_range_bounds(ranges)
     kept_hashes, kept_df = [], []
     for k in range(ranges):
         lo, hi = bounds[k], bounds[k + 1]
@@ -164,12 +204,9 @@ def _merge_runs(paths: list[Path], min_df: int, budget: int) -> tuple[np.ndarray
             del run
         if not parts_h:
             continue
-        unique, inverse = np.unique(np.concatenate(parts_h), return_inverse=True)
-        df = np.bincount(inverse, weights=np.concatenate(parts_c), minlength=unique.size)
-        df = df.astype(np.int64)
-        keep = df >= min_df
-        kept_hashes.append(unique[keep])
-        kept_df.append(df[keep])
+        unique, df = sum_counts(parts_h, parts_c, min_df)
+        kept_hashes.append(unique)
+        kept_df.append(df)
     if not kept_hashes:
         return np.zeros(0, np.uint64), np.zeros(0, np.int64)
     return np.concatenate(kept_hashes), np.concatenate(kept_df)

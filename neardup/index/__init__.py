@@ -10,12 +10,11 @@ biencoder) keep their vectors in faiss segment files beside the database
 """
 
 from neardup.index._index import Index
-from neardup.index._methods import SUPPORTED_METHODS, DuplicateIdError
+from neardup.index._methods import DuplicateIdError, supported_methods
 from neardup.index._results import AddResult, BulkResult, QueryResult
 from neardup.index._store import IndexBusyError, IndexFormatError, IndexMismatchError
 
 __all__ = [
-    "SUPPORTED_METHODS",
     "AddResult",
     "BulkResult",
     "DuplicateIdError",
@@ -23,5 +22,6 @@ __all__ = [
     "IndexBusyError",
     "IndexFormatError",
     "IndexMismatchError",
+    "supported_methods",
     "QueryResult",
 ]

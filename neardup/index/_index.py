@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 
 from neardup import faults
 from neardup.errors import InputError, NeardupError, check_int, setting
+from neardup.engine.support import index_placement
 from neardup.graph.edges import Pairs
 from neardup.index._bulk import BulkBuilder
 from neardup.index._link import (
@@ -39,7 +40,6 @@ from neardup.index._link import (
     unique_edges,
 )
 from neardup.index._methods import (
-    EMBEDDING_METHODS,
     DuplicateIdError,
     check_ids,
     check_supported,
@@ -179,7 +179,7 @@ class Index:
         self._rerank = RerankVerifier(self.rerank) if self.rerank else None
         self._layout = [(n, np.dtype(d), tuple(t)) for n, d, t in meta["layout"]]
         self._row_bytes = sum(d.itemsize * int(np.prod(t or (1,))) for _, d, t in self._layout)
-        self.embedding = self.method.name in EMBEDDING_METHODS
+        self.embedding = index_placement(self.method).stage == "vector"
         self._vectors = VectorSegments(self.path, int(meta["dim"])) if self.embedding else None
         if rerank is not _UNSET:
             self.check_rerank(rerank)
@@ -221,7 +221,7 @@ class Index:
         method_obj = method if isinstance(method, Method) else make_method(method, **params)
         if isinstance(method, Method) and params:
             raise ValueError("Index.create: give parameters in the Method or as keywords, not both.")
-        check_supported("Index.create", method_obj)
+        stage = check_supported("Index.create", method_obj)
         rerank = rerank_config(rerank)
         if rerank is not None and method_obj.name not in RERANK_METHODS:
             raise ValueError(
@@ -229,7 +229,7 @@ class Index:
                 f"methods {', '.join(RERANK_METHODS)}; got method {method_obj.name!r}.")
         probe = method_obj.sketch(["probe"])
         extra: dict[str, Any] = {}
-        if method_obj.name in EMBEDDING_METHODS:
+        if stage == "vector":
             # Vectors live in faiss segment files (neardup.index._vectors), not in rows.
             layout = []
             extra = {"dim": int(probe.arrays[method_obj.embedding_key].shape[1]),

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from neardup.engine.support import index_placement, responsible_parameters
 from neardup.errors import InputError, setting, short_repr
 from neardup.methods import make_method
 from neardup.methods.base import Method
@@ -16,8 +17,6 @@ from neardup.text.normalize import NormalizeConfig
 from neardup.text.shingle import ShingleConfig
 
 __all__ = [
-    "EMBEDDING_METHODS",
-    "SUPPORTED_METHODS",
     "DuplicateIdError",
     "check_ids",
     "check_supported",
@@ -26,6 +25,7 @@ __all__ = [
     "params_json",
     "serial_if_small",
     "split_rows",
+    "supported_methods",
 ]
 
 
@@ -64,17 +64,12 @@ def check_ids(caller: str, ids: Any, n: int | None = None) -> list[str]:
     return out
 
 
-#: Methods the index supports: those with the keyed contract (candidate keys + fixed-width
-#: verification arrays), and the document-embedding methods (vectors in faiss segments).
-SUPPORTED_METHODS = ("exact", "minhash", "simhash", "retsim", "biencoder")
-#: Methods whose documents are vectors searched by cosine rather than keys.
-EMBEDDING_METHODS = ("retsim", "biencoder")
-_NOT_YET = {
-    "retsim-partial": "partial-duplicate matching compares chunks, and the index keeps one "
-                      "vector per document (use retsim)",
-    "rerank": "rerank is an index option, not a method: create a minhash index with "
-              "verification by the verifier (--rerank verifier; rerank=\"verifier\" in Python)",
-}
+def supported_methods() -> tuple[str, ...]:
+    """The methods an index can hold with their default parameters (placed by
+    :func:`neardup.engine.support.index_placement`, from what each method declares)."""
+    from neardup.methods import METHODS
+
+    return tuple(name for name in METHODS if index_placement(make_method(name)).supported)
 
 
 def method_from_params(name: str, params: dict[str, Any]) -> Method:
@@ -94,22 +89,26 @@ def params_json(method: Method) -> str:
     return json.dumps(method.get_params(), sort_keys=True, default=str)
 
 
-def check_supported(caller: str, method: Method) -> None:
-    if method.name in _NOT_YET:
-        raise ValueError(
-            f"{caller}: parameter 'method' must be one of {', '.join(map(repr, SUPPORTED_METHODS))}; "
-            f"got {method.name!r}: {_NOT_YET[method.name]}. Use neardup dedup for it."
-        )
-    if method.name in EMBEDDING_METHODS:
-        return
-    # The index stores fixed-width rows only (no shingle sets, texts or statistics).
-    if method.name not in SUPPORTED_METHODS or not method.candidate_fixed_width:
-        hint = (f" ({setting('verify', 'verify')} 'exact' keeps shingle sets, which the index "
-                "does not store: use 'signature')") if method.name == "minhash" else ""
-        raise ValueError(
-            f"{caller}: parameter 'method' must be one of {', '.join(map(repr, SUPPORTED_METHODS))} "
-            f"with fixed-width verification arrays; got {method.name!r}{hint}."
-        )
+def check_supported(caller: str, method: Method) -> str:
+    """The index stage that holds ``method`` ("keyed" or "vector"); a ValueError saying
+    why, with the alternatives, when the index cannot hold it."""
+    placed = index_placement(method)
+    if placed.supported:
+        return placed.stage
+    culprits, fixable = responsible_parameters(method, "components", "index")
+    given = ", ".join(f"{setting(k, k)} {v!r}" for k, v in culprits.items())
+    if fixable:
+        hint = f" Leave out {given}."
+    elif method.name == "rerank":
+        hint = (" Create a minhash index verified by the pair classifier instead "
+                f"({setting('rerank', 'rerank=')} 'verifier'), or use neardup dedup.")
+    else:
+        hint = " Use neardup dedup for it."
+    raise ValueError(
+        f"{caller}: the index cannot hold method {method.name!r}"
+        f"{' with ' + given if given else ''}: {placed.reason}. Methods it holds: "
+        f"{', '.join(map(repr, supported_methods()))}.{hint}"
+    )
 
 
 @contextmanager

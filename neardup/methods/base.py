@@ -192,6 +192,8 @@ class VectorSearch:
     nlist, nprobe, seed : int or None, int, int
         IVF: cells (None: :func:`neardup.graph.similarity.ivf_nlist` of the row count),
         cells visited per query, seed of the centroid training.
+    one_row_per_document : bool, default True
+        False when :meth:`Method.vector_rows` gives several rows per document (chunks).
     """
 
     threshold: float
@@ -202,6 +204,9 @@ class VectorSearch:
     nlist: int | None = None
     nprobe: int = 16
     seed: int = 0
+    #: Whether each document owns at most one row (a document embedding) rather than one
+    #: per chunk: the persistent index keeps one vector per document.
+    one_row_per_document: bool = True
 
 
 @dataclass

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -294,6 +295,11 @@ class RETSimPartialMethod(RETSimMethod):
             n_chunks[valid] = arrays["n_chunks"]
             chunks = arrays["chunks"]
         return Sketch(n_chunks, {"n_chunks": n_chunks}, ragged={"chunks": chunks})
+
+    @property
+    def vector_search(self) -> VectorSearch | None:
+        search = super().vector_search
+        return None if search is None else replace(search, one_row_per_document=False)
 
     def vector_rows(self, sketch: Sketch) -> tuple[np.ndarray, np.ndarray]:
         return sketch.ragged["chunks"], np.asarray(sketch.arrays["n_chunks"], np.int64)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from neardup.errors import check_int
+from neardup.graph.buckets import bucket_edges
 from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, Method, Sketch
 from neardup.text.hashing import encode_codepoints, seed_words, text_digests
@@ -23,22 +24,29 @@ from neardup.text.normalize import NormalizeConfig
 __all__ = ["ExactHash"]
 
 
-def chain_equal_rows(keys: np.ndarray, docs: np.ndarray) -> Pairs:
-    """Link documents whose key rows are equal: each to the next in its group (score 1).
+def link_equal_rows(keys: np.ndarray, docs: np.ndarray) -> Pairs:
+    """Link documents whose key rows are equal (score 1), each group by the one bucket rule
+    (:func:`neardup.graph.buckets.bucket_edges`: a star plus a chain, since equal keys
+    imply a match), so that in memory and out of core the same edges join them.
 
     Parameters
     ----------
     keys : ndarray, shape (m,) or (m, k)
-    docs : ndarray of int64, shape (m,)
+    docs : ndarray of int64, shape (m,), ascending
         The document position of each row.
     """
     if docs.size < 2:
         return Pairs.empty()
     keys2d = keys.reshape(keys.shape[0], -1)
-    order = np.lexsort(keys2d.T[::-1])
+    order = np.lexsort(keys2d.T[::-1])  # stable: each group keeps ascending positions
     sorted_keys = keys2d[order]
-    same = np.all(sorted_keys[1:] == sorted_keys[:-1], axis=1)
-    left, right = docs[order][:-1][same], docs[order][1:][same]
+    first = np.ones(docs.size, dtype=bool)
+    first[1:] = np.any(sorted_keys[1:] != sorted_keys[:-1], axis=1)
+    starts = np.flatnonzero(first)
+    sizes = np.diff(np.append(starts, docs.size))
+    shared = sizes > 1
+    left, right = bucket_edges(np.ascontiguousarray(docs[order], np.int64), starts[shared],
+                               sizes[shared], 0)
     return Pairs(left, right, np.ones(left.size, np.float32)).canonical()
 
 
@@ -86,7 +94,7 @@ class ExactHash(Method):
 
     def find_pairs(self, sketch: Sketch) -> Pairs:
         valid = np.flatnonzero(sketch.n_features > 0)
-        return chain_equal_rows(sketch.arrays["digest"][valid], valid)
+        return link_equal_rows(sketch.arrays["digest"][valid], valid)
 
     @property
     def candidate_arrays(self) -> tuple[str, ...] | None:

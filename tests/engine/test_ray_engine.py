@@ -18,6 +18,7 @@ from click.testing import CliRunner
 import neardup
 from neardup.cli import main
 from neardup.data import demo_corpus_path
+from neardup.engine.support import placement
 from neardup.errors import InputError
 from neardup.graph.edges import Pairs
 from neardup.io import ReaderConfig, read_corpus
@@ -32,7 +33,6 @@ from neardup.engine.ray_engine import (  # noqa: E402
     RayRun,
     import_ray,
     plan_shards,
-    ray_supports,
     worker_runtime_env,
     write_outputs,
 )
@@ -467,7 +467,7 @@ def test_wminhash_fitted_in_advance_runs_on_ray(cluster, shards):
     reader = ReaderConfig(id_field="id")
     texts = [t for batch in read_corpus(shards[:1], reader) for t in batch.texts]
     fitted = make_method("wminhash", phrase_length=3).fit(texts)
-    assert fitted.corpus_statistics == () and ray_supports(fitted, "components")
+    assert fitted.corpus_statistics == () and placement(fitted, "components", "ray").supported
     local = run(read_corpus(shards[:1], reader), fitted)
     distributed = run(RayInputs(tuple(shards[:1]), reader), fitted, engine="ray",
                       ray=RayConfig(shard_rows=800, partitions=4))
@@ -481,17 +481,31 @@ def test_unsupported_method_is_refused(cluster):
     # ngram links through the pair-count exchange, which skips pairs already joined: no
     # Leiden there (nor on the vector stage), refused before any Ray work.
     for method in (make_method("ngram"), FakeRETSim()):
-        with pytest.raises(ValueError, match="engine='ray' runs methods with a keyed corpus stage"):
+        with pytest.raises(ValueError, match="engine='ray' cannot run method"):
             run(iter([]), method, cluster=ClusterConfig(algorithm="leiden"), engine="ray")
 
 
-@pytest.mark.parametrize("name", ["wminhash", "sanderson"])
-def test_methods_needing_a_statistics_pass_are_refused(name):
-    # Their keys need whole-corpus statistics (and sanderson mutual retrieval), which only
-    # the local out-of-core engine computes: refused before any Ray work starts.
-    assert not ray_supports(make_method(name), "components")
-    with pytest.raises(ValueError, match="engine='ray' runs methods with a keyed corpus stage"):
-        run(iter([]), make_method(name), engine="ray")
+def test_wminhash_counts_its_statistics_on_ray(cluster, shards):
+    # Unfitted: the statistics stage runs as tasks (shards count by hash range, a task per
+    # range sums them) and the fitted method keys the sketch stage, as the local engine does.
+    reader = ReaderConfig(id_field="id")
+    method = make_method("wminhash", phrase_length=3)
+    assert method.corpus_statistics and placement(method, "components", "ray").supported
+    local = run(read_corpus(shards[:2], reader), method)
+    distributed = run(RayInputs(tuple(shards[:2]), reader), method, engine="ray",
+                      ray=RayConfig(shard_rows=800, partitions=4))
+    assert local.params["engine"] == "local" and distributed.params["engine"] == "ray"
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    np.testing.assert_array_equal(distributed.representative, local.representative)
+    assert local.n_clusters < local.n_docs - 10
+
+
+def test_mutual_retrieval_is_refused():
+    # sanderson links by mutual retrieval over an inverted index, which the shards do not
+    # build: refused before any Ray work starts, saying why.
+    assert not placement(make_method("sanderson"), "components", "ray").supported
+    with pytest.raises(ValueError, match="engine='ray' cannot run method 'sanderson'.*mutual retrieval"):
+        run(iter([]), make_method("sanderson"), engine="ray")
 
 
 def test_weighted_set_verification_is_refused_by_name(tmp_path):
@@ -499,9 +513,9 @@ def test_weighted_set_verification_is_refused_by_name(tmp_path):
     # refused before any Ray work, naming the option, even when fitted (no statistics pass).
     texts = ["the cat sat on the mat today", "the cat sat on the mat today", "dogs bark"]
     fitted = make_method("wminhash", verify="exact", phrase_length=3).fit(texts)
-    assert fitted.corpus_statistics == () and not ray_supports(fitted, "components")
+    assert fitted.corpus_statistics == () and not placement(fitted, "components", "ray").supported
     for method in (fitted, make_method("wminhash", verify="exact")):
-        with pytest.raises(ValueError, match="engine='ray' does not run method 'wminhash' with "
+        with pytest.raises(ValueError, match="engine='ray' cannot run method 'wminhash' with "
                                              "verify='exact'"):
             run(iter([]), method, engine="ray")
     path = tmp_path / "in.jsonl"
@@ -509,7 +523,8 @@ def test_weighted_set_verification_is_refused_by_name(tmp_path):
     result = CliRunner().invoke(main, ["dedup", str(path), "--method", "wminhash", "--verify", "exact",
                                        "--engine", "ray"])
     assert result.exit_code == 2
-    assert "--engine ray does not run --method wminhash with --verify exact" in result.output
+    assert "--engine ray cannot run --method wminhash --verify exact" in result.output
+    assert "weighted sets" in result.output
 
 
 def test_rerank_over_embedding_candidates_is_refused_with_the_fix(tmp_path):
@@ -520,8 +535,8 @@ def test_rerank_over_embedding_candidates_is_refused_with_the_fix(tmp_path):
     result = CliRunner().invoke(main, ["dedup", str(path), "--method", "rerank", "--param",
                                        "candidates=retsim", "--engine", "ray"])
     assert result.exit_code == 2
-    assert "got retsim candidates" in result.output
-    assert "--param candidates=minhash" in result.output
+    assert "cannot run --method rerank --param candidates=retsim" in result.output
+    assert "or leave out --param candidates=retsim" in result.output
 
 
 @pytest.fixture(scope="module")

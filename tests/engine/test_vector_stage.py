@@ -390,6 +390,6 @@ def test_rerank_vector_stage_resumes_after_kill(demo, tmp_path, tiny_verifier, t
 
 
 def test_ray_refuses_rerank_over_vector_candidates(tiny_verifier):
-    from neardup.engine.ray_engine import ray_supports
+    from neardup.engine.support import placement
 
-    assert not ray_supports(_rerank(tiny_verifier), "components")
+    assert not placement(_rerank(tiny_verifier), "components", "ray").supported

@@ -128,10 +128,10 @@ def test_delete_updates_big_groups(tmp_path):
 
 
 @pytest.mark.parametrize("method, params, hint", [
-    ("retsim-partial", {}, "compares chunks"),
-    ("rerank", {}, "rerank"),
-    ("minhash", {"verify": "exact"}, "verify 'exact' keeps shingle sets"),
-    ("ngram", {}, "fixed-width verification arrays"),
+    ("retsim-partial", {}, "several vectors per document"),
+    ("rerank", {}, "minhash index verified by the pair classifier"),
+    ("minhash", {"verify": "exact"}, "with verify 'exact': its verification reads shingle sets.*Leave out verify"),
+    ("ngram", {}, "Methods it holds: 'exact', 'minhash', 'simhash'"),
 ])
 def test_unsupported_methods_are_refused(tmp_path, method, params, hint):
     with pytest.raises(ValueError, match=hint):
