@@ -1,6 +1,7 @@
 """The cross-engine contract: every method, with every clustering an executor runs it
-with, gives the same clusters in memory, out of core with a small memory limit, on a
-two-node Ray cluster, and in the persistent index where the index holds the method.
+with, gives the same clusters in memory, out of core with a small memory limit, and in
+the persistent index where the index holds the method (Ray:
+tests/test_engine_contract_ray.py).
 
 Cases come from the method registry and :func:`neardup.engine.support.placement`, so a
 method or an executor added later is covered without editing this file.
@@ -8,150 +9,60 @@ method or an executor added later is covered without editing this file.
 
 from __future__ import annotations
 
-import gzip
-import importlib.util
-import json
-
 import numpy as np
 import pytest
 
 import neardup
-from neardup.data import demo_corpus_path
-from neardup.engine.support import EXECUTORS, index_placement, placement
+from neardup.engine.support import index_placement, placement
 from neardup.index import Index
 from neardup.methods import METHODS, NEURAL_METHODS, make_method
 from neardup.pipeline import ClusterConfig
-
-#: The clusterings crossed with every method: connected components, and community
-#: detection over every accepted pair (HAC runs in memory only: its own tests).
-ALGORITHMS = ("components", "leiden")
-#: Documents of the demo corpus in the shared corpus (its duplicates included).
-N_DOCS = 300
-
-
-def _lanes(name: str, executor: str) -> list:
-    marks = [pytest.mark.neural] if name in NEURAL_METHODS else []
-    if executor == "ray":
-        marks += [pytest.mark.ray, pytest.mark.xdist_group("ray")]
-    return marks
-
-
-def _cases():
-    for name in sorted(METHODS):
-        for algorithm in ALGORITHMS:
-            for executor in EXECUTORS:
-                if executor == "memory":
-                    continue  # the reference every other executor is held to
-                yield pytest.param(name, algorithm, executor, marks=_lanes(name, executor),
-                                   id=f"{name}-{algorithm}-{executor}")
-
-
-def _skip_unavailable(name: str) -> None:
-    """Skip neural methods whose optional dependencies are not installed."""
-    if name in NEURAL_METHODS and importlib.util.find_spec("onnxruntime") is None:
-        pytest.skip(f"{name} needs pip install 'neardup[neural]'")
-    if name == "rerank" and importlib.util.find_spec("rapidfuzz") is None:
-        pytest.skip("rerank needs rapidfuzz")
+from tests.engine_contract import (
+    ALGORITHMS,
+    canonical,
+    cases,
+    check_executor,
+    contract_corpus,
+    skip_unavailable,
+)
 
 
 @pytest.fixture(scope="module")
 def corpus():
-    """The demo corpus's first documents (noisy near-duplicates), and re-sent copies of
-    some of them (other spacing), which even exact hashing links, interleaved."""
-    with gzip.open(demo_corpus_path(), "rt") as handle:
-        records = [json.loads(line) for _, line in zip(range(N_DOCS - N_DOCS // 6), handle)]
-    docs = [{"id": str(r["id"]), "text": r["text"]} for r in records]
-    for i in range(N_DOCS // 6):
-        source = docs[3 * i]
-        docs.insert(5 * i + 4, {"id": f"{source['id']}-resent", "text": "  " + source["text"] + "\n"})
-    return docs
-
-
-def canonical(clusters: np.ndarray) -> np.ndarray:
-    """Each document's cluster named by its first member's position: equal exactly when
-    two clusterings are the same partition, whatever their cluster ids."""
-    clusters = np.asarray(clusters)
-    first = {}
-    return np.array([first.setdefault(c, i) for i, c in enumerate(clusters.tolist())])
-
-
-_MEMORY: dict = {}
-
-
-def _memory(corpus, name: str, algorithm: str):
-    """The in-memory result of ``name`` clustered by ``algorithm`` (computed once)."""
-    if (name, algorithm) not in _MEMORY:
-        _MEMORY[name, algorithm] = neardup.dedup(corpus, name, id_field="id", engine="memory",
-                                                 cluster=algorithm, pair_types=False)
-    return _MEMORY[name, algorithm]
+    return contract_corpus()
 
 
 @pytest.fixture(scope="module")
-def ray_address(request):
-    """Two Ray nodes on this machine, one CPU each (started only for the Ray cases)."""
-    ray = pytest.importorskip("ray", reason="the Ray executor needs pip install 'neardup[ray]'")
-    from ray.cluster_utils import Cluster
+def memory_results(corpus):
+    """The in-memory result of each (method, clustering), computed once."""
+    found = {}
 
-    from neardup.engine.ray_engine import worker_runtime_env
-
-    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 200 << 20})
-    nodes.add_node(num_cpus=1, object_store_memory=200 << 20)
-    ray.init(address=nodes.address, runtime_env=worker_runtime_env(), include_dashboard=False,
-             logging_level="WARNING", log_to_driver=False)
-    nodes.wait_for_nodes()
-    try:
-        yield nodes.address
-    finally:
-        ray.shutdown()
-        nodes.shutdown()
+    def get(name, algorithm):
+        if (name, algorithm) not in found:
+            found[name, algorithm] = neardup.dedup(corpus, name, id_field="id", engine="memory",
+                                                   cluster=algorithm, pair_types=False)
+        return found[name, algorithm]
+    return get
 
 
-@pytest.mark.parametrize("name, algorithm, executor", list(_cases()))
-def test_every_executor_gives_the_in_memory_clusters(corpus, name, algorithm, executor, request, tmp_path):
-    _skip_unavailable(name)
-    placed = placement(make_method(name), algorithm, executor)
-    if not placed.supported:
-        # Refused before any work, saying why: the front doors' rule, checked here too.
-        assert placed.reason and placed.alternatives
-        with pytest.raises(ValueError, match=f"engine='{executor}' cannot run method"):
-            neardup.dedup(corpus, name, id_field="id", engine=executor, cluster=algorithm,
-                          pair_types=False, **({"ray_address": "auto"} if executor == "ray" else {}))
-        return
-    memory = _memory(corpus, name, algorithm)
-    options = {}
-    if executor == "local" and not placed.fallback:
-        # A small memory limit and many partitions: the out-of-core path, read back in steps.
-        options = {"work_dir": str(tmp_path / "work"), "memory_limit": "1MB", "partitions": 16,
-                   "batch_size": 64}
-    elif executor == "ray":
-        options = {"ray_address": request.getfixturevalue("ray_address"), "batch_size": 64}
-    result = neardup.dedup(corpus, name, id_field="id", engine=executor, cluster=algorithm,
-                           pair_types=False, **options)
-    assert result.ids.tolist() == [r["id"] for r in corpus]  # every document, once, in order
-    np.testing.assert_array_equal(canonical(result.clusters), canonical(memory.clusters))
-    np.testing.assert_array_equal(result.representative, memory.representative)
-    assert memory.n_clusters < len(corpus)  # the corpus has duplicates each method finds
-    # Pairs: the out-of-core executors keep the accepted edges that joined the clusters
-    # (a spanning forest, or every accepted pair for community detection); each is an
-    # in-memory pair with its in-memory score.
-    scores = dict(zip(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()),
-                      memory.pairs.score.tolist()))
-    for pair, score in zip(zip(result.pairs.left.tolist(), result.pairs.right.tolist()),
-                           result.pairs.score.tolist()):
-        assert pair in scores and scores[pair] == pytest.approx(score, abs=1e-6)
-    if algorithm != "components" and placed.stage != "memory":
-        assert len(result.pairs) == len(memory.pairs)  # every accepted pair, not a forest
+@pytest.mark.parametrize("name, algorithm", list(cases()))
+def test_local_out_of_core_gives_the_in_memory_clusters(corpus, memory_results, name, algorithm, tmp_path):
+    skip_unavailable(name)
+    # A small memory limit and many partitions: the out-of-core path, read back in steps.
+    check_executor(corpus, name, algorithm, "local", memory_results(name, algorithm),
+                   work_dir=str(tmp_path / "work"), memory_limit="1MB", partitions=16, batch_size=64)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_lanes(n, "index")) for n in sorted(METHODS)])
-def test_the_index_gives_the_in_memory_components(corpus, name, tmp_path):
-    _skip_unavailable(name)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.neural] if n in NEURAL_METHODS else [])
+                                  for n in sorted(METHODS)])
+def test_the_index_gives_the_in_memory_components(corpus, memory_results, name, tmp_path):
+    skip_unavailable(name)
     method = make_method(name)
     if not index_placement(method).supported:
         with pytest.raises(ValueError, match="the index cannot hold method"):
             Index.create(tmp_path / "idx", method)
         return
-    memory = _memory(corpus, name, "components")
+    memory = memory_results(name, "components")
     with Index.create(tmp_path / "idx", method) as index:
         index.add([r["text"] for r in corpus], ids=[r["id"] for r in corpus])
         table = index.clusters()

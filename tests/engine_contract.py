@@ -1,0 +1,89 @@
+"""The shared corpus and checks of the cross-engine contract tests
+(tests/test_engine_contract.py, tests/test_engine_contract_ray.py)."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+import neardup
+from neardup.data import demo_corpus_path
+from neardup.engine.support import placement
+from neardup.methods import METHODS, NEURAL_METHODS, make_method
+
+#: The clusterings crossed with every method: connected components, and community
+#: detection over every accepted pair (HAC runs in memory only: its own tests).
+ALGORITHMS = ("components", "leiden")
+#: Documents in the shared corpus (its duplicates included).
+N_DOCS = 300
+
+
+def cases():
+    """Every registered method crossed with every clustering."""
+    for name in sorted(METHODS):
+        marks = [pytest.mark.neural] if name in NEURAL_METHODS else []
+        for algorithm in ALGORITHMS:
+            yield pytest.param(name, algorithm, marks=marks, id=f"{name}-{algorithm}")
+
+
+def skip_unavailable(name: str) -> None:
+    """Skip neural methods whose optional dependencies are not installed."""
+    if name in NEURAL_METHODS and importlib.util.find_spec("onnxruntime") is None:
+        pytest.skip(f"{name} needs pip install 'neardup[neural]'")
+    if name == "rerank" and importlib.util.find_spec("rapidfuzz") is None:
+        pytest.skip("rerank needs rapidfuzz")
+
+
+def contract_corpus() -> list[dict]:
+    """The demo corpus's first documents (noisy near-duplicates), and re-sent copies of
+    some of them (other spacing), which even exact hashing links, interleaved."""
+    with gzip.open(demo_corpus_path(), "rt") as handle:
+        records = [json.loads(line) for _, line in zip(range(N_DOCS - N_DOCS // 6), handle)]
+    docs = [{"id": str(r["id"]), "text": r["text"]} for r in records]
+    for i in range(N_DOCS // 6):
+        source = docs[3 * i]
+        docs.insert(5 * i + 4, {"id": f"{source['id']}-resent", "text": "  " + source["text"] + "\n"})
+    return docs
+
+
+def canonical(clusters: np.ndarray) -> np.ndarray:
+    """Each document's cluster named by its first member's position: equal exactly when
+    two clusterings are the same partition, whatever their cluster ids."""
+    first: dict = {}
+    return np.array([first.setdefault(c, i) for i, c in enumerate(np.asarray(clusters).tolist())])
+
+
+def check_executor(corpus: list[dict], name: str, algorithm: str, executor: str, memory, **options):
+    """Run ``name`` clustered by ``algorithm`` on ``executor`` and hold it to ``memory``
+    (the in-memory result): the same clusters and representatives, every document once,
+    and only in-memory pairs with their scores; or, where the executor refuses the method,
+    a refusal before any work that says why."""
+    placed = placement(make_method(name), algorithm, executor)
+    if not placed.supported:
+        assert placed.reason and placed.alternatives
+        with pytest.raises(ValueError, match=f"engine='{executor}' cannot run method"):
+            neardup.dedup(corpus, name, id_field="id", engine=executor, cluster=algorithm,
+                          pair_types=False, **options)
+        return
+    if placed.fallback:
+        options = {}  # the in-memory stage takes no out-of-core options
+    result = neardup.dedup(corpus, name, id_field="id", engine=executor, cluster=algorithm,
+                           pair_types=False, **options)
+    assert result.ids.tolist() == [r["id"] for r in corpus]  # every document, once, in order
+    np.testing.assert_array_equal(canonical(result.clusters), canonical(memory.clusters))
+    np.testing.assert_array_equal(result.representative, memory.representative)
+    assert memory.n_clusters < len(corpus)  # the corpus has duplicates each method finds
+    # The out-of-core executors keep the accepted edges that joined the clusters (a
+    # spanning forest, or every accepted pair for community detection): each is an
+    # in-memory pair with its in-memory score.
+    scores = dict(zip(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()),
+                      memory.pairs.score.tolist()))
+    for pair, score in zip(zip(result.pairs.left.tolist(), result.pairs.right.tolist()),
+                           result.pairs.score.tolist()):
+        assert pair in scores and scores[pair] == pytest.approx(score, abs=1e-6)
+    if algorithm != "components" and placed.stage != "memory":
+        assert len(result.pairs) == len(memory.pairs)  # every accepted pair, not a forest
