@@ -71,6 +71,8 @@ def check_executor(corpus: list[dict], name: str, algorithm: str, executor: str,
         return
     if placed.fallback:
         options = {}  # the in-memory stage takes no out-of-core options
+    elif placed.stage == "vector":
+        options.pop("partitions", None)  # key partitions: the keyed stage's only
     result = neardup.dedup(corpus, name, id_field="id", engine=executor, cluster=algorithm,
                            pair_types=False, **options)
     assert result.ids.tolist() == [r["id"] for r in corpus]  # every document, once, in order

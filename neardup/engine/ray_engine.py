@@ -934,8 +934,10 @@ def _merge_forests(*results: dict, every_edge: bool = False) -> tuple[Pairs, Pai
 
 
 def _spanning_forest(left: np.ndarray, right: np.ndarray, score: np.ndarray) -> Pairs:
-    """The edges a union-find keeps joining, taken in (left, right) order."""
-    order = np.lexsort((right, left))
+    """The edges a union-find keeps joining, taken in (left, right) order; of a pair met
+    more than once (a method's edge and the identity edge of identical texts), its
+    highest score, as :meth:`Pairs.canonical` keeps it and the in-memory engine reports."""
+    order = np.lexsort((-score, right, left))
     left, right, score = left[order], right[order], score[order]
     nodes = np.unique(np.concatenate((left, right)))
     uf = UnionFind(nodes.size)

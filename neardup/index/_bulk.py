@@ -52,6 +52,7 @@ import pyarrow as pa
 from neardup import faults
 from neardup.engine import UnionFind, link_key_rows
 from neardup.engine.buckets import group_runs
+from neardup.engine.facts import identity_pairs
 from neardup.errors import InputError, setting
 from neardup.index._methods import DuplicateIdError, check_ids, i64, split_rows
 from neardup.index._rerank import (
@@ -64,6 +65,7 @@ from neardup.index._rerank import (
 )
 from neardup.index._store import create_indexes, create_tables
 from neardup.io.rowfile import read_rows, read_spans
+from neardup.text.identity import text_identity
 
 __all__ = ["BulkBuilder"]
 
@@ -322,6 +324,7 @@ class BulkBuilder:
                 files["rows.bin"].write(self.rows_blob(sketch).tobytes())
                 files["digest.bin"].write(np.ascontiguousarray(digest).tobytes())
                 files["nf.bin"].write(np.asarray(sketch.n_features, np.int64).tobytes())
+                files["identity.bin"].write(text_identity(texts).tobytes())
                 columns = [pa.array([str(i) for i in ids], pa.string())]
                 if self.store_text:
                     columns.append(pa.array(
@@ -379,6 +382,23 @@ class BulkBuilder:
             edges = np.fromfile(path, _FOREST)
             uf.union(edges["left"], edges["right"])
         return uf
+
+    def _link_identities(self, con: sqlite3.Connection, uf: UnionFind) -> None:
+        """Link the documents of identical texts first, whatever the method finds (as
+        every engine of ``dedup`` does): their joins start ``forest.bin``, committed as one
+        step of the build."""
+        identity = np.fromfile(self.scratch / "identity.bin", np.uint64)
+        same = identity_pairs(identity)
+        merged = uf.union(same.left, same.right)
+        edges = np.empty(int(merged.sum()), _FOREST)
+        edges["left"], edges["right"], edges["score"] = \
+            same.left[merged], same.right[merged], same.score[merged]
+        with open(self.scratch / "forest.bin", "ab") as forest_f:
+            forest_f.write(edges.tobytes())
+            forest_f.flush()
+            _set_progress(con, identities_linked=1, forest_bytes=forest_f.tell())
+        con.execute("COMMIT")
+        con.execute("BEGIN")
 
     def _link_and_post(self, con: sqlite3.Connection, n: int, uf: UnionFind, done: int) -> None:
         """Partitions ``done``.. in key order; each one's forest edges appended to
@@ -454,7 +474,7 @@ class BulkBuilder:
         at = 0
         text_at = 0
         with open(sc / "rows.bin", "rb") as rows_f, open(sc / "digest.bin", "rb") as digest_f, \
-                open(sc / "nf.bin", "rb") as nf_f, \
+                open(sc / "nf.bin", "rb") as nf_f, open(sc / "identity.bin", "rb") as identity_f, \
                 open(sc / "rerank.bin", "rb") as text_f, open(sc / "rerank.end", "rb") as end_f:
             for segment in self._id_segments():
                 with pa.OSFile(str(segment), "rb") as source:
@@ -467,6 +487,7 @@ class BulkBuilder:
                         digest = np.frombuffer(digest_f.read(m * digest_bytes), np.uint8) \
                             .reshape(m, -1)
                         nf = np.frombuffer(nf_f.read(m * 8), np.int64)
+                        identity = np.frombuffer(identity_f.read(m * 8), np.int64)
                         if self.rerank is not None:
                             ends = np.frombuffer(end_f.read(m * 8), np.int64)
                             data = text_f.read(int(ends[-1]) - text_at)
@@ -476,11 +497,11 @@ class BulkBuilder:
                                                 (data[a:b] for a, b in zip(cuts[:-1], cuts[1:]))))
                             text_at = int(ends[-1])
                         con.executemany(
-                            "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text, "
+                            "identity) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                             zip(range(at, at + m), ids.to_pylist(), roots[at:at + m].tolist(),
                                 nf.tolist(), [d.tobytes() for d in digest],
-                                [r.tobytes() for r in block], texts))
+                                [r.tobytes() for r in block], texts, identity.tolist()))
                         at += m
                         faults.checkpoint("bulk-documents")
 
@@ -535,6 +556,8 @@ class BulkBuilder:
                                      if (self.scratch / "forest.bin").exists() else 0)
             if not finished:
                 con.execute("BEGIN")
+                if not progress.get("identities_linked"):
+                    self._link_identities(con, uf)
                 self._link_and_post(con, n, uf, int(progress.get("partitions_done", 0)))
                 t = time.perf_counter()
                 roots = uf.roots()
@@ -586,7 +609,7 @@ class BulkBuilder:
 
 
 #: Scratch files of the sketch stage appended per batch (p-*.bin and ids-*.arrow aside).
-_FILES = ("rows.bin", "digest.bin", "nf.bin", "rerank.bin", "rerank.end")
+_FILES = ("rows.bin", "digest.bin", "nf.bin", "identity.bin", "rerank.bin", "rerank.end")
 #: A forest edge in ``forest.bin``.
 _FOREST = np.dtype([("left", "<i8"), ("right", "<i8"), ("score", "<f4")])
 _PROGRESS_SCHEMA = "CREATE TABLE _bulk (name TEXT PRIMARY KEY, value INTEGER NOT NULL)"

@@ -72,6 +72,7 @@ from neardup.index._store import (
     create_database,
     database_error,
     database_path,
+    ensure_identity_column,
     read_meta,
     recovery_hint,
     replace_empty_database,
@@ -79,6 +80,7 @@ from neardup.index._store import (
 from neardup.index._vectors import VectorSegments
 from neardup.methods import make_method
 from neardup.methods.base import Method, Sketch
+from neardup.text.identity import text_identity
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 
 __all__ = ["Index"]
@@ -543,8 +545,9 @@ class Index:
                 if mode is None:  # the first documents name the index's way
                     con.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('id_mode', ?)",
                                 (json.dumps(_GIVEN if given else _POSITIONS),))
+            ensure_identity_column(con)
             result = self._add_locked(con, sketch, digest, normalized, ids, keep, next_doc,
-                                      arrays_blobs, texts)
+                                      arrays_blobs, texts, identity=text_identity(texts))
             faults.checkpoint("index-add-written")
         faults.checkpoint("index-add-committed")
         result.seconds = time.perf_counter() - start
@@ -672,15 +675,39 @@ class Index:
         con.executemany("INSERT OR IGNORE INTO qi(id) VALUES (?)", ((i,) for i in ids))
         return {r[0] for r in con.execute("SELECT d.id FROM qi CROSS JOIN docs d ON d.id = qi.id")}
 
+    def _identity_edges(self, con, identity: np.ndarray, new_docs: np.ndarray) -> tuple:
+        """Edges (left, right, score 1) that link the new documents to stored and earlier
+        new documents of identical texts (``identity``: the new documents'
+        :func:`~neardup.text.identity.text_identity`), whatever the method finds: as every
+        engine of ``dedup`` links them. Blank texts (identity 0) are never linked."""
+        from neardup.engine.facts import identity_pairs
+
+        wanted = np.unique(identity[identity != 0])
+        stored: dict[int, int] = {}
+        for start in range(0, wanted.size, 500):
+            chunk = i64(wanted[start:start + 500]).tolist()
+            marks = ",".join("?" * len(chunk))
+            stored.update(con.execute(f"SELECT identity, MIN(doc) FROM docs WHERE identity IN ({marks}) "
+                                      "GROUP BY identity", chunk).fetchall())
+        signed = i64(identity).tolist()
+        to_stored = [(stored[v], int(d)) for v, d in zip(signed, new_docs.tolist()) if v in stored]
+        among = identity_pairs(identity, new_docs)
+        left = np.array([a for a, _ in to_stored], np.int64)
+        right = np.array([b for _, b in to_stored], np.int64)
+        left, right = np.concatenate((left, among.left)), np.concatenate((right, among.right))
+        return left, right, np.ones(left.size, np.float32)
+
     def _add_locked(self, con, sketch, digest, normalized, ids, keep, next_doc, arrays_blobs,
-                    texts=None):
+                    texts=None, *, identity):
         if self.embedding:
-            return self._add_vectors_locked(con, sketch, digest, normalized, ids, keep, next_doc)
+            return self._add_vectors_locked(con, sketch, digest, normalized, ids, keep, next_doc,
+                                            identity=identity)
         n = len(sketch)
         local = np.flatnonzero(keep)
         m = local.size
         positions = np.full(n, -1, np.int64)
         positions[local] = next_doc + np.arange(m)
+        same = self._identity_edges(con, identity[local], positions[local])
         sub = Sketch(sketch.n_features[local], {k: v[local] for k, v in sketch.arrays.items()})
         ck = self.method.candidate_keys(sub)
         keys = i64(ck.keys)
@@ -693,6 +720,9 @@ class Index:
             extra = self.method.link_bucket(ck.keys, docs, ck.payload)  # new among new
         left, right = unique_edges(left, right)
         stored_docs, stored_arrays, cluster_of, stored_ids = self._stored(con, left[left < next_doc])
+        for doc, cluster, doc_id in self._stored_rows(con, same[0][same[0] < next_doc], "d.cluster, d.id"):
+            cluster_of.setdefault(doc, cluster)
+            stored_ids.setdefault(doc, doc_id)
         new_texts = None
         if self._rerank is not None:
             new_texts = self._rerank.cut([texts[i] for i in local.tolist()])
@@ -700,9 +730,10 @@ class Index:
                                 texts_lookup(con, next_doc, new_texts) if new_texts is not None
                                 else None)
         new_docs = positions[local]
-        linked = None
+        linked = same  # identical texts first
         if extra is not None and len(extra):
-            linked = (extra.left, extra.right, extra.score.astype(np.float32))
+            linked = tuple(np.concatenate(p) for p in zip(same, (extra.left, extra.right,
+                                                                 extra.score.astype(np.float32))))
         if m:
             clusters_new, relabel, (left, right, score) = link_edges(
                 new_docs, left, right, cluster_of, verify, linked=linked)
@@ -712,7 +743,7 @@ class Index:
             score = np.empty(0, np.float32)
         # Write: relabel merged clusters, insert documents and postings, grow big groups.
         self._insert_docs(con, relabel, new_docs, local, ids, clusters_new, sketch, digest,
-                          [arrays_blobs[i] for i in local.tolist()], normalized)
+                          [arrays_blobs[i] for i in local.tolist()], normalized, identity)
         order = np.lexsort((docs, payload, keys))
         con.executemany("INSERT INTO postings(key, payload, doc) VALUES (?, ?, ?)",
                         zip(keys[order].tolist(), payload[order].tolist(), docs[order].tolist()))
@@ -733,7 +764,7 @@ class Index:
     def _vector_threshold(self) -> float:
         return max(float(self.method.threshold), 0.0)  # as the dedup method searches
 
-    def _add_vectors_locked(self, con, sketch, digest, normalized, ids, keep, next_doc):
+    def _add_vectors_locked(self, con, sketch, digest, normalized, ids, keep, next_doc, *, identity):
         """Add for an embedding method: link each new document to every stored or earlier
         new document within the cosine threshold (exact), then store its vector in a new
         segment named in the manifest within this transaction."""
@@ -758,6 +789,10 @@ class Index:
             left = np.concatenate((left, new_docs[vq[inner.left]]))
             right = np.concatenate((right, new_docs[vq[inner.right]]))
             score = np.concatenate((score, inner.score.astype(np.float32)))
+        # Identical texts first, whatever their vectors say.
+        same = self._identity_edges(con, identity[local], new_docs)
+        left, right = np.concatenate((same[0], left)), np.concatenate((same[1], right))
+        score = np.concatenate((same[2], np.asarray(score, np.float32)))
         # Stored documents deleted since their segment was written are not in docs.
         rows = self._stored_rows(con, left[left < next_doc], "d.cluster, d.id") if left.size else []
         cluster_of = {r[0]: r[1] for r in rows}
@@ -771,7 +806,7 @@ class Index:
         else:
             clusters_new, relabel = np.empty(0, np.int64), {}
         self._insert_docs(con, relabel, new_docs, local, ids, clusters_new, sketch, digest,
-                          [b""] * m, normalized)
+                          [b""] * m, normalized, identity)
         if valid.any():
             name = self._vectors.write(new_docs[valid], vectors[valid])
             self._set_manifest(con, manifest + [name])
@@ -807,7 +842,7 @@ class Index:
 
     def _insert_docs(self, con, relabel: dict, new_docs: np.ndarray, local: np.ndarray, ids,
                      clusters_new: np.ndarray, sketch, digest: np.ndarray, arrays_blobs: list,
-                     normalized) -> None:
+                     normalized, identity: np.ndarray) -> None:
         """Relabel merged clusters, then insert the batch's new documents (``local``: their
         positions in the batch; ``arrays_blobs`` aligned with ``local``)."""
         con.executemany("UPDATE docs SET cluster = ? WHERE cluster = ?",
@@ -816,11 +851,11 @@ class Index:
         texts = [zlib.compress(normalized[i].encode("utf-8", "surrogatepass"))
                  if self.store_text else None for i in chosen]
         con.executemany(
-            "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text, identity) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             zip(new_docs.tolist(), [ids[i] for i in chosen], clusters_new.tolist(),
                 sketch.n_features[local].tolist(), [digest[i].tobytes() for i in chosen],
-                arrays_blobs, texts))
+                arrays_blobs, texts, i64(identity[local]).tolist()))
 
     def _grow_big(self, con, keys: np.ndarray, docs: np.ndarray, big: dict, rows: np.ndarray) -> None:
         """Record key groups that now exceed the cap (anchor, last member, count), given

@@ -190,7 +190,8 @@ def link_edges(
         Cluster of each stored position that appears in an edge.
     verify : callable (left, right) -> (score float32, accept bool)
     linked : (left, right, score) or None
-        Edges already verified (SimHash's in-batch links), joined first.
+        Edges already verified (identical texts, SimHash's in-batch links, an embedding
+        method's search), joined first, in their order.
     step : int
         Edges verified per step; after each step's joins, later edges inside one cluster
         are skipped.
@@ -210,12 +211,14 @@ def link_edges(
     pre_l, pre_r, pre_s = linked if linked is not None else (np.empty(0, np.int64),) * 2 + (
         np.empty(0, np.float32),)
     left_nodes, right_nodes = node_of(left), node_of(right)
-    nodes = np.unique(np.concatenate((left_nodes, right_nodes, new_docs, pre_l, pre_r)))
+    # Stored documents stand for their clusters, in verified edges as in candidates.
+    pre_ln, pre_rn = node_of(pre_l), node_of(pre_r)
+    nodes = np.unique(np.concatenate((left_nodes, right_nodes, new_docs, pre_ln, pre_rn)))
     li, ri = np.searchsorted(nodes, left_nodes), np.searchsorted(nodes, right_nodes)
     uf = UnionFind(nodes.size)
     forest_l, forest_r, forest_s = [], [], []
     if pre_l.size:
-        merged = uf.union(np.searchsorted(nodes, pre_l), np.searchsorted(nodes, pre_r))
+        merged = uf.union(np.searchsorted(nodes, pre_ln), np.searchsorted(nodes, pre_rn))
         forest_l.append(pre_l[merged]), forest_r.append(pre_r[merged])
         forest_s.append(np.asarray(pre_s, np.float32)[merged])
     for start in range(0, left.size, step):

@@ -52,6 +52,7 @@ __all__ = [
     "create_database",
     "create_indexes",
     "create_tables",
+    "ensure_identity_column",
     "database_error",
     "database_path",
     "read_meta",
@@ -72,7 +73,8 @@ CREATE TABLE docs (
     n_features INTEGER NOT NULL,
     digest BLOB NOT NULL,
     arrays BLOB NOT NULL,
-    text BLOB
+    text BLOB,
+    identity INTEGER
 );
 CREATE TABLE postings (
     key INTEGER NOT NULL,
@@ -93,6 +95,7 @@ CREATE TABLE big (
 _INDEXES = """
 CREATE UNIQUE INDEX IF NOT EXISTS docs_id ON docs(id);
 CREATE INDEX IF NOT EXISTS docs_cluster ON docs(cluster);
+CREATE INDEX IF NOT EXISTS docs_identity ON docs(identity);
 """
 _TABLES = {"meta", "docs", "postings", "big"}
 
@@ -278,6 +281,16 @@ def _remove_killed_creates(directory: Path) -> None:
 def create_tables(con: sqlite3.Connection) -> None:
     """The index's tables, without their secondary indexes (:func:`create_indexes`)."""
     con.executescript(_SCHEMA)
+
+
+def ensure_identity_column(con: sqlite3.Connection) -> None:
+    """Give an index made before documents carried their text identity the column (NULL
+    for the documents already stored: they are linked to identical texts by their method
+    only) and its index, inside the caller's write transaction."""
+    columns = {row[1] for row in con.execute("PRAGMA table_info(docs)")}
+    if "identity" not in columns:
+        con.execute("ALTER TABLE docs ADD COLUMN identity INTEGER")
+        con.execute("CREATE INDEX IF NOT EXISTS docs_identity ON docs(identity)")
 
 
 def create_indexes(con: sqlite3.Connection) -> None:
