@@ -11,12 +11,14 @@ from typing import Any
 import click
 
 from neardup.cli.options import reader_config_from_options, reader_options, run_options
+from neardup.methods import METHODS
 
 __all__ = ["decontaminate_command"]
 
 _FLAGS = {"ngram": "--ngram", "min_words": "--min-words", "near_window": "--near-window",
           "eval_index": "--eval-index", "threshold": "--near-threshold",
-          "near_method": "--near-method", "shingle": "--near-shingle"}
+          "near_method": "--near-method", "shingle": "--near-shingle",
+          "near_engine": "--near-engine"}
 
 
 def _shingle(value: str | None):
@@ -60,8 +62,12 @@ def _shingle(value: str | None):
                    "have at least this many; shorter ones by near-duplicate matching only.")
 @click.option("--near/--no-near", default=True, show_default=True,
               help="Also match paraphrased or noisy copies through an index of the items.")
-@click.option("--near-method", type=click.Choice(["minhash", "simhash", "exact"]), default="minhash",
-              show_default=True, help="The index's method for near-duplicate matching.")
+@click.option("--near-engine", type=click.Choice(["index", "memory"]), default="index", show_default=True,
+              help="index: the items in a persistent index, the training corpus streamed past it "
+                   "(--near-method exact, minhash or simhash); memory: any dedup method, every "
+                   "training document's sketch held in memory (neardup leakage's way).")
+@click.option("--near-method", type=click.Choice(list(METHODS)), default="minhash", show_default=True,
+              help="The near-duplicate method.")
 @click.option("--near-threshold", type=float, default=None,
               help="The near method's threshold (default: minhash 0.5, simhash its own).")
 @click.option("--near-shingle", default=None, metavar="UNIT:N",
@@ -107,6 +113,13 @@ def decontaminate_command(train: tuple[Path, ...], **opts: Any) -> None:
             if opts[flag] is not None:
                 raise click.UsageError(f"--{flag.replace('_', '-')} applies to near-duplicate "
                                        "matching; with --no-near it would be ignored. Drop it.")
+    if opts["near_engine"] == "index" and opts["near_method"] not in ("exact", "minhash", "simhash"):
+        raise click.UsageError(f"--near-method {opts['near_method']} needs --near-engine memory: the "
+                               "index stores exact, minhash and simhash only.")
+    for flag in ("eval_index", "near_window"):
+        if opts["near_engine"] == "memory" and opts[flag] is not None:
+            raise click.UsageError(f"--{flag.replace('_', '-')} applies to --near-engine index; with "
+                                   "--near-engine memory it would be ignored. Drop it.")
     if opts["ngram"] == 0 and not opts["near"]:
         raise click.UsageError("--ngram 0 with --no-near matches nothing: keep one of them.")
     with command_errors(_FLAGS):
@@ -120,14 +133,16 @@ def _config(opts: dict[str, Any]):
 
     params: dict[str, Any] | None = None
     if opts["near_threshold"] is not None or opts["near_shingle"] is not None:
-        params = DecontaminationConfig(near_method=opts["near_method"]).near_method_params()
+        params = DecontaminationConfig(near_engine=opts["near_engine"],
+                                       near_method=opts["near_method"]).near_method_params()
         if opts["near_threshold"] is not None:
             params["threshold"] = opts["near_threshold"]
         if opts["near_shingle"] is not None:
             params["shingle"] = _shingle(opts["near_shingle"])
     return DecontaminationConfig(
         ngram=opts["ngram"], min_words=opts["min_words"], near=opts["near"],
-        near_method=opts["near_method"], near_params=params, near_window=opts["near_window"],
+        near_engine=opts["near_engine"], near_method=opts["near_method"], near_params=params,
+        near_window=opts["near_window"],
         eval_index=None if opts["eval_index"] is None else str(opts["eval_index"]))
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from neardup.errors import check_int
+from neardup.errors import check_choice, check_int
 from neardup.io.batch import DocumentBatch
 from neardup.progress import StageTimer, timed_batches
 from neardup.text import NormalizeConfig, ShingleConfig
@@ -24,6 +24,8 @@ from neardup.text import NormalizeConfig, ShingleConfig
 __all__ = ["ContaminationResult", "DecontaminationConfig", "EvalSets", "find_contamination"]
 
 KINDS = ("ngram", "near", "exact")
+NEAR_ENGINES = ("index", "memory")
+INDEX_METHODS = ("minhash", "simhash", "exact")
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,13 @@ class DecontaminationConfig:
         at least this many; shorter ones only by near-duplicate matching.
     near : bool, default True
         Also match near-duplicates (paraphrased, OCR-noised copies) through an index.
-    near_method : {"minhash", "simhash", "exact"}, default "minhash"
+    near_engine : {"index", "memory"}, default "index"
+        "index": the items in a persistent index, each training batch queried against it
+        (streams; methods exact, minhash, simhash). "memory": any dedup method, every
+        training document's sketch held until the items are matched at the end
+        (:mod:`neardup.decontaminate.memory`; ``neardup leakage``'s way).
+    near_method : str or Method, default "minhash"
+        The near-duplicate method (a name, or with ``near_engine="memory"`` a Method).
     near_params : dict or None, default None
         Parameters of ``near_method``. None: character 5-grams, which resist OCR noise
         inside words better than word n-grams (Silcock et al. 2022, Table A2), and for
@@ -55,7 +63,8 @@ class DecontaminationConfig:
     ngram: int = 13
     min_words: int = 8
     near: bool = True
-    near_method: str = "minhash"
+    near_engine: str = "index"
+    near_method: Any = "minhash"
     near_params: dict | None = None
     near_window: int | None = None
     eval_index: str | None = None
@@ -66,6 +75,13 @@ class DecontaminationConfig:
         check_int("DecontaminationConfig", "min_words", self.min_words, low=1, high=255)
         if self.near_window is not None:
             check_int("DecontaminationConfig", "near_window", self.near_window, low=0)
+        check_choice("DecontaminationConfig", "near_engine", self.near_engine, NEAR_ENGINES)
+        if self.near_engine == "index" and self.near_method not in INDEX_METHODS:
+            from neardup.errors import ParameterError
+
+            raise ParameterError("DecontaminationConfig", "near_method",
+                                 f"one of {', '.join(map(repr, INDEX_METHODS))} with near_engine='index'",
+                                 self.near_method, "Use near_engine='memory' for any other method.")
         if not self.ngram and not self.near:
             from neardup.errors import ParameterError
 
@@ -76,7 +92,7 @@ class DecontaminationConfig:
         """The near method's parameters, defaults filled in (see ``near_params``)."""
         if self.near_params is not None:
             return dict(self.near_params)
-        if self.near_method == "exact":
+        if self.near_method not in ("minhash", "simhash"):
             return {}
         defaults: dict[str, Any] = {"shingle": ShingleConfig(unit="char", n=5)}
         if self.near_method == "minhash":
@@ -86,6 +102,8 @@ class DecontaminationConfig:
     def get_params(self) -> dict[str, Any]:
         params = asdict(self)
         params.pop("normalize")
+        if not isinstance(self.near_method, str):
+            params["near_method"] = {"name": self.near_method.name, **self.near_method.get_params()}
         params["near_params"] = {k: (v.get_params() if hasattr(v, "get_params") else v)
                                  for k, v in self.near_method_params().items()}
         return params
@@ -112,6 +130,19 @@ class EvalSets:
                 set_of.append(np.full(len(batch), number, np.int64))
         return cls(names, ids, texts, np.concatenate(set_of) if set_of else np.zeros(0, np.int64))
 
+    @classmethod
+    def by_source(cls, batches: Iterable[DocumentBatch]) -> EvalSets:
+        """One set per source file of ``batches``, in order of first appearance."""
+        names: dict[str, int] = {}
+        ids, texts, set_of = [], [], []
+        for batch in batches:
+            number = names.setdefault(batch.source, len(names))
+            ids.extend(batch.ids)
+            texts.extend(batch.texts)
+            set_of.append(np.full(len(batch), number, np.int64))
+        return cls(list(names), ids, texts,
+                   np.concatenate(set_of) if set_of else np.zeros(0, np.int64))
+
     def keys(self) -> list[str]:
         """A unique key per item (its set number and id) for the index."""
         return [f"{s}:{i}" for s, i in zip(self.set_of.tolist(), self.ids)]
@@ -128,7 +159,8 @@ class ContaminationResult:
     leaks : pyarrow.Table
         One row per (training document, evaluation item) match: ``train_row`` (the
         document's position in the training input, from 0), ``train_id``,
-        ``train_file``, ``eval_set``, ``eval_id``, ``kind`` (ngram, near, exact),
+        ``train_file``, ``eval_set``, ``eval_id``, ``eval_row`` (the item's position
+        among all evaluation items, from 0), ``kind`` (ngram, near, exact),
         ``score`` (shared n-grams for ngram; similarity for near and exact); an
         item matched both ways has a row of each kind.
     per_set : list of dict
@@ -187,7 +219,11 @@ def find_contamination(
     with timer.stage("evaluation items"):
         grams = EvalNgrams(evals.texts, config.ngram or 255, config.min_words, config.normalize) \
             if config.ngram else None
-        near = _eval_index(evals, config) if config.near and evals.texts else None
+        indexed = config.near and config.near_engine == "index"
+        near = _eval_index(evals, config) if indexed and evals.texts else None
+    memory = _memory_matcher(config) if config.near and config.near_engine == "memory" else None
+    seen_ids: list[str] = []
+    seen_files: list[str] = []
     flags: list[np.ndarray] = []
     found: dict[str, list] = {k: [] for k in ("train_id", "train_file", "position", "item", "kind", "score")}
     start = 0
@@ -208,16 +244,42 @@ def find_contamination(
                     at = kinds == kind
                     _collect(found, batch, start, doc[at], item[at], kind, score[at])
                 flag[doc] = True
+            if memory is not None:
+                with timer.stage("sketch"):
+                    memory.add(batch.texts)
+                seen_ids.extend(batch.ids)
+                seen_files.extend([batch.source] * len(batch))
             flags.append(flag)
             start += len(batch)
     finally:
         if near is not None:
             near.close()
     contaminated = np.concatenate(flags) if flags else np.zeros(0, bool)
+    if memory is not None:
+        with timer.stage("near"):
+            found_near = memory.match(evals.texts)
+        train = found_near["train"]
+        found["position"].append(train)
+        found["train_id"].extend(seen_ids[t] for t in train.tolist())
+        found["train_file"].extend(seen_files[t] for t in train.tolist())
+        found["item"].append(found_near["item"])
+        found["kind"].extend(found_near["kind"].tolist())
+        found["score"].append(found_near["score"])
+        contaminated[train] = True
     leaks = _leak_table(found, evals)
     per_set = _per_set(leaks, evals, grams)
     params = {**config.get_params(), "eval_index_reused": bool(near and near.reused)}
     return ContaminationResult(contaminated, leaks, per_set, params, timer.seconds)
+
+
+def _memory_matcher(config: DecontaminationConfig):
+    from neardup.decontaminate.memory import MemoryMatcher
+    from neardup.methods import make_method
+
+    method = config.near_method
+    if isinstance(method, str):
+        method = make_method(method, **config.near_method_params())
+    return MemoryMatcher(method)
 
 
 def _eval_index(evals: EvalSets, config: DecontaminationConfig):
@@ -252,6 +314,7 @@ def _leak_table(found: dict[str, list], evals: EvalSets) -> pa.Table:
         "train_file": pa.array(found["train_file"], pa.string()),
         "eval_set": pa.array(names[evals.set_of[item]].tolist() if item.size else [], pa.string()),
         "eval_id": pa.array(ids[item].tolist() if item.size else [], pa.string()),
+        "eval_row": pa.array(item, pa.int64()),
         "kind": pa.array(found["kind"], pa.string()),
         "score": pa.array(np.concatenate([np.zeros(0, np.float32)] + found["score"]), pa.float32()),
     })

@@ -107,6 +107,8 @@ def test_eval_index_is_built_then_reused(files, tmp_path):
     (["--near-shingle", "chars:5", "--report", "r.json"], "--near-shingle"),
     (["--near-threshold", "1.5", "--report", "r.json"], "--near-threshold"),
     (["--out", "clean.xlsx"], "--out"),
+    (["--near-method", "ngram", "--report", "r.json"], "needs --near-engine memory"),
+    (["--near-engine", "memory", "--eval-index", "ix", "--report", "r.json"], "--eval-index applies to --near-engine index"),
 ])
 def test_errors_name_the_flags(files, tmp_path, monkeypatch, extra, message):
     monkeypatch.chdir(tmp_path)
@@ -124,3 +126,15 @@ def test_output_on_an_input_is_refused(files):
 
 def test_every_option_is_documented():
     assert all(p.help for p in decontaminate_command.params if isinstance(p, click.Option))
+
+
+def test_memory_engine_with_any_method(files, tmp_path):
+    out, removed = tmp_path / "clean.jsonl", tmp_path / "removed.jsonl"
+    result = _run(files, "--out", out, "--removed-out", removed, "--near-engine", "memory",
+                  "--near-method", "ngram", "--near-threshold", "0.3", "-q")
+    assert result.exit_code == 0, result.output
+    gone = {json.loads(line)["id"] for line in removed.read_text().splitlines()}
+    kept = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    assert sorted(kept + list(gone)) == sorted(files["ids"])
+    # The 13-gram rule alone finds the exact copies; ngram (word 3-grams) adds noisy ones.
+    assert len(gone & files["dirty"]) >= 25 and not gone - files["dirty"]

@@ -11,16 +11,12 @@ from click.testing import CliRunner
 
 from neardup.cli import main
 from neardup.index import Index
+from tests.cli.test_index_cli import _jsonl
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
          "november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee "
          "zulu amber birch cedar dune ember fjord grove heath inlet jungle knoll lagoon "
          "marsh nectar orchard prairie quarry ridge savanna tundra upland valley willow").split()
-
-
-def _jsonl(path, rows):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def test_export_reflects_a_merge_made_by_a_later_add(tmp_path):

@@ -14,21 +14,22 @@ from neardup.data import demo_corpus_path
 from neardup.eval.noise import ocr_noise, word_edits
 
 
-def _stories() -> list[str]:
-    """One story per cluster of the demo corpus (no near-duplicates among them)."""
+def one_story_per_cluster(min_words: int) -> list[str]:
+    """One story per cluster of the demo corpus (no near-duplicates among them), of more
+    than ``min_words`` words."""
     out, seen = [], set()
     with gzip.open(demo_corpus_path(), "rt") as handle:
         for line in handle:
             record = json.loads(line)
-            if record["cluster"] not in seen and len(record["text"].split()) > 120:
+            if record["cluster"] not in seen and len(record["text"].split()) > min_words:
                 seen.add(record["cluster"])
                 out.append(record["text"])
     return out
 
 
 def make_planted() -> dict:
-    """The case (see the module); also used by benchmarks/peers_decontaminate.py."""
-    stories = _stories()
+    """The case (see the module)."""
+    stories = one_story_per_cluster(120)
     rng = np.random.default_rng(11)
     items = [" ".join(s.split()[:50]) for s in stories[:60]]
     clean = stories[60:360]

@@ -91,3 +91,17 @@ def test_config_checks():
         DecontaminationConfig(ngram=0, near=False)
     with pytest.raises(ParameterError, match="ngram"):
         DecontaminationConfig(ngram=300)
+
+
+def test_memory_engine_matches_the_index_on_whole_copies(planted):
+    """The in-memory matcher (any method; leakage's way) with the index's default method
+    flags the same whole-document copies; copies inside long documents need the n-gram
+    rule or the index's windows."""
+    texts, truth = _train(planted)
+    config = DecontaminationConfig(ngram=0, near_engine="memory")
+    result = find_contamination(_batches(texts, "train.jsonl", "t"), _evals(planted["items"]), config)
+    flagged = set(np.flatnonzero(result.contaminated).tolist())
+    whole = {row for row, (kind, _) in truth.items() if kind in ("paraphrased", "ocr")}
+    assert whole <= flagged <= set(truth)
+    with pytest.raises(ParameterError, match="near_engine='memory'"):
+        DecontaminationConfig(near_method="ngram")
