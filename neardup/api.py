@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from neardup.errors import InputError, check_int
+from neardup.errors import InputError, ParameterError, check_int
+from neardup.graph.keep import KeepPolicy, record_values, table_values
 from neardup.io import as_datetime64, field_epoch_seconds
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method, method_parameters
@@ -253,7 +254,8 @@ def dedup(
     text_field: str = "text",
     id_field: str | None = None,
     date_field: str | None = None,
-    keep: str = "longest",
+    keep: str | None = None,
+    keep_by: str | None = None,
     batch_size: int = 10_000,
     progress: bool | None = False,
     pair_types: bool = True,
@@ -284,8 +286,14 @@ def dedup(
     date_field : str or None, default None
         Field holding each record's date (ISO 8601 string, datetime, epoch seconds;
         missing values allowed), for ``time_window_hours`` and the ``sanderson`` method.
-    keep : {"longest", "first"}, default "longest"
-        Which member represents each cluster.
+    keep : {"longest", "first", "last", "earliest", "latest", "most-complete"} or None
+        Which member of each cluster is kept (``Result.representative``); None: "longest".
+        "earliest"/"latest" read ``date_field``; "most-complete" keeps the record with
+        the most non-empty fields, then the longest. Ties: first in input order. See
+        :mod:`neardup.graph.keep` (docs/policies.md).
+    keep_by : str or None, default None
+        Instead of ``keep``: keep the member with the largest value of this numeric field
+        (members without one last; ties: first in input order).
     batch_size : int, default 10000
     progress : bool or None, default False
     pair_types : bool, default True
@@ -352,6 +360,11 @@ def dedup(
         )
     table = as_arrow_table(texts_or_records)
     check_int("dedup", "batch_size", batch_size, low=1)
+    policy = KeepPolicy.make("dedup", keep, keep_by)
+    if policy.needs_dates and date_field is None:
+        raise ParameterError("dedup", "keep", "a rule that reads no date without date_field "
+                             "('longest', 'first', 'last' or 'most-complete')", keep,
+                             "Pass date_field (the field holding each record's date).")
     own = method_parameters(method)  # a method's own parameter wins (sanderson's window)
     cluster_kwargs = {
         k: params.pop(k) for k in list(params) if k in _CLUSTER_PARAMS and k not in own
@@ -370,8 +383,10 @@ def dedup(
         batches = _table_batches(table, text_field, id_field, batch_size, date_field)
         again = lambda: _table_batches(table, text_field, None, batch_size)  # noqa: E731
         total = table.num_rows
+        values = table_values(table, policy) if policy.needs_values else None
     else:
         items = list(texts_or_records)
+        values = record_values(items, policy, len(items)) if policy.needs_values else None
         batches = _in_memory_batches(items, text_field, id_field, batch_size, date_field)
         again = lambda: _in_memory_batches(items, text_field, None, batch_size)  # noqa: E731
         total = len(items)
@@ -382,6 +397,6 @@ def dedup(
         from neardup.engine.ray_engine import RayConfig
 
         ray = RayConfig(address=ray_address, partitions=partitions)
-    return run(batches, method_obj, cluster=cluster, keep=keep, progress=progress,
+    return run(batches, method_obj, cluster=cluster, keep=policy, keep_values=values, progress=progress,
                total=total, reread=(again if pair_types else None) if ray is None else None,
                engine=engine, corpus_stage=stage, ray=ray)

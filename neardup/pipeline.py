@@ -26,7 +26,8 @@ from neardup.engine import (
 from neardup.engine.facts import batch_identity, identity_pairs
 from neardup.engine.support import placement, responsible_parameters
 from neardup.errors import check_choice, check_float, check_int
-from neardup.graph.cluster import choose_representatives, cluster_pairs
+from neardup.graph.cluster import cluster_pairs
+from neardup.graph.keep import KEEP_RULES, KeepKeys, KeepPolicy, choose_representatives
 from neardup.graph.edges import Pairs, check_time_window, outside_time_window
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Matches, Method, Sketch
@@ -37,6 +38,7 @@ __all__ = [
     "ClusterConfig",
     "CorpusSketch",
     "KEEP_RULES",
+    "KeepPolicy",
     "Result",
     "run",
     "run_on_sketch",
@@ -54,7 +56,6 @@ __all__ = [
 #: as "local"; only for methods with a keyed stage clustered by components.
 ENGINES = ("local", "memory", "ray")
 
-KEEP_RULES = ("longest", "first")
 STATUS_OK = "ok"
 STATUS_EMPTY = "empty"
 
@@ -225,6 +226,27 @@ class Result:
             }
         )
 
+    def duplicate_of(self) -> np.ndarray:
+        """Id of the kept member of each document's cluster (object, shape (n_docs,)),
+        None for the kept members themselves."""
+        kept = self.representatives
+        kept_of = np.zeros(int(self.clusters.max()) + 1 if self.n_docs else 0, np.int64)
+        kept_of[self.clusters[kept]] = kept
+        out = np.asarray(self.ids, object)[kept_of[self.clusters]]
+        out[self.representative] = None
+        return out
+
+    def annotations_table(self) -> pa.Table:
+        """One row per input document, in input order: id and the columns ``--annotate``
+        adds to each record (cluster, cluster_size, is_representative, duplicate_of)."""
+        return pa.table({
+            "id": pa.array(self.ids, pa.string()),
+            "cluster": pa.array(self.clusters, pa.int64()),
+            "cluster_size": pa.array(self.cluster_size, pa.int64()),
+            "is_representative": pa.array(self.representative, pa.bool_()),
+            "duplicate_of": pa.array(self.duplicate_of().tolist(), pa.string()),
+        })
+
     def pairs_table(self) -> pa.Table:
         """One row per scored edge: id_a, id_b, score, method, type (when computed), and
         outside_window (true for date-window rejects, listed after the edges)."""
@@ -367,7 +389,8 @@ def run(
     method: Method,
     *,
     cluster: ClusterConfig = ClusterConfig(),
-    keep: str = "longest",
+    keep: str | KeepPolicy = "longest",
+    keep_values: np.ndarray | None = None,
     progress: bool | None = None,
     total: int | None = None,
     reread: Callable[[], Iterable[DocumentBatch]] | None = None,
@@ -384,8 +407,12 @@ def run(
         In input order; see :func:`neardup.io.read_corpus`.
     method : Method
     cluster : ClusterConfig
-    keep : {"longest", "first"}, default "longest"
-        Rule choosing each cluster's representative.
+    keep : str or KeepPolicy, default "longest"
+        Rule choosing each cluster's representative: one of :data:`KEEP_RULES`
+        (:mod:`neardup.graph.keep` defines each), or a :class:`KeepPolicy`.
+    keep_values : ndarray of float64, shape (n_docs,), or None
+        Each document's value for a policy that reads one (a named field, or the filled
+        fields of ``most-complete``: :func:`neardup.graph.keep.record_values`).
     progress : bool or None, default None
         Show a progress bar; None shows it when stderr is a terminal.
     total : int or None
@@ -414,7 +441,7 @@ def run(
         workers read themselves); plain batches are shipped to the cluster one by one.
         ``reread`` (pair types) is not supported there.
     """
-    check_choice("run", "keep", keep, KEEP_RULES)
+    keep = _policy("run", keep, keep_values)
     check_choice("run", "engine", engine, ENGINES)
     cluster = cluster.resolved(method)
     timer = StageTimer()
@@ -434,7 +461,8 @@ def run(
         stage = run_ray_stage(batches, method, config=ray or RayConfig(),
                               time_window_hours=cluster.time_window_hours, timer=timer,
                               progress=progress, every_edge=cluster.needs_every_pair)
-        return _result_from_stage(stage, method, cluster, keep, timer, engine="ray")
+        return _result_from_stage(stage, method, cluster, keep, timer, engine="ray",
+                                  keep_values=keep_values)
     # The out-of-core stages: keys for the lexical methods, shards of rows for embeddings.
     stage_runner = None
     if engine == "local" and placed.stage == "keyed":
@@ -449,14 +477,15 @@ def run(
             time_window_hours=cluster.time_window_hours, input_identity=input_identity,
             timer=timer, progress=progress, total=total, **every_edge,
         )
-        result = _result_from_stage(stage, method, cluster, keep, timer)
+        result = _result_from_stage(stage, method, cluster, keep, timer, keep_values=keep_values)
         if reread is not None:
             with timer.stage("pair types"):
                 result.pair_types = pair_types(result, method, reread(), stage.dates,
                                                time_window_hours=cluster.time_window_hours)
         return result
     corpus = sketch_corpus(batches, method, timer=timer, progress=progress, total=total)
-    result = run_on_sketch(corpus, method, cluster=cluster, keep=keep, timer=timer)
+    result = run_on_sketch(corpus, method, cluster=cluster, keep=keep, keep_values=keep_values,
+                           timer=timer)
     result.params["engine"] = "memory"
     if placed.fallback:
         # Not silent: the run summary and report say why the in-memory stage ran.
@@ -515,8 +544,27 @@ def _any_date(dates: np.ndarray | None) -> bool:
     return True
 
 
-def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str, timer,
-                       engine: str = "local") -> Result:
+def _policy(caller: str, keep: str | KeepPolicy, values: np.ndarray | None) -> KeepPolicy:
+    """The checked :class:`KeepPolicy` of ``keep``, with the values it reads given."""
+    if not isinstance(keep, KeepPolicy):
+        check_choice(caller, "keep", keep, KEEP_RULES)
+        keep = KeepPolicy(rule=keep)
+    if keep.needs_values and values is None:
+        raise ValueError(f"{caller}: keep policy {keep.name!r} needs keep_values (one value "
+                         "per document, neardup.graph.keep.record_values)")
+    return keep
+
+
+def _representatives(labels: np.ndarray, lengths: np.ndarray, dates: np.ndarray | None,
+                     keep: KeepPolicy, values: np.ndarray | None) -> np.ndarray:
+    """The kept member of each cluster of a whole corpus (positions 0..n-1)."""
+    keys = KeepKeys(positions=np.arange(labels.size, dtype=np.int64), lengths=lengths,
+                    dates=dates, values=values)
+    return choose_representatives(labels, keys, keep)
+
+
+def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: KeepPolicy, timer,
+                       engine: str = "local", keep_values: np.ndarray | None = None) -> Result:
     with timer.stage("cluster"):
         from neardup.graph.cluster import canonical_labels, flag_oversized
 
@@ -530,7 +578,7 @@ def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str,
                 resolution=cluster.resolution, seed=cluster.seed)
         labels, sizes, oversized, groups = (clustering.labels, clustering.sizes,
                                             clustering.oversized, clustering.groups)
-        representative = choose_representatives(labels, stage.lengths, keep)
+        representative = _representatives(labels, stage.lengths, stage.dates, keep, keep_values)
     status = np.where(stage.n_features > 0, STATUS_OK, STATUS_EMPTY).astype(object)
     return Result(
         ids=stage.ids,
@@ -544,7 +592,7 @@ def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: str,
         outside_window=stage.outside_window,
         has_dates=_any_date(stage.dates),
         method=method.name,
-        params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep,
+        params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep.name,
                 "engine": engine, "corpus_stage": stage.stats},
         timings=timer.seconds,
         pruning=_pruning(method.keyed_pruning(stage.stats), stage.dates),
@@ -556,7 +604,8 @@ def run_on_sketch(
     method: Method,
     *,
     cluster: ClusterConfig = ClusterConfig(),
-    keep: str = "longest",
+    keep: str | KeepPolicy = "longest",
+    keep_values: np.ndarray | None = None,
     timer: StageTimer | None = None,
 ) -> Result:
     """The corpus-wide stages of :func:`run` over an existing corpus sketch.
@@ -565,7 +614,7 @@ def run_on_sketch(
     :meth:`~neardup.methods.Method.sketch_key` equals ``method``'s, so that sweeping
     pair-only parameters (thresholds) re-uses one sketch.
     """
-    check_choice("run_on_sketch", "keep", keep, KEEP_RULES)
+    keep = _policy("run_on_sketch", keep, keep_values)
     cluster = cluster.resolved(method)
     timer = timer or StageTimer()
     n_docs = corpus.n_docs
@@ -600,7 +649,8 @@ def run_on_sketch(
             linkage=cluster.linkage,
             distance_threshold=cluster.distance_threshold,
         )
-        representative = choose_representatives(clustering.labels, corpus.lengths, keep)
+        representative = _representatives(clustering.labels, corpus.lengths, corpus.dates, keep,
+                                          keep_values)
     status = np.where(sketch.n_features > 0, STATUS_OK, STATUS_EMPTY).astype(object)
     return Result(
         ids=corpus.ids,
@@ -614,7 +664,7 @@ def run_on_sketch(
         outside_window=outside_window,
         has_dates=_any_date(corpus.dates),
         method=method.name,
-        params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep},
+        params={"method": method.get_params(), "cluster": cluster.get_params(), "keep": keep.name},
         timings=timer.seconds,
         pruning=_pruning(matches.pruning, corpus.dates),
     )

@@ -1,16 +1,14 @@
 """Leakage on a constructed case: a test split seeded with known copies of training documents."""
 
-import gzip
-import json
 
 import numpy as np
 import pytest
 
-from neardup.data import demo_corpus_path
 from neardup.eval.noise import ocr_noise
 from neardup.io.batch import DocumentBatch
 from neardup.leakage import find_leakage
 from neardup.methods import make_method
+from tests.decontaminate.planted import one_story_per_cluster
 
 
 def _batch(texts, source, prefix):
@@ -20,13 +18,7 @@ def _batch(texts, source, prefix):
 
 @pytest.fixture(scope="module")
 def constructed():
-    stories, seen = [], set()
-    with gzip.open(demo_corpus_path(), "rt") as f:
-        for line in f:
-            record = json.loads(line)
-            if record["cluster"] not in seen and len(record["text"].split()) > 80:
-                seen.add(record["cluster"])
-                stories.append(record["text"])
+    stories = one_story_per_cluster(80)
     rng = np.random.default_rng(5)
     train, fresh = stories[:400], stories[400:500]
     exact_copies = [train[i] for i in range(0, 20, 2)]  # 10 exact copies

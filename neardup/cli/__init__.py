@@ -27,6 +27,8 @@ COMMANDS = {
     "tune": ("neardup.cli.evaluate", "tune_command",
              "Sweep a method's threshold on the validation split of LABELED data; keep the best "
              "ARI."),
+    "decontaminate": ("neardup.cli.decontaminate", "decontaminate_command",
+                      "Remove training documents that contain an evaluation item."),
     "leakage": ("neardup.cli.leakage", "leakage_command",
                 "Find test documents that have exact or near-duplicates in the training corpus."),
     "train": ("neardup.cli.train", "train_command",

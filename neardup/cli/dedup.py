@@ -31,6 +31,9 @@ from neardup.cli.options import (
     cluster_config_from_options,
     check_option_rules,
     cluster_options,
+    keep_options,
+    keep_policy_from_options,
+    keep_values_from_options,
     method_options,
     method_params_from_options,
     reader_config_from_options,
@@ -47,7 +50,7 @@ from neardup.cli.engine import (
     input_identity,
     non_seekable_inputs,
 )
-from neardup.pipeline import KEEP_RULES, Result, run
+from neardup.pipeline import Result, run
 
 DEMO_HINT = "no INPUT given: running on the bundled demo corpus"
 #: Exit codes after Ctrl-C (SIGINT) and SIGTERM, as shells report them (128 + signal).
@@ -158,9 +161,7 @@ def _killing_after_first(batches):
 @method_options
 @reader_options
 @cluster_options
-@click.option("--keep", type=click.Choice(list(KEEP_RULES)), default="longest",
-              show_default=True,
-              help="Representative per cluster: longest text (ties: input order) or first.")
+@keep_options
 @click.option("--clusters-out", type=click.Path(path_type=Path), default=None,
               help="Write one row per input document (id, cluster, cluster_size, "
                    "representative, status, template): .parquet, .jsonl, .jsonl.gz, .csv "
@@ -245,6 +246,7 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
     cluster = cluster_config_from_options(opts, seed=opts["seed"]).resolved(method_obj)
     check_option_rules(opts, method=method_obj, algorithm=cluster.algorithm)
     reader = reader_config_from_options(opts)
+    keep = keep_policy_from_options(opts, inputs)
     progress = False if opts["quiet"] else opts["progress"]
     rereads = _second_readers(opts)
     _refuse_single_read_inputs(inputs, rereads)
@@ -266,8 +268,8 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
         if watch is not None:
             batches = watch.first_read(batches)
         batches = _killing_after_first(batches)
-        result = run(batches, method_obj, cluster=cluster, keep=opts["keep"],
-                     progress=progress, reread=reread, engine=opts["engine"],
+        result = run(batches, method_obj, cluster=cluster, keep=keep,
+                     keep_values=keep_values_from_options(keep, inputs, reader), progress=progress, reread=reread, engine=opts["engine"],
                      corpus_stage=corpus_stage_from_options(opts, inputs),
                      input_identity=input_identity(inputs, dataclasses.asdict(reader)))
         faults.checkpoint("clustered")
@@ -291,12 +293,13 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any]) -> None:
     cluster = cluster_config_from_options(opts, seed=opts["seed"]).resolved(method_obj)
     check_option_rules(opts, method=method_obj, algorithm=cluster.algorithm)
     reader = reader_config_from_options(opts)
+    keep = keep_policy_from_options(opts, inputs)
     progress = False if opts["quiet"] else opts["progress"]
-    summary = _run_ray(inputs, method_obj, cluster, reader, progress, opts)
+    summary = _run_ray(inputs, method_obj, cluster, reader, progress, opts, keep)
     if not opts["quiet"]:
         _print_ray_summary(summary, opts["method"], Console())
 
-def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, Any]:
+def _run_ray(inputs, method_obj, cluster, reader, progress, opts, keep) -> dict[str, Any]:
     """``--engine ray``: the workers read the inputs and write the outputs (directories of
     Parquet files); the driver holds per-duplicate integers only."""
     import time
@@ -335,15 +338,17 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
     start = time.perf_counter()
     summary = write_outputs(run, clusters_out=opts["clusters_out"], pairs_out=opts["pairs_out"],
                             out=opts["out"], max_cluster_size=cluster.max_cluster_size,
-                            oversized=cluster.oversized, keep=opts["keep"], algorithm=cluster.algorithm,
-                            resolution=cluster.resolution, seed=cluster.seed)
+                            oversized=cluster.oversized, keep=keep, algorithm=cluster.algorithm,
+                            resolution=cluster.resolution, seed=cluster.seed,
+                            keep_values=keep_values_from_options(keep, inputs, reader),
+                            annotate=opts["annotate"])
     timings = {**run.timer.seconds, "write": time.perf_counter() - start}
     if opts["report"] is not None:
         from neardup.io.writers import atomic_path
 
         report = {"summary": summary, "method": method_obj.name,
                   "params": {"method": method_obj.get_params(), "cluster": cluster.get_params(),
-                             "keep": opts["keep"], "engine": "ray", "corpus_stage": run.stats},
+                             "keep": keep.name, "engine": "ray", "corpus_stage": run.stats},
                   "timings_seconds": timings, "inputs": [str(p) for p in inputs]}
         with atomic_path(opts["report"]) as tmp:
             Path(tmp).write_text(json.dumps(report, indent=2, sort_keys=True, default=str) + "\n")
@@ -449,6 +454,7 @@ def _refuse_work_dir_files(opts: dict[str, Any]) -> None:
 def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch=None) -> None:
     """Write every requested output to its temporary file (renamed later by commit)."""
     from neardup.io import iter_records
+    from neardup.io.writers import annotated_records, annotation_columns
 
     record = _run_record(result, method_obj)
     meta = _metadata(record)
@@ -462,7 +468,12 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch=None
         if watch is not None:
             watch.check("--out")
             source = watch.second_read(source, "--out", len(keep))
-        records = (rec for rec, kept in zip(source, keep, strict=True) if kept)
+        if opts.get("annotate"):  # every record, marked (dolma's way)
+            columns = annotation_columns(result.clusters, result.cluster_size, keep,
+                                         result.duplicate_of())
+            records = annotated_records(source, columns)
+        else:
+            records = (rec for rec, kept in zip(source, keep, strict=True) if kept)
         if outputs.kind("--out") != "parquet":  # Parquet keeps a binary column binary
             records = _as_text(records, reader.text_field, [False])
         outputs.write_records("--out", records)

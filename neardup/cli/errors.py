@@ -54,6 +54,7 @@ FLAGS = {
     "oversized": "--oversized",
     "time_window_hours": "--time-window",
     "keep": "--keep",
+    "keep_by": "--keep-by",
     # engine
     "engine": "--engine",
     "work_dir": "--work-dir",

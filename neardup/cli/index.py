@@ -200,6 +200,7 @@ def index_command() -> None:
       neardup index create news.idx --method minhash --threshold 0.5
       neardup index add news.idx monday.jsonl --id-field url --clusters-out monday.csv
       neardup index query news.idx incoming.jsonl --pairs-out matches.csv
+      neardup index export news.idx --clusters-out clusters.parquet
       neardup serve news.idx --port 8080
     """
 
@@ -529,6 +530,34 @@ def delete_command(directory: Path, ids_file: Path, split: bool) -> None:
     if outcome["missing"]:
         click.echo(f"warning: {len(outcome['missing'])} id(s) not in the index, e.g. "
                    f"{outcome['missing'][:5]}", err=True)
+
+
+@index_command.command("export")
+@_DIR
+@click.option("--clusters-out", type=click.Path(path_type=Path), required=True,
+              help="Write every stored document's id, current cluster and cluster_size "
+                   "(.parquet, .jsonl, .jsonl.gz, .csv or .tsv), in insertion order.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+def export_command(directory: Path, clusters_out: Path, quiet: bool) -> None:
+    """Write the index's current clustering: one row per stored document.
+
+    A cluster is named by the position of its founding document; when a later add merges
+    clusters, their documents take the surviving cluster's id, so an export made after
+    the add shows the merge (the --clusters-out of an earlier add does not). Read from one
+    snapshot: an add committed meanwhile is wholly in or wholly out.
+    """
+    import pyarrow as pa
+
+    with _cli_errors(lambda: "--clusters-out was not written."):
+        outputs = _output_set(directory, (), {"--clusters-out": clusters_out})
+        with _open(directory) as index, outputs:
+            table = pa.concat_tables(index.iter_clusters())
+            outputs.write_table("--clusters-out", table)
+            outputs.commit()
+    if not quiet:
+        clusters = len(set(table.column("cluster").to_numpy().tolist()))
+        click.echo(f"exported {table.num_rows} documents in {clusters} clusters to {clusters_out}",
+                   err=True)
 
 
 @index_command.command("compact")

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import click
 
+from neardup.graph.keep import KEEP_RULES, KeepPolicy, record_values
 from neardup.methods import METHODS, method_parameters
 from neardup.pipeline import ClusterConfig
 from neardup.text import NormalizeConfig, ShingleConfig
@@ -36,6 +37,9 @@ __all__ = [
     "method_options",
     "method_params_from_options",
     "reader_config_from_options",
+    "keep_options",
+    "keep_policy_from_options",
+    "keep_values_from_options",
     "reader_options",
     "run_options",
 ]
@@ -565,3 +569,50 @@ def reader_config_from_options(opts: dict[str, Any]):
         batch_size=opts["batch_size"],
         limit=opts["limit"],
     )
+
+
+_KEEP_OPTIONS = (
+    click.option("--keep", type=click.Choice(list(KEEP_RULES)), default=None,
+                 help="Which copy of each cluster survives (default: longest): first or last "
+                      "in input order, longest text, earliest or latest --date-field, or "
+                      "most-complete (most non-empty fields, then longest). Ties: first in "
+                      "input order. See docs/policies.md."),
+    click.option("--keep-by", "keep_by", metavar="FIELD", default=None,
+                 help="Keep the copy with the largest value of the numeric FIELD (copies "
+                      "without one last; ties: first in input order). Instead of --keep."),
+    click.option("--annotate", is_flag=True,
+                 help="--out gets every input record, none removed, with the columns "
+                      "cluster, cluster_size, is_representative and duplicate_of (the kept "
+                      "copy's id; empty for the kept copy)."),
+)
+
+
+def keep_options(function: F) -> F:
+    """Add ``--keep``, ``--keep-by`` and ``--annotate``."""
+    return apply_options(_KEEP_OPTIONS, function)
+
+
+def keep_policy_from_options(opts: dict[str, Any], inputs: Collection[Any] = ()) -> KeepPolicy:
+    """The :class:`~neardup.graph.keep.KeepPolicy` of ``--keep``/``--keep-by``; a
+    UsageError for a combination that cannot work (before any work)."""
+    if opts["keep"] is not None and opts["keep_by"] is not None:
+        raise click.UsageError(f"--keep {opts['keep']} and --keep-by {opts['keep_by']} both "
+                               "choose the surviving copy; give one of them.")
+    policy = KeepPolicy(rule=opts["keep"] or "longest", field=opts["keep_by"])
+    native_dates = any(str(p).lower().endswith(".sgm") for p in inputs)
+    if policy.needs_dates and opts.get("date_field") is None and not native_dates:
+        raise click.UsageError(f"--keep {policy.rule} chooses by date: give --date-field FIELD "
+                               "(the field holding each record's date).")
+    if opts.get("annotate") and opts.get("out") is None:
+        raise click.UsageError("--annotate marks the records it writes to --out: give --out FILE.")
+    return policy
+
+
+def keep_values_from_options(policy: KeepPolicy, inputs: Collection[Any], reader: Any):
+    """Each input record's value for ``policy`` (one pass over the records), or None when
+    the policy reads none."""
+    if not policy.needs_values:
+        return None
+    from neardup.io import iter_records
+
+    return record_values(iter_records(list(inputs), reader), policy, flag="--keep-by")

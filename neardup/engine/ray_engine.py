@@ -82,6 +82,7 @@ from neardup.engine.unionfind import UnionFind
 from neardup.errors import InputError, check_int
 from neardup.graph.buckets import bucket_edge_counts, bucket_edges
 from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
+from neardup.graph.keep import KeepPolicy
 from neardup.io import parquet_num_rows
 from neardup.io.batch import DocumentBatch
 from neardup.io.readers import ReaderConfig, detect_format, part_records, read_part
@@ -1871,10 +1872,12 @@ def _lookup(nodes: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return at, nodes[at] == docs
 
 
-def _duplicate_facts_task(block: pa.Table, offsets: np.ndarray, bounds: np.ndarray, *labels: dict) -> tuple:
+def _duplicate_facts_task(block: pa.Table, offsets: np.ndarray, bounds: np.ndarray,
+                          keep_values: np.ndarray | None, *labels: dict) -> tuple:
     """One shard's documents that joined another (``labels``: the label ranges overlapping
-    the shard) with their root, id and length, cut by range of the root (the assign
-    tasks'). Returns the shard's count of empty documents first."""
+    the shard) with their root, id and keep keys (length, date, and the keep policy's
+    value from ``keep_values``, indexed by position, when it reads one), cut by range of
+    the root (the assign tasks'). Returns the shard's count of empty documents first."""
     doc = offsets[block.column("shard").to_numpy()] + block.column("row").to_numpy()
     nodes = np.concatenate([np.zeros(0, np.int64)] + [x["node"] for x in labels])
     roots = np.concatenate([np.zeros(0, np.int64)] + [x["root"] for x in labels])
@@ -1883,8 +1886,11 @@ def _duplicate_facts_task(block: pa.Table, offsets: np.ndarray, bounds: np.ndarr
     root = roots[at[inside]]
     empty = int((block.column("n_features").to_numpy() == 0).sum())
     ids = _ids_of(block.take(pa.array(rows)), doc[rows])
+    value = (np.asarray(keep_values, np.float64)[doc[rows]] if keep_values is not None
+             else np.full(rows.size, np.nan))
     return (empty, *_split_by(_range_of(root, bounds), bounds.size - 1, doc=doc[rows], root=root, id=ids,
-                              length=block.column("length").to_numpy()[rows].astype(np.int64)))
+                              length=block.column("length").to_numpy()[rows].astype(np.int64),
+                              date=block.column("date").to_numpy()[rows].astype(np.int64), value=value))
 
 
 def _forest_by_left_task(bounds: np.ndarray, result: dict) -> tuple:
@@ -1904,7 +1910,7 @@ def _forest_by_root_task(bounds: np.ndarray, labels: dict, *parts: dict) -> tupl
 
 
 @_traced
-def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: str, pairs_path: str | None,
+def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: KeepPolicy, pairs_path: str | None,
                  method_name: str, n_facts: int, *parts: dict) -> tuple:
     """Cluster, size, representative and template flag of the joined documents whose root
     lies in one range (whole components: ``parts`` are their facts from every shard, then
@@ -1914,12 +1920,8 @@ def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: str, pairs_pa
     writes the range's pairs (a spanning forest of the components' verified edges; every
     accepted pair for community detection, whose link results hold them all) to
     ``pairs_path``. Returns counts, then per shard the table of its joined documents."""
-    from neardup.graph.cluster import (
-        canonical_labels,
-        choose_representatives,
-        cluster_pairs,
-        flag_oversized,
-    )
+    from neardup.graph.cluster import canonical_labels, cluster_pairs, flag_oversized
+    from neardup.graph.keep import KeepKeys, choose_representatives
 
     facts, edges = parts[:n_facts], parts[n_facts:]
     nodes = np.concatenate([np.zeros(0, np.int64)] + [f["doc"] for f in facts])
@@ -1927,6 +1929,11 @@ def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: str, pairs_pa
     nodes = nodes[by]
     roots = np.concatenate([np.zeros(0, np.int64)] + [f["root"] for f in facts])[by]
     lengths = np.concatenate([np.zeros(0, np.int64)] + [f["length"] for f in facts])[by]
+    seconds = np.concatenate([np.zeros(0, np.int64)] + [f["date"] for f in facts])[by]
+    keys = KeepKeys(positions=nodes, lengths=lengths,
+                    dates=np.where(seconds == _NO_DATE, np.datetime64("NaT"),
+                                   seconds.astype("datetime64[s]")).astype("datetime64[s]"),
+                    values=np.concatenate([np.zeros(0)] + [f["value"] for f in facts])[by])
     ids = np.concatenate([np.zeros(0, object)] + [f["id"] for f in facts])[by]
     edges = Pairs(*(np.concatenate([np.zeros(0, t)] + [e[k] for e in edges])
                     for k, t in (("left", np.int64), ("right", np.int64), ("score", np.float32))))
@@ -1946,8 +1953,12 @@ def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: str, pairs_pa
     smallest = np.full(int(result.labels.max()) + 1 if nodes.size else 0, np.iinfo(np.int64).max)
     np.minimum.at(smallest, result.labels, nodes)
     cluster_of, size, template = smallest[result.labels], result.sizes, result.oversized
-    # Nodes are in position order, so the local rule's input-order tie-break holds.
-    representative = choose_representatives(cluster_of, lengths, keep)
+    # The keys hold global positions, so every rule (and its tie-break) is the local one.
+    representative = choose_representatives(cluster_of, keys, keep)
+    # The id of each cluster's kept member, for --annotate's duplicate_of.
+    reps = np.flatnonzero(representative)
+    reps = reps[np.argsort(cluster_of[reps], kind="stable")]
+    kept_of = ids[reps][np.searchsorted(cluster_of[reps], cluster_of)] if nodes.size else ids
     if pairs_path is not None and (len(pairs) or pairs_path.endswith("part-00000.parquet")):
         import pyarrow.parquet as pq
 
@@ -1965,7 +1976,7 @@ def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: str, pairs_pa
               "largest_cluster": int(cluster_sizes.max()) if cluster_sizes.size else 0,
               "template_documents": int(template.sum()), "pairs": len(pairs), "documents": int(nodes.size)}
     by_shard = _split_by(_range_of(nodes, shard_starts), shard_starts.size - 1, doc=nodes, cluster=cluster_of,
-                         size=size, representative=representative, template=template)
+                         size=size, representative=representative, template=template, kept=kept_of)
     return (counts, *by_shard)
 
 
@@ -1973,7 +1984,7 @@ def _joined_table(parts: Sequence[dict]) -> dict:
     """One shard's joined documents from every assign task, sorted by position."""
     table = {k: np.concatenate([np.zeros(0, t)] + [p[k] for p in parts])
              for k, t in (("doc", np.int64), ("cluster", np.int64), ("size", np.int64),
-                          ("representative", bool), ("template", bool))}
+                          ("representative", bool), ("template", bool), ("kept", object))}
     order = np.argsort(table["doc"], kind="stable")
     return {k: v[order] for k, v in table.items()}
 
@@ -1999,12 +2010,16 @@ def _write_clusters_task(block: pa.Table, offsets: np.ndarray, path: str, *parts
     return n
 
 
-def _write_kept_task(shard: _Shard, reader: ReaderConfig, base: int, path: str, *parts: dict) -> int:
+def _write_kept_task(shard: _Shard, reader: ReaderConfig, base: int, path: str, annotate: bool,
+                     *parts: dict) -> int:
     """One shard's kept documents (full records, re-read from the input) written to
-    ``path``; nothing written when it keeps none."""
+    ``path``; nothing written when it keeps none. ``annotate``: every record, with its
+    cluster, cluster_size, is_representative and duplicate_of (neardup.io.writers)."""
     from contextlib import closing
 
     import pyarrow.parquet as pq
+
+    from neardup.io.writers import annotated_records, annotation_columns
 
     table = _joined_table(parts)
     dropped = table["doc"][~table["representative"]]
@@ -2017,9 +2032,20 @@ def _write_kept_task(shard: _Shard, reader: ReaderConfig, base: int, path: str, 
             doc = base + position
             position += 1
             at = np.searchsorted(dropped, doc)
-            if at < dropped.size and dropped[at] == doc:
+            if not annotate and at < dropped.size and dropped[at] == doc:
                 continue
             records.append(record)
+    if annotate and records:
+        doc = base + np.arange(len(records), dtype=np.int64)
+        index, joined = _lookup(table["doc"], doc)
+        cluster, size = doc.copy(), np.ones(doc.size, np.int64)
+        representative = np.ones(doc.size, bool)
+        kept = np.full(doc.size, None, object)
+        for name, out in (("cluster", cluster), ("size", size), ("representative", representative),
+                          ("kept", kept)):
+            out[joined] = table[name][index[joined]]
+        kept[representative] = None
+        records = list(annotated_records(records, annotation_columns(cluster, size, representative, kept)))
     if records:
         pq.write_table(pa.Table.from_pylist(records), path)
     return len(records)
@@ -2083,8 +2109,9 @@ def _replace_dir(tmp: Path, final: Path) -> None:
 
 def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
                   max_cluster_size: int | None = None, oversized: str = "flag",
-                  keep: str = "longest", algorithm: str = "components", resolution: float = 1.0,
-                  seed: int = 0) -> dict[str, Any]:
+                  keep: str | KeepPolicy = "longest", algorithm: str = "components", resolution: float = 1.0,
+                  seed: int = 0, keep_values: np.ndarray | None = None,
+                  annotate: bool = False) -> dict[str, Any]:
     """Write a finished Ray run's outputs as directories of Parquet files, from the
     workers: ``clusters_out`` (id, cluster, cluster_size, representative, status,
     template; one row per document, one file per shard; ``cluster`` is the input position
@@ -2100,8 +2127,14 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
 
     ``algorithm``, ``resolution``, ``seed``, ``max_cluster_size`` and ``oversized`` are
     those of :func:`neardup.graph.cluster_pairs`; community detection runs per component
-    inside the assign tasks, and needs a run made with ``every_edge=True``."""
+    inside the assign tasks, and needs a run made with ``every_edge=True``. ``keep``: the
+    keep policy (:mod:`neardup.graph.keep`), whose values per document, if it reads any,
+    are ``keep_values`` (by input position). ``annotate``: ``out`` holds every record with
+    its cluster columns (:func:`neardup.io.writers.annotation_columns`), none removed."""
     import ray
+
+    keep = keep if isinstance(keep, KeepPolicy) else KeepPolicy(rule=keep)
+    values_ref = ray.put(np.asarray(keep_values, np.float64)) if keep_values is not None else None
 
     if not isinstance(run.source, RayInputs):
         raise ValueError("write_outputs: the run must read its inputs from files (RayInputs)")
@@ -2123,7 +2156,7 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
     lo = np.searchsorted(bounds, run.offsets, side="right") - 1
     hi = np.searchsorted(bounds, shard_starts[1:], side="left")
     facts_task = ray.remote(_duplicate_facts_task).options(num_returns=ranges + 1)
-    facts = {s: facts_task.remote(run.fact_refs[s], run.offsets, bounds,
+    facts = {s: facts_task.remote(run.fact_refs[s], run.offsets, bounds, values_ref,
                                   *labels[max(lo[s], 0):max(hi[s], lo[s] + 1)]) for s in live}
     by_left = ray.remote(_forest_by_left_task).options(num_returns=ranges + 1)
     by_root = ray.remote(_forest_by_root_task).options(num_returns=ranges + 1)
@@ -2156,7 +2189,8 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
     if "out" in tmp_of:
         kept = ray.remote(_write_kept_task)
         pending += [kept.remote(shards[s], run.source.reader, int(run.offsets[s]),
-                                str(tmp_of["out"][0] / f"part-{s:05d}.parquet"), *[x[1 + s] for x in assigned])
+                                str(tmp_of["out"][0] / f"part-{s:05d}.parquet"), annotate,
+                                *[x[1 + s] for x in assigned])
                     for s in live]
     if "pairs" in tmp_of and run.outside_edges:
         # Time-window rejects: ids from the shards of their left, then right documents.

@@ -21,6 +21,7 @@ import numpy as np
 
 from neardup.errors import check_choice, check_int
 from neardup.graph.edges import Pairs
+from neardup.graph.keep import choose_representatives  # re-exported: the keep rule lives there
 from neardup.graph.labels import (
     as_python,
     canonical_labels,
@@ -214,25 +215,6 @@ def flag_oversized(labels: np.ndarray, max_cluster_size: int | None,
             labels = canonical_labels(labels)
             sizes = _cluster_sizes(labels)
     return Clustering(labels=labels, sizes=sizes, oversized=flagged, groups=groups)
-
-
-def choose_representatives(labels: np.ndarray, lengths: np.ndarray, keep: str) -> np.ndarray:
-    """One representative per cluster (bool, shape (n_docs,)).
-
-    ``keep="longest"``: the member with the longest raw text, ties broken by input order;
-    ``keep="first"``: the first member in input order.
-    """
-    n = labels.shape[0]
-    out = np.zeros(n, dtype=bool)
-    if n == 0:
-        return out
-    position = np.arange(n)
-    primary = -lengths if keep == "longest" else np.zeros(n, np.int64)
-    order = np.lexsort((position, primary, labels))
-    first = np.ones(n, dtype=bool)
-    first[1:] = labels[order][1:] != labels[order][:-1]
-    out[order[first]] = True
-    return out
 
 
 # --------------------------------------------------------------------------- internals

@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -1274,10 +1274,41 @@ class Index:
     @_storage_errors("Index.clusters")
     def clusters(self) -> pa.Table:
         """Every stored document's id and cluster, in insertion order."""
+        parts = list(self.iter_clusters())
+        return pa.concat_tables(parts).select(["id", "cluster"])
+
+    def iter_clusters(self, batch_size: int = 100_000) -> Iterator[pa.Table]:
+        """Every stored document's ``id``, current ``cluster`` (the position of its
+        cluster's founder, as merges left it) and ``cluster_size``, in insertion order, as
+        tables of up to ``batch_size`` rows, all read from one snapshot (an add committed
+        meanwhile is not half seen). What ``neardup index export`` writes."""
+        check_int("Index.iter_clusters", "batch_size", batch_size, low=1)
+        return self._cluster_batches(batch_size)
+
+    def _cluster_batches(self, batch_size: int) -> Iterator[pa.Table]:
+        try:
+            yield from self._cluster_rows(batch_size)
+        except (sqlite3.Error, OSError) as exc:  # as _storage_errors, for a generator
+            mapped = database_error(exc, self.path, "Index")
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    def _cluster_rows(self, batch_size: int) -> Iterator[pa.Table]:
         with self._read() as con:
-            rows = con.execute("SELECT id, cluster FROM docs ORDER BY doc").fetchall()
-        return pa.table({"id": pa.array([r[0] for r in rows], pa.string()),
-                         "cluster": pa.array([r[1] for r in rows], pa.int64())})
+            sizes = dict(con.execute("SELECT cluster, count(*) FROM docs GROUP BY cluster"))
+            cursor = con.execute("SELECT id, cluster FROM docs ORDER BY doc")
+            while True:
+                rows = cursor.fetchmany(batch_size)
+                if not rows:
+                    break
+                ids, clusters = zip(*rows)
+                yield pa.table({"id": pa.array(ids, pa.string()),
+                                "cluster": pa.array(clusters, pa.int64()),
+                                "cluster_size": pa.array([sizes[c] for c in clusters], pa.int64())})
+            if not sizes:
+                yield pa.table({"id": pa.array([], pa.string()), "cluster": pa.array([], pa.int64()),
+                                "cluster_size": pa.array([], pa.int64())})
 
     @_storage_errors("Index")
     def next_position(self) -> int:

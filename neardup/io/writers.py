@@ -32,7 +32,10 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 __all__ = [
+    "ANNOTATION_FIELDS",
     "OUTPUT_EXTENSIONS",
+    "annotated_records",
+    "annotation_columns",
     "atomic_path",
     "output_kind",
     "records_to_file",
@@ -50,6 +53,8 @@ _KINDS = (
 )
 _ACCEPTED = "a path ending in " + ", ".join(repr(suffix) for suffix, _ in reversed(_KINDS))
 _CHUNK_ROWS = 10_000
+#: The columns ``--annotate`` adds to every record (dolma's way: mark, remove nothing).
+ANNOTATION_FIELDS = ("cluster", "cluster_size", "is_representative", "duplicate_of")
 _PARQUET_COMPRESSION = "zstd"
 
 
@@ -561,3 +566,28 @@ def _record_cell(value: Any) -> str:
     if isinstance(value, (dict, list, tuple)):
         return _dumps(value, allow_nan=True)
     return _cell(value)
+
+
+def annotation_columns(cluster: np.ndarray, size: np.ndarray, representative: np.ndarray,
+                       duplicate_of: np.ndarray) -> dict[str, list]:
+    """The :data:`ANNOTATION_FIELDS` of a run of documents as Python lists (``duplicate_of``:
+    the kept member's id, None for the kept member itself)."""
+    return {"cluster": np.asarray(cluster, np.int64).tolist(),
+            "cluster_size": np.asarray(size, np.int64).tolist(),
+            "is_representative": np.asarray(representative, bool).tolist(),
+            "duplicate_of": list(duplicate_of)}
+
+
+def annotated_records(records: Iterable[dict], columns: dict[str, list]) -> Iterator[dict]:
+    """Each record with its annotation (``columns`` from :func:`annotation_columns`, one
+    value per record, in order) appended; an OutputError for a record that already has
+    one of those fields, which the annotation would overwrite."""
+    rows = zip(*columns.values())
+    for index, record in enumerate(records):
+        clash = [name for name in columns if name in record]
+        if clash:
+            raise OutputError(
+                f"--annotate: record {index} already has the field {clash[0]!r}, which the "
+                f"annotation ({', '.join(ANNOTATION_FIELDS)}) would overwrite. Rename it in "
+                "the input.")
+        yield {**record, **dict(zip(columns, next(rows)))}

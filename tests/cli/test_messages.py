@@ -132,6 +132,8 @@ LIBRARY_INVALID = {
     "out": [["--out", "{tmp}/o.xlsx"], ["--out", "/proc/o.jsonl"]],
     "report": [["--report", "{tmp}/r.parquet"]],
     "html": [["--html", "{tmp}/r.json"]],
+    "keep_by": [["--keep-by", "text"], ["--keep", "first", "--keep-by", "score"]],
+    "annotate": [["--annotate"]],
     "work_dir": [["--work-dir", "{tmp}/afile"], ["--work-dir", "{tmp}/full"]],
     "time_window_hours": [["--method", "exact", "--time-window", "5"],
                           ["--method", "exact", "--time-window", "5", "--engine", "memory"]],

@@ -175,6 +175,39 @@ def test_empty_and_single_document_corpora(cluster):
     assert one.clusters.tolist() == [0] and one.representative.tolist() == [True]
 
 
+def test_each_keep_policy_keeps_the_documented_record(cluster, tmp_path):
+    """The workers' assign tasks use the local rule (neardup.graph.keep): each policy keeps
+    tests/test_keep_policies.py's expected record, through the CLI's distributed writers
+    and through the Python API; --annotate writes every record once."""
+    from tests.test_keep_policies import EXPECTED, _corpus
+
+    rows = _corpus()
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ["dedup", str(source), "--method", "minhash", "--threshold", "0.5", "--id-field", "id",
+            "--date-field", "date", "--engine", "ray", "--ray-address", cluster["address"], "--quiet"]
+    for policy, kept in EXPECTED.items():
+        keep = ["--keep-by", "score"] if policy == "by-score" else ["--keep", policy]
+        out = tmp_path / f"clusters-{policy}"
+        result = CliRunner().invoke(main, [*args, *keep, "--clusters-out", str(out)])
+        assert result.exit_code == 0, result.output
+        table = pq.read_table(out).to_pandas()
+        chosen = set(table["id"][table["representative"] & (table["cluster_size"] > 1)])
+        assert chosen == kept, policy
+    api = neardup.dedup(rows, "minhash", id_field="id", date_field="date", threshold=0.5,
+                        engine="ray", keep="most-complete")
+    assert {api.ids[i] for i in api.representatives if api.cluster_size[i] > 1} == EXPECTED["most-complete"]
+    marked = tmp_path / "marked"
+    result = CliRunner().invoke(main, [*args, "--keep", "latest", "--annotate", "--out", str(marked)])
+    assert result.exit_code == 0, result.output
+    records = pq.read_table(marked).to_pylist()
+    assert sorted(r["id"] for r in records) == sorted(r["id"] for r in rows)
+    kept = {r["cluster"]: r["id"] for r in records if r["is_representative"]}
+    assert {kept[r["cluster"]] for r in records if r["cluster_size"] > 1} == EXPECTED["latest"]
+    assert all(r["duplicate_of"] == (None if r["is_representative"] else kept[r["cluster"]])
+               for r in records)
+
+
 def test_worker_killed_while_linking_is_retried(cluster, shards):
     marker = cluster["marker"]
     marker.unlink(missing_ok=True)
