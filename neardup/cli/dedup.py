@@ -8,7 +8,6 @@ delete the temporary files and exit with 130 and 143, without a traceback.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import time
@@ -33,6 +32,8 @@ from neardup.cli.options import (
     cluster_options,
     method_options,
     method_params_from_options,
+    PATH_OR_URL,
+    STORAGE_OPTION,
     reader_config_from_options,
     reader_options,
     run_options,
@@ -124,7 +125,7 @@ def _output_set(inputs: tuple[Path, ...], opts: dict[str, Any]):
     from neardup.io.outputs import OutputSet
     from neardup.io.writers import output_kind
 
-    outputs = OutputSet(inputs)
+    outputs = OutputSet(inputs, storage_options=opts.get("storage_options"))
     size, compressed = input_bytes(inputs)
     for flag, key in _OUTPUTS:
         path = opts[key]
@@ -154,21 +155,22 @@ def _killing_after_first(batches):
 
 
 @click.command("dedup")
-@click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("inputs", nargs=-1, type=PATH_OR_URL)
 @method_options
 @reader_options
+@STORAGE_OPTION
 @cluster_options
 @click.option("--keep", type=click.Choice(list(KEEP_RULES)), default="longest",
               show_default=True,
               help="Representative per cluster: longest text (ties: input order) or first.")
-@click.option("--clusters-out", type=click.Path(path_type=Path), default=None,
+@click.option("--clusters-out", type=PATH_OR_URL, default=None,
               help="Write one row per input document (id, cluster, cluster_size, "
                    "representative, status, template): .parquet, .jsonl, .jsonl.gz, .csv "
                    "or .tsv.")
-@click.option("--pairs-out", type=click.Path(path_type=Path), default=None,
+@click.option("--pairs-out", type=PATH_OR_URL, default=None,
               help="Write the scored edges (id_a, id_b, score, method, type = exact / "
                    "expanded / corrected / template / near, outside_window); same formats.")
-@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", "out", type=PATH_OR_URL, default=None,
               help="Write the de-duplicated corpus (one representative per cluster, all "
                    "fields kept): .jsonl, .jsonl.gz, .parquet, .csv or .tsv. A binary text "
                    "column stays binary in .parquet and becomes UTF-8 text otherwise; a field "
@@ -176,19 +178,20 @@ def _killing_after_first(batches):
                    "Infinity are kept. CSV quotes values as needed; TSV has no quoting and "
                    "refuses values with tabs or line breaks. The input is read again: it must "
                    "be a file (not a pipe) that does not change during the run.")
-@click.option("--report", type=click.Path(path_type=Path), default=None,
+@click.option("--report", type=PATH_OR_URL, default=None,
               help="Write the run summary, parameters (with the LSH bands and rows used), "
                    "neardup version and timings as JSON (.json).")
-@click.option("--html", type=click.Path(path_type=Path), default=None,
+@click.option("--html", type=PATH_OR_URL, default=None,
               help="Write an HTML report of the run (one offline page; see neardup report).")
 @run_options
 @engine_options
 def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     """Find near-duplicates in INPUT files and cluster them.
 
-    INPUT: JSONL (.jsonl, .jsonl.gz), Parquet, CSV/TSV, a directory of .txt files, or
-    Reuters-21578 SGML (.sgm); several may be given. Without INPUT, runs on the bundled
-    demo corpus.
+    INPUT: JSONL (.jsonl, .jsonl.gz), Parquet, CSV/TSV, a directory of .txt files, a
+    directory of Parquet or JSONL shards, a Hugging Face dataset saved with save_to_disk,
+    or Reuters-21578 SGML (.sgm); several may be given, as paths or URLs (s3://, gs://,
+    memory://; see --storage-option). Without INPUT, runs on the bundled demo corpus.
 
     Outputs are checked before the input is read (format from the extension, directory
     writable, enough free space, no output on an input or on another output), written to
@@ -269,7 +272,8 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
         result = run(batches, method_obj, cluster=cluster, keep=opts["keep"],
                      progress=progress, reread=reread, engine=opts["engine"],
                      corpus_stage=corpus_stage_from_options(opts, inputs),
-                     input_identity=input_identity(inputs, dataclasses.asdict(reader)))
+                     input_identity=input_identity(inputs, reader.params(),
+                                                   reader.storage_options))
         faults.checkpoint("clustered")
         start = time.perf_counter()
         _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch)

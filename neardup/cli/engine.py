@@ -163,11 +163,23 @@ def estimated_documents(inputs) -> int | None:
     return total if measured and total else None
 
 
-def input_identity(inputs: tuple[Path, ...] | list[Path], reader_params: dict[str, Any]) -> dict:
+def input_identity(inputs: tuple[Path, ...] | list[Path], reader_params: dict[str, Any],
+                   storage_options: dict[str, Any] | None = None) -> dict:
     """The inputs as a resumed run must find them again: resolved paths, sizes and
-    modification times (a directory's entries too), and how they are read."""
+    modification times (a directory's entries too; for a URL, each file's size and its
+    ETag or modification time as the store reports it), and how they are read."""
+    from neardup.io.locations import is_url, locate
+
     files = []
     for path in inputs:
+        if is_url(path):
+            location = locate(path, storage_options)
+            entries = location.files() if location.is_dir() else [location]
+            for entry in entries:
+                info = entry.info()
+                files.append([entry.url, info.get("size"),
+                              str(info.get("ETag") or info.get("mtime") or info.get("created"))])
+            continue
         path = Path(path)
         entries = [path]
         if path.is_dir():

@@ -38,6 +38,8 @@ __all__ = [
     "reader_config_from_options",
     "reader_options",
     "run_options",
+    "PATH_OR_URL",
+    "STORAGE_OPTION",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -516,6 +518,52 @@ def cluster_config_from_options(
     )
 
 
+class _PathOrUrl(click.ParamType):
+    """A local path (as a :class:`pathlib.Path`) or a URL fsspec reads (kept as a string:
+    a Path would fold ``s3://`` into ``s3:/``)."""
+
+    name = "path"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from pathlib import Path
+
+        from neardup.io.locations import is_url
+
+        if isinstance(value, Path) or not is_url(value):
+            return Path(value)
+        return str(value)
+
+
+#: The type of INPUT arguments and output options that may name a URL (docs/storage.md).
+PATH_OR_URL = _PathOrUrl()
+
+
+def _storage_options(ctx: Any, param: Any, values: tuple[str, ...]) -> dict[str, Any] | None:
+    """``("KEY=VALUE", ...)`` -> ``{KEY: VALUE}``, VALUE read as JSON when it parses."""
+    if not values:
+        return None
+    options: dict[str, Any] = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"takes KEY=VALUE; got {item!r}.", ctx=ctx, param=param)
+        try:
+            options[key.strip()] = json.loads(raw)
+        except ValueError:
+            options[key.strip()] = raw
+    return options
+
+
+#: ``--storage-option``: fsspec options for inputs and outputs given as URLs.
+STORAGE_OPTION = click.option(
+    "--storage-option", "storage_options", multiple=True, metavar="KEY=VALUE",
+    callback=_storage_options,
+    help="An option of the filesystem of INPUT and output URLs (s3://, gs://, memory://; "
+         "repeatable), e.g. --storage-option endpoint_url=http://127.0.0.1:9000 or "
+         "--storage-option anon=true; VALUE is read as JSON when it parses. Credentials "
+         "otherwise come from the environment (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...) and "
+         "fsspec's configuration (docs/storage.md).")
+
 #: ``--errors``: what to do with invalid UTF-8 (every command that reads files).
 DECODE_ERRORS_OPTION = click.option(
     "--errors", "decode_errors", type=click.Choice(["strict", "replace"]), default="strict",
@@ -569,4 +617,5 @@ def reader_config_from_options(opts: dict[str, Any]):
         errors=opts["decode_errors"],
         batch_size=opts["batch_size"],
         limit=opts["limit"],
+        storage_options=opts.get("storage_options"),
     )
