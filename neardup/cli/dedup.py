@@ -307,13 +307,19 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
 
     from neardup.engine.ray_engine import RayConfig, RayInputs, RayRun, ray_supports, write_outputs
 
+    from pathlib import PurePosixPath
+
+    from neardup.io.outputs import OutputDirectory, OutputSet
+
     for name in ("clusters_out", "pairs_out", "out"):
         path = opts[name]
-        if path is not None and path.suffix and path.suffix.lower() != ".parquet":
+        suffix = PurePosixPath(os.fspath(path)).suffix if path is not None else ""
+        if suffix and suffix.lower() != ".parquet":
             flag = "--" + name.replace("_", "-")
             raise click.UsageError(
                 f"{flag} {path}: with --engine ray the output is a directory of Parquet files "
-                f"written by the workers; give a directory path (e.g. {path.with_suffix('')})."
+                f"written by the workers; give a directory path (e.g. "
+                f"{os.fspath(path)[:-len(suffix)]})."
             )
     if opts["html"] is not None:
         raise click.UsageError("--html is not supported with --engine ray (it needs every "
@@ -342,27 +348,39 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
             f"exact, minhash, simhash and rerank also with --cluster leiden or louvain; got "
             f"--method {method_obj.name} with --cluster {cluster.algorithm}. Use --engine local."
         )
+    # Outputs on object stores: the bucket and the credential checked before any work.
+    storage = opts.get("storage_options")
+    for flag, key in _OUTPUTS[:3]:
+        if opts[key] is not None:
+            OutputDirectory(flag, opts[key], storage).prepare()
+            OutputDirectory(flag, opts[key], storage).discard()
+    report = OutputSet(inputs, storage_options=storage)
+    if opts["report"] is not None:
+        report.add("--report", opts["report"], kinds=("json",))
     config = RayConfig(address=opts["ray_address"], partitions=opts["partitions"],
                        shard_rows=opts["ray_shard_rows"])
     run = RayRun(RayInputs(tuple(str(p) for p in inputs), reader), method_obj, config=config,
                  time_window_hours=cluster.time_window_hours, progress=progress,
                  every_edge=cluster.needs_every_pair)
-    run.execute()
-    start = time.perf_counter()
-    summary = write_outputs(run, clusters_out=opts["clusters_out"], pairs_out=opts["pairs_out"],
-                            out=opts["out"], max_cluster_size=cluster.max_cluster_size,
-                            oversized=cluster.oversized, keep=opts["keep"], algorithm=cluster.algorithm,
-                            resolution=cluster.resolution, seed=cluster.seed)
-    timings = {**run.timer.seconds, "write": time.perf_counter() - start}
-    if opts["report"] is not None:
-        from neardup.io.writers import atomic_path
-
-        report = {"summary": summary, "method": method_obj.name,
-                  "params": {"method": method_obj.get_params(), "cluster": cluster.get_params(),
-                             "keep": opts["keep"], "engine": "ray", "corpus_stage": run.stats},
-                  "timings_seconds": timings, "inputs": [str(p) for p in inputs]}
-        with atomic_path(opts["report"]) as tmp:
-            Path(tmp).write_text(json.dumps(report, indent=2, sort_keys=True, default=str) + "\n")
+    with report:
+        run.execute()
+        start = time.perf_counter()
+        summary = write_outputs(run, clusters_out=opts["clusters_out"],
+                                pairs_out=opts["pairs_out"], out=opts["out"],
+                                max_cluster_size=cluster.max_cluster_size,
+                                oversized=cluster.oversized, keep=opts["keep"],
+                                algorithm=cluster.algorithm, resolution=cluster.resolution,
+                                seed=cluster.seed, storage_options=storage)
+        timings = {**run.timer.seconds, "write": time.perf_counter() - start}
+        if opts["report"] is not None:
+            record = {"summary": summary, "method": method_obj.name,
+                      "params": {"method": method_obj.get_params(),
+                                 "cluster": cluster.get_params(), "keep": opts["keep"],
+                                 "engine": "ray", "corpus_stage": run.stats},
+                      "timings_seconds": timings, "inputs": [str(p) for p in inputs]}
+            report.write_text("--report", json.dumps(record, indent=2, sort_keys=True,
+                                                     default=str) + "\n")
+        report.commit()
     summary["_timings"] = timings
     return summary
 

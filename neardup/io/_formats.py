@@ -690,6 +690,15 @@ def parquet_num_rows(path: str, options: Mapping[str, Any] | None = None) -> int
         _close(parquet)
 
 
+def parquet_row_groups(path: str, options: Mapping[str, Any] | None = None) -> list[int]:
+    """Rows of each row group of a Parquet file, from its footer."""
+    parquet = _parquet_file(path, options)
+    try:
+        return [parquet.metadata.row_group(g).num_rows for g in range(parquet.metadata.num_row_groups)]
+    finally:
+        _close(parquet)
+
+
 def _parquet_batches(parquet, columns, batch_size: int, start: int, stop: int | None):
     if start == 0 and stop is None:
         yield from parquet.iter_batches(batch_size=batch_size, columns=columns)

@@ -122,6 +122,15 @@ class Location:
         """fsspec's ``info`` (type, size, ...); FileNotFoundError when absent."""
         return self.fs.info(self.path)
 
+    def size(self) -> int:
+        """Bytes in the file (0 when its size cannot be read: for estimates only)."""
+        try:
+            if self.local:
+                return os.path.getsize(self.path)
+            return int(self.info().get("size") or 0)
+        except Exception:  # noqa: BLE001 - an estimate; the readers name unreadable inputs
+            return 0
+
     def is_dir(self) -> bool:
         if self.local:
             return os.path.isdir(self.path)

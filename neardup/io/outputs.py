@@ -60,7 +60,7 @@ from neardup.errors import OutputError
 from neardup.io.locations import Location, check_location, is_url, locate, storage_error
 from neardup.io.writers import OUTPUT_EXTENSIONS, output_kind, records_to_file, table_to_file
 
-__all__ = ["OutputSet", "is_output_temporary"]
+__all__ = ["OutputDirectory", "OutputSet", "is_output_temporary", "write_part"]
 
 _TAG = ".neardup-"
 _LEFTOVER = re.compile(r"\.neardup-(\d+)-[0-9a-f]+\.(?:tmp|bak)")
@@ -522,3 +522,92 @@ class OutputSet:
                 pass
         self._created = []
         self._remove_staging()
+
+
+def write_part(location: Location, table: pa.Table) -> None:
+    """Write ``table`` as one Parquet part file at ``location`` (a local path or a key
+    on an object store), from whichever process holds it (a Ray worker)."""
+    import pyarrow.parquet as pq
+
+    if location.local:
+        pq.write_table(table, location.path)
+        return
+    with location.open("wb") as handle:
+        pq.write_table(table, handle)
+
+
+class OutputDirectory:
+    """An output that is a directory of part files written by many processes (the Ray
+    engine's ``--clusters-out``, ``--pairs-out`` and ``--out``), committed as a whole.
+
+    The parts are written under a temporary directory beside the target
+    (``.NAME.neardup-PID-XXXX.tmp``; :meth:`part` names them). On the local disk,
+    :meth:`commit` renames it over the target (the previous directory is moved aside
+    first, then deleted). On an object store, which has no directories and no rename,
+    :meth:`commit` copies each part over its final key, then deletes the final keys the
+    new output does not have, then the temporary keys: a run that fails before the
+    commit leaves the final prefix as it was; one killed during it can leave a mix of new
+    and old parts, and the temporary keys. :meth:`discard` deletes the temporary parts.
+    """
+
+    def __init__(self, name: str, path: str | os.PathLike,
+                 storage_options: dict | None = None) -> None:
+        self.name = name
+        self.final = locate(path, storage_options)
+        self.temporary = self.final.sibling(
+            f".{self.final.name}{_TAG}{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+    def prepare(self) -> None:
+        """Check the target (a missing bucket or a refused credential) and create the
+        temporary directory; OutputError naming the output otherwise."""
+        if not self.final.local:
+            check_location(self.final, self.name, output=True)
+            return
+        try:
+            Path(self.temporary.path).mkdir(parents=True)
+        except OSError as exc:
+            raise OutputError(f"{self.name}: cannot create {self.temporary.path!r} beside "
+                              f"{self.final.url!r} ({exc.strerror or exc}).") from None
+
+    def part(self, name: str) -> Location:
+        """Where part file ``name`` is written before the commit."""
+        return self.temporary.child(name)
+
+    def commit(self) -> None:
+        if self.final.local:
+            _replace_directory(Path(self.temporary.path), Path(self.final.path))
+            return
+        fs = self.final.fs
+        try:
+            names = [_relative(part, self.temporary) for part in self.temporary.files()]
+            for name in names:
+                fs.copy(self.temporary.child(name).path, self.final.child(name).path)
+            for old in self.final.files():
+                if _relative(old, self.final) not in names:
+                    fs.rm_file(old.path)
+        except Exception as exc:  # noqa: BLE001 - every storage failure is reported alike
+            raise storage_error(exc, self.final, self.name, output=True) from None
+        self.discard()
+
+    def discard(self) -> None:
+        if self.temporary.local:
+            shutil.rmtree(self.temporary.path, ignore_errors=True)
+            return
+        try:
+            self.temporary.fs.rm(self.temporary.path, recursive=True)
+        except Exception:  # noqa: BLE001 - nothing written yet, or already removed
+            pass
+
+
+def _relative(location: Location, directory: Location) -> str:
+    return location.path[len(directory.path.rstrip("/")) + 1:]
+
+
+def _replace_directory(temporary: Path, final: Path) -> None:
+    if final.exists():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        os.replace(final, old)
+        os.replace(temporary, final)
+        shutil.rmtree(old) if old.is_dir() else old.unlink()
+    else:
+        os.replace(temporary, final)
