@@ -352,8 +352,9 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts) -> dict[str, A
     storage = opts.get("storage_options")
     for flag, key in _OUTPUTS[:3]:
         if opts[key] is not None:
-            OutputDirectory(flag, opts[key], storage).prepare()
-            OutputDirectory(flag, opts[key], storage).discard()
+            probe = OutputDirectory(flag, opts[key], storage)
+            probe.prepare()
+            probe.discard()
     report = OutputSet(inputs, storage_options=storage)
     if opts["report"] is not None:
         report.add("--report", opts["report"], kinds=("json",))
