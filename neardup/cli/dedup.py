@@ -126,7 +126,7 @@ def _output_set(inputs: tuple[Path, ...], opts: dict[str, Any]):
     from neardup.io.writers import output_kind
 
     outputs = OutputSet(inputs, storage_options=opts.get("storage_options"))
-    size, compressed = input_bytes(inputs)
+    size, compressed = input_bytes(inputs, opts.get("storage_options"))
     for flag, key in _OUTPUTS:
         path = opts[key]
         if path is None:

@@ -388,6 +388,15 @@ def _out_of_core(s: _Situation) -> bool | None:
     return None if stage is None else stage in ("corpus", "vector")
 
 
+def _names_a_url(opts: dict[str, Any]) -> bool:
+    """Whether an input or an output of the command is a URL (``--storage-option`` is read
+    for those only)."""
+    from neardup.io.locations import is_url
+
+    outputs = [opts.get(k) for k in ("clusters_out", "pairs_out", "out", "report", "html")]
+    return any(is_url(p) for p in (*opts.get("inputs", ()), *outputs) if p is not None)
+
+
 _SEED_CLUSTERINGS = ("leiden", "louvain")
 
 #: Every option that some setting of another option makes the run ignore.
@@ -443,6 +452,10 @@ OPTION_RULES: tuple[_Rule, ...] = (
           lambda s: (None if "inputs" not in s.opts else s.opts.get("date_field") is not None
                      or any(str(p).lower().endswith(".sgm") for p in s.opts["inputs"])),
           lambda s: "no --date-field", add="--date-field FIELD", commands=("dedup",)),
+    _Rule("storage_options", "--storage-option",
+          "inputs and outputs given as URLs (s3://, gs://, memory://, ...)",
+          lambda s: None if "inputs" not in s.opts else _names_a_url(s.opts),
+          lambda s: "only local paths"),
     _Rule("progress", "--progress", "runs without -q/--quiet",
           lambda s: not s.opts.get("quiet"), lambda s: "-q/--quiet",
           counts=lambda value: value is True),

@@ -2048,49 +2048,54 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
         if path is not None:
             tmp_of[name] = OutputDirectory(name, path, storage_options)
             tmp_of[name].prepare()
-    assign = ray.remote(_assign_task).options(num_returns=n_shards + 1)
-    assigned = [assign.remote(run.config.trace_memory, shard_starts, clustering, keep,
-                              tmp_of["pairs"].part(f"part-{a:05d}.parquet") if "pairs" in tmp_of else None,
-                              run.method.name, len(live), *[facts[s][1 + a] for s in live],
-                              *[p[a] for p in root_parts])
-                for a in range(ranges)]
-    del root_parts
-    pending = []
-    if "clusters" in tmp_of:
-        write = ray.remote(_write_clusters_task)
-        pending += [write.remote(run.fact_refs[s], run.offsets, tmp_of["clusters"].part(f"part-{s:05d}.parquet"),
-                                 *[x[1 + s] for x in assigned]) for s in live]
-        if not live:  # an empty corpus: an empty table
-            write_part(tmp_of["clusters"].part("part-00000.parquet"), _empty_clusters())
-    if "out" in tmp_of:
-        kept = ray.remote(_write_kept_task)
-        pending += [kept.remote(shards[s], run.source.reader, int(run.offsets[s]),
-                                tmp_of["out"].part(f"part-{s:05d}.parquet"), *[x[1 + s] for x in assigned])
-                    for s in live]
-    if "pairs" in tmp_of and run.outside_edges:
-        # Time-window rejects: ids from the shards of their left, then right documents.
-        cut = ray.remote(_outside_by_shard_task).options(num_returns=n_shards + 1)
-        ids = ray.remote(_outside_ids_task)
-        by_left = [cut.remote(shard_starts, "left", r)[1:] for r in run.link_refs]
-        named = [ids.options(num_returns=n_shards + 1).remote(
-            run.fact_refs[s], run.offsets, shard_starts, None, run.method.name, *[p[s] for p in by_left])[1:]
-            for s in range(n_shards)]
-        pending += [ids.options(num_returns=2).remote(
-            run.fact_refs[s], run.offsets, shard_starts,
-            tmp_of["pairs"].part(f"outside-{s:05d}.parquet"), run.method.name, *[p[s] for p in named])[0]
-            for s in range(n_shards)]
-        del by_left, named
-    with progress_bar("writing", total=len(assigned) + len(live) + len(pending), unit="tasks",
-                      enabled=run.progress) as advance:
-        assign_counts = _completed(ray, [x[0] for x in assigned], advance)
-        empty = sum(_completed(ray, [facts[s][0] for s in live], advance))
-        _completed(ray, pending, advance)
-    counts = _sum_counts(assign_counts)
-    largest = max([c["largest_cluster"] for c in assign_counts], default=0)
-    run.stats["assign"] = {"ranges": ranges, "peak_task_bytes": max(c["peak_bytes"] for c in assign_counts),
-                           "largest_range_documents": max(c["documents"] for c in assign_counts)}
-    for directory in tmp_of.values():  # all written: now move them into place
-        directory.commit()
+    try:
+        assign = ray.remote(_assign_task).options(num_returns=n_shards + 1)
+        assigned = [assign.remote(run.config.trace_memory, shard_starts, clustering, keep,
+                                  tmp_of["pairs"].part(f"part-{a:05d}.parquet") if "pairs" in tmp_of else None,
+                                  run.method.name, len(live), *[facts[s][1 + a] for s in live],
+                                  *[p[a] for p in root_parts])
+                    for a in range(ranges)]
+        del root_parts
+        pending = []
+        if "clusters" in tmp_of:
+            write = ray.remote(_write_clusters_task)
+            pending += [write.remote(run.fact_refs[s], run.offsets, tmp_of["clusters"].part(f"part-{s:05d}.parquet"),
+                                     *[x[1 + s] for x in assigned]) for s in live]
+            if not live:  # an empty corpus: an empty table
+                write_part(tmp_of["clusters"].part("part-00000.parquet"), _empty_clusters())
+        if "out" in tmp_of:
+            kept = ray.remote(_write_kept_task)
+            pending += [kept.remote(shards[s], run.source.reader, int(run.offsets[s]),
+                                    tmp_of["out"].part(f"part-{s:05d}.parquet"), *[x[1 + s] for x in assigned])
+                        for s in live]
+        if "pairs" in tmp_of and run.outside_edges:
+            # Time-window rejects: ids from the shards of their left, then right documents.
+            cut = ray.remote(_outside_by_shard_task).options(num_returns=n_shards + 1)
+            ids = ray.remote(_outside_ids_task)
+            by_left = [cut.remote(shard_starts, "left", r)[1:] for r in run.link_refs]
+            named = [ids.options(num_returns=n_shards + 1).remote(
+                run.fact_refs[s], run.offsets, shard_starts, None, run.method.name, *[p[s] for p in by_left])[1:]
+                for s in range(n_shards)]
+            pending += [ids.options(num_returns=2).remote(
+                run.fact_refs[s], run.offsets, shard_starts,
+                tmp_of["pairs"].part(f"outside-{s:05d}.parquet"), run.method.name, *[p[s] for p in named])[0]
+                for s in range(n_shards)]
+            del by_left, named
+        with progress_bar("writing", total=len(assigned) + len(live) + len(pending), unit="tasks",
+                          enabled=run.progress) as advance:
+            assign_counts = _completed(ray, [x[0] for x in assigned], advance)
+            empty = sum(_completed(ray, [facts[s][0] for s in live], advance))
+            _completed(ray, pending, advance)
+        counts = _sum_counts(assign_counts)
+        largest = max([c["largest_cluster"] for c in assign_counts], default=0)
+        run.stats["assign"] = {"ranges": ranges, "peak_task_bytes": max(c["peak_bytes"] for c in assign_counts),
+                               "largest_range_documents": max(c["documents"] for c in assign_counts)}
+        for directory in tmp_of.values():  # all written: now move them into place
+            directory.commit()
+    except BaseException:
+        for directory in tmp_of.values():  # a failed run leaves no temporary part behind
+            directory.discard()
+        raise
     n_clusters = run.n_docs - int(counts.get("dropped", 0))
     return {
         "documents": run.n_docs,

@@ -156,7 +156,7 @@ def test_parquet_shard_directory_on_s3_and_on_disk(s3, records, local_clusters, 
     for source in (f"s3://{bucket}/shards", local):
         out = tmp_path / "clusters.parquet"
         run_cli(source, "--id-field", "id", "--engine", "memory", "--clusters-out", out,
-                *s3.cli_options())
+                *(s3.cli_options() if isinstance(source, str) else ()))
         clusters = pq.read_table(out)
         assert_each_once(clusters, records)
         assert clusters.equals(local_clusters["memory"])
@@ -172,7 +172,7 @@ def test_saved_hugging_face_dataset_directory(s3, records, local_clusters, tmp_p
     for source in (local, f"s3://{bucket}/saved"):
         out = tmp_path / "clusters.parquet"
         run_cli(source, "--id-field", "id", "--engine", "local", "--clusters-out", out,
-                *s3.cli_options())
+                *(s3.cli_options() if isinstance(source, str) else ()))
         clusters = pq.read_table(out)
         assert_each_once(clusters, records)
         assert clusters.equals(local_clusters["local"])
@@ -356,3 +356,12 @@ def test_index_add_reads_an_s3_input(s3, records, tmp_path):
                                   *s3.cli_options()])
     assert result.exit_code == 1 and "bucket 'neardup-absent' does not exist" in result.output
     assert "Traceback" not in result.output
+
+
+def test_storage_option_without_a_url_is_a_usage_error(s3, tmp_path):
+    (tmp_path / "c.jsonl").write_text('{"text": "a"}\n')
+    result = run_cli(tmp_path / "c.jsonl", *s3.cli_options(), ok=False)
+    assert result.exit_code == 2
+    assert "--storage-option applies to inputs and outputs given as URLs" in result.output
+    result = run_cli(tmp_path / "c.jsonl", "--storage-option", "oops", ok=False)
+    assert result.exit_code == 2 and "takes KEY=VALUE; got 'oops'" in result.output
