@@ -1,5 +1,10 @@
 """Corpus readers: stream documents from JSONL, Parquet, CSV/TSV, .txt directories and Reuters SGML.
 
+Inputs may be local paths or fsspec URLs (``s3://``, ``gs://``, ``memory://``; options in
+``ReaderConfig.storage_options``): :func:`input_files` expands them into
+:class:`InputFile` s (a directory of Parquet or JSON Lines shards, a Hugging Face dataset
+saved with ``save_to_disk``), which every engine reads the same way (docs/storage.md).
+
 :func:`read_corpus` yields :class:`~neardup.io.batch.DocumentBatch` objects of at most
 ``batch_size`` documents, never mixing two inputs, with memory bounded by one batch
 (plus one string per id when ids must be checked for uniqueness).
@@ -27,7 +32,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -47,7 +52,8 @@ from neardup.io.batch import DocumentBatch
 from neardup.io.locations import Location, check_location, is_url, locate, storage_error
 from neardup.io.reuters import reuters_records
 
-__all__ = ["SUPPORTED_FORMATS", "ReaderConfig", "detect_format", "input_files", "iter_records",
+__all__ = ["SUPPORTED_FORMATS", "InputFile", "ReaderConfig", "detect_format", "input_files",
+           "iter_records",
            "part_records", "read_corpus", "read_part"]
 
 #: Format names returned by :func:`detect_format` and :func:`input_files`.
@@ -235,9 +241,22 @@ def _format_of_name(shown: str, name: str) -> str:
 _SHARD_FORMATS = ("parquet", "jsonl")
 
 
+class InputFile(NamedTuple):
+    """One file a corpus is read from: where it is (a local path or a URL, as messages
+    and ``DocumentBatch.source`` name it) and its format (:data:`SUPPORTED_FORMATS`).
+
+    :func:`input_files` turns the user's inputs into these, :func:`part_records` and
+    :func:`read_part` read the rows of one, on any filesystem
+    (:func:`neardup.io.locations.locate`): the whole of what every engine needs to read
+    a corpus wherever it lives."""
+
+    path: str
+    kind: str
+
+
 def input_files(paths: Sequence[str | os.PathLike] | str | os.PathLike,
-                storage_options: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
-    """(path or URL, format) of every file the inputs stand for, in reading order.
+                storage_options: Mapping[str, Any] | None = None) -> list[InputFile]:
+    """The :class:`InputFile` of every file the inputs stand for, in reading order.
 
     A file is itself. A directory is, in this order of precedence:
 
@@ -253,11 +272,11 @@ def input_files(paths: Sequence[str | os.PathLike] | str | os.PathLike,
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    files: list[tuple[str, str]] = []
+    files: list[InputFile] = []
     for path in paths:
         kind = detect_format(path, storage_options)
         if kind != "txtdir":
-            files.append((os.fspath(path), kind))
+            files.append(InputFile(os.fspath(path), kind))
             continue
         location = locate(path, storage_options)
         try:
@@ -269,12 +288,12 @@ def input_files(paths: Sequence[str | os.PathLike] | str | os.PathLike,
     return files
 
 
-def _directory_files(location: Location) -> list[tuple[str, str]]:
+def _directory_files(location: Location) -> list[InputFile]:
     from neardup.io.hfdatasets import saved_dataset_files
 
     saved = saved_dataset_files(location)
     if saved is not None:
-        return [(f.url, "arrow") for f in saved]
+        return [InputFile(f.url, "arrow") for f in saved]
     inside = location.files()
     shards = []
     for file in inside:
@@ -283,7 +302,7 @@ def _directory_files(location: Location) -> list[tuple[str, str]]:
         except InputError:
             continue
         if kind in _SHARD_FORMATS:
-            shards.append((file.url, kind))
+            shards.append(InputFile(file.url, kind))
     if shards:
         return shards
     if not location.local:
@@ -295,7 +314,7 @@ def _directory_files(location: Location) -> list[tuple[str, str]]:
             + (f" ({len(inside)} file(s): {', '.join(kinds[:5])})." if inside else
                " (it is empty).") + " Give the files themselves as inputs."
         )
-    return [(location.url, "txtdir")]
+    return [InputFile(location.url, "txtdir")]
 
 
 def _sources(
