@@ -149,21 +149,21 @@ def corpus_stage_from_options(opts: dict[str, Any], inputs=()) -> CorpusStageCon
 def estimated_documents(inputs, storage_options: dict[str, Any] | None = None) -> int | None:
     """Documents in the inputs, for sizing partitions: Parquet footers give the exact
     count; other files count one document per 200 bytes of text (gzip holds about four
-    times its size), so the estimate errs towards more, smaller partitions. None when no
-    input could be measured."""
+    times its size), so the estimate errs towards more, smaller partitions. A directory
+    counts the files it stands for (shards, a saved dataset's Arrow files, .txt files).
+    None when no input could be measured."""
     from neardup.errors import InputError
-    from neardup.io import parquet_num_rows
-    from neardup.io.locations import is_url
+    from neardup.io import input_files, parquet_num_rows
 
     total, measured = 0, False
     for path in inputs:
         try:
-            if os.fspath(path).lower().endswith(".parquet") and (
-                    is_url(path) or Path(path).is_file()):
-                total += parquet_num_rows(os.fspath(path), storage_options)
-            else:
-                size, compressed = input_bytes([path], storage_options)
-                total += size * (4 if compressed else 1) // 200
+            for file, kind in input_files([path], storage_options):
+                if kind == "parquet":
+                    total += parquet_num_rows(file, storage_options)
+                else:
+                    size, compressed = input_bytes([file], storage_options)
+                    total += size * (4 if compressed else 1) // 200
             measured = True
         except (OSError, InputError):  # the reader names unreadable inputs later
             continue

@@ -14,6 +14,7 @@ is refused, a key that is missing.
 
 from __future__ import annotations
 
+import io
 import os
 import posixpath
 import re
@@ -26,6 +27,7 @@ from neardup.errors import InputError, NeardupError, OutputError, setting
 __all__ = ["Location", "is_url", "locate", "storage_error"]
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+_READ_BUFFER = 1 << 20  # bytes read from a remote file per call
 
 
 def is_url(path: str | os.PathLike) -> bool:
@@ -104,10 +106,16 @@ class Location:
                         self.protocol, self.options)
 
     def open(self, mode: str = "rb"):
-        """A file object (binary modes); remote files are read with fsspec's read-ahead."""
+        """A file object (binary modes). A remote file opened for reading is wrapped in an
+        ``io.BufferedReader``: iterating lines of fsspec's own file object reads a few bytes
+        per call in Python, about 300 times slower (63 s against 0.2 s for 20 MB from a
+        loopback S3 server)."""
         if self.local:
             return open(self.path, mode)
-        return self.fs.open(self.path, mode)
+        handle = self.fs.open(self.path, mode)
+        if mode == "rb":
+            return io.BufferedReader(handle, buffer_size=_READ_BUFFER)
+        return handle
 
     def arrow_filesystem(self):
         """This location's filesystem for pyarrow (``pyarrow.fs``), or None for the local
