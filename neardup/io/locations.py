@@ -28,6 +28,8 @@ __all__ = ["Location", "is_url", "locate", "storage_error"]
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 _READ_BUFFER = 1 << 20  # bytes read from a remote file per call
+# Object stores whose paths start with a bucket (or container), checked before any work.
+_BUCKETED = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss"})
 
 
 def is_url(path: str | os.PathLike) -> bool:
@@ -229,15 +231,19 @@ def storage_error(exc: BaseException, location: Location, what: str, *,
 
 
 def check_location(location: Location, what: str = "", *, output: bool = False) -> None:
-    """Fail before any work when a remote location cannot be reached: its bucket (the
-    first part of the path) missing, or the credential refused. Local paths are checked
-    by the readers and :class:`OutputSet` themselves."""
+    """Fail before any work when an object store location cannot be reached: its bucket
+    (the first part of the path) missing, or the credential refused. Local paths are
+    checked by the readers and :class:`OutputSet` themselves, other filesystems when
+    they are opened."""
     if location.local:
+        return
+    if location.protocol not in _BUCKETED:  # the readers and writers name other failures
         return
     bucket = _bucket(location)
     try:
-        if location.protocol in ("memory",):
-            return
-        location.fs.ls(bucket, detail=False)
+        location.fs.info(bucket)  # one request (S3: HEAD or a one-key listing)
+    except FileNotFoundError:
+        raise storage_error(FileNotFoundError("NoSuchBucket"), location, what,
+                            output=output) from None
     except Exception as exc:  # noqa: BLE001 - every storage failure is reported the same way
         raise storage_error(exc, location, what, output=output) from None
