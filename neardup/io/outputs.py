@@ -126,15 +126,10 @@ class _Output:
     kind: str
     estimate: int
     temporary: Path | None = None
-    backup: Path | None = None
+    backup: Path | str | None = None  # a remote output's: a key
     replaced: bool = False
     remote: Location | None = None  # an output on an object store (a URL)
     staging: str | None = None  # its temporary key, beside the target
-    existed: bool = False  # the target was there before the commit
-
-    @property
-    def shown(self) -> str:
-        return self.remote.url if self.remote is not None else os.fspath(self.given)
 
 
 class OutputSet:
@@ -457,8 +452,7 @@ class OutputSet:
     def _replace_remote(self, out: _Output) -> None:
         fs, target = out.remote.fs, out.remote.path
         try:
-            out.existed = fs.exists(target)
-            if out.existed:
+            if fs.exists(target):
                 out.backup = out.staging[: -len(".tmp")] + ".bak"
                 fs.copy(target, out.backup)
             fs.copy(out.staging, target)

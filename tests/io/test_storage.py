@@ -365,3 +365,25 @@ def test_storage_option_without_a_url_is_a_usage_error(s3, tmp_path):
     assert "--storage-option applies to inputs and outputs given as URLs" in result.output
     result = run_cli(tmp_path / "c.jsonl", "--storage-option", "oops", ok=False)
     assert result.exit_code == 2 and "takes KEY=VALUE; got 'oops'" in result.output
+
+
+def test_a_failed_upload_at_the_commit_changes_no_final_key(s3):
+    """Every output is uploaded before any target is replaced: a bucket that disappears
+    between the checks and the commit fails the commit with the other bucket's previous
+    object untouched and no new key anywhere."""
+    fs = s3.fs()
+    first, second = s3.bucket(), s3.bucket()
+    fs.pipe_file(f"{first}/clusters.jsonl", b'{"previous": 1}\n')
+    outputs = OutputSet(storage_options=s3.options)
+    outputs.add("--clusters-out", f"s3://{first}/clusters.jsonl")
+    outputs.add("--out", f"s3://{second}/kept.jsonl")
+    with pytest.raises(OutputError, match=rf"^--out: s3://{second}/kept\.jsonl: the bucket"), \
+            outputs:
+        outputs.write_records("--clusters-out", [{"new": 1}])
+        outputs.write_records("--out", [{"kept": 1}])
+        fs.rm(second, recursive=True)  # its temporary key, then the bucket itself
+        if fs.exists(second):
+            fs.rmdir(second)
+        outputs.commit()
+    assert sorted(fs.find(first)) == [f"{first}/clusters.jsonl"]
+    assert fs.cat_file(f"{first}/clusters.jsonl") == b'{"previous": 1}\n'
