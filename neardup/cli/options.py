@@ -540,11 +540,12 @@ class _PathOrUrl(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         from pathlib import Path
 
-        from neardup.io.locations import is_url
+        from neardup.io.locations import locate
 
-        if isinstance(value, Path) or not is_url(value):
-            return Path(value)
-        return str(value)
+        if isinstance(value, Path):
+            return value
+        location = locate(value)
+        return Path(location.path) if location.local else location.url
 
 
 #: The type of INPUT arguments and output options that may name a URL (docs/storage.md).

@@ -81,6 +81,12 @@ class Location:
         return fsspec.filesystem(self.protocol, **(self.options if not self.local else {}))
 
     @property
+    def native(self) -> str:
+        """How the readers and writers name it: the path on the local disk (``file://``
+        removed), else the URL."""
+        return self.path if self.local else self.url
+
+    @property
     def key(self) -> str:
         """A name that is equal for two locations naming the same object (for "an output
         on an input" checks): protocol and normalized path."""
@@ -177,7 +183,7 @@ def locate(path: str | os.PathLike | Location,
     ----------
     path : str, os.PathLike or Location
         A local path, a ``file://`` URL, or a URL fsspec reads (``s3://bucket/key``,
-        ``gs://...``, ``memory://...``). ``~`` is expanded in local paths.
+        ``gs://...``, ``memory://...``).
     storage_options : mapping or None
         Options for the fsspec filesystem of a URL (ignored for local paths).
     """
@@ -186,7 +192,7 @@ def locate(path: str | os.PathLike | Location,
     text = os.fspath(path)
     match = _URL.match(text)
     if match is None:
-        return Location(text, os.path.expanduser(text), "file")
+        return Location(text, text, "file")
     protocol = match.group(1).lower()
     if protocol == "file":
         return Location(text, text[len("file://"):], "file")

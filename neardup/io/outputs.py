@@ -181,7 +181,7 @@ class OutputSet:
         writes); ``"json"`` stands for a ``.json`` file written by :meth:`write_text`.
         ``estimate`` is the expected size in bytes, checked against free space.
         """
-        given = Path(os.path.expanduser(os.fspath(path)))
+        given = Path(os.path.expanduser(locate(path).path))  # file:// removed
         accepted = tuple(kinds) if kinds is not None else None
         lower = given.name.lower()
         kind = ("json" if lower.endswith(".json") else "html" if lower.endswith(".html")

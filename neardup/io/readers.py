@@ -275,10 +275,10 @@ def input_files(paths: Sequence[str | os.PathLike] | str | os.PathLike,
     files: list[InputFile] = []
     for path in paths:
         kind = detect_format(path, storage_options)
-        if kind != "txtdir":
-            files.append(InputFile(os.fspath(path), kind))
-            continue
         location = locate(path, storage_options)
+        if kind != "txtdir":
+            files.append(InputFile(location.native, kind))
+            continue
         try:
             files.extend(_directory_files(location))
         except InputError:
@@ -293,7 +293,7 @@ def _directory_files(location: Location) -> list[InputFile]:
 
     saved = saved_dataset_files(location)
     if saved is not None:
-        return [InputFile(f.url, "arrow") for f in saved]
+        return [InputFile(f.native, "arrow") for f in saved]
     inside = location.files()
     shards = []
     for file in inside:
@@ -302,7 +302,7 @@ def _directory_files(location: Location) -> list[InputFile]:
         except InputError:
             continue
         if kind in _SHARD_FORMATS:
-            shards.append(InputFile(file.url, kind))
+            shards.append(InputFile(file.native, kind))
     if shards:
         return shards
     if not location.local:
@@ -314,7 +314,7 @@ def _directory_files(location: Location) -> list[InputFile]:
             + (f" ({len(inside)} file(s): {', '.join(kinds[:5])})." if inside else
                " (it is empty).") + " Give the files themselves as inputs."
         )
-    return [InputFile(location.url, "txtdir")]
+    return [InputFile(location.native, "txtdir")]
 
 
 def _sources(

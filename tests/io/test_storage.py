@@ -387,3 +387,16 @@ def test_a_failed_upload_at_the_commit_changes_no_final_key(s3):
         outputs.commit()
     assert sorted(fs.find(first)) == [f"{first}/clusters.jsonl"]
     assert fs.cat_file(f"{first}/clusters.jsonl") == b'{"previous": 1}\n'
+
+
+def test_file_urls_name_the_local_disk(records, local_clusters, tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "corpus.jsonl").write_bytes(jsonl_bytes(records))
+    run_cli(f"file://{tmp_path}/in/corpus.jsonl", "--id-field", "id", "--engine", "memory",
+            "--clusters-out", f"file://{tmp_path}/out/clusters.parquet")
+    clusters = pq.read_table(tmp_path / "out" / "clusters.parquet")
+    assert clusters.equals(local_clusters["memory"])
+    # An output on the input is recognised through the URL too.
+    result = run_cli(f"file://{tmp_path}/in/corpus.jsonl", "--out",
+                     f"file://{tmp_path}/in/corpus.jsonl", ok=False)
+    assert result.exit_code == 1 and "writing it would replace the input" in result.output
