@@ -75,8 +75,10 @@ def _table_batches(
     id_field: str | None,
     batch_size: int,
     date_field: str | None = None,
+    offset: int = 0,
 ) -> Iterator[DocumentBatch]:
-    """Batches of a table's rows by column name; no Python object per cell but the texts."""
+    """Batches of a table's rows by column name; no Python object per cell but the texts.
+    ``offset``: the position of the table's first row in the corpus (a streamed part)."""
     import pyarrow.compute as pc
 
     texts = _column(table, text_field, "text", "text_field")
@@ -113,12 +115,9 @@ def _table_batches(
         if pc.count_distinct(ids).as_py() != n:
             counts = pc.value_counts(ids)
             repeated = counts.filter(pc.greater(counts.field("counts"), 1))[0]["values"]
-            raise InputError(
-                f"dedup: duplicate id {repeated.as_py()!r} in column {id_field!r}; ids must "
-                "be unique (omit id_field to use row numbers)."
-            )
+            raise _duplicate_id(repeated.as_py(), id_field)
     else:
-        ids = pa.array(np.arange(n).astype(str).astype(object), pa.string())
+        ids = pa.array(np.arange(offset, offset + n).astype(str).astype(object), pa.string())
     dates = None
     if date_field is not None:
         column = _column(table, date_field, "date", "date_field")
@@ -142,8 +141,41 @@ def _table_batches(
             texts=texts.slice(start, stop - start).to_pylist(),
             dates=None if dates is None else dates[start:stop],
             source="<memory>",
-            rows=np.arange(start, stop, dtype=np.int64),
+            rows=np.arange(offset + start, offset + stop, dtype=np.int64),
         )
+
+
+def _duplicate_id(doc_id: Any, id_field: str) -> InputError:
+    return InputError(f"dedup: duplicate id {doc_id!r} in column {id_field!r}; ids must be "
+                      "unique (omit id_field to use row numbers).")
+
+
+def _streamed_batches(
+    data: Any,
+    text_field: str,
+    id_field: str | None,
+    batch_size: int,
+    date_field: str | None = None,
+) -> Iterator[DocumentBatch]:
+    """Batches of a ``datasets.IterableDataset``, streamed as Arrow tables: one part in
+    memory at a time, ids checked for uniqueness across parts (an
+    :class:`~neardup.io.idset.IdSet`, about ``len(id) + 24`` bytes per id)."""
+    from neardup.io.hfdatasets import dataset_tables
+
+    seen = None
+    if id_field is not None:
+        from neardup.io.idset import IdSet
+
+        seen = IdSet()
+    offset = 0
+    for table in dataset_tables(data, batch_size):
+        for batch in _table_batches(table, text_field, id_field, batch_size, date_field, offset):
+            if seen is not None:
+                repeat = seen.add(batch.ids, batch.rows)
+                if repeat is not None:
+                    raise _duplicate_id(batch.ids[repeat[0]], id_field)
+            yield batch
+        offset += table.num_rows
 
 
 def _in_memory_batches(
@@ -271,11 +303,17 @@ def dedup(
 
     Parameters
     ----------
-    texts_or_records : sequence of str, sequence of mappings, or a table
+    texts_or_records : sequence of str, sequence of mappings, a table, or a dataset
         Texts; or records (mappings) with a text field; or a table whose columns are
         named by ``text_field``/``id_field``/``date_field``: a pyarrow Table or
         RecordBatch, a pandas or polars DataFrame (read through Arrow, no copy per cell
         but the texts). A text column must hold strings (or UTF-8 bytes) without nulls.
+        A Hugging Face ``datasets.Dataset`` is read as its Arrow table (memory-mapped, not
+        copied, unless ``select``/``shuffle``/``filter`` left an indices mapping); a
+        ``datasets.IterableDataset`` is streamed in Arrow batches of ``batch_size`` (and
+        iterated a second time for the pair types). Nothing is downloaded: load or
+        stream the dataset first (docs/storage.md). Files and URLs are read with
+        :func:`neardup.io.read_corpus` (``ReaderConfig(storage_options=...)``).
     method : str, default "minhash"
         One of ``neardup.METHODS``: "exact", "ngram", "minhash", "simhash", "sanderson",
         "spotsigs", "wminhash".
@@ -351,14 +389,19 @@ def dedup(
     >>> r.clusters.tolist()
     [0, 0, 1]
     """
+    from neardup.io.hfdatasets import dataset_kind, dataset_table
+
+    hugging_face = dataset_kind(texts_or_records)
     if isinstance(texts_or_records, (str, bytes)):
         raise InputError("dedup: pass a sequence of texts, not a single string.")
-    if isinstance(texts_or_records, Mapping):
+    if isinstance(texts_or_records, Mapping) and hugging_face is None:
         raise InputError(
             "dedup: pass a sequence of texts or records, or a table; got a single "
             f"{type(texts_or_records).__name__} (put it in a list for one record)."
         )
-    table = as_arrow_table(texts_or_records)
+    streamed = hugging_face == "iterable"
+    table = (dataset_table(texts_or_records) if hugging_face in ("dataset", "dict")
+             else None if streamed else as_arrow_table(texts_or_records))
     check_int("dedup", "batch_size", batch_size, low=1)
     policy = KeepPolicy.make("dedup", keep, keep_by)
     if policy.needs_dates and date_field is None:
@@ -379,7 +422,12 @@ def dedup(
     _check_ignored(method_obj, cluster.resolved(method_obj), engine, date_field,
                    work_dir=work_dir, memory_limit=memory_limit, partitions=partitions,
                    resume=resume, ray_address=ray_address)
-    if table is not None:
+    if streamed:
+        data = texts_or_records
+        batches = _streamed_batches(data, text_field, id_field, batch_size, date_field)
+        again = lambda: _streamed_batches(data, text_field, None, batch_size)  # noqa: E731
+        total = None
+    elif table is not None:
         batches = _table_batches(table, text_field, id_field, batch_size, date_field)
         again = lambda: _table_batches(table, text_field, None, batch_size)  # noqa: E731
         total = table.num_rows

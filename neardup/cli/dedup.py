@@ -8,7 +8,6 @@ delete the temporary files and exit with 130 and 143, without a traceback.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import time
@@ -36,6 +35,8 @@ from neardup.cli.options import (
     keep_values_from_options,
     method_options,
     method_params_from_options,
+    PATH_OR_URL,
+    STORAGE_OPTION,
     reader_config_from_options,
     reader_options,
     run_options,
@@ -127,8 +128,8 @@ def _output_set(inputs: tuple[Path, ...], opts: dict[str, Any]):
     from neardup.io.outputs import OutputSet
     from neardup.io.writers import output_kind
 
-    outputs = OutputSet(inputs)
-    size, compressed = input_bytes(inputs)
+    outputs = OutputSet(inputs, storage_options=opts.get("storage_options"))
+    size, compressed = input_bytes(inputs, opts.get("storage_options"))
     for flag, key in _OUTPUTS:
         path = opts[key]
         if path is None:
@@ -157,19 +158,20 @@ def _killing_after_first(batches):
 
 
 @click.command("dedup")
-@click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("inputs", nargs=-1, type=PATH_OR_URL)
 @method_options
 @reader_options
+@STORAGE_OPTION
 @cluster_options
 @keep_options
-@click.option("--clusters-out", type=click.Path(path_type=Path), default=None,
+@click.option("--clusters-out", type=PATH_OR_URL, default=None,
               help="Write one row per input document (id, cluster, cluster_size, "
                    "representative, status, template): .parquet, .jsonl, .jsonl.gz, .csv "
                    "or .tsv.")
-@click.option("--pairs-out", type=click.Path(path_type=Path), default=None,
+@click.option("--pairs-out", type=PATH_OR_URL, default=None,
               help="Write the scored edges (id_a, id_b, score, method, type = exact / "
                    "expanded / corrected / template / near, outside_window); same formats.")
-@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", "out", type=PATH_OR_URL, default=None,
               help="Write the de-duplicated corpus (one representative per cluster, all "
                    "fields kept): .jsonl, .jsonl.gz, .parquet, .csv or .tsv. A binary text "
                    "column stays binary in .parquet and becomes UTF-8 text otherwise; a field "
@@ -177,19 +179,20 @@ def _killing_after_first(batches):
                    "Infinity are kept. CSV quotes values as needed; TSV has no quoting and "
                    "refuses values with tabs or line breaks. The input is read again: it must "
                    "be a file (not a pipe) that does not change during the run.")
-@click.option("--report", type=click.Path(path_type=Path), default=None,
+@click.option("--report", type=PATH_OR_URL, default=None,
               help="Write the run summary, parameters (with the LSH bands and rows used), "
                    "neardup version and timings as JSON (.json).")
-@click.option("--html", type=click.Path(path_type=Path), default=None,
+@click.option("--html", type=PATH_OR_URL, default=None,
               help="Write an HTML report of the run (one offline page; see neardup report).")
 @run_options
 @engine_options
 def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     """Find near-duplicates in INPUT files and cluster them.
 
-    INPUT: JSONL (.jsonl, .jsonl.gz), Parquet, CSV/TSV, a directory of .txt files, or
-    Reuters-21578 SGML (.sgm); several may be given. Without INPUT, runs on the bundled
-    demo corpus.
+    INPUT: JSONL (.jsonl, .jsonl.gz), Parquet, CSV/TSV, a directory of .txt files, a
+    directory of Parquet or JSONL shards, a Hugging Face dataset saved with save_to_disk,
+    or Reuters-21578 SGML (.sgm); several may be given, as paths or URLs (s3://, gs://,
+    memory://; see --storage-option). Without INPUT, runs on the bundled demo corpus.
 
     Outputs are checked before the input is read (format from the extension, directory
     writable, enough free space, no output on an input or on another output), written to
@@ -271,7 +274,8 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
         result = run(batches, method_obj, cluster=cluster, keep=keep,
                      keep_values=keep_values_from_options(keep, inputs, reader), progress=progress, reread=reread, engine=opts["engine"],
                      corpus_stage=corpus_stage_from_options(opts, inputs),
-                     input_identity=input_identity(inputs, dataclasses.asdict(reader)))
+                     input_identity=input_identity(inputs, reader.params(),
+                                                   reader.storage_options))
         faults.checkpoint("clustered")
         start = time.perf_counter()
         _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch)
@@ -307,13 +311,19 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts, keep) -> dict[
     from neardup.engine.ray_engine import RayConfig, RayInputs, RayRun, write_outputs
     from neardup.engine.support import placement, responsible_parameters
 
+    from pathlib import PurePosixPath
+
+    from neardup.io.outputs import OutputDirectory, OutputSet
+
     for name in ("clusters_out", "pairs_out", "out"):
         path = opts[name]
-        if path is not None and path.suffix and path.suffix.lower() != ".parquet":
+        suffix = PurePosixPath(os.fspath(path)).suffix if path is not None else ""
+        if suffix and suffix.lower() != ".parquet":
             flag = "--" + name.replace("_", "-")
             raise click.UsageError(
                 f"{flag} {path}: with --engine ray the output is a directory of Parquet files "
-                f"written by the workers; give a directory path (e.g. {path.with_suffix('')})."
+                f"written by the workers; give a directory path (e.g. "
+                f"{os.fspath(path)[:-len(suffix)]})."
             )
     if opts["html"] is not None:
         raise click.UsageError("--html is not supported with --engine ray (it needs every "
@@ -329,29 +339,42 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts, keep) -> dict[
             f"with --cluster {cluster.algorithm}: {placed.reason}. Use --engine local (out of "
             f"core) or --engine memory{', or leave out ' + given if fixable else ''}."
         )
+    # Outputs on object stores: the bucket and the credential checked before any work.
+    storage = opts.get("storage_options")
+    for flag, key in _OUTPUTS[:3]:
+        if opts[key] is not None:
+            probe = OutputDirectory(flag, opts[key], storage)
+            probe.prepare()
+            probe.discard()
+    report = OutputSet(inputs, storage_options=storage)
+    if opts["report"] is not None:
+        report.add("--report", opts["report"], kinds=("json",))
     config = RayConfig(address=opts["ray_address"], partitions=opts["partitions"],
                        shard_rows=opts["ray_shard_rows"])
     run = RayRun(RayInputs(tuple(str(p) for p in inputs), reader), method_obj, config=config,
                  time_window_hours=cluster.time_window_hours, progress=progress,
                  every_edge=cluster.needs_every_pair)
-    run.execute()
-    start = time.perf_counter()
-    summary = write_outputs(run, clusters_out=opts["clusters_out"], pairs_out=opts["pairs_out"],
-                            out=opts["out"], max_cluster_size=cluster.max_cluster_size,
-                            oversized=cluster.oversized, keep=keep, algorithm=cluster.algorithm,
-                            resolution=cluster.resolution, seed=cluster.seed,
-                            keep_values=keep_values_from_options(keep, inputs, reader),
-                            annotate=opts["annotate"])
-    timings = {**run.timer.seconds, "write": time.perf_counter() - start}
-    if opts["report"] is not None:
-        from neardup.io.writers import atomic_path
-
-        report = {"summary": summary, "method": method_obj.name,
-                  "params": {"method": method_obj.get_params(), "cluster": cluster.get_params(),
-                             "keep": keep.name, "engine": "ray", "corpus_stage": run.stats},
-                  "timings_seconds": timings, "inputs": [str(p) for p in inputs]}
-        with atomic_path(opts["report"]) as tmp:
-            Path(tmp).write_text(json.dumps(report, indent=2, sort_keys=True, default=str) + "\n")
+    with report:
+        run.execute()
+        start = time.perf_counter()
+        summary = write_outputs(run, clusters_out=opts["clusters_out"],
+                                pairs_out=opts["pairs_out"], out=opts["out"],
+                                max_cluster_size=cluster.max_cluster_size,
+                                oversized=cluster.oversized, keep=keep,
+                                algorithm=cluster.algorithm, resolution=cluster.resolution,
+                                seed=cluster.seed, storage_options=storage,
+                                keep_values=keep_values_from_options(keep, inputs, reader),
+                                annotate=opts["annotate"])
+        timings = {**run.timer.seconds, "write": time.perf_counter() - start}
+        if opts["report"] is not None:
+            record = {"summary": summary, "method": method_obj.name,
+                      "params": {"method": method_obj.get_params(),
+                                 "cluster": cluster.get_params(), "keep": keep.name,
+                                 "engine": "ray", "corpus_stage": run.stats},
+                      "timings_seconds": timings, "inputs": [str(p) for p in inputs]}
+            report.write_text("--report", json.dumps(record, indent=2, sort_keys=True,
+                                                     default=str) + "\n")
+        report.commit()
     summary["_timings"] = timings
     return summary
 

@@ -19,13 +19,19 @@ __all__ = ["InputWatch", "check_engine_options", "corpus_stage_from_options", "e
 _COMPRESSED_INPUT = (".gz", ".parquet")
 
 
-def input_bytes(inputs) -> tuple[int, bool]:
-    """Total size of the inputs on disk (a directory: its .txt files), and whether any
-    is compressed; for estimates (free space, partitions), so unreadable paths count 0
-    (the reader names them)."""
+def input_bytes(inputs, storage_options: dict[str, Any] | None = None) -> tuple[int, bool]:
+    """Total size of the inputs on disk (a directory: its .txt files; a URL: the object's
+    size), and whether any is compressed; for estimates (free space, partitions), so
+    unreadable paths count 0 (the reader names them)."""
+    from neardup.io.locations import is_url, locate
+
     total = 0
     compressed = False
     for path in inputs:
+        if is_url(path):
+            total += locate(path, storage_options).size()
+            compressed |= os.fspath(path).lower().endswith(_COMPRESSED_INPUT)
+            continue
         path = Path(path)
         try:
             if path.is_dir():
@@ -136,38 +142,51 @@ def corpus_stage_from_options(opts: dict[str, Any], inputs=()) -> CorpusStageCon
     )
     # Partitions are sized when the method is known (run_corpus_stage): its keys per
     # document range from a few (LSH bands) to hundreds (ngram's shingles).
-    estimate = estimated_documents(inputs)
+    estimate = estimated_documents(inputs, opts.get("storage_options"))
     return config if estimate is None else dataclasses.replace(config, expected_docs=estimate)
 
 
-def estimated_documents(inputs) -> int | None:
+def estimated_documents(inputs, storage_options: dict[str, Any] | None = None) -> int | None:
     """Documents in the inputs, for sizing partitions: Parquet footers give the exact
     count; other files count one document per 200 bytes of text (gzip holds about four
-    times its size), so the estimate errs towards more, smaller partitions. None when no
-    input could be measured."""
+    times its size), so the estimate errs towards more, smaller partitions. A directory
+    counts the files it stands for (shards, a saved dataset's Arrow files, .txt files).
+    None when no input could be measured."""
     from neardup.errors import InputError
-    from neardup.io import parquet_num_rows
+    from neardup.io import input_files, parquet_num_rows
 
     total, measured = 0, False
     for path in inputs:
-        path = Path(path)
         try:
-            if path.is_file() and path.name.lower().endswith(".parquet"):
-                total += parquet_num_rows(str(path))
-            else:
-                size, compressed = input_bytes([path])
-                total += size * (4 if compressed else 1) // 200
+            for file, kind in input_files([path], storage_options):
+                if kind == "parquet":
+                    total += parquet_num_rows(file, storage_options)
+                else:
+                    size, compressed = input_bytes([file], storage_options)
+                    total += size * (4 if compressed else 1) // 200
             measured = True
         except (OSError, InputError):  # the reader names unreadable inputs later
             continue
     return total if measured and total else None
 
 
-def input_identity(inputs: tuple[Path, ...] | list[Path], reader_params: dict[str, Any]) -> dict:
+def input_identity(inputs: tuple[Path, ...] | list[Path], reader_params: dict[str, Any],
+                   storage_options: dict[str, Any] | None = None) -> dict:
     """The inputs as a resumed run must find them again: resolved paths, sizes and
-    modification times (a directory's entries too), and how they are read."""
+    modification times (a directory's entries too; for a URL, each file's size and its
+    ETag or modification time as the store reports it), and how they are read."""
+    from neardup.io.locations import is_url, locate
+
     files = []
     for path in inputs:
+        if is_url(path):
+            location = locate(path, storage_options)
+            entries = location.files() if location.is_dir() else [location]
+            for entry in entries:
+                info = entry.info()
+                files.append([entry.url, info.get("size"),
+                              str(info.get("ETag") or info.get("mtime") or info.get("created"))])
+            continue
         path = Path(path)
         entries = [path]
         if path.is_dir():
@@ -221,13 +240,14 @@ class InputWatch:
 
     def __init__(self, inputs, reader) -> None:
         from neardup.io import detect_format
+        from neardup.io.locations import is_url
 
-        self.inputs = [Path(p) for p in inputs]
+        self.inputs = [p if is_url(p) else Path(p) for p in inputs]
         self.reader = reader
         self.kinds = {}
         for path in self.inputs:
             try:
-                self.kinds[os.fspath(path)] = detect_format(path)
+                self.kinds[os.fspath(path)] = detect_format(path, reader.storage_options)
             except Exception:  # noqa: BLE001 - the reader names bad inputs
                 self.kinds[os.fspath(path)] = None
         self.states = self._states()
@@ -238,6 +258,12 @@ class InputWatch:
     def _states(self) -> dict[str, Any]:
         states: dict[str, Any] = {}
         for path in self.inputs:
+            if isinstance(path, str):  # a URL: each object's size and ETag (or mtime)
+                try:
+                    states[path] = input_identity([path], {}, self.reader.storage_options)
+                except Exception as exc:  # noqa: BLE001 - the reader names unreadable inputs
+                    states[path] = f"unreadable ({exc})"
+                continue
             try:
                 if path.is_dir():
                     entries = sorted(p for p in path.rglob("*")

@@ -42,6 +42,7 @@ FLAGS = {
     "errors": "--errors",
     "batch_size": "--batch-size",
     "limit": "--limit",
+    "storage_options": "--storage-option KEY=VALUE",
     "errors=replace": "--errors replace",
     "id_field=None": "leave out --id-field",
     "fields": "--text-field, --id-field or --date-field",

@@ -27,6 +27,8 @@ from neardup.cli._checks import (
 from neardup.cli.errors import cli_message, spell_flag
 from neardup.cli.options import (
     DECODE_ERRORS_OPTION,
+    PATH_OR_URL,
+    STORAGE_OPTION,
     method_options,
     method_params_from_options,
 )
@@ -126,6 +128,7 @@ _INPUT_OPTIONS = (
                       "(with --bulk: documents sketched at once)."),
     click.option("--limit", type=click.IntRange(min=0), default=None,
                  help="Read at most this many documents."),
+    STORAGE_OPTION,
 )
 
 
@@ -181,7 +184,7 @@ def _batches(inputs: tuple[Path, ...], opts: dict[str, Any]):
 
     config = ReaderConfig(text_field=opts["text_field"], id_field=opts["id_field"],
                           errors=opts["decode_errors"], batch_size=opts["batch_size"],
-                          limit=opts["limit"])
+                          limit=opts["limit"], storage_options=opts.get("storage_options"))
     return read_corpus(list(inputs), config)
 
 
@@ -242,7 +245,7 @@ def create_command(directory: Path, **opts: Any) -> None:
 
 @index_command.command("add")
 @_DIR
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("inputs", nargs=-1, required=True, type=PATH_OR_URL)
 @_input_options
 @click.option("--clusters-out", type=click.Path(path_type=Path), default=None,
               help="Write id, cluster, status (new, joined, empty, skipped), duplicate_of, "
@@ -443,7 +446,7 @@ def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -
 
 @index_command.command("query")
 @_DIR
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("inputs", nargs=-1, required=True, type=PATH_OR_URL)
 @_input_options
 @click.option("--pairs-out", type=click.Path(path_type=Path), default=None,
               help="Write query_id, match_id, score, type, cluster (one row per match): "

@@ -42,6 +42,8 @@ __all__ = [
     "keep_values_from_options",
     "reader_options",
     "run_options",
+    "PATH_OR_URL",
+    "STORAGE_OPTION",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -385,6 +387,15 @@ def _out_of_core(s: _Situation) -> bool | None:
     return None if stage is None else stage in ("keyed", "vector")
 
 
+def _names_a_url(opts: dict[str, Any]) -> bool:
+    """Whether an input or an output of the command is a URL (``--storage-option`` is read
+    for those only)."""
+    from neardup.io.locations import is_url
+
+    outputs = [opts.get(k) for k in ("clusters_out", "pairs_out", "out", "report", "html")]
+    return any(is_url(p) for p in (*opts.get("inputs", ()), *outputs) if p is not None)
+
+
 _SEED_CLUSTERINGS = ("leiden", "louvain")
 
 #: Every option that some setting of another option makes the run ignore.
@@ -440,6 +451,10 @@ OPTION_RULES: tuple[_Rule, ...] = (
           lambda s: (None if "inputs" not in s.opts else s.opts.get("date_field") is not None
                      or any(str(p).lower().endswith(".sgm") for p in s.opts["inputs"])),
           lambda s: "no --date-field", add="--date-field FIELD", commands=("dedup",)),
+    _Rule("storage_options", "--storage-option",
+          "inputs and outputs given as URLs (s3://, gs://, memory://, ...)",
+          lambda s: None if "inputs" not in s.opts else _names_a_url(s.opts),
+          lambda s: "only local paths"),
     _Rule("progress", "--progress", "runs without -q/--quiet",
           lambda s: not s.opts.get("quiet"), lambda s: "-q/--quiet",
           counts=lambda value: value is True),
@@ -515,6 +530,53 @@ def cluster_config_from_options(
     )
 
 
+class _PathOrUrl(click.ParamType):
+    """A local path (as a :class:`pathlib.Path`) or a URL fsspec reads (kept as a string:
+    a Path would fold ``s3://`` into ``s3:/``)."""
+
+    name = "path"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from pathlib import Path
+
+        from neardup.io.locations import locate
+
+        if isinstance(value, Path):
+            return value
+        location = locate(value)
+        return Path(location.path) if location.local else location.url
+
+
+#: The type of INPUT arguments and output options that may name a URL (docs/storage.md).
+PATH_OR_URL = _PathOrUrl()
+
+
+def _storage_options(ctx: Any, param: Any, values: tuple[str, ...]) -> dict[str, Any] | None:
+    """``("KEY=VALUE", ...)`` -> ``{KEY: VALUE}``, VALUE read as JSON when it parses."""
+    if not values:
+        return None
+    options: dict[str, Any] = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"takes KEY=VALUE; got {item!r}.", ctx=ctx, param=param)
+        try:
+            options[key.strip()] = json.loads(raw)
+        except ValueError:
+            options[key.strip()] = raw
+    return options
+
+
+#: ``--storage-option``: fsspec options for inputs and outputs given as URLs.
+STORAGE_OPTION = click.option(
+    "--storage-option", "storage_options", multiple=True, metavar="KEY=VALUE",
+    callback=_storage_options,
+    help="An option of the filesystem of INPUT and output URLs (s3://, gs://, memory://; "
+         "repeatable), e.g. --storage-option endpoint_url=http://127.0.0.1:9000 or "
+         "--storage-option anon=true; VALUE is read as JSON when it parses. Credentials "
+         "otherwise come from the environment (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...) and "
+         "fsspec's configuration (docs/storage.md).")
+
 #: ``--errors``: what to do with invalid UTF-8 (every command that reads files).
 DECODE_ERRORS_OPTION = click.option(
     "--errors", "decode_errors", type=click.Choice(["strict", "replace"]), default="strict",
@@ -568,6 +630,7 @@ def reader_config_from_options(opts: dict[str, Any]):
         errors=opts["decode_errors"],
         batch_size=opts["batch_size"],
         limit=opts["limit"],
+        storage_options=opts.get("storage_options"),
     )
 
 

@@ -83,9 +83,10 @@ from neardup.errors import InputError, check_int
 from neardup.graph.buckets import bucket_edge_counts, bucket_edges
 from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
 from neardup.graph.keep import KeepPolicy
-from neardup.io import parquet_num_rows
 from neardup.io.batch import DocumentBatch
-from neardup.io.readers import ReaderConfig, detect_format, part_records, read_part
+from neardup.io.locations import Location, locate
+from neardup.io.outputs import OutputDirectory, write_part
+from neardup.io.readers import ReaderConfig, input_files, part_records, read_part
 from neardup.methods.base import CandidateRows, FeatureStatistics, Method
 from neardup.progress import StageTimer, progress_bar
 from neardup.text.shingle import ShingleSets
@@ -254,10 +255,11 @@ class RayInputs:
 
     Parameters
     ----------
-    paths : sequence of paths
-        Files (Parquet, JSONL, CSV/TSV, SGML) or directories; a directory that holds
-        Parquet or JSONL files stands for them, sorted by path (a *sharded* corpus),
-        otherwise it is a directory of ``.txt`` files as for the local engine.
+    paths : sequence of paths or URLs
+        Files (Parquet, JSONL, CSV/TSV, SGML) or directories, as
+        :func:`neardup.io.readers.input_files` expands them (a saved Hugging Face
+        dataset, a directory of Parquet or JSONL shards, else a directory of ``.txt``
+        files); URLs are read by the workers with ``reader.storage_options``.
     reader : ReaderConfig
     """
 
@@ -273,34 +275,11 @@ class _Shard:
     stop: int  # end row (Parquet), the batch's size (memory); -1: to the end of the file
 
 
-def expand_inputs(paths: Sequence[str | os.PathLike]) -> list[tuple[str, str]]:
-    """(path, format) of every input file, directories of shards expanded in path order."""
-    files = []
-    for path in paths:
-        path = Path(path)
-        if path.is_dir():
-            inside = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")
-                            and _kind_or_none(p) in ("parquet", "jsonl"))
-            if inside:
-                files.extend((str(p), _kind_or_none(p)) for p in inside)
-                continue
-        files.append((os.fspath(path), detect_format(path)))
-    return files
+def _row_groups(path: str, reader: ReaderConfig) -> list[int]:
+    """Rows per row group (an unreadable file raises InputError naming it)."""
+    from neardup.io._formats import parquet_row_groups
 
-
-def _kind_or_none(path: Path) -> str | None:
-    try:
-        return detect_format(path)
-    except InputError:
-        return None
-
-
-def _row_groups(path: str) -> list[int]:
-    import pyarrow.parquet as pq
-
-    parquet_num_rows(path)  # an unreadable file raises InputError naming it
-    with pq.ParquetFile(path) as handle:
-        return [handle.metadata.row_group(g).num_rows for g in range(handle.metadata.num_row_groups)]
+    return parquet_row_groups(path, reader.storage_options)
 
 
 def plan_shards(inputs: RayInputs, shard_rows: int) -> list[_Shard]:
@@ -313,10 +292,10 @@ def plan_shards(inputs: RayInputs, shard_rows: int) -> list[_Shard]:
             f"{inputs.reader.limit!r}. Cut the input instead, or use engine='local'."
         )
     shards = []
-    for path, kind in expand_inputs(inputs.paths):
+    for path, kind in input_files(inputs.paths, inputs.reader.storage_options):
         if kind in _SHARDED:
             start = stop = 0
-            for rows in _row_groups(path):
+            for rows in _row_groups(path, inputs.reader):
                 if stop > start and stop - start + rows > shard_rows:
                     shards.append(_Shard(path, kind, start, stop))
                     start = stop
@@ -1308,7 +1287,7 @@ def _ray_error(exc: BaseException) -> BaseException:
     return exc
 
 
-def _estimate_docs(shards: list[_Shard], memory: list | None) -> int:
+def _estimate_docs(shards: list[_Shard], memory: list | None, reader: ReaderConfig) -> int:
     """Documents in the input, before reading it (it sets the number of key partitions):
     exact for Parquet row ranges and in-memory batches, one per kilobyte of other files."""
     total = 0
@@ -1316,7 +1295,7 @@ def _estimate_docs(shards: list[_Shard], memory: list | None) -> int:
         if shard.kind in _SHARDED or shard.kind == "memory":
             total += max(shard.stop - shard.start, 0) if shard.kind in _SHARDED else shard.stop
         else:
-            total += max(os.path.getsize(shard.path) // 1000, 1)
+            total += max(locate(shard.path, reader.storage_options).size() // 1000, 1)
     return total
 
 
@@ -1453,7 +1432,7 @@ class RayRun:
         if method.candidate_arrays is None:  # an embedding method: the vector stage
             self._execute_vector(ray, shards, memory, reader)
             return
-        partitions = self.config.partitions or _default_partitions(_estimate_docs(shards, memory),
+        partitions = self.config.partitions or _default_partitions(_estimate_docs(shards, memory, reader),
                                                                    method.candidate_fixed_width)
         self.partitions = partitions
         method_ref = ray.put(method)
@@ -1910,7 +1889,7 @@ def _forest_by_root_task(bounds: np.ndarray, labels: dict, *parts: dict) -> tupl
 
 
 @_traced
-def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: KeepPolicy, pairs_path: str | None,
+def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: KeepPolicy, pairs_path: Location | None,
                  method_name: str, n_facts: int, *parts: dict) -> tuple:
     """Cluster, size, representative and template flag of the joined documents whose root
     lies in one range (whole components: ``parts`` are their facts from every shard, then
@@ -1959,16 +1938,14 @@ def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: KeepPolicy, p
     reps = np.flatnonzero(representative)
     reps = reps[np.argsort(cluster_of[reps], kind="stable")]
     kept_of = ids[reps][np.searchsorted(cluster_of[reps], cluster_of)] if nodes.size else ids
-    if pairs_path is not None and (len(pairs) or pairs_path.endswith("part-00000.parquet")):
-        import pyarrow.parquet as pq
-
-        pq.write_table(pa.table({
+    if pairs_path is not None and (len(pairs) or pairs_path.name == "part-00000.parquet"):
+        write_part(pairs_path, pa.table({
             "id_a": pa.array(ids[np.searchsorted(nodes, pairs.left)].tolist(), pa.string()),
             "id_b": pa.array(ids[np.searchsorted(nodes, pairs.right)].tolist(), pa.string()),
             "score": pa.array(pairs.score, pa.float32()),
             "method": pa.array([method_name] * len(pairs), pa.string()),
             "outside_window": pa.array(np.zeros(len(pairs), bool)),
-        }), pairs_path)
+        }))
     cluster_sizes = np.unique(cluster_of, return_counts=True)[1] if nodes.size else np.zeros(0, np.int64)
     counts = {"dropped": int((~representative).sum()),
               "documents_in_duplicate_clusters": int((size > 1).sum()),
@@ -1989,10 +1966,8 @@ def _joined_table(parts: Sequence[dict]) -> dict:
     return {k: v[order] for k, v in table.items()}
 
 
-def _write_clusters_task(block: pa.Table, offsets: np.ndarray, path: str, *parts: dict) -> int:
+def _write_clusters_task(block: pa.Table, offsets: np.ndarray, path: Location, *parts: dict) -> int:
     """One shard's rows of the clusters table, written to ``path``."""
-    import pyarrow.parquet as pq
-
     table = _joined_table(parts)
     doc = offsets[block.column("shard").to_numpy()] + block.column("row").to_numpy()
     n = doc.size
@@ -2003,21 +1978,19 @@ def _write_clusters_task(block: pa.Table, offsets: np.ndarray, path: str, *parts
                       ("template", template)):
         out[dup] = table[name][index[dup]]
     status = np.where(block.column("n_features").to_numpy() > 0, "ok", "empty")
-    pq.write_table(pa.table({
+    write_part(path, pa.table({
         "id": pa.array(_ids_of(block, doc).tolist(), pa.string()), "cluster": pa.array(cluster),
         "cluster_size": pa.array(size), "representative": pa.array(representative),
-        "status": pa.array(status.tolist(), pa.string()), "template": pa.array(template)}), path)
+        "status": pa.array(status.tolist(), pa.string()), "template": pa.array(template)}))
     return n
 
 
-def _write_kept_task(shard: _Shard, reader: ReaderConfig, base: int, path: str, annotate: bool,
+def _write_kept_task(shard: _Shard, reader: ReaderConfig, base: int, path: Location, annotate: bool,
                      *parts: dict) -> int:
     """One shard's kept documents (full records, re-read from the input) written to
     ``path``; nothing written when it keeps none. ``annotate``: every record, with its
     cluster, cluster_size, is_representative and duplicate_of (neardup.io.writers)."""
     from contextlib import closing
-
-    import pyarrow.parquet as pq
 
     from neardup.io.writers import annotated_records, annotation_columns
 
@@ -2047,7 +2020,7 @@ def _write_kept_task(shard: _Shard, reader: ReaderConfig, base: int, path: str, 
         kept[representative] = None
         records = list(annotated_records(records, annotation_columns(cluster, size, representative, kept)))
     if records:
-        pq.write_table(pa.Table.from_pylist(records), path)
+        write_part(path, pa.Table.from_pylist(records))
     return len(records)
 
 
@@ -2064,7 +2037,7 @@ def _outside_by_shard_task(shard_starts: np.ndarray, side: str, *sources: dict) 
 
 
 def _outside_ids_task(block: pa.Table | None, offsets: np.ndarray, shard_starts: np.ndarray,
-                      path: str | None, method_name: str, *parts: dict) -> tuple:
+                      path: Location | None, method_name: str, *parts: dict) -> tuple:
     """Ids of one shard's documents on the time-window rejects that name them: the left
     ids first (then the rejects go on, cut by shard of the right document), the right ids
     second (``path`` given: the rejects are written there, sorted)."""
@@ -2083,35 +2056,21 @@ def _outside_ids_task(block: pa.Table | None, offsets: np.ndarray, shard_starts:
         cat["id_a"] = found
         return (0, *_split_by(_range_of(cat["right"], shard_starts), shard_starts.size - 1, **cat))
     if cat["left"].size:
-        import pyarrow.parquet as pq
-
         order = np.lexsort((cat["right"], cat["left"]))
-        pq.write_table(pa.table({
+        write_part(path, pa.table({
             "id_a": pa.array(cat["id_a"][order].tolist(), pa.string()),
             "id_b": pa.array(found[order].tolist(), pa.string()),
             "score": pa.array(cat["score"][order], pa.float32()),
             "method": pa.array([method_name] * order.size, pa.string()),
-            "outside_window": pa.array(np.ones(order.size, bool))}), path)
+            "outside_window": pa.array(np.ones(order.size, bool))}))
     return (int(cat["left"].size), None)
-
-
-def _replace_dir(tmp: Path, final: Path) -> None:
-    import shutil
-
-    if final.exists():
-        old = final.with_name(f".{final.name}.old-{os.getpid()}")
-        os.replace(final, old)
-        os.replace(tmp, final)
-        shutil.rmtree(old) if old.is_dir() else old.unlink()
-    else:
-        os.replace(tmp, final)
 
 
 def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
                   max_cluster_size: int | None = None, oversized: str = "flag",
                   keep: str | KeepPolicy = "longest", algorithm: str = "components", resolution: float = 1.0,
                   seed: int = 0, keep_values: np.ndarray | None = None,
-                  annotate: bool = False) -> dict[str, Any]:
+                  annotate: bool = False, storage_options: dict | None = None) -> dict[str, Any]:
     """Write a finished Ray run's outputs as directories of Parquet files, from the
     workers: ``clusters_out`` (id, cluster, cluster_size, representative, status,
     template; one row per document, one file per shard; ``cluster`` is the input position
@@ -2120,7 +2079,8 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
     ``algorithm`` is "leiden" or "louvain", one file per range of component roots, then
     the time-window rejects, one file per shard) and ``out`` (the
     kept documents' full records, one file per shard). Each directory is written beside
-    its final path and renamed into place. No process holds every joined document: the
+    its final path and renamed into place (an :class:`~neardup.io.outputs.OutputDirectory`;
+    paths may be URLs, written by the workers with ``storage_options``). No process holds every joined document: the
     components' labels, facts and forest edges are cut by range of root, one assign
     task per range (:func:`_assign_task`); the driver receives only counts. Returns the
     run summary (as :meth:`neardup.pipeline.Result.summary`).
@@ -2166,56 +2126,57 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
     tmp_of = {}
     for name, path in (("clusters", clusters_out), ("pairs", pairs_out), ("out", out)):
         if path is not None:
-            final = Path(path)
-            tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-            tmp.mkdir(parents=True)
-            tmp_of[name] = (tmp, final)
-    assign = ray.remote(_assign_task).options(num_returns=n_shards + 1)
-    assigned = [assign.remote(run.config.trace_memory, shard_starts, clustering, keep,
-                              str(tmp_of["pairs"][0] / f"part-{a:05d}.parquet") if "pairs" in tmp_of else None,
-                              run.method.name, len(live), *[facts[s][1 + a] for s in live],
-                              *[p[a] for p in root_parts])
-                for a in range(ranges)]
-    del root_parts
-    pending = []
-    if "clusters" in tmp_of:
-        write = ray.remote(_write_clusters_task)
-        pending += [write.remote(run.fact_refs[s], run.offsets, str(tmp_of["clusters"][0] / f"part-{s:05d}.parquet"),
-                                 *[x[1 + s] for x in assigned]) for s in live]
-        if not live:  # an empty corpus: an empty table
-            import pyarrow.parquet as pq
-
-            pq.write_table(_empty_clusters(), tmp_of["clusters"][0] / "part-00000.parquet")
-    if "out" in tmp_of:
-        kept = ray.remote(_write_kept_task)
-        pending += [kept.remote(shards[s], run.source.reader, int(run.offsets[s]),
-                                str(tmp_of["out"][0] / f"part-{s:05d}.parquet"), annotate,
-                                *[x[1 + s] for x in assigned])
-                    for s in live]
-    if "pairs" in tmp_of and run.outside_edges:
-        # Time-window rejects: ids from the shards of their left, then right documents.
-        cut = ray.remote(_outside_by_shard_task).options(num_returns=n_shards + 1)
-        ids = ray.remote(_outside_ids_task)
-        by_left = [cut.remote(shard_starts, "left", r)[1:] for r in run.link_refs]
-        named = [ids.options(num_returns=n_shards + 1).remote(
-            run.fact_refs[s], run.offsets, shard_starts, None, run.method.name, *[p[s] for p in by_left])[1:]
-            for s in range(n_shards)]
-        pending += [ids.options(num_returns=2).remote(
-            run.fact_refs[s], run.offsets, shard_starts,
-            str(tmp_of["pairs"][0] / f"outside-{s:05d}.parquet"), run.method.name, *[p[s] for p in named])[0]
-            for s in range(n_shards)]
-        del by_left, named
-    with progress_bar("writing", total=len(assigned) + len(live) + len(pending), unit="tasks",
-                      enabled=run.progress) as advance:
-        assign_counts = _completed(ray, [x[0] for x in assigned], advance)
-        empty = sum(_completed(ray, [facts[s][0] for s in live], advance))
-        _completed(ray, pending, advance)
-    counts = _sum_counts(assign_counts)
-    largest = max([c["largest_cluster"] for c in assign_counts], default=0)
-    run.stats["assign"] = {"ranges": ranges, "peak_task_bytes": max(c["peak_bytes"] for c in assign_counts),
-                           "largest_range_documents": max(c["documents"] for c in assign_counts)}
-    for tmp, final in tmp_of.values():  # all written: now move them into place
-        _replace_dir(tmp, final)
+            tmp_of[name] = OutputDirectory(name, path, storage_options)
+            tmp_of[name].prepare()
+    try:
+        assign = ray.remote(_assign_task).options(num_returns=n_shards + 1)
+        assigned = [assign.remote(run.config.trace_memory, shard_starts, clustering, keep,
+                                  tmp_of["pairs"].part(f"part-{a:05d}.parquet") if "pairs" in tmp_of else None,
+                                  run.method.name, len(live), *[facts[s][1 + a] for s in live],
+                                  *[p[a] for p in root_parts])
+                    for a in range(ranges)]
+        del root_parts
+        pending = []
+        if "clusters" in tmp_of:
+            write = ray.remote(_write_clusters_task)
+            pending += [write.remote(run.fact_refs[s], run.offsets, tmp_of["clusters"].part(f"part-{s:05d}.parquet"),
+                                     *[x[1 + s] for x in assigned]) for s in live]
+            if not live:  # an empty corpus: an empty table
+                write_part(tmp_of["clusters"].part("part-00000.parquet"), _empty_clusters())
+        if "out" in tmp_of:
+            kept = ray.remote(_write_kept_task)
+            pending += [kept.remote(shards[s], run.source.reader, int(run.offsets[s]),
+                                    tmp_of["out"].part(f"part-{s:05d}.parquet"), annotate,
+                                    *[x[1 + s] for x in assigned])
+                        for s in live]
+        if "pairs" in tmp_of and run.outside_edges:
+            # Time-window rejects: ids from the shards of their left, then right documents.
+            cut = ray.remote(_outside_by_shard_task).options(num_returns=n_shards + 1)
+            ids = ray.remote(_outside_ids_task)
+            by_left = [cut.remote(shard_starts, "left", r)[1:] for r in run.link_refs]
+            named = [ids.options(num_returns=n_shards + 1).remote(
+                run.fact_refs[s], run.offsets, shard_starts, None, run.method.name, *[p[s] for p in by_left])[1:]
+                for s in range(n_shards)]
+            pending += [ids.options(num_returns=2).remote(
+                run.fact_refs[s], run.offsets, shard_starts,
+                tmp_of["pairs"].part(f"outside-{s:05d}.parquet"), run.method.name, *[p[s] for p in named])[0]
+                for s in range(n_shards)]
+            del by_left, named
+        with progress_bar("writing", total=len(assigned) + len(live) + len(pending), unit="tasks",
+                          enabled=run.progress) as advance:
+            assign_counts = _completed(ray, [x[0] for x in assigned], advance)
+            empty = sum(_completed(ray, [facts[s][0] for s in live], advance))
+            _completed(ray, pending, advance)
+        counts = _sum_counts(assign_counts)
+        largest = max([c["largest_cluster"] for c in assign_counts], default=0)
+        run.stats["assign"] = {"ranges": ranges, "peak_task_bytes": max(c["peak_bytes"] for c in assign_counts),
+                               "largest_range_documents": max(c["documents"] for c in assign_counts)}
+        for directory in tmp_of.values():  # all written: now move them into place
+            directory.commit()
+    except BaseException:
+        for directory in tmp_of.values():  # a failed run leaves no temporary part behind
+            directory.discard()
+        raise
     n_clusters = run.n_docs - int(counts.get("dropped", 0))
     return {
         "documents": run.n_docs,

@@ -25,11 +25,12 @@ import re
 import sys
 import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from neardup.errors import InputError, setting
+from neardup.io.locations import locate, storage_error
 
 try:  # orjson is optional and several times faster; both raise json.JSONDecodeError
     import orjson
@@ -43,6 +44,7 @@ __all__ = [
     "InvalidUtf8Warning",
     "MAX_JSON_DEPTH",
     "Utf8Decoder",
+    "arrow_records",
     "delimited_records",
     "escape_surrogates",
     "jsonl_records",
@@ -191,13 +193,30 @@ def _scrub_surrogates(value: Any, decoder: Utf8Decoder, where: str) -> Any:
     return value
 
 
-def _open_binary(path: str):
+def _open_binary(path: str, options: Mapping[str, Any] | None = None):
+    """The input's bytes (decompressed for ``.gz``), from the local disk or a URL."""
+    handle = locate(path, options).open("rb")
     if path.lower().endswith(".gz"):
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+        return _Gzip(handle)
+    return handle
 
 
-def jsonl_records(path: str, errors: str, keys: tuple[str, ...] = ()) -> Iterator[Record]:
+class _Gzip(gzip.GzipFile):
+    """A gzip reader that closes the file it reads (GzipFile leaves a given one open)."""
+
+    def __init__(self, handle) -> None:
+        super().__init__(fileobj=handle, mode="rb")
+        self._source = handle
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._source.close()
+
+
+def jsonl_records(path: str, errors: str, keys: tuple[str, ...] = (),
+                  options: Mapping[str, Any] | None = None) -> Iterator[Record]:
     """Stream the objects of a JSON Lines file (``.jsonl``, ``.json``, optionally ``.gz``).
 
     Byte offsets in messages count from the start of the (decompressed) data. An object
@@ -211,7 +230,7 @@ def jsonl_records(path: str, errors: str, keys: tuple[str, ...] = ()) -> Iterato
     lineno = 0
     quoted_keys = tuple((key, json.dumps(key, ensure_ascii=False)) for key in keys)
     try:
-        with _open_binary(path) as handle:
+        with _open_binary(path, options) as handle:
             for lineno, raw in enumerate(handle, start=1):
                 start, offset = offset, offset + len(raw)
                 if lineno == 1 and raw.startswith(_BOM):
@@ -346,17 +365,19 @@ def _decoded_lines(handle, decoder: Utf8Decoder, state: list[int]) -> Iterator[s
 
 
 def delimited_records(
-    path: str, errors: str, delimiter: str, require: tuple[str, ...] = ()
+    path: str, errors: str, delimiter: str, require: tuple[str, ...] = (),
+    options: Mapping[str, Any] | None = None,
 ) -> Iterator[Record]:
     """Stream the rows of a CSV file (or, with ``delimiter="\\t"``, a TSV file: see
     :func:`tsv_records`) with a header line, as dicts of strings."""
     if delimiter == "\t":
-        return tsv_records(path, errors, require)
-    return csv_records(path, errors, delimiter, require)
+        return tsv_records(path, errors, require, options)
+    return csv_records(path, errors, delimiter, require, options)
 
 
 def csv_records(
-    path: str, errors: str, delimiter: str = ",", require: tuple[str, ...] = ()
+    path: str, errors: str, delimiter: str = ",", require: tuple[str, ...] = (),
+    options: Mapping[str, Any] | None = None,
 ) -> Iterator[Record]:
     """Stream the rows of a CSV file with a header line, as dicts of strings.
 
@@ -374,7 +395,7 @@ def csv_records(
     kind = "CSV"
     suspicious: list[tuple[int, int]] = []  # (record start, the line inside it)
     try:
-        with open(path, "rb") as handle:
+        with locate(path, options).open("rb") as handle:
             lines = _decoded_lines(handle, decoder, state)
             recent: list[str] = []  # the lines of the record being read
 
@@ -443,7 +464,8 @@ def _csv_error_message(path: str, lineno: int, kind: str, exc: Exception) -> str
     return f"{path}, line {lineno}: malformed {kind} ({detail}). Check the quoting near this line."
 
 
-def tsv_records(path: str, errors: str, require: tuple[str, ...] = ()) -> Iterator[Record]:
+def tsv_records(path: str, errors: str, require: tuple[str, ...] = (),
+                options: Mapping[str, Any] | None = None) -> Iterator[Record]:
     """Stream the rows of a plain TSV file with a header line, as dicts of strings.
 
     One record per line, fields split at every tab, nothing unquoted or unescaped: a
@@ -456,7 +478,7 @@ def tsv_records(path: str, errors: str, require: tuple[str, ...] = ()) -> Iterat
     """
     decoder = Utf8Decoder(path, errors)
     try:
-        with open(path, "rb") as handle:
+        with locate(path, options).open("rb") as handle:
             header: list[str] | None = None
             row = 0
             offset = 0
@@ -524,17 +546,29 @@ def _check_header(path: str, header: list[str], require: tuple[str, ...]) -> Non
             )
 
 
-def parquet_columns(path: str) -> list[str]:
+def parquet_columns(path: str, options: Mapping[str, Any] | None = None) -> list[str]:
     """Column names of a Parquet file (raises InputError if it is not readable Parquet)."""
-    return list(_parquet_file(path).schema_arrow.names)
+    parquet = _parquet_file(path, options)
+    try:
+        return list(parquet.schema_arrow.names)
+    finally:
+        _close(parquet)
 
 
-def _parquet_file(path: str):
+def _parquet_file(path: str, options: Mapping[str, Any] | None = None):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    location = locate(path, options)
+    if location.local:
+        source = location.path
+    else:
+        try:
+            source = location.arrow_filesystem().open_input_file(location.path)
+        except Exception as exc:  # noqa: BLE001 - storage failures are reported alike
+            raise storage_error(exc, location, "") from None
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(source)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({exc}).") from None
 
@@ -547,30 +581,75 @@ def parquet_records(
     *,
     start: int = 0,
     stop: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Iterator[Record]:
     """Stream the rows of a Parquet file, reading only ``columns`` (None = all); with
     ``start``/``stop``, only rows ``start:stop`` (0-based row numbers), decoding only the
     row groups that hold them (a shard of a large file)."""
+    parquet = _parquet_file(path, options)
+    yield from _table_records(path, parquet, parquet.schema_arrow.names, require,
+                              _parquet_batches(parquet, columns, batch_size, start, stop), start)
+
+
+def arrow_records(
+    path: str,
+    columns: list[str] | None,
+    batch_size: int,
+    require: tuple[str, ...] = (),
+    *,
+    options: Mapping[str, Any] | None = None,
+) -> Iterator[Record]:
+    """Stream the rows of an Arrow IPC stream file (the ``.arrow`` files of a Hugging Face
+    dataset saved with ``save_to_disk``), reading only ``columns`` (None = all)."""
     import pyarrow as pa
 
-    parquet = _parquet_file(path)
-    names = parquet.schema_arrow.names
+    location = locate(path, options)
+    try:
+        handle = location.open("rb")
+    except Exception as exc:  # noqa: BLE001 - storage failures are reported alike
+        raise storage_error(exc, location, "") from None
+    try:
+        try:
+            stream = pa.ipc.open_stream(handle)
+        except pa.ArrowException as exc:
+            raise InputError(f"{path}: not a readable Arrow stream file ({exc}).") from None
+        names = stream.schema.names
+
+        def batches():
+            for batch in stream:
+                if columns is not None:
+                    batch = batch.select(columns)
+                for offset in range(0, batch.num_rows, batch_size):
+                    yield batch.slice(offset, batch_size)
+
+        yield from _table_records(path, stream, names, require, batches(), 0)
+    finally:
+        handle.close()
+
+
+def _table_records(path: str, source, names: list[str], require: tuple[str, ...], batches,
+                   start: int) -> Iterator[Record]:
+    """The rows of Arrow record ``batches`` (of a Parquet or Arrow file with columns
+    ``names``) as records numbered from ``start``; ``source`` is closed at the end."""
+    import pyarrow as pa
+
     twice = [name for name in dict.fromkeys(names) if names.count(name) > 1]
     if twice:
-        parquet.close()
+        _close(source)
         raise InputError(
             f"{path}: the file has two columns named {twice[0]!r}; column names must be "
             "unique (a record could keep only one of them)."
         )
     for name in require:
         if name not in names:
+            _close(source)
             raise InputError(
                 f"{path}: no column {name!r}, so no row has it; the columns are "
                 f"{', '.join(repr(n) for n in names)}. Set {_FIELDS()} to the right column."
             )
     row = start
     try:
-        for batch in _parquet_batches(parquet, columns, batch_size, start, stop):
+        for batch in batches:
             try:
                 records = batch.to_pylist()
             except (ValueError, OverflowError, ArithmeticError) as exc:
@@ -586,19 +665,38 @@ def parquet_records(
                 row += 1
     except pa.ArrowException as exc:
         raise InputError(
-            f"{path}, row {row} (0-based): cannot read the Parquet data ({exc})."
+            f"{path}, row {row} (0-based): cannot read the data ({exc})."
         ) from None
     finally:
-        parquet.close()
+        _close(source)
 
 
-def parquet_num_rows(path: str) -> int:
+def _close(source) -> None:
+    """Close a ParquetFile (and the remote file it reads) or an Arrow stream reader."""
+    import pyarrow.parquet as pq
+
+    if isinstance(source, pq.ParquetFile):
+        source.close(force=True)
+    elif hasattr(source, "close"):
+        source.close()
+
+
+def parquet_num_rows(path: str, options: Mapping[str, Any] | None = None) -> int:
     """Rows of a Parquet file, from its footer."""
-    parquet = _parquet_file(path)
+    parquet = _parquet_file(path, options)
     try:
         return int(parquet.metadata.num_rows)
     finally:
-        parquet.close()
+        _close(parquet)
+
+
+def parquet_row_groups(path: str, options: Mapping[str, Any] | None = None) -> list[int]:
+    """Rows of each row group of a Parquet file, from its footer."""
+    parquet = _parquet_file(path, options)
+    try:
+        return [parquet.metadata.row_group(g).num_rows for g in range(parquet.metadata.num_row_groups)]
+    finally:
+        _close(parquet)
 
 
 def _parquet_batches(parquet, columns, batch_size: int, start: int, stop: int | None):

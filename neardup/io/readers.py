@@ -1,5 +1,10 @@
 """Corpus readers: stream documents from JSONL, Parquet, CSV/TSV, .txt directories and Reuters SGML.
 
+Inputs may be local paths or fsspec URLs (``s3://``, ``gs://``, ``memory://``; options in
+``ReaderConfig.storage_options``): :func:`input_files` expands them into
+:class:`InputFile` s (a directory of Parquet or JSON Lines shards, a Hugging Face dataset
+saved with ``save_to_disk``), which every engine reads the same way (docs/storage.md).
+
 :func:`read_corpus` yields :class:`~neardup.io.batch.DocumentBatch` objects of at most
 ``batch_size`` documents, never mixing two inputs, with memory bounded by one batch
 (plus one string per id when ids must be checked for uniqueness).
@@ -23,11 +28,11 @@ a line whose field count differs from the header's is an error. CSV has RFC 4180
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -35,6 +40,7 @@ from neardup.errors import InputError, check_choice, check_int, parameter_error,
 from neardup.io._dates import as_datetime64, field_epoch_seconds, to_epoch_seconds
 from neardup.io._formats import (
     Utf8Decoder,
+    arrow_records,
     csv_records,
     escape_surrogates,
     jsonl_records,
@@ -43,13 +49,15 @@ from neardup.io._formats import (
     txtdir_records,
 )
 from neardup.io.batch import DocumentBatch
+from neardup.io.locations import Location, check_location, is_url, locate, storage_error
 from neardup.io.reuters import reuters_records
 
-__all__ = ["SUPPORTED_FORMATS", "ReaderConfig", "detect_format", "iter_records", "part_records",
-           "read_corpus", "read_part"]
+__all__ = ["SUPPORTED_FORMATS", "InputFile", "ReaderConfig", "detect_format", "input_files",
+           "iter_records",
+           "part_records", "read_corpus", "read_part"]
 
-#: Format names returned by :func:`detect_format`.
-SUPPORTED_FORMATS = ("jsonl", "parquet", "csv", "tsv", "txtdir", "reuters")
+#: Format names returned by :func:`detect_format` and :func:`input_files`.
+SUPPORTED_FORMATS = ("jsonl", "parquet", "csv", "tsv", "txtdir", "reuters", "arrow")
 
 # Longest suffix first, so ".jsonl.gz" wins over ".gz".
 _SUFFIXES = (
@@ -66,7 +74,8 @@ _SUFFIXES = (
 )
 _SUPPORTED_TEXT = (
     ".jsonl / .json / .ndjson (JSON Lines, optionally .gz), .parquet, .csv, .tsv, "
-    ".sgm (Reuters-21578 SGML), or a directory of .txt files"
+    ".sgm (Reuters-21578 SGML), a directory of .txt files, a directory of Parquet or JSON "
+    "Lines shards, or a Hugging Face dataset saved with save_to_disk"
 )
 # Formats whose ids, texts and dates are fixed by the format rather than by ReaderConfig.
 _NATIVE = frozenset({"txtdir", "reuters"})
@@ -101,6 +110,11 @@ class ReaderConfig:
         Maximum documents per batch; memory use grows with it. 1,000-100,000 is sensible.
     limit : int or None, default None
         Stop after this many documents in total (over all inputs). None reads everything.
+    storage_options : mapping or None, default None
+        Options of the fsspec filesystem of inputs given as URLs (``s3://``, ``gs://``,
+        ``memory://``), e.g. ``{"endpoint_url": ..., "key": ..., "secret": ...}`` for S3;
+        None takes credentials from the environment and fsspec's configuration.
+        See docs/storage.md.
 
     Notes
     -----
@@ -117,6 +131,9 @@ class ReaderConfig:
     errors: str = "strict"
     batch_size: int = 10_000
     limit: int | None = None
+    #: fsspec options for inputs given as URLs (s3fs: ``endpoint_url``, ``key``, ...);
+    #: left out of comparisons and ``repr``, since they may hold credentials.
+    storage_options: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         caller = "ReaderConfig"
@@ -127,6 +144,14 @@ class ReaderConfig:
         check_int(caller, "batch_size", self.batch_size, low=1)
         if self.limit is not None:
             check_int(caller, "limit", self.limit, low=0, hint="Use None for no limit.")
+        if self.storage_options is not None and not isinstance(self.storage_options, Mapping):
+            raise parameter_error(caller, "storage_options", "a mapping or None",
+                                  self.storage_options)
+
+    def params(self) -> dict[str, Any]:
+        """The settings as a dict, without the storage options (which may hold
+        credentials): what reports and resume records keep."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "storage_options"}
 
 
 def _check_field(caller: str, name: str, value: Any, *, optional: bool) -> None:
@@ -137,27 +162,48 @@ def _check_field(caller: str, name: str, value: Any, *, optional: bool) -> None:
         raise parameter_error(caller, name, accepted, value)
 
 
-def detect_format(path: str | os.PathLike) -> str:
+def detect_format(path: str | os.PathLike,
+                  storage_options: Mapping[str, Any] | None = None) -> str:
     """Name the format of an input from its extension.
 
     Parameters
     ----------
     path : str or os.PathLike
-        A file or directory. The extension is matched case-insensitively.
+        A file or directory: a local path or a URL (``s3://``, ``memory://``, ...). The
+        extension is matched case-insensitively.
+    storage_options : mapping or None
+        fsspec options for a URL.
 
     Returns
     -------
     str
         ``"jsonl"`` (``.jsonl``, ``.json``, ``.ndjson``, each optionally ``.gz``),
-        ``"parquet"``, ``"csv"``, ``"tsv"``, ``"txtdir"`` (a directory of ``.txt``
-        files) or ``"reuters"`` (``.sgm``).
+        ``"parquet"``, ``"csv"``, ``"tsv"``, ``"txtdir"`` (a directory: see
+        :func:`input_files` for what it stands for), ``"reuters"`` (``.sgm``) or
+        ``"arrow"`` (``.arrow``, the Arrow stream files of a saved Hugging Face dataset).
 
     Raises
     ------
     InputError
-        If the path does not exist or the extension is not supported.
+        If the path does not exist, cannot be reached (a missing bucket, a refused
+        credential) or the extension is not supported.
     """
-    candidate = Path(path)
+    location = locate(path, storage_options)
+    if location.local:
+        return _local_format(path)
+    check_location(location)
+    try:
+        is_dir = location.is_dir()
+        exists = is_dir or location.exists()
+    except Exception as exc:  # noqa: BLE001 - every storage failure is reported alike
+        raise storage_error(exc, location, "") from None
+    if not exists:
+        raise InputError(f"{location.url}: no such file or directory.")
+    return "txtdir" if is_dir else _format_of_name(location.url, location.name)
+
+
+def _local_format(path: str | os.PathLike) -> str:
+    candidate = Path(os.fspath(path).removeprefix("file://"))
     shown = escape_surrogates(os.fspath(path))
     try:
         exists = candidate.exists()
@@ -174,18 +220,106 @@ def detect_format(path: str | os.PathLike) -> str:
         )
     if is_dir:
         return "txtdir"
-    name = candidate.name.lower()
+    return _format_of_name(shown, candidate.name)
+
+
+def _format_of_name(shown: str, name: str) -> str:
+    lower = name.lower()
     for suffix, kind in _SUFFIXES:
-        if name.endswith(suffix):
+        if lower.endswith(suffix):
             return kind
-    suffix = escape_surrogates("".join(candidate.suffixes[-2:])) or "(none)"
+    if lower.endswith(".arrow"):
+        return "arrow"
+    suffixes = Path(name).suffixes
+    suffix = escape_surrogates("".join(suffixes[-2:])) or "(none)"
     raise InputError(
         f"{shown}: unknown extension {suffix!r}. Supported inputs: {_SUPPORTED_TEXT}."
     )
 
 
+# A directory holding files of these formats stands for them (a sharded corpus).
+_SHARD_FORMATS = ("parquet", "jsonl")
+
+
+class InputFile(NamedTuple):
+    """One file a corpus is read from: where it is (a local path or a URL, as messages
+    and ``DocumentBatch.source`` name it) and its format (:data:`SUPPORTED_FORMATS`).
+
+    :func:`input_files` turns the user's inputs into these, :func:`part_records` and
+    :func:`read_part` read the rows of one, on any filesystem
+    (:func:`neardup.io.locations.locate`): the whole of what every engine needs to read
+    a corpus wherever it lives."""
+
+    path: str
+    kind: str
+
+
+def input_files(paths: Sequence[str | os.PathLike] | str | os.PathLike,
+                storage_options: Mapping[str, Any] | None = None) -> list[InputFile]:
+    """The :class:`InputFile` of every file the inputs stand for, in reading order.
+
+    A file is itself. A directory is, in this order of precedence:
+
+    * a Hugging Face dataset saved with ``Dataset.save_to_disk`` (it holds
+      ``state.json``): its ``.arrow`` files, in the order ``state.json`` lists them;
+    * a directory of shards: its Parquet and JSON Lines files (any depth, hidden names
+      left out), sorted by path;
+    * otherwise (local only) a directory of ``.txt`` files, read as one input.
+
+    Raises InputError, before anything is read, for a path that does not exist or cannot
+    be reached (a missing bucket, a refused credential), an unsupported extension, or a
+    ``DatasetDict`` saved to disk (give one split's directory).
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files: list[InputFile] = []
+    for path in paths:
+        kind = detect_format(path, storage_options)
+        location = locate(path, storage_options)
+        if kind != "txtdir":
+            files.append(InputFile(location.native, kind))
+            continue
+        try:
+            files.extend(_directory_files(location))
+        except InputError:
+            raise
+        except OSError as exc:
+            raise storage_error(exc, location, "") from None
+    return files
+
+
+def _directory_files(location: Location) -> list[InputFile]:
+    from neardup.io.hfdatasets import saved_dataset_files
+
+    saved = saved_dataset_files(location)
+    if saved is not None:
+        return [InputFile(f.native, "arrow") for f in saved]
+    inside = location.files()
+    shards = []
+    for file in inside:
+        try:
+            kind = _format_of_name(file.url, file.name)
+        except InputError:
+            continue
+        if kind in _SHARD_FORMATS:
+            shards.append(InputFile(file.native, kind))
+    if shards:
+        return shards
+    if not location.local:
+        kinds = sorted({"".join(Path(f.name).suffixes[-2:]).lower() or "(no extension)"
+                        for f in inside})
+        raise InputError(
+            f"{location.url}: a directory URL is read as a saved Hugging Face dataset or a "
+            "directory of Parquet or JSON Lines shards, and this one holds neither"
+            + (f" ({len(inside)} file(s): {', '.join(kinds[:5])})." if inside else
+               " (it is empty).") + " Give the files themselves as inputs."
+        )
+    return [InputFile(location.native, "txtdir")]
+
+
 def _sources(
-    paths: Sequence[str | os.PathLike] | str | os.PathLike, caller: str
+    paths: Sequence[str | os.PathLike] | str | os.PathLike, caller: str,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[tuple[str, str]]:
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -195,7 +329,7 @@ def _sources(
         raise TypeError(
             f"{caller}: parameter 'paths' must be a sequence of paths; got {paths!r}."
         ) from None
-    return [(os.fspath(p), detect_format(p)) for p in listed]
+    return input_files(listed, storage_options)
 
 
 def _check_config(caller: str, config: Any) -> ReaderConfig:
@@ -209,15 +343,19 @@ def _record_stream(path: str, kind: str, config: ReaderConfig, *, full: bool):
     fields = tuple(dict.fromkeys(
         f for f in (config.text_field, config.id_field, config.date_field) if f is not None))
     require = () if full else fields
+    options = config.storage_options
     if kind == "jsonl":
-        stream = jsonl_records(path, config.errors, fields)
+        stream = jsonl_records(path, config.errors, fields, options)
     elif kind == "csv":
-        stream = csv_records(path, config.errors, ",", require)
+        stream = csv_records(path, config.errors, ",", require, options)
     elif kind == "tsv":
-        stream = tsv_records(path, config.errors, require)
+        stream = tsv_records(path, config.errors, require, options)
     elif kind == "parquet":
         columns = None if full else list(require)
-        stream = parquet_records(path, columns, config.batch_size, require)
+        stream = parquet_records(path, columns, config.batch_size, require, options=options)
+    elif kind == "arrow":
+        columns = None if full else list(require)
+        stream = arrow_records(path, columns, config.batch_size, require, options=options)
     elif kind == "txtdir":
         stream = txtdir_records(path, config.errors)
     else:
@@ -241,6 +379,8 @@ def _guarded(stream: Iterator, path: str | None) -> Iterator:
     except OSError as exc:
         if path is None:
             raise
+        if is_url(path):
+            raise storage_error(exc, locate(path), "") from None
         raise InputError(
             f"{escape_surrogates(path)}: cannot read it ({exc.strerror or exc})."
         ) from None
@@ -292,7 +432,7 @@ def read_corpus(
     ...     print(batch.source, len(batch))
     """
     config = _check_config("read_corpus", config)
-    sources = _sources(paths, "read_corpus")
+    sources = _sources(paths, "read_corpus", config.storage_options)
     return _guarded(_batches(sources, config), None)
 
 
@@ -328,7 +468,7 @@ def iter_records(
         (text type, ids, dates) are made by :func:`read_corpus` only.
     """
     config = _check_config("iter_records", config)
-    sources = _sources(paths, "iter_records")
+    sources = _sources(paths, "iter_records", config.storage_options)
     return _guarded(_records(sources, config), None)
 
 
@@ -525,7 +665,7 @@ def _batches(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[D
     # CSV/TSV/Parquet demand the date column in their header; JSON Lines records may lack
     # the key, and a misspelt date_field must not silently leave every date unknown.
     date_key = config.date_field
-    dated = date_key is None or any(kind in ("csv", "tsv", "parquet", "reuters")
+    dated = date_key is None or any(kind in ("csv", "tsv", "parquet", "arrow", "reuters")
                                     for _, kind in sources)
     first_fields: dict | None = None
     position = 0  # documents yielded so far, over all inputs
@@ -605,7 +745,8 @@ def part_records(path: str, kind: str, config: ReaderConfig, *, start: int = 0,
     fields = (config.text_field, config.id_field, config.date_field)
     require = () if full else tuple(dict.fromkeys(f for f in fields if f is not None))
     return _guarded(parquet_records(path, None if full else list(require), config.batch_size,
-                                    require, start=start, stop=stop), path)
+                                    require, start=start, stop=stop,
+                                    options=config.storage_options), path)
 
 
 def read_part(path: str, kind: str, config: ReaderConfig, *, start: int = 0,

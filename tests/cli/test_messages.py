@@ -50,7 +50,7 @@ VALID = {
     "ngram_n": "4", "spell_max_edit_distance": "3", "linkage": "single",
     "distance_threshold": "0.3", "resolution": "0.5", "oversized": "split", "seed": "3",
     "time_window_hours": "48", "ray_address": "auto", "ray_shard_rows": "1000", "memory_limit": "64MB",
-    "partitions": "4", "work_dir": "{tmp}/work",
+    "partitions": "4", "work_dir": "{tmp}/work", "storage_options": "anon=true",
 }
 #: Arguments that make an option apply (so that its own value is what is tested).
 CONTEXT = {
@@ -117,6 +117,8 @@ LIBRARY_INVALID = {
                      ["--memory-limit", "0"]],
     "model": [["--method", "biencoder", "--model", "{tmp}/no-such-model"]],
     "max_cluster_size": [["--max-cluster-size", "0"], ["--max-cluster-size", "-4"]],
+    "storage_options": [["--storage-option", "no-equals-sign", "--clusters-out",
+                         "memory://neardup-messages/c.parquet"]],
     "extra_params": [["--param", "nope=1"], ["--param", "threshold"],
                      ["--method", "ngram", "--param", "max_df=abc"],
                      ["--method", "minhash", "--param", "hash_bits=12"],
@@ -204,6 +206,9 @@ def _rule_cases():
             continue
         if rule.name == "time_window_hours":
             cases.append(pytest.param(rule.flag, ["--date-field"], given, id=rule.flag))
+            continue
+        if rule.name == "storage_options":  # every input and output a local path
+            cases.append(pytest.param(rule.flag, ["only local paths"], given, id=rule.flag))
             continue
         if rule.name == "seed":
             cases.append(pytest.param(rule.flag, ["--method retsim"],

@@ -306,14 +306,16 @@ def test_index_add_reads_with_the_same_rules(tmp_path):
 
 
 def test_directory_without_txt_files_is_an_error_naming_what_it_holds(tmp_path):
-    # A directory of Parquet shards read as a .txt directory would yield no document and
-    # exit 0: every document lost in silence. It is an error that says what to pass.
+    # A directory of files no reader takes, read as a .txt directory, would yield no
+    # document and exit 0: every document lost in silence. It is an error that says so.
+    # (A directory of Parquet or JSON Lines shards is read as those shards:
+    # tests/io/test_storage.py.)
     shards = tmp_path / "shards"
     shards.mkdir()
     for i in range(2):
-        pq.write_table(pa.table({"text": [f"document {i}"]}), shards / f"part-{i}.parquet")
+        (shards / f"part-{i}.xml").write_text(f"<doc>document {i}</doc>")
     refused(tmp_path, shards, phrases=(str(shards), "holds none", "2 other file(s)",
-                                       f"{shards}/*.parquet"))
+                                       "Pass the files themselves"))
     # An empty directory has no document to lose: a warning, and an empty run.
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -516,7 +516,7 @@ def test_operating_system_errors_become_input_errors(tmp_path, monkeypatch):
     monkeypatch.undo()
     path = write_jsonl(tmp_path / "c.jsonl", DOCS)
 
-    def failing(name):
+    def failing(name, options=None):
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(formats, "_open_binary", failing)
