@@ -105,7 +105,7 @@ def check_supported(caller: str, method: Method) -> str:
     else:
         hint = " Use neardup dedup for it."
     raise ValueError(
-        f"{caller}: the index cannot hold method {method.name!r}"
+        f"{caller}: the index cannot hold {setting('method', 'method')} {method.name!r}"
         f"{' with ' + given if given else ''}: {placed.reason}. Methods it holds: "
         f"{', '.join(map(repr, supported_methods()))}.{hint}"
     )

@@ -149,6 +149,34 @@ def _sqlite_code(exc: BaseException) -> int | None:
     return None
 
 
+def _disk_nearly_full(directory: str) -> bool:
+    """Whether the disk holding ``directory`` has less room than a copy of its database
+    (what a write may need at most, a compact) or 64 MB; True when it cannot tell."""
+    import shutil
+
+    try:
+        free = shutil.disk_usage(directory).free
+        size = database_path(directory).stat().st_size
+    except OSError:
+        return True
+    return free < max(size, 64 << 20)
+
+
+def _fails_integrity_check(directory: str) -> bool:
+    """Whether SQLite's own check finds the database damaged (read only; an error path,
+    so its full pass over the file is affordable)."""
+    try:
+        con = sqlite3.connect(f"file:{database_path(directory)}?mode=ro", uri=True)
+        try:
+            return con.execute("PRAGMA quick_check(1)").fetchone()[0] != "ok"
+        finally:
+            con.close()
+    except sqlite3.DatabaseError:
+        return True
+    except (sqlite3.Error, OSError):
+        return False
+
+
 def database_error(exc: BaseException, directory: str | os.PathLike, where: str) -> NeardupError | None:
     """The neardup error for a storage failure ``exc`` (a ``sqlite3.Error`` or an
     ``OSError`` on the index's files) in ``where``; None when ``exc`` is not one.
@@ -182,6 +210,12 @@ def database_error(exc: BaseException, directory: str | os.PathLike, where: str)
         return IndexFormatError(
             f"{where}: the index database {path!r} is damaged ({exc}). "
             + recovery_hint(directory)
+        )
+    if code == _SQLITE_FULL and not _disk_nearly_full(directory) and _fails_integrity_check(directory):
+        # SQLite also says "full" when damaged pages claim more pages than may exist.
+        return IndexFormatError(
+            f"{where}: the index database {path!r} is damaged (SQLite reported it full, and "
+            "its integrity check fails). " + recovery_hint(directory)
         )
     if code == _SQLITE_FULL:
         return IndexStorageError(

@@ -67,7 +67,7 @@ def test_clear_errors(tmp_path):
     r = runner.invoke(main, ["index", "stats", str(tmp_path / "x")])
     assert r.exit_code == 1 and "not a neardup index" in r.output
     r = runner.invoke(main, ["index", "create", str(tmp_path / "e"), "--method", "retsim-partial"])
-    assert r.exit_code == 1 and "compares chunks" in r.output
+    assert r.exit_code == 1 and "several vectors per document" in r.output
     idx = str(tmp_path / "idx")
     runner.invoke(main, ["index", "create", idx, "--method", "exact"])
     data = _jsonl(tmp_path / "d.jsonl", [{"id": "a", "text": "x"}])
