@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from _common import machine, measure_command, save
 
-from neardup.eval.noise import ocr_noise
+from neardup.datasets.noise import ocr_noise
 from neardup.io import iter_records
 from neardup.io.reuters import find_reuters_dir
 

@@ -19,7 +19,7 @@ import numpy as np
 from _common import machine, save
 
 from neardup.eval import load_labeled
-from neardup.eval.noise import abridge, ocr_noise
+from neardup.datasets.noise import abridge, ocr_noise
 from neardup.io.batch import DocumentBatch
 from neardup.leakage import find_leakage
 from neardup.methods import make_method

@@ -25,13 +25,13 @@ import argparse
 import time
 from pathlib import Path
 
-from neardup.eval.benchmark_stats import benchmark_stats
-from neardup.eval.independent import (
+from neardup.datasets.benchmark_stats import benchmark_stats
+from neardup.datasets.independent import (
     GENERATORS,
     LANGUAGE_SETS,
     LANGUAGE_SPLIT,
-    build_independent_set,
-    build_multilingual_set,
+    make_independent_set,
+    make_multilingual_set,
     confusable_fold_rate,
     write_set,
 )
@@ -84,7 +84,7 @@ def main() -> None:
             splits = [("validation", 1500), ("test", 1500)]
             if args.train:
                 splits.append(("train", args.train))
-            records, info = build_independent_set(stories, REUTERS_SETS[name], seed=args.seed,
+            records, info = make_independent_set(stories, REUTERS_SETS[name], seed=args.seed,
                                                   splits=splits)
             if REUTERS_SETS[name] == "confusables":
                 info["normalizer_folds"] = confusable_fold_rate(records)
@@ -92,7 +92,7 @@ def main() -> None:
             splits = ["test", "validation"] + (["train"] if args.train else [])
             if args.language_validation and len(LANGUAGE_SETS[MULTI_SETS[name]]) > 1:
                 splits.append(LANGUAGE_SPLIT)
-            records, info = build_multilingual_set(
+            records, info = make_multilingual_set(
                 MULTI_SETS[name], seed=args.seed, splits=splits, docs_per_split=600,
                 docs_per_language=args.language_validation or 300)
         else:

@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup.eval.independent import LANGUAGE_SPLIT
+from neardup.datasets.independent import LANGUAGE_SPLIT
 from neardup.text import ShingleConfig
 
 ROOT = Path(__file__).resolve().parents[1]

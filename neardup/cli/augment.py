@@ -21,7 +21,7 @@ _WORDS = (("prepare_stories: record", "story"),
           ("must have a str 'text' field", "must have text in its --text-field field"),
           ("must be a mapping", "must be a record with fields"),
           ("prepare_stories: ", ""))
-#: Parameters of build_benchmark -> the flags that set them.
+#: Parameters of make_benchmark -> the flags that set them.
 _FLAGS = {
     "profile": "--profile", "seed": "--seed", "splits": "--splits",
     "mean_cluster_size": "--mean-cluster-size", "max_cluster_size": "--max-cluster-size",
@@ -63,7 +63,7 @@ def _cell(value: Any) -> str:
 
 
 def stats_rows(stats: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    """Flatten :func:`~neardup.eval.benchmark.benchmark_stats` output into a table:
+    """Flatten :func:`~neardup.datasets.benchmark.benchmark_stats` output into a table:
     (column names, rows of [label, value per split...])."""
     columns = list(stats)
     rows = [[label, *(_cell(stats[c].get(key)) for c in columns)] for label, key in _ROWS]
@@ -117,7 +117,7 @@ def _print_stats(stats: dict[str, dict[str, Any]], info: dict[str, Any], console
 
 
 def _stories(inputs: tuple[Path, ...], opts: dict[str, Any], console: Any) -> list[dict]:
-    """Read INPUT (or Reuters-21578) into the story fields build_benchmark reads."""
+    """Read INPUT (or Reuters-21578) into the story fields make_benchmark reads."""
     from neardup.io import ReaderConfig, detect_format, find_reuters_dir, iter_records
 
     paths = list(inputs)
@@ -178,7 +178,7 @@ def _check_named_fields(fields: dict[str, str], seen: set[str], first_fields: li
 
 def _split_paths(out: Path, splits: str) -> list[tuple[str | None, Path]]:
     """The files --out names: one, or one per split built when it holds '{split}'."""
-    from neardup.eval.stories import parse_splits
+    from neardup.datasets.stories import parse_splits
 
     name = str(out)
     if SPLIT_PLACEHOLDER not in name:
@@ -352,7 +352,7 @@ def augment_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     from rich.console import Console
 
     from neardup.cli._checks import command_errors, output_set
-    from neardup.eval.benchmark import benchmark_stats, build_benchmark
+    from neardup.datasets.benchmark import benchmark_stats, make_benchmark
 
     console = Console(stderr=True, quiet=opts["quiet"])
     target: Any = "auto"
@@ -380,7 +380,7 @@ def augment_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         outputs = output_set(inputs, specs)
         with outputs:
             stories = _stories(inputs, opts, console)
-            records, info = build_benchmark(stories, progress=progress, return_info=True,
+            records, info = make_benchmark(stories, progress=progress, return_info=True,
                                             **params)
             if not records:
                 raise click.ClickException(

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from neardup.errors import check_int
-from neardup.eval.stories import SPLITS
+from neardup.datasets.stories import SPLITS
 from neardup.graph.cluster import canonical_labels
 from neardup.methods.ngram import exact_similarity
 from neardup.text import ShingleConfig, ShingleSets, hash_shingles, normalize_batch

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from neardup.eval.independent import (
+from neardup.datasets.independent import (
     _roff_paragraphs,
-    build_independent_set,
+    make_independent_set,
     confusable_fold_rate,
     independent_copy,
 )
@@ -38,9 +38,9 @@ def test_confusables_set_structure_and_fold_rate():
     days = ["1987-03-%02d" % d for d in range(1, 13)]
     stories = [{"id": str(i), "text": f"Story {i} " + " ".join(f"word{i}x{k}" for k in range(30)),
                 "date": days[i % 12] + "T10:00:00"} for i in range(120)]
-    records, info = build_independent_set(stories, "confusables", seed=3,
+    records, info = make_independent_set(stories, "confusables", seed=3,
                                           splits="validation=40,test=40")
-    again, _ = build_independent_set(stories, "confusables", seed=3, splits="validation=40,test=40")
+    again, _ = make_independent_set(stories, "confusables", seed=3, splits="validation=40,test=40")
     assert records == again
     assert "test" in {r["split"] for r in records}
     val = {r["source"] for r in records if r["split"] == "validation"}
@@ -63,7 +63,7 @@ def test_roff_paragraphs():
 def test_multilingual_sets_drop_paragraphs_shared_across_pages(tmp_path):
     import gzip
 
-    from neardup.eval.independent import build_multilingual_set
+    from neardup.datasets.independent import make_multilingual_set
 
     footer = ("Diese Übersetzung ist Freie Dokumentation; lesen Sie die GNU General Public "
               "License Version 3 für die Copyright-Bedingungen.")
@@ -75,30 +75,30 @@ def test_multilingual_sets_drop_paragraphs_shared_across_pages(tmp_path):
                                for w in range(20)) + "\n" for k in range(5))
         source = f".TH CMD{page} 1\n.SH BESCHREIBUNG\n{body}.PP\n{footer}\n"
         (tmp_path / "de" / "man1" / f"cmd{page}.1.gz").write_bytes(gzip.compress(source.encode()))
-    records, info = build_multilingual_set("latin", seed=1, docs_per_split=20, man_root=tmp_path)
+    records, info = make_multilingual_set("latin", seed=1, docs_per_split=20, man_root=tmp_path)
     assert records and all("Übersetzung" not in r["text"] for r in records)
     assert sum(split["pages"] for split in info["splits"].values()) <= 12
 
 
 def test_multilingual_train_split_leaves_test_and_validation_unchanged():
     pytest.importorskip("faker")
-    from neardup.eval.independent import build_multilingual_set
+    from neardup.datasets.independent import make_multilingual_set
 
-    two, _ = build_multilingual_set("greek", seed=3, docs_per_split=40)
-    three, info = build_multilingual_set("greek", seed=3, docs_per_split=40,
+    two, _ = make_multilingual_set("greek", seed=3, docs_per_split=40)
+    three, info = make_multilingual_set("greek", seed=3, docs_per_split=40,
                                          splits=("test", "validation", "train"))
     assert [r for r in three if r["split"] != "train"] == two
     train = [r for r in three if r["split"] == "train"]
     assert train and info["splits"]["train"]["docs"] == len(train)
     assert {r["cluster"] for r in train}.isdisjoint({r["cluster"] for r in two})
     with pytest.raises(ValueError, match="splits"):
-        build_multilingual_set("greek", splits=("dev",))
+        make_multilingual_set("greek", splits=("dev",))
 
 
 def test_multilingual_language_validation_split_balances_languages(tmp_path):
     import gzip
 
-    from neardup.eval.independent import LANGUAGE_SPLIT, build_multilingual_set
+    from neardup.datasets.independent import LANGUAGE_SPLIT, make_multilingual_set
 
     # Many German pages and few Polish ones: the random page order gives the first splits
     # mostly German; the language-balanced split still gets both languages.
@@ -110,9 +110,9 @@ def test_multilingual_language_validation_split_balances_languages(tmp_path):
                            + "\n" for k in range(4))
             (tmp_path / language / "man1" / f"c{page}.1.gz").write_bytes(
                 gzip.compress(f".TH C{page} 1\n.SH X\n{body}".encode()))
-    base, _ = build_multilingual_set("latin", seed=2, docs_per_split=30, man_root=tmp_path,
+    base, _ = make_multilingual_set("latin", seed=2, docs_per_split=30, man_root=tmp_path,
                                      splits=("test", "validation", "train"))
-    records, info = build_multilingual_set("latin", seed=2, docs_per_split=30, man_root=tmp_path,
+    records, info = make_multilingual_set("latin", seed=2, docs_per_split=30, man_root=tmp_path,
                                            splits=("test", "validation", "train", LANGUAGE_SPLIT),
                                            docs_per_language=20)
     assert [r for r in records if r["split"] != LANGUAGE_SPLIT] == base
@@ -123,4 +123,4 @@ def test_multilingual_language_validation_split_balances_languages(tmp_path):
     sources = lambda split: {r["source"].split("~")[0] for r in records if r["split"] == split}  # noqa: E731
     assert sources(LANGUAGE_SPLIT).isdisjoint(sources("test") | sources("validation") | sources("train"))
     with pytest.raises(ValueError, match="end with"):
-        build_multilingual_set("latin", man_root=tmp_path, splits=(LANGUAGE_SPLIT, "test"))
+        make_multilingual_set("latin", man_root=tmp_path, splits=(LANGUAGE_SPLIT, "test"))

@@ -1,4 +1,4 @@
-"""Tests for neardup.eval.benchmark: labelled benchmarks built from clean dated stories."""
+"""Tests for neardup.datasets.benchmark: labelled benchmarks built from clean dated stories."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from neardup.eval import benchmark as B
-from neardup.eval.noise import split_sentences
+from neardup.datasets import benchmark as B
+from neardup.datasets.noise import split_sentences
 from neardup.io import write_records
 
 SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
@@ -81,7 +81,7 @@ def build(**kw):
     params = {"seed": 3, "splits": SMALL_SPLITS, "mean_cluster_size": 3.0, "max_cluster_size": 20,
               "hard_negative_share": 0.4}  # fmt: skip
     params.update(kw)
-    return B.build_benchmark(STORIES, return_info=True, **params)
+    return B.make_benchmark(STORIES, return_info=True, **params)
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +112,7 @@ def test_same_seed_gives_byte_identical_file(tmp_path, built):
 def test_input_records_are_not_mutated():
     stories = synthetic_stories()
     before = [dict(s) for s in stories]
-    B.build_benchmark(stories, seed=1, splits="test=100", mean_cluster_size=2.0)
+    B.make_benchmark(stories, seed=1, splits="test=100", mean_cluster_size=2.0)
     assert stories == before
 
 
@@ -462,18 +462,18 @@ def test_benchmark_stats_samples_pairs_beyond_max_pairs():
 
 
 def test_invalid_parameters_raise_with_the_shared_message_shape():
-    with pytest.raises(ValueError, match="build_benchmark: parameter 'profile'"):
-        B.build_benchmark(STORIES, profile="spam")
+    with pytest.raises(ValueError, match="make_benchmark: parameter 'profile'"):
+        B.make_benchmark(STORIES, profile="spam")
     with pytest.raises(ValueError, match="parameter 'mean_cluster_size'"):
-        B.build_benchmark(STORIES, mean_cluster_size=300.0)
+        B.make_benchmark(STORIES, mean_cluster_size=300.0)
     with pytest.raises(ValueError, match="parameter 'hard_negative_share'"):
-        B.build_benchmark(STORIES, hard_negative_share=2.0)
+        B.make_benchmark(STORIES, hard_negative_share=2.0)
     with pytest.raises(TypeError, match="record 0"):
         B.benchmark_stats([{"cluster": "a"}])
 
 
 def test_empty_and_tiny_corpora():
-    assert B.build_benchmark([], splits="test=10") == []
-    records = B.build_benchmark(STORIES[:1], splits="test=10", seed=0)
+    assert B.make_benchmark([], splits="test=10") == []
+    records = B.make_benchmark(STORIES[:1], splits="test=10", seed=0)
     assert {r["source"] for r in records} == {STORIES[0]["id"]}
     assert all(a["cluster"] == b["cluster"] for a, b in itertools.pairwise(records))

@@ -1,10 +1,10 @@
 """Evaluation sets whose noise does not come from neardup's own generator.
 
-:func:`neardup.eval.build_benchmark` makes copies with :mod:`neardup.eval.noise`, the
+:func:`neardup.eval.make_benchmark` makes copies with :mod:`neardup.datasets.noise`, the
 same model the methods were tuned and trained on, so its scores say little about data
 the project has never seen. The sets built here keep the benchmark's structure (stories,
 full-day splits, duplicate groups, templates and hard negatives from
-:mod:`neardup.eval.benchmark`) but make every copy with a third-party augmenter:
+:mod:`neardup.datasets.benchmark`) but make every copy with a third-party augmenter:
 
 ``nlpaug``
     nlpaug's character models: OCR confusions, QWERTY keyboard slips, random character
@@ -23,7 +23,7 @@ full-day splits, duplicate groups, templates and hard negatives from
     the ``confusable-homoglyphs`` package), not from neardup's normalizer table:
     :func:`confusable_fold_rate` measures how many of them the normalizer folds.
 
-:func:`build_multilingual_set` makes small sets in other scripts (Latin with diacritics,
+:func:`make_multilingual_set` makes small sets in other scripts (Latin with diacritics,
 Cyrillic, Greek, CJK) from text shipped in Debian's translated manual pages and Faker's
 Greek word list (see :data:`MULTILINGUAL_SOURCES`), copied by the same augmenters.
 
@@ -49,14 +49,14 @@ from typing import Any
 import numpy as np
 
 from neardup.errors import check_choice, check_int
-from neardup.eval.benchmark import (
+from neardup.datasets.benchmark import (
     SPLIT_CODE,
     StoryCluster,
     add_hard_negatives,
     make_clusters,
 )
-from neardup.eval.noise import reprint_cluster_sizes, split_sentences
-from neardup.eval.stories import (
+from neardup.datasets.noise import reprint_cluster_sizes, split_sentences
+from neardup.datasets.stories import (
     Story,
     assign_splits,
     find_story_groups,
@@ -69,8 +69,8 @@ __all__ = [
     "LANGUAGE_SETS",
     "LANGUAGE_SPLIT",
     "MULTILINGUAL_SOURCES",
-    "build_independent_set",
-    "build_multilingual_set",
+    "make_independent_set",
+    "make_multilingual_set",
     "confusable_fold_rate",
     "independent_copy",
     "write_set",
@@ -94,7 +94,7 @@ MULTILINGUAL_SOURCES = {
     "ja": "Debian manpages-ja 0.5.0.0.20221215 (JM project; GPL-2+/various)",
     "el": "Faker 40.63 el_GR lorem word list (MIT): word sequences, not running text",
 }
-#: The multilingual sets' split balanced by language (see :func:`build_multilingual_set`).
+#: The multilingual sets' split balanced by language (see :func:`make_multilingual_set`).
 LANGUAGE_SPLIT = "language_validation"
 _MULTI_SPLIT_CODE = {**SPLIT_CODE, LANGUAGE_SPLIT: len(SPLIT_CODE)}
 # Per-copy severity: log-uniform share of words touched.
@@ -362,7 +362,7 @@ def _records(plans: list[tuple[str, list[StoryCluster]]], generator: str, seed: 
     return records
 
 
-def build_independent_set(
+def make_independent_set(
     stories: Iterable[Mapping[str, Any]],
     generator: str,
     *,
@@ -375,7 +375,7 @@ def build_independent_set(
     """A labelled set from clean stories, every copy made by ``generator``.
 
     Stories, splits, templates and hard negatives are chosen as in
-    :func:`neardup.eval.build_benchmark` (whole days per split, families kept in one
+    :func:`neardup.eval.make_benchmark` (whole days per split, families kept in one
     split); only the copies differ. ``"confusables"`` keeps the clean story as each
     cluster's first member (as the W4NT3D-like adversarial benchmark does).
 
@@ -387,7 +387,7 @@ def build_independent_set(
     info : dict
         Generator, seed, days and counts per split.
     """
-    caller = "build_independent_set"
+    caller = "make_independent_set"
     check_choice(caller, "generator", generator, GENERATORS)
     seed = check_int(caller, "seed", seed, low=0)
     spec = parse_splits(splits)
@@ -604,7 +604,7 @@ def _pages_by_language(page_order: Sequence[str], pages: Mapping[str, list[int]]
     return chosen
 
 
-def build_multilingual_set(
+def make_multilingual_set(
     name: str,
     *,
     seed: int = 0,
@@ -642,7 +642,7 @@ def build_multilingual_set(
         For an unknown ``name`` or split, ``"language_validation"`` not last, or no text
         found (install the Debian packages listed in :data:`MULTILINGUAL_SOURCES`).
     """
-    caller = "build_multilingual_set"
+    caller = "make_multilingual_set"
     check_choice(caller, "name", name, tuple(LANGUAGE_SETS))
     seed = check_int(caller, "seed", seed, low=0)
     for split in splits:

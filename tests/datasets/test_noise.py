@@ -1,4 +1,4 @@
-"""Tests for neardup.eval.noise: each corruption does what its docstring says, is seeded,
+"""Tests for neardup.datasets.noise: each corruption does what its docstring says, is seeded,
 and survives hostile input."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.eval import noise as N
+from neardup.datasets import noise as N
+from neardup.datasets.noise import words as noise_words
 
 # An invented wire story in Reuters-21578 layout: dateline, four-space paragraph indents,
 # lines wrapped near 65 characters, "U.S.", "Inc.", "mln", decimals.
@@ -400,7 +401,7 @@ def test_typos_substitution_rate_and_qwerty_neighbours():
     assert len(out) == len(LONG)
     diffs = [(a, b) for a, b in zip(LONG, out) if a != b]
     assert abs(len(diffs) / n_alnum(LONG) - rate) < 0.03
-    neighbours = N._qwerty_neighbours()
+    neighbours = noise_words._qwerty_neighbours()
     assert all(b.lower() in neighbours[a.lower()] for a, b in diffs)
     assert all(a.isupper() == b.isupper() for a, b in diffs if b.isalpha())  # case kept
 
@@ -427,16 +428,16 @@ def test_typos_off_keyboard_script():
 
 
 def test_word_edits():
-    words = N._WORD.findall(LONG)
+    words = noise_words.WORD_PATTERN.findall(LONG)
     out = N.word_edits(LONG, rng(), rate=0.2, vocabulary=["zzz"], ops=("substitute",))
     subs = len(re.findall(r"\bzzz\b", out, flags=re.I))
     assert abs(subs / len(words) - 0.2) < 0.05
-    assert len(N._WORD.findall(N.word_edits(LONG, rng(), 0.2, ops=("delete",)))) < 0.9 * len(words)
-    assert len(N._WORD.findall(N.word_edits(LONG, rng(), 0.2, ops=("insert",)))) > 1.1 * len(words)
+    assert len(noise_words.WORD_PATTERN.findall(N.word_edits(LONG, rng(), 0.2, ops=("delete",)))) < 0.9 * len(words)
+    assert len(noise_words.WORD_PATTERN.findall(N.word_edits(LONG, rng(), 0.2, ops=("insert",)))) > 1.1 * len(words)
     swapped = N.word_edits(LONG, rng(), 0.2, ops=("transpose",))
-    assert swapped != LONG and sorted(N._WORD.findall(swapped)) == sorted(words)
+    assert swapped != LONG and sorted(noise_words.WORD_PATTERN.findall(swapped)) == sorted(words)
     assert N.word_edits(LONG, rng(), 0.0) == LONG
-    assert "U.S" in N._WORD.findall("the U.S. market")  # initialisms stay one word
+    assert "U.S" in noise_words.WORD_PATTERN.findall("the U.S. market")  # initialisms stay one word
 
 
 def test_sentence_edits():

@@ -7,8 +7,8 @@ Nothing is downloaded and the output depends only on the input and ``seed``.
 
 Steps
 -----
-Steps 1-3 are in :mod:`neardup.eval.stories`, the statistics in
-:mod:`neardup.eval.benchmark_stats`.
+Steps 1-3 are in :mod:`neardup.datasets.stories`, the statistics in
+:mod:`neardup.datasets.benchmark_stats`.
 
 1. **Stories** (:func:`prepare_stories`). Records become :class:`Story` objects: headline,
    dateline and body when the record has them (Reuters), else the whole text as body.
@@ -32,12 +32,12 @@ Steps 1-3 are in :mod:`neardup.eval.stories`, the statistics in
    sentences replaced by the most similar other story on its topic), ``"hard_negative:
    same_topic"`` (the most similar real story of the same day and topic) or
    ``"hard_negative:shared_quote"`` (such a story with a quoted sentence of the anchor
-   inserted). Cluster sizes are drawn by :func:`neardup.eval.noise.reprint_cluster_sizes`
+   inserted). Cluster sizes are drawn by :func:`neardup.datasets.noise.reprint_cluster_sizes`
    (long-tailed: mean ``mean_cluster_size``, at most ``max_cluster_size``).
 5. **Copies.** ``profile="news"``: every member of a cluster is a copy printed by a
    simulated newspaper: the wire headline dropped (papers write their own; NEWS-COPY
    leaves headlines out) or kept, and the dateline + body passed through
-   :func:`neardup.eval.noise.reprint` (dateline and byline changes, missing lead,
+   :func:`neardup.datasets.noise.reprint` (dateline and byline changes, missing lead,
    abridgement, dropped middle sentences, local sentences, OCR noise).
    ``profile="adversarial"``: the first member is the clean story (``"source"``), the
    others W4NT3D-style copies (``"adversarial"``: sentence-, word- and character-level
@@ -78,8 +78,8 @@ from typing import Any
 import numpy as np
 
 from neardup.errors import check_choice, check_float, check_int
-from neardup.eval.benchmark_stats import benchmark_stats, shingle_sets, within_cluster_pairs
-from neardup.eval.noise import (
+from neardup.datasets.benchmark_stats import benchmark_stats, shingle_sets, within_cluster_pairs
+from neardup.datasets.noise import (
     PROFILES,
     insert_local_sentences,
     ocr_noise,
@@ -89,7 +89,7 @@ from neardup.eval.noise import (
     reprint_cluster_sizes,
     split_sentences,
 )
-from neardup.eval.stories import (
+from neardup.datasets.stories import (
     SPLITS,
     Story,
     StoryGroups,
@@ -111,7 +111,7 @@ __all__ = [
     "StoryGroups",
     "assign_splits",
     "benchmark_stats",
-    "build_benchmark",
+    "make_benchmark",
     "find_story_groups",
     "parse_splits",
     "prepare_stories",
@@ -470,7 +470,7 @@ def _calibrate(
 # --------------------------------------------------------------------------------------
 
 
-def build_benchmark(
+def make_benchmark(
     stories: Iterable[Mapping[str, Any]],
     *,
     seed: int = 0,
@@ -547,9 +547,9 @@ def build_benchmark(
     --------
     >>> from neardup.io import iter_records, find_reuters_dir  # doctest: +SKIP
     >>> files = sorted(find_reuters_dir().glob("reut2-*.sgm"))  # doctest: +SKIP
-    >>> records = build_benchmark(iter_records(files), seed=1, splits="test=3000")  # doctest: +SKIP
+    >>> records = make_benchmark(iter_records(files), seed=1, splits="test=3000")  # doctest: +SKIP
     """
-    caller = "build_benchmark"
+    caller = "make_benchmark"
     seed = check_int(caller, "seed", seed, low=0)
     profile = check_choice(caller, "profile", profile, PROFILES)
     spec = parse_splits(splits)

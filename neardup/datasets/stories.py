@@ -1,7 +1,7 @@
 """Source stories for benchmarks: real duplicates, template families and full-day splits.
 
 Before any noise is added, a corpus of clean stories is organised the way a labelled
-benchmark needs it (see :mod:`neardup.eval.benchmark`):
+benchmark needs it (see :mod:`neardup.datasets.benchmark`):
 
 * :func:`prepare_stories` turns records into :class:`Story` objects (headline, dateline and
   body kept apart for Reuters) and sets aside empty, short and undated ones;
