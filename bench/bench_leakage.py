@@ -24,7 +24,7 @@ from neardup.io.batch import DocumentBatch
 from neardup.leakage import find_leakage
 from neardup.methods import make_method
 
-ROOT = Path(__file__).resolve().parents[1] / "benchmarks" / "reuters-news"
+ROOT = Path(__file__).resolve().parents[1] / "data" / "reuters-news"
 
 
 def _batch(ids, texts, source):

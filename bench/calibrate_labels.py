@@ -67,7 +67,7 @@ def main() -> None:
         return
     rows = []
     for name in args.sets:
-        corpus = load_labeled([ROOT / "benchmarks" / name / f"{s}.jsonl.gz"
+        corpus = load_labeled([ROOT / "data" / name / f"{s}.jsonl.gz"
                                for s in ("validation", "test")])
         validation, test = corpus.select_split("validation"), corpus.select_split("test")
         labels = validation.clusters

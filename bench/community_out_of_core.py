@@ -41,7 +41,7 @@ def _batches(corpus, size: int = 500):
 def main() -> None:
     rows = []
     for name in SETS:
-        corpus = load_labeled(ROOT / "benchmarks" / name / "validation.jsonl.gz")
+        corpus = load_labeled(ROOT / "data" / name / "validation.jsonl.gz")
         for method_name in METHODS:
             for algorithm in ("components", "leiden"):
                 labels = {}

@@ -6,7 +6,7 @@ threshold (and any other listed parameter) is swept on the validation split only
 by ARI is then run once on the test split. Writes a markdown table and a plot of
 validation ARI against threshold per method.
 
-    python bench/compare_methods.py [--benchmark benchmarks/reuters-news] \
+    python bench/compare_methods.py [--benchmark data/reuters-news] \
         [--out docs/method-comparison.md] [--plot docs/ari-vs-threshold.png] \
         [--time-window HOURS]
 
@@ -106,7 +106,7 @@ def _load(benchmark: Path):
     files = [benchmark / f"{split}.jsonl.gz" for split in ("validation", "test")]
     missing = [str(f) for f in files if not f.exists()]
     if missing:
-        raise SystemExit(f"missing benchmark files: {missing}; see benchmarks/README.md")
+        raise SystemExit(f"missing benchmark files: {missing}; see data/README.md")
     return load_labeled(files)
 
 
@@ -116,7 +116,7 @@ def _fmt_params(values: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--benchmark", type=Path, default=ROOT / "benchmarks" / "reuters-news")
+    parser.add_argument("--benchmark", type=Path, default=ROOT / "data" / "reuters-news")
     parser.add_argument("--out", type=Path, default=None,
                         help="default docs/method-comparison.md (with --time-window H: "
                              "docs/method-comparison-windowHh.md)")

@@ -114,7 +114,7 @@ def main() -> None:
     partitions = None if args.partitions == "default" else int(args.partitions)
     rows = []
     for split in args.splits:
-        corpus = load_labeled(ROOT / "benchmarks" / "reuters-news" / f"{split}.jsonl.gz")
+        corpus = load_labeled(ROOT / "data" / "reuters-news" / f"{split}.jsonl.gz")
         texts = list(corpus.texts)
         for method, params in SETTINGS:
             if args.methods and method not in args.methods:
@@ -175,7 +175,7 @@ def neural(args) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         cache = args.cache_dir or scratch
         for split in args.splits:
-            corpus = load_labeled(ROOT / "benchmarks" / "reuters-news" / f"{split}.jsonl.gz")
+            corpus = load_labeled(ROOT / "data" / "reuters-news" / f"{split}.jsonl.gz")
             texts = list(corpus.texts)
             for method, params in NEURAL_SETTINGS:
                 label = method + (f":{params['model']}" if "model" in params else "")

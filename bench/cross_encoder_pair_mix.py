@@ -86,11 +86,11 @@ def main() -> None:
 
     train, negative_of = load_training_corpus()
     kinds = np.array([json.loads(line)["kind"] for line in
-                      gzip.open(ROOT / "benchmarks/reuters-news/train.jsonl.gz", "rt")])
+                      gzip.open(ROOT / "data/reuters-news/train.jsonl.gz", "rt")])
     held = held_out_families(train, negative_of)
     fit, dev = train.select(np.flatnonzero(~held)), train.select(np.flatnonzero(held))
     fit_links = negative_of[~held]
-    validation = load_labeled(str(ROOT / "benchmarks/reuters-news/validation.jsonl.gz"))
+    validation = load_labeled(str(ROOT / "data/reuters-news/validation.jsonl.gz"))
     validation = validation.select_split("validation")
     candidate_params = {"cache_dir": args.cache_dir} if args.cache_dir else None
     dev_pairs = candidate_pairs(dev, "retsim", candidate_params, args.threads)

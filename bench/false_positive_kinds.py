@@ -48,7 +48,7 @@ def _kinds(path: Path) -> np.ndarray:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--benchmark", type=Path, default=ROOT / "benchmarks" / "reuters-news")
+    parser.add_argument("--benchmark", type=Path, default=ROOT / "data" / "reuters-news")
     parser.add_argument("--method", default="biencoder")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="a method parameter (repeatable), e.g. threshold=0.68")

@@ -1,4 +1,4 @@
-"""Build the independent evaluation sets under benchmarks/ (see benchmarks/README.md).
+"""Build the independent evaluation sets under data/ (see data/README.md).
 
     python bench/make_independent_sets.py [--only NAME ...] [--seed 2024]
 
@@ -45,7 +45,7 @@ MULTI_SETS = {f"multi-{name}": name for name in LANGUAGE_SETS}
 def _reuters_stories() -> list[dict]:
     root = find_reuters_dir()
     if root is None:
-        raise SystemExit("Reuters-21578 not found: set NEARDUP_REUTERS_DIR (see benchmarks/README.md)")
+        raise SystemExit("Reuters-21578 not found: set NEARDUP_REUTERS_DIR (see data/README.md)")
     stories = []
     for record in iter_records(sorted(root.glob("reut2-*.sgm")), ReaderConfig()):
         stories.append({"id": record.get("id"), "text": record.get("text"),
@@ -68,7 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="set names to build (default: all)")
     parser.add_argument("--seed", type=int, default=2024)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks")
+    parser.add_argument("--out", type=Path, default=ROOT / "data")
     parser.add_argument("--train", type=int, default=0, metavar="DOCS",
                         help="also build a train split of about DOCS documents (0: none)")
     parser.add_argument("--language-validation", type=int, default=0, metavar="DOCS",

@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT / "benchmarks"
+BENCH = ROOT / "data"
 RESULTS = ROOT / "bench" / "results" / "retsim_mixture.json"
 OUT = Path("/tmp/retsim-mix")
 CACHE = OUT / "cache"

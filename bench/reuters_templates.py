@@ -21,7 +21,7 @@ as ``neardup dedup --text-field body --date-field date --time-window 48``) and r
 
 The copy side on labelled data: ``--sets validation`` (or ``test``) runs ``--method rerank``
 at its defaults, with and without ``template_guard``, on that split of every labelled set
-(benchmarks/: reuters-*, indep-*, multi-*) and reports ARI (neardup.eval.evaluate, one
+(data/: reuters-*, indep-*, multi-*) and reports ARI (neardup.eval.evaluate, one
 sketch per set shared by both variants).
 
 Usage::
@@ -59,7 +59,7 @@ RUNS = {
     "rerank, components": {"method": "rerank", "cluster": "components"},
 }
 WINDOW_HOURS = 48.0
-#: The labelled sets of benchmarks/ (bench/verifier_transfer.py's list).
+#: The labelled sets of data/ (bench/verifier_transfer.py's list).
 SETS = ["reuters-news", "reuters-adversarial", "indep-nlpaug", "indep-augly", "indep-noisocr",
         "indep-confusables", "multi-latin", "multi-cyrillic", "multi-greek", "multi-cjk"]
 
@@ -164,7 +164,7 @@ def labelled_sets(split: str) -> dict:
     from neardup.eval import load_labeled
     from neardup.eval.evaluate import evaluate
 
-    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    root = Path(__file__).resolve().parents[1] / "data"
     rows = {}
     for name in SETS:
         corpus = load_labeled([root / name / f"{split}.jsonl.gz"])

@@ -38,7 +38,7 @@ CONFIGS = [
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--benchmark", type=Path, default=ROOT / "benchmarks" / "reuters-news")
+    parser.add_argument("--benchmark", type=Path, default=ROOT / "data" / "reuters-news")
     parser.add_argument("--cache-dir", default="/tmp/neardup-embedding-cache",
                         help="embedding cache of the neural methods")
     args = parser.parse_args()

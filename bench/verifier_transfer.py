@@ -101,7 +101,7 @@ def compute_features(name: str, kind: str, cache: Path, max_pairs: int, seed: in
     out: dict[str, np.ndarray] = {"features": np.array(features),
                                   "fold_diacritics": np.array(fold_diacritics)}
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    train_path = ROOT / "benchmarks" / name / "train.jsonl.gz"
+    train_path = ROOT / "data" / name / "train.jsonl.gz"
     if train_path.exists() and kind == "char5":
         corpus, negative_of = load_training_corpus(train_path)
         data = training_pairs(corpus, negative_of=negative_of, max_pairs=max_pairs,
@@ -112,7 +112,7 @@ def compute_features(name: str, kind: str, cache: Path, max_pairs: int, seed: in
                                        fold_diacritics=fold_diacritics)
         out["train_y"] = data["label"].astype(np.int8)
     for split in ("validation", "test", LANGUAGE_SPLIT):
-        path = ROOT / "benchmarks" / name / f"{split}.jsonl.gz"
+        path = ROOT / "data" / name / f"{split}.jsonl.gz"
         if split == LANGUAGE_SPLIT and not path.exists():
             continue  # sets of one language have none
         corpus = load_labeled(path)

@@ -66,7 +66,7 @@ def main() -> None:
     from neardup.train.validate import pairs_ari, whole_days
 
     train, negative_of = load_training_corpus()
-    validation = load_labeled(str(ROOT / "benchmarks/reuters-news/validation.jsonl.gz"))
+    validation = load_labeled(str(ROOT / "data/reuters-news/validation.jsonl.gz"))
     validation = validation.select_split("validation")
     candidate_params = {"cache_dir": args.cache_dir} if args.cache_dir else None
     report = train_cross_encoder(

@@ -344,10 +344,10 @@ def augment_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     date, source, negative_of (hard negatives), noise and text. Prints the statistics.
 
     \b
-    Example (the project's standard benchmark, see benchmarks/README.md):
+    Example (the project's standard benchmark, see data/README.md):
       neardup augment --seed 1987 --splits train=8000,validation=4000,test=4000 \\
-          --out benchmarks/reuters-news/{split}.jsonl.gz \\
-          --stats benchmarks/reuters-news/stats.json
+          --out data/reuters-news/{split}.jsonl.gz \\
+          --stats data/reuters-news/stats.json
     """
     from rich.console import Console
 

@@ -208,7 +208,7 @@ def train_retsim(
         Training documents with their cluster labels (e.g. from
         :func:`neardup.train.data.load_training_corpus`). Never a test split.
     validation_corpus : LabeledCorpus
-        Validation documents (e.g. ``load_labeled("benchmarks/reuters-news/
+        Validation documents (e.g. ``load_labeled("data/reuters-news/
         validation.jsonl.gz")``), used to pick the epoch and report its threshold.
     output_dir : str or os.PathLike
         Receives ``model.onnx`` (best epoch), ``training.json`` (the log), ``run.json``
