@@ -59,9 +59,7 @@ def main() -> None:
     from neardup.eval import load_labeled
     from neardup.graph.edges import Pairs
     from neardup.methods.rerank import CrossEncoderScorer
-    from neardup.train.cross_encoder import (
-        PROBABILITY_THRESHOLDS, candidate_pairs, export_onnx,
-        train_cross_encoder)
+    from neardup.train.cross_encoder import PROBABILITY_THRESHOLDS, candidate_pairs, export_onnx, train_cross_encoder
     from neardup.train.data import load_training_corpus
     from neardup.train.validate import pairs_ari, whole_days
 
