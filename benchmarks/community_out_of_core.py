@@ -8,21 +8,23 @@ validation split of a few labelled sets four ways (components / Leiden at resolu
 0.4, in memory / out of core), checks that both engines give the same clusters, and
 records wall and CPU seconds and the pairs kept.
 
-    python benchmarks/community_out_of_core.py      # raw: benchmarks/results/archive/community_out_of_core.json
+    python -m benchmarks one community_out_of_core
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness import machine, save
+from benchmarks.harness import machine
 from neardup.eval import load_labeled
 from neardup.io import DocumentBatch
 from neardup.methods import make_method
-from neardup.pipeline import ClusterConfig, run
+from neardup.pipeline import ClusterConfig
+from neardup.pipeline import run as run_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS = ["indep-nlpaug", "multi-latin", "reuters-news"]
@@ -38,7 +40,8 @@ def _batches(corpus, size: int = 500):
                             source="<labeled>", rows=np.arange(start, stop))
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     rows = []
     for name in SETS:
         corpus = load_labeled(ROOT / "data" / name / "validation.jsonl.gz")
@@ -49,7 +52,7 @@ def main() -> None:
                     # A fresh method each time: rerank caches scores on its sketch.
                     method = make_method(method_name)
                     wall, cpu = time.perf_counter(), time.process_time()
-                    result = run(_batches(corpus), method, engine=engine,
+                    result = run_pipeline(_batches(corpus), method, engine=engine,
                                  cluster=ClusterConfig(algorithm=algorithm, resolution=0.4))
                     row = {"set": name, "method": method_name, "cluster": algorithm,
                            "engine": result.params["engine"],
@@ -67,8 +70,5 @@ def main() -> None:
         print(f"| {local['set']} | {local['method']} | {local['cluster']} | {memory['seconds']:.1f} "
               f"({memory['pairs_kept']:,}) | {local['seconds']:.1f} ({local['pairs_kept']:,}) | "
               f"{'yes' if local['same_clusters_as_memory'] else 'NO'} |")
-    save("community_out_of_core", {"machine": machine(), "rows": rows})
+    return {"machine": machine(), "rows": rows}
 
-
-if __name__ == "__main__":
-    main()

@@ -13,24 +13,23 @@ docs/benchmarks.md; nothing here is tuned.
 over a dozen or more shards), plus the vector stage with float16 row storage. Embeddings
 are cached in a temporary directory, so the model runs once per setting.
 
-    python benchmarks/corpus_stage_agreement.py [--splits validation test]
-    python benchmarks/corpus_stage_agreement.py --neural --splits validation --name corpus_stage_agreement_neural
-    python benchmarks/corpus_stage_agreement.py --methods ngram rerank spotsigs wminhash sanderson --name corpus_stage_agreement_keyed
-    python benchmarks/corpus_stage_agreement.py --methods wminhash --only-params verify=exact --name corpus_stage_agreement_wminhash_exact
-    python benchmarks/corpus_stage_agreement.py --methods minhash --only-params verify=exact --name corpus_stage_agreement_minhash_exact
-    python benchmarks/corpus_stage_agreement.py --methods rerank --only-params candidates=retsim --memory-limit 1MB --name corpus_stage_agreement_rerank_retsim
+    python -m benchmarks one corpus_stage_agreement [--splits validation test]
+    python -m benchmarks one corpus_stage_agreement --neural --splits validation
+    python -m benchmarks one corpus_stage_agreement --methods ngram rerank spotsigs wminhash sanderson
+    python -m benchmarks one corpus_stage_agreement --methods wminhash --only-params verify=exact
+    python -m benchmarks one corpus_stage_agreement --methods minhash --only-params verify=exact
+    python -m benchmarks one corpus_stage_agreement --methods rerank --only-params candidates=retsim --memory-limit 1MB
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import neardup
-from benchmarks.harness import machine, save
+from benchmarks.harness import machine
 from neardup.eval.labeled import load_labeled
 from neardup.eval.metrics import adjusted_rand_index
 
@@ -86,7 +85,7 @@ def _float16_run(texts, method_name, params, cache):
     return canonical_labels(stage.roots), len(stage.pairs)
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--splits", nargs="+", default=["validation", "test"])
     parser.add_argument("--neural", action="store_true",
@@ -105,8 +104,7 @@ def main() -> None:
     parser.add_argument("--only-params", nargs="+", default=None, metavar="KEY=VALUE",
                         help="only the settings whose parameters include all of these "
                              "(e.g. verify=exact)")
-    parser.add_argument("--name", default="corpus_stage_agreement", help="results file name")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.neural:
         return neural(args)
     memory_limit = None if args.memory_limit == "default" else args.memory_limit
@@ -165,11 +163,10 @@ def main() -> None:
             }
             rows.append(row)
             print(row, flush=True)
-    save(args.name, {"machine": machine(), "rows": rows,
-                     "command": "python benchmarks/corpus_stage_agreement.py " + " ".join(sys.argv[1:])})
+    return {"machine": machine(), "rows": rows}
 
 
-def neural(args) -> None:
+def neural(args) -> dict:
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         cache = args.cache_dir or scratch
@@ -211,11 +208,5 @@ def neural(args) -> None:
                 }
                 rows.append(row)
                 print(row, flush=True)
-                # Saved after every setting: the model runs are long.
-                save(args.name, {"machine": machine(), "rows": rows,
-                                 "command": "python benchmarks/corpus_stage_agreement.py "
-                                            + " ".join(sys.argv[1:])})
+    return {"machine": machine(), "rows": rows}
 
-
-if __name__ == "__main__":
-    main()

@@ -5,53 +5,25 @@ Reports wall time and peak RSS of the whole command (a child process, measured w
 corpus derived from them (every story repeated with seeded OCR-style noise, so the corpus
 is full of near-duplicates). Targets: 200k documents in under 2 minutes, peak RSS < 2 GB.
 
-    python benchmarks/dedup_scale.py [--docs 200000] [--work /tmp/neardup-bench]
+    python -m benchmarks one dedup_scale [--docs 200000] [--work /tmp/neardup-bench]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
-from benchmarks.harness import machine, measure_command, save
-from neardup.datasets.noise import ocr_noise
-from neardup.io import iter_records
+from benchmarks.harness import derived_corpus, machine, run_cli
 from neardup.io.reuters import find_reuters_dir
 
 
-def derived_corpus(path: Path, n_docs: int, seed: int = 0) -> Path:
-    """Write ``n_docs`` noisy copies of Reuters stories as JSONL (cached by name)."""
-    if path.exists():
-        return path
-    files = sorted(str(p) for p in find_reuters_dir().glob("reut2-*.sgm"))
-    stories = [r["text"] for r in iter_records(files)]
-    rng = np.random.default_rng(seed)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w") as out:
-        for i in range(n_docs):
-            story = stories[i % len(stories)]
-            text = story if i < len(stories) else ocr_noise(story, rng, severity=0.01)
-            out.write(json.dumps({"id": f"d{i}", "text": text}) + "\n")
-    tmp.replace(path)
-    return path
-
-
-def run_cli(args: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "neardup", "dedup", *args]
-    row = measure_command(cmd)
-    return {"seconds": row["wall_s"], "peak_rss_mb": row["peak_rss_mb"], "command": " ".join(cmd[2:])}
-
-
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=200_000)
     parser.add_argument("--work", type=Path, default=Path("/tmp/neardup-bench"))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     root = find_reuters_dir()
     if root is None:
         raise SystemExit("Reuters-21578 not found")
@@ -73,8 +45,5 @@ def main() -> None:
     print("|---|---:|---:|")
     for name, row in rows.items():
         print(f"| {name} | {row['seconds']:.1f} s | {row['peak_rss_mb']:,.0f} MB |")
-    save("dedup_scale", {"rows": rows, "machine": machine()})
+    return {"rows": rows, "machine": machine()}
 
-
-if __name__ == "__main__":
-    main()

@@ -6,7 +6,7 @@ second, model inputs per second (RETSim: 512-character chunks; bi-encoder: token
 of ``max_tokens``) and the process's peak RSS. Encoders run one after another in the same
 process; compare rows of one run (the load average is printed).
 
-    python benchmarks/embedders.py [--docs 2000] [--encoders retsim retsim-chunks biencoder biencoder-chunk]
+    python -m benchmarks one embedders [--docs 2000] [--encoders retsim retsim-chunks biencoder biencoder-chunk]
                                      [--model NAME_OR_DIR ...]
 
 ``--model`` adds a bi-encoder row per shipped model name or directory (e.g. a fine-tuned
@@ -19,7 +19,7 @@ import argparse
 import os
 import time
 
-from benchmarks.harness import machine, peak_rss_mb, reuters_texts, save
+from benchmarks.harness import machine, peak_rss_mb, reuters_texts
 
 
 def _encoders(names: list[str], models: list[str]) -> dict:
@@ -54,7 +54,7 @@ def _model_inputs(name: str, encoder, texts: list[str]) -> int:
     return len(inputs)
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=2000, help="stories to encode (default 2000)")
     parser.add_argument(
@@ -64,8 +64,7 @@ def main() -> None:
         choices=["retsim", "retsim-chunks", "biencoder", "biencoder-chunk"],
     )
     parser.add_argument("--model", nargs="*", default=[], help="extra bi-encoder models")
-    parser.add_argument("--name", default="embedders", help="results file name")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     texts = reuters_texts(args.docs)
     print(f"{machine()}; load average {os.getloadavg()[0]:.2f}; {len(texts)} stories")
@@ -91,12 +90,5 @@ def main() -> None:
             f"{name:24s} {row['docs_per_s']:8.1f} docs/s {row['inputs_per_s']:8.1f} inputs/s "
             f"({inputs} inputs, {seconds:.1f} s, peak RSS {row['peak_rss_mb']} MB)"
         )
-    path = save(
-        args.name,
-        {"machine": machine(), "load_average": os.getloadavg()[0], "rows": rows},
-    )
-    print(f"wrote {path}")
+    return {"machine": machine(), "load_average": os.getloadavg()[0], "rows": rows}
 
-
-if __name__ == "__main__":
-    main()

@@ -14,7 +14,7 @@ compare across machines.
 - ``intersection``: the branch-free ``intersection_size`` against the branching merge it
   replaced, over random pairs of sorted hash sets (one thread).
 
-    PYTHONPATH=. python benchmarks/engine_kernels.py [--repeat 3] [--pairs 3000000]
+    python -m benchmarks one engine_kernels [--repeat 3] [--pairs 3000000]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness import machine, save
+from benchmarks.harness import machine
 
 
 def best_of(repeat: int, fn) -> tuple[float, object]:
@@ -150,17 +150,14 @@ def intersection(repeat: int) -> dict:
     return result
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--pairs", type=int, default=3_000_000, help="pairs for the canonical row")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     results = {"machine": machine(), "repeat": args.repeat,
                "spill_reads": spill_reads(args.repeat), "sanderson_1mb": sanderson_at_1mb(args.repeat),
                "canonical": canonical(args.repeat, args.pairs), "intersection": intersection(args.repeat)}
     print(json.dumps(results, indent=2))
-    print("saved", save("engine_kernels", results))
+    return results
 
-
-if __name__ == "__main__":
-    main()

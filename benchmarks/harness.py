@@ -85,3 +85,31 @@ def measure_command(cmd: list[str]) -> dict:
         raise SystemExit(f"command failed ({status}): {' '.join(cmd)}")
     return {"wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
             "peak_rss_mb": round(usage.ru_maxrss / 1024.0), "command": " ".join(cmd)}
+
+
+def derived_corpus(path: Path, n_docs: int, seed: int = 0) -> Path:
+    """Write ``n_docs`` noisy copies of Reuters stories as JSONL (cached by name)."""
+    import numpy as np
+
+    from neardup.datasets.noise import ocr_noise
+    from neardup.io import iter_records
+
+    if path.exists():
+        return path
+    stories = [r["text"] for r in iter_records(reuters_files())]
+    rng = np.random.default_rng(seed)
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w") as out:
+        for i in range(n_docs):
+            story = stories[i % len(stories)]
+            text = story if i < len(stories) else ocr_noise(story, rng, severity=0.01)
+            out.write(json.dumps({"id": f"d{i}", "text": text}) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def run_cli(args: list[str]) -> dict:
+    """``neardup dedup ARGS`` in a child process: wall seconds and peak RSS."""
+    cmd = [sys.executable, "-m", "neardup", "dedup", *args]
+    row = measure_command(cmd)
+    return {"seconds": row["wall_s"], "peak_rss_mb": row["peak_rss_mb"], "command": " ".join(cmd[2:])}

@@ -15,7 +15,7 @@ Phases (each its own process, so each reports its own peak memory):
   server is stopped with SIGTERM and every acknowledged id is looked up (lost adds).
 
     python scripts/make_scale_corpus.py --docs 1000000 --out /tmp/neardup-scale/1M
-    python benchmarks/index.py --corpus /tmp/neardup-scale/1M --docs 1000000 \\
+    python -m benchmarks one index --corpus /tmp/neardup-scale/1M --docs 1000000 \\
         --work /tmp/neardup-index-1M --out benchmarks/results/archive/index_1M.json
 
 Results are merged into ``--out`` (JSON) phase by phase.
@@ -33,6 +33,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -92,7 +93,7 @@ def phase_build(args) -> dict:
     if args.bulk:
         with Index.create(args.work, args.method) as index:
             batches = ((texts, ids) for ids, texts in
-                       _shard_batches(args.corpus, n_build, args.batch_size))
+                       shard_batches(args.corpus, n_build, args.batch_size))
             result = index.bulk_add(batches, log=_every(20))
             seconds = time.perf_counter() - start
             stats = index.stats()
@@ -108,7 +109,7 @@ def phase_build(args) -> dict:
     with Index.create(args.work, args.method) as index:
         # One read of a shard per batch would re-read it: read shard by shard instead.
         done = 0
-        for ids, texts in _shard_batches(args.corpus, n_build, args.batch_size):
+        for ids, texts in shard_batches(args.corpus, n_build, args.batch_size):
             index.add(texts, ids)
             done += len(ids)
             if done % (args.batch_size * 10) == 0:
@@ -123,7 +124,7 @@ def phase_build(args) -> dict:
             "cpu_s": _cpu_s(), "load_avg_after": _load_avg()}
 
 
-def _shard_batches(corpus: str, stop: int, size: int, start: int = 0):
+def shard_batches(corpus: str, stop: int, size: int, start: int = 0):
     import pyarrow.parquet as pq
 
     seen = 0
@@ -190,7 +191,7 @@ def phase_add(args) -> dict:
     joined = 0
     with Index(args.work) as index:
         before = index.stats()["documents"]
-        for ids, texts in _shard_batches(args.corpus, args.docs, args.batch_size, start=n_build):
+        for ids, texts in shard_batches(args.corpus, args.docs, args.batch_size, start=n_build):
             joined += index.add(texts, ids).status.count("joined")
         seconds = time.perf_counter() - start
         stats = index.stats()
@@ -299,7 +300,7 @@ def phase_load(args) -> dict:
     return result
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--docs", type=int, required=True)
@@ -313,37 +314,35 @@ def main() -> None:
     parser.add_argument("--phases", default="build,query,add,load")
     parser.add_argument("--bulk", action="store_true",
                         help="Build with Index.bulk_add (one bulk load) instead of add per batch.")
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args()
-    phases = {"build": phase_build, "query": phase_query, "add": phase_add, "load": phase_load}
-    out = Path(args.out)
-    for name in args.phases.split(","):
-        if len(args.phases.split(",")) > 1:
-            # Each phase in its own process: its own peak memory.
-            cmd = [sys.executable, __file__, *sys.argv[1:]]
-            if "--phases" in cmd:
-                cmd[cmd.index("--phases") + 1] = name
-            else:
-                cmd += ["--phases", name]
-            subprocess.run(cmd, check=True)
-            continue
-        print(f"phase {name} ...", flush=True)
-        result = phases[name](args)
-        record = json.loads(out.read_text()) if out.exists() else {}
-        argv = sys.argv[1:]
-        if "--phases" in argv:  # the command that ran every phase, without this phase
-            at = argv.index("--phases")
-            argv = argv[:at] + argv[at + 2:]
-        record.setdefault("setup", {}).update({
-            "corpus": args.corpus, "docs": args.docs, "method": args.method,
-            "cpus": os.cpu_count(), "python": sys.version.split()[0],
-            "command": " ".join(["python", "benchmarks/index.py", *argv]),
-        })
-        record[name] = result
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-        print(json.dumps({name: result}, indent=2), flush=True)
+    return parser
+
+
+PHASES = {"build": phase_build, "query": phase_query, "add": phase_add, "load": phase_load}
+
+
+def run(argv: list[str]) -> dict:
+    args = _parser().parse_args(argv)
+    record = {"setup": {"corpus": args.corpus, "docs": args.docs, "method": args.method,
+                        "cpus": os.cpu_count(), "python": sys.version.split()[0]}}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in args.phases.split(","):
+            # Each phase in its own process (in order: each reads what the last one built),
+            # so each reports its own peak memory.
+            out = Path(scratch) / f"{name}.json"
+            subprocess.run([sys.executable, "-m", "benchmarks.index", name, str(out), *argv],
+                           check=True, cwd=ROOT, env=env)
+            record[name] = json.loads(out.read_text())
+            print(json.dumps({name: record[name]}, indent=2), flush=True)
+    return record
+
+
+def _phase(name: str, out: str, argv: list[str]) -> None:
+    """One phase, in the child process that :func:`run` starts: its result goes to ``out``."""
+    print(f"phase {name} ...", flush=True)
+    result = PHASES[name](_parser().parse_args(argv))
+    Path(out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
-    main()
+    _phase(sys.argv[1], sys.argv[2], sys.argv[3:])

@@ -4,7 +4,7 @@ first ``--docs`` documents with a sampler thread reading ``/proc/self/status`` e
 process's own arrays, SQLite's cache) and file pages (memory maps: pages a map touched
 count in RSS until it is unmapped).
 
-    python benchmarks/index_bulk_memory.py --corpus /tmp/neardup-scale/1M --docs 500000 \\
+    python -m benchmarks one index_bulk_memory --corpus /tmp/neardup-scale/1M --docs 500000 \\
         --work /tmp/idxwork-17/mem --out benchmarks/results/archive/index_bulk_memory_500k.json
 """
 
@@ -14,14 +14,11 @@ import argparse
 import json
 import resource
 import shutil
-import sys
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_index import _shard_batches  # noqa: E402
+from benchmarks.index import shard_batches
 
 
 def _status() -> dict[str, int]:
@@ -33,14 +30,13 @@ def _status() -> dict[str, int]:
     return out
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--docs", type=int, required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--batch-size", type=int, default=10_000)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from neardup.index import Index
 
@@ -70,21 +66,15 @@ def main() -> None:
     thread.start()
     t0, c0 = time.perf_counter(), time.process_time()
     with Index.create(args.work, "minhash") as index:
-        result = index.bulk_add(((t, i) for i, t in _shard_batches(args.corpus, args.docs,
+        result = index.bulk_add(((t, i) for i, t in shard_batches(args.corpus, args.docs,
                                                                      args.batch_size)), log=log)
         stage[0] = "after"
         summary = result.summary()
     stop.set()
     thread.join()
-    record = {"command": "python benchmarks/index_bulk_memory.py " + " ".join(sys.argv[1:]),
-              "docs": args.docs, "seconds": round(time.perf_counter() - t0, 1),
+    record = {"docs": args.docs, "seconds": round(time.perf_counter() - t0, 1),
               "cpu_s": round(time.process_time() - c0, 1),
               "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
               "stage_peaks_mib": peaks, "stage_seconds": summary["stage_seconds"]}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
     print(json.dumps(record, indent=2))
-
-
-if __name__ == "__main__":
-    main()
+    return record

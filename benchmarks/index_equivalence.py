@@ -1,8 +1,8 @@
 """Index built in batches (and by one bulk add) vs one-shot dedup on a scale corpus (#16):
 same clusters? Wall and CPU seconds of each (CPU: this process, all threads).
 
-    python benchmarks/index_equivalence.py --corpus /tmp/neardup-scale/100k --batches 10 \\
-        --work /tmp/index-eq --out benchmarks/results/archive/index_equivalence_100k.json
+    python -m benchmarks one index_equivalence --corpus /tmp/neardup-scale/100k --batches 10 \\
+        --work /tmp/index-eq
 """
 
 from __future__ import annotations
@@ -22,16 +22,15 @@ import neardup
 from neardup.index import Index
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--method", default="minhash")
     parser.add_argument("--work", required=True)
-    parser.add_argument("--out", required=True)
     parser.add_argument("--modes", default="batches,bulk",
                         help="batches (add in --batches transactions) and/or bulk (bulk_add).")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     shards = sorted(Path(args.corpus).glob("*.parquet"))
     texts = pa.concat_tables([pq.read_table(s, columns=["text"]) for s in shards]) \
         .column("text").to_pylist()
@@ -69,9 +68,5 @@ def main() -> None:
             "big_key_groups": stats["big_key_groups"],
         })
     result["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
-    Path(args.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(json.dumps(result))
-
-
-if __name__ == "__main__":
-    main()
+    return result

@@ -1,17 +1,16 @@
-"""An index built at scale (e.g. by bench_index.py: bulk build + batch adds) vs one-shot
+"""An index built at scale (e.g. by benchmarks/index.py: bulk build + batch adds) vs one-shot
 ``neardup dedup`` of the same corpus: same partition? (#16)
 
     neardup dedup /tmp/neardup-scale/1M/part-*.parquet --method minhash --id-field id \\
         --clusters-out /tmp/dedup-1M.parquet --quiet
-    python benchmarks/index_scale_equivalence.py --index /tmp/idxwork-bulk/1M/idx \\
-        --dedup /tmp/dedup-1M.parquet --out benchmarks/results/archive/index_scale_equivalence_1M.json
+    python -m benchmarks one index_scale_equivalence --index /tmp/idxwork-bulk/1M/idx \\
+        --dedup /tmp/dedup-1M.parquet
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -19,12 +18,11 @@ import pyarrow.parquet as pq
 from neardup.index import Index
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", required=True)
     parser.add_argument("--dedup", required=True, help="dedup --clusters-out (Parquet: id, cluster)")
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with Index(args.index) as index:
         table = index.clusters()
         stats = index.stats()
@@ -43,9 +41,5 @@ def main() -> None:
               "clusters_dedup": int(np.unique(b).size), "distinct_label_pairs": pairs,
               "same_partition": pairs == np.unique(a).size == np.unique(b).size,
               "index_stats": {k: stats[k] for k in ("documents", "clusters", "big_key_groups")}}
-    Path(args.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(json.dumps(result))
-
-
-if __name__ == "__main__":
-    main()
+    return result

@@ -4,7 +4,7 @@ Same texts (Reuters-21578 stories), same shingles (word 5-grams), 128 permutatio
 run, each measured from raw text to signature, best of ``--repeat`` runs. The ratio columns
 are what to compare across machines; absolute docs/s depend on the machine's load.
 
-    python benchmarks/minhash_signatures.py [--docs 5000] [--repeat 3]
+    python -m benchmarks one minhash_signatures [--docs 5000] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from benchmarks.harness import machine, reuters_texts, save
+from benchmarks.harness import machine, reuters_texts
 
 NUM_PERM = 128
 N = 5
@@ -70,15 +70,19 @@ def best_time(fn, repeat: int) -> float:
     return best
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=5000, help="number of Reuters stories")
     parser.add_argument("--repeat", type=int, default=3, help="runs per library; best is kept")
-    args = parser.parse_args()
+    parser.add_argument("--peers", nargs="*", default=["rensa", "datasketch"], choices=["rensa", "datasketch"],
+                        help="peers timed on the same texts (default: both)")
+    args = parser.parse_args(argv)
     texts = reuters_texts(limit=args.docs)
     words = sum(len(t.split()) for t in texts)
     rows = {}
-    for name, make in [("neardup", run_neardup), ("rensa", run_rensa), ("datasketch", run_datasketch)]:
+    makers = {"neardup": run_neardup, "rensa": run_rensa, "datasketch": run_datasketch}
+    for name in ["neardup", *args.peers]:
+        make = makers[name]
         seconds = best_time(make(texts), args.repeat)
         rows[name] = {"seconds": seconds, "docs_per_s": len(texts) / seconds}
     base = rows["neardup"]["docs_per_s"]
@@ -88,8 +92,5 @@ def main() -> None:
     print("|---|---:|---:|")
     for name, row in rows.items():
         print(f"| {name} | {row['docs_per_s']:,.0f} | {base / row['docs_per_s']:.1f}x |")
-    save("minhash_signatures", {"docs": len(texts), "rows": rows, "machine": machine()})
+    return {"docs": len(texts), "rows": rows, "machine": machine()}
 
-
-if __name__ == "__main__":
-    main()

@@ -6,22 +6,17 @@ are measured with ``os.wait4``. Embedding caches are off, so every run embeds fr
 scratch. MinHash runs first as the reference; compare rows of one run (the load average
 is printed).
 
-    python benchmarks/neural_dedup.py [--docs 20000] [--only retsim retsim-news ...] [--name N]
+    python -m benchmarks one neural_dedup [--docs 20000] [--only retsim retsim-news ...]
 
-Results go to benchmarks/results/archive/neural_dedup.json (or N.json; with --only, the other configurations'
-rows of an earlier run on as many documents are kept).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
-from bench_dedup_scale import derived_corpus, run_cli
-
-from benchmarks.harness import RESULTS, machine, save
+from benchmarks.harness import derived_corpus, machine, run_cli
 from neardup.io.reuters import find_reuters_dir
 
 # label -> `neardup dedup` options (the method and its model).
@@ -48,14 +43,12 @@ def _run(args: list[str]) -> dict:
             "command": "neardup dedup " + " ".join(args)}
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=20_000)
     parser.add_argument("--only", nargs="*", choices=list(CONFIGS), default=None)
     parser.add_argument("--work", type=Path, default=Path("/tmp/neardup-bench"))
-    parser.add_argument("--name", default="neural_dedup",
-                        help="results file: bench/results/NAME.json")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if find_reuters_dir() is None:
         raise SystemExit("Reuters-21578 not found")
     args.work.mkdir(parents=True, exist_ok=True)
@@ -69,14 +62,6 @@ def main() -> None:
         rows[label] = row
         print(f"{label:22s} {row['seconds']:8.1f} s {row['docs_per_s']:8.1f} docs/s "
               f"{row['peak_rss_mb']:6d} MB", flush=True)
-    if args.only:  # keep the other configurations' rows of an earlier run on as many docs
-        previous = RESULTS / f"{args.name}.json"
-        earlier = json.loads(previous.read_text()) if previous.exists() else {}
-        if earlier.get("docs") == args.docs:
-            rows = {**earlier["rows"], **rows}
-    save(args.name, {"machine": machine(), "docs": args.docs,
-                          "load_average": os.getloadavg()[0], "rows": rows})
+    return {"machine": machine(), "docs": args.docs,
+                          "load_average": os.getloadavg()[0], "rows": rows}
 
-
-if __name__ == "__main__":
-    main()

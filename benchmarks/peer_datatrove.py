@@ -1,4 +1,4 @@
-"""datatrove's MinHash de-duplication on the scale corpus, as a peer for bench_scale.py.
+"""datatrove's MinHash de-duplication on the scale corpus, as a peer for benchmarks/scale.py (`--peers datatrove`).
 
 Runs in its own environment (datatrove pins its own dependencies), e.g.
 

@@ -21,13 +21,13 @@ one process and the peak of the tree's summed RSS. The machine is shared with ot
 work, so wall time is noisy; CPU seconds are the steadier figure.
 
     python scripts/make_scale_corpus.py --docs 100000 --out /tmp/neardup-scale/100k
-    python benchmarks/ray_engine.py --corpus /tmp/neardup-scale/100k
-    python benchmarks/ray_engine.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2
-    python benchmarks/ray_engine.py --corpus /tmp/neardup-scale/1M --files 3 --configs local ray1
-    python benchmarks/ray_engine.py --corpus /tmp/neardup-scale/100k --configs local ray1 --method ngram
-    python benchmarks/ray_engine.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2 ray2-idle
-    python benchmarks/ray_engine.py --corpus /tmp/neardup-scale/1M --configs ray2 --partitions 8
-    python benchmarks/ray_engine.py --corpus /tmp/neardup-scale/100k --configs local ray1 --method rerank \
+    python -m benchmarks one ray_engine --corpus /tmp/neardup-scale/100k
+    python -m benchmarks one ray_engine --corpus /tmp/neardup-scale/1M --configs local ray1 ray2
+    python -m benchmarks one ray_engine --corpus /tmp/neardup-scale/1M --files 3 --configs local ray1
+    python -m benchmarks one ray_engine --corpus /tmp/neardup-scale/100k --configs local ray1 --method ngram
+    python -m benchmarks one ray_engine --corpus /tmp/neardup-scale/1M --configs local ray1 ray2 ray2-idle
+    python -m benchmarks one ray_engine --corpus /tmp/neardup-scale/1M --configs ray2 --partitions 8
+    python -m benchmarks one ray_engine --corpus /tmp/neardup-scale/100k --configs local ray1 --method rerank \
         --cluster leiden --resolution 0.4
 
 ``ray1-idle`` / ``ray2-idle`` (after ``ray1`` / ``ray2`` in ``--configs``): the same
@@ -53,7 +53,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.harness import machine, save
+from benchmarks.harness import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 TICK = os.sysconf("SC_CLK_TCK")
@@ -224,20 +224,19 @@ def measure(cmd: list[str]) -> dict:
     }
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, required=True, help="directory of Parquet shards")
     parser.add_argument("--configs", nargs="+", default=["local", "ray1", "ray2"])
     parser.add_argument("--files", type=int, default=None,
                         help="use only the first N Parquet files (a scaling curve on one corpus)")
-    parser.add_argument("--name", default=None)
     parser.add_argument("--method", default="minhash", help="method (defaults) to de-duplicate with")
     parser.add_argument("--partitions", type=int, default=None,
                         help="key partitions of the Ray configs (RayConfig.partitions; default: the engine's)")
     parser.add_argument("--cluster", default="components", choices=["components", "leiden", "louvain"],
                         help="clustering of every config (leiden/louvain keep every accepted pair)")
     parser.add_argument("--resolution", type=float, default=1.0, help="--cluster leiden/louvain: resolution")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     files = sorted(str(p) for p in args.corpus.glob("*.parquet"))[:args.files]
     rows = []
     for config in args.configs:
@@ -261,14 +260,9 @@ def main() -> None:
                                               / max(local["cpu_s_sampled"], local["cpu_s_wait4"]), 2)
             if row["summary"] is not None:
                 row["same_clusters_as_local"] = row["summary"]["membership"] == local["summary"]["membership"]
-    path = save(args.name or f"ray-{args.corpus.name}",
-                {"machine": machine(), "corpus": str(args.corpus), "files": len(files), "method": args.method,
+    return {"machine": machine(), "corpus": str(args.corpus), "files": len(files), "method": args.method,
                  "partitions": args.partitions, "cluster": args.cluster, "resolution": args.resolution,
                  "rows": rows,
                  "load_average_after": os.getloadavg(),
-                 "command": " ".join(["python", "benchmarks/ray_engine.py", *sys.argv[1:]])})
-    print(f"wrote {path}")
+                 "command": " ".join(["python", "benchmarks/ray_engine.py", *argv])}
 
-
-if __name__ == "__main__":
-    main()

@@ -15,7 +15,7 @@ pairs are a chain through each cluster's members plus an edge from each member t
 representative (scores 0.5-1.0, a third of them 1.0), and 1% extra pairs kept apart by the
 time window.
 
-    python benchmarks/report.py [--docs 1000000] [--work /tmp/neardup-bench/report]
+    python -m benchmarks one report [--docs 1000000] [--work /tmp/neardup-bench/report]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from benchmarks.harness import machine, save
+from benchmarks.harness import machine
 
 WORDS_PER_DOC = 40
 VOCABULARY = 5000
@@ -192,12 +192,12 @@ def time_browser(page_path: Path, chromium: str) -> dict:
             "search_seconds": round(search, 2), "rows_after_search": rows}
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=1_000_000)
     parser.add_argument("--work", type=Path, default=Path("/tmp/neardup-bench/report"))
     parser.add_argument("--chromium", default="/usr/bin/chromium")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     work = args.work / str(args.docs)
     start = time.perf_counter()
     paths = synthesize(work, args.docs)
@@ -209,11 +209,8 @@ def main() -> None:
     print(f"chromium: {browser}")
     clusters = pq.read_metadata(paths["clusters.parquet"]).num_rows
     pairs = pq.read_metadata(paths["pairs.parquet"]).num_rows
-    save("report_1m" if args.docs == 1_000_000 else f"report_{args.docs}", {
+    return {
         "machine": machine(), "docs": clusters, "pairs": pairs, "build": build,
         "browser": browser,
-    })
+    }
 
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """Peak memory of rerank's scorer on one linking step of near-duplicate pairs.
 
-    python benchmarks/rerank_score_memory.py --pairs 8192 [--score-batch N]
+    python -m benchmarks one rerank_score_memory --pairs 8192 [--score-batch N]
 
 Takes the first 2 x PAIRS documents of the 100k scale corpus in cluster order (copies of
 one story next to each other), pairs each with the next one (same cluster: pairs that
@@ -42,12 +42,12 @@ class _Texts:
         return [self.texts[i] for i in positions]
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=Path("/tmp/neardup-scale/100k/part-00000.parquet"))
     parser.add_argument("--pairs", type=int, default=8192)
     parser.add_argument("--score-batch", type=int, default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.score_batch is not None:
         RerankMethod.SCORE_BATCH = args.score_batch
     table = pq.read_table(args.corpus, columns=["text", "cluster"])
@@ -67,10 +67,11 @@ def main() -> None:
           f"SCORE_BATCH {RerankMethod.SCORE_BATCH}")
     # Reset the peak (VmHWM) to the current RSS, so that "after" shows the call's own peak.
     Path("/proc/self/clear_refs").write_text("5")
-    print("before: VmRSS %d MB, VmHWM %d MB" % _memory_mb())
+    before = _memory_mb()
+    print("before: VmRSS %d MB, VmHWM %d MB" % before)
     _, accept = method.score_candidate_rows(rows, left, right)
-    print("after:  VmRSS %d MB, VmHWM %d MB; accepted %d" % (*_memory_mb(), int(accept.sum())))
-
-
-if __name__ == "__main__":
-    main()
+    after = _memory_mb()
+    print("after:  VmRSS %d MB, VmHWM %d MB; accepted %d" % (*after, int(accept.sum())))
+    return {"pairs": args.pairs, "score_batch": RerankMethod.SCORE_BATCH, "accepted": int(accept.sum()),
+            "same_cluster_share": float(np.mean(clusters[left] == clusters[right])),
+            "before_mb": {"rss": before[0], "hwm": before[1]}, "after_mb": {"rss": after[0], "hwm": after[1]}}

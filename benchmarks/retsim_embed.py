@@ -16,7 +16,7 @@ Scenarios (Reuters-21578 stories, title + body):
 * ``binarizer``: text to model input only (unisim's ``binarizer`` vs ours, batch by batch
   as RETSim does it), no model.
 
-    python benchmarks/retsim_embed.py [--docs 2000] [--repeat 3] [--slices 10] [--batch-size 16]
+    python -m benchmarks one retsim_embed [--docs 2000] [--repeat 3] [--slices 10] [--batch-size 16]
                                   [--threads N]
 
 Needs the ``neural`` extra plus unisim's own dependencies (pandas, usearch, ...) for the
@@ -77,7 +77,7 @@ def _alternate(fns: dict, texts: list[str], repeat: int, slices: int) -> dict:
     return {name: (total[name], np.concatenate(outputs[name])) for name in fns}
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
@@ -90,7 +90,7 @@ def main() -> None:
     parser.add_argument(
         "--slices", type=int, default=10, help="timed slices per scenario (best of --repeat each)"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     import onnxruntime
     from unisim import TextSim
@@ -161,7 +161,9 @@ def main() -> None:
         f"| binarizer only | {n:,} | {n_chunks:,} | {n / t_bu:,.0f} | {n / t_bn:,.0f} | "
         f"{n_chunks / t_bu:,.0f} | {n_chunks / t_bn:,.0f} | {t_bu / t_bn:.1f}x | - |"
     )
-
-
-if __name__ == "__main__":
-    main()
+    return {"machine": machine(), "onnxruntime": onnxruntime.__version__, "batch_size": args.batch_size,
+            "threads": args.threads, "repeat": args.repeat, "slices": args.slices,
+            "load_average": [load_before, load_after],
+            "rows": [{"scenario": name, "docs": n, "chunks": k, "distinct_chunks": d, "unisim_s": t_u,
+                      "neardup_s": t_n, "min_cosine": cos} for name, n, k, d, t_u, t_n, cos in rows],
+            "binarizer": {"docs": len(stories), "chunks": n_chunks, "unisim_s": t_bu, "neardup_s": t_bn}}

@@ -8,7 +8,7 @@ MinHashLSH, query then insert) and rensa (RMinHash + RMinHashLSH, 32 bands of 4 
 over the LSH matches.
 
     python scripts/make_scale_corpus.py --docs 1000000 --out /tmp/neardup-scale/1M
-    python benchmarks/scale.py --corpus /tmp/neardup-scale/1M --methods minhash exact simhash
+    python -m benchmarks one scale --corpus /tmp/neardup-scale/1M --methods minhash exact simhash
 
 datatrove (``--datatrove-python``) runs in its own environment; see benchmarks/peer_datatrove.py.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from benchmarks.harness import machine, measure_command, save
+from benchmarks.harness import machine, measure_command
 
 PEER = r'''
 import sys, json, time
@@ -98,21 +98,21 @@ def recorded_usage(extra: list[str]) -> dict | None:
             "sketch_done": sketch.exists(), "link_partitions_done": len(link)}
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, required=True, help="directory of part-*.parquet")
     parser.add_argument("--methods", nargs="*", default=["minhash"])
-    parser.add_argument("--peers", nargs="*", default=[], choices=["datasketch", "rensa"])
-    parser.add_argument("--datatrove-python", type=Path, default=None,
-                        help="python of an environment with datatrove installed: also run "
-                             "datatrove's MinHash pipeline (benchmarks/peer_datatrove.py)")
-    parser.add_argument("--name", default=None, help="results file name (default: scale-<corpus dir>)")
+    parser.add_argument("--peers", nargs="*", default=[], choices=["datasketch", "rensa", "datatrove"],
+                        help="peers run on the same corpus (datatrove: its MinHash pipeline, "
+                             "benchmarks/peer_datatrove.py, with --datatrove-python)")
+    parser.add_argument("--datatrove-python", type=Path, default=Path(sys.executable),
+                        help="python of an environment with datatrove installed (default: this one)")
     parser.add_argument("--first", type=int, default=None,
                         help="run on the corpus's first N documents only (a Parquet copy in "
                              "a temporary directory), e.g. for the slow neural methods")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                         help="further options for neardup dedup")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     files = sorted(str(p) for p in args.corpus.glob("part-*.parquet"))
     rows = []
     with tempfile.TemporaryDirectory(dir=args.corpus.parent) as tmp:
@@ -148,8 +148,6 @@ def main() -> None:
             row["command"] = (f"neardup dedup {source} --method {method} "
                               f"--text-field text --id-field id --clusters-out OUT --quiet "
                               + " ".join(args.extra)).strip()
-            if args.first is not None:
-                row["bench_command"] = ("python benchmarks/scale.py " + " ".join(sys.argv[1:])).strip()
             saved = json.loads(report.read_text())
             row["stage_seconds"] = saved.get("timings_seconds")
             row["corpus_stage"] = (saved.get("params") or {}).get("corpus_stage")
@@ -157,7 +155,7 @@ def main() -> None:
                 row["ari_vs_truth"] = ari(truth, pq.read_table(out, columns=["cluster"]).column("cluster").to_numpy())
             rows.append(row)
             print(json.dumps(row), flush=True)
-        for peer in args.peers:
+        for peer in [p for p in args.peers if p != "datatrove"]:
             out = Path(tmp) / f"{peer}.npy"
             row = {"tool": peer, "method": "minhash", "docs": int(truth.size),
                    **measure_command([sys.executable, "-c", PEER, peer, str(out), *files])}
@@ -165,7 +163,7 @@ def main() -> None:
             row["ari_vs_truth"] = ari(truth, np.load(out))
             rows.append(row)
             print(json.dumps(row), flush=True)
-        if args.datatrove_python is not None:
+        if "datatrove" in args.peers:
             out = Path(tmp) / "datatrove.npy"
             script = Path(__file__).with_name("peer_datatrove.py")
             row = {"tool": "datatrove", "method": "minhash", "docs": int(truth.size),
@@ -175,8 +173,5 @@ def main() -> None:
             row["ari_vs_truth"] = ari(truth, np.load(out))
             rows.append(row)
             print(json.dumps(row), flush=True)
-    save(args.name or f"scale-{args.corpus.name}", {"machine": machine(), "rows": rows})
+    return {"machine": machine(), "rows": rows}
 
-
-if __name__ == "__main__":
-    main()

@@ -11,7 +11,7 @@ bytes of embeddings included), "search MB" that peak minus the RSS before the ca
 Recall is measured against the flat (exact) result of the same size. "hnsw" builds its
 graph with one thread (``deterministic=True``, the default), "hnsw-par" with all.
 
-    python benchmarks/similarity_graph.py [--sizes 20000 200000] [--indexes flat hnsw]
+    python -m benchmarks one similarity_graph [--sizes 20000 200000] [--indexes flat hnsw]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness import machine, save
+from benchmarks.harness import ROOT, machine
 
 DIM = 256
 THRESHOLD = 0.9
@@ -114,7 +114,7 @@ def pair_keys(path: str, n: int) -> np.ndarray:
     return np.sort(data["left"] * n + data["right"])
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 200_000])
     parser.add_argument("--indexes", nargs="+", default=["flat", "hnsw", "hnsw-par", "ivf"],
@@ -123,15 +123,13 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=None,
                         help="neighbours per document (default: range search / 100)")
     parser.add_argument("--ef-search", type=int, default=None, help="HNSW efSearch (default 128)")
-    parser.add_argument("--name", default="similarity_graph",
-                        help="results go to bench/results/NAME.json")
     parser.add_argument("--case", nargs=3, metavar=("N", "INDEX", "OUT"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     if args.case:  # child process: one measurement, JSON on stdout
         n, index, out = int(args.case[0]), args.case[1], args.case[2]
         print(json.dumps(run_case(n, index, out, args)))
-        return
+        return {}
 
     import faiss
 
@@ -141,12 +139,12 @@ def main() -> None:
             exact = None
             for index in args.indexes:
                 out = str(Path(tmp) / f"{n}-{index}.npz")
-                cmd = [sys.executable, __file__, "--case", str(n), index, out]
+                cmd = [sys.executable, "-m", "benchmarks.similarity_graph", "--case", str(n), index, out]
                 for flag, value in (("--threads", args.threads), ("--k", args.k),
                                     ("--ef-search", args.ef_search)):
                     if value is not None:
                         cmd += [flag, str(value)]
-                child = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                child = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT)
                 result = json.loads(child.stdout)
                 keys = pair_keys(out, n)
                 if index == "flat":
@@ -166,10 +164,9 @@ def main() -> None:
         recall = "-" if r["recall"] is None else f"{r['recall']:.4f}"
         print(f"| {r['docs']:,} | {r['index']} | {r['seconds']:.1f} | {r['pairs']:,} | {recall} | "
               f"{r['peak_rss_mb']:.0f} | {r['search_mb']:.0f} |")
-    path = save(args.name, {"machine": machine(), "faiss": faiss.__version__, "dim": DIM,
-                                     "threshold": THRESHOLD, "rows": rows})
-    print(f"\nwrote {path}", file=sys.stderr)
+    return {"machine": machine(), "faiss": faiss.__version__, "dim": DIM,
+                                     "threshold": THRESHOLD, "rows": rows}
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the --case child: one measurement, JSON on stdout
+    run(sys.argv[1:])

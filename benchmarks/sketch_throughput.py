@@ -24,7 +24,7 @@ parallel kernels get no credit for using two cores); min and median over ``--rep
 runs. ``--baseline-src DIR`` also runs the neardup rows with the neardup package found
 in DIR (e.g. an older checkout), in a child process of the same run, for old/new ratios.
 
-    python benchmarks/sketch_throughput.py --mb 100 --repeat 5 --baseline-src /tmp/old
+    python -m benchmarks one sketch_throughput --mb 100 --repeat 5 --baseline-src /tmp/old
 """
 
 from __future__ import annotations
@@ -35,10 +35,11 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.harness import machine, save
+from benchmarks.harness import ROOT, machine
 
 NUM_PERM = 128
 N = 3
@@ -128,32 +129,39 @@ def neardup_cases(texts: list[str], batch_size: int) -> dict:
     return {name: (fn, mb) for name, fn in cases.items()}
 
 
-def peer_cases(texts: list[str]) -> dict:
+PEERS = ("datasketch", "rensa")
+
+
+def peer_cases(texts: list[str], names: list[str]) -> dict:
+    """The named peers (of :data:`PEERS`) on ``texts``; a peer that is not installed is
+    left out, saying so."""
     mb = mb_of(texts)
     cases = {}
-    try:
-        from datasketch import MinHash as DMinHash
+    if "datasketch" in names:
+        try:
+            from datasketch import MinHash as DMinHash
 
-        def run_datasketch():
-            for t in texts:
-                m = DMinHash(num_perm=NUM_PERM, seed=1)
-                m.update_batch([s.encode("utf-8") for s in word_shingles(t)])
+            def run_datasketch():
+                for t in texts:
+                    m = DMinHash(num_perm=NUM_PERM, seed=1)
+                    m.update_batch([s.encode("utf-8") for s in word_shingles(t)])
 
-        cases["datasketch (update_batch)"] = (run_datasketch, mb)
-    except ImportError:
-        pass
-    try:
-        from rensa import RMinHash
+            cases["datasketch (update_batch)"] = (run_datasketch, mb)
+        except ImportError:
+            print("datasketch is not installed: left out", file=sys.stderr)
+    if "rensa" in names:
+        try:
+            from rensa import RMinHash
 
-        def run_rensa():
-            for t in texts:
-                m = RMinHash(num_perm=NUM_PERM, seed=1)
-                m.update(word_shingles(t))
-                m.digest()
+            def run_rensa():
+                for t in texts:
+                    m = RMinHash(num_perm=NUM_PERM, seed=1)
+                    m.update(word_shingles(t))
+                    m.digest()
 
-        cases["rensa (RMinHash)"] = (run_rensa, mb)
-    except ImportError:
-        pass
+            cases["rensa (RMinHash)"] = (run_rensa, mb)
+        except ImportError:
+            print("rensa is not installed: left out", file=sys.stderr)
     return cases
 
 
@@ -186,7 +194,7 @@ def versions() -> dict:
     return out
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=100.0, help="text size for neardup rows")
     parser.add_argument("--peer-mb", type=float, default=10.0,
@@ -198,16 +206,16 @@ def main() -> None:
     parser.add_argument("--corpus", choices=("reuters", "demo"), default="reuters",
                         help="Reuters-21578 (mostly ASCII; the demo corpus when absent) or the "
                         "bundled demo corpus (adversarial noise: a third of its texts are not ASCII)")
-    parser.add_argument("--name", default="sketch_throughput",
-                        help="results file name under bench/results/ (without .json)")
+    parser.add_argument("--peers", nargs="*", default=list(PEERS), choices=list(PEERS),
+                        help="peers timed on the same texts (default: all)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     texts, source = load_texts(args.mb, args.corpus)
     if args.child:  # neardup rows only, as JSON on stdout
         rows = run_cases(neardup_cases(texts, args.batch_size), args.repeat)
         json.dump({"source": source, "mb": mb_of(texts), "rows": rows}, sys.stdout)
-        return
+        return {}
     import neardup
 
     print(f"neardup from {Path(neardup.__file__).parent}", file=sys.stderr)
@@ -219,19 +227,20 @@ def main() -> None:
         "batch_size": args.batch_size,
         "machine": machine(),
         "versions": versions(),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "neardup": run_cases(neardup_cases(texts, args.batch_size), args.repeat),
     }
     if args.baseline_src is not None:
         from neardup.io.reuters import REUTERS_DIR_ENV, find_reuters_dir
 
-        env = dict(os.environ, PYTHONPATH=str(args.baseline_src.resolve()))
+        # The old package first, then this checkout for the benchmarks package; run from a
+        # neutral directory so that the working directory does not shadow either.
+        env = dict(os.environ, PYTHONPATH=f"{args.baseline_src.resolve()}{os.pathsep}{ROOT}")
         if find_reuters_dir() is not None:  # the same files, wherever the old package is
             env[REUTERS_DIR_ENV] = str(find_reuters_dir())
         child = subprocess.run(
-            [sys.executable, __file__, "--child", "--mb", str(args.mb), "--repeat",
+            [sys.executable, "-m", "benchmarks.sketch_throughput", "--child", "--mb", str(args.mb), "--repeat",
              str(args.repeat), "--batch-size", str(args.batch_size), "--corpus", args.corpus],
-            env=env, capture_output=True, text=True, check=True, cwd=Path(__file__).parent,
+            env=env, capture_output=True, text=True, check=True, cwd=tempfile.gettempdir(),
         )  # fmt: skip
         baseline = json.loads(child.stdout)
         if abs(baseline["mb"] - result["mb"]) > 1e-6:
@@ -245,7 +254,7 @@ def main() -> None:
         if budget <= 0:
             peers = texts[: i + 1]
             break
-    result["peers"] = run_cases(peer_cases(peers), args.repeat)
+    result["peers"] = run_cases(peer_cases(peers, args.peers), args.repeat)
     result["peer_mb"] = mb_of(peers)
 
     e2e = result["neardup"]["minhash end to end"]["mb_per_cpu_s_median"]
@@ -270,9 +279,8 @@ def main() -> None:
             print(line)
     for name, row in result["peers"].items():
         print(f"neardup end to end / {name}: {e2e / row['mb_per_cpu_s_median']:.1f}x")
-    path = save(args.name, result)
-    print(f"\nraw results: {path}")
+    return result
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the --child run of --baseline-src: neardup rows as JSON on stdout
+    run(sys.argv[1:])

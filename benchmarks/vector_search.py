@@ -7,8 +7,8 @@ range search at 0.9 finds real pairs. A stand-in method hands the precomputed ro
 stage, so only storage, sharded flat search, rescoring and union-find are measured. Each
 setting runs in a child process (CPU = user + system, peak RSS from ``os.wait4``).
 
-    python benchmarks/vector_search.py --docs 20000 50000 --memory-limits 16MB 1GB
-    python benchmarks/vector_search.py --docs 100000 --index auto --memory-limits 64MB --compare exact
+    python -m benchmarks one vector_search --docs 20000 50000 --memory-limits 16MB 1GB
+    python -m benchmarks one vector_search --docs 100000 --index auto --memory-limits 64MB --compare exact
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.harness import machine, save
+from benchmarks.harness import machine
 
 CHILD = r'''
 import json, sys, time, resource
@@ -114,7 +114,7 @@ print(json.dumps(out))
 '''
 
 
-def main() -> None:
+def run(argv: list[str]) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, nargs="+", default=[20000])
     parser.add_argument("--memory-limits", nargs="+", default=["16MB", "1GB"])
@@ -125,8 +125,7 @@ def main() -> None:
                         help="memory: also run the in-memory search with the same index and "
                              "compare clusters (ARI); exact: also the exact flat search (pair "
                              "recall, ARI against it)")
-    parser.add_argument("--name", default="vector_search")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     root = str(Path(__file__).resolve().parents[1])
     rows = []
     for n in args.docs:
@@ -138,9 +137,5 @@ def main() -> None:
             row = {"docs": n, "memory_limit": limit, **json.loads(proc.stdout.strip().splitlines()[-1])}
             rows.append(row)
             print(json.dumps(row), flush=True)
-    save(args.name, {"machine": machine(), "rows": rows,
-                     "command": "python benchmarks/vector_search.py " + " ".join(sys.argv[1:])})
+    return {"machine": machine(), "rows": rows}
 
-
-if __name__ == "__main__":
-    main()

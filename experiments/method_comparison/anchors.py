@@ -1,6 +1,6 @@
 """Peer implementations the papers compare against, wrapped in neardup's Method shape.
 
-They live in bench/, not in the package: they exist to be measured against, run with the
+They live in experiments/, not in the package: they exist to be measured against, run with the
 peers' own code (datasketch), one Python object per document as those libraries require.
 Register them with :func:`register` so ``neardup.eval`` tuning and evaluation can use them.
 """

@@ -1,6 +1,6 @@
 """How close int8 exports of all-MiniLM-L6-v2 stay to float32, with 8-bit and 7-bit weights.
 
-    python benchmarks/int8_export_cosine.py      # raw: bench/results/int8-export-cosine-<cpu>.json
+    python -m experiments.int8_export_cosine.int8_export_cosine   # raw: experiments/int8_export_cosine/results/int8-export-cosine-<cpu>.json
 
 Exports the shipped all-MiniLM-L6-v2 (64 tokens) to float32 ONNX once, quantizes it with
 8-bit and with 7-bit weights (``quantize_model_dir(reduce_range=...)``), and prints the
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cpu() -> dict:
@@ -64,7 +64,7 @@ def main() -> None:
             print(f"{bits}-bit weights: cosine to float32 min {cosine.min():.4f} "
                   f"mean {cosine.mean():.4f}", flush=True)
     name = "vnni" if out["cpu"]["vnni"] else ("avx2" if out["cpu"]["avx2"] else "other")
-    path = ROOT / "bench" / "results" / f"int8-export-cosine-{name}.json"
+    path = Path(__file__).resolve().parent / "results" / f"int8-export-cosine-{name}.json"
     path.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {path}")
 
