@@ -53,9 +53,10 @@ test: install-test browser
 test-fast: install-test
 	$(PYTEST) --durations=10 -m "not ($(LANES))"
 
+# The benchmark suite (benchmarks/README.md): smoke by default, or CONFIG=100k, 1m, 10m.
+CONFIG ?= smoke
 bench: install-test
-	$(PY) bench/bench_minhash_signatures.py
-	$(PY) bench/bench_dedup_scale.py
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks run $(CONFIG)
 
 clean:
 	rm -rf $(VENV) $(OUT) build *.egg-info .pytest_cache

@@ -30,7 +30,6 @@ SETTINGS = [
     ("minhash", {}, "leiden"),
     ("simhash", {"threshold": 6}, "components"),
     ("ngram", {}, "components"),
-    ("ngram", {"shingle": ShingleConfig(unit="char", n=5), "threshold": 0.3}, "components"),
     ("spotsigs", {}, "components"),
     ("wminhash", {}, "components"),
     ("wminhash", {"phrase_length": 3, "verify": "exact"}, "components"),
