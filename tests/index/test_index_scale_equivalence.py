@@ -17,15 +17,11 @@ import neardup
 from neardup.datasets import make_scale_corpus
 from neardup.index import Index
 from neardup.io.reuters import find_reuters_dir
+from tests.index.corpora import partition_equal
 
 pytestmark = pytest.mark.slow
 
 DOCS = 6000
-
-
-def same_partition(a, b) -> bool:
-    a, b = np.asarray(a).tolist(), np.asarray(b).tolist()
-    return len(a) == len(b) and len(set(zip(a, b))) == len(set(a)) == len(set(b))
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +55,7 @@ def test_index_built_in_batches_holds_the_one_shot_partition(corpus, one_shot, t
             index.add(texts[lo:hi], ids=ids[lo:hi])
         labels = _index_labels(index, ids)
     assert np.unique(one_shot).size < 0.8 * len(texts)  # 70% singletons, the rest copies
-    assert same_partition(labels, one_shot)
+    assert partition_equal(labels, one_shot)
 
 
 def test_bulk_built_index_holds_the_cli_partition(corpus, one_shot, tmp_path):
@@ -74,5 +70,5 @@ def test_bulk_built_index_holds_the_cli_partition(corpus, one_shot, tmp_path):
     cli = pq.read_table(out, columns=["id", "cluster"])
     position = {doc_id: k for k, doc_id in enumerate(cli.column("id").to_pylist())}
     cli_labels = cli.column("cluster").to_numpy()[[position[i] for i in ids]]
-    assert same_partition(labels, one_shot)
-    assert same_partition(cli_labels, one_shot)
+    assert partition_equal(labels, one_shot)
+    assert partition_equal(cli_labels, one_shot)
