@@ -15,8 +15,10 @@ TEXT = ("The Federal Reserve said on Tuesday it added temporary reserves to the 
         "to act again on Wednesday to meet reserve needs, dealers said.")
 
 
-@pytest.mark.parametrize("generator, package", [("augly", "augly"), ("noisocr", "noisocr"),
-                                                ("confusables", "confusable_homoglyphs")])
+@pytest.mark.parametrize("generator, package", [
+    # Importing AugLy alone takes seconds of CPU (its NLP dependencies): the slow lane.
+    pytest.param("augly", "augly", marks=pytest.mark.slow),
+    ("noisocr", "noisocr"), ("confusables", "confusable_homoglyphs")])
 def test_copies_are_seeded_and_noisy(generator, package):
     pytest.importorskip(package)
     a = independent_copy(TEXT, generator, np.random.default_rng([1, 2]))
