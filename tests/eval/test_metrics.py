@@ -146,10 +146,14 @@ def test_labels_of_any_hashable_type():
 def test_large_input_counts_without_overflow():
     # tp * tn exceeds the int64 range here; the Hubert-Arabie form, in exact fractions,
     # is an independent reference.
-    n = 2**22
-    true, pred = np.arange(n) // 2, np.arange(n) // 4
+    # Clusters of 64 (true) inside clusters of 128 (predicted): big clusters make tp large
+    # at a million documents, a quarter of the 2**22 that pairs of 2 and 4 would need.
+    n = 2**20
+    true, pred = np.arange(n) // 64, np.arange(n) // 128
     scores = pairwise_scores(true, pred)
-    tp, true_pairs, pred_pairs, all_pairs = n // 2, n // 2, 6 * (n // 4), n * (n - 1) // 2
+    true_pairs, pred_pairs, all_pairs = (n // 64) * (64 * 63 // 2), (n // 128) * (128 * 127 // 2), n * (n - 1) // 2
+    tp = true_pairs  # every true pair is predicted
+    assert tp * (all_pairs - pred_pairs) > 2**63  # tp * tn: the product that would overflow
     assert (scores["tp"], scores["fp"], scores["fn"]) == (tp, pred_pairs - tp, 0)
     expected = Fraction(true_pairs * pred_pairs, all_pairs)
     ari = (tp - expected) / (Fraction(true_pairs + pred_pairs, 2) - expected)
