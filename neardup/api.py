@@ -13,7 +13,7 @@ from neardup.graph.keep import KeepPolicy, record_values, table_values
 from neardup.io import as_datetime64, field_epoch_seconds
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method, method_parameters
-from neardup.engine import CorpusStageConfig
+from neardup.engine import CorpusStageConfig, parse_memory
 from neardup.pipeline import ClusterConfig, Result, run
 
 __all__ = ["dedup"]
@@ -439,7 +439,8 @@ def dedup(
         again = lambda: _in_memory_batches(items, text_field, None, batch_size)  # noqa: E731
         total = len(items)
     stage = CorpusStageConfig(work_dir=None if work_dir is None else str(work_dir),
-                              memory_limit=memory_limit, partitions=partitions, resume=resume)
+                              memory_limit=None if memory_limit is None else parse_memory(memory_limit),
+                              partitions=partitions, resume=resume)
     ray = None
     if engine == "ray":
         from neardup.engine.ray_engine import RayConfig

@@ -3,8 +3,8 @@
     python scripts/build_demo_corpus.py [--sources 2000] [--seed 20261122]
 
 Deterministic for a given seed. Each source story yields ``k >= 1`` copies (k drawn from the
-long-tailed reprint distribution of :func:`neardup.eval.noise.reprint_cluster_sizes`), every
-copy corrupted by :func:`neardup.eval.noise.reprint` ("news" profile, or "adversarial" for
+long-tailed reprint distribution of :func:`neardup.datasets.noise.reprint_cluster_sizes`), every
+copy corrupted by :func:`neardup.datasets.noise.reprint` ("news" profile, or "adversarial" for
 about one copy in ten). The ``cluster`` field is the source story's NEWID.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup.eval.noise import reprint, reprint_cluster_sizes, split_sentences
+from neardup.datasets.noise import reprint, reprint_cluster_sizes, split_sentences
 from neardup.io import ReaderConfig, iter_records
 from neardup.io.reuters import find_reuters_dir
 

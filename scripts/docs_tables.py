@@ -39,98 +39,97 @@ class Source:
 
 
 # Every raw result file a table reads, by name. Paths are relative to the repository root.
-# This is the only place that names them: when result files move (bench/ is being split
-# into benchmarks/, experiments/ and scripts/), remap the paths and commands here.
+# This is the only place that names them: when result files move, remap them here.
 SOURCES: dict[str, Source] = {
     "transfer": Source(
-        "bench/results/transfer.json",
-        "python bench/compare_transfer.py --neural  (lexical only without --neural)",
+        "experiments/method_comparison/results/transfer.json",
+        "python experiments/method_comparison/compare_transfer.py --neural  (lexical only without --neural)",
     ),
-    "comparison": Source("docs/method-comparison.json", "python bench/compare_methods.py"),
+    "comparison": Source("docs/method-comparison.json", "python experiments/method_comparison/compare_methods.py"),
     "comparison-window48h": Source(
         "docs/method-comparison-window48h.json",
-        "python bench/compare_methods.py --time-window 48",
+        "python experiments/method_comparison/compare_methods.py --time-window 48",
     ),
     "scale-100k": Source(
-        "bench/results/scale-100k.json",
-        "python bench/bench_scale.py --corpus /tmp/neardup-scale/100k --methods minhash exact simhash --peers rensa datasketch --name scale-100k",
+        "benchmarks/results/archive/scale-100k.json",
+        "python benchmarks/scale.py --corpus /tmp/neardup-scale/100k --methods minhash exact simhash --peers rensa datasketch --name scale-100k",
     ),
     "scale-100k-datatrove": Source(
-        "bench/results/scale-100k-datatrove.json",
-        "python bench/bench_scale.py --corpus /tmp/neardup-scale/100k --methods minhash --datatrove-python DT_VENV/bin/python --name scale-100k-datatrove",
+        "benchmarks/results/archive/scale-100k-datatrove.json",
+        "python benchmarks/scale.py --corpus /tmp/neardup-scale/100k --methods minhash --datatrove-python DT_VENV/bin/python --name scale-100k-datatrove",
     ),
     "scale-100k-ngram": Source(
-        "bench/results/scale-100k-ngram-prefix.json",
-        "python bench/bench_scale.py --corpus /tmp/neardup-scale/100k --methods ngram --name scale-100k-ngram-prefix",
+        "benchmarks/results/archive/scale-100k-ngram-prefix.json",
+        "python benchmarks/scale.py --corpus /tmp/neardup-scale/100k --methods ngram --name scale-100k-ngram-prefix",
     ),
     "scale-100k-stats": Source(
-        "bench/results/scale-100k-stats-keyed.json",
-        "python bench/bench_scale.py --corpus /tmp/neardup-scale/100k --methods wminhash sanderson --name scale-100k-stats-keyed",
+        "benchmarks/results/archive/scale-100k-stats-keyed.json",
+        "python benchmarks/scale.py --corpus /tmp/neardup-scale/100k --methods wminhash sanderson --name scale-100k-stats-keyed",
     ),
     "scale-100k-rerank": Source(
-        "bench/results/scale-100k-rerank-leiden.json",
-        "python bench/bench_scale.py --corpus /tmp/neardup-scale/100k --methods rerank --name scale-100k-rerank-leiden --extra --cluster leiden --resolution 0.4",
+        "benchmarks/results/archive/scale-100k-rerank-leiden.json",
+        "python benchmarks/scale.py --corpus /tmp/neardup-scale/100k --methods rerank --name scale-100k-rerank-leiden --extra --cluster leiden --resolution 0.4",
     ),
     "scale-1M": Source(
-        "bench/results/scale-1M-minhash-pread.json",
-        "python bench/bench_scale.py --corpus /tmp/neardup-scale/1M --methods minhash --name scale-1M-minhash-pread",
+        "benchmarks/results/archive/scale-1M-minhash-pread.json",
+        "python benchmarks/scale.py --corpus /tmp/neardup-scale/1M --methods minhash --name scale-1M-minhash-pread",
     ),
     "scale-1M-exact-simhash": Source(
-        "bench/results/scale-1M-v2.json",
-        "python bench/bench_scale.py --corpus /tmp/neardup-scale/1M --methods minhash exact simhash --name scale-1M-v2",
+        "benchmarks/results/archive/scale-1M-v2.json",
+        "python benchmarks/scale.py --corpus /tmp/neardup-scale/1M --methods minhash exact simhash --name scale-1M-v2",
     ),
     "scale-1M-ngram": Source(
-        "bench/results/scale-1M-ngram.json",
-        "python bench/bench_scale.py --corpus /tmp/neardup-scale/1M --methods ngram --name scale-1M-ngram",
+        "benchmarks/results/archive/scale-1M-ngram.json",
+        "python benchmarks/scale.py --corpus /tmp/neardup-scale/1M --methods ngram --name scale-1M-ngram",
     ),
     "scale-1M-wminhash": Source(
-        "bench/results/scale-1M-wminhash-keyed.json",
-        "python bench/bench_scale.py --corpus /tmp/neardup-scale/1M --methods wminhash --name scale-1M-wminhash-keyed",
+        "benchmarks/results/archive/scale-1M-wminhash-keyed.json",
+        "python benchmarks/scale.py --corpus /tmp/neardup-scale/1M --methods wminhash --name scale-1M-wminhash-keyed",
     ),
     "scale-1M-rerank": Source(
-        "bench/results/scale-1M-rerank-final.json",
-        "python bench/bench_scale.py --corpus /tmp/neardup-scale/1M --methods rerank --name scale-1M-rerank-final",
+        "benchmarks/results/archive/scale-1M-rerank-final.json",
+        "python benchmarks/scale.py --corpus /tmp/neardup-scale/1M --methods rerank --name scale-1M-rerank-final",
     ),
     "scale-10M": Source(
-        "bench/results/scale-10M-pread.json",
-        "python bench/bench_scale.py --corpus /tmp/neardup-scale/10M --methods minhash --name scale-10M-pread",
+        "benchmarks/results/archive/scale-10M-pread.json",
+        "python benchmarks/scale.py --corpus /tmp/neardup-scale/10M --methods minhash --name scale-10M-pread",
     ),
     "scale-10M-exact-simhash": Source(
-        "bench/results/scale-10M-exact-simhash.json",
-        "python bench/bench_scale.py --corpus /tmp/neardup-scale/10M --methods exact simhash --name scale-10M-exact-simhash",
+        "benchmarks/results/archive/scale-10M-exact-simhash.json",
+        "python benchmarks/scale.py --corpus /tmp/neardup-scale/10M --methods exact simhash --name scale-10M-exact-simhash",
     ),
     "neural-20k": Source(
-        "bench/results/neural_dedup.json",
-        "python bench/bench_neural_dedup.py --docs 20000 --only minhash retsim-news biencoder-news rerank-verifier",
+        "benchmarks/results/archive/neural_dedup.json",
+        "python benchmarks/neural_dedup.py --docs 20000 --only minhash retsim-news biencoder-news rerank-verifier",
     ),
     "minhash-signatures": Source(
-        "bench/results/minhash_signatures.json",
+        "benchmarks/results/archive/minhash_signatures.json",
         "cd bench && python bench_minhash_signatures.py --docs 5000 --repeat 3",
     ),
     "embedders": Source(
-        "bench/results/embedders-shipped.json",
-        "python bench/bench_embedders.py --docs 2000 --encoders retsim biencoder --model biencoder-news --name embedders-shipped",
+        "benchmarks/results/archive/embedders-shipped.json",
+        "python benchmarks/embedders.py --docs 2000 --encoders retsim biencoder --model biencoder-news --name embedders-shipped",
     ),
     "ray-1M": Source(
-        "bench/results/ray-1M-final-quiet.json",
-        "python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2 --name ray-1M-final-quiet",
+        "benchmarks/results/archive/ray-1M-final-quiet.json",
+        "python benchmarks/ray_engine.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2 --name ray-1M-final-quiet",
     ),
     "ray-1M-2": Source(
-        "bench/results/ray-1M-final-quiet2.json",
-        "python bench/bench_ray.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2 --name ray-1M-final-quiet2",
+        "benchmarks/results/archive/ray-1M-final-quiet2.json",
+        "python benchmarks/ray_engine.py --corpus /tmp/neardup-scale/1M --configs local ray1 ray2 --name ray-1M-final-quiet2",
     ),
     "index-10M": Source(
-        "bench/results/index_10M_bulk_shipped.json",
-        "python bench/bench_index.py --corpus /tmp/neardup-scale/10M --docs 10000000 --add-docs 100000 --bulk --out bench/results/index_10M_bulk_shipped.json",
+        "benchmarks/results/archive/index_10M_bulk_shipped.json",
+        "python benchmarks/index.py --corpus /tmp/neardup-scale/10M --docs 10000000 --add-docs 100000 --bulk --out benchmarks/results/archive/index_10M_bulk_shipped.json",
     ),
-    "report-1M": Source("bench/results/report_1m.json", "cd bench && python bench_report.py --docs 1000000"),
+    "report-1M": Source("benchmarks/results/archive/report_1m.json", "cd bench && python bench_report.py --docs 1000000"),
     "calibrate-labels": Source(
-        "bench/results/calibrate_labels.json",
-        "python bench/calibrate_labels.py --methods minhash ngram",
+        "experiments/calibrate_labels/results/calibrate_labels.json",
+        "python experiments/calibrate_labels/calibrate_labels.py --methods minhash ngram",
     ),
     "calibrate-labels-adversarial": Source(
-        "bench/results/calibrate_labels_adversarial.json",
-        "python bench/calibrate_labels.py --methods minhash ngram --sets reuters-adversarial --out bench/results/calibrate_labels_adversarial.json",
+        "experiments/calibrate_labels/results/calibrate_labels_adversarial.json",
+        "python experiments/calibrate_labels/calibrate_labels.py --methods minhash ngram --sets reuters-adversarial --out experiments/calibrate_labels/results/calibrate_labels_adversarial.json",
     ),
 }
 

@@ -2,7 +2,7 @@
 
 Fine-tunes all-MiniLM-L6-v2 with the multiple-negatives ranking loss and hard negatives
 (the best loss on validation; see neardup/models/biencoder-news/README.md) on the standard benchmark's train
-split (benchmarks/reuters-news/train.jsonl.gz), selects the epoch on a validation
+split (data/reuters-news/train.jsonl.gz), selects the epoch on a validation
 subset, exports the best model to int8 ONNX and, with ``--ship``, copies that export into
 ``neardup/models/biencoder-news/`` with its ``model.json``. The test split is never read.
 
@@ -13,11 +13,11 @@ Usage (about 15 minutes on two CPU cores; re-running resumes)::
 Then tune the threshold on validation, record it as the shipped model's default
 (``tuned_thresholds`` in its model.json) and score on test::
 
-    .venv/bin/neardup tune benchmarks/reuters-news/validation.jsonl.gz --method biencoder \\
+    .venv/bin/neardup tune data/reuters-news/validation.jsonl.gz --method biencoder \\
         --model biencoder-news --grid threshold=0.60,0.62,...,0.80 \\
         --out out/biencoder-news/tuning.json
     .venv/bin/python scripts/train_biencoder_news.py --record-threshold out/biencoder-news/tuning.json
-    .venv/bin/neardup eval benchmarks/reuters-news/test.jsonl.gz --split test \\
+    .venv/bin/neardup eval data/reuters-news/test.jsonl.gz --split test \\
         --from-tuning out/biencoder-news/tuning.json
 """
 

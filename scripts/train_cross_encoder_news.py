@@ -59,14 +59,12 @@ def main() -> None:
     from neardup.eval import load_labeled
     from neardup.graph.edges import Pairs
     from neardup.methods.rerank import CrossEncoderScorer
-    from neardup.train.cross_encoder import (
-        PROBABILITY_THRESHOLDS, candidate_pairs, export_onnx,
-        train_cross_encoder)
+    from neardup.train.cross_encoder import PROBABILITY_THRESHOLDS, candidate_pairs, export_onnx, train_cross_encoder
     from neardup.train.data import load_training_corpus
     from neardup.train.validate import pairs_ari, whole_days
 
     train, negative_of = load_training_corpus()
-    validation = load_labeled(str(ROOT / "benchmarks/reuters-news/validation.jsonl.gz"))
+    validation = load_labeled(str(ROOT / "data/reuters-news/validation.jsonl.gz"))
     validation = validation.select_split("validation")
     candidate_params = {"cache_dir": args.cache_dir} if args.cache_dir else None
     report = train_cross_encoder(

@@ -2,7 +2,7 @@
 
 Fine-tunes RETSim v1 (the ONNX model of the unisim package, ported to PyTorch) with the
 multi-similarity loss on the standard benchmark's train split
-(benchmarks/reuters-news/train.jsonl.gz) with on-the-fly noisy copies, selects the epoch
+(data/reuters-news/train.jsonl.gz) with on-the-fly noisy copies, selects the epoch
 on whole days of the validation split, exports the best epoch to ONNX and, with
 ``--ship``, copies it into ``neardup/models/retsim-news/`` with its ``model.json``. The test
 split is never read.
@@ -13,10 +13,10 @@ Usage (about 15 minutes, 620 CPU seconds, on one busy CPU core; re-running resum
 
 Then tune the threshold on validation and score on test::
 
-    .venv/bin/neardup tune benchmarks/reuters-news/validation.jsonl.gz --method retsim \\
+    .venv/bin/neardup tune data/reuters-news/validation.jsonl.gz --method retsim \\
         --model retsim-news --param threads=1 --grid threshold=0.40,0.42,...,0.96 \\
         --out out/retsim-news/tuning.json
-    .venv/bin/neardup eval benchmarks/reuters-news/test.jsonl.gz --split test \\
+    .venv/bin/neardup eval data/reuters-news/test.jsonl.gz --split test \\
         --from-tuning out/retsim-news/tuning.json
 """
 

@@ -38,7 +38,7 @@ def main() -> None:
     from neardup.train.verifier import train_verifier
 
     train, negative_of = load_training_corpus()
-    validation = load_labeled(str(ROOT / "benchmarks/reuters-news/validation.jsonl.gz"))
+    validation = load_labeled(str(ROOT / "data/reuters-news/validation.jsonl.gz"))
     validation = validation.select_split("validation")
     report = train_verifier(
         train, validation, output_dir=args.out, negative_of=negative_of,

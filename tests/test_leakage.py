@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from neardup.eval.noise import ocr_noise
+from neardup.datasets.noise import ocr_noise
 from neardup.io.batch import DocumentBatch
 from neardup.leakage import find_leakage
 from neardup.methods import make_method

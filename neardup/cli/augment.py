@@ -21,7 +21,7 @@ _WORDS = (("prepare_stories: record", "story"),
           ("must have a str 'text' field", "must have text in its --text-field field"),
           ("must be a mapping", "must be a record with fields"),
           ("prepare_stories: ", ""))
-#: Parameters of build_benchmark -> the flags that set them.
+#: Parameters of make_benchmark -> the flags that set them.
 _FLAGS = {
     "profile": "--profile", "seed": "--seed", "splits": "--splits",
     "mean_cluster_size": "--mean-cluster-size", "max_cluster_size": "--max-cluster-size",
@@ -63,7 +63,7 @@ def _cell(value: Any) -> str:
 
 
 def stats_rows(stats: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    """Flatten :func:`~neardup.eval.benchmark.benchmark_stats` output into a table:
+    """Flatten :func:`~neardup.datasets.benchmark.benchmark_stats` output into a table:
     (column names, rows of [label, value per split...])."""
     columns = list(stats)
     rows = [[label, *(_cell(stats[c].get(key)) for c in columns)] for label, key in _ROWS]
@@ -117,7 +117,7 @@ def _print_stats(stats: dict[str, dict[str, Any]], info: dict[str, Any], console
 
 
 def _stories(inputs: tuple[Path, ...], opts: dict[str, Any], console: Any) -> list[dict]:
-    """Read INPUT (or Reuters-21578) into the story fields build_benchmark reads."""
+    """Read INPUT (or Reuters-21578) into the story fields make_benchmark reads."""
     from neardup.io import ReaderConfig, detect_format, find_reuters_dir, iter_records
 
     paths = list(inputs)
@@ -178,7 +178,7 @@ def _check_named_fields(fields: dict[str, str], seen: set[str], first_fields: li
 
 def _split_paths(out: Path, splits: str) -> list[tuple[str | None, Path]]:
     """The files --out names: one, or one per split built when it holds '{split}'."""
-    from neardup.eval.stories import parse_splits
+    from neardup.datasets.stories import parse_splits
 
     name = str(out)
     if SPLIT_PLACEHOLDER not in name:
@@ -235,7 +235,7 @@ def _out_flag(index: int, paths: list) -> str:
     type=click.Path(path_type=Path),
     required=True,
     help="Output records: .jsonl, .jsonl.gz, .parquet, .csv or .tsv. A name containing "
-    "'{split}' (e.g. 'bench/{split}.jsonl.gz') writes one file per split. Every output "
+    "'{split}' (e.g. 'data/generated/{split}.jsonl.gz') writes one file per split. Every output "
     "(with --stats) is checked before any reading and written as a set.",
 )
 @click.option(
@@ -344,15 +344,15 @@ def augment_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     date, source, negative_of (hard negatives), noise and text. Prints the statistics.
 
     \b
-    Example (the project's standard benchmark, see benchmarks/README.md):
+    Example (the project's standard benchmark, see data/README.md):
       neardup augment --seed 1987 --splits train=8000,validation=4000,test=4000 \\
-          --out benchmarks/reuters-news/{split}.jsonl.gz \\
-          --stats benchmarks/reuters-news/stats.json
+          --out data/reuters-news/{split}.jsonl.gz \\
+          --stats data/reuters-news/stats.json
     """
     from rich.console import Console
 
     from neardup.cli._checks import command_errors, output_set
-    from neardup.eval.benchmark import benchmark_stats, build_benchmark
+    from neardup.datasets.benchmark import benchmark_stats, make_benchmark
 
     console = Console(stderr=True, quiet=opts["quiet"])
     target: Any = "auto"
@@ -380,7 +380,7 @@ def augment_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         outputs = output_set(inputs, specs)
         with outputs:
             stories = _stories(inputs, opts, console)
-            records, info = build_benchmark(stories, progress=progress, return_info=True,
+            records, info = make_benchmark(stories, progress=progress, return_info=True,
                                             **params)
             if not records:
                 raise click.ClickException(

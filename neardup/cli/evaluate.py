@@ -466,7 +466,7 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
 
 def _test_files(paths) -> list[str]:
     """The files to report on: a sibling test file stands in for a validation file
-    (benchmarks/x/validation.jsonl.gz -> benchmarks/x/test.jsonl.gz) where one exists."""
+    (data/x/validation.jsonl.gz -> data/x/test.jsonl.gz) where one exists."""
     files = []
     for path in map(Path, paths):
         sibling = path.with_name(path.name.replace("validation", "test"))

@@ -43,7 +43,7 @@ def _data_options(function):
                      help="Labeled training data (repeatable; the format `neardup eval` reads: "
                           "text, cluster, optional split, date and negative_of fields). "
                           "Default: the standard benchmark's train split "
-                          "(benchmarks/reuters-news/train.jsonl.gz, or $NEARDUP_BENCHMARK_DIR), "
+                          "(data/reuters-news/train.jsonl.gz, or $NEARDUP_BENCHMARK_DIR), "
                           "generated from the Reuters-21578 train days by `neardup augment`. "
                           "Test-split documents are refused."),
         click.option("--validation", "validation", multiple=True, type=click.Path(path_type=Path),
@@ -108,7 +108,7 @@ def _load_validation(paths: tuple[Path, ...]):
         if root is None or not (root / "validation.jsonl.gz").is_file():
             raise click.UsageError(
                 "No --validation given and the standard benchmark's validation split was not "
-                "found (benchmarks/reuters-news/validation.jsonl.gz or $NEARDUP_BENCHMARK_DIR)."
+                "found (data/reuters-news/validation.jsonl.gz or $NEARDUP_BENCHMARK_DIR)."
             )
         paths = (root / "validation.jsonl.gz",)
     corpus = load_labeled([str(p) for p in paths])

@@ -281,7 +281,7 @@ def quantize_model_dir(source: str | os.PathLike, target: str | os.PathLike, *,
     ----------
     reduce_range : bool, default True
         Weights in 7 bits instead of 8: on x86 CPUs without VNNI, ONNX Runtime's
-        u8 x s8 products saturate with 8-bit weights (``bench/int8_export_cosine.py``).
+        u8 x s8 products saturate with 8-bit weights (``experiments/int8_export_cosine/int8_export_cosine.py``).
 
     Returns
     -------
@@ -328,7 +328,7 @@ def _quantize(source: Path, target: Path, tmp: Path, reduce_range: bool = True) 
     # 7-bit weights (reduce_range): x86 CPUs without VNNI (AVX2 only) multiply u8 x s8 with
     # int16 intermediates that saturate; all-MiniLM-L6-v2's worst cosine to float32 on the
     # test texts was 0.971 with 8-bit weights on such a CPU (AMD EPYC, AVX2), 0.981 with 7
-    # (bench/int8_export_cosine.py).
+    # (experiments/int8_export_cosine/int8_export_cosine.py).
     quantize_dynamic(str(prepared), str(target), weight_type=QuantType.QInt8,
                      per_channel=True, reduce_range=reduce_range, op_types_to_quantize=["MatMul", "Gather"])
 

@@ -354,7 +354,7 @@ _NO_DATE = NO_DATE  # the executors' name for it
 def _process_usage(cpu_start: float) -> dict[str, float]:
     """CPU seconds since ``cpu_start`` (``time.process_time``) and the process's peak RSS
     so far, recorded with a stage's or partition's results: a run resumed over several
-    invocations can then be accounted for as a whole (``bench/bench_scale.py``)."""
+    invocations can then be accounted for as a whole (``benchmarks/scale.py``)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     return {"cpu_seconds": round(time.process_time() - cpu_start, 2),
             "peak_rss_mb": round(peak, 1)}

@@ -1,5 +1,5 @@
-"""Evaluation: metrics, labeled corpora, the tune-on-validation / report-on-test protocol,
-and the noise generator for realistic benchmarks."""
+"""Evaluation: metrics, labeled corpora and the tune-on-validation / report-on-test protocol
+(the data generators live in :mod:`neardup.datasets`)."""
 
 from neardup.eval.evaluate import evaluate, recall_at_k
 from neardup.eval.labeled import LabeledCorpus, load_labeled

@@ -124,7 +124,7 @@ def fit_threshold(scores: Sequence[float], labels: Sequence[bool], *,
     labels beats the default's by more than ``min_gain``. Why: the labels over-represent
     the uncertain region and pairs chain into clusters, so a cut-off that is only a
     little better among a few dozen pairs is usually worse for the clusters (simulated
-    on held-out sets in ``bench/calibrate_verifier.py``: docs/transfer.md).
+    on held-out sets in ``experiments/verifier_transfer/calibrate_verifier.py``: docs/transfer.md).
 
     Raises
     ------

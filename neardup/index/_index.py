@@ -110,7 +110,7 @@ def _storage_errors(where: str, after: str | Callable[[], str] = ""):
                 left = after() if callable(after) else after
                 if left:
                     mapped = type(mapped)(f"{mapped} {left}")
-                    mapped.left = left  # a front end with its own account may drop it
+                    mapped.left = left  # type: ignore[attr-defined]  # a front end with its own account may drop it
                 raise mapped from exc
 
         return wrapper
@@ -170,7 +170,9 @@ class Index:
             raise
         self.meta = meta
         try:
-            self.method = method_from_params(meta["method"], meta["params"])
+            # Any: the index reads method-specific attributes (embedding_key, max_block_size,
+            # threshold) that the Method contract does not declare.
+            self.method: Any = method_from_params(meta["method"], meta["params"])
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(
                 f"Index.open: the index records a method it cannot rebuild ({exc}); it was "
@@ -182,7 +184,8 @@ class Index:
         self._layout = [(n, np.dtype(d), tuple(t)) for n, d, t in meta["layout"]]
         self._row_bytes = sum(d.itemsize * int(np.prod(t or (1,))) for _, d, t in self._layout)
         self.embedding = index_placement(self.method).stage == "vector"
-        self._vectors = VectorSegments(self.path, int(meta["dim"])) if self.embedding else None
+        # None unless self.embedding, and only the embedding paths read it.
+        self._vectors: VectorSegments = VectorSegments(self.path, int(meta["dim"])) if self.embedding else None  # type: ignore[assignment]
         if rerank is not _UNSET:
             self.check_rerank(rerank)
         if method is not None:
@@ -220,7 +223,8 @@ class Index:
         **params
             Method parameters (e.g. ``threshold=0.5, num_perm=128``).
         """
-        method_obj = method if isinstance(method, Method) else make_method(method, **params)
+        # Any: embedding methods carry embedding_key, which the Method contract does not declare.
+        method_obj: Any = method if isinstance(method, Method) else make_method(method, **params)
         if isinstance(method, Method) and params:
             raise ValueError("Index.create: give parameters in the Method or as keywords, not both.")
         stage = check_supported("Index.create", method_obj)
@@ -238,7 +242,7 @@ class Index:
                      "vector_segments": []}
         else:
             layout = [[name, probe.arrays[name].dtype.str, list(probe.arrays[name].shape[1:])]
-                      for name in method_obj.candidate_arrays]
+                      for name in method_obj.candidate_arrays or ()]
         from neardup._version import __version__
 
         create_database(path, {
@@ -506,7 +510,7 @@ class Index:
         if ids is not None:
             if len(set(ids)) != n:
                 seen: set[str] = set()
-                dup = next(i for i in ids if i in seen or seen.add(i))
+                dup = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
                 raise InputError(f"Index.add: id {dup!r} appears twice in the batch; ids must be unique.")
         arrays_blobs = self._arrays_blob(sketch) if n else []
         with self._write() as con:
@@ -750,7 +754,7 @@ class Index:
         self._grow_big(con, keys, docs, *lookup)
         if new_texts is not None:
             con.executemany(f"INSERT INTO {TEXT_TABLE}(doc, text) VALUES (?, ?)",
-                            zip(new_docs.tolist(), compress_texts(new_texts, self._rerank.max_chars)))
+                            zip(new_docs.tolist(), compress_texts(new_texts, self._rerank.max_chars)))  # type: ignore[union-attr]
         con.execute("UPDATE meta SET value = ? WHERE name = 'next_doc'", (json.dumps(next_doc + m),))
         return self._add_result(sketch, ids, keep, positions, clusters_new, left, right, score,
                                 next_doc, stored_ids, relabel)

@@ -194,7 +194,7 @@ class RETSimMethod(EmbeddingMethod):
     batch_size : int, default 16
         512-character chunks per model call. Small batches are as fast on CPU and keep
         ONNX Runtime's memory arena small: on 1,000 Reuters stories, 256 a call took
-        several times the memory of 16 and ran slower (``bench/results/retsim_batch.json``).
+        several times the memory of 16 and ran slower (``benchmarks/results/archive/retsim_batch.json``).
 
     Other parameters as :class:`EmbeddingMethod`. Needs the ``neural`` extra
     (onnxruntime, and the unisim package for the default model).

@@ -38,7 +38,7 @@ differ both ways (``Qtly div 25 cts ... Pay July 10`` against ``Qtly div 96 cts 
 August one``: each holds a figure the other lacks) are two companies' notices, not a copy.
 OCR damage to a figure usually drops it from one side only (``25`` read as ``2S``), and
 longer copies are left alone (the generated copy sets lose ARI once the rule reaches texts
-of 243 characters; bench/reuters_templates.py).
+of 243 characters; experiments/reuters_templates/reuters_templates.py).
 
 Reference: M. Sanderson, *Duplicate detection in the Reuters collection*, Technical
 Report TR-1997-5, Department of Computing Science, University of Glasgow, 1997.
@@ -121,7 +121,7 @@ def figures_disagree(
     max_chars : int >= 1, default 147
         Longest shorter text the rule applies to (about 25 words: dividend and earnings
         notices). Measured on validation splits: up to 147 costs no ARI on any labelled
-        set, 243 (digit figures only) costs 0.001-0.01 on four (bench/reuters_templates.py).
+        set, 243 (digit figures only) costs 0.001-0.01 on four (experiments/reuters_templates/reuters_templates.py).
     min_length_ratio : float in [0, 1], default 0.8
         Shorter over longer length (characters) at least this: a notice against its
         abridged or expanded copy is left to the scorer.

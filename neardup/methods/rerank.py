@@ -89,7 +89,7 @@ __all__ = [
 CANDIDATE_DEFAULTS: dict[str, dict[str, Any]] = {
     "retsim": {"threshold": 0.7, "k": 10},
     # Character 5-grams: word 3-gram candidates miss copies in unsegmented scripts and
-    # under heavy character noise (bench/verifier_transfer.py; the bound the true pairs
+    # under heavy character noise (experiments/verifier_transfer/verifier_transfer.py; the bound the true pairs
     # among them put on accuracy: docs/decisions/0006-verifier-trained-on-a-mixture.md).
     "minhash": {"threshold": 0.1, "shingle": ShingleConfig("char", 5)},
     "biencoder": {"threshold": 0.5, "k": 10},
@@ -539,7 +539,7 @@ class RerankMethod(Method):
     def recommended_cluster(self) -> dict[str, Any]:
         """The scorer model's ``recommended_cluster`` (see
         :func:`neardup.models.recommended_cluster`): for ``verifier-news``, Leiden at
-        resolution 0.4, measured held out in ``bench/verifier_clustering.py``."""
+        resolution 0.4, measured held out in ``experiments/verifier_transfer/verifier_clustering.py``."""
         return recommended_cluster(self.model or DEFAULT_MODELS[self.scorer], self.scorer)
 
     @property
@@ -696,7 +696,7 @@ class RerankMethod(Method):
         prob = np.zeros(len(left), np.float32)
         # The scorer's working memory grows with the pairs it is given (the verifier's
         # shingle arrays: 660 MB for a step of 8,192 news-story pairs,
-        # bench/rerank_score_memory.py), so the edges that passed go to it in batches.
+        # benchmarks/rerank_score_memory.py), so the edges that passed go to it in batches.
         scorer = self._get_scorer() if passing.size else None  # loaded only when needed
         for start in range(0, passing.size, self.SCORE_BATCH):
             keep = passing[start:start + self.SCORE_BATCH]

@@ -54,7 +54,7 @@ Example
 >>> from neardup.train.data import load_training_corpus
 >>> from neardup.train.biencoder import train_biencoder
 >>> corpus, negative_of = load_training_corpus()
->>> validation = load_labeled("benchmarks/reuters-news/validation.jsonl.gz")
+>>> validation = load_labeled("data/reuters-news/validation.jsonl.gz")
 >>> result = train_biencoder(corpus, validation, output_dir="out/biencoder",
 ...                          negative_of=negative_of, epochs=2, max_pairs=3000, threads=1)
 >>> result["best_validation_ari"], result["onnx_dir"]

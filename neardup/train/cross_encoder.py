@@ -571,7 +571,7 @@ def export_onnx(model_dir: str | os.PathLike, output_dir: str | os.PathLike, *,
 
         final = dst / "model.onnx"
         # 7-bit weights, as neardup.embed.onnx_encoder's exports: 8-bit ones saturate on x86
-        # CPUs without VNNI (bench/int8_export_cosine.py).
+        # CPUs without VNNI (experiments/int8_export_cosine/int8_export_cosine.py).
         quantize_dynamic(str(fp32), str(final), weight_type=QuantType.QInt8, per_channel=True,
                          reduce_range=True)
         fp32.unlink()

@@ -20,7 +20,7 @@ of several clusters; besides:
   batch (up to half the batch size in all), so the loss sees them next to the cluster
   they resemble;
 * with ``augment=True``, one member of every cluster in the batch gets a noisy copy made on
-  the fly with :mod:`neardup.eval.noise` (a newspaper reprint, or typos with OCR noise),
+  the fly with :mod:`neardup.datasets.noise` (a newspaper reprint, or typos with OCR noise),
   a positive of that cluster, as RETSim's typo-augmented training does; singletons thus
   get positives too.
 
@@ -102,7 +102,7 @@ def _noisy_copy(text: str, rng: np.random.Generator) -> str:
     that keeps a third of a story would teach the model to merge *updates* (a story with
     half its sentences replaced), which are hard negatives.
     """
-    from neardup.eval import noise
+    from neardup.datasets import noise
 
     if rng.random() < 0.6:  # a newspaper reprint: lead / dateline / abridgement / cuts + OCR
         return noise.reprint(text, rng, profile="news")[0]
@@ -208,7 +208,7 @@ def train_retsim(
         Training documents with their cluster labels (e.g. from
         :func:`neardup.train.data.load_training_corpus`). Never a test split.
     validation_corpus : LabeledCorpus
-        Validation documents (e.g. ``load_labeled("benchmarks/reuters-news/
+        Validation documents (e.g. ``load_labeled("data/reuters-news/
         validation.jsonl.gz")``), used to pick the epoch and report its threshold.
     output_dir : str or os.PathLike
         Receives ``model.onnx`` (best epoch), ``training.json`` (the log), ``run.json``

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,9 +11,7 @@ from click.testing import CliRunner
 
 from neardup.cli import main
 from neardup.io import write_records
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
-from rerank_fixtures import make_corpus  # noqa: E402
+from tests.train.rerank_fixtures import make_corpus
 
 pytestmark = pytest.mark.train
 

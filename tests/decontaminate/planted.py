@@ -11,7 +11,7 @@ import json
 import numpy as np
 
 from neardup.data import demo_corpus_path
-from neardup.eval.noise import ocr_noise, word_edits
+from neardup.datasets.noise import ocr_noise, word_edits
 
 
 def one_story_per_cluster(min_words: int) -> list[str]:

@@ -15,7 +15,7 @@ import pytest
 
 import neardup
 from neardup.index import DuplicateIdError, Index, IndexBusyError
-from tests.index.conftest import partition_equal, synthetic_texts
+from tests.index.corpora import partition_equal, synthetic_texts
 
 ROOT = Path(__file__).resolve().parents[2]
 

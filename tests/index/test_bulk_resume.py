@@ -16,7 +16,7 @@ import pytest
 
 from neardup.index import Index
 from tests.fault_plugin import KILL_ENV, with_plugin
-from tests.index.conftest import synthetic_texts
+from tests.index.corpora import synthetic_texts
 
 pytestmark = pytest.mark.faults
 

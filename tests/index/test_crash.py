@@ -15,8 +15,7 @@ import pytest
 
 import neardup
 from neardup.index import Index
-
-from tests.index.conftest import partition_equal, synthetic_texts
+from tests.index.corpora import partition_equal, synthetic_texts
 
 pytestmark = pytest.mark.faults
 

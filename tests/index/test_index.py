@@ -12,8 +12,7 @@ import pytest
 import neardup
 from neardup.errors import InputError
 from neardup.index import DuplicateIdError, Index, IndexFormatError, IndexMismatchError
-
-from tests.index.conftest import partition_equal, synthetic_texts
+from tests.index.corpora import partition_equal, synthetic_texts
 
 
 def _labels(index: Index, n: int) -> np.ndarray:

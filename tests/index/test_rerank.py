@@ -13,7 +13,7 @@ from neardup.cli import main as cli
 from neardup.index import Index, IndexMismatchError
 from neardup.models import MODELS_DIR
 from neardup.text.shingle import ShingleConfig
-from tests.index.conftest import partition_equal
+from tests.index.corpora import partition_equal
 
 pytestmark = pytest.mark.skipif(not (MODELS_DIR / "verifier-news" / "model.json").is_file(),
                                 reason="no shipped verifier")

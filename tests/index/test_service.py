@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from neardup.index import Index
-
-from tests.index.conftest import synthetic_texts
+from tests.index.corpora import synthetic_texts
 
 fastapi = pytest.importorskip("fastapi", reason="the serve extra (fastapi) is not installed")
 httpx = pytest.importorskip("httpx", reason="the serve extra (httpx) is not installed")

