@@ -122,7 +122,8 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
                     advance(len(batch))
 
         start = time.perf_counter()
-        decisions = find(texts(inputs, "counting"), texts(against, "reading --against"),
+        decisions = find(texts(inputs, "counting"),
+                         texts(against, "reading --against") if against else None,
                          work_dir=work_dir, memory_limit=memory_limit,
                          expected_bytes=size * (3 if compressed else 1))
         timings["count"] = time.perf_counter() - start

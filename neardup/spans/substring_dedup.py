@@ -59,7 +59,7 @@ _CROSS = np.dtype([("hash", "<u8"), ("first", "<i8"), ("first_against", "<i8")])
 
 
 def chunk_repeats(token_hashes: np.ndarray, bounds: np.ndarray, against: np.ndarray,
-                  n: int) -> np.ndarray:
+                  n: int, *, against_mode: bool = False) -> np.ndarray:
     """Step 1 (per chunk): the windows of the chunk to remove, found with a suffix array.
 
     Parameters
@@ -72,14 +72,15 @@ def chunk_repeats(token_hashes: np.ndarray, bounds: np.ndarray, against: np.ndar
         Which documents belong to the ``against`` corpus (all False without one).
     n : int
         Window length in tokens.
+    against_mode : bool
+        Remove input windows found in ``against`` documents, rather than later repeats.
 
     Returns
     -------
     ndarray of int64
         Sorted indices (into ``token_hashes``) of the first tokens of removed windows:
-        without ``against`` documents, every occurrence of a repeated window but the
-        earliest; with them, every input occurrence of a window some ``against``
-        document holds.
+        without ``against_mode``, every occurrence of a repeated window but the earliest;
+        with it, every input occurrence of a window some ``against`` document holds.
     """
     from pydivsufsort import divsufsort, kasai
 
@@ -109,7 +110,7 @@ def chunk_repeats(token_hashes: np.ndarray, bounds: np.ndarray, against: np.ndar
     separators = bounds[1:] + np.arange(docs)
     doc = np.searchsorted(separators, position)  # a group member is never a separator
     token = position - doc
-    if not against.any():
+    if not against_mode:
         order = np.lexsort((token, group))
         group, token = group[order], token[order]
         earliest = np.ones(token.shape[0], dtype=bool)
@@ -160,6 +161,7 @@ class SubstringDecisions:
     windows_within: int = 0
     shared_hashes: int = 0
     spilled: bool = False
+    against_mode: bool = False
     chunks: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
@@ -194,7 +196,7 @@ class SubstringDecisions:
         found = cross[where] == hashes
         doc = np.searchsorted(tokens.bounds, first_token, side="right") - 1 + lo
         chunk = np.searchsorted(self.chunk_starts, doc, side="right") - 1
-        first_chunk = self._cross("first_against" if self.against_docs else "first")[where]
+        first_chunk = self._cross("first_against" if self.against_mode else "first")[where]
         earlier = found & (first_chunk < chunk)
         return np.unique(np.concatenate((within, first_token[earlier])))
 
@@ -224,6 +226,8 @@ class _Chunker:
             self._cut(final=False)
 
     def _cut(self, *, final: bool) -> None:
+        if not self.lengths:
+            return
         lengths = np.concatenate(self.lengths)
         hashes = np.concatenate(self.hashes)
         against = np.concatenate(self.against)
@@ -244,7 +248,8 @@ class _Chunker:
         index = len(self.starts)
         self.starts.append(self.first_doc)
         n = self.decisions.n
-        removed = chunk_repeats(hashes, bounds, against, n)
+        removed = chunk_repeats(hashes, bounds, against, n,
+                                against_mode=self.decisions.against_mode)
         if removed.size:
             doc = np.searchsorted(bounds, removed, side="right") - 1
             pairs = np.empty((removed.shape[0], 2), np.int64)
@@ -271,7 +276,7 @@ class _Chunker:
 
 def find_repeated_substrings(batches: Iterable[Sequence[str]], n: int, *,
                              work_dir: str | Path, memory_limit: int,
-                             against: Iterable[Sequence[str]] = (),
+                             against: Iterable[Sequence[str]] | None = None,
                              chunk_tokens: int | None = None,
                              expected_bytes: int | None = None) -> SubstringDecisions:
     """Pass 1: chunks, suffix arrays, and the cross-chunk table.
@@ -286,8 +291,9 @@ def find_repeated_substrings(batches: Iterable[Sequence[str]], n: int, *,
         An existing directory for the chunk results and spilled window hashes.
     memory_limit : int
         Bytes; sets ``chunk_tokens`` (``memory_limit // BYTES_PER_TOKEN``) and the spill.
-    against : iterable of sequences of str
-        Batches of the corpus to remove substrings of; empty: de-duplicate the input.
+    against : iterable of sequences of str, optional
+        Batches of the corpus whose substrings are removed from the input (even when it
+        holds no document); None: de-duplicate the input against itself.
     chunk_tokens : int, optional
         Tokens per chunk, overriding the memory limit's (tests force tiny chunks).
     expected_bytes : int, optional
@@ -301,20 +307,22 @@ def find_repeated_substrings(batches: Iterable[Sequence[str]], n: int, *,
     # About one distinct window record (16 bytes) per 6 characters, per chunk holding it.
     partitions = partition_count((expected_bytes or 0) * 3, memory_limit)
     spill = PartitionedSpill(work_dir / "windows", WINDOW, partitions, memory_limit // 4)
-    decisions = SubstringDecisions(directory, n, 0, 0, 0, np.empty(0, np.int64))
+    decisions = SubstringDecisions(directory, n, 0, 0, 0, np.empty(0, np.int64),
+                                   against_mode=against is not None)
     chunker = _Chunker(decisions, spill, chunk_tokens)
     against_docs = documents = tokens_seen = 0
-    for is_against, source in ((True, against), (False, batches)):
+    for is_against, source in ((True, against or ()), (False, batches)):
         for texts in source:
             tokens = tokenize(texts)
-            chunker.add(tokens, is_against)
             tokens_seen += len(tokens)
             if is_against:
                 against_docs += len(texts)
             else:
                 documents += len(texts)
+            chunker.add(tokens, is_against)
     chunker.close()
-    decisions.against_docs, decisions.documents, decisions.tokens = against_docs, documents, tokens_seen
+    decisions.against_docs, decisions.documents, decisions.tokens = (against_docs, documents,
+                                                                     tokens_seen)
     decisions.chunk_starts = np.asarray(chunker.starts, np.int64)
     decisions.chunks = len(chunker.starts)
     decisions.spilled = spill.spilled
