@@ -47,7 +47,7 @@ from neardup.spans.spill import PartitionedSpill, partition_count
 from neardup.spans.tokens import TokenTable, tokenize, window_hashes
 
 __all__ = ["BYTES_PER_TOKEN", "SubstringDecisions", "chunk_repeats", "cross_chunk_table",
-           "find_repeated_substrings", "remove_substrings"]
+           "dense_ids", "distinct", "find_repeated_substrings", "remove_substrings"]
 
 #: Peak bytes per token of a chunk's suffix array step (token hashes, their dense ids and
 #: inverse, the uint32 sequence, suffix and LCP arrays, groups), measured with
@@ -56,6 +56,29 @@ BYTES_PER_TOKEN = 64
 _NEVER = np.iinfo(np.int64).max
 WINDOW = np.dtype([("hash", "<u8"), ("chunk", "<i4"), ("against", "<i4")])
 _CROSS = np.dtype([("hash", "<u8"), ("first", "<i8"), ("first_against", "<i8")])
+
+
+def dense_ids(values: np.ndarray) -> tuple[int, np.ndarray]:
+    """Number each distinct value from 0 in sorted order: (count, ids of shape
+    values.shape). A sort and a scan (numpy's hash-based unique is slower here)."""
+    order = np.argsort(values)
+    ordered = values[order]
+    new = np.empty(ordered.shape[0], dtype=np.int64)
+    if ordered.shape[0]:
+        new[0] = 0
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:], casting="unsafe")
+    np.cumsum(new, out=new)
+    ids = np.empty_like(new)
+    ids[order] = new
+    return (int(new[-1]) + 1 if new.shape[0] else 0), ids
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of a uint64 array (sort and scan)."""
+    ordered = np.sort(values)
+    keep = np.ones(ordered.shape[0], dtype=bool)
+    keep[1:] = ordered[1:] != ordered[:-1]
+    return ordered[keep]
 
 
 def chunk_repeats(token_hashes: np.ndarray, bounds: np.ndarray, against: np.ndarray,
@@ -87,16 +110,16 @@ def chunk_repeats(token_hashes: np.ndarray, bounds: np.ndarray, against: np.ndar
     docs = bounds.shape[0] - 1
     if token_hashes.shape[0] == 0:
         return np.empty(0, np.int64)
-    ids, dense = np.unique(token_hashes, return_inverse=True)
-    if ids.shape[0] + docs >= 2**32:
+    vocabulary, dense = dense_ids(token_hashes)
+    if vocabulary + docs >= 2**32:
         raise ValueError("a chunk holds more than 2**32 distinct tokens; lower the memory limit")
     doc_of_token = np.repeat(np.arange(docs, dtype=np.int64), np.diff(bounds))
     # Sequence: each document's token ids, then a separator no other position holds, so
     # no common prefix runs across a document's end.
     sequence = np.empty(token_hashes.shape[0] + docs, dtype=np.uint32)
     sequence[np.arange(token_hashes.shape[0]) + doc_of_token] = dense
-    sequence[bounds[1:] + np.arange(docs)] = ids.shape[0] + np.arange(docs, dtype=np.int64)
-    del ids, dense
+    sequence[bounds[1:] + np.arange(docs)] = vocabulary + np.arange(docs, dtype=np.int64)
+    del dense
     suffixes = divsufsort(sequence)
     lcp = kasai(sequence, suffixes)
     del sequence
@@ -191,14 +214,14 @@ class SubstringDecisions:
         hashes, first_token = window_hashes(tokens, self.n)
         cross = self._cross("hash")
         if cross.shape[0] == 0 or hashes.shape[0] == 0:
-            return np.unique(within)
+            return distinct(within)
         where = np.minimum(np.searchsorted(cross, hashes), cross.shape[0] - 1)
         found = cross[where] == hashes
         doc = np.searchsorted(tokens.bounds, first_token, side="right") - 1 + lo
         chunk = np.searchsorted(self.chunk_starts, doc, side="right") - 1
         first_chunk = self._cross("first_against" if self.against_mode else "first")[where]
         earlier = found & (first_chunk < chunk)
-        return np.unique(np.concatenate((within, first_token[earlier])))
+        return distinct(np.concatenate((within, first_token[earlier])))
 
 
 class _Chunker:
@@ -262,9 +285,9 @@ class _Chunker:
         doc = np.searchsorted(bounds, first_token, side="right") - 1
         flag = against[doc]
         for value in (False, True):
-            distinct = np.unique(window[flag == value])
-            records = np.empty(distinct.shape[0], WINDOW)
-            records["hash"] = distinct
+            hashes_seen = distinct(window[flag == value])
+            records = np.empty(hashes_seen.shape[0], WINDOW)
+            records["hash"] = hashes_seen
             records["chunk"] = index
             records["against"] = int(value)
             self.spill.add(records)

@@ -35,12 +35,15 @@ __all__ = ["SPAN_HASH_KEY", "SpanTable", "SpanUnit", "normalize_span", "split_sp
 #: Key of the 64-bit span hash (fixed: the same span hashes alike in every run).
 SPAN_HASH_KEY = 0x5350414E53  # "SPANS"
 
+# Each pattern starts with a literal character (a line break, a sentence's final mark),
+# which keeps the scan fast; its last group is the separator. Whitespace left around a
+# piece is stripped by _segments.
+_BREAK = r"(?:\r\n|\r|\n)"
 _SEPARATORS = {
-    "line": re.compile(r"\s*(?:\r\n|\r|\n)\s*"),
-    "paragraph": re.compile(r"\s*(?:\r\n|\r|\n)[^\S\r\n]*(?:\r\n|\r|\n)\s*"),
+    "line": re.compile(rf"({_BREAK}\s*)"),
+    "paragraph": re.compile(rf"({_BREAK}[^\S\r\n]*{_BREAK}\s*)"),
     "sentences": re.compile(
-        r"(?:(?<=[.!?\u3002\uff01\uff1f])|(?<=[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]]))\s+"
-        r"|\s*(?:\r\n|\r|\n)[^\S\r\n]*(?:\r\n|\r|\n)\s*"
+        rf"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]]?(\s+)|({_BREAK}[^\S\r\n]*{_BREAK}\s*)"
     ),
 }
 
@@ -83,10 +86,11 @@ def _segments(text: str, separator: re.Pattern) -> tuple[list[int], list[int]]:
     starts, ends = [], []
     position = 0
     for match in separator.finditer(text):
-        if match.start() > position:
+        begin, end = match.span(match.lastindex)
+        if begin > position:
             starts.append(position)
-            ends.append(match.start())
-        position = match.end()
+            ends.append(begin)
+        position = end
     if position < len(text):
         starts.append(position)
         ends.append(len(text))
