@@ -89,7 +89,7 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
     """The shared run: outputs checked, pass 1 (``find``), pass 2 (``remove``), outputs
     written as a set. Returns the report."""
     from neardup.cli._checks import output_set
-    from neardup.cli.engine import input_bytes
+    from neardup.cli.engine import InputWatch, input_bytes
     from neardup.engine.corpus import default_memory_limit
     from neardup.io import iter_records, read_corpus
     from neardup.progress import progress_bar
@@ -115,15 +115,20 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
             work_dir = opts["work_dir"]
             work_dir.mkdir(parents=True, exist_ok=True)
 
-        def texts(paths, description):
+        # The rewrite takes documents by position from a second read: the first read's
+        # digests make sure it reads the same texts.
+        watch = InputWatch(inputs, reader)
+
+        def texts(paths, description, watched):
             with progress_bar(description, enabled=progress) as advance:
-                for batch in read_corpus(list(paths), reader):
+                batches = read_corpus(list(paths), reader)
+                for batch in watch.first_read(batches) if watched else batches:
                     yield batch.texts
                     advance(len(batch))
 
         start = time.perf_counter()
-        decisions = find(texts(inputs, "counting"),
-                         texts(against, "reading --against") if against else None,
+        decisions = find(texts(inputs, "counting", True),
+                         texts(against, "reading --against", False) if against else None,
                          work_dir=work_dir, memory_limit=memory_limit,
                          expected_bytes=size * (3 if compressed else 1))
         timings["count"] = time.perf_counter() - start
@@ -133,7 +138,8 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
         batches = []
 
         def rewrite_texts():
-            for batch in read_corpus(list(inputs), reader):
+            for batch in watch.second_batches(read_corpus(list(inputs), reader),
+                                              f"neardup {command}"):
                 batches.append(batch)
                 yield batch.texts
 
@@ -166,6 +172,7 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
         else:
             for _ in records():
                 pass
+        watch.check(f"neardup {command}")
         timings["rewrite"] = time.perf_counter() - start
         report = _report(command, inputs, against, parameters, decisions, table, timings,
                          memory_limit)

@@ -151,3 +151,21 @@ def test_errors_write_nothing(tmp_path):
     (tmp_path / "work" / "x").write_text("")
     result = invoke("spans", source, "--out", out, "--work-dir", tmp_path / "work")
     assert result.exit_code != 0 and "--work-dir" in result.output
+
+
+def test_input_rewritten_between_the_passes_is_refused(tmp_path, monkeypatch):
+    import neardup.spans
+
+    source = _write(tmp_path / "in.jsonl", TEXTS)
+    out = tmp_path / "out.jsonl"
+    find = neardup.spans.find_repeated_spans
+
+    def find_then_rewrite(*args, **kwargs):
+        decisions = find(*args, **kwargs)
+        _write(source, list(reversed(TEXTS)))  # same size, other order
+        return decisions
+
+    monkeypatch.setattr(neardup.spans, "find_repeated_spans", find_then_rewrite)
+    result = invoke("spans", source, "--out", out)
+    assert result.exit_code == 1 and "changed during the run" in result.output, result.output
+    assert "Traceback" not in result.output and not out.exists()
