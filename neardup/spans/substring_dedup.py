@@ -49,10 +49,11 @@ from neardup.spans.tokens import TokenTable, tokenize, window_hashes
 __all__ = ["BYTES_PER_TOKEN", "SubstringDecisions", "chunk_repeats", "cross_chunk_table",
            "dense_ids", "distinct", "find_repeated_substrings", "remove_substrings"]
 
-#: Peak bytes per token of a chunk's suffix array step (token hashes, their dense ids and
-#: inverse, the uint32 sequence, suffix and LCP arrays, groups), measured with
-#: benchmarks/peers_spans.py; chunks hold ``memory_limit // BYTES_PER_TOKEN`` tokens.
-BYTES_PER_TOKEN = 64
+#: Bytes per token of a chunk's step: its token hashes (8), the suffix array step's peak
+#: (dense ids, the uint32 sequence, suffix and LCP arrays, groups: about 53, measured on
+#: 4M tokens) and margin. Chunks hold three quarters of the memory limit over this; the
+#: spill buffers get an eighth.
+BYTES_PER_TOKEN = 96
 _NEVER = np.iinfo(np.int64).max
 WINDOW = np.dtype([("hash", "<u8"), ("chunk", "<i4"), ("against", "<i4")])
 _CROSS = np.dtype([("hash", "<u8"), ("first", "<i8"), ("first_against", "<i8")])
@@ -254,6 +255,7 @@ class _Chunker:
         lengths = np.concatenate(self.lengths)
         hashes = np.concatenate(self.hashes)
         against = np.concatenate(self.against)
+        self.hashes, self.lengths, self.against = [], [], []  # one copy of the tokens at a time
         if lengths.size == 0:
             return
         bounds = np.zeros(lengths.shape[0] + 1, np.int64)
@@ -313,7 +315,8 @@ def find_repeated_substrings(batches: Iterable[Sequence[str]], n: int, *,
     work_dir : path
         An existing directory for the chunk results and spilled window hashes.
     memory_limit : int
-        Bytes; sets ``chunk_tokens`` (``memory_limit // BYTES_PER_TOKEN``) and the spill.
+        Bytes; sets ``chunk_tokens`` (``3/4 * memory_limit // BYTES_PER_TOKEN``) and the
+        spill buffers (an eighth).
     against : iterable of sequences of str, optional
         Batches of the corpus whose substrings are removed from the input (even when it
         holds no document); None: de-duplicate the input against itself.
@@ -326,10 +329,10 @@ def find_repeated_substrings(batches: Iterable[Sequence[str]], n: int, *,
     work_dir = Path(work_dir)
     directory = work_dir / "substrings"
     directory.mkdir(parents=True, exist_ok=True)
-    chunk_tokens = chunk_tokens or max(1, memory_limit // BYTES_PER_TOKEN)
+    chunk_tokens = chunk_tokens or max(1, memory_limit * 3 // 4 // BYTES_PER_TOKEN)
     # About one distinct window record (16 bytes) per 6 characters, per chunk holding it.
     partitions = partition_count((expected_bytes or 0) * 3, memory_limit)
-    spill = PartitionedSpill(work_dir / "windows", WINDOW, partitions, memory_limit // 4)
+    spill = PartitionedSpill(work_dir / "windows", WINDOW, partitions, memory_limit // 8)
     decisions = SubstringDecisions(directory, n, 0, 0, 0, np.empty(0, np.int64),
                                    against_mode=against is not None)
     chunker = _Chunker(decisions, spill, chunk_tokens)

@@ -101,7 +101,7 @@ def test_substrings_and_against(tmp_path):
 
 
 def test_substrings_chunked_by_memory_limit_matches_one_chunk(tmp_path):
-    # 1MB of memory holds 16,384 tokens a chunk: 40,000 tokens make three chunks.
+    # 1MB of memory holds 8,192 tokens a chunk: 40,000 tokens make five chunks.
     words = [f"w{i % 997}" for i in range(4000)]
     texts = [" ".join(words[(i * 37) % 3000:(i * 37) % 3000 + 400]) for i in range(100)]
     source = _write(tmp_path / "in.jsonl", texts, ids=False)
