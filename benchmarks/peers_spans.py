@@ -191,7 +191,7 @@ def _reference_main(args) -> None:
 # --------------------------------------------------------------------------- agreement
 
 def _letters(text: str) -> int:
-    return len(text) - sum(1 for c in text if c.isspace())
+    return len("".join(text.split()))
 
 
 def _agreement(originals: dict[str, str], ours: dict[str, str], theirs: dict[str, str]) -> dict:

@@ -25,7 +25,7 @@ from neardup.spans.substring_dedup import (
     remove_substrings,
 )
 from neardup.spans.tokens import TokenTable, tokenize, window_hashes
-from neardup.spans.units import SpanUnit, normalize_span, split_spans
+from neardup.spans.units import SpanUnit, normalize_span, split_spans, split_units
 
 __all__ = [
     "KEEP_POLICIES",
@@ -47,6 +47,7 @@ __all__ = [
     "remove_substrings",
     "span_records",
     "split_spans",
+    "split_units",
     "tokenize",
     "window_hashes",
 ]

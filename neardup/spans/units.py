@@ -14,7 +14,8 @@ Units:
   span and go with the extent of the line before them;
 * ``paragraph``: text between blank lines (two line breaks with only spaces between);
 * ``sentences:N``: every window of N consecutive sentences (overlapping, as datatrove's
-  sentence dedup hashes them). A sentence ends at ``.``, ``!``, ``?`` (or their CJK
+  sentence dedup hashes them); two windows match when their N sentences match one by one
+  after normalization. A sentence ends at ``.``, ``!``, ``?`` (or their CJK
   forms), optionally followed by a closing quote or bracket, then whitespace; a blank
   line ends one too. A document with fewer than N sentences has no window.
 """
@@ -28,9 +29,11 @@ from typing import Sequence
 import numpy as np
 
 from neardup.errors import ParameterError
+from neardup.spans.tokens import TokenTable, window_hashes
 from neardup.text.hashing import encode_codepoints, text_digest64
 
-__all__ = ["SPAN_HASH_KEY", "SpanTable", "SpanUnit", "normalize_span", "split_spans", "span_table"]
+__all__ = ["SPAN_HASH_KEY", "SpanTable", "SpanUnit", "normalize_span", "span_table", "split_spans",
+           "split_units"]
 
 #: Key of the 64-bit span hash (fixed: the same span hashes alike in every run).
 SPAN_HASH_KEY = 0x5350414E53  # "SPANS"
@@ -81,11 +84,13 @@ def normalize_span(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _segments(text: str, separator: re.Pattern) -> tuple[list[int], list[int]]:
-    """Starts and ends of the non-blank pieces between separator matches."""
+def split_units(text: str, kind: str) -> tuple[list[int], list[int]]:
+    """Starts and ends of the lines, paragraphs or sentences (``kind``: "line",
+    "paragraph", "sentences") of ``text``: its non-blank pieces between separators,
+    without surrounding whitespace."""
     starts, ends = [], []
     position = 0
-    for match in separator.finditer(text):
+    for match in _SEPARATORS[kind].finditer(text):
         begin, end = match.span(match.lastindex)
         if begin > position:
             starts.append(position)
@@ -96,18 +101,20 @@ def _segments(text: str, separator: re.Pattern) -> tuple[list[int], list[int]]:
         ends.append(len(text))
     # A piece may still begin or end with whitespace (the text's own edges).
     for i, (s, e) in enumerate(zip(starts, ends)):
-        piece = text[s:e]
-        stripped = piece.strip()
-        if len(stripped) != len(piece):
+        if text[s].isspace() or text[e - 1].isspace():
+            piece = text[s:e]
+            stripped = piece.strip()
             s += len(piece) - len(piece.lstrip())
             starts[i], ends[i] = s, s + len(stripped)
-    keep = [i for i, (s, e) in enumerate(zip(starts, ends)) if e > s]
-    return [starts[i] for i in keep], [ends[i] for i in keep]
+    if any(e == s for s, e in zip(starts, ends)):
+        keep = [i for i, (s, e) in enumerate(zip(starts, ends)) if e > s]
+        return [starts[i] for i in keep], [ends[i] for i in keep]
+    return starts, ends
 
 
 def split_spans(text: str, unit: SpanUnit) -> list[tuple[int, int, int]]:
     """The spans of one text as ``(match_start, match_end, extent_end)``, in order."""
-    starts, ends = _segments(text, _SEPARATORS[unit.kind])
+    starts, ends = split_units(text, unit.kind)
     n = unit.sentences if unit.kind == "sentences" else 1
     spans = []
     for i in range(len(starts) - n + 1):
@@ -129,9 +136,9 @@ class SpanTable:
     start, end, stop : ndarray of int64
         Match start, match end and extent end (character offsets in the document).
     hash : ndarray of uint64
-        64-bit hash of the normalized match text.
+        64-bit hash of the span's normalized pieces, in order.
     length : ndarray of int64
-        Characters of the normalized match text.
+        Characters of the normalized span (its pieces' forms joined by single spaces).
     """
 
     doc: np.ndarray
@@ -147,24 +154,38 @@ class SpanTable:
 
 def span_table(texts: Sequence[str], unit: SpanUnit, min_length: int) -> SpanTable:
     """Split, normalize and hash the spans of ``texts``; spans whose normalized text is
-    shorter than ``min_length`` characters are left out (never matched, never removed)."""
-    docs, starts, ends, stops, forms = [], [], [], [], []
+    shorter than ``min_length`` characters are left out (never matched, never removed).
+
+    Each piece (line, paragraph, sentence) is normalized and hashed once; a window of N
+    sentences hashes its pieces' hashes in order (:func:`neardup.spans.tokens.window_hashes`),
+    so two windows match when their N sentences match one by one."""
+    counts = np.zeros(len(texts), dtype=np.int64)
+    lengths = np.zeros(len(texts), dtype=np.int64)
+    starts: list[int] = []
+    ends: list[int] = []
+    forms: list[str] = []
     for d, text in enumerate(texts):
-        for start, end, stop in split_spans(text, unit):
-            form = normalize_span(text[start:end])
-            if len(form) >= min_length:
-                docs.append(d)
-                starts.append(start)
-                ends.append(end)
-                stops.append(stop)
-                forms.append(form)
+        s, e = split_units(text, unit.kind)
+        counts[d] = len(s)
+        lengths[d] = len(text)
+        starts += s
+        ends += e
+        forms += [normalize_span(text[a:b]) for a, b in zip(s, e)]
     cps, offsets = encode_codepoints(forms)
-    hashes = text_digest64(cps, offsets, SPAN_HASH_KEY) if forms else np.empty(0, np.uint64)
-    return SpanTable(
-        doc=np.asarray(docs, dtype=np.int64),
-        start=np.asarray(starts, dtype=np.int64),
-        end=np.asarray(ends, dtype=np.int64),
-        stop=np.asarray(stops, dtype=np.int64),
-        hash=hashes,
-        length=np.diff(offsets),
-    )
+    piece_hash = text_digest64(cps, offsets, SPAN_HASH_KEY) if forms else np.empty(0, np.uint64)
+    bounds = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    start = np.asarray(starts, dtype=np.int64)
+    end = np.asarray(ends, dtype=np.int64)
+    n = unit.sentences if unit.kind == "sentences" else 1
+    pieces = TokenTable(bounds, start, end, start, piece_hash)
+    window, first = window_hashes(pieces, n)
+    last = first + n - 1
+    doc = np.searchsorted(bounds, first, side="right") - 1
+    # Normalized window: its pieces' forms joined by single spaces.
+    length = offsets[last + 1] - offsets[first] + (n - 1)
+    following = np.minimum(last + 1, max(0, start.shape[0] - 1))
+    stop = np.where(last + 1 < bounds[doc + 1], start[following] if start.size else 0, lengths[doc])
+    keep = length >= min_length
+    return SpanTable(doc=doc[keep], start=start[first[keep]], end=end[last[keep]], stop=stop[keep],
+                     hash=window[keep], length=length[keep])

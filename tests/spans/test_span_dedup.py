@@ -17,12 +17,14 @@ from neardup.spans import (
     normalize_span,
     remove_spans,
     split_spans,
+    split_units,
 )
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 POOL = ["Subscribe to our newsletter", "Home", "All rights reserved.", "Click here to read more",
-        "A short one", "Wheat rose two cents on the day", "Call us now"]
+        "A short one", "Wheat rose two cents on the day", "Call us now", "Yes. No! Maybe?",
+        "Mr. Smith went. Home."]
 
 
 @st.composite
@@ -42,11 +44,14 @@ def corpora(draw):
 def reference(texts, config):
     """Removed (doc, start, stop) ranges, computed the obvious way."""
     occurrences = []  # (form, doc, start, stop) in input order
+    n = config.unit.sentences if config.unit.kind == "sentences" else 1
     for d, text in enumerate(texts):
-        for start, end, stop in split_spans(text, config.unit):
-            form = normalize_span(text[start:end])
-            if len(form) >= config.min_length:
-                occurrences.append((form, d, start, stop))
+        starts, ends = split_units(text, config.unit.kind)
+        for i in range(len(starts) - n + 1):
+            form = tuple(normalize_span(text[s:e]) for s, e in zip(starts[i:i + n], ends[i:i + n]))
+            stop = starts[i + n] if i + n < len(starts) else len(text)
+            if len(" ".join(form)) >= config.min_length:
+                occurrences.append((form, d, starts[i], stop))
     docs: dict[str, set] = {}
     for form, d, _, _ in occurrences:
         docs.setdefault(form, set()).add(d)
