@@ -17,10 +17,12 @@ from numba import njit, uint64
 
 from neardup.text.hashing import encode_codepoints, mix64, text_digest64
 
-__all__ = ["TOKEN_HASH_KEY", "TokenTable", "tokenize", "window_hashes"]
+__all__ = ["TOKEN_HASH_KEY", "TokenTable", "tokenize", "whitespace_mask", "window_hashes"]
 
 TOKEN_HASH_KEY = 0x544F4B454E  # "TOKEN"
-_WHITESPACE = np.array([chr(c).isspace() for c in range(0x3001)], dtype=bool)  # U+3000 is the last
+# str.isspace per code point up to U+3001; U+3000 is the last space, and every code point
+# above maps to U+3001's entry (False).
+_WHITESPACE = np.array([chr(c).isspace() for c in range(0x3002)], dtype=bool)
 _BASE = uint64(0x100000001B3)
 
 
@@ -48,13 +50,16 @@ class TokenTable:
         return int(self.hash.shape[0])
 
 
+def whitespace_mask(cps: np.ndarray) -> np.ndarray:
+    """``str.isspace`` of each code point (bool array of cps's shape)."""
+    return _WHITESPACE[np.minimum(cps, _WHITESPACE.shape[0] - 1)]
+
+
 def tokenize(texts: Sequence[str]) -> TokenTable:
     """The whitespace tokens of ``texts`` (no per-token Python step)."""
     cps, offsets = encode_codepoints(list(texts))
     total = cps.shape[0]
-    space = np.zeros(total, dtype=bool)
-    small = cps < _WHITESPACE.shape[0]
-    space[small] = _WHITESPACE[cps[small]]
+    space = whitespace_mask(cps)
     word = ~space
     doc_first = offsets[:-1][offsets[:-1] < offsets[1:]]  # first character of each non-empty text
     doc_last = offsets[1:][offsets[:-1] < offsets[1:]] - 1

@@ -29,8 +29,8 @@ from typing import Sequence
 import numpy as np
 
 from neardup.errors import ParameterError
+from neardup.spans.pieces import normalize_span, piece_table
 from neardup.spans.tokens import TokenTable, window_hashes
-from neardup.text.hashing import encode_codepoints, text_digest64
 
 __all__ = ["SPAN_HASH_KEY", "SpanTable", "SpanUnit", "normalize_span", "span_table", "split_spans",
            "split_units"]
@@ -76,12 +76,6 @@ class SpanUnit:
 
     def __str__(self) -> str:
         return f"sentences:{self.sentences}" if self.kind == "sentences" else self.kind
-
-
-def normalize_span(text: str) -> str:
-    """The form spans are matched in: whitespace runs collapsed to one space, the ends
-    stripped, letters case-folded (``str.casefold``)."""
-    return " ".join(text.split()).casefold()
 
 
 def split_units(text: str, kind: str) -> tuple[list[int], list[int]]:
@@ -159,26 +153,12 @@ def span_table(texts: Sequence[str], unit: SpanUnit, min_length: int) -> SpanTab
     Each piece (line, paragraph, sentence) is normalized and hashed once; a window of N
     sentences hashes its pieces' hashes in order (:func:`neardup.spans.tokens.window_hashes`),
     so two windows match when their N sentences match one by one."""
-    counts = np.zeros(len(texts), dtype=np.int64)
-    lengths = np.zeros(len(texts), dtype=np.int64)
-    starts: list[int] = []
-    ends: list[int] = []
-    forms: list[str] = []
-    for d, text in enumerate(texts):
-        s, e = split_units(text, unit.kind)
-        counts[d] = len(s)
-        lengths[d] = len(text)
-        starts += s
-        ends += e
-        forms += [normalize_span(text[a:b]) for a, b in zip(s, e)]
-    cps, offsets = encode_codepoints(forms)
-    piece_hash = text_digest64(cps, offsets, SPAN_HASH_KEY) if forms else np.empty(0, np.uint64)
-    bounds = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=bounds[1:])
-    start = np.asarray(starts, dtype=np.int64)
-    end = np.asarray(ends, dtype=np.int64)
+    table = piece_table(texts, unit.kind, SPAN_HASH_KEY)
+    bounds, start, end, lengths = table.bounds, table.start, table.end, table.text_length
+    offsets = np.zeros(table.length.shape[0] + 1, dtype=np.int64)
+    np.cumsum(table.length, out=offsets[1:])
     n = unit.sentences if unit.kind == "sentences" else 1
-    pieces = TokenTable(bounds, start, end, start, piece_hash)
+    pieces = TokenTable(bounds, start, end, start, table.hash)
     window, first = window_hashes(pieces, n)
     last = first + n - 1
     doc = np.searchsorted(bounds, first, side="right") - 1

@@ -144,3 +144,28 @@ def test_bad_parameters():
         SpanDedupConfig(min_repeats=1)
     with pytest.raises(ParameterError, match="keep"):
         SpanDedupConfig(keep="longest")
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(st.text(alphabet=st.sampled_from(
+    list("ab .!?\"')]\n\r\t\u3000") + ["\u00df", "\u0130", "\U0001f600", "\u3002", "\u201d", "A"]),
+    max_size=30), max_size=5),
+       kind=st.sampled_from(["line", "paragraph", "sentences"]))
+def test_vectorized_pieces_match_the_readable_definition(texts, kind):
+    from neardup.spans.pieces import piece_table
+    from neardup.spans.units import SPAN_HASH_KEY
+
+    table = piece_table(texts, kind, SPAN_HASH_KEY)
+    expected_pieces, forms = [], []
+    for d, text in enumerate(texts):
+        starts, ends = split_units(text, kind)
+        expected_pieces += [(d, s, e) for s, e in zip(starts, ends)]
+        forms += [normalize_span(text[s:e]) for s, e in zip(starts, ends)]
+    doc = np.repeat(np.arange(len(texts)), np.diff(table.bounds))
+    assert list(zip(doc.tolist(), table.start.tolist(), table.end.tolist())) == expected_pieces
+    assert table.length.tolist() == [len(f) for f in forms]
+    # Equal forms hash alike, different forms apart.
+    by_form = {}
+    for form, h in zip(forms, table.hash.tolist()):
+        assert by_form.setdefault(form, h) == h
+    assert len(set(by_form.values())) == len(by_form)
