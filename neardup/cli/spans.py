@@ -19,23 +19,13 @@ from typing import Any
 
 import click
 
+from neardup.cli.engine import memory_size
 from neardup.cli.options import apply_options, reader_config_from_options, reader_options
 
 __all__ = ["spans_command", "substrings_command"]
 
 _FLAGS = {"unit": "--unit", "min_length": "--min-length", "min_repeats": "--min-repeats",
           "keep": "--keep", "top": "--top", "n": "--min-tokens"}
-
-
-def _memory(ctx, param, value):
-    from neardup.engine import parse_memory
-
-    if value is None:
-        return None
-    try:
-        return parse_memory(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
 _SHARED = (
@@ -60,7 +50,7 @@ _ENGINE = (
     click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                  help="Directory for the spilled partitions (default: a temporary directory, "
                       "removed at the end). Must be new or empty."),
-    click.option("--memory-limit", callback=_memory, default=None, metavar="SIZE",
+    click.option("--memory-limit", callback=memory_size, default=None, metavar="SIZE",
                  help="Memory for the buffers, partitions and chunks, e.g. 2GB or 512MB "
                       "(default: an eighth of physical memory, at most 1GB)."),
     click.option("--progress/--no-progress", default=None,

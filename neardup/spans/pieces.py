@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from neardup.spans.tokens import whitespace_mask
+from neardup.spans.tokens import TokenTable, whitespace_mask
 from neardup.text.hashing import encode_codepoints, text_digest64
 
 __all__ = ["PieceTable", "normalize_span", "piece_table"]
@@ -51,26 +51,19 @@ def _fold_table() -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass
-class PieceTable:
-    """The pieces of a batch, in document then position order.
+class PieceTable(TokenTable):
+    """The pieces of a batch, in document then position order: a
+    :class:`~neardup.spans.tokens.TokenTable` whose tokens are lines, paragraphs or
+    sentences (``start``/``end`` without surrounding whitespace, ``stop`` the next piece's
+    start or the text's end, ``hash`` of the normalized piece), and:
 
     Attributes
     ----------
-    bounds : ndarray of int64, shape (n_docs + 1,)
-        Pieces of document ``d`` are ``bounds[d]:bounds[d + 1]``.
-    start, end : ndarray of int64, shape (n_pieces,)
-        Character offsets of each piece in its document (no surrounding whitespace).
-    hash : ndarray of uint64, shape (n_pieces,)
-        64-bit hash of the normalized piece (key :data:`neardup.spans.units.SPAN_HASH_KEY`).
     length : ndarray of int64, shape (n_pieces,)
         Characters of the normalized piece.
     text_length : ndarray of int64, shape (n_docs,)
     """
 
-    bounds: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-    hash: np.ndarray
     length: np.ndarray
     text_length: np.ndarray
 
@@ -173,5 +166,10 @@ def piece_table(texts: Sequence[str], kind: str, hash_key: int) -> PieceTable:
         form_cps, form_offsets = encode_codepoints([form])
         hashes[i] = text_digest64(form_cps, form_offsets, hash_key)[0]
         lengths[i] = len(form)
-    return PieceTable(bounds, local_start, local_end, hashes, lengths.astype(np.int64),
-                      np.diff(offsets))
+    text_length = np.diff(offsets)
+    stop = np.empty_like(local_start)
+    stop[:-1] = local_start[1:]
+    last_of_doc = bounds[1:][counts > 0] - 1
+    stop[last_of_doc] = text_length[counts > 0]
+    return PieceTable(bounds, local_start, local_end, stop, hashes, lengths.astype(np.int64),
+                      text_length)

@@ -30,7 +30,7 @@ import numpy as np
 
 from neardup.errors import ParameterError
 from neardup.spans.pieces import normalize_span, piece_table
-from neardup.spans.tokens import TokenTable, window_hashes
+from neardup.spans.tokens import window_hashes
 
 __all__ = ["SPAN_HASH_KEY", "SpanTable", "SpanUnit", "normalize_span", "span_table", "split_spans",
            "split_units"]
@@ -41,7 +41,7 @@ SPAN_HASH_KEY = 0x5350414E53  # "SPANS"
 # Each pattern starts with a literal character (a line break, a sentence's final mark),
 # which keeps the scan fast; its last group is the separator. Whitespace left around a
 # piece is stripped by _segments.
-_BREAK = r"(?:\r\n|\r|\n)"
+_BREAK = r"(?>\r\n|\r|\n)"  # atomic: \r\n is one break, never two
 _SEPARATORS = {
     "line": re.compile(rf"({_BREAK}\s*)"),
     "paragraph": re.compile(rf"({_BREAK}[^\S\r\n]*{_BREAK}\s*)"),
@@ -153,19 +153,15 @@ def span_table(texts: Sequence[str], unit: SpanUnit, min_length: int) -> SpanTab
     Each piece (line, paragraph, sentence) is normalized and hashed once; a window of N
     sentences hashes its pieces' hashes in order (:func:`neardup.spans.tokens.window_hashes`),
     so two windows match when their N sentences match one by one."""
-    table = piece_table(texts, unit.kind, SPAN_HASH_KEY)
-    bounds, start, end, lengths = table.bounds, table.start, table.end, table.text_length
-    offsets = np.zeros(table.length.shape[0] + 1, dtype=np.int64)
-    np.cumsum(table.length, out=offsets[1:])
+    pieces = piece_table(texts, unit.kind, SPAN_HASH_KEY)
+    offsets = np.zeros(pieces.length.shape[0] + 1, dtype=np.int64)
+    np.cumsum(pieces.length, out=offsets[1:])
     n = unit.sentences if unit.kind == "sentences" else 1
-    pieces = TokenTable(bounds, start, end, start, table.hash)
     window, first = window_hashes(pieces, n)
     last = first + n - 1
-    doc = np.searchsorted(bounds, first, side="right") - 1
+    doc = np.searchsorted(pieces.bounds, first, side="right") - 1
     # Normalized window: its pieces' forms joined by single spaces.
     length = offsets[last + 1] - offsets[first] + (n - 1)
-    following = np.minimum(last + 1, max(0, start.shape[0] - 1))
-    stop = np.where(last + 1 < bounds[doc + 1], start[following] if start.size else 0, lengths[doc])
     keep = length >= min_length
-    return SpanTable(doc=doc[keep], start=start[first[keep]], end=end[last[keep]], stop=stop[keep],
-                     hash=window[keep], length=length[keep])
+    return SpanTable(doc=doc[keep], start=pieces.start[first[keep]], end=pieces.end[last[keep]],
+                     stop=pieces.stop[last[keep]], hash=window[keep], length=length[keep])
