@@ -197,7 +197,7 @@ def _letters(text: str) -> int:
 def _agreement(originals: dict[str, str], ours: dict[str, str], theirs: dict[str, str]) -> dict:
     """Per document: non-whitespace characters removed by each tool (a document missing
     from an output counts as removed whole)."""
-    changed_ours, changed_theirs, same = set(), set(), 0
+    changed_ours, changed_theirs, same, differing = set(), set(), 0, []
     removed_ours = removed_theirs = 0
     for doc_id, text in originals.items():
         a, b = ours.get(doc_id, ""), theirs.get(doc_id, "")
@@ -209,7 +209,10 @@ def _agreement(originals: dict[str, str], ours: dict[str, str], theirs: dict[str
             changed_ours.add(doc_id)
         if rb:
             changed_theirs.add(doc_id)
-        same += " ".join(a.split()) == " ".join(b.split())
+        if " ".join(a.split()) == " ".join(b.split()):
+            same += 1
+        elif len(differing) < 5:
+            differing.append(doc_id)
     union = changed_ours | changed_theirs
     return {
         "documents": len(originals),
@@ -219,6 +222,7 @@ def _agreement(originals: dict[str, str], ours: dict[str, str], theirs: dict[str
         "letters_removed": {"neardup": removed_ours, "peer": removed_theirs},
         "identical_output_documents": same,
         "identical_output_fraction": round(same / max(1, len(originals)), 4),
+        "differing_documents_sample": differing,
     }
 
 
@@ -283,11 +287,12 @@ def _run_all(args) -> None:
                                    "--id-field", "id", "--out", str(scratch / "substrings.parquet"),
                                    "--report", str(results / "neardup_substrings_report.json"),
                                    "--memory-limit", limit, "--work-dir", str(scratch / "sub-work")])
-        run("neardup_substrings_chunked", [
-            *neardup, "substrings", *inputs, "--min-tokens", "50", "--id-field", "id",
-            "--out", str(scratch / "substrings-chunked.parquet"),
-            "--report", str(results / "neardup_substrings_chunked_report.json"),
-            "--memory-limit", args.small_memory_limit, "--work-dir", str(scratch / "sub-work-2")])
+        if not args.skip_chunked:
+            run("neardup_substrings_chunked", [
+                *neardup, "substrings", *inputs, "--min-tokens", "50", "--id-field", "id",
+                "--out", str(scratch / "substrings-chunked.parquet"),
+                "--report", str(results / "neardup_substrings_chunked_report.json"),
+                "--memory-limit", args.small_memory_limit, "--work-dir", str(scratch / "sub-work-2")])
         if not args.skip_peers:
             run("reference_suffix_array", [PYTHON, __file__, "reference", "--corpus", str(corpus),
                                            "--out", str(scratch / "reference.parquet"),
@@ -297,13 +302,14 @@ def _run_all(args) -> None:
     if not args.skip_spans and not args.skip_peers:
         agreement["spans_vs_datatrove"] = _agreement(
             originals, _texts_parquet(scratch / "spans.parquet"), _texts_jsonl(scratch / "datatrove" / "out"))
-    if not args.skip_substrings:
+    if not args.skip_substrings and not args.skip_chunked:
         chunked = _texts_parquet(scratch / "substrings-chunked.parquet")
         ours = _texts_parquet(scratch / "substrings.parquet")
         agreement["substrings_chunked_vs_one_chunk"] = _agreement(originals, chunked, ours)
-        if not args.skip_peers:
-            agreement["substrings_vs_reference"] = _agreement(
-                originals, ours, _texts_parquet(scratch / "reference.parquet"))
+    if not args.skip_substrings and not args.skip_peers:
+        agreement["substrings_vs_reference"] = _agreement(
+            originals, _texts_parquet(scratch / "substrings.parquet"),
+            _texts_parquet(scratch / "reference.parquet"))
     payload = {"corpus": str(corpus), "documents": len(originals),
                "corpus_bytes": sum(len(t.encode()) for t in originals.values()),
                "memory_limit": limit, "small_memory_limit": args.small_memory_limit,
@@ -337,6 +343,8 @@ def main() -> None:
     parser.add_argument("--skip-substrings", action="store_true")
     parser.add_argument("--skip-peers", action="store_true",
                         help="neardup only (the scale run)")
+    parser.add_argument("--skip-chunked", action="store_true",
+                        help="no second substrings run at --small-memory-limit")
     args = parser.parse_args()
     if args.mode == "measure":
         if args.command and args.command[0] == "--":

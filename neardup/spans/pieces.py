@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from neardup.spans.tokens import TokenTable, whitespace_mask
+from neardup.spans.tokens import TokenTable, runs, whitespace_mask
 from neardup.text.hashing import encode_codepoints, text_digest64
 
 __all__ = ["PieceTable", "normalize_span", "piece_table"]
@@ -73,16 +73,7 @@ def _separator_runs(cps: np.ndarray, offsets: np.ndarray, kind: str):
     the whitespace mask."""
     total = cps.shape[0]
     space = whitespace_mask(cps)
-    nonempty = offsets[:-1] < offsets[1:]
-    firsts, lasts = offsets[:-1][nonempty], offsets[1:][nonempty] - 1
-    before = np.zeros(total, dtype=bool)
-    before[1:] = space[:-1]
-    before[firsts] = False
-    after = np.zeros(total, dtype=bool)
-    after[:-1] = space[1:]
-    after[lasts] = False
-    run_first = np.flatnonzero(space & ~before)
-    run_last = np.flatnonzero(space & ~after) + 1
+    run_first, run_last = runs(space, offsets)
     # Line breaks (\n, \r\n, lone \r) per run, from the few break positions.
     lf = np.flatnonzero(cps == 10)
     cr = np.flatnonzero(cps == 13)
@@ -115,7 +106,6 @@ def _normalized_codes(cps, space, run_first, outside, starts, ends):
     """The normalized pieces' code points and offsets, and which pieces need Python.
     A few whole-batch passes; the per-piece counts come from the (few) dropped
     characters' positions."""
-    total = cps.shape[0]
     n = starts.shape[0]
     keep = ~space.copy()
     keep[1:] |= ~space[:-1]  # a space after a non-space: the one kept of its run
@@ -134,7 +124,6 @@ def _normalized_codes(cps, space, run_first, outside, starts, ends):
     slow = np.zeros(n, dtype=bool)
     if odd.any():
         slow[np.searchsorted(offsets, np.flatnonzero(odd), side="right") - 1] = True
-    del total
     return folded, offsets, slow
 
 

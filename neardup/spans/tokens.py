@@ -17,7 +17,7 @@ from numba import njit, uint64
 
 from neardup.text.hashing import encode_codepoints, mix64, text_digest64
 
-__all__ = ["TOKEN_HASH_KEY", "TokenTable", "tokenize", "whitespace_mask", "window_hashes"]
+__all__ = ["TOKEN_HASH_KEY", "TokenTable", "runs", "tokenize", "whitespace_mask", "window_hashes"]
 
 TOKEN_HASH_KEY = 0x544F4B454E  # "TOKEN"
 # str.isspace per code point up to U+3001; U+3000 is the last space, and every code point
@@ -55,22 +55,27 @@ def whitespace_mask(cps: np.ndarray) -> np.ndarray:
     return _WHITESPACE[np.minimum(cps, _WHITESPACE.shape[0] - 1)]
 
 
+def runs(mask: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The maximal runs of True in ``mask`` (one entry per character of the texts that
+    ``offsets`` delimit) that stay within one text: first positions and ends (exclusive),
+    int64 arrays in order."""
+    total = mask.shape[0]
+    nonempty = offsets[:-1] < offsets[1:]
+    before = np.zeros(total, dtype=bool)
+    before[1:] = mask[:-1]
+    before[offsets[:-1][nonempty]] = False  # a text's first character starts a run
+    after = np.zeros(total, dtype=bool)
+    after[:-1] = mask[1:]
+    after[offsets[1:][nonempty] - 1] = False  # and its last ends one
+    return np.flatnonzero(mask & ~before), np.flatnonzero(mask & ~after) + 1
+
+
 def tokenize(texts: Sequence[str]) -> TokenTable:
     """The whitespace tokens of ``texts`` (no per-token Python step)."""
     cps, offsets = encode_codepoints(list(texts))
-    total = cps.shape[0]
     space = whitespace_mask(cps)
     word = ~space
-    doc_first = offsets[:-1][offsets[:-1] < offsets[1:]]  # first character of each non-empty text
-    doc_last = offsets[1:][offsets[:-1] < offsets[1:]] - 1
-    before = np.ones(total, dtype=bool)
-    before[1:] = space[:-1]
-    before[doc_first] = True
-    after = np.ones(total, dtype=bool)
-    after[:-1] = space[1:]
-    after[doc_last] = True
-    first = np.flatnonzero(word & before)
-    last = np.flatnonzero(word & after) + 1
+    first, last = runs(word, offsets)
     doc = np.searchsorted(offsets, first, side="right") - 1
     counts = np.bincount(doc, minlength=len(texts)) if doc.size else np.zeros(len(texts), np.int64)
     bounds = np.zeros(len(texts) + 1, dtype=np.int64)
