@@ -20,7 +20,7 @@ from neardup.spans import (
     split_units,
 )
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 POOL = ["Subscribe to our newsletter", "Home", "All rights reserved.", "Click here to read more",
         "A short one", "Wheat rose two cents on the day", "Call us now", "Yes. No! Maybe?",

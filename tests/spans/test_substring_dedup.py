@@ -17,7 +17,7 @@ from neardup.spans import (
     window_hashes,
 )
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 texts_strategy = st.lists(
     st.lists(st.tuples(st.sampled_from(["a", "b", "c", "dé", "a."]),
