@@ -34,7 +34,8 @@ _SHARED = (
                  help="Every input record, once, in input order: its text with the repeats cut "
                       "out (or, with --mark, unchanged): .jsonl, .jsonl.gz, .parquet, .csv, .tsv."),
     click.option("--report", type=click.Path(path_type=Path), default=None,
-                 help="Counts, parameters, the most repeated spans and timings as JSON (.json)."),
+                 help="Counts, parameters and timings (for spans, the most repeated spans too) "
+                      "as JSON (.json)."),
     click.option("--removed-out", type=click.Path(path_type=Path), default=None,
                  help="One row per input document: id, source, row, bytes_before, "
                       "bytes_removed, ranges_removed, dropped (.parquet, .jsonl, .csv, ...)."),
@@ -86,6 +87,9 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
 
     if not (opts["out"] or opts["report"] or opts["removed_out"]):
         raise click.UsageError("give at least one of --out, --report, --removed-out.")
+    if opts["date_field"] is not None:
+        raise click.UsageError(f"--date-field is not read by neardup {command} (spans and "
+                               "substrings do not use dates); drop it.")
     if opts["mark"] and opts["drop_empty"]:
         raise click.UsageError("--drop-empty is ignored with --mark (it removes nothing); "
                                "drop one of them.")

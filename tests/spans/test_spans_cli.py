@@ -126,6 +126,7 @@ def test_substrings_chunked_by_memory_limit_matches_one_chunk(tmp_path):
     (("--out", "{tmp}/o.jsonl", "--min-repeats", "1"), ["--min-repeats"]),
     (("--out", "{tmp}/o.jsonl", "--memory-limit", "lots"), ["--memory-limit"]),
     (("--out", "{tmp}/o.jsonl", "--text-field", "body"), ["--text-field", "body"]),
+    (("--out", "{tmp}/o.jsonl", "--date-field", "day"), ["--date-field"]),
 ])
 def test_spans_errors_name_flags(tmp_path, args, phrases):
     source = _write(tmp_path / "in.jsonl", TEXTS)
