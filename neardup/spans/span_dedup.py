@@ -41,8 +41,9 @@ from neardup.spans.ranges import BatchRemoval, apply_ranges
 from neardup.spans.spill import PartitionedSpill, partition_count
 from neardup.spans.units import SpanUnit, span_table
 
-__all__ = ["KEEP_POLICIES", "OCCURRENCE", "SpanDecisions", "SpanDedupConfig", "decide_partition",
-           "find_repeated_spans", "remove_spans", "span_records"]
+__all__ = ["KEEP_POLICIES", "OCCURRENCE", "PartitionDecision", "SpanDecisions", "SpanDedupConfig",
+           "collect_decisions", "decide_partition", "find_repeated_spans", "remove_spans",
+           "span_records"]
 
 KEEP_POLICIES = ("first", "last", "none")
 
@@ -105,8 +106,8 @@ class PartitionDecision:
 
     ``removed``: the removed occurrences (doc, start, stop), sorted by doc then start.
     ``top``: the partition's most repeated spans (hash, docs, occurrences, keeper doc,
-    start and end). Counts: ``distinct`` spans, ``repeated`` distinct spans, and
-    ``occurrences`` of repeated spans.
+    start and end). Counts: ``distinct`` spans, ``repeated`` distinct spans,
+    ``occurrences`` of repeated spans, and span occurrences ``seen``.
     """
 
     removed: dict[str, np.ndarray]
@@ -114,6 +115,7 @@ class PartitionDecision:
     distinct: int
     repeated: int
     occurrences: int
+    seen: int = 0
 
 
 def decide_partition(records: np.ndarray, config: SpanDedupConfig) -> PartitionDecision:
@@ -126,7 +128,7 @@ def decide_partition(records: np.ndarray, config: SpanDedupConfig) -> PartitionD
         empty = np.empty(0, np.int64)
         return PartitionDecision({"doc": empty, "start": empty, "stop": empty},
                                  {k: empty for k in ("hash", "docs", "occurrences", "doc", "start",
-                                                     "end")}, 0, 0, 0)
+                                                     "end")}, 0, 0, 0, 0)
     hashes, docs = rec["hash"], rec["doc"]
     new_group = np.ones(n, dtype=bool)
     new_group[1:] = hashes[1:] != hashes[:-1]
@@ -157,6 +159,7 @@ def decide_partition(records: np.ndarray, config: SpanDedupConfig) -> PartitionD
         distinct=int(starts.shape[0]),
         repeated=int(rep.shape[0]),
         occurrences=int(sizes[rep].sum()),
+        seen=n,
     )
 
 
@@ -222,16 +225,32 @@ def find_repeated_spans(batches: Iterable[Sequence[str]], config: SpanDedupConfi
     for texts in batches:
         spill.add(span_records(texts, documents, config))
         documents += len(texts)
-    decisions = SpanDecisions(work_dir / "decisions", partitions, documents, spill.records,
-                              0, 0, 0, 0, spilled=spill.spilled)
+
+    def decided():
+        for p in range(partitions):
+            decision = decide_partition(spill.partition(p), config)
+            spill.release(p)
+            yield decision
+
+    return collect_decisions(decided(), work_dir, config, documents=documents,
+                             spans=spill.records, spilled=spill.spilled)
+
+
+def collect_decisions(decided: Iterable[PartitionDecision], work_dir: str | Path,
+                      config: SpanDedupConfig, *, documents: int, spans: int,
+                      spilled: bool = False) -> SpanDecisions:
+    """The :class:`SpanDecisions` of partitions 0, 1, ... decided in that order (whichever
+    executor decided them): each partition's removed occurrences saved under
+    ``work_dir/decisions``, counts summed, the most repeated spans merged."""
+    decisions = SpanDecisions(Path(work_dir) / "decisions", 0, documents, spans, 0, 0, 0, 0,
+                              spilled=spilled)
     tops = []
-    for p in range(partitions):
-        decision = decide_partition(spill.partition(p), config)
-        spill.release(p)
+    for p, decision in enumerate(decided):
         target = decisions.directory / f"removed-{p:04d}"
         target.mkdir(parents=True, exist_ok=True)
         for name, values in decision.removed.items():
             np.save(target / f"{name}.npy", values)
+        decisions.partitions += 1
         decisions.distinct += decision.distinct
         decisions.repeated += decision.repeated
         decisions.occurrences += decision.occurrences

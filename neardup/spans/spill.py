@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["PartitionedSpill", "partition_count"]
+__all__ = ["PartitionedSpill", "partition_count", "split_partitions"]
 
 
 def partition_count(expected_bytes: int, memory_limit: int, *, working_factor: int = 4) -> int:
@@ -24,6 +24,19 @@ def partition_count(expected_bytes: int, memory_limit: int, *, working_factor: i
     ``working_factor`` a reduction needs to sort them, fit in ``memory_limit``."""
     needed = max(1, math.ceil(expected_bytes * working_factor / max(1, memory_limit)))
     return min(4096, 1 << (needed - 1).bit_length())
+
+
+def split_partitions(records: np.ndarray, partitions: int) -> list[np.ndarray]:
+    """``records`` (a structured array with a uint64 ``hash`` field) split into
+    ``partitions`` (a power of two) blocks by the hash's top bits, each in arrival order."""
+    bits = partitions.bit_length() - 1
+    if bits == 0:
+        return [records]
+    parts = (records["hash"] >> np.uint64(64 - bits)).astype(np.int64)
+    order = np.argsort(parts, kind="stable")
+    records = records[order]
+    bounds = np.searchsorted(parts[order], np.arange(partitions + 1))
+    return [records[bounds[p]:bounds[p + 1]] for p in range(partitions)]
 
 
 class PartitionedSpill:
@@ -48,28 +61,19 @@ class PartitionedSpill:
         self.directory = Path(directory)
         self.dtype = np.dtype(dtype)
         self.partitions = partitions
-        self.bits = partitions.bit_length() - 1
         self.budget = max(1, budget)
         self._buffers: list[list[np.ndarray]] = [[] for _ in range(partitions)]
         self._buffered = 0
         self.spilled = False  # whether any record went to disk
         self.records = 0
 
-    def partition_of(self, hashes: np.ndarray) -> np.ndarray:
-        if self.bits == 0:
-            return np.zeros(hashes.shape[0], dtype=np.int64)
-        return (hashes >> np.uint64(64 - self.bits)).astype(np.int64)
-
     def add(self, records: np.ndarray) -> None:
         """Add ``records`` (of :attr:`dtype`)."""
         if records.shape[0] == 0:
             return
-        parts = self.partition_of(records["hash"])
-        order = np.argsort(parts, kind="stable")
-        records = records[order]
-        bounds = np.searchsorted(parts[order], np.arange(self.partitions + 1))
-        for p in np.flatnonzero(np.diff(bounds)).tolist():
-            self._buffers[p].append(records[bounds[p]:bounds[p + 1]])
+        for p, block in enumerate(split_partitions(records, self.partitions)):
+            if block.shape[0]:
+                self._buffers[p].append(block)
         self._buffered += records.nbytes
         self.records += records.shape[0]
         if self._buffered > self.budget:
