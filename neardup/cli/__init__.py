@@ -41,6 +41,11 @@ COMMANDS = {
                   "Fit a method's threshold to pairs of INPUT that you label (y/n/skip)."),
     "index": ("neardup.cli.index", "index_command",
               "A persistent near-duplicate index: add documents over time, query new ones."),
+    "spans": ("neardup.cli.spans", "spans_command",
+              "Remove repeated lines, paragraphs or sentence windows across INPUT files."),
+    "substrings": ("neardup.cli.spans", "substrings_command",
+                   "Remove exact substrings of --min-tokens or more tokens repeated across "
+                   "INPUT files."),
     "serve": ("neardup.cli.serve", "serve_command",
               "Serve the index in DIRECTORY over HTTP: POST /query, POST /add, GET /stats, GET "
               "/health."),

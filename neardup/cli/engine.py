@@ -14,7 +14,8 @@ from neardup.engine import CorpusStageConfig, parse_memory
 from neardup.errors import InputError
 
 __all__ = ["InputWatch", "check_engine_options", "corpus_stage_from_options", "engine_options",
-           "estimated_documents", "input_bytes", "input_identity", "non_seekable_inputs"]
+           "estimated_documents", "input_bytes", "input_identity", "memory_size",
+           "non_seekable_inputs"]
 
 _COMPRESSED_INPUT = (".gz", ".parquet")
 
@@ -46,7 +47,8 @@ def input_bytes(inputs, storage_options: dict[str, Any] | None = None) -> tuple[
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _memory(ctx, param, value):
+def memory_size(ctx, param, value):
+    """click callback: a memory size option (``2GB``, ``512MB``) in bytes, or None."""
     if value is None:
         return None
     try:
@@ -107,7 +109,7 @@ def engine_options(function: F) -> F:
                      help="Directory for the out-of-core stages (default: a temporary "
                           "directory, removed at the end). Must be new or empty, unless "
                           "--resume continues the run it holds."),
-        click.option("--memory-limit", callback=_memory, default=None, metavar="SIZE",
+        click.option("--memory-limit", callback=memory_size, default=None, metavar="SIZE",
                      help="Memory for the out-of-core stages' buffers, e.g. 2GB or 512MB "
                           "(default: an eighth of physical memory, at most 1GB)."),
         click.option("--partitions", type=click.IntRange(1, 65536), default=None,

@@ -1,0 +1,329 @@
+"""``neardup spans`` and ``neardup substrings``: de-duplication inside documents.
+
+Both commands read the inputs twice (count, then rewrite), write every input record to
+``--out`` exactly once (its text with the repeats cut out, or under ``--mark`` unchanged
+with the ranges listed in a field), and share their outputs: ``--removed-out`` (one row
+per input document) and ``--report`` (JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import click
+
+from neardup.cli.engine import memory_size
+from neardup.cli.options import apply_options, reader_config_from_options, reader_options
+
+__all__ = ["spans_command", "substrings_command"]
+
+_FLAGS = {"unit": "--unit", "min_length": "--min-length", "min_repeats": "--min-repeats",
+          "keep": "--keep", "top": "--top", "n": "--min-tokens"}
+
+
+_SHARED = (
+    click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path)),
+    click.option("--out", type=click.Path(path_type=Path), default=None,
+                 help="Every input record, once, in input order: its text with the repeats cut "
+                      "out (or, with --mark, unchanged): .jsonl, .jsonl.gz, .parquet, .csv, .tsv."),
+    click.option("--report", type=click.Path(path_type=Path), default=None,
+                 help="Counts, parameters and timings (for spans, the most repeated spans too) "
+                      "as JSON (.json)."),
+    click.option("--removed-out", type=click.Path(path_type=Path), default=None,
+                 help="One row per input document: id, source, row, bytes_before, "
+                      "bytes_removed, ranges_removed, dropped (.parquet, .jsonl, .csv, ...)."),
+    click.option("--mark", is_flag=True,
+                 help="Remove nothing: add to each --out record a field listing the "
+                      "[start, stop] character ranges that would be cut."),
+    click.option("--drop-empty", is_flag=True,
+                 help="Leave out of --out the documents that removal left empty or blank "
+                      "(they stay in --removed-out with dropped=true). Default: kept, so "
+                      "every input record is in --out."),
+)
+_ENGINE = (
+    click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                 help="Directory for the spilled partitions (default: a temporary directory, "
+                      "removed at the end). Must be new or empty."),
+    click.option("--memory-limit", callback=memory_size, default=None, metavar="SIZE",
+                 help="Memory for the buffers, partitions and chunks, e.g. 2GB or 512MB "
+                      "(default: an eighth of physical memory, at most 1GB)."),
+    click.option("--progress/--no-progress", default=None,
+                 help="Show progress bars (default: when stderr is a terminal)."),
+    click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors."),
+)
+
+
+def _shared_options(function):
+    """INPUT..., the outputs, the reader options, then --work-dir, --memory-limit,
+    --progress and --quiet (in that order in ``--help``)."""
+    return apply_options(_SHARED, reader_options(apply_options(_ENGINE, function)))
+
+
+def _check_work_dir(work_dir: Path | None) -> None:
+    from neardup.errors import ParameterError
+
+    if work_dir is not None and work_dir.exists() and any(work_dir.iterdir()):
+        raise ParameterError("spans", "work_dir", "a new or empty directory",
+                             os.fspath(work_dir))
+
+
+def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: tuple[Path, ...],
+         find: Callable[..., Any], remove: Callable[..., Iterator], field: str,
+         parameters: dict[str, Any]) -> dict[str, Any]:
+    """The shared run: outputs checked, pass 1 (``find``), pass 2 (``remove``), outputs
+    written as a set. Returns the report."""
+    from neardup.cli._checks import output_set
+    from neardup.cli.engine import InputWatch, input_bytes
+    from neardup.engine.corpus import default_memory_limit
+    from neardup.io import iter_records, read_corpus
+    from neardup.progress import progress_bar
+
+    if not (opts["out"] or opts["report"] or opts["removed_out"]):
+        raise click.UsageError("give at least one of --out, --report, --removed-out.")
+    if opts["date_field"] is not None:
+        raise click.UsageError(f"--date-field is not read by neardup {command} (spans and "
+                               "substrings do not use dates); drop it.")
+    if opts["mark"] and opts["drop_empty"]:
+        raise click.UsageError("--drop-empty is ignored with --mark (it removes nothing); "
+                               "drop one of them.")
+    _check_work_dir(opts["work_dir"])
+    reader = reader_config_from_options(opts)
+    progress = False if opts["quiet"] else opts["progress"]
+    memory_limit = opts["memory_limit"] or default_memory_limit()
+    size, compressed = input_bytes((*inputs, *against))
+    outputs = output_set((*inputs, *against), [
+        ("--out", opts["out"], None), ("--removed-out", opts["removed_out"], None),
+        ("--report", opts["report"], ("json",))])
+    timings: dict[str, float] = {}
+    with outputs, ExitStack() as stack:
+        if opts["work_dir"] is None:
+            work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="neardup-spans-")))
+        else:
+            work_dir = opts["work_dir"]
+            work_dir.mkdir(parents=True, exist_ok=True)
+
+        # The rewrite takes documents by position from a second read: the first read's
+        # digests make sure it reads the same texts.
+        watch = InputWatch(inputs, reader)
+
+        def texts(paths, description, watched):
+            with progress_bar(description, enabled=progress) as advance:
+                batches = read_corpus(list(paths), reader)
+                for batch in watch.first_read(batches) if watched else batches:
+                    yield batch.texts
+                    advance(len(batch))
+
+        start = time.perf_counter()
+        decisions = find(texts(inputs, "counting", True),
+                         texts(against, "reading --against", False) if against else None,
+                         work_dir=work_dir, memory_limit=memory_limit,
+                         expected_bytes=size * (3 if compressed else 1))
+        timings["count"] = time.perf_counter() - start
+        start = time.perf_counter()
+        table: dict[str, list] = {k: [] for k in ("id", "source", "row", "bytes_before",
+                                                  "bytes_removed", "ranges_removed", "dropped")}
+        batches = []
+
+        def rewrite_texts():
+            for batch in watch.second_batches(read_corpus(list(inputs), reader),
+                                              f"neardup {command}"):
+                batches.append(batch)
+                yield batch.texts
+
+        def records():
+            source = iter_records(list(inputs), reader)
+            with progress_bar("rewriting", enabled=progress) as advance:
+                for removal in remove(rewrite_texts(), decisions):
+                    batch = batches.pop()
+                    for i in range(len(batch)):
+                        record = next(source)
+                        emptied = (removal.chars_removed[i] > 0
+                                   and not removal.texts[i].strip())
+                        dropped = bool(opts["drop_empty"] and emptied)
+                        table["dropped"].append(dropped)
+                        if opts["mark"]:
+                            record[field] = removal.ranges[i]
+                        else:
+                            record[reader.text_field] = removal.texts[i]
+                        if not dropped:
+                            yield record
+                    table["id"].extend(batch.ids)
+                    table["source"].extend([batch.source] * len(batch))
+                    table["row"].extend(batch.rows.tolist())
+                    for key in ("bytes_before", "bytes_removed", "ranges_removed"):
+                        table[key].extend(getattr(removal, key).tolist())
+                    advance(len(batch))
+
+        if "--out" in outputs:
+            outputs.write_records("--out", records())
+        else:
+            for _ in records():
+                pass
+        watch.check(f"neardup {command}")
+        timings["rewrite"] = time.perf_counter() - start
+        report = _report(command, inputs, against, parameters, decisions, table, timings,
+                         memory_limit)
+        if "--removed-out" in outputs:
+            import pyarrow as pa
+
+            outputs.write_table("--removed-out", pa.table({
+                "id": pa.array(table["id"], pa.string()),
+                "source": pa.array(table["source"], pa.string()),
+                "row": pa.array(table["row"], pa.int64()),
+                "bytes_before": pa.array(table["bytes_before"], pa.int64()),
+                "bytes_removed": pa.array(table["bytes_removed"], pa.int64()),
+                "ranges_removed": pa.array(table["ranges_removed"], pa.int64()),
+                "dropped": pa.array(table["dropped"], pa.bool_())}))
+        if "--report" in outputs:
+            outputs.write_text("--report", json.dumps(report, indent=2, sort_keys=True,
+                                                      default=str) + "\n")
+        outputs.commit()
+    return report
+
+
+def _report(command, inputs, against, parameters, decisions, table, timings, memory_limit):
+    import numpy as np
+
+    removed = np.asarray(table["bytes_removed"], np.int64)
+    before = np.asarray(table["bytes_before"], np.int64)
+    changed = removed > 0
+    summary = {
+        "documents": int(removed.shape[0]),
+        "documents_changed": int(changed.sum()),
+        "documents_dropped": int(sum(table["dropped"])),
+        "bytes_before": int(before.sum()),
+        "bytes_removed": int(removed.sum()),
+        "bytes_removed_fraction": float(removed.sum() / before.sum()) if before.sum() else 0.0,
+        "ranges_removed": int(sum(table["ranges_removed"])),
+        "memory_limit_bytes": int(memory_limit),
+        "spilled_to_disk": bool(decisions.spilled),
+    }
+    if changed.any():
+        quantiles = np.quantile(removed[changed], [0.5, 0.9, 0.99]).tolist()
+        summary["bytes_removed_per_changed_document"] = {
+            "median": quantiles[0], "p90": quantiles[1], "p99": quantiles[2],
+            "max": int(removed.max())}
+    report = {"command": command, "inputs": [os.fspath(p) for p in inputs],
+              "parameters": parameters, "summary": summary, "timings_seconds": timings}
+    if against:
+        report["against"] = [os.fspath(p) for p in against]
+    if command == "spans":
+        summary.update(spans=decisions.spans, distinct_spans=decisions.distinct,
+                       repeated_spans=decisions.repeated,
+                       repeated_occurrences=decisions.occurrences,
+                       occurrences_removed=decisions.removed, partitions=decisions.partitions)
+        report["top_spans"] = [{"text": t.get("text", ""), "documents": t["docs"],
+                                "occurrences": t["occurrences"]} for t in decisions.top]
+    else:
+        summary.update(tokens=decisions.tokens, chunks=decisions.chunks,
+                       windows_removed_within_chunks=decisions.windows_within,
+                       window_hashes_shared_across_chunks=decisions.shared_hashes)
+        if against:
+            summary["against_documents"] = decisions.against_docs
+    return report
+
+
+def _print(report: dict[str, Any], what: str) -> None:
+    s = report["summary"]
+    click.echo(f"{s['documents']:,} documents, {s['documents_changed']:,} changed; "
+               f"{s['bytes_removed']:,} of {s['bytes_before']:,} bytes {what} "
+               f"({100 * s['bytes_removed_fraction']:.1f}%).")
+    for entry in report.get("top_spans", [])[:5]:
+        text = " ".join(entry["text"].split())
+        click.echo(f"  {entry['documents']:>8,} docs  {text[:70]!r}")
+
+
+def _command_errors():
+    from neardup.cli._checks import command_errors
+
+    return command_errors(flags=_FLAGS)
+
+
+@click.command("spans")
+@click.option("--unit", default="line", show_default=True, metavar="line|paragraph|sentences:N",
+              help="What a span is: a line, a paragraph (text between blank lines) or every "
+                   "window of N consecutive sentences.")
+@click.option("--min-length", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Shortest span matched, in characters after normalization (shorter lines "
+                   "such as 'Yes.' or 'Chapter 1' repeat by chance, not as boilerplate).")
+@click.option("--min-repeats", type=click.IntRange(min=2), default=2, show_default=True,
+              help="A span is repeated when it occurs in at least this many distinct "
+                   "documents (occurrences within one document count once).")
+@click.option("--keep", type=click.Choice(["first", "last", "none"]), default="first",
+              show_default=True,
+              help="Which occurrence of a repeated span stays: the first in input order, the "
+                   "last, or none.")
+@click.option("--top", type=click.IntRange(min=0), default=20, show_default=True,
+              help="How many of the most repeated spans --report lists.")
+@_shared_options
+def spans_command(inputs: tuple[Path, ...], **opts: Any) -> None:
+    """Remove repeated lines, paragraphs or sentence windows across INPUT files.
+
+    Spans are matched after normalization (whitespace collapsed, case folded). A span
+    found in --min-repeats or more documents keeps one occurrence (--keep) and loses
+    the others, with the separator after them. Out of core: span hashes are
+    partitioned into files under --work-dir beyond --memory-limit.
+
+    \b
+    Example:
+      neardup spans crawl.jsonl --unit sentences:3 --out clean.jsonl --report spans.json
+    """
+    from neardup.spans import SpanDedupConfig, find_repeated_spans, remove_spans
+
+    with _command_errors():
+        config = SpanDedupConfig(unit=opts["unit"], min_length=opts["min_length"],
+                                 min_repeats=opts["min_repeats"], keep=opts["keep"],
+                                 top=opts["top"])
+
+        def find(batches, _against, **kwargs):
+            return find_repeated_spans(batches, config, **kwargs)
+
+        parameters = {"unit": str(config.unit), "min_length": config.min_length,
+                      "min_repeats": config.min_repeats, "keep": config.keep,
+                      "mark": opts["mark"], "drop_empty": opts["drop_empty"]}
+        report = _run("spans", inputs, opts, (), find, remove_spans, "duplicate_spans", parameters)
+    if not opts["quiet"]:
+        _print(report, "marked" if opts["mark"] else "removed")
+
+
+@click.command("substrings")
+@click.option("--min-tokens", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Shortest repeated substring removed, in whitespace tokens (Lee et al. "
+                   "2022 use 50).")
+@click.option("--against", multiple=True, type=click.Path(path_type=Path),
+              help="Another corpus (repeatable): remove the substrings of INPUT that occur in "
+                   "it, instead of INPUT's own repeats.")
+@_shared_options
+def substrings_command(inputs: tuple[Path, ...], **opts: Any) -> None:
+    """Remove exact substrings of --min-tokens or more tokens repeated across INPUT files.
+
+    Found with suffix arrays (pydivsufsort) over chunks of the corpus sized from
+    --memory-limit, and a table of window hashes across chunks. The first occurrence
+    stays; with --against, every occurrence of a substring of the other corpus goes.
+
+    \b
+    Example:
+      neardup substrings crawl.jsonl --min-tokens 50 --out clean.jsonl --report sub.json
+    """
+    from neardup.spans import find_repeated_substrings, remove_substrings
+
+    against = tuple(opts.pop("against"))
+    with _command_errors():
+        n = opts["min_tokens"]
+
+        def find(batches, against_batches, **kwargs):
+            return find_repeated_substrings(batches, n, against=against_batches, **kwargs)
+
+        parameters = {"min_tokens": n, "mark": opts["mark"], "drop_empty": opts["drop_empty"]}
+        report = _run("substrings", inputs, opts, against, find, remove_substrings,
+                      "duplicate_substrings", parameters)
+    if not opts["quiet"]:
+        _print(report, "marked" if opts["mark"] else "removed")
+
