@@ -22,7 +22,7 @@ non-whitespace characters removed (whitespace placement differs by design).
     python benchmarks/peers_spans.py --corpus /tmp/neardup-scale/100k \\
         --results benchmarks/results/spans/100k --scratch /tmp/spans-bench-100k
 
-The corpus is bench/scale_corpus.py's (Parquet shards with ``id`` and ``text``).
+The corpus is scripts/make_scale_corpus.py's (Parquet shards with ``id`` and ``text``).
 Results: ``results.json`` (figures), ``commands.txt`` (every command run), ``logs/``.
 """
 
