@@ -66,9 +66,9 @@ def check_ids(caller: str, ids: Any, n: int | None = None) -> list[str]:
 
 #: Methods the index supports: those with the keyed contract (candidate keys + fixed-width
 #: verification arrays), and the document-embedding methods (vectors in faiss segments).
-SUPPORTED_METHODS = ("exact", "minhash", "simhash", "retsim", "biencoder")
+SUPPORTED_METHODS = ("exact", "minhash", "simhash", "retsim", "biencoder", "static")
 #: Methods whose documents are vectors searched by cosine rather than keys.
-EMBEDDING_METHODS = ("retsim", "biencoder")
+EMBEDDING_METHODS = ("retsim", "biencoder", "static")
 _NOT_YET = {
     "retsim-partial": "partial-duplicate matching compares chunks, and the index keeps one "
                       "vector per document (use retsim)",

@@ -156,8 +156,9 @@ def test_progress_bar_runs(retsim, varied_texts):
 
 def test_params_and_no_work_in_constructor():
     model = RETSim(batch_size=8, threads=2)
-    assert model.get_params() == {"batch_size": 8, "threads": 2, "model_path": None}
-    assert repr(model) == "RETSim(batch_size=8, threads=2, model_path=None)"
+    assert model.get_params() == {"batch_size": 8, "threads": 2, "model_path": None,
+                                  "precision": "float32"}
+    assert repr(model) == "RETSim(batch_size=8, threads=2, model_path=None, precision='float32')"
     assert model._model is None  # nothing loaded yet
 
 
@@ -167,6 +168,8 @@ def test_params_and_no_work_in_constructor():
         ({"batch_size": 0}, "RETSim: parameter 'batch_size' must be an integer >= 1; got 0."),
         ({"threads": 0}, "RETSim: parameter 'threads' must be an integer >= 1; got 0."),
         ({"model_path": 3}, "RETSim: parameter 'model_path' must be a path or None; got 3."),
+        ({"precision": "int4"},
+         "RETSim: parameter 'precision' must be one of 'float32', 'int8'; got 'int4'."),
     ],
 )
 def test_invalid_parameters(kwargs, message):
