@@ -8,7 +8,7 @@ the cast), so each variant equals what ``scripts/distill_static.py`` writes with
 parameters.
 
     python benchmarks/static_variants.py --make RAW_DIR OUT_DIR --pca 64,128,256 --dtype int8,float16
-    python benchmarks/static_variants.py --sets reuters-news,indep-noisocr MODEL_DIR [MODEL_DIR ...]
+    python benchmarks/static_variants.py [--raw-text] --sets reuters-news,indep-noisocr MODEL_DIR [...]
 
 Results: benchmarks/results/neural/static_variants.json (one row per model and set).
 """
@@ -47,7 +47,7 @@ def make_variants(raw: Path, out: Path, pcas: list[int], dtypes: list[str], sif:
     return made
 
 
-def sweep(model: Path, sets: list[str]) -> list[dict]:
+def sweep(model: Path, sets: list[str], normalize: bool) -> list[dict]:
     from neardup.eval.labeled import load_labeled
     from neardup.eval.tuning import tune
 
@@ -55,8 +55,9 @@ def sweep(model: Path, sets: list[str]) -> list[dict]:
     for name in sets:
         corpus = load_labeled(HERE / name / "validation.jsonl.gz")
         start = time.perf_counter()
-        result = tune(corpus, "static", split="validation", base_params={"model": str(model)})
-        rows.append({"model": model.name, "set": name, "split": "validation",
+        result = tune(corpus, "static", split="validation", base_params={"model": str(model),
+                                                                        **({} if normalize else {"normalize": None})})
+        rows.append({"model": model.name, "normalize": normalize, "set": name, "split": "validation",
                      "ari": round(result.best_score, 4), "threshold": result.params["threshold"],
                      "size_bytes": (model / "model.safetensors").stat().st_size,
                      "seconds": round(time.perf_counter() - start, 1)})
@@ -72,6 +73,8 @@ def main() -> None:
     parser.add_argument("--dtype", default="int8,float16")
     parser.add_argument("--sif", type=float, default=1e-4)
     parser.add_argument("--sets", default="reuters-news,indep-noisocr,indep-nlpaug,multi-latin")
+    parser.add_argument("--raw-text", action="store_true",
+                        help="normalize=False: tokenize the raw text (default: normalized).")
     parser.add_argument("--out", type=Path, default=RESULTS / "static_variants.json")
     args = parser.parse_args()
     if args.make:
@@ -79,9 +82,11 @@ def main() -> None:
                              args.dtype.split(","), args.sif)
         print("\n".join(map(str, made)))
         return
-    rows = [row for model in args.models for row in sweep(model, args.sets.split(","))]
+    rows = [row for model in args.models
+            for row in sweep(model, args.sets.split(","), not args.raw_text)]
     old = json.loads(args.out.read_text()) if args.out.is_file() else []
-    keep = [r for r in old if (r["model"], r["set"]) not in {(n["model"], n["set"]) for n in rows}]
+    key = lambda r: (r["model"], r.get("normalize", False), r["set"])  # noqa: E731
+    keep = [r for r in old if key(r) not in {key(n) for n in rows}]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(keep + rows, indent=1) + "\n")
 

@@ -22,10 +22,14 @@ Writes ``model.safetensors``, ``tokenizer.json``, ``config.json`` (model2vec's f
 so model2vec and semhash can load it too) and ``model.json`` (neardup's kind, files and
 the distillation parameters, including this command line).
 
-Example (the shipped model; see neardup/models/static-news/README.md)::
+Example (the shipped model's parameters; see neardup/models/static-minilm/README.md)::
 
-    HF_HUB_OFFLINE=1 python scripts/distill_static.py --teacher biencoder-news \
-        --pca-dims 128 --dtype int8 --out neardup/models/static-news
+    HF_HUB_OFFLINE=1 python scripts/distill_static.py --teacher all-MiniLM-L6-v2 \
+        --pca-dims 128 --dtype int8 --out neardup/models/static-minilm
+
+To compare several PCA sizes and dtypes, distill once without PCA, SIF or cast
+(``--pca-dims 0 --sif 0 --dtype float32``) and make the variants from that table with
+``benchmarks/static_variants.py --make`` (the same model2vec steps in the same order).
 """
 
 from __future__ import annotations

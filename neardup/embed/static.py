@@ -7,8 +7,8 @@ embedding is the mean of its tokens' vectors, L2-normalized. No network runs at
 embedding time: the cost is the tokenizer (Rust) plus one gather and one segmented sum
 (numpy), hundreds of times cheaper per document than a transformer.
 
-neardup ships ``static-news`` (distilled from the fine-tuned bi-encoder ``biencoder-news``;
-see ``neardup/models/static-news/README.md`` and ``scripts/distill_static.py``). Any
+neardup ships ``static-minilm`` (distilled from all-MiniLM-L6-v2; see
+``neardup/models/static-minilm/README.md`` and ``scripts/distill_static.py``). Any
 model2vec model directory (``model.safetensors``, ``tokenizer.json``, ``config.json``) can
 be passed instead; nothing is downloaded.
 
@@ -27,6 +27,7 @@ Requirements
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse
 
 from neardup.embed.base import Embedder
 from neardup.embed.onnx_encoder import replace_lone_surrogates
@@ -44,7 +46,7 @@ from neardup.progress import progress_bar
 __all__ = ["DEFAULT_STATIC_MODEL", "StaticEmbedder", "static_model_dir"]
 
 #: The static model used when none is given (shipped inside neardup).
-DEFAULT_STATIC_MODEL = "static-news"
+DEFAULT_STATIC_MODEL = "static-minilm"
 _FILES = ("model.safetensors", "tokenizer.json")
 #: Texts tokenized per call (bounds the memory of token lists).
 _BLOCK = 4096
@@ -79,7 +81,7 @@ def static_model_dir(model: str | os.PathLike) -> Path:
 @dataclass(frozen=True)
 class _Loaded:
     tokenizer: Any  # tokenizers.Tokenizer
-    vectors: np.ndarray  # (vocab, dim), float16/float32/int8 as stored
+    vectors: np.ndarray  # (vocab, dim) float32
     unk_id: int | None
 
 
@@ -88,7 +90,7 @@ class StaticEmbedder(Embedder):
 
     Parameters
     ----------
-    model : str or os.PathLike, default "static-news"
+    model : str or os.PathLike, default "static-minilm"
         A static model shipped inside neardup (``neardup/models/<name>/``, kind "static")
         or a model2vec model directory.
     max_tokens : int or None, default None
@@ -117,13 +119,23 @@ class StaticEmbedder(Embedder):
                 "StaticEmbedder: parameter 'model' must be a shipped static model name or a "
                 f"directory path; got {model!r}."
             )
-        self.model_name = os.fspath(model)
+        self._model_name = os.fspath(model)
         self.max_tokens = None if max_tokens is None else check_int(
             "StaticEmbedder", "max_tokens", max_tokens, low=1, hint="Use None for no limit.")
         self.batch_size = check_int("StaticEmbedder", "batch_size", batch_size, low=1)
 
+    # The base class's ``model`` is the loaded model; here ``model`` is the constructor
+    # parameter (what get_params reports); the loaded model is reached through _loaded().
+    @property
+    def model(self) -> str:  # type: ignore[override]
+        """The ``model`` parameter: a shipped model name or a directory path."""
+        return self._model_name
+
+    def _loaded(self) -> _Loaded:
+        return Embedder.model.fget(self)  # type: ignore[attr-defined]
+
     def _load(self) -> _Loaded:
-        directory = static_model_dir(self.model_name)
+        directory = static_model_dir(self._model_name)
         try:
             from safetensors.numpy import load_file
             from tokenizers import Tokenizer
@@ -144,6 +156,9 @@ class StaticEmbedder(Embedder):
             mapping = tensors.get("mapping", np.arange(len(tensors.get("weights", vectors))))
             weights = tensors.get("weights", np.ones(len(mapping), np.float32))
             vectors = vectors[mapping].astype(np.float32) * weights[:, None].astype(np.float32)
+        # Stored small (int8 or float16; the scale does not change a direction), summed in
+        # float32.
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         tokenizer.no_truncation()
         tokenizer.no_padding()
@@ -159,7 +174,7 @@ class StaticEmbedder(Embedder):
 
     @property
     def dim(self) -> int:
-        return int(self.model.vectors.shape[1])
+        return int(self._loaded().vectors.shape[1])
 
     def encode(
         self,
@@ -174,7 +189,7 @@ class StaticEmbedder(Embedder):
             raise ValueError(f"StaticEmbedder.encode: parameter 'texts' must be a sequence of str; got {got}.")
         block = self.batch_size if batch_size is None else check_int(
             "StaticEmbedder.encode", "batch_size", batch_size, low=1)
-        loaded = self.model
+        loaded = self._loaded()
         out = np.empty((len(texts), loaded.vectors.shape[1]), np.float32)
         with progress_bar("static", total=len(texts), unit="texts", enabled=progress) as advance:
             for lo in range(0, len(texts), block):
@@ -196,26 +211,26 @@ class StaticEmbedder(Embedder):
         if self.max_tokens is not None:
             ids_lists = [ids[: self.max_tokens] for ids in ids_lists]
         counts = np.fromiter(map(len, ids_lists), np.int64, len(ids_lists))
-        ids = np.fromiter((i for ids in ids_lists for i in ids), np.int64, int(counts.sum()))
+        ids = np.fromiter(itertools.chain.from_iterable(ids_lists), np.int64, int(counts.sum()))
         # Drop unknown tokens, as model2vec does (they carry no meaning of their own).
         if loaded.unk_id is not None and ids.size:
             owner = np.repeat(np.arange(len(texts)), counts)
             keep = ids != loaded.unk_id
             ids, owner = ids[keep], owner[keep]
             counts = np.bincount(owner, minlength=len(texts))
-        dim = loaded.vectors.shape[1]
-        sums = np.zeros((len(texts), dim), np.float32)
-        has = np.flatnonzero(counts > 0)
-        if ids.size:
-            rows = loaded.vectors[ids].astype(np.float32, copy=False)
-            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-            sums[has] = np.add.reduceat(rows, starts[has], axis=0)
+        # Sum of each text's token vectors as one sparse product: (texts x vocabulary)
+        # token counts times the (vocabulary x dim) table; no (tokens x dim) gather.
+        offsets = np.zeros(len(texts) + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        bag = scipy.sparse.csr_matrix((np.ones(ids.size, np.float32), ids, offsets),
+                                      shape=(len(texts), loaded.vectors.shape[0]))
+        sums = np.asarray(bag @ loaded.vectors, dtype=np.float32)
         # The mean's scale does not change its direction: normalize the sum.
         norms = np.linalg.norm(sums, axis=1)
         ok = norms > 0
         sums[ok] /= norms[ok, None]
         for i in np.flatnonzero(~ok).tolist():
-            sums[i] = _hash_vector(cleaned[i], dim)
+            sums[i] = _hash_vector(cleaned[i], sums.shape[1])
         return sums
 
 
