@@ -90,8 +90,9 @@ def retsim_mode(args: argparse.Namespace) -> dict:
     from neardup.embed.retsim import RETSim, default_model_path
 
     texts = reuters_stories(args.docs, skip=args.skip)
-    attention_int8 = RESULTS / "tmp-retsim-int8-attention.onnx"
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    import tempfile
+
+    attention_int8 = Path(tempfile.mkdtemp()) / "retsim-int8-attention.onnx"
     quantize_dynamic(str(default_model_path()), str(attention_int8), per_channel=True,
                      weight_type=QuantType.QInt8, extra_options={"MatMulConstBOnly": False})
     from unisim import TextSim

@@ -196,8 +196,9 @@ class RETSimMethod(EmbeddingMethod):
         ~500 MB, 256 at ~4.2 GB and run 1.5x slower (see docs/benchmarks.md).
     precision : {"float32", "int8"}, default "float32"
         "int8" runs the model with int8 dense weights (about 1.3x the documents per CPU
-        second, embeddings within cosine 0.99 of float32 on average; see
-        docs/neural-speed.md); "float32" is the model as shipped, unisim's embeddings.
+        second; on news prose embeddings within cosine 0.99 of float32 on average, on
+        exotic text far less: see :class:`neardup.embed.RETSim` and docs/neural-speed.md);
+        "float32" is the model as shipped, unisim's embeddings.
 
     Other parameters as :class:`EmbeddingMethod`. Needs the ``neural`` extra
     (onnxruntime, and the unisim package for the default model).
