@@ -19,12 +19,16 @@ Modes
 ``biencoder``
     ``biencoder-news`` as the base commit runs it (``BiEncoder(model="biencoder-news")``:
     128 tokens) against the token limits ``--tokens``; docs per CPU second.
+``static``
+    ``StaticEmbedder`` with the shipped ``static-minilm`` on the same stories, on raw and
+    on normalized text (what ``--method static`` embeds).
 ``biencoder-accuracy``
     For each token limit: the threshold tuned on each set's validation split (``neardup
     tune``'s default grid) and its ARI. No test split is read.
 
     python benchmarks/neural_speed.py retsim --docs 300
     python benchmarks/neural_speed.py biencoder --docs 300 --tokens 32,64,128
+    python benchmarks/neural_speed.py static --docs 3000
     python benchmarks/neural_speed.py biencoder-accuracy --tokens 32,64,128 --sets reuters-news,indep-noisocr
 
 Results: benchmarks/results/neural/neural_speed_<mode>.json.
@@ -144,6 +148,21 @@ def biencoder_mode(args: argparse.Namespace) -> dict:
             "rows": best}
 
 
+def static_mode(args: argparse.Namespace) -> dict:
+    from neardup.embed.static import StaticEmbedder
+    from neardup.text import normalize_batch
+
+    texts = reuters_stories(args.docs, skip=args.skip)
+    embedder = StaticEmbedder()
+    best = timed({"static-minilm, raw text": embedder.encode,
+                  "static-minilm, normalized text (the method's default)":
+                  lambda t: embedder.encode(normalize_batch(t))}, texts, args.repeat)
+    for row in best.values():
+        row.pop("embeddings")
+    return {"docs": len(texts), "mean_chars": round(float(np.mean([len(t) for t in texts])), 1),
+            "rows": best}
+
+
 def biencoder_accuracy_mode(args: argparse.Namespace) -> dict:
     from neardup.eval.labeled import load_labeled
     from neardup.eval.tuning import tune
@@ -163,7 +182,7 @@ def biencoder_accuracy_mode(args: argparse.Namespace) -> dict:
     return {"rows": rows}
 
 
-MODES = {"retsim": retsim_mode, "biencoder": biencoder_mode,
+MODES = {"retsim": retsim_mode, "biencoder": biencoder_mode, "static": static_mode,
          "biencoder-accuracy": biencoder_accuracy_mode}
 
 

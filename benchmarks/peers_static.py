@@ -5,7 +5,8 @@ same static model, and static embeddings as rerank's candidate generator.
 ``static-minilm``, distilled offline from all-MiniLM-L6-v2; semhash's default model would
 be downloaded, which is not allowed here). For each labelled set: each tool's threshold is
 swept on the validation split and the best one (ARI) is run on the test split in a fresh
-child process, whose CPU seconds (user + system) and peak RSS come from ``os.wait4``.
+child process: its CPU seconds (user + system) from ``os.wait4``, its peak RSS from its
+own ``VmHWM``.
 semhash: ``SemHash.from_records`` then ``self_deduplicate(threshold)``; a filtered record
 joins the cluster of the record it duplicates. neardup: ``neardup.dedup(texts, "static",
 threshold=...)``, memory engine. Docs per CPU second count everything in the child after
@@ -86,7 +87,15 @@ def run_one(tool: str, name: str, split: str, threshold: float) -> dict:
                                model=MODEL, threshold=threshold).clusters
     cpu = time.process_time() - start
     return {"ari": round(cluster_metrics(corpus.clusters, labels)["ari"], 4), "docs": len(texts),
-            "cpu_seconds_in_process": round(cpu, 2)}
+            "cpu_seconds_in_process": round(cpu, 2), "peak_rss_mb": _vm_hwm_mb()}
+
+
+def _vm_hwm_mb() -> float:
+    """This process's peak resident memory (VmHWM). Not ru_maxrss: on Linux a child's
+    ru_maxrss starts at its parent's resident size when it forked, exec or not."""
+    with open("/proc/self/status") as status:
+        line = next(x for x in status if x.startswith("VmHWM:"))
+    return round(int(line.split()[1]) / 1024, 1)
 
 
 def tune_semhash(name: str) -> tuple[float, float]:
@@ -119,7 +128,6 @@ def measured_child(args: list[str]) -> dict:
         raise SystemExit(f"child {args} failed with status {status}")
     row = json.loads(out.decode().strip().splitlines()[-1])
     row["child_cpu_seconds"] = round(usage.ru_utime + usage.ru_stime, 2)
-    row["peak_rss_mb"] = round(usage.ru_maxrss / 1024, 1)
     row["docs_per_cpu_second"] = round(row["docs"] / row["cpu_seconds_in_process"], 1)
     return row
 
