@@ -21,6 +21,7 @@ that threshold.
 
     python benchmarks/peers_static.py peers --sets indep-noisocr,reuters-news
     python benchmarks/peers_static.py rerank --sets reuters-news,indep-noisocr
+    python benchmarks/peers_static.py rerank --candidates-only --sets reuters-news
 
 Results: benchmarks/results/neural/peers_static_<mode>.json.
 """
@@ -171,15 +172,17 @@ def rerank_mode(args: argparse.Namespace) -> dict:
             start = time.process_time()
             pairs = cand.find_pairs(cand.sketch(list(validation.texts)))
             cand_cpu = time.process_time() - start
-            tuned = tune(validation, "rerank", split="validation", base_params=params)
-            test = evaluate(_corpus(name, "test"), "rerank", params=tuned.params)
-            rows.append({"set": name, "candidates": label,
-                         "candidate_pairs_per_doc": round(len(pairs) / len(validation), 2),
-                         "true_pairs_among_candidates": round(_true_pair_recall(pairs, validation.clusters), 4),
-                         "candidate_cpu_seconds": round(cand_cpu, 2),
-                         "threshold": tuned.params["threshold"],
-                         "validation_ari": round(tuned.best_score, 4), "test_ari": round(test["ari"], 4),
-                         "test_seconds": round(test["seconds"], 1)})
+            row = {"set": name, "candidates": label,
+                   "candidate_pairs_per_doc": round(len(pairs) / len(validation), 2),
+                   "true_pairs_among_candidates": round(_true_pair_recall(pairs, validation.clusters), 4),
+                   "candidate_cpu_seconds": round(cand_cpu, 2)}
+            if not args.candidates_only:
+                tuned = tune(validation, "rerank", split="validation", base_params=params)
+                test = evaluate(_corpus(name, "test"), "rerank", params=tuned.params)
+                row.update({"threshold": tuned.params["threshold"],
+                            "validation_ari": round(tuned.best_score, 4),
+                            "test_ari": round(test["ari"], 4), "test_seconds": round(test["seconds"], 1)})
+            rows.append(row)
             print(json.dumps(rows[-1]), flush=True)
     return {"rows": rows}
 
@@ -194,12 +197,15 @@ def main() -> None:
     parser.add_argument("--sets", default="indep-noisocr,reuters-news")
     parser.add_argument("--candidate-threshold", type=float, default=0.8)
     parser.add_argument("--k", type=int, default=20)
+    parser.add_argument("--candidates-only", action="store_true",
+                        help="rerank mode: the candidate stage only (no tuning, no test split).")
     args = parser.parse_args()
     payload = peers_mode(args) if args.mode == "peers" else rerank_mode(args)
     payload["command"] = "python benchmarks/peers_static.py " + " ".join(sys.argv[1:])
     payload["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()}"
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"peers_static_{args.mode}.json").write_text(json.dumps(payload, indent=1) + "\n")
+    suffix = "_candidates" if args.mode == "rerank" and args.candidates_only else ""
+    (RESULTS / f"peers_static_{args.mode}{suffix}.json").write_text(json.dumps(payload, indent=1) + "\n")
 
 
 if __name__ == "__main__":
