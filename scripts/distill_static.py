@@ -13,10 +13,10 @@ is read from local files only:
   every position holds that embedding gives it back, so model2vec's own (mean) pooling
   sees exactly the teacher's output.
 
-``--char-ngrams N`` adds the N most frequent character 3- to 5-grams of the words of a
-training corpus (``--ngram-corpus``, a train split) to the vocabulary as word-continuation
-pieces (``##abc``): WordPiece then cuts OCR-damaged words into longer, known pieces rather
-than letters. Only train splits may be passed (the variants are compared on validation).
+Character n-gram pieces (``##abc``) cannot be added to the vocabulary through model2vec
+0.10's distiller: it pre-tokenizes each added token and adds ``##abc`` as the multi-word
+string ``#``, ``#``, ``abc``, which never matches inside a word. The OCR-suited variant
+measured instead is tokenizing normalized text (``StaticMethod(normalize=...)``).
 
 Writes ``model.safetensors``, ``tokenizer.json``, ``config.json`` (model2vec's format,
 so model2vec and semhash can load it too) and ``model.json`` (neardup's kind, files and
@@ -35,12 +35,10 @@ To compare several PCA sizes and dtypes, distill once without PCA, SIF or cast
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import shlex
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -89,27 +87,11 @@ class _OnnxTeacherFactory:
         return _OnnxTeacher()
 
 
-def char_ngram_pieces(corpus: Path, count: int) -> list[str]:
-    """The ``count`` most frequent character 3- to 5-grams inside the lowercased words of
-    ``corpus`` (JSON lines with a "text" field), as WordPiece continuation pieces."""
-    counts: Counter[str] = Counter()
-    opener = gzip.open if corpus.suffix == ".gz" else open
-    with opener(corpus, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            for word in json.loads(line)["text"].lower().split():
-                word = "".join(ch for ch in word if ch.isalpha())
-                for n in (3, 4, 5):
-                    counts.update(word[i : i + n] for i in range(1, len(word) - n + 1))
-    return ["##" + piece for piece, _ in counts.most_common(count)]
-
-
 def distill(args: argparse.Namespace):
     from model2vec.distill import distill as m2v_distill
     from model2vec.distill import distill_from_model
 
-    vocabulary = (char_ngram_pieces(Path(args.ngram_corpus), args.char_ngrams)
-                  if args.char_ngrams else None)
-    params = dict(vocabulary=vocabulary, pca_dims=args.pca_dims or None, sif_coefficient=args.sif or None,
+    params = dict(pca_dims=args.pca_dims or None, sif_coefficient=args.sif or None,
                   quantize_to=args.dtype, device="cpu")
     if args.teacher == "all-MiniLM-L6-v2":
         return m2v_distill(model_name=str(_minilm_dir()), **params), str(_minilm_dir())
@@ -141,14 +123,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pca-dims", type=int, default=128, help="0: no PCA.")
     parser.add_argument("--dtype", choices=("float32", "float16", "int8"), default="int8")
     parser.add_argument("--sif", type=float, default=1e-4, help="0: no SIF weighting.")
-    parser.add_argument("--char-ngrams", type=int, default=0,
-                        help="Add this many character n-gram continuation pieces (0: none).")
-    parser.add_argument("--ngram-corpus", default="benchmarks/reuters-news/train.jsonl.gz",
-                        help="Train split the n-grams are counted on.")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    if args.char_ngrams and "train" not in Path(args.ngram_corpus).name:
-        parser.error("--ngram-corpus must be a train split (variants are compared on validation).")
     start = time.process_time()
     model, source = distill(args)
     seconds = time.process_time() - start
@@ -167,8 +143,6 @@ def main(argv: list[str] | None = None) -> None:
         "pca_dims": args.pca_dims,
         "dtype": str(vectors.dtype),
         "sif_coefficient": args.sif,
-        "char_ngrams": args.char_ngrams,
-        "ngram_corpus": args.ngram_corpus if args.char_ngrams else None,
         "size_bytes": sum((out / f).stat().st_size for f in files),
         "distill_cpu_seconds": round(seconds, 1),
         "command": "python scripts/distill_static.py " + shlex.join(argv if argv is not None
