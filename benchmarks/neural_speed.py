@@ -16,6 +16,10 @@ Modes
     quantized, :func:`neardup.embed.retsim.int8_model_file`), plus the int8 variant that
     also quantizes the attention products (``MatMulConstBOnly=False``), on distinct
     Reuters-21578 stories; cosine of each to unisim's embedding.
+``retsim-profile``
+    ONNX Runtime's kernel time by operator for float32 and int8 (one batch of 32 chunks),
+    and int8's cosine to float32 on the tests' varied texts (emoji, control characters,
+    mixed scripts) in one batch, batches of 16 and one chunk at a time.
 ``biencoder``
     ``biencoder-news`` as the base commit runs it (``BiEncoder(model="biencoder-news")``:
     128 tokens) against the token limits ``--tokens``; docs per CPU second.
@@ -27,6 +31,7 @@ Modes
     tune``'s default grid) and its ARI. No test split is read.
 
     python benchmarks/neural_speed.py retsim --docs 300
+    python benchmarks/neural_speed.py retsim-profile
     python benchmarks/neural_speed.py biencoder --docs 300 --tokens 32,64,128
     python benchmarks/neural_speed.py static --docs 3000
     python benchmarks/neural_speed.py biencoder-accuracy --tokens 32,64,128 --sets reuters-news,indep-noisocr
@@ -148,6 +153,60 @@ def biencoder_mode(args: argparse.Namespace) -> dict:
             "rows": best}
 
 
+def retsim_profile_mode(args: argparse.Namespace) -> dict:
+    """Kernel time by operator (ONNX Runtime's profiler, one thread, one batch of 32
+    Reuters chunks) for float32 and int8, and int8's cosine to float32 on the tests'
+    varied texts by batch size."""
+    import collections
+    import sys
+
+    import onnxruntime as ort
+
+    from neardup.embed.binarizer import binarize_codes, chunk_texts
+    from neardup.embed.retsim import default_model_path, int8_model_file
+
+    sys.path.insert(0, str(HERE.parent))
+    from tests.conftest import _VARIED_TEXTS
+
+    def sessions(path: Path, profile: bool) -> ort.InferenceSession:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.enable_profiling = profile
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def inputs(texts: list[str]) -> np.ndarray:
+        chunks = chunk_texts(texts)
+        return binarize_codes(chunks.codes(np.arange(len(chunks))))
+
+    float32, int8 = default_model_path(), int8_model_file(default_model_path())
+    batch = inputs(reuters_stories(40, skip=args.skip))[:32]
+    shares = {}
+    for name, path in (("float32", float32), ("int8", int8)):
+        session = sessions(path, True)
+        feed = {session.get_inputs()[0].name: batch}
+        for _ in range(3):
+            session.run(None, feed)
+        trace = json.loads(Path(session.end_profiling()).read_text())
+        by_op: collections.Counter = collections.Counter()
+        for event in trace:
+            if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+                by_op[event["args"]["op_name"]] += event["dur"]
+        total = sum(by_op.values())
+        shares[name] = {op: round(t / total, 3) for op, t in by_op.most_common(8)}
+    varied = inputs(list(_VARIED_TEXTS))
+    s32, s8 = sessions(float32, False), sessions(int8, False)
+    name = s32.get_inputs()[0].name
+    ref = s32.run(None, {name: varied})[0]
+    cosines = {}
+    for size in (len(varied), 16, 1):
+        got = np.concatenate([s8.run(None, {name: varied[i : i + size]})[0]
+                              for i in range(0, len(varied), size)])
+        cos = (_unit(got) * _unit(ref)).sum(1)
+        cosines[f"batch {size}"] = {"mean": round(float(cos.mean()), 4), "min": round(float(cos.min()), 4)}
+    return {"kernel_time_share_by_op": shares, "int8_cosine_to_float32_varied_texts": cosines,
+            "varied_chunks": len(varied)}
+
+
 def static_mode(args: argparse.Namespace) -> dict:
     from neardup.embed.static import StaticEmbedder
     from neardup.text import normalize_batch
@@ -182,7 +241,7 @@ def biencoder_accuracy_mode(args: argparse.Namespace) -> dict:
     return {"rows": rows}
 
 
-MODES = {"retsim": retsim_mode, "biencoder": biencoder_mode, "static": static_mode,
+MODES = {"retsim": retsim_mode, "retsim-profile": retsim_profile_mode, "biencoder": biencoder_mode, "static": static_mode,
          "biencoder-accuracy": biencoder_accuracy_mode}
 
 
