@@ -159,6 +159,7 @@ def retsim_profile_mode(args: argparse.Namespace) -> dict:
     varied texts by batch size."""
     import collections
     import sys
+    import tempfile
 
     import onnxruntime as ort
 
@@ -172,6 +173,7 @@ def retsim_profile_mode(args: argparse.Namespace) -> dict:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.enable_profiling = profile
+        options.profile_file_prefix = str(Path(tempfile.mkdtemp()) / "retsim")
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def inputs(texts: list[str]) -> np.ndarray:
@@ -186,7 +188,9 @@ def retsim_profile_mode(args: argparse.Namespace) -> dict:
         feed = {session.get_inputs()[0].name: batch}
         for _ in range(3):
             session.run(None, feed)
-        trace = json.loads(Path(session.end_profiling()).read_text())
+        trace_file = Path(session.end_profiling())
+        trace = json.loads(trace_file.read_text())
+        trace_file.unlink()
         by_op: collections.Counter = collections.Counter()
         for event in trace:
             if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
