@@ -27,7 +27,8 @@ __all__ = ["MIN_GAIN", "Fit", "boundary_sample", "candidate_params", "fit_thresh
 
 #: Low thresholds for the candidate run, in the method's own units (simhash: bits).
 _LOW = {"minhash": 0.1, "ngram": 0.1, "wminhash": 0.1, "spotsigs": 0.1, "sanderson": 0.1,
-        "simhash": 20, "retsim": 0.6, "retsim-partial": 0.6, "biencoder": 0.4, "rerank": 0.02}
+        "simhash": 20, "retsim": 0.6, "retsim-partial": 0.6, "biencoder": 0.4, "static": 0.5,
+        "rerank": 0.02}
 #: The pair-score range sampled for labelling.
 _RANGE = {"simhash": (1 - 20 / 64, 1.0)}
 

@@ -66,6 +66,10 @@ DEFAULT_GRIDS: dict[str, dict[str, list]] = {
     # Fine-tuned models put copies at cosine 0.95-0.99: the grid reaches that far.
     "biencoder": {"threshold": [0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.92, 0.94, 0.95,
                                 0.96, 0.97, 0.98, 0.99]},
+    # Static embeddings spread less than a transformer's: copies and neighbours both
+    # sit higher, so the grid is finer near the top.
+    "static": {"threshold": [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.88, 0.9, 0.92, 0.94, 0.95, 0.96,
+                             0.97, 0.98, 0.99]},
     "wminhash": {
         "threshold": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     },

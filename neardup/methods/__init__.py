@@ -17,6 +17,7 @@ from neardup.methods.rerank import RerankMethod
 from neardup.methods.sanderson import Sanderson
 from neardup.methods.simhash import SimHash
 from neardup.methods.spotsigs import SpotSigs
+from neardup.methods.static import StaticMethod
 from neardup.methods.wminhash import WeightedMinHash
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "Sanderson",
     "SimHash",
     "SpotSigs",
+    "StaticMethod",
     "WeightedMinHash",
     "Sketch",
     "make_method",
@@ -51,12 +53,14 @@ METHODS: dict[str, type[Method]] = {
     RETSimMethod.name: RETSimMethod,
     RETSimPartialMethod.name: RETSimPartialMethod,
     BiEncoderMethod.name: BiEncoderMethod,
+    StaticMethod.name: StaticMethod,
     RerankMethod.name: RerankMethod,
 }
 #: Methods that need the optional ``neural`` extra (onnxruntime + unisim, or
-#: sentence-transformers + torch; rerank: rapidfuzz and its candidate method's needs).
+#: sentence-transformers + torch; static: tokenizers + safetensors; rerank: rapidfuzz and its candidate method's needs).
 NEURAL_METHODS = frozenset(
-    {RETSimMethod.name, RETSimPartialMethod.name, BiEncoderMethod.name, RerankMethod.name}
+    {RETSimMethod.name, RETSimPartialMethod.name, BiEncoderMethod.name, StaticMethod.name,
+     RerankMethod.name}
 )
 
 

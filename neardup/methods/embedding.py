@@ -195,6 +195,10 @@ class RETSimMethod(EmbeddingMethod):
         512-character chunks per model call. Small batches are as fast on CPU and keep
         ONNX Runtime's memory arena small: on 1,000 Reuters stories, 256 a call took
         several times the memory of 16 and ran slower (``benchmarks/results/archive/retsim_batch.json``).
+    precision : {"float32", "int8"}, default "float32"
+        "int8" runs the model with int8 dense weights: faster, and on news prose close to
+        float32, but far less so on exotic text (see :class:`neardup.embed.RETSim` and
+        docs/neural-speed.md); "float32" is the model as shipped, unisim's embeddings.
 
     Other parameters as :class:`EmbeddingMethod`. Needs the ``neural`` extra
     (onnxruntime, and the unisim package for the default model).
@@ -226,8 +230,10 @@ class RETSimMethod(EmbeddingMethod):
         batch_size: int = 16,
         threads: int | None = None,
         cache_dir: str | os.PathLike | None = None,
+        precision: str = "float32",
     ) -> None:
         caller = type(self).__name__
+        self.precision = check_choice(caller, "precision", precision, ("float32", "int8"))
         if model is not None:
             if not isinstance(model, (str, os.PathLike)):
                 raise ValueError(
@@ -250,7 +256,8 @@ class RETSimMethod(EmbeddingMethod):
     def _make_embedder(self) -> Any:
         from neardup.embed.retsim import RETSim
 
-        return RETSim(batch_size=self.batch_size, threads=self.threads, model_path=self.model)
+        return RETSim(batch_size=self.batch_size, threads=self.threads, model_path=self.model,
+                      precision=self.precision)
 
 
 def _model_digest(model: str | None) -> str | None:

@@ -68,6 +68,7 @@ from neardup.methods.base import (
     init_parameters,
 )
 from neardup.methods.embedding import BiEncoderMethod, RETSimMethod
+from neardup.methods.static import StaticMethod
 from neardup.methods.minhash import MinHashLSH
 from neardup.methods.pair_types import figures_disagree
 from neardup.models import recommended_cluster, tuned_threshold
@@ -93,6 +94,9 @@ CANDIDATE_DEFAULTS: dict[str, dict[str, Any]] = {
     # among them put on accuracy: docs/decisions/0006-verifier-trained-on-a-mixture.md).
     "minhash": {"threshold": 0.1, "shingle": ShingleConfig("char", 5)},
     "biencoder": {"threshold": 0.5, "k": 10},
+    # Static (model2vec) embeddings: candidates at transformer-free cost
+    # (benchmarks/peers_static.py rerank).
+    "static": {"threshold": 0.8, "k": 20},
 }
 #: The class of each candidate method, by its ``--method`` name (imported here, not
 #: looked up in :data:`neardup.methods.METHODS`, which lists rerank itself).
@@ -100,6 +104,7 @@ CANDIDATE_CLASSES: dict[str, type[Method]] = {
     RETSimMethod.name: RETSimMethod,
     MinHashLSH.name: MinHashLSH,
     BiEncoderMethod.name: BiEncoderMethod,
+    StaticMethod.name: StaticMethod,
 }
 SCORERS = ("cross-encoder", "verifier")
 #: Shipped model used when ``model`` is None.
@@ -454,7 +459,7 @@ class RerankMethod(Method):
         data (``neardup tune --method rerank``). None: the threshold tuned on validation
         for the scorer's model and candidates (0.9 for both shipped scorers with their
         default candidates), else 0.5.
-    candidates : {"retsim", "minhash", "biencoder"} or None, default None
+    candidates : {"retsim", "minhash", "biencoder", "static"} or None, default None
         The fast method proposing candidate pairs; None: "minhash" for the verifier,
         "retsim" for the cross-encoder (see :data:`DEFAULT_CANDIDATES`). On the
         reuters-news validation split, MinHash at Jaccard 0.1 proposes ~50,000 pairs

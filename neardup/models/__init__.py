@@ -9,7 +9,8 @@ scores, the command that reproduces it). ``kind`` says which component loads it:
   ``retsim-partial``;
 * ``"biencoder"``: a text encoder, for ``--method biencoder``;
 * ``"cross-encoder"``: a pair classifier, for ``--method rerank``;
-* ``"verifier"``: the light pair-feature classifier, for ``--method rerank``.
+* ``"verifier"``: the light pair-feature classifier, for ``--method rerank``;
+* ``"static"``: a model2vec static embedding model, for ``--method static``.
 
 :func:`resolve_model` turns a ``--model`` value (a shipped name or a directory) into a
 directory, checking that its kind matches. A ``model.json`` may also hold
@@ -28,7 +29,7 @@ from pathlib import Path
 __all__ = ["MODELS_DIR", "recommended_cluster", "resolve_model", "shipped_models", "tuned_threshold"]
 
 MODELS_DIR = Path(__file__).resolve().parent
-KINDS = ("retsim", "biencoder", "cross-encoder", "verifier")
+KINDS = ("retsim", "biencoder", "cross-encoder", "verifier", "static")
 
 
 def shipped_models(kind: str | None = None) -> dict[str, dict]:

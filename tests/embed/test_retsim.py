@@ -156,8 +156,9 @@ def test_progress_bar_runs(retsim, varied_texts):
 
 def test_params_and_no_work_in_constructor():
     model = RETSim(batch_size=8, threads=2)
-    assert model.get_params() == {"batch_size": 8, "threads": 2, "model_path": None}
-    assert repr(model) == "RETSim(batch_size=8, threads=2, model_path=None)"
+    assert model.get_params() == {"batch_size": 8, "threads": 2, "model_path": None,
+                                  "precision": "float32"}
+    assert repr(model) == "RETSim(batch_size=8, threads=2, model_path=None, precision='float32')"
     assert model._model is None  # nothing loaded yet
 
 
@@ -167,6 +168,8 @@ def test_params_and_no_work_in_constructor():
         ({"batch_size": 0}, "RETSim: parameter 'batch_size' must be an integer >= 1; got 0."),
         ({"threads": 0}, "RETSim: parameter 'threads' must be an integer >= 1; got 0."),
         ({"model_path": 3}, "RETSim: parameter 'model_path' must be a path or None; got 3."),
+        ({"precision": "int4"},
+         "RETSim: parameter 'precision' must be one of 'float32', 'int8'; got 'int4'."),
     ],
 )
 def test_invalid_parameters(kwargs, message):
@@ -228,3 +231,28 @@ def test_runtime_does_not_import_unisim(retsim):
         "assert 'onnxruntime' in sys.modules and 'unisim' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# -- int8 ---------------------------------------------------------------------------------
+
+
+def test_int8_within_cosine_099_of_float32_on_prose(retsim, tmp_path, monkeypatch):
+    from neardup.embed.retsim import int8_model_file
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # a fresh quantized file, made here
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    # Prose only: on exotic input (emoji, control characters) dynamic int8 is far off, see
+    # RETSim's precision parameter.
+    sample = [LONG * 12, LONG[:300], LONG[40:200], "Oil rose 2 pct on Monday.",
+              "The central bank left its key rate unchanged at 3.5 pct, as expected.",
+              "Heavy snow closed mountain roads in the Alps and cut power to thousands."]
+    int8 = RETSim(batch_size=16, precision="int8")
+    cos = _cosines(int8.encode(sample), retsim.encode(sample))
+    assert cos.mean() >= 0.99 and cos.min() > 0.97, cos
+    made = int8_model_file(default_model_path())
+    assert made.parent.parent == tmp_path and made.stat().st_size < default_model_path().stat().st_size / 2
+    # Chunk embeddings (retsim-partial) come from the same session.
+    chunks, offsets = int8.encode_chunks(sample)
+    assert chunks.shape[1] == 256 and offsets[-1] == len(chunks)

@@ -28,6 +28,7 @@ SMALL_GRIDS = {
     "retsim": {"threshold": [0.8, 0.9]},
     "retsim-partial": {"threshold": [0.8, 0.9]},
     "biencoder": {"threshold": [0.8, 0.9]},
+    "static": {"threshold": [0.8, 0.9]},
     "rerank": {"threshold": [0.5, 0.8]},
 }
 
