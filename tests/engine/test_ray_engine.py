@@ -527,16 +527,26 @@ def test_weighted_set_verification_is_refused_by_name(tmp_path):
     assert "weighted sets" in result.output
 
 
-def test_rerank_over_embedding_candidates_is_refused_with_the_fix(tmp_path):
-    # The cross-encoder's default candidates (RETSim) have no keyed stage: refused before
-    # any Ray work, saying which parameter makes it run.
+def test_rerank_over_embedding_candidates_runs(cluster, tiny_verifier, tmp_path):
+    # RETSim candidates (the real model, in the workers), scored by a verifier from the
+    # texts the embed tasks ship: the local engine's summary, through the CLI.
     path = tmp_path / "in.jsonl"
-    path.write_text(json.dumps({"id": "0", "text": "the cat sat on the mat"}) + "\n")
-    result = CliRunner().invoke(main, ["dedup", str(path), "--method", "rerank", "--param",
-                                       "candidates=retsim", "--engine", "ray"])
-    assert result.exit_code == 2
-    assert "cannot run --method rerank --param candidates=retsim" in result.output
-    assert "or leave out --param candidates=retsim" in result.output
+    texts = ["the cat sat on the mat near the door", "the cat sat on the mat near the door!",
+             "stocks fell sharply in early trading on monday", "the cat sat on a mat by the door"]
+    path.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)))
+    args = ["dedup", str(path), "--method", "rerank", "--param", "candidates=retsim", "--param",
+            "scorer=verifier", "--param", f"model={tiny_verifier}", "--quiet"]
+    reports = {}
+    for engine in ("local", "ray"):
+        extra = ["--ray-address", cluster["address"]] if engine == "ray" else []
+        report = tmp_path / f"{engine}.json"
+        result = CliRunner().invoke(main, [*args, "--engine", engine, *extra, "--report", str(report)])
+        assert result.exit_code == 0, result.output
+        reports[engine] = json.loads(report.read_text())["summary"]
+    for key in ("documents", "clusters", "duplicates_removed", "documents_in_duplicate_clusters",
+                "duplicate_clusters", "largest_cluster", "pairs"):
+        assert reports["ray"][key] == reports["local"][key], key
+    assert reports["ray"]["duplicate_clusters"] >= 1
 
 
 @pytest.fixture(scope="module")
