@@ -210,7 +210,8 @@ class RayConfig:
     memory_limit : int or None, default None
         Embedding methods: bytes a search task may use for a query batch's candidates and
         the IVF training sample, as the local stage's ``--memory-limit`` (the same value
-        gives the same IVF centroids). None: the local engine's default.
+        gives the same IVF centroids); rerank over their candidates: a verify partition's
+        pairs and texts take at most a quarter of it. None: the local engine's default.
     components_memory : int or None, default None
         Bytes a connected-components task may hold (about 64 per edge end in its range of
         documents): the verified forests are joined into components by ranges of document
