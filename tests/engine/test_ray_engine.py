@@ -832,7 +832,7 @@ def _rerank_over(verifier, candidate) -> RerankMethod:
     (FakeRETSim(threshold=0.7, k=10, threads=1), None),
     (FakeRETSim(threshold=0.7, k=10, threads=1), 24),
     (FakeRETSimPartial(threshold=0.7, k=10, threads=1), None),  # several rows a document
-    (FakeBiEncoder(threshold=0.85, threads=1), None),  # range search (no k)
+    (FakeBiEncoder(threshold=0.95, threads=1), None),  # range search (no k)
 ], ids=["retsim", "retsim-window", "retsim-partial", "biencoder"])
 def test_rerank_over_vector_candidates_same_clusters_as_local_engine(cluster, rerank_corpus, tiny_verifier,
                                                                      candidate, window):
