@@ -69,7 +69,6 @@ import pyarrow as pa
 from neardup import faults
 from neardup.engine.buckets import concat_ranges, group_runs
 from neardup.engine.corpus import (
-    ArrayRows,
     CorpusStageOutput,
     PartitionLinker,
     exchanges_pair_counts,
@@ -213,7 +212,8 @@ class RayConfig:
     memory_limit : int or None, default None
         Embedding methods: bytes a search task may use for a query batch's candidates and
         the IVF training sample, as the local stage's ``--memory-limit`` (the same value
-        gives the same IVF centroids). None: the local engine's default.
+        gives the same IVF centroids); rerank over their candidates: a verify partition's
+        pairs and texts take at most a quarter of it. None: the local engine's default.
     components_memory : int or None, default None
         Bytes a connected-components task may hold (about 64 per edge end in its range of
         documents): the verified forests are joined into components by ranges of document
@@ -343,6 +343,13 @@ def _batch_facts(index: int, offset: int, batch: DocumentBatch, n_features) -> t
     }, schema=_FACTS)
 
 
+def _cut_texts(method: Method, texts: Sequence[str]) -> pa.Array:
+    """The texts a scorer reads, cut to ``method.candidate_text_chars`` characters: bytes,
+    as the local stage stores them (a lone surrogate reaches the scorer)."""
+    cut = method.candidate_text_chars
+    return pa.array([t[:cut].encode("utf-8", "surrogatepass") for t in texts], pa.large_binary())
+
+
 def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig, memory: list | None,
                  partitions: int) -> tuple:
     """Read and sketch one shard. Returns ``partitions + 3`` objects: a count (documents,
@@ -367,10 +374,7 @@ def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig
             arrays.setdefault(SET_SIZES, []).append(sets.counts().astype(np.int64))
             arrays.setdefault(SET_VALUES, []).append(np.asarray(sets.hashes, np.uint64))
         if method.candidate_text_chars is not None:
-            # Bytes, as the local stage stores them: a lone surrogate reaches the scorer.
-            cut = method.candidate_text_chars
-            arrays.setdefault(TEXTS, []).append(pa.array(
-                [t[:cut].encode("utf-8", "surrogatepass") for t in batch.texts], pa.large_binary()))
+            arrays.setdefault(TEXTS, []).append(_cut_texts(method, batch.texts))
         keys.append(np.asarray(found.keys, np.uint64))
         rows.append(np.asarray(found.docs, np.int64) + offset)
         if found.payload is not None:
@@ -527,8 +531,7 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
         if method.bucket_skip_over is not None:
             multi &= sizes <= method.bucket_skip_over
         need = _unique_positions(docs[np.repeat(multi, sizes)])
-        bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
-        requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
+        requests = _requests_of(need, offsets)
         edges = {"rows": rows, "need": need, "seed": seed, "candidate_edges": 0, "shared_rows": shared_rows,
                  "documents": int(need.size), "cpu_s": time.process_time() - cpu + prep_cpu}
         return (edges, *requests)
@@ -561,13 +564,29 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
             del roots, row_left, row_right, keep
     del keys, docs, payload, rows
     need = _unique_positions(np.concatenate((left, right)))
-    bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
-    requests = [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
+    requests = _requests_of(need, offsets)
     edges = {"left": left, "right": right, "score": score, "candidate_edges": candidates,
              "cpu_s": time.process_time() - cpu + prep_cpu, "seed": seed,
              "shared_rows": shared_rows, "documents": int(need.size)}
     return (edges, *requests)
 
+
+
+def _requests_of(need: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
+    """Documents ``need`` (sorted positions) cut by shard: per shard, its rows to gather."""
+    bounds = np.searchsorted(need, np.append(offsets, np.iinfo(np.int64).max))
+    return [need[bounds[s]:bounds[s + 1]] - offsets[s] for s in range(len(offsets))]
+
+
+def _gathered_names(method: Method, window_hours: float | None) -> tuple[str, ...]:
+    """The per-document arrays a link task asks the shards for: the method's verification
+    arrays, dates (time window, or a scorer that reads them) and text identities (time
+    window), shingle sets, texts."""
+    return tuple(method.candidate_arrays or ()) + (
+        ("date", IDENTITY) if window_hours is not None else
+        ("date",) if method.candidate_dates else ()) + (
+        (SET_SIZES, SET_VALUES) if method.candidate_sets else ()) + (
+        (TEXTS,) if method.candidate_text_chars is not None else ())
 
 
 def _gather_task(arrays: dict, names: tuple[str, ...], *requests: np.ndarray):
@@ -649,6 +668,15 @@ def _shipped_bytes(rows: Sequence[dict]) -> int:
     return int(sum(getattr(v, "nbytes", 0) for r in rows for v in r.values()))
 
 
+def _verify_step(options: dict, row_bytes: int) -> int:
+    """Edges verified at once by a link task: their two documents' rows (``row_bytes``
+    each, as shipped) within a quarter of the memory limit, at most the linker's step."""
+    from neardup.engine.corpus import default_memory_limit
+
+    budget = options["memory_limit"] or default_memory_limit()
+    return int(min(max(budget // 4 // (2 * row_bytes + 64), 64), PartitionLinker.step))
+
+
 def _link_task(edges: dict, method: Method, window_hours: float | None, options: dict, *rows: dict) -> tuple:
     """One key partition linked as the local engine links it (skip an edge whose documents
     are already joined, verify the others), with a union-find over the partition's
@@ -670,11 +698,13 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, options:
         left, right = left[first], right[first]
         score = score[first] if score is not None else None
     local = _unique_positions(np.concatenate((left, right)))
-    arrays = {name: np.concatenate([r[name] for r in rows]) for name in rows[0]} if rows else {}
-    dates, identity = arrays.pop("date", None), arrays.pop(IDENTITY, None)
-    window = TimeWindow.of(window_hours, dates, identity)
-    linker = PartitionLinker(method, local, ArrayRows(local, arrays), window, uf=None,
-                             every_edge=every_edge)
+    store = _ShippedRows(local, rows, dates=method.candidate_dates and options["has_dates"])
+    window = None
+    if window_hours is not None and rows:
+        window = TimeWindow.of(window_hours, np.concatenate([r["date"] for r in rows]),
+                               np.concatenate([r[IDENTITY] for r in rows]))
+    linker = PartitionLinker(method, local, store, window, uf=None, every_edge=every_edge)
+    linker.step = _verify_step(options, store.row_bytes)
     if seed is not None and local.size:
         # Documents of one earlier component start joined (not forest edges: the earlier
         # wave's forest holds them).
@@ -732,7 +762,7 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
         window = TimeWindow(float(window_hours), dates, identity)
     budget = options["memory_limit"] or default_memory_limit()
     chunk_edges = int(max(budget // 4 // 64, 1 << 14))
-    step = int(min(max(budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
+    step = _verify_step(options, store.row_bytes)
     exchange = _RecordCollector(local) if options.get("exchange") is not None else None
     forest, outside, counts, _capped = link_partition(method, [pa.table(columns)], store, window,
                                                        chunk_edges, uf, step=step, exchange=exchange)
@@ -1109,14 +1139,17 @@ def _small_star_task(bounds: np.ndarray, *parts: dict) -> tuple:
 def _embed_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig,
                 memory: list | None) -> tuple:
     """Read and embed one shard. Returns five objects: counts (documents, rows, row
-    dimension, largest deviation of a row norm from 1, CPU seconds), the shard's facts
-    (Arrow, :data:`_FACTS`), its rows (float32, document order), the rows each document
-    owns (int64) and the documents' dates (``date``: int64 seconds, NaT as int64 min) and
-    text identities (``identity``), for the time window."""
+    dimension, largest deviation of a row norm from 1, CPU seconds, bytes of texts), the
+    shard's facts (Arrow, :data:`_FACTS`), its rows (float32, document order), the rows
+    each document owns (int64) and its per-document arrays: dates (``date``: int64
+    seconds, NaT as int64 min) and text identities (``identity``), for the time window,
+    and for a method that scores its candidates their texts (:data:`TEXTS`, cut as the
+    sketch task cuts them), which the shard ships to the link tasks that verify them."""
     from neardup.graph.similarity import check_unit_rows
 
     cpu = time.process_time()
     facts, rows, owned, dates, identity, offset, deviation = [], [], [], [], [], 0, 0.0
+    texts = [pa.array([], pa.large_binary())] if method.candidate_text_chars is not None else None
     for batch in _shard_batches(shard, reader, memory):
         n = len(batch)
         sketch = method.sketch(batch.texts)
@@ -1132,14 +1165,19 @@ def _embed_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig,
         owned.append(np.asarray(counts, np.int64))
         dates.append(date)
         identity.append(batch_identity(batch, sketch))
+        if texts is not None:
+            texts.append(_cut_texts(method, batch.texts))
         offset += n
     rows = np.concatenate(rows) if rows else np.zeros((0, 0), np.float32)
     owned = np.concatenate(owned) if owned else np.zeros(0, np.int64)
-    window = {"date": np.concatenate(dates) if dates else np.zeros(0, np.int64),
+    arrays = {"date": np.concatenate(dates) if dates else np.zeros(0, np.int64),
               IDENTITY: np.concatenate(identity) if identity else np.zeros(0, np.uint64)}
+    if texts is not None:
+        arrays[TEXTS] = pa.concat_arrays(texts)
     table = pa.concat_tables(facts) if facts else _FACTS.empty_table()
-    info = (offset, int(rows.shape[0]), int(rows.shape[1]), deviation, time.process_time() - cpu)
-    return info, table, rows, owned, window
+    info = (offset, int(rows.shape[0]), int(rows.shape[1]), deviation, time.process_time() - cpu,
+            arrays[TEXTS].nbytes if texts is not None else 0)
+    return info, table, rows, owned, arrays
 
 
 class _ObjectRows:
@@ -1223,24 +1261,32 @@ def _vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, o
                         ivf_refs: list | None, budget: int) -> dict:
     """Row shard ``i`` searched against the shards it must meet, exactly as the local
     vector stage searches it (the same candidates, float64 rescoring and union-find over
-    the documents): its forest, the pairs the time window kept apart, counts."""
+    the documents): counts, then its forest and the pairs the time window kept apart.
+
+    A method that scores its candidates (:attr:`Method.candidate_text_chars`: rerank over
+    vector candidates) is verified by link tasks instead (:meth:`RayRun._verify_candidates`):
+    the result is then every document pair above the vector threshold (``left < right``),
+    none skipped, since a candidate joins nothing until the scorer accepts it."""
     import ray
 
+    from neardup.engine.corpus import NoJoins
     from neardup.engine.vectors import QueryBatchSize, ShardLinker, search_shard
     from neardup.graph.similarity import import_faiss, omp_threads
 
     cpu = time.process_time()
     search = method.vector_search
+    scored = method.candidate_text_chars is not None
     owned = np.concatenate([ray.get(r) for r in owned_refs])
     offsets = np.zeros(owned.size + 1, np.int64)
     np.cumsum(owned, out=offsets[1:])
     del owned
     window = None
-    if window_hours is not None:  # int64 min is NaT's own representation
+    if window_hours is not None and not scored:  # int64 min is NaT's own representation
         parts = [ray.get(r) for r in date_refs]
         window = TimeWindow(float(window_hours), np.concatenate([p["date"] for p in parts]),
                             np.concatenate([p[IDENTITY] for p in parts]))
-    linker = ShardLinker(method, UnionFind(offsets.size - 1), offsets, search.threshold, window)
+    joins = NoJoins() if scored else UnionFind(offsets.size - 1)
+    linker = ShardLinker(method, joins, offsets, search.threshold, window)
     faiss = import_faiss()
     store = _ObjectRows(shards, row_refs, 0)
     with omp_threads(faiss, search.threads or 1):
@@ -1248,10 +1294,61 @@ def _vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, o
         store.dim = int(ray.get(row_refs[i]).shape[1])
         search_shard(faiss, store, shards, i, k, floor, linker, QueryBatchSize(budget // 4 // 40), ivf)
     forest, outside = linker.results()
+    if scored:
+        return ({**linker.counts, "search_cpu_s": time.process_time() - cpu, "vector_pairs": len(forest)},
+                {"left": forest.left, "right": forest.right})
     counts = {**linker.counts, "search_cpu_s": time.process_time() - cpu,
               "partition_forest_edges": len(forest), "outside_edges": len(outside)}
     return counts, {"forest": (forest.left, forest.right, forest.score),
                     "outside": (outside.left, outside.right, outside.score)}
+
+
+# A method that scores its vector candidates (rerank over RETSim or bi-encoder candidates)
+# verifies them as the keyed stage verifies its edges: the search tasks' candidate pairs
+# are cut into verify partitions by a hash of the pair (so a pair found from both ends is
+# in one partition), each partition's pairs taken once, the texts of their documents
+# gathered from the shards, and linked by the keyed stage's link task.
+
+#: Bytes a verify partition holds per candidate pair besides its texts: its positions,
+#: pair code and their sorts, the linker's arrays.
+_VERIFY_BYTES_PER_PAIR = 64
+#: Fibonacci hashing's multiplier: a pair's code times it (mod 2**64), high bits kept,
+#: spreads the pairs evenly over partitions whatever their positions.
+_SPREAD = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _verify_partitions(pairs: int, doc_text_bytes: float, budget: int) -> int:
+    """Verify partitions for ``pairs`` candidate pairs: each one's pairs and the texts of
+    their documents (at most two a pair, ``doc_text_bytes`` each on average) within a
+    quarter of ``budget``; at most 4,096."""
+    need = pairs * (_VERIFY_BYTES_PER_PAIR + 2 * doc_text_bytes) / max(budget // 4, 1)
+    return int(min(max(np.ceil(need), 1), 1 << 12))
+
+
+def _split_pairs_task(parts: int, pairs: dict):
+    """One search task's candidate pairs cut into ``parts`` verify partitions by a hash
+    of the pair."""
+    left, right = pairs["left"], pairs["right"]
+    spread = (pair_codes(left, right) * _SPREAD) >> np.uint64(32)
+    out = _split_by((spread % np.uint64(parts)).astype(np.int64), parts, left=left, right=right)
+    return tuple(out) if parts > 1 else out[0]
+
+
+def _candidate_pairs_task(offsets: np.ndarray, *parts: dict) -> tuple:
+    """One verify partition: the search tasks' pairs of the partition, each once (kNN
+    finds a pair from both ends, maybe in two search tasks; verified once here, no
+    memory of rejected pairs is needed), as a bucket task returns edges: the edges for
+    :func:`_link_task`, then per shard the rows whose texts it needs."""
+    cpu = time.process_time()
+    codes = np.unique(np.concatenate([np.zeros(0, np.uint64)]
+                                     + [pair_codes(p["left"], p["right"]) for p in parts]))
+    left, right = code_pairs(codes)
+    del codes
+    need = _unique_positions(np.concatenate((left, right)))
+    edges = {"left": left, "right": right, "score": None, "candidate_edges": int(left.size),
+             "cpu_s": time.process_time() - cpu, "seed": None, "shared_rows": 0,
+             "documents": int(need.size)}
+    return (edges, *_requests_of(need, offsets))
 
 
 # -- driver ------------------------------------------------------------------------------
@@ -1379,8 +1476,7 @@ class RayRun:
     def __init__(self, source, method: Method, *, config: RayConfig = RayConfig(),
                  time_window_hours: float | None = None, timer: StageTimer | None = None,
                  progress: bool | None = None, every_edge: bool = False) -> None:
-        if (method.candidate_arrays is None and method.vector_search is None) or (
-                method.vector_search is not None and method.candidate_text_chars is not None):
+        if method.candidate_arrays is None and method.vector_search is None:
             raise ValueError(
                 f"run: method {method.name!r} with these parameters has neither a keyed corpus "
                 "stage nor a vector stage, which engine='ray' needs; supported: exact, minhash, "
@@ -1449,15 +1545,10 @@ class RayRun:
         arrays = [o[2] for o in out]
         keys = [list(o[3:]) for o in out]
         del out
-        names = tuple(method.candidate_arrays) + (
-            ("date", IDENTITY) if self.window is not None else
-            ("date",) if method.candidate_dates else ()) + (
-            (SET_SIZES, SET_VALUES) if method.candidate_sets else ()) + (
-            (TEXTS,) if method.candidate_text_chars is not None else ())
+        names = _gathered_names(method, self.window)
         options = {"memory_limit": self.config.memory_limit, "has_dates": self.has_dates,
                    "every_edge": self.every_edge}
         bucket = ray.remote(_bucket_task).options(num_returns=len(shards) + 1)
-        gather = ray.remote(_gather_task)
         # Set-overlap methods (ngram, spotsigs) through the pair-count exchange: each link
         # task also returns its records per range of left documents and its unseen keys
         # per shard; the ranges are reduced after the last wave.
@@ -1495,13 +1586,8 @@ class RayRun:
                                for j, pr in enumerate(preps)]
                     del preps, answers
                 del parts
-                rows = [gather.options(num_returns=len(wave)).remote(arrays[s], names,
-                                                                     *[b[1 + s] for b in buckets])
-                        for s in range(len(shards))]
-                rows = [r if isinstance(r, list) else [r] for r in rows]
-                linked = [link.remote(b[0], method_ref, self.window, options, *[r[j] for r in rows])
-                          for j, b in enumerate(buckets)]
-                del buckets, rows
+                linked = self._gather_and_link(ray, link, arrays, names, buckets, method_ref, options)
+                del buckets
                 wave_counts = _sum_counts(_completed(ray, [out[0] for out in linked], advance))
                 results = [out[1] for out in linked]
                 if exchange:
@@ -1539,6 +1625,46 @@ class RayRun:
                 labels = self._components(ray, [], 0, _no_progress)
             self.bounds, self.label_refs = labels
             self._finish(totals, partitions)
+
+    def _gather_and_link(self, ray, link, arrays: list, names: tuple, buckets: list, method_ref,
+                         options: dict) -> list:
+        """Partitions linked by ``link`` (a link task each): ``buckets`` holds per partition
+        the refs a bucket task returns (its edges, then per shard the rows it needs); a
+        gather task per shard (``arrays``: its per-document arrays) ships each partition
+        those rows of ``names``. Returns the link tasks' refs."""
+        gather = ray.remote(_gather_task).options(num_returns=len(buckets))
+        rows = [gather.remote(arrays[s], names, *[b[1 + s] for b in buckets]) for s in range(len(arrays))]
+        rows = [r if isinstance(r, list) else [r] for r in rows]
+        return [link.remote(b[0], method_ref, self.window, options, *[r[j] for r in rows])
+                for j, b in enumerate(buckets)]
+
+    def _verify_candidates(self, ray, pair_refs: list, n_pairs: int, arrays: list, method_ref,
+                           text_bytes: int) -> tuple[list, dict]:
+        """The search tasks' candidate pairs (``pair_refs``, ``n_pairs`` in all, repeats
+        included) of a method that scores them, verified as the keyed stage verifies its
+        edges (see :func:`_candidate_pairs_task`): as many verify partitions as the memory
+        limit needs for a partition's pairs and texts (``text_bytes``: the shards' texts
+        in all), the shards (``arrays``) shipping each the texts of its documents.
+        Returns the link tasks' results (forests, pairs the time window kept apart) and
+        their counts."""
+        from neardup.engine.corpus import default_memory_limit
+
+        budget = self.config.memory_limit or default_memory_limit()
+        parts = self.partitions = _verify_partitions(n_pairs, text_bytes / max(self.n_docs, 1), budget)
+        split = ray.remote(_split_pairs_task).options(num_returns=parts)
+        cut = [split.remote(parts, ref) for ref in pair_refs]
+        cut = [c if isinstance(c, list) else [c] for c in cut]
+        prepare = ray.remote(_candidate_pairs_task).options(num_returns=len(arrays) + 1)
+        buckets = [prepare.remote(self.offsets, *[c[p] for c in cut]) for p in range(parts)]
+        del cut
+        options = {"memory_limit": self.config.memory_limit, "has_dates": self.has_dates}
+        link = ray.remote(_link_task).options(num_returns=2)
+        with self._bar("verifying", parts, "partitions") as advance:
+            linked = self._gather_and_link(ray, link, arrays, _gathered_names(self.method, self.window),
+                                           buckets, method_ref, options)
+            del buckets
+            counts = _sum_counts(_completed(ray, [c for c, _ in linked], advance))
+        return [r for _, r in linked], counts
 
     def _fit_statistics(self, ray, shards: list[_Shard], memory: list | None,
                         reader: ReaderConfig) -> Method:
@@ -1659,7 +1785,9 @@ class RayRun:
         """The vector stage on Ray: one embed task per input shard (its rows stay in the
         object store as one row shard), the shared IVF centroids and per-shard IVF
         indexes when the index is approximate, one search task per row shard, and the
-        keyed stage's distributed components over their forests."""
+        keyed stage's distributed components over their forests. A method that scores its
+        candidates has them verified by the keyed stage's link tasks between the search
+        and the components (:meth:`_verify_candidates`)."""
         from neardup.engine.corpus import default_memory_limit
         from neardup.engine.vectors import resolve_index
         from neardup.graph.similarity import ivf_nlist, search_margin
@@ -1677,6 +1805,7 @@ class RayRun:
         dim = max([x[2] for x in info], default=0)
         deviation = max([x[3] for x in info], default=0.0)
         self.sketch_cpu = float(sum(x[4] for x in info))
+        text_bytes = int(sum(x[5] for x in info))
         self.n_keys, self.wave_stats, self.partitions = 0, [], 0
         self._set_shards(counts, [o[1] for o in out])
         row_starts = np.concatenate(([0], np.cumsum(row_counts))).astype(np.int64)
@@ -1684,15 +1813,16 @@ class RayRun:
         row_shards = [(int(row_starts[s]), int(row_starts[s + 1])) for s in live]
         row_refs = [out[s][2] for s in live]
         owned_refs = [o[3] for o in out]
-        window_refs = [o[4] for o in out]  # per shard: dates and text identities
-        date_refs = window_refs if self.window is not None else None
+        array_refs = [o[4] for o in out]  # per shard: dates, text identities (and texts)
+        scored = method.candidate_text_chars is not None
+        date_refs = array_refs if self.window is not None and not scored else None
         del out
         n_rows = int(row_counts.sum())
         kind, k = resolve_index(search, n_rows)
         k = None if k is None else min(k, max(n_rows - 1, 1))
         floor = search.threshold - search_margin(max(dim, 1), deviation)
         trained, ivf_refs, extra = None, None, {}
-        self.link_refs, totals = [], {}
+        self.link_refs, totals, verified = [], {}, {}
         with timer.stage("pairs"), self._bar("searching", len(row_shards), "shards") as advance:
             if n_rows >= 2:
                 if kind == "ivf":
@@ -1709,8 +1839,16 @@ class RayRun:
                            for i in range(len(row_shards))]
                 totals = _sum_counts(_completed(ray, [c for c, _ in results], advance))
                 self.link_refs = [r for _, r in results]
+        if scored:  # the search found candidates, not joins
+            pair_refs, self.link_refs = self.link_refs, []
+            if totals.get("vector_pairs", 0):
+                with timer.stage("pairs"):
+                    self.link_refs, verified = self._verify_candidates(
+                        ray, pair_refs, int(totals["vector_pairs"]), array_refs, method_ref, text_bytes)
+                totals = _sum_counts([totals, verified])
+            del pair_refs
         with timer.stage("cluster"), self._bar("components", None, "") as advance:
-            same, n_same = self._identity_links(ray, window_refs) if self.n_docs else ([], 0)
+            same, n_same = self._identity_links(ray, array_refs) if self.n_docs else ([], 0)
             self.link_refs = self.link_refs + same
             self.bounds, self.label_refs = self._components(
                 ray, self.link_refs, int(totals.get("partition_forest_edges", 0)) + n_same, advance)
@@ -1724,6 +1862,12 @@ class RayRun:
                            "search": round(totals.get("search_cpu_s", 0.0), 2),
                            "components": round(sum(c["cpu_s"] for c in self.components_stats), 2)},
         }
+        if scored:  # as the local stage counts them, and the verify partitions
+            self.stats.update(verified_pairs=int(totals.get("verified_edges", 0)),
+                              verify_partitions=self.partitions,
+                              gathered_row_bytes=int(totals.get("gathered_row_bytes", 0)))
+            self.stats["task_cpu_s"]["verify"] = round(totals.get("bucket_cpu_s", 0.0)
+                                                       + totals.get("link_cpu_s", 0.0), 2)
 
     def _fetch(self) -> tuple:
         """The components and forests on the driver (once): nodes, roots, forest, outside."""

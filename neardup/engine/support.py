@@ -94,16 +94,12 @@ def _ray_refusal(method: Method, algorithm: str) -> str | None:
     """Why the Ray executor cannot run ``method`` clustered by ``algorithm``, or None.
 
     Ray runs the local executor's statistics, keyed and vector stages as tasks, less what
-    its shards do not carry: the inverted index of mutual retrieval, weighted sets, and
-    texts for scoring vector candidates."""
+    its shards do not carry: the inverted index of mutual retrieval and weighted sets."""
     if method.candidate_set_weights:
         return ("its verification reads weighted sets, which the Ray executor's shards do "
                 "not ship")
     if method.query_retrieval:
         return "it links documents by mutual retrieval, which the Ray executor does not run"
-    if method.vector_search is not None and method.candidate_text_chars is not None:
-        return ("it scores vector candidates from their texts, which the Ray executor's "
-                "shards do not ship")
     if _local_stage(method, algorithm) is None:
         if algorithm == "components":
             return "it has no keyed or vector stage, and the Ray executor runs nothing in memory"

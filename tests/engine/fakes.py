@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neardup.methods.embedding import RETSimMethod, RETSimPartialMethod
+from neardup.methods.embedding import BiEncoderMethod, RETSimMethod, RETSimPartialMethod
 
 
 class TrigramEmbedder:
@@ -41,6 +41,11 @@ class FakeRETSim(RETSimMethod):
 
 
 class FakeRETSimPartial(RETSimPartialMethod):
+    def _make_embedder(self):
+        return TrigramEmbedder()
+
+
+class FakeBiEncoder(BiEncoderMethod):
     def _make_embedder(self):
         return TrigramEmbedder()
 

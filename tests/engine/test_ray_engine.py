@@ -23,6 +23,7 @@ from neardup.errors import InputError
 from neardup.graph.edges import Pairs
 from neardup.io import ReaderConfig, read_corpus
 from neardup.methods import make_method
+from neardup.methods.rerank import RerankMethod
 from neardup.pipeline import ClusterConfig, run
 
 ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
@@ -36,7 +37,7 @@ from neardup.engine.ray_engine import (  # noqa: E402
     worker_runtime_env,
     write_outputs,
 )
-from tests.engine.fakes import FakeRETSim, FakeRETSimPartial  # noqa: E402
+from tests.engine.fakes import FakeBiEncoder, FakeRETSim, FakeRETSimPartial  # noqa: E402
 from tests.fault_plugin import RAY_FAULT_ENV, with_plugin  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
@@ -560,16 +561,26 @@ def test_weighted_set_verification_is_refused_by_name(tmp_path):
     assert "weighted sets" in result.output
 
 
-def test_rerank_over_embedding_candidates_is_refused_with_the_fix(tmp_path):
-    # The cross-encoder's default candidates (RETSim) have no keyed stage: refused before
-    # any Ray work, saying which parameter makes it run.
+def test_rerank_over_embedding_candidates_runs(cluster, tiny_verifier, tmp_path):
+    # RETSim candidates (the real model, in the workers), scored by a verifier from the
+    # texts the embed tasks ship: the local engine's summary, through the CLI.
     path = tmp_path / "in.jsonl"
-    path.write_text(json.dumps({"id": "0", "text": "the cat sat on the mat"}) + "\n")
-    result = CliRunner().invoke(main, ["dedup", str(path), "--method", "rerank", "--param",
-                                       "candidates=retsim", "--engine", "ray"])
-    assert result.exit_code == 2
-    assert "cannot run --method rerank --param candidates=retsim" in result.output
-    assert "or leave out --param candidates=retsim" in result.output
+    texts = ["the cat sat on the mat near the door", "the cat sat on the mat near the door!",
+             "stocks fell sharply in early trading on monday", "the cat sat on a mat by the door"]
+    path.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)))
+    args = ["dedup", str(path), "--method", "rerank", "--param", "candidates=retsim", "--param",
+            "scorer=verifier", "--param", f"model={tiny_verifier}", "--quiet"]
+    reports = {}
+    for engine in ("local", "ray"):
+        extra = ["--ray-address", cluster["address"]] if engine == "ray" else []
+        report = tmp_path / f"{engine}.json"
+        result = CliRunner().invoke(main, [*args, "--engine", engine, *extra, "--report", str(report)])
+        assert result.exit_code == 0, result.output
+        reports[engine] = json.loads(report.read_text())["summary"]
+    for key in ("documents", "clusters", "duplicates_removed", "documents_in_duplicate_clusters",
+                "duplicate_clusters", "largest_cluster", "pairs"):
+        assert reports["ray"][key] == reports["local"][key], key
+    assert reports["ray"]["duplicate_clusters"] >= 1
 
 
 @pytest.fixture(scope="module")
@@ -821,3 +832,81 @@ def test_traced_tasks_report_their_peak_only_when_asked():
     assert task(True, 1000)[0]["peak_bytes"] >= 8000  # the traced array
     with pytest.raises(ValueError, match="RayConfig: parameter 'trace_memory' must be True or False"):
         RayConfig(trace_memory="yes")
+
+
+# -- rerank over vector candidates: the search tasks' pairs verified by link tasks ----------
+
+#: Documents of the demo corpus the rerank-over-vectors tests use (noisy near-duplicates, dated).
+_RERANK_DOCS = 400
+
+
+@pytest.fixture(scope="module")
+def rerank_corpus(tmp_path_factory):
+    """The demo corpus's first documents in one Parquet file of four row groups (four
+    Ray shards)."""
+    with gzip.open(demo_corpus_path(), "rt") as handle:
+        records = [json.loads(line) for _, line in zip(range(_RERANK_DOCS), handle)]
+    table = pa.table({"id": [str(r["id"]) for r in records], "text": [r["text"] for r in records],
+                      "date": [r["date"] for r in records]})
+    path = tmp_path_factory.mktemp("rerank") / "corpus.parquet"
+    pq.write_table(table, path, row_group_size=_RERANK_DOCS // 4)
+    return str(path)
+
+
+def _rerank_over(verifier, candidate) -> RerankMethod:
+    """The tiny verifier over a stand-in embedding method's candidates (no model)."""
+    method = RerankMethod(scorer="verifier", model=str(verifier), threshold=0.5, candidates="retsim",
+                          candidate_params={"threshold": 0.7, "k": 10})
+    method._candidate = candidate  # the stand-in, as rerank builds its candidate method
+    return method
+
+
+@pytest.mark.parametrize("candidate, window", [
+    (FakeRETSim(threshold=0.7, k=10, threads=1), None),
+    (FakeRETSim(threshold=0.7, k=10, threads=1), 24),
+    (FakeRETSimPartial(threshold=0.7, k=10, threads=1), None),  # several rows a document
+    (FakeBiEncoder(threshold=0.95, threads=1), None),  # range search (no k)
+], ids=["retsim", "retsim-window", "retsim-partial", "biencoder"])
+def test_rerank_over_vector_candidates_same_clusters_as_local_engine(cluster, rerank_corpus, tiny_verifier,
+                                                                     candidate, window):
+    method = _rerank_over(tiny_verifier, candidate)
+    assert placement(method, "components", "ray").stage == "vector"
+    reader = ReaderConfig(id_field="id", date_field="date")
+    config = ClusterConfig(time_window_hours=window)
+    local = run(read_corpus([rerank_corpus], reader), method, cluster=config)
+    memory = run(read_corpus([rerank_corpus], reader), method, cluster=config, engine="memory")
+    # The smallest memory limit: the candidate pairs verified in several partitions.
+    distributed = run(RayInputs((rerank_corpus,), reader), method, cluster=config, engine="ray",
+                      ray=RayConfig(shard_rows=_RERANK_DOCS // 4, memory_limit=1 << 20))
+    assert local.params["engine"] == "local" and distributed.params["engine"] == "ray"
+    assert distributed.ids.tolist() == local.ids.tolist()
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    np.testing.assert_array_equal(distributed.representative, local.representative)
+    np.testing.assert_array_equal(distributed.clusters, memory.clusters)
+    assert local.n_clusters < local.n_docs - 10  # the corpus has duplicates to find
+    # The scorer decided: candidates alone join more.
+    assert run(read_corpus([rerank_corpus], reader), candidate, cluster=config, engine="memory").n_clusters \
+        < local.n_clusters
+    # A spanning forest of accepted pairs, each with the scorer's in-memory score.
+    assert len(distributed.pairs) == local.n_docs - local.n_clusters
+    scores = dict(zip(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()), memory.pairs.score))
+    for left, right, score in zip(distributed.pairs.left.tolist(), distributed.pairs.right.tolist(),
+                                  distributed.pairs.score):
+        assert scores[(left, right)] == pytest.approx(score, abs=1e-5)
+    stats = distributed.params["corpus_stage"]
+    assert stats["shards"] == 4 and stats["verify_partitions"] > 1
+    assert 0 < stats["verified_pairs"] <= stats["scored_pairs"]
+    if window:
+        assert len(distributed.outside_window) > 0
+
+
+def test_rerank_over_vector_candidates_without_candidate_pairs(cluster, tiny_verifier):
+    # Nothing above the vector threshold: no verify partition, every document alone.
+    from neardup.io.batch import DocumentBatch
+
+    texts = ["The harbour closed early today.", "Wheat prices rose in Chicago.", "A new mayor was chosen."]
+    batches = [DocumentBatch(ids=[str(i)], texts=[t], dates=None, source="mem", rows=np.array([i]))
+               for i, t in enumerate(texts)]
+    result = run(iter(batches), _rerank_over(tiny_verifier, FakeRETSim(threshold=0.99, threads=1)), engine="ray")
+    assert result.clusters.tolist() == [0, 1, 2]
+    assert result.params["corpus_stage"]["verify_partitions"] == 0

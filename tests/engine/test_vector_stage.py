@@ -389,7 +389,8 @@ def test_rerank_vector_stage_resumes_after_kill(demo, tmp_path, tiny_verifier, t
     np.testing.assert_array_equal(canonical_labels(stricter.roots), memory.clusters)
 
 
-def test_ray_refuses_rerank_over_vector_candidates(tiny_verifier):
+def test_ray_runs_rerank_over_vector_candidates_on_its_vector_stage(tiny_verifier):
     from neardup.engine.support import placement
 
-    assert not placement(_rerank(tiny_verifier), "components", "ray").supported
+    assert placement(_rerank(tiny_verifier), "components", "ray").stage == "vector"
+    assert not placement(_rerank(tiny_verifier), "leiden", "ray").supported
