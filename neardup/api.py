@@ -170,7 +170,7 @@ def _streamed_batches(
     offset = 0
     for table in dataset_tables(data, batch_size):
         for batch in _table_batches(table, text_field, id_field, batch_size, date_field, offset):
-            if seen is not None:
+            if seen is not None and id_field is not None:
                 repeat = seen.add(batch.ids, batch.rows)
                 if repeat is not None:
                     raise _duplicate_id(batch.ids[repeat[0]], id_field)
@@ -422,7 +422,13 @@ def dedup(
     _check_ignored(method_obj, cluster.resolved(method_obj), engine, date_field,
                    work_dir=work_dir, memory_limit=memory_limit, partitions=partitions,
                    resume=resume, ray_address=ray_address)
+    values = None
     if streamed:
+        if policy.needs_values:
+            raise ParameterError(
+                "dedup", "keep", "a rule that reads no field with a streamed dataset", policy.name,
+                "A streamed dataset is read once, and this rule reads every record's fields "
+                "before the run; use a Dataset (not streamed), or keep='longest'.")
         data = texts_or_records
         batches = _streamed_batches(data, text_field, id_field, batch_size, date_field)
         again = lambda: _streamed_batches(data, text_field, None, batch_size)  # noqa: E731

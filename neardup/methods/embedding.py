@@ -34,11 +34,12 @@ from neardup.graph.edges import Pairs
 from neardup.methods.base import Method, Sketch, VectorSearch
 from neardup.models import tuned_threshold
 
-__all__ = ["BiEncoderMethod", "EmbeddingMethod", "RETSimMethod", "RETSimPartialMethod"]
+__all__ = ["DEFAULT_THRESHOLD", "BiEncoderMethod", "EmbeddingMethod", "RETSimMethod", "RETSimPartialMethod",
+           "file_digest"]
 
 _INDEXES = ("auto", "flat", "hnsw", "ivf")
 #: Cosine threshold when neither the caller nor the model's validation tuning gives one.
-_DEFAULT_THRESHOLD = 0.9
+DEFAULT_THRESHOLD = 0.9
 
 
 def _visible_lengths(texts: Sequence[str]) -> np.ndarray:
@@ -94,7 +95,7 @@ class EmbeddingMethod(Method):
         caller = type(self).__name__
         if threshold is None:
             threshold = tuned_threshold(self.model, self.model_kind, self.name)
-        self.threshold = check_float(caller, "threshold", _DEFAULT_THRESHOLD
+        self.threshold = check_float(caller, "threshold", DEFAULT_THRESHOLD
                                      if threshold is None else threshold, low=-1.0, high=1.0)
         self.k = None if k is None else check_int(caller, "k", k, low=1)
         self.index = check_choice(caller, "index", index, _INDEXES)
@@ -270,11 +271,11 @@ def _model_digest(model: str | None) -> str | None:
     except (ImportError, FileNotFoundError, ValueError):
         return None
     stat = path.stat()
-    return _file_digest(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    return file_digest(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=16)
-def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+def file_digest(path: str, size: int, mtime_ns: int) -> str:
     # Keyed by size and mtime too, so a file rewritten in place is hashed again.
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()

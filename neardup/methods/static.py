@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from neardup.errors import check_float, check_int
-from neardup.methods.embedding import _DEFAULT_THRESHOLD, EmbeddingMethod, _file_digest
+from neardup.methods.embedding import DEFAULT_THRESHOLD, EmbeddingMethod, file_digest
 from neardup.models import tuned_threshold
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 
@@ -42,9 +42,8 @@ class StaticMethod(EmbeddingMethod):
         Tokenize the text after this normalization (:func:`neardup.text.normalize_batch`;
         by default invisible characters removed, NFKC, hyphenated line breaks joined,
         look-alike Cyrillic/Greek letters folded to Latin, punctuation dropped), so
-        homoglyph and OCR noise reaches the tokenizer as ordinary letters (on the
-        indep-confusables validation split: ARI 0.91 against 0.59 on raw text;
-        docs/static-embeddings.md). None: the raw text.
+        homoglyph and OCR noise reaches the tokenizer as ordinary letters (measured on
+        look-alike noise: docs/static-embeddings.md). None: the raw text.
     threshold : float or None, default None
         Cosine at which documents are linked; None: the threshold tuned on validation
         for the shipped model (its ``model.json``), else 0.9, looked up on first use.
@@ -101,7 +100,7 @@ class StaticMethod(EmbeddingMethod):
         on first read (not in the constructor), so get_params reports what is used."""
         if self._threshold is None:
             tuned = tuned_threshold(self.model, self.model_kind, self.name)
-            self._threshold = _DEFAULT_THRESHOLD if tuned is None else tuned
+            self._threshold = DEFAULT_THRESHOLD if tuned is None else tuned
         return self._threshold
 
     @threshold.setter
@@ -121,7 +120,7 @@ class StaticMethod(EmbeddingMethod):
 
         try:
             directory = static_model_dir(self.model)
-            digests = [_file_digest(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns)
+            digests = [file_digest(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns)
                        for p in (directory / "model.safetensors", directory / "tokenizer.json")]
         except (OSError, ValueError):
             digests = None  # not resolvable: loading the model reports why
