@@ -113,7 +113,7 @@ def compare(args: argparse.Namespace) -> dict:
                         check=True, env=env, cwd=ROOT)
             for _ in range(args.repeats):
                 for method in ("minhash", "rerank"):
-                    out = Path(tmp) / f"{method}.parquet"
+                    out = (args.clusters_dir or Path(tmp)) / f"{data.replace(':', '_').replace('/', '_')}-{method}.parquet"
                     before, start = _child_cpu(), time.perf_counter()
                     subprocess.run([sys.executable, "-m", "neardup",
                                     *_command(method, files, flags, out, args.extra)],
@@ -211,6 +211,8 @@ def main() -> None:
                         help="run each command once, unmeasured, first (numba's cache)")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                         help="more dedup flags for both methods (last on the line)")
+    parser.add_argument("--clusters-dir", type=Path, default=None,
+                        help="compare: keep each method's clusters here (DATA-METHOD.parquet)")
     parser.add_argument("--name", default=None, help="results file name (no extension)")
     args = parser.parse_args()
     rows = compare(args) if args.mode == "compare" else profile(args)

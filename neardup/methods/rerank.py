@@ -777,6 +777,11 @@ class RerankMethod(Method):
             _, passed = self._candidate.score_candidate_rows(rows, left, right)
         else:
             passed = np.ones(len(left), bool)
+        return self._score_verified(rows, left, right, passed)
+
+    def _score_verified(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray,
+                        passed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`score_candidate_rows` after the candidate check (``passed``)."""
         passing = np.flatnonzero(passed)
         prob = np.zeros(len(left), np.float32)
         # The scorer's working memory grows with the pairs it is given (the verifier's
