@@ -3,9 +3,6 @@ and giving exactly the features computed from the texts."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -20,17 +17,26 @@ from neardup.methods.pair_features import (  # noqa: E402
 )
 from neardup.methods.profile_cache import ProfileCache  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "rerank_fixtures", Path(__file__).resolve().parents[1] / "train" / "rerank_fixtures.py")
-_fixtures = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_fixtures)
-
 
 @pytest.fixture(scope="module")
 def texts():
-    texts = list(_fixtures.make_corpus(n_stories=8, seed=3).texts)[:24]
-    # A head found whole inside the other's text (the rapidfuzz shortcut), an empty text
-    # and one without numbers.
+    """Copies of a few demo stories (noisy reprints) and some other stories, then a head
+    found whole inside another text (the rapidfuzz shortcut), an empty text and one
+    without numbers."""
+    import gzip
+    import json
+    from collections import defaultdict
+
+    from neardup.data import demo_corpus_path
+
+    by_cluster = defaultdict(list)
+    with gzip.open(demo_corpus_path(), "rt") as handle:
+        for line in handle:
+            record = json.loads(line)
+            by_cluster[record["cluster"]].append(record["text"])
+    copies = [t for group in by_cluster.values() if len(group) >= 3 for t in group[:3]][:15]
+    others = [group[0] for group in by_cluster.values() if len(group) == 1][:9]
+    texts = copies + others
     return texts + [texts[0][:200], "", "no figures here at all"]
 
 
