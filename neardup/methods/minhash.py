@@ -45,8 +45,8 @@ from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, CandidateRows, Method, Sketch
 from neardup.methods.lsh import band_keys, banded_candidates, check_banding, optimal_bands
-from neardup.text.hashing import seed_words
-from neardup.text.identity import identity_from_codes
+from neardup.text.hashing import doc_digest64, seed_words
+from neardup.text.identity import identity_from_digests, identity_key
 from neardup.text.normalize import NormalizeConfig, normalize_codes
 from neardup.text.shingle import (
     ShingleConfig,
@@ -208,32 +208,42 @@ def _doc_word_shingles(cps, offsets, d, n, key_unit, key_shingle, tokens, shingl
 
 
 @njit(parallel=True, cache=True)
-def _word_signatures32(cps, offsets, n, key_unit, key_shingle, a, b, out, counts, block):
+def _word_signatures32(cps, offsets, n, key_unit, key_shingle, a, b, out, counts, block,
+                       digest_key, narrow, digests):
     """Normalized text (code points) to signatures for word n-grams in one pass per
     document: tokens, shingles and permutations stay in per-block buffers, with the same
     hashes as :func:`~neardup.text.shingle.hash_shingles`. ``counts[d]`` receives the
-    document's number of shingles."""
+    document's number of shingles, and ``digests[d]`` (when ``digests`` has a row per
+    document) its :func:`~neardup.text.hashing.text_digest64` with ``digest_key``, read
+    while the text is in cache (the text identity)."""
     n_docs = offsets.shape[0] - 1
+    with_digest = digests.shape[0] == n_docs
     for blk in prange((n_docs + block - 1) // block):
         first = blk * block
         last = min(first + block, n_docs)
         tokens, shingles = _block_scratch(offsets, first, last)
         for d in range(first, last):
+            if with_digest:
+                digests[d] = doc_digest64(cps, offsets[d], offsets[d + 1], digest_key, narrow)
             c = _doc_word_shingles(cps, offsets, d, n, key_unit, key_shingle, tokens, shingles)
             counts[d] = c
             _doc_minhash32(shingles, 0, c, a, b, out, d)
 
 
 @njit(parallel=True, cache=True)
-def _word_signatures64(cps, offsets, n, key_unit, key_shingle, a, b, out, shift, counts, block):
+def _word_signatures64(cps, offsets, n, key_unit, key_shingle, a, b, out, shift, counts, block,
+                       digest_key, narrow, digests):
     """:func:`_word_signatures32` with 64-bit permutations shifted right by ``shift``."""
     n_docs = offsets.shape[0] - 1
+    with_digest = digests.shape[0] == n_docs
     for blk in prange((n_docs + block - 1) // block):
         first = blk * block
         last = min(first + block, n_docs)
         tokens, shingles = _block_scratch(offsets, first, last)
         row = np.empty(a.shape[0], dtype=np.uint64)
         for d in range(first, last):
+            if with_digest:
+                digests[d] = doc_digest64(cps, offsets[d], offsets[d + 1], digest_key, narrow)
             c = _doc_word_shingles(cps, offsets, d, n, key_unit, key_shingle, tokens, shingles)
             counts[d] = c
             _doc_minhash64(shingles, 0, c, a, b, out, d, shift, row)
@@ -375,20 +385,34 @@ class MinHash:
     def signatures_from_codes(self, cps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`signatures_and_counts` of word shingles from the texts' normalized code
         points (:func:`~neardup.text.normalize.normalize_codes` with ``normalize``)."""
+        return self._from_codes(cps, offsets, None)[:2]
+
+    def signatures_and_digests(self, cps: np.ndarray, offsets: np.ndarray,
+                               digest_key: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`signatures_from_codes` and each text's
+        :func:`~neardup.text.hashing.text_digest64` with ``digest_key``, hashed in the
+        same compiled pass (the text identity costs no pass of its own)."""
+        return self._from_codes(cps, offsets, np.uint64(digest_key))
+
+    def _from_codes(self, cps, offsets, digest_key):
         key_unit, key_shingle = seed_words(self.seed, 2, salt=0x5EED)  # as shingle_codes
-        out = np.empty((offsets.shape[0] - 1, self.num_perm), dtype=self.dtype)
-        counts = np.empty(offsets.shape[0] - 1, dtype=np.int64)
+        n_docs = offsets.shape[0] - 1
+        out = np.empty((n_docs, self.num_perm), dtype=self.dtype)
+        counts = np.empty(n_docs, dtype=np.int64)
+        digests = np.empty(0 if digest_key is None else n_docs, dtype=np.uint64)
+        digest = (np.uint64(0) if digest_key is None else digest_key, cps.dtype == np.uint8,
+                  digests)
         if self.signature_scheme == "perm32":
             _word_signatures32(
                 cps, offsets, self.shingle.n, key_unit, key_shingle, self._a, self._b, out,
-                counts, _BLOCK_DOCS,
+                counts, _BLOCK_DOCS, *digest,
             )  # fmt: skip
         else:
             _word_signatures64(
                 cps, offsets, self.shingle.n, key_unit, key_shingle, self._a, self._b, out,
-                uint64(64 - self.hash_bits), counts, _BLOCK_DOCS,
+                uint64(64 - self.hash_bits), counts, _BLOCK_DOCS, *digest,
             )  # fmt: skip
-        return out, counts
+        return out, counts, digests
 
     @staticmethod
     def jaccard(signature_a: np.ndarray, signature_b: np.ndarray) -> float:
@@ -499,9 +523,12 @@ class MinHashLSH(Method):
             # The text identity's normalization: its code points serve both.
             texts = texts if isinstance(texts, list) else list(texts)
             cps, offsets = normalize_codes(texts, self.normalize)
-            signature, counts = self._minhash.signatures_from_codes(cps, offsets)
+            # The identity digest is hashed in the shingling pass, while each text is in
+            # cache (a pass of its own cost 6% of a 1M-document run's CPU).
+            signature, counts, digests = self._minhash.signatures_and_digests(
+                cps, offsets, identity_key())
             return Sketch(counts, {"signature": signature}, None,
-                          identity=identity_from_codes(texts, cps, offsets))
+                          identity=identity_from_digests(texts, offsets, digests))
         signature, counts = self._minhash.signatures_and_counts(texts)
         return Sketch(counts, {"signature": signature}, None)
 

@@ -40,6 +40,7 @@ import importlib.util
 import re
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
@@ -47,14 +48,18 @@ from numba import njit, prange
 from neardup.errors import check_int
 from neardup.methods.ngram import exact_similarities, exact_similarity
 from neardup.text import NormalizeConfig, ShingleConfig, hash_shingles, normalize_batch
+from neardup.text.shingle import ShingleSets
 
 __all__ = [
+    "DocumentProfiles",
     "FEATURES",
     "LEXICAL_FEATURES",
     "RETSIM_FEATURES",
     "default_features",
+    "document_profiles",
     "fold_marks",
     "pair_features",
+    "profile_pair_features",
     "retsim_available",
 ]
 
@@ -119,11 +124,6 @@ def default_features(*, retsim: bool | None = None) -> tuple[str, ...]:
     return FEATURES if use else LEXICAL_FEATURES
 
 
-def _set_similarity(texts: list[str], config: ShingleConfig, left, right, out, prefix) -> None:
-    sets = hash_shingles(texts, config).unique()
-    out[f"{prefix}_jaccard"], out[f"{prefix}_containment"] = exact_similarities(sets, left, right)
-
-
 @njit(parallel=True, cache=True)
 def _best_chunk_cosine(chunks, offsets, left, right):
     """Per pair, the largest dot product between a chunk of ``left`` and one of ``right``
@@ -166,6 +166,213 @@ def _retsim_features(texts: list[str], left, right, *,
         "retsim_near": np.where(ok, cos, 0.0).astype(np.float32),
         "retsim_partial": np.where(ok, np.nan_to_num(partial, nan=0.0), 0.0).astype(np.float32),
     }
+
+
+#: Each shingle set a profile may hold, and the features that read it.
+_SET_FEATURES: dict[str, set[str]] = {
+    **{f"word{n}": {f"word{n}_jaccard", f"word{n}_containment"} for n in _WORD_N},
+    **{f"char{n}": {f"char{n}_jaccard", f"char{n}_containment"} for n in _CHAR_N},
+    "nospace5": {"nospace5_jaccard", "nospace5_containment"},
+    "masked3": {"masked3_jaccard"},
+    "numbers": {"numbers_jaccard"},
+    "numerals": {"numerals_jaccard"},
+}
+
+
+def _set_names(wanted: set[str]) -> list[str]:
+    """The shingle sets the wanted features read (keys of :data:`_SET_FEATURES`)."""
+    return [name for name, feats in _SET_FEATURES.items() if feats & wanted]
+
+
+def _take_sets(sets: ShingleSets, positions: np.ndarray) -> ShingleSets:
+    sizes = np.diff(sets.offsets)[positions]
+    offsets = np.zeros(positions.size + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    # Each taken document's hashes: its start in ``sets`` plus 0..size-1.
+    index = np.repeat(sets.offsets[positions] - offsets[:-1], sizes) + np.arange(offsets[-1])
+    return ShingleSets(sets.hashes[index], offsets)
+
+
+@dataclass(frozen=True)
+class DocumentProfiles:
+    """What the lexical pair features read of each document, computed once per document
+    (normalization, shingling, sorting: the costly part) by :func:`document_profiles`;
+    :func:`profile_pair_features` then costs one merge of sorted hashes per pair and set,
+    and the alignments. A verifier that meets a document in many pairs and batches keeps
+    its profile instead of recomputing it (:class:`~neardup.methods.profile_cache.ProfileCache`).
+
+    Attributes
+    ----------
+    lengths : ndarray of float64, shape (n,)
+        Normalized length in characters.
+    sets : dict of str -> ShingleSets
+        Sorted, duplicate-free shingle sets by kind (``"word3"``, ``"char4"``,
+        ``"masked3"``, ``"numbers"``, ...), only those the features asked for read.
+    aligned : list of str or None
+        Each normalized text cut to ``align_chars`` characters (``align_ratio``).
+    short_heads, long_heads : list of str or None
+        The first 300 and 1,500 normalized characters (``align_partial``).
+    """
+
+    lengths: np.ndarray
+    sets: dict[str, ShingleSets]
+    aligned: list[str] | None = None
+    short_heads: list[str] | None = None
+    long_heads: list[str] | None = None
+
+    def __len__(self) -> int:
+        return int(self.lengths.shape[0])
+
+    def nbytes(self) -> int:
+        """Approximate memory held (arrays, and strings at one byte a character plus
+        Python's overhead)."""
+        strings = sum(sum(map(len, part)) + 50 * len(part)
+                      for part in (self.aligned, self.short_heads, self.long_heads) if part)
+        return (self.lengths.nbytes + strings
+                + sum(s.hashes.nbytes + s.offsets.nbytes for s in self.sets.values()))
+
+    def take(self, positions: np.ndarray) -> DocumentProfiles:
+        """The profiles of documents ``positions`` (int array), in that order."""
+        positions = np.asarray(positions, np.int64)
+        listed = positions.tolist()
+
+        def pick(part: list[str] | None) -> list[str] | None:
+            return None if part is None else [part[i] for i in listed]
+
+        return DocumentProfiles(self.lengths[positions],
+                                {k: _take_sets(v, positions) for k, v in self.sets.items()},
+                                pick(self.aligned), pick(self.short_heads), pick(self.long_heads))
+
+    @staticmethod
+    def concat(parts: Sequence[DocumentProfiles]) -> DocumentProfiles:
+        """The documents of ``parts`` one after another (parts built for the same features)."""
+        first = parts[0]
+
+        def join(name: str) -> list[str] | None:
+            if getattr(first, name) is None:
+                return None
+            return [t for p in parts for t in getattr(p, name)]
+
+        return DocumentProfiles(np.concatenate([p.lengths for p in parts]),
+                                {k: ShingleSets.concat([p.sets[k] for p in parts]) for k in first.sets},
+                                join("aligned"), join("short_heads"), join("long_heads"))
+
+
+def document_profiles(texts: Sequence[str], *, features: Sequence[str] = LEXICAL_FEATURES,
+                      align_chars: int = _ALIGN_CHARS,
+                      fold_diacritics: bool = False) -> DocumentProfiles:
+    """:class:`DocumentProfiles` of raw ``texts`` for the lexical ``features`` (normalized
+    with neardup's defaults, then :func:`fold_marks` when ``fold_diacritics``)."""
+    norm = normalize_batch(list(texts), NormalizeConfig())
+    if fold_diacritics:
+        norm = fold_marks(norm)
+    wanted = set(features)
+    sets: dict[str, ShingleSets] = {}
+    for name in _set_names(wanted):
+        if name.startswith(("word", "char")):
+            unit = "word" if name.startswith("word") else "char"
+            source, config = norm, ShingleConfig(unit, int(name[4:]))
+        elif name == "nospace5":
+            source, config = [_SPACE.sub("", t) for t in norm], ShingleConfig("char", 5)
+        elif name == "masked3":
+            source, config = [_DIGITS.sub("0", t) for t in norm], ShingleConfig("word", 3)
+        else:
+            pattern = _NUMBER_TOKEN if name == "numbers" else _NUMERAL_TOKEN
+            source = [" ".join(pattern.findall(t)) for t in norm]
+            config = ShingleConfig("word", 1)
+        sets[name] = hash_shingles(source, config).unique()
+    lengths = np.fromiter(map(len, norm), np.float64, len(norm))
+    return DocumentProfiles(
+        lengths, sets,
+        [t[:align_chars] for t in norm] if "align_ratio" in wanted else None,
+        [t[:_PARTIAL_SHORT] for t in norm] if "align_partial" in wanted else None,
+        [t[:_PARTIAL_LONG] for t in norm] if "align_partial" in wanted else None,
+    )
+
+
+def _partial_alignment(profiles: DocumentProfiles, a: np.ndarray, b: np.ndarray,
+                       workers: int) -> np.ndarray:
+    from rapidfuzz import fuzz, process
+
+    # Shorter head first: partial_ratio aligns the shorter string inside the longer.
+    first_short = profiles.lengths[a] <= profiles.lengths[b]
+    q = np.where(first_short, a, b).tolist()
+    c = np.where(first_short, b, a).tolist()
+    short = [profiles.short_heads[i] for i in q]
+    long = [profiles.long_heads[i] for i in c]
+    out = np.ones(len(short), np.float32)
+    # A head found whole inside the other's is a perfect alignment (100), whatever
+    # rapidfuzz would spend sliding it (about 0.3 ms a pair): copies with intact leads.
+    inside = np.fromiter((bool(s) and s in t for s, t in zip(short, long)), bool, len(short))
+    rest = np.flatnonzero(~inside).tolist()
+    if rest:
+        out[rest] = process.cpdist([short[i] for i in rest], [long[i] for i in rest],
+                                   scorer=fuzz.partial_ratio, workers=workers,
+                                   dtype=np.float32) / 100.0
+    return out
+
+
+def profile_pair_features(profiles: DocumentProfiles, a: np.ndarray, b: np.ndarray, *,
+                          dates: np.ndarray | None = None,
+                          features: Sequence[str] = LEXICAL_FEATURES,
+                          threads: int | None = None) -> dict[str, np.ndarray]:
+    """The lexical features of the pairs (``a[i]``, ``b[i]``) of positions in
+    ``profiles`` (built for at least these ``features``), by name; ``dates`` aligned with
+    the profiles' documents. No validation: :func:`pair_features` is the checked entry."""
+    wanted = set(features)
+    cols: dict[str, np.ndarray] = {}
+    for name, sets in profiles.sets.items():
+        reads = _SET_FEATURES[name] & wanted
+        if not reads:
+            continue
+        if name in ("numbers", "numerals"):
+            has = np.diff(sets.offsets) > 0
+            sim = exact_similarity(sets, a, b, "jaccard")
+            # Two texts without numbers do not disagree on figures.
+            cols[f"{name}_jaccard"] = np.where(~has[a] & ~has[b], 1.0, sim).astype(np.float32)
+        elif name == "masked3":
+            cols["masked3_jaccard"] = exact_similarity(sets, a, b, "jaccard")
+        else:
+            cols[f"{name}_jaccard"], cols[f"{name}_containment"] = exact_similarities(sets, a, b)
+
+    lengths = profiles.lengths
+    lo, hi = np.minimum(lengths[a], lengths[b]), np.maximum(lengths[a], lengths[b])
+    cols["length_ratio"] = np.divide(lo, hi, out=np.zeros_like(lo), where=hi > 0)
+    cols["log_length_min"] = np.log1p(lo)
+    cols["log_length_max"] = np.log1p(hi)
+
+    if {"align_ratio", "align_partial"} & wanted:
+        try:
+            from rapidfuzz import fuzz, process
+        except ImportError as err:
+            raise ImportError(
+                "pair_features: the alignment features need the 'rapidfuzz' package, part of "
+                "neardup's optional 'neural' extra: pip install 'neardup[neural]'."
+            ) from err
+        workers = -1 if threads is None else threads
+        if "align_ratio" in wanted:
+            cut = profiles.aligned
+            cols["align_ratio"] = process.cpdist(
+                [cut[i] for i in a.tolist()], [cut[i] for i in b.tolist()],
+                scorer=fuzz.ratio, workers=workers, dtype=np.float32,
+            ) / 100.0
+        if "align_partial" in wanted:
+            cols["align_partial"] = _partial_alignment(profiles, a, b, workers)
+
+    if {"date_days", "date_missing"} & wanted:
+        n_pairs = a.shape[0]
+        if dates is None:
+            cols["date_days"] = np.zeros(n_pairs)
+            cols["date_missing"] = np.ones(n_pairs)
+        else:
+            d = np.asarray(dates, dtype="datetime64[s]")
+            da, db = d[a], d[b]
+            missing = np.isnat(da) | np.isnat(db)
+            seconds = np.abs((da - db).astype("timedelta64[s]").astype(np.float64))
+            days = np.where(missing, 0.0, np.minimum(seconds / 86400.0, _DATE_CAP_DAYS))
+            cols["date_days"] = days
+            cols["date_missing"] = missing.astype(np.float64)
+    return cols
 
 
 def pair_features(
@@ -240,87 +447,19 @@ def pair_features(
     # Work on the documents the pairs touch only, renumbered 0..m-1.
     docs, local = np.unique(np.concatenate([left, right]), return_inverse=True)
     a, b = local[:n_pairs], local[n_pairs:]
-    norm = normalize_batch([texts[i] for i in docs.tolist()], NormalizeConfig())
-    if fold_diacritics:
-        norm = fold_marks(norm)
-    wanted = set(features)
-    cols: dict[str, np.ndarray] = {}
+    docs_texts = [texts[i] for i in docs.tolist()]
+    profiles = document_profiles(docs_texts, features=features, align_chars=align_chars,
+                                 fold_diacritics=fold_diacritics)
+    cols = profile_pair_features(
+        profiles, a, b, dates=None if dates is None else np.asarray(dates)[docs],
+        features=features, threads=threads)
 
-    for n in _WORD_N:
-        if {f"word{n}_jaccard", f"word{n}_containment"} & wanted:
-            _set_similarity(norm, ShingleConfig("word", n), a, b, cols, f"word{n}")
-    for n in _CHAR_N:
-        if {f"char{n}_jaccard", f"char{n}_containment"} & wanted:
-            _set_similarity(norm, ShingleConfig("char", n), a, b, cols, f"char{n}")
-    if {"nospace5_jaccard", "nospace5_containment"} & wanted:
-        squeezed = [_SPACE.sub("", t) for t in norm]
-        _set_similarity(squeezed, ShingleConfig("char", 5), a, b, cols, "nospace5")
-    if "masked3_jaccard" in wanted:
-        masked = [_DIGITS.sub("0", t) for t in norm]
-        sets = hash_shingles(masked, ShingleConfig("word", 3)).unique()
-        cols["masked3_jaccard"] = exact_similarity(sets, a, b, "jaccard")
-    for name, pattern in (("numbers_jaccard", _NUMBER_TOKEN), ("numerals_jaccard", _NUMERAL_TOKEN)):
-        if name in wanted:
-            numbers = [" ".join(pattern.findall(t)) for t in norm]
-            sets = hash_shingles(numbers, ShingleConfig("word", 1)).unique()
-            has = np.diff(sets.offsets) > 0
-            sim = exact_similarity(sets, a, b, "jaccard")
-            # Two texts without numbers do not disagree on figures.
-            cols[name] = np.where(~has[a] & ~has[b], 1.0, sim).astype(np.float32)
-
-    lengths = np.fromiter(map(len, norm), np.float64, len(norm))
-    lo, hi = np.minimum(lengths[a], lengths[b]), np.maximum(lengths[a], lengths[b])
-    cols["length_ratio"] = np.divide(lo, hi, out=np.zeros_like(lo), where=hi > 0)
-    cols["log_length_min"] = np.log1p(lo)
-    cols["log_length_max"] = np.log1p(hi)
-
-    if {"align_ratio", "align_partial"} & wanted:
-        try:
-            from rapidfuzz import fuzz, process
-        except ImportError as err:
-            raise ImportError(
-                f"{caller}: the alignment features need the 'rapidfuzz' package, part of "
-                "neardup's optional 'neural' extra: pip install 'neardup[neural]'."
-            ) from err
-        workers = -1 if threads is None else threads
-        if "align_ratio" in wanted:
-            cut = [t[:align_chars] for t in norm]
-            cols["align_ratio"] = process.cpdist(
-                [cut[i] for i in a.tolist()], [cut[i] for i in b.tolist()],
-                scorer=fuzz.ratio, workers=workers, dtype=np.float32,
-            ) / 100.0
-        if "align_partial" in wanted:
-            # Shorter head first: partial_ratio aligns the shorter string inside the longer.
-            short = [t[:_PARTIAL_SHORT] for t in norm]
-            long = [t[:_PARTIAL_LONG] for t in norm]
-            first_short = lengths[a] <= lengths[b]
-            q = np.where(first_short, a, b).tolist()
-            c = np.where(first_short, b, a).tolist()
-            cols["align_partial"] = process.cpdist(
-                [short[i] for i in q], [long[i] for i in c],
-                scorer=fuzz.partial_ratio, workers=workers, dtype=np.float32,
-            ) / 100.0
-
-    if {"date_days", "date_missing"} & wanted:
-        if dates is None:
-            cols["date_days"] = np.zeros(n_pairs)
-            cols["date_missing"] = np.ones(n_pairs)
-        else:
-            d = np.asarray(dates, dtype="datetime64[s]")[docs]
-            da, db = d[a], d[b]
-            missing = np.isnat(da) | np.isnat(db)
-            seconds = np.abs((da - db).astype("timedelta64[s]").astype(np.float64))
-            days = np.where(missing, 0.0, np.minimum(seconds / 86400.0, _DATE_CAP_DAYS))
-            cols["date_days"] = days
-            cols["date_missing"] = missing.astype(np.float64)
-
-    if set(RETSIM_FEATURES) & wanted:
+    if set(RETSIM_FEATURES) & set(features):
         if not retsim_available():
             raise ImportError(
                 f"{caller}: the RETSim features need 'onnxruntime' and 'unisim', part of "
                 "neardup's optional 'neural' extra: pip install 'neardup[neural]'."
             )
-        docs_texts = [texts[i] for i in docs.tolist()]
         cols.update(_retsim_features(docs_texts, a, b, threads=threads))
 
     for j, name in enumerate(features):

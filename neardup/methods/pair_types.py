@@ -57,7 +57,7 @@ from neardup.methods.ngram import exact_similarity
 from neardup.text.shingle import ShingleConfig, hash_shingles
 
 __all__ = ["NUMBER_WORDS", "PAIR_TYPES", "classify_pairs", "count_pair_types", "figures_disagree",
-           "mask_digits", "pair_features"]
+           "mask_digits", "pair_features", "short_notice_pairs"]
 
 #: Every type :func:`classify_pairs` assigns, in rule order.
 PAIR_TYPES = ("exact", "expanded", "corrected", "template", "near")
@@ -99,6 +99,17 @@ def mask_digits(texts: Sequence[str]) -> list[str]:
 
 def _figures(text: str) -> frozenset[str]:
     return frozenset(_NUMERAL.findall(text)).union(NUMBER_WORDS.intersection(text.split()))
+
+
+def short_notice_pairs(length_left: np.ndarray, length_right: np.ndarray, *,
+                       max_chars: int = 147, min_length_ratio: float = 0.8) -> np.ndarray:
+    """The length test of :func:`figures_disagree` (bool per pair, from the two texts'
+    normalized lengths): only pairs passing it can be called templates, so a caller
+    that knows the lengths normalizes the texts of those pairs alone."""
+    lo = np.minimum(length_left, length_right)
+    hi = np.maximum(length_left, length_right)
+    return (hi > 0) & (hi <= max_chars / min_length_ratio) & (lo <= max_chars) \
+        & (lo >= min_length_ratio * hi)
 
 
 def figures_disagree(
@@ -157,11 +168,9 @@ def figures_disagree(
     if not left.size:
         return out
     lengths = np.fromiter(map(len, normalized_texts), np.int64, len(normalized_texts))
-    lo = np.minimum(lengths[left], lengths[right])
-    hi = np.maximum(lengths[left], lengths[right])
     # Cheap length tests first: nearly every pair of news stories fails them.
-    short = np.flatnonzero((hi > 0) & (hi <= max_chars / min_length_ratio) & (lo <= max_chars)
-                           & (lo >= min_length_ratio * hi))
+    short = np.flatnonzero(short_notice_pairs(lengths[left], lengths[right], max_chars=max_chars,
+                                              min_length_ratio=min_length_ratio))
     figures: dict[int, frozenset[str]] = {}
     for k in short.tolist():
         a, b = int(left[k]), int(right[k])

@@ -70,7 +70,7 @@ from neardup.methods.base import (
 from neardup.methods.embedding import BiEncoderMethod, RETSimMethod
 from neardup.methods.static import StaticMethod
 from neardup.methods.minhash import MinHashLSH
-from neardup.methods.pair_types import figures_disagree
+from neardup.methods.pair_types import figures_disagree, short_notice_pairs
 from neardup.models import recommended_cluster, tuned_threshold
 from neardup.text import NormalizeConfig, ShingleConfig, normalize_batch
 
@@ -313,6 +313,7 @@ class VerifierScorer:
         self._classifier: Any = None
         self._thread_control: Any = None
         self._bound: Any = False  # not built yet; None: the model has none
+        self._profile_cache: Any = None
 
     #: Features left out of the first pass of :meth:`decide_positions` (the alignment of
     #: a head inside the other text costs about ten times all the others together).
@@ -320,7 +321,22 @@ class VerifierScorer:
 
     def __getstate__(self) -> dict[str, Any]:
         # The thread controller holds library handles: found again where it is unpickled.
-        return {**self.__dict__, "_thread_control": None}
+        # The profile cache is the process's own (and refers weakly to its text source).
+        return {**self.__dict__, "_thread_control": None, "_profile_cache": None}
+
+    @property
+    def profile_cache(self):
+        """The :class:`~neardup.methods.profile_cache.ProfileCache` of this scorer's
+        documents between the corpus stage's batches."""
+        if self._profile_cache is None:
+            from neardup.methods.profile_cache import ProfileCache
+
+            self._profile_cache = ProfileCache(self.PROFILE_CACHE_BYTES)
+        return self._profile_cache
+
+    #: Memory kept for document profiles between batches (a news story's profile is
+    #: about 60 KB: its shingle sets and heads), on top of a batch's working memory.
+    PROFILE_CACHE_BYTES = 64 << 20
 
     @property
     def classifier(self) -> Any:
@@ -338,6 +354,22 @@ class VerifierScorer:
         x = self._features(texts, left, right, dates, self.features)
         return self._predict(x)
 
+    @property
+    def profiled(self) -> bool:
+        """True when every feature of the model comes from per-document profiles
+        (:func:`~neardup.methods.pair_features.document_profiles`): no RETSim feature."""
+        from neardup.methods.pair_features import RETSIM_FEATURES
+
+        return not set(self.features) & set(RETSIM_FEATURES)
+
+    def document_profiles(self, texts: Sequence[str]):
+        """:class:`~neardup.methods.pair_features.DocumentProfiles` of raw ``texts`` for
+        this model's features (see :meth:`decide_profiles`)."""
+        from neardup.methods.pair_features import document_profiles
+
+        return document_profiles(texts, features=self.features,
+                                 fold_diacritics=bool(self.meta.get("fold_diacritics", False)))
+
     def decide_positions(self, texts: Sequence[str], left: np.ndarray, right: np.ndarray,
                          dates: np.ndarray | None = None, *,
                          threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -351,20 +383,64 @@ class VerifierScorer:
         :class:`~neardup.methods.verifier_correction.CorrectedBound` for a verifier
         corrected to labels) are rejected without them. Models without a bound compute
         every feature."""
+        left = np.asarray(left, np.int64)
+        right = np.asarray(right, np.int64)
+        if self.profiled and len(left):
+            docs, local = np.unique(np.concatenate([left, right]), return_inverse=True)
+            profiles = self.document_profiles([texts[i] for i in docs.tolist()])
+            return self.decide_profiles(profiles, local[: left.size], local[left.size:],
+                                        None if dates is None else np.asarray(dates)[docs],
+                                        threshold=threshold)
+
+        def features(rows, names):
+            return self._features(texts, left[rows], right[rows], dates, names)
+
+        return self._decide(features, left.size, threshold)
+
+    def decide_profiles(self, profiles, left: np.ndarray, right: np.ndarray,
+                        dates: np.ndarray | None = None, *,
+                        threshold: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`decide_positions` of pairs of positions in ``profiles``
+        (:meth:`document_profiles`, kept between calls by a caller that meets documents
+        again; a model with RETSim features cannot be profiled: see :attr:`profiled`);
+        ``dates`` aligned with the profiles."""
+        from neardup.methods.pair_features import profile_pair_features
+
+        if not self.profiled:
+            raise ValueError("VerifierScorer.decide_profiles: this model reads RETSim "
+                             "features, which profiles do not hold; use decide_positions.")
+        left = np.asarray(left, np.int64)
+        right = np.asarray(right, np.int64)
+
+        def features(rows, names):
+            cols = profile_pair_features(profiles, left[rows], right[rows], dates=dates,
+                                         features=names, threads=self.threads)
+            out = np.empty((left[rows].size, len(names)), np.float32)
+            for j, name in enumerate(names):
+                out[:, j] = cols[name]
+            return out
+
+        return self._decide(features, left.size, threshold)
+
+    def _decide(self, features, n_pairs: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+        # ``features(rows, names)``: the float32 feature matrix of pairs ``rows``.
         if self._bound is False:
             from neardup.methods.tree_bound import TreeEnsembleBound
             from neardup.methods.verifier_correction import CorrectedBound
 
             self._bound = (TreeEnsembleBound.from_classifier(self.classifier)
                            or CorrectedBound.from_classifier(self.classifier))
+        if n_pairs == 0:
+            return np.zeros(0, np.float32), np.zeros(0, bool)
+        every = slice(None)
         deferred = [f for f in self.deferred_features if f in self.features]
-        if self._bound is None or not deferred or len(left) == 0:
-            prob = self.score_positions(texts, left, right, dates)
+        if self._bound is None or not deferred:
+            prob = self._predict(features(every, list(self.features)))
             return prob, prob >= threshold
         first = [f for f in self.features if f not in deferred]
         columns = [self.features.index(f) for f in first]
-        x = np.zeros((len(left), len(self.features)), np.float32)
-        x[:, columns] = self._features(texts, left, right, dates, first)
+        x = np.zeros((n_pairs, len(self.features)), np.float32)
+        x[:, columns] = features(every, first)
         free = np.isin(np.array(self.features), deferred)
         # The same float32 rounding and comparison as the full prediction's: the bound's
         # probability is at least the pair's, so below the threshold the pair's is too.
@@ -372,8 +448,7 @@ class VerifierScorer:
         open_ = np.flatnonzero(prob >= threshold)
         if open_.size:
             later = [self.features.index(f) for f in deferred]
-            x[np.ix_(open_, later)] = self._features(texts, left[open_], right[open_],
-                                                     dates, deferred)
+            x[np.ix_(open_, later)] = features(open_, deferred)
             prob[open_] = self._predict(x[open_])
         return prob, prob >= threshold
 
@@ -429,6 +504,12 @@ def _template_pairs(texts: Sequence[str], left: np.ndarray, right: np.ndarray) -
     used, where = np.unique(np.concatenate((left, right)), return_inverse=True)
     norm = normalize_batch([texts[i] for i in used.tolist()], NormalizeConfig())
     return figures_disagree(norm, where[: len(left)], where[len(left):])
+
+
+def _text_source(texts: Any) -> Any:
+    """What stands for the corpus behind a step's texts, for the profile cache: the
+    work directory's text reader; None (nothing kept) for texts given as a sequence."""
+    return getattr(texts, "reader", None)
 
 
 def _take_texts(texts: Any, positions: np.ndarray) -> list[str]:
@@ -697,6 +778,11 @@ class RerankMethod(Method):
             _, passed = self._candidate.score_candidate_rows(rows, left, right)
         else:
             passed = np.ones(len(left), bool)
+        return self._score_verified(rows, left, right, passed)
+
+    def _score_verified(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray,
+                        passed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`score_candidate_rows` after the candidate check (``passed``)."""
         passing = np.flatnonzero(passed)
         prob = np.zeros(len(left), np.float32)
         # The scorer's working memory grows with the pairs it is given (the verifier's
@@ -708,20 +794,43 @@ class RerankMethod(Method):
             # Only the texts of the edges that passed become Python strings: the scorer's
             # features cost per text it is given.
             used, where = np.unique(np.concatenate((left[keep], right[keep])), return_inverse=True)
-            texts = _take_texts(rows.texts, used)
             a, b = where[: keep.size], where[keep.size:]
-            if isinstance(scorer, VerifierScorer):
+            lengths = None
+            if isinstance(scorer, VerifierScorer) and scorer.profiled:
+                # Documents met in earlier batches keep their profiles: their texts are
+                # neither read nor normalized and shingled again.
+                profiles = scorer.profile_cache.profiles(
+                    rows.docs[used], _text_source(rows.texts),
+                    lambda missing: scorer.document_profiles(_take_texts(rows.texts, used[missing])))
+                dates = None if rows.dates is None else rows.dates[used]
+                prob[keep] = scorer.decide_profiles(profiles, a, b, dates,
+                                                    threshold=self.threshold)[0]
+                if not scorer.meta.get("fold_diacritics", False):
+                    lengths = profiles.lengths  # as the guard's normalization measures them
+                texts = None
+            elif isinstance(scorer, VerifierScorer):
                 # Only the decision counts here: rejected pairs may get an upper bound.
+                texts = _take_texts(rows.texts, used)
                 dates = None if rows.dates is None else rows.dates[used]
                 prob[keep] = scorer.decide_positions(texts, a, b, dates,
                                                      threshold=self.threshold)[0]
             else:
+                texts = _take_texts(rows.texts, used)
                 prob[keep] = scorer.score([texts[i] for i in a.tolist()],
                                           [texts[i] for i in b.tolist()])
             if self.template_guard:
                 accepted = np.flatnonzero(prob[keep] >= self.threshold)
-                guarded = _template_pairs(texts, a[accepted], b[accepted])
-                prob[keep[accepted[guarded]]] = 0.0
+                if lengths is not None:  # only short notices can be templates
+                    accepted = accepted[short_notice_pairs(lengths[a[accepted]], lengths[b[accepted]])]
+                if accepted.size:
+                    pa, pb = a[accepted], b[accepted]
+                    if texts is None:  # read now: only the texts of these pairs
+                        need, inverse = np.unique(np.concatenate((pa, pb)), return_inverse=True)
+                        guarded = _template_pairs(_take_texts(rows.texts, used[need]),
+                                                  inverse[: pa.size], inverse[pa.size:])
+                    else:
+                        guarded = _template_pairs(texts, pa, pb)
+                    prob[keep[accepted[guarded]]] = 0.0
         return prob, passed & (prob >= self.threshold)
 
     def find_pairs(self, sketch: Sketch, dates: np.ndarray | None = None) -> Pairs:

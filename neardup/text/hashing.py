@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
-__all__ = ["mix64", "seed_words", "encode_codepoints", "text_digest64", "text_digests"]
+__all__ = ["doc_digest64", "mix64", "seed_words", "encode_codepoints", "text_digest64",
+           "text_digests"]
 
 _M1 = uint64(0xBF58476D1CE4E5B9)
 _M2 = uint64(0x94D049BB133111EB)
@@ -88,36 +89,44 @@ def text_digests(cps, offsets, key_a, key_b):
     return out
 
 
-@njit(cache=True)
-def _digest64(cps, offsets, key):
+@njit(inline="always", cache=True)
+def doc_digest64(cps, start, end, key, narrow):
+    """The :func:`text_digest64` of the text ``cps[start:end]``, for a compiled pass
+    that reads the text anyway (MinHash's shingling hashes the identity in the same
+    pass). ``narrow``: every code point of ``cps`` fits a byte (a uint8 array), so the
+    scan for wide ones is skipped; the result is the same either way."""
     # A text whose code points all fit a byte is read eight a word, any other two a word
     # (at most 21 bits each; marked apart); a multiply-rotate step per word, mix64 at the
     # end. The packing depends on the text alone, never on the array's dtype.
-    n = offsets.shape[0] - 1
-    out = np.empty(n, dtype=np.uint64)
-    for d in range(n):
-        start = offsets[d]
-        end = offsets[d + 1]
-        wide = False
+    wide = False
+    if not narrow:
         for q in range(start, end):
             if uint64(cps[q]) > uint64(255):
                 wide = True
                 break
-        per = 2 if wide else 8
-        step = uint64(32) if wide else uint64(8)
-        h = key ^ (_GOLDEN if wide else uint64(0))
-        p = start
-        while p < end:
-            w = uint64(0)
-            shift = uint64(0)
-            stop = min(p + per, end)
-            for q in range(p, stop):
-                w |= uint64(cps[q]) << shift
-                shift += step
-            h = (h ^ w) * _M1
-            h = (h << uint64(29)) | (h >> uint64(35))
-            p = stop
-        out[d] = mix64(h ^ uint64(end - start))
+    per = 2 if wide else 8
+    step = uint64(32) if wide else uint64(8)
+    h = key ^ (_GOLDEN if wide else uint64(0))
+    p = start
+    while p < end:
+        w = uint64(0)
+        shift = uint64(0)
+        stop = min(p + per, end)
+        for q in range(p, stop):
+            w |= uint64(cps[q]) << shift
+            shift += step
+        h = (h ^ w) * _M1
+        h = (h << uint64(29)) | (h >> uint64(35))
+        p = stop
+    return mix64(h ^ uint64(end - start))
+
+
+@njit(cache=True)
+def _digest64(cps, offsets, key, narrow):
+    n = offsets.shape[0] - 1
+    out = np.empty(n, dtype=np.uint64)
+    for d in range(n):
+        out[d] = doc_digest64(cps, offsets[d], offsets[d + 1], key, narrow)
     return out
 
 
@@ -127,4 +136,6 @@ def text_digest64(cps: np.ndarray, offsets: np.ndarray, key: int) -> np.ndarray:
     where speed counts (every document of every run); :func:`text_digests` gives two
     independent full-mix hashes. The same text hashes alike whether its batch came as
     uint8 (every text ASCII) or uint32 code points."""
-    return _digest64(np.ascontiguousarray(cps), np.ascontiguousarray(offsets, np.int64), np.uint64(key))
+    cps = np.ascontiguousarray(cps)
+    return _digest64(cps, np.ascontiguousarray(offsets, np.int64), np.uint64(key),
+                     cps.dtype == np.uint8)

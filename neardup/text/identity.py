@@ -22,7 +22,8 @@ import numpy as np
 from neardup.text.hashing import encode_codepoints, seed_words, text_digest64
 from neardup.text.normalize import NormalizeConfig, normalize_batch, normalize_codes
 
-__all__ = ["NO_IDENTITY", "identity_from_codes", "identity_texts", "text_identity"]
+__all__ = ["NO_IDENTITY", "identity_from_codes", "identity_from_digests", "identity_key",
+           "identity_texts", "text_identity"]
 
 #: The identity of a blank text: identical to no other text.
 NO_IDENTITY = np.uint64(0)
@@ -63,8 +64,21 @@ def identity_from_codes(texts: Sequence[str], cps: np.ndarray, offsets: np.ndarr
     """:func:`text_identity` of ``texts`` from their normalized code points (as
     :func:`~neardup.text.normalize.normalize_codes` gives them), for a method that has
     them already: the normalization, the costly part, is not run twice."""
-    key = seed_words(seed, 1, salt=0x1DE7)[0]
-    digests = text_digest64(cps, offsets, key)
+    return identity_from_digests(texts, offsets, text_digest64(cps, offsets, identity_key(seed)))
+
+
+def identity_key(seed: int = 0) -> np.uint64:
+    """The key of :func:`~neardup.text.hashing.text_digest64` that identities hash with."""
+    return seed_words(seed, 1, salt=0x1DE7)[0]
+
+
+def identity_from_digests(texts: Sequence[str], offsets: np.ndarray, digests: np.ndarray,
+                          seed: int = 0) -> np.ndarray:
+    """:func:`text_identity` from the normalized texts' ``offsets`` and their digests
+    (:func:`~neardup.text.hashing.text_digest64` with :func:`identity_key`), for a
+    compiled pass that hashed them while reading the code points for another purpose
+    (MinHash's shingling). ``digests`` is updated in place and returned."""
+    key = identity_key(seed)
     empty = np.flatnonzero(np.diff(offsets) == 0)
     light = None
     if empty.size:  # symbols only, or blank: the light form, as identity_texts gives it

@@ -337,13 +337,13 @@ def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_pa
     memory = neardup.dedup(records, "rerank", engine="memory", pair_types=False, date_field="date",
                            cluster="components")
     calls = []
-    real = VerifierScorer.decide_positions
+    real = VerifierScorer.decide_profiles  # the stage's path: profiles kept between batches
 
-    def counting(self, texts, left, right, dates=None, *, threshold):
-        calls.append((len(texts), len(left)))
-        return real(self, texts, left, right, dates, threshold=threshold)
+    def counting(self, profiles, left, right, dates=None, *, threshold):
+        calls.append((len(profiles), len(left)))
+        return real(self, profiles, left, right, dates, threshold=threshold)
 
-    monkeypatch.setattr(VerifierScorer, "decide_positions", counting)
+    monkeypatch.setattr(VerifierScorer, "decide_profiles", counting)
     from neardup.methods.rerank import RerankMethod
 
     monkeypatch.setattr(RerankMethod, "SCORE_BATCH", 7)

@@ -79,16 +79,18 @@ def test_shipped_verifier_decides_exactly_as_with_every_feature(monkeypatch):
 def _decides_exactly(scorer, texts, left, right, monkeypatch) -> list[int]:
     """Check ``decide_positions`` against every feature at thresholds 0.5 and 0.9; returns
     how many pairs each call computed the deferred features for."""
+    from neardup.methods import pair_features
+
     full = scorer.score_positions(texts, left, right)
     deferred_pairs = []
-    real = type(scorer)._features
+    real = pair_features.profile_pair_features
 
-    def spying(self, texts_, left_, right_, dates, names):
-        if list(names) == list(self.deferred_features):
+    def spying(profiles, left_, right_, **kwargs):
+        if list(kwargs["features"]) == list(scorer.deferred_features):
             deferred_pairs.append(len(left_))
-        return real(self, texts_, left_, right_, dates, names)
+        return real(profiles, left_, right_, **kwargs)
 
-    monkeypatch.setattr(type(scorer), "_features", spying)
+    monkeypatch.setattr(pair_features, "profile_pair_features", spying)
     for threshold in (0.5, 0.9):
         score, accept = scorer.decide_positions(texts, left, right, threshold=threshold)
         np.testing.assert_array_equal(accept, full >= threshold)

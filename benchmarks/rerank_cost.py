@@ -1,0 +1,231 @@
+"""rerank's CPU per document against MinHash's, and where rerank's CPU goes.
+
+Two modes, both running the command a user runs (``neardup dedup FILES --method M``, the
+method's own defaults: for rerank the shipped verifier over char-5 MinHash candidates at
+Jaccard 0.1, clustered as ``--cluster auto`` says, Leiden at resolution 0.4):
+
+* ``compare``: each method as its own process, alternated ``--repeats`` times; CPU is the
+  child's user + system time (``resource.getrusage(RUSAGE_CHILDREN)``), so interpreter
+  start-up and imports count for both, as they do for a user. Reports CPU per document and
+  rerank's ratio to MinHash, with the median of the repeats.
+* ``profile``: rerank in this process under cProfile with a CPU clock
+  (``time.process_time``: every thread of the process, so rapidfuzz's and numba's
+  threads count), split into candidates (sketching, band keys, MinHash's permissive
+  check), document profiles and pair features, the tree ensemble (bound and
+  prediction), the template guard, clustering and the rest (start-up, input, output).
+
+Data sets (``--data``, repeatable): ``reuters`` (Reuters-21578's SGML files, found under
+``../shared/data/reuters21578`` from the repository root or ``--reuters DIR``),
+``indep-NAME`` (``benchmarks/indep-NAME/validation.jsonl.gz``, with its dates), and
+``scale:PATH`` (a Parquet file or directory of the seeded scale corpus, as written by
+``python bench/scale_corpus.py --docs 20000 --out DIR``).
+
+    python benchmarks/rerank_cost.py compare --data indep-nlpaug --data reuters --repeats 2
+    python benchmarks/rerank_cost.py profile --data scale:/tmp/neardup-scale/20k
+
+Raw results are written as JSON under ``benchmarks/results/rerank/`` (``--name``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "rerank"
+
+#: Profile sections: cumulative CPU of these functions (file suffix, function name).
+#: Nested entries are subtracted from their parents below, so the sections add up.
+SECTIONS = {
+    "verifier": [("neardup/methods/rerank.py", "score_candidate_rows"),
+                 ("neardup/methods/rerank.py", "scored_candidates")],
+    "document profiles": [("neardup/methods/pair_features.py", "document_profiles")],
+    "pair features": [("neardup/methods/pair_features.py", "profile_pair_features")],
+    # Before document profiles: the one function computing both.
+    "pair_features": [("neardup/methods/pair_features.py", "pair_features")],
+    "tree ensemble": [("neardup/methods/rerank.py", "_predict"),
+                      ("neardup/methods/tree_bound.py", "upper_proba")],
+    "template guard": [("neardup/methods/rerank.py", "_template_pairs")],
+    "corpus stage": [("neardup/engine/corpus.py", "run_corpus_stage")],
+    "clustering": [("neardup/graph/community.py", "detect_communities"),
+                   ("neardup/graph/cluster.py", "connected_components")],
+}
+
+
+def _inputs(data: str, reuters: Path | None) -> tuple[list[str], list[str], int]:
+    """Input files, the CLI's field flags, and the number of documents."""
+    if data == "reuters":
+        directory = reuters or ROOT.parent / "shared" / "data" / "reuters21578"
+        files = sorted(str(p) for p in directory.glob("reut2-*.sgm"))
+        if not files:
+            raise SystemExit(f"no reut2-*.sgm under {directory}; pass --reuters DIR")
+        return files, [], 21578
+    if data.startswith("indep-"):
+        path = ROOT / "benchmarks" / data / "validation.jsonl.gz"
+        import gzip
+
+        with gzip.open(path, "rt") as handle:
+            n = sum(1 for _ in handle)
+        return [str(path)], ["--text-field", "text", "--id-field", "id",
+                             "--date-field", "date"], n
+    if data.startswith("scale:"):
+        import pyarrow.parquet as pq
+
+        path = Path(data[len("scale:"):])
+        files = sorted(str(p) for p in path.glob("*.parquet")) if path.is_dir() else [str(path)]
+        n = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        return files, ["--text-field", "text", "--id-field", "id"], n
+    raise SystemExit(f"unknown --data {data!r}: reuters, indep-NAME or scale:PATH")
+
+
+def _command(method: str, files: list[str], flags: list[str], out: Path,
+             extra: list[str]) -> list[str]:
+    return ["dedup", *files, "--method", method, *flags, "--clusters-out", str(out), "-q", *extra]
+
+
+def _child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def compare(args: argparse.Namespace) -> dict:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    rows = {}
+    for data in args.data:
+        files, flags, n_docs = _inputs(data, args.reuters)
+        cpu: dict[str, list[float]] = {"minhash": [], "rerank": []}
+        wall: dict[str, list[float]] = {"minhash": [], "rerank": []}
+        with tempfile.TemporaryDirectory() as tmp:
+            if args.warmup:  # compiled kernels cached, files in the page cache
+                for method in ("minhash", "rerank"):
+                    subprocess.run([sys.executable, "-m", "neardup", *_command(
+                        method, files, flags, Path(tmp) / "w.parquet", args.extra)],
+                        check=True, env=env, cwd=ROOT)
+            for _ in range(args.repeats):
+                for method in ("minhash", "rerank"):
+                    out = (args.clusters_dir or Path(tmp)) / f"{data.replace(':', '_').replace('/', '_')}-{method}.parquet"
+                    before, start = _child_cpu(), time.perf_counter()
+                    subprocess.run([sys.executable, "-m", "neardup",
+                                    *_command(method, files, flags, out, args.extra)],
+                                   check=True, env=env, cwd=ROOT)
+                    cpu[method].append(_child_cpu() - before)
+                    wall[method].append(time.perf_counter() - start)
+        med = {m: statistics.median(v) for m, v in cpu.items()}
+        rows[data] = {
+            "documents": n_docs,
+            "cpu_s": cpu, "wall_s": wall,
+            "cpu_ms_per_doc": {m: 1000 * v / n_docs for m, v in med.items()},
+            "rerank_over_minhash": med["rerank"] / med["minhash"],
+        }
+        print(f"{data}: {n_docs} docs; CPU s minhash {med['minhash']:.2f}, rerank "
+              f"{med['rerank']:.2f}; per doc {1000 * med['minhash'] / n_docs:.3f} / "
+              f"{1000 * med['rerank'] / n_docs:.3f} ms; ratio {rows[data]['rerank_over_minhash']:.1f}x",
+              flush=True)
+    return rows
+
+
+def _cumulative(stats: pstats.Stats, entries) -> float:
+    total = 0.0
+    for (filename, _, name), (_, _, _, cumtime, _) in stats.stats.items():
+        if any(filename.endswith(f) and name == n for f, n in entries):
+            total += cumtime
+    return total
+
+
+def profile(args: argparse.Namespace) -> dict:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    sys.path.insert(0, str(ROOT))
+    from neardup.cli import main
+
+    rows = {}
+    for data in args.data:
+        files, flags, n_docs = _inputs(data, args.reuters)
+        with tempfile.TemporaryDirectory() as tmp:
+            sys.argv = ["neardup", *_command("rerank", files, flags, Path(tmp) / "c.parquet",
+                                             args.extra)]
+            if args.warmup:
+                try:
+                    main()
+                except SystemExit as stop:
+                    if stop.code not in (0, None):
+                        raise
+            profiler = cProfile.Profile(time.process_time)
+            start = time.process_time()
+            try:
+                profiler.runcall(main)
+            except SystemExit as stop:
+                if stop.code not in (0, None):
+                    raise
+            total = time.process_time() - start
+        stats = pstats.Stats(profiler)
+        cum = {k: _cumulative(stats, v) for k, v in SECTIONS.items()}
+        if cum["document profiles"] + cum["pair features"] == 0:  # code before profiles
+            cum["pair features"] = cum["pair_features"]
+        inside = cum["document profiles"] + cum["pair features"] + cum["tree ensemble"] \
+            + cum["template guard"]
+        sections = {
+            "candidates (sketch, band keys, MinHash check)":
+                cum["corpus stage"] - cum["verifier"],
+            "document profiles": cum["document profiles"],
+            "pair features": cum["pair features"],
+            "tree ensemble": cum["tree ensemble"],
+            "template guard": cum["template guard"],
+            "verifier's other work (texts, cache, batching)": cum["verifier"] - inside,
+            "clustering": cum["clustering"],
+        }
+        sections["rest (start-up, input, output)"] = total - sum(sections.values())
+        top = sorted(((v[3], f"{Path(k[0]).name}:{k[2]}") for k, v in stats.stats.items()),
+                     reverse=True)
+        own = sorted(((v[2], f"{Path(k[0]).name}:{k[2]}") for k, v in stats.stats.items()),
+                     reverse=True)[:15]
+        rows[data] = {"documents": n_docs, "cpu_s": total, "sections_cpu_s": sections,
+                      "top_own_cpu_s": [[name, t] for t, name in own],
+                      "top_cumulative_cpu_s": [[name, t] for t, name in top[:25]]}
+        print(f"{data}: {n_docs} docs, {total:.2f} CPU s ({1000 * total / n_docs:.3f} ms a doc)")
+        for name, seconds in sections.items():
+            print(f"  {name:50s} {seconds:8.2f} s  {100 * seconds / total:5.1f}%")
+        print("  own CPU, top functions:")
+        for t, name in own:
+            print(f"    {name:50s} {t:8.2f} s")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=("compare", "profile"))
+    parser.add_argument("--data", action="append", required=True,
+                        help="reuters, indep-NAME or scale:PATH (repeatable)")
+    parser.add_argument("--reuters", type=Path, default=None)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--warmup", action="store_true",
+                        help="run each command once, unmeasured, first (numba's cache)")
+    parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
+                        help="more dedup flags for both methods (last on the line)")
+    parser.add_argument("--clusters-dir", type=Path, default=None,
+                        help="compare: keep each method's clusters here (DATA-METHOD.parquet)")
+    parser.add_argument("--name", default=None, help="results file name (no extension)")
+    args = parser.parse_args()
+    rows = compare(args) if args.mode == "compare" else profile(args)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=ROOT).stdout.strip()
+    record = {"mode": args.mode, "commit": commit, "argv": sys.argv[1:],
+              "load_average": os.getloadavg(), "results": rows}
+    if args.name:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        path = RESULTS / f"{args.name}.json"
+        path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
