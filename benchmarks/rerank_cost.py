@@ -16,7 +16,7 @@ Jaccard 0.1, clustered as ``--cluster auto`` says, Leiden at resolution 0.4):
 
 Data sets (``--data``, repeatable): ``reuters`` (Reuters-21578's SGML files, found under
 ``../shared/data/reuters21578`` from the repository root or ``--reuters DIR``),
-``indep-NAME`` (``benchmarks/indep-NAME/validation.jsonl.gz``, with its dates), and
+``indep-NAME`` (``data/indep-NAME/validation.jsonl.gz``, with its dates), and
 ``scale:PATH`` (a Parquet file or directory of the seeded scale corpus, as written by
 ``python bench/scale_corpus.py --docs 20000 --out DIR``).
 
@@ -71,7 +71,7 @@ def _inputs(data: str, reuters: Path | None) -> tuple[list[str], list[str], int]
             raise SystemExit(f"no reut2-*.sgm under {directory}; pass --reuters DIR")
         return files, [], 21578
     if data.startswith("indep-"):
-        path = ROOT / "benchmarks" / data / "validation.jsonl.gz"
+        path = ROOT / "data" / data / "validation.jsonl.gz"
         import gzip
 
         with gzip.open(path, "rt") as handle:
