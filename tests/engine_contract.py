@@ -38,16 +38,29 @@ def skip_unavailable(name: str) -> None:
         pytest.skip("rerank needs rapidfuzz")
 
 
-def contract_corpus() -> list[dict]:
+#: Documents for the embedding methods, whose models cost far more per document: the
+#: contract is the same at any size.
+N_EMBEDDED = 90
+
+
+def contract_corpus(n_docs: int = N_DOCS) -> list[dict]:
     """The demo corpus's first documents (noisy near-duplicates), and re-sent copies of
     some of them (other spacing), which even exact hashing links, interleaved."""
     with gzip.open(demo_corpus_path(), "rt") as handle:
-        records = [json.loads(line) for _, line in zip(range(N_DOCS - N_DOCS // 6), handle)]
+        records = [json.loads(line) for _, line in zip(range(n_docs - n_docs // 6), handle)]
     docs = [{"id": str(r["id"]), "text": r["text"]} for r in records]
-    for i in range(N_DOCS // 6):
+    for i in range(n_docs // 6):
         source = docs[3 * i]
         docs.insert(5 * i + 4, {"id": f"{source['id']}-resent", "text": "  " + source["text"] + "\n"})
     return docs
+
+
+def corpus_for(name: str, corpora: dict) -> list[dict]:
+    """The shared corpus at the size that suits method ``name`` (``corpora``: a cache)."""
+    n_docs = N_EMBEDDED if make_method(name).vector_search is not None else N_DOCS
+    if n_docs not in corpora:
+        corpora[n_docs] = contract_corpus(n_docs)
+    return corpora[n_docs]
 
 
 def canonical(clusters: np.ndarray) -> np.ndarray:

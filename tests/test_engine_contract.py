@@ -22,41 +22,42 @@ from tests.engine_contract import (
     canonical,
     cases,
     check_executor,
-    contract_corpus,
+    corpus_for,
     skip_unavailable,
 )
 
 
 @pytest.fixture(scope="module")
-def corpus():
-    return contract_corpus()
+def corpora():
+    return {}
 
 
 @pytest.fixture(scope="module")
-def memory_results(corpus):
+def memory_results(corpora):
     """The in-memory result of each (method, clustering), computed once."""
     found = {}
 
     def get(name, algorithm):
         if (name, algorithm) not in found:
-            found[name, algorithm] = neardup.dedup(corpus, name, id_field="id", engine="memory",
-                                                   cluster=algorithm, pair_types=False)
+            found[name, algorithm] = neardup.dedup(corpus_for(name, corpora), name, id_field="id",
+                                                   engine="memory", cluster=algorithm, pair_types=False)
         return found[name, algorithm]
     return get
 
 
 @pytest.mark.parametrize("name, algorithm", list(cases()))
-def test_local_out_of_core_gives_the_in_memory_clusters(corpus, memory_results, name, algorithm, tmp_path):
+def test_local_out_of_core_gives_the_in_memory_clusters(corpora, memory_results, name, algorithm, tmp_path):
     skip_unavailable(name)
     # A small memory limit and many partitions: the out-of-core path, read back in steps.
-    check_executor(corpus, name, algorithm, "local", memory_results(name, algorithm),
+    check_executor(corpus_for(name, corpora), name, algorithm, "local", memory_results(name, algorithm),
                    work_dir=str(tmp_path / "work"), memory_limit="1MB", partitions=16, batch_size=64)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.neural] if n in NEURAL_METHODS else [])
                                   for n in sorted(METHODS)])
-def test_the_index_gives_the_in_memory_components(corpus, memory_results, name, tmp_path):
+def test_the_index_gives_the_in_memory_components(corpora, memory_results, name, tmp_path):
     skip_unavailable(name)
+    corpus = corpus_for(name, corpora)
     method = make_method(name)
     if not index_placement(method).supported:
         with pytest.raises(ValueError, match="the index cannot hold method"):

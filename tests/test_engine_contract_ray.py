@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import neardup
-from tests.engine_contract import cases, check_executor, contract_corpus, skip_unavailable
+from tests.engine_contract import cases, check_executor, corpus_for, skip_unavailable
 
 pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
@@ -34,13 +34,14 @@ def ray_address():
 
 
 @pytest.fixture(scope="module")
-def corpus():
-    return contract_corpus()
+def corpora():
+    return {}
 
 
 @pytest.mark.parametrize("name, algorithm", list(cases()))
-def test_ray_gives_the_in_memory_clusters(corpus, ray_address, name, algorithm):
+def test_ray_gives_the_in_memory_clusters(corpora, ray_address, name, algorithm):
     skip_unavailable(name)
+    corpus = corpus_for(name, corpora)
     memory = neardup.dedup(corpus, name, id_field="id", engine="memory", cluster=algorithm,
                            pair_types=False)
     check_executor(corpus, name, algorithm, "ray", memory, ray_address=ray_address, batch_size=64)

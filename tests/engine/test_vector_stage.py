@@ -322,6 +322,7 @@ def _rerank(verifier, threshold=0.5):
 @pytest.mark.slow
 def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, tiny_verifier,
                                                                 trigram_retsim, monkeypatch):
+    from neardup.engine.vectors import PairScoring
     from neardup.methods.rerank import VerifierScorer
 
     records = demo[:400]
@@ -331,13 +332,13 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
     memory = run(_batches(records, dates=True), method, engine="memory")
     candidates_only = run(_batches(records), method.candidate, engine="memory")
     calls = []
-    real = VerifierScorer.score_positions
+    real = VerifierScorer.decide_profiles  # the stage's path: profiles kept between batches
 
-    def counting(self, texts, left, right, dates=None):
-        calls.append((len(texts), len(left), dates is not None))
-        return real(self, texts, left, right, dates)
+    def counting(self, profiles, left, right, dates=None, *, threshold):
+        calls.append((len(profiles), len(left), dates is not None))
+        return real(self, profiles, left, right, dates, threshold=threshold)
 
-    monkeypatch.setattr(VerifierScorer, "score_positions", counting)
+    monkeypatch.setattr(VerifierScorer, "decide_profiles", counting)
     work = tmp_path / "w"
     local = run(_batches(records, dates=True), _rerank(tiny_verifier), engine="local",
                 total=len(records),
@@ -358,7 +359,7 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
     # Texts live in the work directory; the scorer sees bounded batches, with the dates.
     assert (work / "embed" / "texts.bin").exists()
     assert calls and all(with_dates for *_, with_dates in calls)
-    assert max(n_texts for n_texts, *_ in calls) < len(records)
+    assert max(n for _, n, _ in calls) <= PairScoring.MAX_STEP  # bounded steps of pairs
     assert sum(n for _, n, _ in calls) == stats["verified_pairs"] <= stats["scored_pairs"]
     # A pair the verifier rejected is scored once, though kNN finds it from both ends.
     assert stats["rescoring_skipped"] > 0
