@@ -8,6 +8,7 @@ import pytest
 
 import neardup
 from tests.engine_contract import cases, check_executor, corpus_for, skip_unavailable
+from tests.ray_nodes import two_ray_nodes
 
 pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
@@ -17,20 +18,8 @@ ray = pytest.importorskip("ray", reason="the Ray executor needs pip install 'nea
 @pytest.fixture(scope="module")
 def ray_address():
     """Two Ray nodes on this machine, one CPU each."""
-    from ray.cluster_utils import Cluster
-
-    from neardup.engine.ray_engine import worker_runtime_env
-
-    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 200 << 20})
-    nodes.add_node(num_cpus=1, object_store_memory=200 << 20)
-    ray.init(address=nodes.address, runtime_env=worker_runtime_env(), include_dashboard=False,
-             logging_level="WARNING", log_to_driver=False)
-    nodes.wait_for_nodes()
-    try:
-        yield nodes.address
-    finally:
-        ray.shutdown()
-        nodes.shutdown()
+    with two_ray_nodes() as address:
+        yield address
 
 
 @pytest.fixture(scope="module")

@@ -693,12 +693,15 @@ class Index:
             marks = ",".join("?" * len(chunk))
             stored.update(con.execute(f"SELECT identity, MIN(doc) FROM docs WHERE identity IN ({marks}) "
                                       "GROUP BY identity", chunk).fetchall())
-        signed = i64(identity).tolist()
-        to_stored = [(stored[v], int(d)) for v, d in zip(signed, new_docs.tolist()) if v in stored]
+        # Each new document to the first stored document of its identity, by a sorted lookup.
+        known = np.fromiter(sorted(stored), np.int64, len(stored))
+        first = np.fromiter((stored[k] for k in known.tolist()), np.int64, known.size)
+        signed = i64(identity)
+        at = np.searchsorted(known, signed).clip(max=max(known.size - 1, 0))
+        found = known[at] == signed if known.size else np.zeros(signed.size, bool)
         among = identity_pairs(identity, new_docs)
-        left = np.array([a for a, _ in to_stored], np.int64)
-        right = np.array([b for _, b in to_stored], np.int64)
-        left, right = np.concatenate((left, among.left)), np.concatenate((right, among.right))
+        left = np.concatenate((first[at[found]], among.left))
+        right = np.concatenate((new_docs[found], among.right))
         return left, right, np.ones(left.size, np.float32)
 
     def _add_locked(self, con, sketch, digest, normalized, ids, keep, next_doc, arrays_blobs,

@@ -39,10 +39,10 @@ from neardup.engine.ray_engine import (  # noqa: E402
 )
 from tests.engine.fakes import FakeBiEncoder, FakeRETSim, FakeRETSimPartial  # noqa: E402
 from tests.fault_plugin import RAY_FAULT_ENV, with_plugin  # noqa: E402
+from tests.ray_nodes import two_ray_nodes  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
-_MB = 1 << 20
 
 
 @pytest.fixture(scope="module")
@@ -50,22 +50,12 @@ def cluster(tmp_path_factory):
     """Two Ray nodes on this machine, one CPU each; workers import this checkout and load
     the fault-injection plugin (tests/fault_plugin), so they can be told to kill
     themselves once (RAY_FAULT_ENV, :func:`neardup.faults.kill_once`)."""
-    from ray.cluster_utils import Cluster
-
     marker = tmp_path_factory.mktemp("fault") / "killed"
-    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 200 * _MB})
-    nodes.add_node(num_cpus=1, object_store_memory=200 * _MB)
     env = worker_runtime_env()
     env["env_vars"]["PYTHONPATH"] = with_plugin(env["env_vars"]["PYTHONPATH"])
     env["env_vars"][RAY_FAULT_ENV] = str(marker)
-    ray.init(address=nodes.address, runtime_env=env, include_dashboard=False, logging_level="WARNING",
-             log_to_driver=False)
-    nodes.wait_for_nodes()
-    try:
-        yield {"address": nodes.address, "marker": marker}
-    finally:
-        ray.shutdown()
-        nodes.shutdown()
+    with two_ray_nodes(env) as address:
+        yield {"address": address, "marker": marker}
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from neardup.data import demo_corpus_path
 
 ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
 
-from neardup.engine.ray_engine import worker_runtime_env  # noqa: E402
+from tests.ray_nodes import two_ray_nodes  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
@@ -27,19 +27,8 @@ pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 @pytest.fixture(scope="module")
 def cluster():
     """Two Ray nodes on this machine, one CPU each, whose workers import this checkout."""
-    from ray.cluster_utils import Cluster
-
-    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
-                                                          "object_store_memory": 200 << 20})
-    nodes.add_node(num_cpus=1, object_store_memory=200 << 20)
-    ray.init(address=nodes.address, runtime_env=worker_runtime_env(), include_dashboard=False,
-             logging_level="WARNING", log_to_driver=False)
-    nodes.wait_for_nodes()
-    try:
-        yield nodes.address
-    finally:
-        ray.shutdown()
-        nodes.shutdown()
+    with two_ray_nodes() as address:
+        yield address
 
 
 def test_ray_reads_and_writes_s3(s3, cluster, tmp_path):
