@@ -58,7 +58,7 @@ def run(argv: list[str]) -> dict:
     del every, table
     method = make_method("rerank")
     sketch = method.sketch(texts)
-    rows = CandidateRows(np.arange(len(texts)), {name: sketch.arrays[name] for name in method.candidate_arrays})
+    rows = CandidateRows(np.arange(len(texts)), {name: sketch.arrays[name] for name in method.capabilities.reads.arrays})
     rows.texts = _Texts(texts)
     del sketch
     left = np.arange(args.pairs)

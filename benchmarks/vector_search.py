@@ -29,7 +29,7 @@ sys.path.insert(0, sys.argv[5])
 from neardup.engine import CorpusStageConfig, run_vector_stage
 from neardup.graph.similarity import similarity_pairs
 from neardup.io.batch import DocumentBatch
-from neardup.methods.base import Method, Sketch, VectorSearch
+from neardup.methods.base import Capabilities, Method, Sketch, VectorSearch
 
 n, limit, work, compare = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 index = sys.argv[6]
@@ -52,11 +52,11 @@ class Precomputed(Method):
     def find_pairs(self, sketch):
         raise NotImplementedError
     @property
-    def vector_search(self):
-        # As EmbeddingMethod.vector_search: auto is flat up to 50,000 rows, IVF above.
+    def capabilities(self):
+        # As EmbeddingMethod.capabilities: auto is flat up to 50,000 rows, IVF above.
         limit = {"auto": 50_000, "flat": None, "ivf": 0}[self.index]
-        return VectorSearch(threshold=self.threshold, exact_limit=limit,
-                            index="flat" if self.index == "flat" else "ivf")
+        return Capabilities(vectors=VectorSearch(threshold=self.threshold, exact_limit=limit,
+                                                 index="flat" if self.index == "flat" else "ivf"))
     def vector_rows(self, sketch):
         return sketch.arrays["embedding"], np.ones(len(sketch), np.int64)
 

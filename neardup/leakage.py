@@ -24,6 +24,7 @@ from neardup.decontaminate.run import DecontaminationConfig, EvalSets, find_cont
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Method
 from neardup.methods.exact import ExactHash
+from neardup.text.normalize import NormalizeConfig
 
 __all__ = ["LeakageReport", "find_leakage"]
 
@@ -90,7 +91,7 @@ def find_leakage(
     evals = EvalSets.by_source(test_batches)
     config = DecontaminationConfig(ngram=0, near_engine="memory", near_method=method)
     found = find_contamination(train_batches, evals, config, progress=progress)
-    exact = ExactHash(normalize=getattr(method, "normalize", ExactHash().normalize))
+    exact = ExactHash(normalize=method.normalize or NormalizeConfig())
     key, valid = digest_keys(evals.texts, exact)
     per_file, pairs = _report(found.leaks, evals, key, valid)
     return LeakageReport(per_file=per_file, pairs=pairs, method=method.name,

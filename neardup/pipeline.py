@@ -521,7 +521,7 @@ def pair_types(
     needed = np.zeros(result.n_docs, dtype=bool)
     needed[pairs.left] = True
     needed[pairs.right] = True
-    config = getattr(method, "normalize", None) or NormalizeConfig()
+    config = method.normalize or NormalizeConfig()
     texts: dict[int, str] = {}
     start = 0
     for batch in batches:

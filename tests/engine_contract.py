@@ -57,7 +57,7 @@ def contract_corpus(n_docs: int = N_DOCS) -> list[dict]:
 
 def corpus_for(name: str, corpora: dict) -> list[dict]:
     """The shared corpus at the size that suits method ``name`` (``corpora``: a cache)."""
-    n_docs = N_EMBEDDED if make_method(name).vector_search is not None else N_DOCS
+    n_docs = N_EMBEDDED if make_method(name).capabilities.vectors is not None else N_DOCS
     if n_docs not in corpora:
         corpora[n_docs] = contract_corpus(n_docs)
     return corpora[n_docs]

@@ -20,6 +20,7 @@ little CPU.)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -72,7 +73,9 @@ def main() -> None:
 
     RerankMethod.score_candidate_rows = logging
     if args.rescore:
-        RerankMethod.costly_verification = property(lambda self: False)
+        costly = RerankMethod.capabilities.fget
+        RerankMethod.capabilities = property(lambda self: dataclasses.replace(
+            costly(self), verification=dataclasses.replace(costly(self).verification, costly=False)))
     start = time.process_time()
     result = neardup.dedup(table.select(["id", "text"]), "rerank", id_field="id",
                            pair_types=False, cluster="components")

@@ -407,9 +407,7 @@ def _run_record(result: Result, method_obj: Any) -> dict[str, Any]:
     from neardup._version import __version__
 
     params = copy.deepcopy(result.params)
-    banding = getattr(method_obj, "banding", None)
-    if banding is not None:
-        params["method"]["bands"], params["method"]["rows"] = (int(v) for v in banding)
+    params["method"].update(method_obj.derived_params())
     return {"method": result.method, "params": params, "neardup_version": __version__}
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from neardup.graph.edges import Pairs
 from neardup.methods.base import Method, Sketch
 from neardup.methods.exact import ExactHash
+from neardup.text.normalize import NormalizeConfig
 
 __all__ = ["MemoryMatcher", "digest_keys"]
 
@@ -43,7 +44,7 @@ class MemoryMatcher:
 
     def __init__(self, method: Method) -> None:
         self.method = method
-        self.exact = ExactHash(normalize=getattr(method, "normalize", ExactHash().normalize))
+        self.exact = ExactHash(normalize=method.normalize or NormalizeConfig())
         self._sketches: list[Sketch] = []
         self._keys: list[np.ndarray] = []
         self._valid: list[np.ndarray] = []

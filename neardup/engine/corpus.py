@@ -3,18 +3,17 @@
 No step holds all sketches or all pairs in memory:
 
 1. **sketch** (streaming, per batch): ``method.sketch`` and ``method.candidate_keys``;
-   the per-document arrays the method verifies with (``method.candidate_arrays``) go to
-   raw files, shingle sets (``method.candidate_sets``) to a ragged pair of files (set
-   sizes, concatenated values; a third file of float64 element weights with
-   ``method.candidate_set_weights``), texts a scorer reads (``method.candidate_text_chars``)
-   to an Arrow IPC file, document facts (id, length, date) to Parquet, and keys are
+   what the method's verification spec (``method.capabilities.verification``) reads goes
+   to the work directory: fixed-width ``arrays`` to raw files, ``sets`` to a ragged pair
+   of files (set sizes, concatenated values; a third file of float64 element weights with
+   ``set_weights``), the first ``text_chars`` of each text to an Arrow IPC file, document facts (id, length, date) to Parquet, and keys are
    hashed into ``partitions`` files, spilled whenever the buffer passes a share of
    ``memory_limit``.
 2. **buckets** (per key partition): rows grouped by key become a star plus a chain per
-   bucket (:func:`~neardup.graph.buckets.bucket_edges`; all pairs up to the method's
-   ``bucket_all_pairs_upto``, the chain alone over its ``bucket_star_upto``, ordered by
-   the rows' payload when there is one), linear in the bucket's size, or the method's
-   own in-bucket verification (:meth:`Method.link_bucket`).
+   bucket (:func:`~neardup.graph.buckets.bucket_edges`; all pairs up to the keyed spec's
+   ``all_pairs_upto``, the chain alone over its ``star_upto``, ordered by the rows'
+   payload when there is one), linear in the bucket's size, or the method's own in-bucket
+   verification (``links_buckets``: :meth:`Method.link_bucket`).
    For set-overlap methods (ngram, spotsigs: :func:`exchanges_pair_counts`), a
    **prefix** stage first gives each document its prefix (its rarest keys, enough that a
    partner reaching the threshold shares one), then each all-pairs group's pairs of
@@ -193,7 +192,7 @@ class CorpusStageConfig:
     def resolve(self, n_docs: int | None, keys_per_doc: int = 40) -> CorpusStageConfig:
         """This config with ``expected_docs`` (if not set) and ``partitions`` fixed: enough
         partitions that one's keys (``keys_per_doc`` rows of 24 bytes per document, the
-        method's :attr:`~neardup.methods.Method.candidate_keys_per_doc`; grouping doubles
+        keyed spec's ``keys_per_doc``; grouping doubles
         them) take an eighth of the budget, a power of two."""
         config = self
         if config.expected_docs is None and n_docs is not None:
@@ -219,12 +218,13 @@ def supports_corpus_stage(method: Method, algorithm: str) -> bool:
     the method verifies its own candidate pairs (not through the pair-count exchange or
     mutual retrieval, which skip pairs already joined by design). HAC needs the weak pairs
     too and runs in memory."""
-    if method.candidate_arrays is None:
+    keyed = method.capabilities.keyed
+    if keyed is None:
         return False
     if algorithm == "components":
         return True
     return (algorithm in EVERY_EDGE_CLUSTERINGS and not exchanges_pair_counts(method)
-            and not method.query_retrieval)
+            and not keyed.query_retrieval)
 
 
 class _KeySpill:
@@ -281,19 +281,20 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
     directory = wd.start("sketch")
     (directory / "keys").mkdir()
     (directory / "arrays").mkdir()
-    names = method.candidate_arrays
+    reads = method.capabilities.reads
+    names = reads.arrays
     spill = _KeySpill(directory / "keys", config.partitions, config.budget // 4)
     array_files = {name: open(directory / "arrays" / f"{name}.bin", "wb") for name in names}
-    if method.candidate_sets:
+    if reads.sets:
         # Ragged: one size per document and the concatenated values; offsets are rebuilt
         # from the sizes when read.
         array_files[_SET_SIZES] = open(directory / "arrays" / f"{_SET_SIZES}.bin", "wb")
         array_files[_SET_VALUES] = open(directory / "arrays" / f"{_SET_VALUES}.bin", "wb")
-        if method.candidate_set_weights:  # float64, aligned with the values
+        if reads.set_weights:  # float64, aligned with the values
             array_files[_SET_WEIGHTS] = open(directory / "arrays" / f"{_SET_WEIGHTS}.bin", "wb")
     array_layout: dict[str, list] = {}
-    text_writer = (TextWriter(directory / TEXTS_FILE, method.candidate_text_chars)
-                   if method.candidate_text_chars is not None else None)
+    text_writer = (TextWriter(directory / TEXTS_FILE, reads.text_chars)
+                   if reads.text_chars is not None else None)
     cpu_start = time.process_time()
     writer = pq.ParquetWriter(directory / "docs.parquet", DOC_SCHEMA)
     n_docs, has_dates = 0, False
@@ -309,8 +310,8 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
                 values = np.ascontiguousarray(sketch.arrays[name])
                 array_layout.setdefault(name, [values.dtype.str, list(values.shape[1:])])
                 array_files[name].write(values.tobytes())
-            if method.candidate_sets:
-                if method.candidate_multisets:  # term multisets: repeats are counts
+            if reads.sets:
+                if reads.multisets:  # term multisets: repeats are counts
                     sets = ShingleSets(np.ascontiguousarray(sketch.sets.hashes, np.uint64),
                                        np.ascontiguousarray(sketch.sets.offsets, np.int64))
                 else:
@@ -318,7 +319,7 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
                                                f"{method.name}.sketch")
                 array_files[_SET_SIZES].write(sets.counts().astype(np.int64).tobytes())
                 array_files[_SET_VALUES].write(sets.hashes.tobytes())
-                if method.candidate_set_weights:
+                if reads.set_weights:
                     weights = np.ascontiguousarray(sketch.ragged[SET_WEIGHTS], np.float64)
                     if weights.shape != sets.hashes.shape:
                         raise ValueError(
@@ -340,8 +341,7 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
         for handle in array_files.values():
             handle.close()
     facts = {"n_docs": n_docs, "n_keys": spill.rows, "arrays": array_layout, "has_dates": has_dates,
-             "payload": None, "sets": bool(method.candidate_sets),
-             "set_weights": bool(method.candidate_sets and method.candidate_set_weights),
+             "payload": None, "sets": reads.sets, "set_weights": reads.set_weights,
              "texts": text_writer is not None,
              **_process_usage(cpu_start)}
     wd.finish("sketch", key, facts)
@@ -387,7 +387,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     # Pairs a costly check rejected (8 bytes each, up to 1/16 of the budget), across
     # partitions: the keys two documents share land in different partitions.
     rejected = None
-    if method.costly_verification:
+    if method.capabilities.reads.costly:
         rejected = PairMemory(config.budget // 16 // 8)
         totals["rescoring_skipped"] = 0
     if exchange:
@@ -403,7 +403,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     uf = NoJoins() if every_edge else UnionFind(n_docs)
     # Capped keys held per document (4 bytes each), for the method's pruning summary:
     # which documents share keys too common to be compared all-to-all.
-    capping = method.bucket_star_upto is not None or method.bucket_skip_over is not None
+    capping = method.capabilities.keyed.capped
     capped_per_doc = np.zeros(n_docs if capping else 0, np.int32)
     resuming = True
     with progress_bar("linking", total=config.partitions, unit="partitions",
@@ -476,7 +476,7 @@ def _prefix_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str,
     by_part = _key_files(keys_dir)
     counts = np.zeros((n_docs, DF_CLASS_UPPER.size), np.uint16)
     unseen = np.zeros(n_docs, np.int64)
-    upto = method.bucket_all_pairs_upto
+    upto = method.capabilities.keyed.all_pairs_upto
     with progress_bar("counting key frequencies", total=config.partitions, unit="partitions",
                       enabled=progress) as advance, timer.stage("pairs"):
         for p in range(config.partitions):
@@ -495,7 +495,9 @@ def _prefix_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str,
             advance(1)
         sizes = np.fromfile(wd.stage_dir("sketch") / "arrays" / f"{_SET_SIZES}.bin", np.int64)
         compared = counts.sum(axis=1, dtype=np.int64)
-        cut, suffix = prefix_cuts(counts, unseen, method.overlap_min_shared(sizes))
+        overlap = method.capabilities.overlap
+        cut, suffix = prefix_cuts(counts, unseen, method.overlap_min_shared(sizes)
+                                  if overlap.prefix_filter else None)
         del counts
     np.save(directory / "cut.npy", cut)
     np.save(directory / "suffix.npy", suffix.astype(np.int32))
@@ -510,13 +512,14 @@ def _open_store(wd: WorkDir, method: Method, sketch_facts: dict[str, Any],
                 window_hours: float | None) -> tuple[_ArrayStore, TimeWindow | None]:
     """The sketch stage's per-document data, and the time window (None without one)."""
     dates = None
-    if window_hours is not None or method.candidate_dates:
+    read_dates = method.capabilities.reads.dates
+    if window_hours is not None or read_dates:
         date = pq.read_table(wd.stage_dir("sketch") / "docs.parquet", columns=["date"]).column("date")
         dates = date.cast(pa.timestamp("s")).cast(pa.int64()).fill_null(NO_DATE).to_numpy()
     # Dates reach the scorer only when the input has some (None means "no dates", as in
     # the in-memory stage).
     store = _ArrayStore(wd, sketch_facts,
-                        dates if method.candidate_dates and sketch_facts["has_dates"] else None)
+                        dates if read_dates and sketch_facts["has_dates"] else None)
     window = None
     if window_hours is not None:
         identity = pq.read_table(wd.stage_dir("sketch") / "docs.parquet",
@@ -534,8 +537,7 @@ def _verify_step(config: CorpusStageConfig, store: _ArrayStore) -> int:
 def exchanges_pair_counts(method: Method) -> bool:
     """Whether the method's all-pairs key groups go through the pair-count exchange
     (:mod:`neardup.engine.overlap`): set-overlap keys, scored from counts."""
-    empty = np.zeros(0, np.int64)
-    return bool(method.bucket_edges_overlap) and method.overlap_scores(empty, empty, empty) is not None
+    return method.capabilities.overlap is not None
 
 
 class _PairSpill:
@@ -829,7 +831,7 @@ class ArrayRows:
     """Verification arrays held in memory for the documents ``docs`` (sorted), read by
     row like the work directory's store; what an executor that ships each partition its
     own documents' arrays (Ray) gives :class:`PartitionLinker`. Fixed-width arrays only
-    (methods with :attr:`~neardup.methods.Method.candidate_fixed_width`)."""
+    (methods whose capabilities are ``fixed_width``)."""
 
     def __init__(self, docs: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
         self.docs, self.arrays = docs, arrays
@@ -871,7 +873,7 @@ class PartitionLinker:
         self.method, self.store = method, store
         # Pairs the method rejected (only for a costly check): met again under another
         # key, they are not scored again.
-        self.rejected = rejected if method.costly_verification else None
+        self.rejected = rejected if method.capabilities.reads.costly else None
         if uf is None:
             self.local_docs = np.unique(docs)
             self.uf = NoJoins() if every_edge else UnionFind(self.local_docs.size)
@@ -968,7 +970,7 @@ def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: n
     first document's edges), dropped when even sharing every key not seen could not
     reach the method's threshold (:meth:`Method.overlap_bound`: ``shared`` keys of the
     pair in these groups, ``known`` being a document's keys in groups of at most
-    ``bucket_all_pairs_upto`` documents, singletons included).
+    ``all_pairs_upto`` documents, singletons included).
 
     With ``prefix_cut`` (the exchange's prefix filter: each document's last df class in
     its prefix, :mod:`neardup.engine.overlap`), a group keeps only the members whose
@@ -1020,10 +1022,9 @@ def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: n
             # it drops is below the threshold: safe to leave out of the exchange too.
             keep = method.overlap_bound(shared, known_left, known_right,
                                         aligned[1][left_local], aligned[1][right_local])
-            if keep is not None:
-                linker.counts["pruned_edges"] += int(keep.size - np.count_nonzero(keep))
-                left, right, shared = left[keep], right[keep], shared[keep]
-                known_left, known_right = known_left[keep], known_right[keep]
+            linker.counts["pruned_edges"] += int(keep.size - np.count_nonzero(keep))
+            left, right, shared = left[keep], right[keep], shared[keep]
+            known_left, known_right = known_left[keep], known_right[keep]
             if exchange is not None:
                 _exchange_block(method, linker, exchange, left, right, shared, known_left,
                                 known_right)
@@ -1066,15 +1067,15 @@ def link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                     checked: PairMemory | None = None, rejected: PairMemory | None = None,
                     ) -> tuple[Pairs, Pairs, dict[str, int], np.ndarray]:
     """One key partition's forest, outside-window pairs, counts (``capped_keys``: key
-    groups over ``method.bucket_star_upto``, linked by their chain alone, or over
-    ``method.bucket_skip_over``, not linked) and the documents of those groups' rows (one
+    groups over the bucket rule's ``star_upto``, linked by their chain alone, or over
+    its ``skip_over``, not linked) and the documents of those groups' rows (one
     entry per capped key a document holds). With ``exchange`` (and ``uf``, the run's
     union-find), the all-pairs groups' counted pairs go to the pair-count exchange
     instead of being verified here (:func:`_exchange_block`), after the larger groups
     are linked; ``prefix_cut`` (the prefix stage's) restricts them to prefix members, and
     ``checked`` (the stage's) holds the neighbour pairs verified in earlier partitions;
     ``rejected`` (the stage's, or one for this partition) the pairs a costly check
-    rejected (:attr:`Method.costly_verification`)."""
+    rejected (``Verification.costly``)."""
     capped_docs = np.zeros(0, np.int64)
     if not tables:
         return Pairs.empty(), Pairs.empty(), {"candidate_edges": 0, "verified_edges": 0,
@@ -1090,8 +1091,9 @@ def link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
     linker.counts["capped_keys"] = 0
     if step is not None:
         linker.step = step
-    linked = method.link_bucket(keys, docs, payload)
-    if linked is not None:
+    caps = method.capabilities
+    if caps.keyed.links_buckets:
+        linked = method.link_bucket(keys, docs, payload)
         linker.consider(linked.left, linked.right, linked.score)
     else:
         # Inside a key group the chain follows the payload when there is one (documents
@@ -1102,13 +1104,13 @@ def link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
         payload = payload[order] if payload is not None and exchange is not None else None
         del order
         starts, sizes = group_runs(keys)
-        star_upto = method.bucket_star_upto
-        upto = method.bucket_all_pairs_upto
+        star_upto = caps.keyed.star_upto
+        upto = caps.keyed.all_pairs_upto
         if star_upto is not None:
             capped = (sizes > star_upto) & (sizes > upto)
             linker.counts["capped_keys"] = int(np.count_nonzero(capped))
             capped_docs = docs[np.repeat(capped, sizes)]
-        if method.bucket_edges_overlap:
+        if caps.overlap is not None:
             # A document's keys in groups compared all-to-all, singletons included (a key
             # no other document has is seen not to be shared).
             seen = np.repeat(sizes <= upto, sizes)
@@ -1116,7 +1118,7 @@ def link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
                 seen &= prefix_cut[docs] >= np.repeat(df_classes(sizes), sizes)
             known_docs, known = np.unique(docs[seen], return_counts=True)
             del seen
-        skip = method.bucket_skip_over
+        skip = caps.keyed.skip_over
         if skip is not None:
             over = sizes > skip
             linker.counts["capped_keys"] = int(np.count_nonzero(over))
@@ -1124,7 +1126,7 @@ def link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
             if over.any():  # not linked; their rows count as unseen keys for the bound
                 starts, sizes = starts[~over], sizes[~over]
         starts, sizes = starts[sizes > 1], sizes[sizes > 1]
-        if method.bucket_edges_overlap:
+        if caps.overlap is not None:
             small = sizes <= upto
             linker.counts["pruned_edges"] = 0
             if exchange is not None:
@@ -1390,19 +1392,19 @@ def run_corpus_stage(
     forest (``CorpusStageOutput.pairs``), for community detection; only for methods that
     :func:`supports_corpus_stage` with ``"leiden"``.
     """
-    if method.candidate_arrays is None:
+    if method.capabilities.keyed is None:
         raise ValueError(
             f"run_corpus_stage: method {method.name!r} with these parameters has no keyed "
             "corpus stage; run it through neardup.pipeline.run"
         )
     timer = timer or StageTimer()
-    config = config.resolve(total, method.candidate_keys_per_doc)
+    config = config.resolve(total, method.capabilities.keyed.keys_per_doc)
     _remove_stale_scratch()
     with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH}{os.getpid()}-") as scratch:
         path = config.work_dir if config.work_dir is not None else scratch
         wd = WorkDir(path, {"method": method.name, "input": input_identity}, resume=config.resume)
         stats_facts = {}
-        if method.corpus_statistics:
+        if method.capabilities.statistics is not None:
             # Weights from whole-corpus statistics: one pass counts them, then the
             # fitted copy keys the batches (read back from the stage's copy).
             stats_key = stage_key("statistics", method.name, method.get_params())
@@ -1427,7 +1429,7 @@ def run_corpus_stage(
         if exchange:
             prefix_facts = _prefix_stage(wd, stage_key("prefix", link_key), method, sketch_facts,
                                          config, timer, progress)
-        if method.query_retrieval:
+        if method.capabilities.keyed.query_retrieval:
             # Mutual retrieval ranks each query's whole result list: an inverted index
             # on disk and blocks of queries, not key groups (neardup.engine.retrieval).
             dates = identity = None

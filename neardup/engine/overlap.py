@@ -30,7 +30,7 @@ components are those of every pair at or above the threshold.
 
 **Prefix filter.** Before the map, the ``prefix`` stage counts every key's document
 frequency (df: its group's size) and gives each document a *prefix*: its compared keys
-(groups of at most ``bucket_all_pairs_upto``) taken in a global order, rarest df class
+(groups of at most the keyed spec's ``all_pairs_upto``) taken in a global order, rarest df class
 first (:data:`DF_CLASS_UPPER`), as many as it takes that a partner reaching the threshold
 must share one of them (AllPairs / PPJoin, Bayardo et al. 2007, Xiao et al. 2008). The
 map then counts a pair only over the groups whose key is in **both** documents' prefixes,
@@ -173,7 +173,7 @@ def decide_pairs(total: np.ndarray, size_left: np.ndarray, size_right: np.ndarra
     size_left, size_right : int64
         Set sizes.
     unseen_left, unseen_right : int64
-        Keys of each side in no compared group (groups over ``bucket_all_pairs_upto``).
+        Keys of each side in no compared group (groups over the keyed spec's ``all_pairs_upto``).
     scores : callable ``(inter, size_left, size_right) -> (similarity, accept)``
     bound : callable, the method's ``overlap_bound``
 

@@ -344,9 +344,9 @@ def _batch_facts(index: int, offset: int, batch: DocumentBatch, n_features) -> t
 
 
 def _cut_texts(method: Method, texts: Sequence[str]) -> pa.Array:
-    """The texts a scorer reads, cut to ``method.candidate_text_chars`` characters: bytes,
-    as the local stage stores them (a lone surrogate reaches the scorer)."""
-    cut = method.candidate_text_chars
+    """The texts a scorer reads, cut to its verification's ``text_chars`` characters:
+    bytes, as the local stage stores them (a lone surrogate reaches the scorer)."""
+    cut = method.capabilities.reads.text_chars
     return pa.array([t[:cut].encode("utf-8", "surrogatepass") for t in texts], pa.large_binary())
 
 
@@ -359,21 +359,22 @@ def _sketch_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig
     ``row`` (int64 shard row), ``payload`` when the method has one."""
     cpu = time.process_time()
     facts, arrays, keys, rows, payload, offset = [], {}, [], [], [], 0
+    reads = method.capabilities.reads
     for batch in _shard_batches(shard, reader, memory):
         n = len(batch)
         sketch = method.keyed_sketch(method.sketch(batch.texts))
         found = method.candidate_keys(sketch)
         dates, table = _batch_facts(index, offset, batch, sketch.n_features)
         facts.append(table)
-        for name in method.candidate_arrays:
+        for name in reads.arrays:
             arrays.setdefault(name, []).append(np.ascontiguousarray(sketch.arrays[name]))
         arrays.setdefault("date", []).append(dates)
         arrays.setdefault(IDENTITY, []).append(batch_identity(batch, sketch))
-        if method.candidate_sets:  # ragged: sizes and the concatenated hashes
+        if reads.sets:  # ragged: sizes and the concatenated hashes
             sets = sketch.require_sets("engine='ray'", "shingle", f"{method.name}.sketch")
             arrays.setdefault(SET_SIZES, []).append(sets.counts().astype(np.int64))
             arrays.setdefault(SET_VALUES, []).append(np.asarray(sets.hashes, np.uint64))
-        if method.candidate_text_chars is not None:
+        if reads.text_chars is not None:
             arrays.setdefault(TEXTS, []).append(_cut_texts(method, batch.texts))
         keys.append(np.asarray(found.keys, np.uint64))
         rows.append(np.asarray(found.docs, np.int64) + offset)
@@ -408,10 +409,11 @@ def _statistics_task(shard: _Shard, method: Method, reader: ReaderConfig, memory
     """Read one shard and count its share of the method's corpus statistics (the local
     engine's per-batch step, :func:`~neardup.engine.statistics.batch_statistics`).
     Returns ``1 + tables * ranges`` objects: the additive totals, then per table (in
-    ``method.corpus_statistics`` order) and per hash range of ``bounds``, the shard's
+    the statistics spec's order) and per hash range of ``bounds``, the shard's
     distinct hashes in that range and their document counts."""
-    hashes: dict[str, list[np.ndarray]] = {name: [] for name in method.corpus_statistics}
-    counts: dict[str, list[np.ndarray]] = {name: [] for name in method.corpus_statistics}
+    tables = method.capabilities.statistics.tables
+    hashes: dict[str, list[np.ndarray]] = {name: [] for name in tables}
+    counts: dict[str, list[np.ndarray]] = {name: [] for name in tables}
     totals: dict[str, int] = {}
     for batch in _shard_batches(shard, reader, memory):
         counted, batch_totals = batch_statistics(method, batch.texts)
@@ -421,7 +423,7 @@ def _statistics_task(shard: _Shard, method: Method, reader: ReaderConfig, memory
         for name, value in batch_totals.items():
             totals[name] = totals.get(name, 0) + value
     out: list[Any] = [totals]
-    for name in method.corpus_statistics:
+    for name in tables:
         h, c = sum_counts(hashes.pop(name), counts.pop(name))
         out += [{"hashes": h[part], "counts": c[part]} for part in split_by_range(h, bounds)]
     return tuple(out)
@@ -514,8 +516,9 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
     rows whose arrays the partition needs."""
     cpu = time.process_time()
     seed = None
+    caps = method.capabilities
     if rows is None:
-        rows = _sorted_key_rows(offsets, parts, shared_only=method.candidate_fixed_width)
+        rows = _sorted_key_rows(offsets, parts, shared_only=caps.fixed_width)
     else:
         seed = (np.concatenate([np.zeros(0, np.int64)] + [p["node"] for p in parts]),
                 np.concatenate([np.zeros(0, np.int64)] + [p["root"] for p in parts]))
@@ -524,26 +527,26 @@ def _bucket_task(offsets: np.ndarray, method: Method, rows: dict | None, *parts:
     starts, sizes = group_runs(keys)
     multi = sizes > 1
     shared_rows = int(sizes[multi].sum())
-    if not method.candidate_fixed_width:
+    if not caps.fixed_width:
         # Shingle sets or texts: the link task links the key rows as the local stage does
         # (its overlap groups and bounds need every row); it needs the rows of documents
         # of shared keys that it may compare.
-        if method.bucket_skip_over is not None:
-            multi &= sizes <= method.bucket_skip_over
+        if caps.keyed.skip_over is not None:
+            multi &= sizes <= caps.keyed.skip_over
         need = _unique_positions(docs[np.repeat(multi, sizes)])
         requests = _requests_of(need, offsets)
         edges = {"rows": rows, "need": need, "seed": seed, "candidate_edges": 0, "shared_rows": shared_rows,
                  "documents": int(need.size), "cpu_s": time.process_time() - cpu + prep_cpu}
         return (edges, *requests)
-    linked = method.link_bucket(keys, docs, payload)
-    if linked is not None:
+    if caps.keyed.links_buckets:
+        linked = method.link_bucket(keys, docs, payload)
         left, right, score = linked.left, linked.right, np.asarray(linked.score, np.float32)
         candidates = int(left.size)
         if seed is not None:
             keep = _roots_of(left, seed) != _roots_of(right, seed)
             left, right, score = left[keep], right[keep], score[keep]
     else:
-        upto, star_upto = method.bucket_all_pairs_upto, method.bucket_star_upto
+        upto, star_upto = caps.keyed.all_pairs_upto, caps.keyed.star_upto
         candidates = int(bucket_edge_counts(sizes[multi], upto, star_upto).sum())
         score = None
         if seed is None:
@@ -582,11 +585,12 @@ def _gathered_names(method: Method, window_hours: float | None) -> tuple[str, ..
     """The per-document arrays a link task asks the shards for: the method's verification
     arrays, dates (time window, or a scorer that reads them) and text identities (time
     window), shingle sets, texts."""
-    return tuple(method.candidate_arrays or ()) + (
+    reads = method.capabilities.reads
+    return reads.arrays + (
         ("date", IDENTITY) if window_hours is not None else
-        ("date",) if method.candidate_dates else ()) + (
-        (SET_SIZES, SET_VALUES) if method.candidate_sets else ()) + (
-        (TEXTS,) if method.candidate_text_chars is not None else ())
+        ("date",) if reads.dates else ()) + (
+        (SET_SIZES, SET_VALUES) if reads.sets else ()) + (
+        (TEXTS,) if reads.text_chars is not None else ())
 
 
 def _gather_task(arrays: dict, names: tuple[str, ...], *requests: np.ndarray):
@@ -698,7 +702,7 @@ def _link_task(edges: dict, method: Method, window_hours: float | None, options:
         left, right = left[first], right[first]
         score = score[first] if score is not None else None
     local = _unique_positions(np.concatenate((left, right)))
-    store = _ShippedRows(local, rows, dates=method.candidate_dates and options["has_dates"])
+    store = _ShippedRows(local, rows, dates=method.capabilities.reads.dates and options["has_dates"])
     window = None
     if window_hours is not None and rows:
         window = TimeWindow.of(window_hours, np.concatenate([r["date"] for r in rows]),
@@ -743,7 +747,7 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
         columns["payload"] = keys["payload"]
     need = edges["need"]
     store = _ShippedRows(np.searchsorted(local, need), rows,
-                         dates=method.candidate_dates and options["has_dates"])
+                         dates=method.capabilities.reads.dates and options["has_dates"])
     uf = NoJoins() if options.get("every_edge", False) else UnionFind(local.size)
     seed = edges["seed"]
     if seed is not None and local.size:
@@ -907,7 +911,7 @@ def _pair_link_task(state: dict, method: Method, window_hours: float | None, opt
     accept_left, accept_right, accept_score = state["accept"]
     verify_left, verify_right = state["verify"]
     docs = state["docs"]
-    store = _ShippedRows(state["check"], rows, dates=method.candidate_dates and options["has_dates"])
+    store = _ShippedRows(state["check"], rows, dates=method.capabilities.reads.dates and options["has_dates"])
     window = None
     if window_hours is not None:
         # The linker reads the window aligned with its sorted unique documents: those of its pairs.
@@ -1149,7 +1153,7 @@ def _embed_task(index: int, shard: _Shard, method: Method, reader: ReaderConfig,
 
     cpu = time.process_time()
     facts, rows, owned, dates, identity, offset, deviation = [], [], [], [], [], 0, 0.0
-    texts = [pa.array([], pa.large_binary())] if method.candidate_text_chars is not None else None
+    texts = [pa.array([], pa.large_binary())] if method.capabilities.reads.text_chars is not None else None
     for batch in _shard_batches(shard, reader, memory):
         n = len(batch)
         sketch = method.sketch(batch.texts)
@@ -1263,7 +1267,7 @@ def _vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, o
     vector stage searches it (the same candidates, float64 rescoring and union-find over
     the documents): counts, then its forest and the pairs the time window kept apart.
 
-    A method that scores its candidates (:attr:`Method.candidate_text_chars`: rerank over
+    A method that scores its candidates (verification ``text_chars``: rerank over
     vector candidates) is verified by link tasks instead (:meth:`RayRun._verify_candidates`):
     the result is then every document pair above the vector threshold (``left < right``),
     none skipped, since a candidate joins nothing until the scorer accepts it."""
@@ -1274,8 +1278,8 @@ def _vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, o
     from neardup.graph.similarity import import_faiss, omp_threads
 
     cpu = time.process_time()
-    search = method.vector_search
-    scored = method.candidate_text_chars is not None
+    search = method.capabilities.vectors
+    scored = method.capabilities.reads.text_chars is not None
     owned = np.concatenate([ray.get(r) for r in owned_refs])
     offsets = np.zeros(owned.size + 1, np.int64)
     np.cumsum(owned, out=offsets[1:])
@@ -1476,7 +1480,8 @@ class RayRun:
     def __init__(self, source, method: Method, *, config: RayConfig = RayConfig(),
                  time_window_hours: float | None = None, timer: StageTimer | None = None,
                  progress: bool | None = None, every_edge: bool = False) -> None:
-        if method.candidate_arrays is None and method.vector_search is None:
+        caps = method.capabilities
+        if caps.keyed is None and caps.vectors is None:
             raise ValueError(
                 f"run: method {method.name!r} with these parameters has neither a keyed corpus "
                 "stage nor a vector stage, which engine='ray' needs; supported: exact, minhash, "
@@ -1523,13 +1528,13 @@ class RayRun:
         self.n_shards = len(shards)
         self._fetched = None
         self.components_stats: list[dict] = []
-        if method.corpus_statistics:  # wminhash: keys weighted by corpus-wide counts
+        if method.capabilities.statistics is not None:  # wminhash: keys weighted by corpus-wide counts
             method = self.method = self._fit_statistics(ray, shards, memory, reader)
-        if method.candidate_arrays is None:  # an embedding method: the vector stage
+        if method.capabilities.keyed is None:  # an embedding method: the vector stage
             self._execute_vector(ray, shards, memory, reader)
             return
         partitions = self.config.partitions or _default_partitions(_estimate_docs(shards, memory, reader),
-                                                                   method.candidate_fixed_width)
+                                                                   method.capabilities.fixed_width)
         self.partitions = partitions
         method_ref = ray.put(method)
         sketch = ray.remote(_sketch_task).options(num_returns=partitions + 3)
@@ -1578,7 +1583,7 @@ class RayRun:
                     bounds, label_refs = labels
                     prep = ray.remote(_bucket_keys_task).options(num_returns=len(label_refs) + 1)
                     lookup = ray.remote(_lookup_task).options(num_returns=len(wave) + 1)
-                    preps = [prep.remote(self.offsets, bounds, method.candidate_fixed_width, *rows)
+                    preps = [prep.remote(self.offsets, bounds, method.capabilities.fixed_width, *rows)
                              for rows in parts]
                     answers = [lookup.remote(ref, *[pr[1 + c] for pr in preps])[1:]
                                for c, ref in enumerate(label_refs)]
@@ -1672,7 +1677,7 @@ class RayRun:
         per range sums the shards' counts; the fitted method keys the sketch stage (as the
         local engine's statistics stage, :mod:`neardup.engine.statistics`)."""
         method = self.method
-        tables = tuple(method.corpus_statistics)
+        tables = method.capabilities.statistics.tables
         ranges = max(self.config.partitions or len(shards), 1)
         bounds = hash_range_bounds(ranges)
         method_ref = ray.put(method)
@@ -1793,7 +1798,7 @@ class RayRun:
         from neardup.graph.similarity import ivf_nlist, search_margin
 
         method, timer = self.method, self.timer
-        search = method.vector_search
+        search = method.capabilities.vectors
         budget = self.config.memory_limit or default_memory_limit()
         method_ref = ray.put(method)
         embed = ray.remote(_embed_task).options(num_returns=5)
@@ -1814,7 +1819,7 @@ class RayRun:
         row_refs = [out[s][2] for s in live]
         owned_refs = [o[3] for o in out]
         array_refs = [o[4] for o in out]  # per shard: dates, text identities (and texts)
-        scored = method.candidate_text_chars is not None
+        scored = method.capabilities.reads.text_chars is not None
         date_refs = array_refs if self.window is not None and not scored else None
         del out
         n_rows = int(row_counts.sum())

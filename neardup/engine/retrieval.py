@@ -1,6 +1,5 @@
 """The retrieval stages of the corpus stage, for methods that link documents by mutual
-retrieval of per-document queries (:attr:`~neardup.methods.Method.query_retrieval`:
-sanderson).
+retrieval of per-document queries (the keyed spec's ``query_retrieval``: sanderson).
 
 Key groups cannot express such a method: a query retrieves a partner only when the
 partner stands out from the query's *whole* result list (Sanderson's ``top_k`` and

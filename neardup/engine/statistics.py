@@ -1,5 +1,5 @@
 """The statistics stage of the corpus stage, for methods that weight features by
-whole-corpus statistics (:attr:`~neardup.methods.Method.corpus_statistics`).
+whole-corpus statistics (the ``statistics`` spec of :attr:`~neardup.methods.Method.capabilities`).
 
 One streaming pass over the input, before the sketch stage:
 
@@ -82,7 +82,7 @@ def statistics_stage(wd: WorkDir, key: str, batches: Iterable[DocumentBatch], me
 
 def _count(directory: Path, batches: Iterable[DocumentBatch], method: Method, budget: int,
            timer, progress, total) -> dict[str, Any]:
-    tables = tuple(method.corpus_statistics)
+    tables = method.capabilities.statistics.tables
     runs_dir = directory / "runs"
     runs_dir.mkdir()
     flush_bytes = max(budget // 4, 1 << 16)
@@ -131,7 +131,7 @@ def batch_statistics(method: Method, texts) -> tuple[dict[str, tuple[np.ndarray,
     and the additive totals. The step every executor runs per batch."""
     partial = method.statistics_partial(method.sketch(texts))
     counted = {}
-    for name in method.corpus_statistics:
+    for name in method.capabilities.statistics.tables:
         hashes, counts = np.unique(np.asarray(partial.features[name], np.uint64), return_counts=True)
         counted[name] = (hashes, counts.astype(np.int64))
     return counted, {name: int(value) for name, value in partial.totals.items()}

@@ -78,11 +78,12 @@ def _memory_reason(method: Method, algorithm: str) -> str:
     if algorithm == "hac":
         return ("cluster algorithm 'hac' needs every pair, weak ones included; the "
                 "out-of-core stages keep accepted pairs only, so the in-memory stage ran")
-    if algorithm != "components" and method.candidate_arrays is not None:
+    caps = method.capabilities
+    if algorithm != "components" and caps.keyed is not None:
         return (f"cluster algorithm {algorithm!r} needs every accepted pair; method "
                 f"{method.name!r} with these parameters skips pairs already joined out of "
                 "core (pair-count exchange or mutual retrieval), so the in-memory stage ran")
-    if algorithm != "components" and method.vector_search is not None:
+    if algorithm != "components" and caps.vectors is not None:
         return (f"cluster algorithm {algorithm!r} needs every accepted pair; the "
                 f"out-of-core stage of method {method.name!r} (vector search) keeps a "
                 "spanning forest, so the in-memory stage ran")
@@ -95,10 +96,11 @@ def _ray_refusal(method: Method, algorithm: str) -> str | None:
 
     Ray runs the local executor's statistics, keyed and vector stages as tasks, less what
     its shards do not carry: the inverted index of mutual retrieval and weighted sets."""
-    if method.candidate_set_weights:
+    caps = method.capabilities
+    if caps.reads.set_weights:
         return ("its verification reads weighted sets, which the Ray executor's shards do "
                 "not ship")
-    if method.query_retrieval:
+    if caps.keyed is not None and caps.keyed.query_retrieval:
         return "it links documents by mutual retrieval, which the Ray executor does not run"
     if _local_stage(method, algorithm) is None:
         if algorithm == "components":
@@ -167,19 +169,20 @@ def index_placement(method: Method) -> Placement:
     """Whether the persistent index can hold ``method``'s documents: fixed-width
     verification rows under candidate keys, or one vector per document. ``stage`` is
     "keyed" or "vector", or None with the reason."""
-    search = method.vector_search
-    if search is not None and method.candidate_text_chars is None:
+    caps = method.capabilities
+    search = caps.vectors
+    if search is not None and caps.reads.text_chars is None:
         if search.one_row_per_document:
             return Placement("index", "components", "vector")
         return Placement("index", "components", None,
                          "it compares several vectors per document, and the index keeps one")
-    if method.candidate_arrays is not None and method.candidate_fixed_width:
+    if caps.fixed_width:
         return Placement("index", "components", "keyed")
-    if method.candidate_text_chars is not None:
+    if caps.reads.text_chars is not None:
         why = "its verification reads texts, which the index keeps only for its rerank option"
-    elif method.corpus_statistics:
+    elif caps.statistics is not None:
         why = "its keys need corpus-wide statistics, which the index does not keep"
-    elif method.candidate_arrays is not None:
+    elif caps.keyed is not None:
         why = "its verification reads shingle sets or dates, which the index does not store"
     else:
         why = "it has no keyed or vector stage"

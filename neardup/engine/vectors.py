@@ -40,8 +40,8 @@ shards of rows:
    (the IVF centroids and shard indexes are kept too).
 3. **components**: the roots of the union-find, the forest and the outside-window pairs.
 
-A method that scores its candidate pairs from texts (:attr:`Method.candidate_text_chars`
-with a vector contract: rerank over RETSim or bi-encoder candidates) also has its texts
+A method that scores its candidate pairs from texts (a verification spec with
+``text_chars`` beside its vectors: rerank over RETSim or bi-encoder candidates) also has its texts
 written at the embed stage (``embed/texts.bin``, the keyed stage's
 :class:`~neardup.engine.corpus.TextWriter`); in the search, the pairs above the vector
 threshold (not yet joined, not rejected before) go to
@@ -132,12 +132,12 @@ IVF_MIN_PER_CELL = 39
 
 def supports_vector_stage(method: Method, algorithm: str, n_docs: int | None = None) -> bool:
     """Whether ``method`` with clustering ``algorithm`` runs through this stage: methods
-    with the vector contract (:attr:`Method.vector_search`, rerank over embedding
+    with the vector contract (a ``vectors`` spec, rerank over embedding
     candidates included; flat, IVF or ``auto``
     indexes, not HNSW) clustered by connected components, at any size (``n_docs`` is
     accepted for compatibility; the index is chosen from the row count once the rows are
     embedded, :func:`resolve_index`)."""
-    return method.vector_search is not None and algorithm == "components"
+    return method.capabilities.vectors is not None and algorithm == "components"
 
 
 def resolve_index(search, n_rows: int) -> tuple[str, int | None]:
@@ -174,8 +174,8 @@ def _embed_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method, 
     n_docs = n_rows = 0
     dim, deviation, has_dates = None, 0.0, False
     # A method that scores its candidate pairs from texts (rerank) reads them from here.
-    text_writer = (TextWriter(directory / TEXTS_FILE, method.candidate_text_chars)
-                   if method.candidate_text_chars is not None else None)
+    text_chars = method.capabilities.reads.text_chars
+    text_writer = TextWriter(directory / TEXTS_FILE, text_chars) if text_chars is not None else None
     try:
         with open(directory / "rows.bin", "wb") as rows_file, \
                 open(directory / "rows_per_doc.bin", "wb") as counts_file:
@@ -309,8 +309,8 @@ def _training_sample(store: _RowStore, nlist: int, seed: int, budget: int) -> np
 
 
 class PairScoring:
-    """What a method that scores its vector candidates (:attr:`Method.candidate_text_chars`
-    set: rerank) needs in the search: the stored texts, the dates when it reads them,
+    """What a method that scores its vector candidates (verification ``text_chars`` set:
+    rerank) needs in the search: the stored texts, the dates when it reads them,
     the pairs it rejected (remembered up to 1/16 of the budget: in kNN mode a pair comes
     from both ends, in different query shards) and pairs scored per batch (the texts of
     one batch's documents take at most an eighth of the budget). With the two row shards
@@ -490,26 +490,27 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
     if done is not None:
         return done
     directory = wd.start_keyed("search", key)
-    search = method.vector_search
+    caps = method.capabilities
+    search = caps.vectors
     n_docs, n_rows = facts["n_docs"], facts["n_rows"]
     counts = np.fromfile(wd.stage_dir("embed") / "rows_per_doc.bin", dtype=np.int64)
     offsets = np.zeros(n_docs + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     del counts
     dates = identity = None
-    if window_hours is not None or method.candidate_dates:
+    if window_hours is not None or caps.reads.dates:
         docs = pq.read_table(wd.stage_dir("embed") / "docs.parquet", columns=["date", "identity"])
         dates = docs.column("date").to_numpy().astype("datetime64[s]")
         identity = docs.column("identity").to_numpy()
     scoring = None
-    if method.candidate_text_chars is not None:
+    if caps.reads.text_chars is not None:
         if not facts.get("texts"):
             raise ValueError(
                 f"run_vector_stage: the work directory's embed stage kept no texts, which "
                 f"method {method.name!r} scores; start with a fresh work directory."
             )
         scoring = PairScoring(TextReader(wd.stage_dir("embed") / TEXTS_FILE, n_docs),
-                              dates if method.candidate_dates else None, budget)
+                              dates if caps.reads.dates else None, budget)
     window = TimeWindow.of(window_hours, dates, identity)
     store = _RowStore(wd, facts)
     shards = [(s, min(s + shard_rows, n_rows)) for s in range(0, n_rows, shard_rows)]
@@ -597,7 +598,7 @@ def run_vector_stage(
         Same fields as the keyed stage's; ``pairs`` is the spanning forest of the scored
         pairs that joined the components.
     """
-    search = method.vector_search
+    search = method.capabilities.vectors
     if search is None:
         raise ValueError(
             f"run_vector_stage: method {method.name!r} with these parameters has no vector "
@@ -622,7 +623,7 @@ def run_vector_stage(
         kind, k = resolve_index(search, facts["n_rows"])
         rows = shard_rows or shard_rows_for(config.budget, max(facts["dim"], 1), k, kind == "ivf")
         key_parts = ["search", facts, search, rows, time_window_hours, kind, k]
-        if method.candidate_text_chars is not None:  # the scorer and its threshold
+        if method.capabilities.reads.text_chars is not None:  # the scorer and its threshold
             key_parts.append(method.get_params())
         search_key = stage_key(*key_parts)
         search_facts = _search_stage(wd, search_key, method, facts, rows, config.budget,

@@ -5,13 +5,13 @@ Expanding every bucket of ``m`` documents into all ``m * (m - 1) / 2`` pairs is 
 1M-document run need 20 GB (one bucket of 100,000 copies alone would need 5 billion
 pairs). Here a bucket becomes:
 
-* all its pairs while it is small (``m <= all_pairs_upto``, a method's
-  ``bucket_all_pairs_upto``: MinHash's ``max_bucket_pairs``, 50 by default), so a member
+* all its pairs while it is small (``m <= all_pairs_upto``, the
+  ``all_pairs_upto`` of a method's keyed spec: MinHash's ``max_bucket_pairs``, 50 by default), so a member
   that matches another member but not the first still gets its edge — a constant per
   document, not a function of the bucket;
 * above that, a *star* (every member against the bucket's anchor, its first document)
   plus a *chain* (each member against the next), at most ``2 * (m - 1)`` edges;
-* above ``star_upto`` (a method's ``bucket_star_upto``; keys so common that the anchor
+* above ``star_upto`` (its keyed spec's ``star_upto``; keys so common that the anchor
   is unrelated to most members), the chain alone: ``m - 1`` edges.
 
 Candidates are verified afterwards and only joins matter for connected components, so

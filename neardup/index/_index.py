@@ -242,7 +242,7 @@ class Index:
                      "vector_segments": []}
         else:
             layout = [[name, probe.arrays[name].dtype.str, list(probe.arrays[name].shape[1:])]
-                      for name in method_obj.candidate_arrays or ()]
+                      for name in method_obj.capabilities.reads.arrays]
         from neardup._version import __version__
 
         create_database(path, {
@@ -352,7 +352,7 @@ class Index:
                 )
         with serial_if_small(len(texts)):
             sketch = self.method.sketch(texts)
-            normalized = normalize_batch(texts, getattr(self.method, "normalize", NormalizeConfig()))
+            normalized = normalize_batch(texts, self.method.normalize or NormalizeConfig())
             return sketch, _text_digests(normalized), normalized
 
     def _rows(self, sketch: Sketch) -> np.ndarray:
@@ -375,9 +375,10 @@ class Index:
     @property
     def _cap(self) -> int:
         """Stored members above which a key group is 'big' (anchor, last, count kept)."""
-        if self.method.name == "simhash":
+        keyed = self.method.capabilities.keyed
+        if keyed.links_buckets:  # simhash: a window of fingerprints per key group
             return self.method.max_block_size
-        return max(self.method.bucket_all_pairs_upto, 1)
+        return max(keyed.all_pairs_upto, 1)
 
     def _lookup(self, con, keys: np.ndarray):
         """Stored members of ``keys`` (int64): small groups in full, big ones summarised."""
@@ -411,13 +412,14 @@ class Index:
         big, rows = self._lookup(con, keys)
         if lookup_out is not None:
             lookup_out.extend((big, rows))
-        if self.method.name != "simhash":
+        keyed = self.method.capabilities.keyed
+        if not keyed.links_buckets:
             stored: dict[int, np.ndarray] = {}
             if rows.size:
                 starts = np.flatnonzero(np.r_[True, rows[1:, 0] != rows[:-1, 0]])
                 for s, e in zip(starts.tolist(), np.r_[starts[1:], rows.shape[0]].tolist()):
                     stored[int(rows[s, 0])] = rows[s:e, 2]
-            return keyed_candidates(keys, docs, stored, big, self.method.bucket_all_pairs_upto,
+            return keyed_candidates(keys, docs, stored, big, keyed.all_pairs_upto,
                                     with_new=with_new)
         groups: dict[int, list[tuple[int, int]]] = {}
         for k, p, d in rows.tolist():
@@ -723,7 +725,7 @@ class Index:
         lookup: list = []
         left, right = self._candidates(con, keys, docs, payload, with_new=True, lookup_out=lookup)
         extra = None
-        if self.method.name == "simhash" and keys.size:
+        if self.method.capabilities.keyed.links_buckets and keys.size:
             extra = self.method.link_bucket(ck.keys, docs, ck.payload)  # new among new
         left, right = unique_edges(left, right)
         stored_docs, stored_arrays, cluster_of, stored_ids = self._stored(con, left[left < next_doc])

@@ -6,7 +6,7 @@ batches links what one-shot ``dedup`` of the concatenation links. Documents keep
 insertion order (an index position), which is the input order of the concatenation.
 
 **Keyed methods (exact, minhash).** For a key shared by ``e`` stored and ``k`` new
-documents, with ``cap = method.bucket_all_pairs_upto`` (MinHash's ``max_bucket_pairs``,
+documents, with ``cap`` the keyed spec's ``all_pairs_upto`` (MinHash's ``max_bucket_pairs``,
 50 by default; 0 for exact):
 
 * ``e + k <= cap``: each new document is checked against every stored member and every
@@ -68,7 +68,7 @@ def keyed_candidates(
     big : dict of int -> (first, last, count)
         Keys with more stored members: anchor, last member and count.
     cap : int
-        ``method.bucket_all_pairs_upto``.
+        the keyed spec's ``all_pairs_upto``.
     with_new : bool, default True
         Link new documents among themselves (add). False (query): every new document is
         checked as if it alone were added.

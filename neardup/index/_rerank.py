@@ -157,17 +157,23 @@ class RerankVerifier:
 
 
 class RerankedMethod:
-    """A keyed method whose ``score_candidates`` also asks the rerank verifier, for the
-    corpus stage's linker (:func:`neardup.engine.link_key_rows`). The rows it is given
-    carry :data:`DOC_ARRAY` (index positions) for the text lookup; everything else is the
-    wrapped method's."""
+    """What the corpus stage's linker (:func:`neardup.engine.link_key_rows`) links an
+    index's key rows with when rerank verification is on: the index's keyed method (its
+    keys and bucket rule), each edge it accepts then confirmed by the rerank verifier,
+    as ``dedup --method rerank`` verifies its candidate method's edges. Declares the
+    method's capabilities; the rows it is given also carry :data:`DOC_ARRAY` (index
+    positions, for the text lookup). Nothing else is forwarded."""
 
-    def __init__(self, method, verifier: RerankVerifier,
+    def __init__(self, method: Method, verifier: RerankVerifier,
                  texts_of: Callable[[np.ndarray], list[str]]) -> None:
+        caps = method.capabilities
+        if not caps.fixed_width or caps.keyed.links_buckets:
+            raise ValueError(
+                f"RerankedMethod: rerank verification needs a keyed method verified from "
+                f"fixed-width rows by the stage's own linking; got {method.name!r}.")
         self._method, self._verifier, self._texts_of = method, verifier, texts_of
-
-    def __getattr__(self, name: str):
-        return getattr(self._method, name)
+        self.name = method.name
+        self.capabilities = caps
 
     def score_candidates(self, left: dict[str, np.ndarray], right: dict[str, np.ndarray]):
         a = {k: v for k, v in left.items() if k != DOC_ARRAY}
@@ -176,10 +182,9 @@ class RerankedMethod:
         return self._verifier.confirm(score, accept, left[DOC_ARRAY], right[DOC_ARRAY],
                                       self._texts_of)
 
-    # The corpus stage's linker calls this one: the base class's, bound here, gathers the
-    # rows and calls the score_candidates above (through __getattr__ it would be the
-    # wrapped method's, which never asks the verifier).
-    score_candidate_rows = Method.score_candidate_rows
+    def score_candidate_rows(self, rows, left: np.ndarray, right: np.ndarray):
+        return self.score_candidates({k: v[left] for k, v in rows.arrays.items()},
+                                     {k: v[right] for k, v in rows.arrays.items()})
 
 
 def stored_texts(con, docs: np.ndarray) -> dict[int, str]:

@@ -11,47 +11,30 @@ first can run on any executor (local, a process pool, Ray ``map_batches``) witho
 2. :meth:`Method.find_pairs` — over the concatenated sketch of the whole corpus, returns
    scored candidate :class:`~neardup.graph.Pairs` (document positions).
 
-Methods whose candidates come from equal keys (exact hashes, LSH bands, SimHash blocks)
-also implement the *keyed contract* that the engine-independent corpus stage
-(:mod:`neardup.engine`) runs out of core and that no step of needs the whole corpus in
-memory:
+What else a method can do it declares in one place, :attr:`Method.capabilities`: a
+:class:`~neardup.methods.capabilities.Capabilities` of frozen, typed specs (see
+:mod:`neardup.methods.capabilities`), each a spec or None:
 
-* :meth:`Method.candidate_keys` — per batch sketch, the keys each document files under
-  (:class:`CandidateKeys`);
-* :attr:`Method.candidate_arrays` — the fixed-width sketch arrays the stage stores per
-  document so that candidates can be checked later;
-* :meth:`Method.score_candidates` — scores and accepts candidate edges from the rows of
-  those arrays, in bounded batches;
-* optionally, per-document data that is not fixed-width: :attr:`Method.candidate_sets`
-  (the ragged shingle sets, stored by the stage as offsets + values; with
-  :attr:`Method.candidate_set_weights`, a float64 weight per element beside them), and
-  :attr:`Method.candidate_text_chars` / :attr:`Method.candidate_dates` (texts and dates a
-  pair scorer reads); the stage fetches them for each batch of edges as a
-  :class:`CandidateRows` and calls :meth:`Method.score_candidate_rows`;
-* :meth:`Method.link_bucket` (optional) — methods whose keys are weak (SimHash blocks hold
-  unrelated documents) verify inside each key group instead of linking it as a star.
+* ``keyed`` (:class:`~neardup.methods.capabilities.KeyedCandidates`) — candidates from
+  equal keys (exact hashes, LSH bands, SimHash blocks, shingles) and the rule that links a
+  key group; the engine-independent corpus stage (:mod:`neardup.engine`) runs it out of
+  core: :meth:`Method.candidate_keys` per batch sketch, :meth:`Method.keyed_sketch`,
+  :meth:`Method.link_bucket` when the method links groups itself;
+* ``verification`` (:class:`~neardup.methods.capabilities.Verification`) — the
+  per-document rows the stage stores and fetches (:class:`CandidateRows`) for
+  :meth:`Method.score_candidate_rows` (fixed-width arrays: :meth:`Method.score_candidates`);
+* ``statistics`` (:class:`~neardup.methods.capabilities.CorpusStatistics`) — tables counted
+  in one streaming pass (:meth:`Method.statistics_partial`, :meth:`Method.statistics_min_df`)
+  before :meth:`Method.with_statistics` returns the fitted copy that keys batches;
+* ``overlap`` (:class:`~neardup.methods.capabilities.OverlapScoring`) — set-overlap keys
+  scored from shared-key counts (:meth:`Method.overlap_bound`, :meth:`Method.overlap_scores`,
+  :meth:`Method.overlap_min_shared`);
+* ``vectors`` (:class:`~neardup.methods.capabilities.VectorSearch`) — a cosine search of
+  :meth:`Method.vector_rows`, shard by shard (:mod:`neardup.engine.vectors`).
 
-Methods that weight features by whole-corpus statistics (``wminhash``, ``sanderson``)
-cannot key a batch before a pass over the corpus. They add the *statistics contract*,
-estimator-style: the corpus stage counts what they declare in one streaming pass, then
-keys batches with the fitted copy the method returns:
-
-* :attr:`Method.corpus_statistics` — the document-frequency tables to count (empty when
-  none are needed, or the method is already fitted);
-* :meth:`Method.statistics_partial` — one batch sketch's share (:class:`StatisticsPartial`);
-* :meth:`Method.statistics_min_df` — the smallest document frequency of a table the
-  weights need stored (features below it are read as df 1);
-* :meth:`Method.with_statistics` — a fitted copy given the counted
-  :class:`FeatureStatistics`; its :meth:`Method.keyed_sketch` may add what the fitted
-  statistics give (ICWS samples) to each batch sketch before it is keyed and stored.
-
-Methods that link documents by the cosine of embeddings implement the *vector contract*,
-which the out-of-core vector stage (:mod:`neardup.engine.vectors`) searches shard by
-shard:
-
-* :attr:`Method.vector_search` — the threshold and search mode (:class:`VectorSearch`);
-* :meth:`Method.vector_rows` — per batch sketch, the unit rows to search and how many
-  rows each document owns (one, or one per chunk).
+The engines, the support matrix and the index decide what to run from these specs only.
+A method's text normalization is the declared :attr:`Method.normalize`. Models are loaded
+when a method is first used, never in its constructor.
 
 Documents with ``n_features == 0`` (empty after normalization) are never paired.
 """
@@ -68,14 +51,23 @@ import numpy as np
 
 from neardup._params import ParamsMixin
 from neardup.graph.edges import Pairs
+from neardup.methods.capabilities import (
+    Capabilities,
+    KeyedCandidates,
+    OverlapScoring,
+    VectorSearch,
+    Verification,
+)
+from neardup.text.normalize import NormalizeConfig
 from neardup.text.shingle import ShingleSets
 
-__all__ = ["SET_WEIGHTS", "CandidateKeys", "CandidateRows", "FeatureStatistics", "Matches",
-           "Method", "SetKeyedMixin", "Sketch", "StatisticsPartial", "VectorSearch",
-           "build_method", "init_parameters"]
+__all__ = ["SET_WEIGHTS", "CandidateKeys", "CandidateRows", "Capabilities", "FeatureStatistics",
+           "KeyedCandidates", "Matches", "Method", "OverlapScoring", "SetKeyedMixin", "Sketch",
+           "StatisticsPartial", "VectorSearch", "Verification", "build_method",
+           "init_parameters"]
 
 #: Key of the per-element set weights in a keyed sketch's ``ragged`` arrays
-#: (:attr:`Method.candidate_set_weights`).
+#: (``Verification.set_weights``).
 SET_WEIGHTS = "set_weights"
 
 
@@ -114,7 +106,7 @@ class StatisticsPartial:
     Attributes
     ----------
     features : dict of str -> ndarray of uint64
-        Per table of :attr:`Method.corpus_statistics`: the batch's feature hashes, each
+        Per table of ``CorpusStatistics.tables``: the batch's feature hashes, each
         listed once per document that holds it (so counts are document frequencies).
     totals : dict of str -> int
         Additive counts (documents with features, tokens), summed over the batches.
@@ -167,48 +159,6 @@ class FeatureStatistics:
         return h.hexdigest()[:16]
 
 
-@dataclass(frozen=True)
-class VectorSearch:
-    """How a method's :meth:`Method.find_pairs` searches its embedding rows, for the
-    out-of-core vector stage to do the same.
-
-    Attributes
-    ----------
-    threshold : float
-        Rows (documents, or chunks of two different documents) whose cosine reaches it
-        link their documents.
-    k : int or None
-        None: every row above the threshold (exact range search). Otherwise the ``k``
-        nearest rows of each row, then the threshold.
-    threads : int or None
-        faiss threads (None: faiss's setting).
-    exact_limit : int or None
-        Largest number of rows searched exactly (flat index); above it the rows are
-        searched with the approximate ``index``. None: always exact.
-    index : {"flat", "ivf"}, default "flat"
-        The index above ``exact_limit`` rows ("flat": exact at any size). ``"ivf"``: one
-        inverted-file index per shard on shared centroids, the ``k`` nearest rows of each
-        row (``k`` None: :data:`neardup.graph.similarity.DEFAULT_APPROX_K`).
-    nlist, nprobe, seed : int or None, int, int
-        IVF: cells (None: :func:`neardup.graph.similarity.ivf_nlist` of the row count),
-        cells visited per query, seed of the centroid training.
-    one_row_per_document : bool, default True
-        False when :meth:`Method.vector_rows` gives several rows per document (chunks).
-    """
-
-    threshold: float
-    k: int | None = None
-    threads: int | None = None
-    exact_limit: int | None = None
-    index: str = "flat"
-    nlist: int | None = None
-    nprobe: int = 16
-    seed: int = 0
-    #: Whether each document owns at most one row (a document embedding) rather than one
-    #: per chunk: the persistent index keeps one vector per document.
-    one_row_per_document: bool = True
-
-
 @dataclass
 class CandidateRows:
     """The stored per-document data of a batch of documents, fetched by the corpus stage
@@ -219,17 +169,17 @@ class CandidateRows:
     docs : ndarray of int64, shape (n,)
         Corpus positions of the documents, ascending; edges index rows by position here.
     arrays : dict of str -> ndarray
-        The rows of :attr:`Method.candidate_arrays`, aligned with ``docs``.
+        The rows of ``Verification.arrays``, aligned with ``docs``.
     sets : ShingleSets or None
-        The documents' shingle sets (:attr:`Method.candidate_sets`), aligned with ``docs``.
+        The documents' shingle sets (``Verification.sets``), aligned with ``docs``.
     set_weights : ndarray of float64 or None
         The weight of each element of ``sets.hashes`` (same length and order), when
-        :attr:`Method.candidate_set_weights`.
+        ``Verification.set_weights``.
     texts : sequence of str, an object with ``take(positions) -> list[str]``, or None
-        The documents' raw texts cut to :attr:`Method.candidate_text_chars`, aligned with
+        The documents' raw texts cut to ``Verification.text_chars``, aligned with
         ``docs`` (the corpus stage gives a lazy reader: ``take`` what is read).
     dates : ndarray of datetime64[s] or None
-        The documents' dates (NaT where unknown) when :attr:`Method.candidate_dates`.
+        The documents' dates (NaT where unknown) when ``Verification.dates``.
     """
 
     docs: np.ndarray
@@ -392,124 +342,77 @@ class Method(ParamsMixin, ABC):
         clustering (``ClusterConfig(algorithm="auto")``) applies it."""
         return {}
 
-    # -- keyed contract (see the module docstring) ---------------------------------------
+    #: The text normalization the method compares texts under (the lexical methods'
+    #: ``normalize`` parameter); None: the method reads raw text. Identity checks
+    #: (leakage, the index, pair types) normalize as the method does.
+    normalize: NormalizeConfig | None = None
+
+    def derived_params(self) -> dict[str, Any]:
+        """Parameters the method derives from the given ones, as used (MinHash's LSH
+        ``bands`` and ``rows``), for output metadata; ``{}`` by default."""
+        return {}
+
+    # -- what the method declares (neardup.methods.capabilities) --------------------------
 
     @property
-    def candidate_arrays(self) -> tuple[str, ...] | None:
-        """Names of the :attr:`Sketch.arrays` that :meth:`score_candidates` reads, or None
-        when the method does not implement the keyed contract (its corpus-wide stage then
-        runs in memory through :meth:`find_pairs`)."""
-        return None
+    def capabilities(self) -> Capabilities:
+        """The specs of the contracts the method implements with these parameters (and
+        this fitted state). The default, none: the corpus-wide stage runs in memory
+        through :meth:`find_pairs`."""
+        return Capabilities()
 
-    @property
-    def bucket_all_pairs_upto(self) -> int:
-        """Key groups of at most this many documents are linked by all their pairs; larger
-        ones by a star plus a chain (see :mod:`neardup.graph.buckets`). 0: always a star
-        (keys that imply a match, such as exact hashes)."""
-        return 0
+    # -- computing functions the specs promise --------------------------------------------
 
     def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
-        """Keys of a batch sketch's comparable documents (``n_features > 0``)."""
+        """Keyed: keys of a batch sketch's comparable documents (``n_features > 0``)."""
         raise NotImplementedError(f"{type(self).__name__} has no keyed corpus stage")
+
+    def keyed_sketch(self, sketch: Sketch) -> Sketch:
+        """Keyed: the batch sketch the stage keys and stores: by default ``sketch``
+        itself; a fitted method adds what its statistics give (wminhash: ICWS samples)."""
+        return sketch
+
+    def keyed_pruning(self, stats: dict) -> dict[str, int]:
+        """Keyed: what the stage skipped that can cost recall, named as the method's
+        :attr:`Matches.pruning`, from the stage's counts (``capped_keys``: key groups over
+        the bucket rule's ``star_upto`` or ``skip_over``)."""
+        return {}
+
+    def link_bucket(self, keys: np.ndarray, docs: np.ndarray, payload: np.ndarray | None) -> Pairs:
+        """Keyed with ``links_buckets``: verified edges among one key partition's rows
+        (``keys``, ``docs``, ``payload`` in any order)."""
+        raise NotImplementedError(f"{type(self).__name__} does not link key groups itself")
 
     def score_candidates(
         self, left: dict[str, np.ndarray], right: dict[str, np.ndarray]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Scores (float32) and acceptance (bool) of candidate edges, given the rows of
-        :attr:`candidate_arrays` of their two sides (row-aligned, one row per edge)."""
+        """Verification from fixed-width rows: scores (float32) and acceptance (bool) of
+        candidate edges, given the rows of the declared arrays of their two sides
+        (row-aligned, one row per edge)."""
         raise NotImplementedError(f"{type(self).__name__} has no keyed corpus stage")
 
-    @property
-    def candidate_sets(self) -> bool:
-        """Whether :meth:`score_candidate_rows` reads the documents' shingle sets
-        (:attr:`Sketch.sets`); the stage then stores them ragged in its work directory."""
-        return False
-
-    @property
-    def candidate_set_weights(self) -> bool:
-        """Whether the stored :attr:`candidate_sets` carry a weight per element (weighted
-        sets): the keyed sketch (:meth:`keyed_sketch`) then holds them as
-        ``Sketch.ragged[SET_WEIGHTS]``, float64 aligned with ``Sketch.sets.hashes``; the
-        stage stores them beside the sets (8 bytes per element) and hands them to
-        :meth:`score_candidate_rows` as ``CandidateRows.set_weights``."""
-        return False
-
-    @property
-    def candidate_dates(self) -> bool:
-        """Whether :meth:`score_candidate_rows` reads the documents' dates."""
-        return False
-
-    @property
-    def candidate_text_chars(self) -> int | None:
-        """How many leading characters of each raw text :meth:`score_candidate_rows`
-        reads (``CandidateRows.texts``), or None (the default) when it reads no text. The
-        stage writes them to its work directory, so that no sketch carries text. With a
-        vector contract too (rerank over embedding candidates), the vector stage scores
-        the search's pairs above :attr:`vector_search`'s threshold with
-        :meth:`score_candidate_rows` (texts, and dates when :attr:`candidate_dates`) and
-        joins those it accepts."""
-        return None
-
-    @property
-    def candidate_fixed_width(self) -> bool:
-        """Whether verification reads the fixed-width :attr:`candidate_arrays` only (no
-        sets, texts or dates) and keys need no statistics stage: rows an executor can
-        ship as plain arrays (Ray's fixed-width path), and what rerank's keyed stage
-        needs of its candidate method."""
-        return (self.candidate_arrays is not None and not self.candidate_sets
-                and not self.candidate_dates and self.candidate_text_chars is None
-                and not self.corpus_statistics)
-
-    @property
-    def costly_verification(self) -> bool:
-        """Whether :meth:`score_candidate_rows` costs far more per pair than a lookup (a
-        learned scorer's features): the corpus stage then remembers the pairs it rejects,
-        so that a pair met again under another key is not scored again. False (the
-        default): checking again is as cheap as remembering."""
-        return False
-
-    @property
-    def candidate_multisets(self) -> bool:
-        """Whether the stored :attr:`candidate_sets` may repeat elements (term
-        multisets, a term's count being its run length); otherwise they are checked to
-        be sets."""
-        return False
-
-    @property
-    def query_retrieval(self) -> bool:
-        """Whether the method links documents by mutual retrieval of per-document queries
-        (sanderson: ``retrieval_rows``, ``retrieve``, ``mutual``) rather than by key
-        groups: the corpus stage then builds a term-sorted inverted index in its work
-        directory and scores blocks of queries against it
-        (:mod:`neardup.engine.retrieval`)."""
-        return False
-
-    def keyed_sketch(self, sketch: Sketch) -> Sketch:
-        """The batch sketch the keyed stage keys and stores: by default ``sketch``
-        itself; a fitted method adds what its statistics give (wminhash: ICWS samples)."""
-        return sketch
-
-    # -- statistics contract (see the module docstring) ---------------------------------
-
-    @property
-    def corpus_statistics(self) -> tuple[str, ...]:
-        """Names of the document-frequency tables that must be counted over the whole
-        corpus before a batch can be keyed (:meth:`with_statistics`); empty (the
-        default) when the method needs none or is already fitted."""
-        return ()
+    def score_candidate_rows(
+        self, rows: CandidateRows, left: np.ndarray, right: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Verification: scores (float32) and acceptance (bool) of candidate edges
+        ``(left[i], right[i])``, row positions in ``rows`` (what the verification spec
+        declares). The default gathers the fixed-width rows and calls
+        :meth:`score_candidates`."""
+        return self.score_candidates({k: v[left] for k, v in rows.arrays.items()},
+                                     {k: v[right] for k, v in rows.arrays.items()})
 
     def statistics_partial(self, sketch: Sketch) -> StatisticsPartial:
-        """One batch sketch's share of :attr:`corpus_statistics`."""
+        """Statistics: one batch sketch's share of the declared tables."""
         raise NotImplementedError(f"{type(self).__name__} needs no corpus statistics")
 
     def statistics_min_df(self, table: str, totals: dict[str, int]) -> int:
-        """The smallest document frequency of ``table`` the weights read (given the
-        corpus ``totals``); features below it are not stored and read as df 1. The
-        default, 2: a feature in one document is the absent default."""
+        """Statistics: the smallest document frequency of ``table`` the weights read
+        (given the corpus ``totals``); features below it are not stored and read as df 1.
+        The default, 2: a feature in one document is the absent default."""
         return 2
 
     def with_statistics(self, stats: FeatureStatistics) -> Method:
-        """A fitted copy of the method that weights features by ``stats`` (the method
+        """Statistics: a fitted copy that weights features by ``stats`` (the method
         itself is unchanged)."""
         raise NotImplementedError(f"{type(self).__name__} needs no corpus statistics")
 
@@ -518,119 +421,54 @@ class Method(ParamsMixin, ABC):
         a resumed run never reuses stages keyed with other statistics."""
         return None
 
-    @property
-    def bucket_star_upto(self) -> int | None:
-        """Key groups larger than this are linked by their chain alone (no star): keys
-        so common that a star would compare unrelated documents (ngram's ``max_df``).
-        None (the default): star plus chain at every size."""
-        return None
-
-    @property
-    def candidate_keys_per_doc(self) -> int:
-        """Typical candidate-key rows per document, for sizing the stage's partitions
-        (when not given) so that one partition's keys fit its share of the memory limit."""
-        return 40
-
-    @property
-    def bucket_skip_over(self) -> int | None:
-        """Key groups larger than this are not linked at all (SpotSigs' ``max_df``:
-        signatures that common never pair documents, as in its in-memory search). None
-        (the default): every group is linked."""
-        return None
-
-    @property
-    def bucket_edges_overlap(self) -> bool:
-        """Whether two documents typically share many keys (inverted-index keys such as
-        shingles, unlike LSH bands): the stage then removes repeated edges from each
-        chunk of buckets before verifying, so a pair is checked once per chunk."""
-        return False
-
     def overlap_bound(self, shared: np.ndarray, known_left: np.ndarray, known_right: np.ndarray,
-                      size_left: np.ndarray, size_right: np.ndarray) -> np.ndarray | None:
-        """With :attr:`bucket_edges_overlap`: which candidate edges can still reach the
-        threshold, given ``shared`` (the key groups of at most
-        :attr:`bucket_all_pairs_upto` documents, in this partition, that hold both) and
-        ``known_*`` (each side's keys in such groups, singletons included; the others are
-        unseen here). None (the default): all.
-        """
-        return None
+                      size_left: np.ndarray, size_right: np.ndarray) -> np.ndarray:
+        """Overlap: which candidate edges can still reach the threshold, given ``shared``
+        (the key groups of at most ``all_pairs_upto`` documents, in this partition, that
+        hold both) and ``known_*`` (each side's keys in such groups, singletons included;
+        the others are unseen here)."""
+        raise NotImplementedError(f"{type(self).__name__} declares no overlap scoring")
 
-    def overlap_min_shared(self, sizes: np.ndarray) -> np.ndarray | None:
-        """With :attr:`bucket_edges_overlap`: the fewest elements (int64) any set must share
-        with a set of each size in ``sizes`` to reach the threshold, at most the size (the
-        keyed stage's prefix filter counts a pair only over keys early in both sets'
-        orders: see :mod:`neardup.engine.overlap`). None (the default): no such bound, every
-        key is counted."""
-        return None
+    def overlap_min_shared(self, sizes: np.ndarray) -> np.ndarray:
+        """Overlap with ``prefix_filter``: the fewest elements (int64) any set must share
+        with a set of each size in ``sizes`` to reach the threshold, at most the size
+        (see :mod:`neardup.engine.overlap`)."""
+        raise NotImplementedError(f"{type(self).__name__} declares no prefix filter")
 
     def overlap_scores(self, inter: np.ndarray, size_left: np.ndarray,
-                       size_right: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """With :attr:`bucket_edges_overlap`: the similarity (float64) and acceptance of
-        pairs from their intersection and set sizes, exactly as :meth:`score_candidate_rows`
-        would score them after merging their sets (the stage then scores pairs whose
-        intersection it knows from its counts without reading them). None (the default):
-        the method does not score from counts."""
-        return None
-
-    def keyed_pruning(self, stats: dict) -> dict[str, int]:
-        """What the keyed stage skipped that can cost recall, named as the method's
-        :attr:`Matches.pruning`, from the stage's counts (``capped_keys``: key groups over
-        :attr:`bucket_star_upto`, linked by their chain alone)."""
-        return {}
-
-    def score_candidate_rows(
-        self, rows: CandidateRows, left: np.ndarray, right: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Scores (float32) and acceptance (bool) of candidate edges ``(left[i],
-        right[i])``, row positions in ``rows``. The default gathers the fixed-width rows
-        and calls :meth:`score_candidates`."""
-        return self.score_candidates({k: v[left] for k, v in rows.arrays.items()},
-                                     {k: v[right] for k, v in rows.arrays.items()})
-
-    # -- vector contract (see the module docstring) -------------------------------------
-
-    @property
-    def vector_search(self) -> VectorSearch | None:
-        """How the method's rows are searched, or None when it has no vector contract (or
-        its parameters ask for a search the vector stage does not do)."""
-        return None
+                       size_right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Overlap: the similarity (float64) and acceptance of pairs from their
+        intersection and set sizes, exactly as :meth:`score_candidate_rows` would score
+        them after merging their sets."""
+        raise NotImplementedError(f"{type(self).__name__} declares no overlap scoring")
 
     def vector_rows(self, sketch: Sketch) -> tuple[np.ndarray, np.ndarray]:
-        """The rows of a batch sketch to search: float32 (n_rows, d) L2-normalised rows in
-        document order, and int64 (n_docs,) how many of them each document owns (0 for a
-        document that is never paired)."""
+        """Vectors: the rows of a batch sketch to search: float32 (n_rows, d)
+        L2-normalised rows in document order, and int64 (n_docs,) how many of them each
+        document owns (0 for a document that is never paired)."""
         raise NotImplementedError(f"{type(self).__name__} has no vector contract")
-
-    def link_bucket(self, keys: np.ndarray, docs: np.ndarray, payload: np.ndarray | None) -> Pairs | None:
-        """Verified edges among rows sharing keys, or None (the default) to let the corpus
-        stage link each key group as a star plus chain and verify those edges with
-        :meth:`score_candidates`. ``keys``, ``docs``, ``payload`` are one key partition's
-        rows, in any order."""
-        return None
 
 
 class SetKeyedMixin:
     """The keyed contract shared by the set-overlap methods (``ngram``, ``spotsigs``):
     every set element is a key, verification reads the stored sets (no fixed-width
-    arrays), and key groups of up to ``min(max_df, KEYED_ALL_PAIRS_UPTO)`` documents are
-    compared all-to-all, as their in-memory inverted index does. The class needs a
-    ``max_df`` attribute."""
+    arrays), key groups of up to ``min(max_df, KEYED_ALL_PAIRS_UPTO)`` documents are
+    compared all-to-all, as their in-memory inverted index does, and pairs are scored
+    from shared-key counts. The class needs ``max_df`` and ``threshold`` attributes."""
 
     #: Largest key group compared all-to-all in the keyed stage (bounds the pairs of a
     #: group: 1000 members, ~500k pairs, most dropped by the count bound).
     KEYED_ALL_PAIRS_UPTO = 1000
 
-    @property
-    def candidate_arrays(self) -> tuple[str, ...] | None:
-        return ()
-
-    @property
-    def candidate_sets(self) -> bool:
-        return True
-
-    @property
-    def bucket_all_pairs_upto(self) -> int:
-        return min(self.max_df, self.KEYED_ALL_PAIRS_UPTO)
+    def set_overlap_capabilities(self, *, keys_per_doc: int, star_upto: int | None = None,
+                                 skip_over: int | None = None,
+                                 prefix_filter: bool = True) -> Capabilities:
+        """The capabilities of a set-overlap method with these bucket settings."""
+        keyed = KeyedCandidates(all_pairs_upto=min(self.max_df, self.KEYED_ALL_PAIRS_UPTO),
+                                star_upto=star_upto, skip_over=skip_over,
+                                keys_per_doc=keys_per_doc)
+        return Capabilities(keyed=keyed, overlap=OverlapScoring(prefix_filter=prefix_filter),
+                            verification=Verification(sets=True))
 
 
 def init_parameters(cls: type[Method]) -> list[str]:

@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,7 +30,8 @@ import numpy as np
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
-from neardup.methods.base import Method, Sketch, VectorSearch
+from neardup.methods.base import Method, Sketch
+from neardup.methods.capabilities import Capabilities, VectorSearch
 from neardup.models import tuned_threshold
 
 __all__ = ["DEFAULT_THRESHOLD", "BiEncoderMethod", "EmbeddingMethod", "RETSimMethod", "RETSimPartialMethod",
@@ -93,10 +93,7 @@ class EmbeddingMethod(Method):
         cache_dir: str | os.PathLike | None,
     ) -> None:
         caller = type(self).__name__
-        if threshold is None:
-            threshold = tuned_threshold(self.model, self.model_kind, self.name)
-        self.threshold = check_float(caller, "threshold", DEFAULT_THRESHOLD
-                                     if threshold is None else threshold, low=-1.0, high=1.0)
+        self.threshold = threshold  # None: the model's tuned one, looked up on first read
         self.k = None if k is None else check_int(caller, "k", k, low=1)
         self.index = check_choice(caller, "index", index, _INDEXES)
         self.exact_limit = check_int(caller, "exact_limit", exact_limit, low=1)
@@ -104,6 +101,21 @@ class EmbeddingMethod(Method):
         self.threads = None if threads is None else check_int(caller, "threads", threads, low=1)
         self.cache_dir = None if cache_dir is None else str(cache_dir)
         self._embedder: Any = None
+
+    @property
+    def threshold(self) -> float:
+        """The ``threshold`` given, else the shipped model's tuned one, else 0.9; looked up
+        on first read (not in the constructor: no model file is read before the method is
+        used), so get_params reports what is used."""
+        if self._threshold is None:
+            tuned = tuned_threshold(self.model, self.model_kind, self.name)
+            self._threshold = DEFAULT_THRESHOLD if tuned is None else tuned
+        return self._threshold
+
+    @threshold.setter
+    def threshold(self, value: float | None) -> None:
+        self._threshold = None if value is None else check_float(
+            type(self).__name__, "threshold", value, low=-1.0, high=1.0)
 
     # -- the embedder, built lazily (no model work in __init__) ------------------------
 
@@ -155,15 +167,20 @@ class EmbeddingMethod(Method):
                 "exact_limit": self.exact_limit, "threads": self.threads}
 
     @property
-    def vector_search(self) -> VectorSearch | None:
+    def capabilities(self) -> Capabilities:
         # The vector stage searches shard by shard with a flat index, or IVF on shared
         # centroids (as find_pairs does above exact_limit); HNSW, asked for by name, stays
         # with the in-memory search that builds it.
         if self.index == "hnsw":
-            return None
+            return Capabilities()
         limit = {"auto": self.exact_limit, "flat": None, "ivf": 0}[self.index]
-        return VectorSearch(threshold=max(self.threshold, 0.0), k=self.k, threads=self.threads,
-                            exact_limit=limit, index="flat" if self.index == "flat" else "ivf")
+        return Capabilities(vectors=VectorSearch(
+            threshold=max(self.threshold, 0.0), k=self.k, threads=self.threads,
+            exact_limit=limit, index="flat" if self.index == "flat" else "ivf",
+            one_row_per_document=self.one_row_per_document))
+
+    #: Whether :meth:`vector_rows` gives one row per document (not one per chunk).
+    one_row_per_document: ClassVar[bool] = True
 
     def vector_rows(self, sketch: Sketch) -> tuple[np.ndarray, np.ndarray]:
         owned = (sketch.n_features > 0).astype(np.int64)
@@ -304,10 +321,7 @@ class RETSimPartialMethod(RETSimMethod):
             chunks = arrays["chunks"]
         return Sketch(n_chunks, {"n_chunks": n_chunks}, ragged={"chunks": chunks})
 
-    @property
-    def vector_search(self) -> VectorSearch | None:
-        search = super().vector_search
-        return None if search is None else replace(search, one_row_per_document=False)
+    one_row_per_document = False
 
     def vector_rows(self, sketch: Sketch) -> tuple[np.ndarray, np.ndarray]:
         return sketch.ragged["chunks"], np.asarray(sketch.arrays["n_chunks"], np.int64)

@@ -17,6 +17,7 @@ from neardup.errors import check_int
 from neardup.graph.buckets import bucket_edges
 from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, Method, Sketch
+from neardup.methods.capabilities import Capabilities, KeyedCandidates, Verification
 from neardup.text.hashing import encode_codepoints, seed_words, text_digests
 from neardup.text.identity import identity_texts
 from neardup.text.normalize import NormalizeConfig
@@ -97,8 +98,9 @@ class ExactHash(Method):
         return link_equal_rows(sketch.arrays["digest"][valid], valid)
 
     @property
-    def candidate_arrays(self) -> tuple[str, ...] | None:
-        return ("digest",)
+    def capabilities(self) -> Capabilities:
+        # Equal keys imply a match: every key group is linked as a star.
+        return Capabilities(keyed=KeyedCandidates(), verification=Verification(arrays=("digest",)))
 
     def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
         valid = np.flatnonzero(sketch.n_features > 0)

@@ -37,6 +37,7 @@ al., "Noise-robust de-duplication at scale" (2022), sec. 4.3 and 6 (MinHash LSH 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numba import njit, prange, uint32, uint64
@@ -44,6 +45,7 @@ from numba import njit, prange, uint32, uint64
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, CandidateRows, Method, Sketch
+from neardup.methods.capabilities import Capabilities, KeyedCandidates, Verification
 from neardup.methods.lsh import band_keys, banded_candidates, check_banding, optimal_bands
 from neardup.text.hashing import doc_digest64, seed_words
 from neardup.text.identity import identity_from_digests, identity_key
@@ -514,6 +516,10 @@ class MinHashLSH(Method):
             return self.bands, self.rows
         return optimal_bands(max(min(self.threshold, 0.99), 0.01), self.num_perm)
 
+    def derived_params(self) -> dict[str, Any]:
+        bands, rows = self.banding
+        return {"bands": int(bands), "rows": int(rows)}
+
     def sketch(self, texts: Sequence[str]) -> Sketch:
         if self.verify == "exact":
             sets = self._minhash.shingle_sets(texts)
@@ -555,17 +561,12 @@ class MinHashLSH(Method):
     # verify="exact", by the exact Jaccard of the stored shingle sets (as find_pairs).
 
     @property
-    def candidate_arrays(self) -> tuple[str, ...] | None:
+    def capabilities(self) -> Capabilities:
         # Exact verification reads the shingle sets, not the signatures.
-        return () if self.verify == "exact" else ("signature",)
-
-    @property
-    def candidate_sets(self) -> bool:
-        return self.verify == "exact"
-
-    @property
-    def bucket_all_pairs_upto(self) -> int:
-        return self.max_bucket_pairs
+        exact = self.verify == "exact"
+        return Capabilities(
+            keyed=KeyedCandidates(all_pairs_upto=self.max_bucket_pairs),
+            verification=Verification(arrays=() if exact else ("signature",), sets=exact))
 
     def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
         valid = np.flatnonzero(sketch.n_features > 0)

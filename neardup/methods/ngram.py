@@ -68,6 +68,7 @@ from numba import njit, prange
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, CandidateRows, Method, SetKeyedMixin, Sketch
+from neardup.methods.capabilities import Capabilities
 from neardup.methods.overlap_kernels import (
     bounded_similarity,
     count_bound_passes,
@@ -461,18 +462,14 @@ class NGramOverlap(SetKeyedMixin, Method):
     CHAIN_ORDERS = 8
 
     @property
-    def bucket_edges_overlap(self) -> bool:
-        return True
-
-    @property
-    def candidate_keys_per_doc(self) -> int:
+    def capabilities(self) -> Capabilities:
         # One key per distinct shingle: ~200 word n-grams for a news story (measured on
         # the scale corpus: 201), about five times that many character n-grams.
-        return 200 if self.shingle.unit == "word" else 1000
-
-    @property
-    def bucket_star_upto(self) -> int | None:
-        return self.max_df
+        # Containment divides by the smaller set: a partner of one element needs one, so
+        # no prefix filter.
+        return self.set_overlap_capabilities(
+            keys_per_doc=200 if self.shingle.unit == "word" else 1000, star_upto=self.max_df,
+            prefix_filter=self.similarity != "containment")
 
     def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
         sets = sketch.require_sets("NGramOverlap.candidate_keys", "shingle", "NGramOverlap.sketch")
@@ -515,9 +512,6 @@ class NGramOverlap(SetKeyedMixin, Method):
                                 self.similarity == "containment")
 
     def overlap_min_shared(self, sizes):
-        # Containment divides by the smaller set: a partner of one element needs one.
-        if self.similarity == "containment":
-            return None
         return jaccard_min_shared(sizes, self.threshold)
 
     def keyed_pruning(self, stats: dict) -> dict[str, int]:

@@ -47,6 +47,7 @@ docs/choosing-a-method.md and docs/decisions/0017-rerank-is-the-accuracy-default
 from __future__ import annotations
 
 import hashlib
+import weakref
 
 import json
 import os
@@ -67,6 +68,7 @@ from neardup.methods.base import (
     build_method,
     init_parameters,
 )
+from neardup.methods.capabilities import Capabilities, KeyedCandidates, Verification
 from neardup.methods.embedding import BiEncoderMethod, RETSimMethod
 from neardup.methods.static import StaticMethod
 from neardup.methods.minhash import MinHashLSH
@@ -117,7 +119,6 @@ DEFAULT_CANDIDATES = {"cross-encoder": "retsim", "verifier": "minhash"}
 #: (news averages 4-5 characters per WordPiece token, OCR noise fewer).
 _CHARS_PER_TOKEN = 10
 _TEXT_KEY, _TEXT_LEN = "rerank_text", "rerank_text_bytes"
-_CACHE_ATTR = "_rerank_scores"
 
 
 def candidate_method(candidates: str, params: dict[str, Any] | None = None) -> Method:
@@ -597,11 +598,8 @@ class RerankMethod(Method):
             check_choice(caller, "candidates", candidates, tuple(CANDIDATE_DEFAULTS))
         self.candidates = candidates
         effective = DEFAULT_CANDIDATES[self.scorer] if candidates is None else candidates
-        if threshold is None:
-            threshold = tuned_threshold(self.model or DEFAULT_MODELS[self.scorer],
-                                        self.scorer, effective)
-        self.threshold = check_float(caller, "threshold", 0.5 if threshold is None
-                                     else threshold, low=0.0, high=1.0)
+        self._effective_candidates = effective
+        self.threshold = threshold  # None: the model's tuned one, looked up on first read
         if candidate_params is not None and not isinstance(candidate_params, dict):
             raise ValueError(
                 f"{caller}: parameter 'candidate_params' must be a dict of {effective} "
@@ -621,6 +619,27 @@ class RerankMethod(Method):
             params.setdefault("threads", self.threads)
         self._candidate = candidate_method(effective, params)
         self._scorer: Any = None
+        self._scores: tuple | None = None  # scored_candidates' last sketch and its scores
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The kept scores are this process's cache (a weak reference does not pickle).
+        return {**self.__dict__, "_scores": None}
+
+    @property
+    def threshold(self) -> float:
+        """The ``threshold`` given, else the one tuned on validation for the scorer's
+        model with these candidates, else 0.5; looked up on first read (not in the
+        constructor: no model file is read before the method is used)."""
+        if self._threshold is None:
+            tuned = tuned_threshold(self.model or DEFAULT_MODELS[self.scorer], self.scorer,
+                                    self._effective_candidates)
+            self._threshold = 0.5 if tuned is None else tuned
+        return self._threshold
+
+    @threshold.setter
+    def threshold(self, value: float | None) -> None:
+        self._threshold = None if value is None else check_float(
+            "RerankMethod", "threshold", value, low=0.0, high=1.0)
 
     def recommended_cluster(self) -> dict[str, Any]:
         """The scorer model's ``recommended_cluster`` (see
@@ -661,8 +680,9 @@ class RerankMethod(Method):
 
     def scored_candidates(self, sketch: Sketch, dates: np.ndarray | None = None) -> Pairs:
         """Every candidate pair with its duplicate probability (before ``threshold``; 0
-        for the pairs ``template_guard`` rejects), computed once per sketch (and dates)
-        and cached on it. ``dates`` (datetime64[s], NaT where unknown) feed the verifier's
+        for the pairs ``template_guard`` rejects), computed once per sketch (and dates):
+        the method keeps the scores of the last sketch it scored (a weak reference to
+        it, so the scores go when the sketch does). ``dates`` (datetime64[s], NaT where unknown) feed the verifier's
         date features."""
         if _TEXT_KEY not in sketch.ragged:
             raise ValueError(
@@ -672,14 +692,13 @@ class RerankMethod(Method):
             )
         key = (self.sketch_key(), None if dates is None else hashlib.sha1(
             np.ascontiguousarray(dates).view(np.int64).tobytes()).hexdigest())
-        cache = getattr(sketch, _CACHE_ATTR, None)
-        if cache is None or cache[0] != key:
-            cache = (key, self._score_candidates(sketch, dates), {})
-            # A plain attribute on the sketch object: it lives exactly as long as the
-            # sketch, and every threshold of a sweep (with or without the guard) shares it
-            # (the scorer dominates the cost).
-            setattr(sketch, _CACHE_ATTR, cache)
-        scored, guard = cache[1], cache[2]
+        # The verifier's state: the scorer dominates the cost, so the scores are kept for
+        # the same sketch and dates; the threshold and the guard are applied after.
+        cache = self._scores
+        if cache is None or cache[0]() is not sketch or cache[1] != key:
+            cache = (weakref.ref(sketch), key, self._score_candidates(sketch, dates), {})
+            self._scores = cache
+        scored, guard = cache[2], cache[3]
         if not self.template_guard or len(scored) == 0:
             return scored
         if "mask" not in guard:
@@ -717,53 +736,36 @@ class RerankMethod(Method):
     def _keyed(self) -> bool:
         # The candidate method verifies from fixed-width rows in the stage's own linking
         # (no link_bucket of its own, which would not re-score).
-        base = self._candidate
-        return base.candidate_fixed_width and type(base).link_bucket is Method.link_bucket
+        base = self._candidate.capabilities
+        return base.fixed_width and not base.keyed.links_buckets
 
     @property
-    def _vector(self) -> bool:
-        # Embedding candidates (RETSim, bi-encoder): the vector stage searches the
-        # candidate method's rows and hands the pairs above its threshold to
-        # score_candidate_rows.
-        return not self._keyed and self._candidate.vector_search is not None
-
-    @property
-    def candidate_arrays(self) -> tuple[str, ...] | None:
-        return self._candidate.candidate_arrays if self._keyed else None
-
-    @property
-    def candidate_text_chars(self) -> int | None:
-        return self.max_chars if self._keyed or self._vector else None
-
-    @property
-    def candidate_dates(self) -> bool:
-        return (self._keyed or self._vector) and self.scorer == "verifier"
-
-    # -- vector contract: the candidate method's rows and search, then the scorer -----------
-
-    @property
-    def vector_search(self):
-        return self._candidate.vector_search if self._vector else None
+    def capabilities(self) -> Capabilities:
+        # Keyed: the candidate method's keys and bucket rule, its fixed-width rows plus the
+        # texts (and dates) the scorer reads. Embedding candidates (RETSim, bi-encoder):
+        # the vector stage searches the candidate method's rows and hands the pairs above
+        # its threshold to score_candidate_rows. Costly: tens of features (alignment,
+        # char and word n-grams) or a transformer per pair.
+        base = self._candidate.capabilities
+        if self._keyed:
+            keyed = KeyedCandidates(all_pairs_upto=base.keyed.all_pairs_upto,
+                                    star_upto=base.keyed.star_upto)
+            arrays = base.reads.arrays
+        elif base.vectors is not None:
+            keyed, arrays = None, ()
+        else:
+            return Capabilities()
+        return Capabilities(keyed=keyed, vectors=None if keyed else base.vectors,
+                            verification=Verification(arrays=arrays, text_chars=self.max_chars,
+                                                      dates=self.scorer == "verifier",
+                                                      costly=True))
 
     def vector_rows(self, sketch: Sketch) -> tuple[np.ndarray, np.ndarray]:
         return self._candidate.vector_rows(sketch)
 
-    @property
-    def costly_verification(self) -> bool:
-        # Tens of features (alignment, char and word n-grams) or a transformer per pair.
-        return True
-
     #: Most pairs given to the scorer at once by :meth:`score_candidate_rows` (its
     #: working memory per pair bounds the batch: ~140 MB for news stories).
     SCORE_BATCH = 1024
-
-    @property
-    def bucket_all_pairs_upto(self) -> int:
-        return self._candidate.bucket_all_pairs_upto
-
-    @property
-    def bucket_star_upto(self) -> int | None:
-        return self._candidate.bucket_star_upto
 
     def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
         return self._candidate.candidate_keys(sketch)

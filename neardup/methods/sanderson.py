@@ -58,6 +58,12 @@ from numba import njit, prange
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs, check_time_window, outside_time_window
+from neardup.methods.capabilities import (
+    Capabilities,
+    CorpusStatistics,
+    KeyedCandidates,
+    Verification,
+)
 from neardup.methods.base import (
     CandidateKeys,
     FeatureStatistics,
@@ -540,8 +546,13 @@ class Sanderson(Method):
     # top_k and margin rank a query's whole result list, not a pair.
 
     @property
-    def corpus_statistics(self) -> tuple[str, ...]:
-        return () if hasattr(self, "term_hashes_") else ("term",)
+    def capabilities(self) -> Capabilities:
+        # No key groups: mutual retrieval over the stored token multisets; term
+        # statistics until fitted.
+        return Capabilities(
+            keyed=KeyedCandidates(keys_per_doc=0, query_retrieval=True),
+            statistics=None if hasattr(self, "term_hashes_") else CorpusStatistics(("term",)),
+            verification=Verification(sets=True, multisets=True))
 
     def statistics_partial(self, sketch: Sketch) -> StatisticsPartial:
         _, hashes, _ = _term_counts(sketch.sets)  # distinct terms of each document
@@ -587,26 +598,6 @@ class Sanderson(Method):
         weight, chosen, q_weight = self._weights(docs, tf, idf, lengths,
                                                  stats.totals["tokens"] / n_eff, hashes, n)
         return docs, hashes, weight, chosen, q_weight
-
-    @property
-    def query_retrieval(self) -> bool:
-        return True
-
-    @property
-    def candidate_arrays(self) -> tuple[str, ...] | None:
-        return ()
-
-    @property
-    def candidate_sets(self) -> bool:
-        return True
-
-    @property
-    def candidate_multisets(self) -> bool:
-        return True
-
-    @property
-    def candidate_keys_per_doc(self) -> int:
-        return 0
 
     def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
         # No key groups: the retrieval stage reads the stored token multisets.

@@ -42,6 +42,7 @@ from numba import njit, prange, uint64
 from neardup.errors import check_choice, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, Method, Sketch
+from neardup.methods.capabilities import Capabilities, KeyedCandidates, Verification
 from neardup.text.hashing import mix64_array
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 from neardup.text.shingle import ShingleConfig, ShingleSets, hash_shingles
@@ -407,8 +408,11 @@ class SimHash(Method):
     # -- keyed contract: one key per fingerprint block, verified inside each key group --
 
     @property
-    def candidate_arrays(self) -> tuple[str, ...] | None:
-        return ("fingerprint",)
+    def capabilities(self) -> Capabilities:
+        # Block keys are weak (a block holds unrelated documents): link_bucket verifies
+        # inside each key group.
+        return Capabilities(keyed=KeyedCandidates(links_buckets=True),
+                            verification=Verification(arrays=("fingerprint",)))
 
     def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
         valid = np.flatnonzero(np.asarray(sketch.n_features) > 0)

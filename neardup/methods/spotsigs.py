@@ -61,6 +61,7 @@ from numba import njit, uint64
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, CandidateRows, Method, SetKeyedMixin, Sketch
+from neardup.methods.capabilities import Capabilities
 from neardup.methods.overlap_kernels import (
     bounded_similarity,
     count_bound_passes,
@@ -504,12 +505,8 @@ class SpotSigs(SetKeyedMixin, Method):
 
 
     @property
-    def bucket_skip_over(self) -> int | None:
-        return self.max_df
-
-    @property
-    def bucket_edges_overlap(self) -> bool:
-        return True
+    def capabilities(self) -> Capabilities:
+        return self.set_overlap_capabilities(keys_per_doc=40, skip_over=self.max_df)
 
     def candidate_keys(self, sketch: Sketch) -> CandidateKeys:
         sets = sketch.require_sets("SpotSigs.candidate_keys", "signature", "SpotSigs.sketch")

@@ -18,9 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from neardup.errors import check_float, check_int
-from neardup.methods.embedding import DEFAULT_THRESHOLD, EmbeddingMethod, file_digest
-from neardup.models import tuned_threshold
+from neardup.errors import check_int
+from neardup.methods.embedding import EmbeddingMethod, file_digest
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 
 __all__ = ["StaticMethod"]
@@ -88,25 +87,8 @@ class StaticMethod(EmbeddingMethod):
             raise ValueError(
                 f"{caller}: parameter 'normalize' must be a NormalizeConfig or None; got {normalize!r}.")
         self.normalize = normalize
-        # The base class would read the model's tuned threshold now; the property looks it
-        # up on first read instead, so the base class validates a placeholder.
-        super().__init__(threshold=0.0, k=k, index=index, exact_limit=exact_limit,
+        super().__init__(threshold=threshold, k=k, index=index, exact_limit=exact_limit,
                          batch_size=batch_size, threads=threads, cache_dir=cache_dir)
-        self.threshold = threshold
-
-    @property
-    def threshold(self) -> float:
-        """The ``threshold`` given, else the shipped model's tuned one, else 0.9; looked up
-        on first read (not in the constructor), so get_params reports what is used."""
-        if self._threshold is None:
-            tuned = tuned_threshold(self.model, self.model_kind, self.name)
-            self._threshold = DEFAULT_THRESHOLD if tuned is None else tuned
-        return self._threshold
-
-    @threshold.setter
-    def threshold(self, value: float | None) -> None:
-        self._threshold = None if value is None else check_float(
-            type(self).__name__, "threshold", value, low=-1.0, high=1.0)
 
     def _encode(self, texts: list[str]) -> dict[str, np.ndarray]:
         if self.normalize is not None:

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,6 +65,8 @@ from numba import njit, prange, uint64
 
 from neardup.errors import check_choice, check_float, check_int, spelled
 from neardup.graph.edges import Pairs
+from neardup.methods.capabilities import Capabilities, KeyedCandidates, Verification
+from neardup.methods.capabilities import CorpusStatistics as StatisticsTables
 from neardup.methods.base import (
     SET_WEIGHTS,
     CandidateKeys,
@@ -602,6 +605,10 @@ class WeightedMinHash(Method):
             return self.bands, self.rows
         return optimal_bands(max(min(self.threshold, 0.99), 0.01), self.num_samples)
 
+    def derived_params(self) -> dict[str, Any]:
+        bands, rows = self.banding
+        return {"bands": int(bands), "rows": int(rows)}
+
     def sketch(self, texts: Sequence[str]) -> Sketch:
         """Distinct phrase hashes of each text, with the hash of each phrase's first word.
 
@@ -757,10 +764,17 @@ class WeightedMinHash(Method):
         return tables
 
     @property
-    def corpus_statistics(self) -> tuple[str, ...]:
-        if hasattr(self, "n_docs_") or self.candidate_arrays is None:
-            return ()
-        return self._tables_needed()
+    def capabilities(self) -> Capabilities:
+        # Exact verification reads the weighted phrase sets, not the samples. Unfitted
+        # weights need corpus statistics (the fitted copy declares none).
+        exact = self.verify == "exact"
+        tables = () if hasattr(self, "n_docs_") else self._tables_needed()
+        return Capabilities(
+            keyed=KeyedCandidates(all_pairs_upto=self.max_bucket_pairs,
+                                  keys_per_doc=self.banding[0]),
+            statistics=StatisticsTables(tables) if tables else None,
+            verification=Verification(arrays=() if exact else ("samples",), sets=exact,
+                                      set_weights=exact))
 
     def statistics_partial(self, sketch: Sketch) -> StatisticsPartial:
         features = {}
@@ -808,27 +822,6 @@ class WeightedMinHash(Method):
             )
         empty = np.zeros(0, np.uint64), np.zeros(0, np.int64)
         return CorpusStatistics(0, *empty, *empty)
-
-    @property
-    def candidate_arrays(self) -> tuple[str, ...] | None:
-        # Exact verification reads the weighted phrase sets, not the samples.
-        return () if self.verify == "exact" else ("samples",)
-
-    @property
-    def candidate_sets(self) -> bool:
-        return self.verify == "exact"
-
-    @property
-    def candidate_set_weights(self) -> bool:
-        return self.verify == "exact"
-
-    @property
-    def bucket_all_pairs_upto(self) -> int:
-        return self.max_bucket_pairs
-
-    @property
-    def candidate_keys_per_doc(self) -> int:
-        return self.banding[0]
 
     def keyed_sketch(self, sketch: Sketch) -> Sketch:
         if "samples" in sketch.arrays:

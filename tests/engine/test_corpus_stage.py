@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -415,7 +416,9 @@ def test_rerank_scores_a_rejected_pair_once(demo, tmp_path, monkeypatch):
     local = neardup.dedup(records, "rerank", engine="local", pair_types=False, cluster="components",
                           work_dir=tmp_path / "w", memory_limit="4MB", partitions=8)
     left, right, accept = (np.concatenate(column) for column in zip(*scored))
-    monkeypatch.setattr(RerankMethod, "costly_verification", False)
+    costly = RerankMethod.capabilities
+    monkeypatch.setattr(RerankMethod, "capabilities", property(lambda self: replace(
+        costly.fget(self), verification=replace(costly.fget(self).verification, costly=False))))
     again = neardup.dedup(records, "rerank", engine="local", pair_types=False, cluster="components",
                           work_dir=tmp_path / "again", memory_limit="4MB", partitions=8)
     np.testing.assert_array_equal(local.clusters, again.clusters)

@@ -491,7 +491,7 @@ def test_wminhash_fitted_in_advance_runs_on_ray(cluster, shards):
     reader = ReaderConfig(id_field="id")
     texts = [t for batch in read_corpus(shards[:1], reader) for t in batch.texts]
     fitted = make_method("wminhash", phrase_length=3).fit(texts)
-    assert fitted.corpus_statistics == () and placement(fitted, "components", "ray").supported
+    assert fitted.capabilities.statistics is None and placement(fitted, "components", "ray").supported
     local = run(read_corpus(shards[:1], reader), fitted)
     distributed = run(RayInputs(tuple(shards[:1]), reader), fitted, engine="ray",
                       ray=RayConfig(shard_rows=800, partitions=4))
@@ -514,7 +514,7 @@ def test_wminhash_counts_its_statistics_on_ray(cluster, shards):
     # range sums them) and the fitted method keys the sketch stage, as the local engine does.
     reader = ReaderConfig(id_field="id")
     method = make_method("wminhash", phrase_length=3)
-    assert method.corpus_statistics and placement(method, "components", "ray").supported
+    assert method.capabilities.statistics is not None and placement(method, "components", "ray").supported
     local = run(read_corpus(shards[:2], reader), method)
     distributed = run(RayInputs(tuple(shards[:2]), reader), method, engine="ray",
                       ray=RayConfig(shard_rows=800, partitions=4))
@@ -537,7 +537,7 @@ def test_weighted_set_verification_is_refused_by_name(tmp_path):
     # refused before any Ray work, naming the option, even when fitted (no statistics pass).
     texts = ["the cat sat on the mat today", "the cat sat on the mat today", "dogs bark"]
     fitted = make_method("wminhash", verify="exact", phrase_length=3).fit(texts)
-    assert fitted.corpus_statistics == () and not placement(fitted, "components", "ray").supported
+    assert fitted.capabilities.statistics is None and not placement(fitted, "components", "ray").supported
     for method in (fitted, make_method("wminhash", verify="exact")):
         with pytest.raises(ValueError, match="engine='ray' cannot run method 'wminhash' with "
                                              "verify='exact'"):

@@ -131,7 +131,7 @@ def test_wminhash_samples_from_counted_statistics_equal_in_memory_ones(demo):
 def test_wminhash_fitted_on_a_reference_corpus_skips_the_statistics_stage(demo, tmp_path):
     texts = _texts(demo)
     reference = make_method("wminhash", phrase_length=3, threshold=0.2).fit(texts[1000:])
-    assert reference.corpus_statistics == ()
+    assert reference.capabilities.statistics is None
     stage = run_corpus_stage(_batches(texts[:1000]), reference,
                              config=CorpusStageConfig(work_dir=str(tmp_path / "w"),
                                                       memory_limit="1MB", partitions=8))

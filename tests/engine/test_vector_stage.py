@@ -328,7 +328,8 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
     records = demo[:400]
     method = _rerank(tiny_verifier)
     assert supports_vector_stage(method, "components")
-    assert method.candidate_text_chars == method.max_chars and method.candidate_dates
+    reads = method.capabilities.reads
+    assert reads.text_chars == method.max_chars and reads.dates
     memory = run(_batches(records, dates=True), method, engine="memory")
     candidates_only = run(_batches(records), method.candidate, engine="memory")
     calls = []

@@ -448,9 +448,10 @@ def test_prefix_keys_are_shared_by_every_pair_at_the_threshold(sets, threshold):
 
 def test_keyed_contract_declares_ragged_sets():
     method = NGramOverlap(threshold=0.5, max_df=100)
-    assert method.candidate_sets and method.candidate_arrays == ()
-    assert not method.candidate_fixed_width  # verification reads ragged sets, not fixed-width rows
-    assert method.bucket_star_upto == 100
+    caps = method.capabilities
+    assert caps.reads.sets and caps.reads.arrays == ()
+    assert not caps.fixed_width  # verification reads ragged sets, not fixed-width rows
+    assert caps.keyed.star_upto == 100
     sketch = method.sketch(["a b c d e f", "", "a b c d e g"])
     keys = method.candidate_keys(sketch)
     assert set(keys.docs.tolist()) == {0, 2}  # the empty document files no key

@@ -283,13 +283,15 @@ def test_recommended_cluster_comes_from_the_model(tiny_verifier, tmp_path):
 
 def test_keyed_stage_with_minhash_candidates_only(tiny_verifier):
     keyed = RerankMethod(scorer="verifier", model=str(tiny_verifier), **_CANDIDATES)
-    assert keyed.candidate_arrays == ("signature",)
-    assert keyed.candidate_text_chars == keyed.max_chars and keyed.candidate_dates
-    assert not keyed.candidate_fixed_width
+    reads = keyed.capabilities.reads
+    assert keyed.capabilities.keyed is not None and reads.arrays == ("signature",)
+    assert reads.text_chars == keyed.max_chars and reads.dates
+    assert not keyed.capabilities.fixed_width
     retsim = RerankMethod(scorer="verifier", model=str(tiny_verifier), candidates="retsim")
-    assert retsim.candidate_arrays is None  # no keyed stage: the vector stage instead
-    assert retsim.vector_search == retsim.candidate.vector_search
-    assert retsim.candidate_text_chars == retsim.max_chars and retsim.candidate_dates
+    caps = retsim.capabilities
+    assert caps.keyed is None  # no keyed stage: the vector stage instead
+    assert caps.vectors == retsim.candidate.capabilities.vectors
+    assert caps.reads.text_chars == retsim.max_chars and caps.reads.dates
 
 
 def test_keyed_dedup_matches_in_memory(tiny_verifier, corpus, tmp_path):
