@@ -99,7 +99,7 @@ def check_supported(caller: str, method: Method) -> str:
     given = ", ".join(f"{setting(k, k)} {v!r}" for k, v in culprits.items())
     if fixable:
         hint = f" Leave out {given}."
-    elif method.name == "rerank":
+    elif method.capabilities.reads.text_chars is not None:  # rerank: a pair classifier
         hint = (" Create a minhash index verified by the pair classifier instead "
                 f"({setting('rerank', 'rerank=')} 'verifier'), or use neardup dedup.")
     else:
