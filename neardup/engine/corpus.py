@@ -6,9 +6,9 @@ No step holds all sketches or all pairs in memory:
    what the method's verification spec (``method.capabilities.verification``) reads goes
    to the work directory: fixed-width ``arrays`` to raw files, ``sets`` to a ragged pair
    of files (set sizes, concatenated values; a third file of float64 element weights with
-   ``set_weights``), the first ``text_chars`` of each text to an Arrow IPC file, document facts (id, length, date) to Parquet, and keys are
-   hashed into ``partitions`` files, spilled whenever the buffer passes a share of
-   ``memory_limit``.
+   ``set_weights``), the first ``text_chars`` of each text to an Arrow IPC file;
+   document facts (id, length, date) go to Parquet, and keys are hashed into
+   ``partitions`` files, spilled whenever the buffer passes a share of ``memory_limit``.
 2. **buckets** (per key partition): rows grouped by key become a star plus a chain per
    bucket (:func:`~neardup.graph.buckets.bucket_edges`; all pairs up to the keyed spec's
    ``all_pairs_upto``, the chain alone over its ``star_upto``, ordered by the rows'
