@@ -24,7 +24,6 @@ from neardup.engine import (
     run_vector_stage,
 )
 from neardup.engine.facts import batch_identity, identity_pairs
-from neardup.engine.support import placement, responsible_parameters
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.cluster import cluster_pairs
 from neardup.graph.keep import KEEP_RULES, KeepKeys, KeepPolicy, choose_representatives
@@ -441,23 +440,18 @@ def run(
         workers read themselves); plain batches are shipped to the cluster one by one.
         ``reread`` (pair types) is not supported there.
     """
+    from neardup.plan import RunSpec, plan, require
+
     keep = _policy("run", keep, keep_values)
     check_choice("run", "engine", engine, ENGINES)
-    cluster = cluster.resolved(method)
+    # One plan for every front door: which stage runs the method on this executor.
+    planned = plan(RunSpec(method, cluster, engine, keep=keep))
+    cluster, placed = planned.cluster, planned.placement
     timer = StageTimer()
-    placed = placement(method, cluster.algorithm, engine)
     if engine == "ray":
         from neardup.engine.ray_engine import RayConfig, run_ray_stage
 
-        if not placed.supported:
-            culprits, fixable = responsible_parameters(method, cluster.algorithm, engine)
-            given = ", ".join(f"{k}={v!r}" for k, v in culprits.items())
-            raise ValueError(
-                f"run: engine='ray' cannot run method {method.name!r}"
-                f"{' with ' + given if given else ''} clustered by {cluster.algorithm!r}: "
-                f"{placed.reason}. Use engine='local' (out of core) or engine='memory' for it"
-                f"{', or leave out ' + given if fixable else ''}."
-            )
+        require(planned, "run")
         stage = run_ray_stage(batches, method, config=ray or RayConfig(),
                               time_window_hours=cluster.time_window_hours, timer=timer,
                               progress=progress, every_edge=cluster.needs_every_pair)

@@ -35,6 +35,7 @@ from neardup.cli.options import (
     keep_values_from_options,
     method_options,
     method_params_from_options,
+    output_options,
     PATH_OR_URL,
     STORAGE_OPTION,
     reader_config_from_options,
@@ -164,26 +165,7 @@ def _killing_after_first(batches):
 @STORAGE_OPTION
 @cluster_options
 @keep_options
-@click.option("--clusters-out", type=PATH_OR_URL, default=None,
-              help="Write one row per input document (id, cluster, cluster_size, "
-                   "representative, status, template): .parquet, .jsonl, .jsonl.gz, .csv "
-                   "or .tsv.")
-@click.option("--pairs-out", type=PATH_OR_URL, default=None,
-              help="Write the scored edges (id_a, id_b, score, method, type = exact / "
-                   "expanded / corrected / template / near, outside_window); same formats.")
-@click.option("--out", "out", type=PATH_OR_URL, default=None,
-              help="Write the de-duplicated corpus (one representative per cluster, all "
-                   "fields kept): .jsonl, .jsonl.gz, .parquet, .csv or .tsv. A binary text "
-                   "column stays binary in .parquet and becomes UTF-8 text otherwise; a field "
-                   "of mixed types becomes strings in .parquet (with a warning); NaN and "
-                   "Infinity are kept. CSV quotes values as needed; TSV has no quoting and "
-                   "refuses values with tabs or line breaks. The input is read again: it must "
-                   "be a file (not a pipe) that does not change during the run.")
-@click.option("--report", type=PATH_OR_URL, default=None,
-              help="Write the run summary, parameters (with the LSH bands and rows used), "
-                   "neardup version and timings as JSON (.json).")
-@click.option("--html", type=PATH_OR_URL, default=None,
-              help="Write an HTML report of the run (one offline page; see neardup report).")
+@output_options
 @run_options
 @engine_options
 def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
