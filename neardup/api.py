@@ -390,7 +390,8 @@ def dedup(
         k: params.pop(k) for k in list(params) if k in CLUSTER_OPTION_NAMES and k not in own
     }
     seed = params.get("seed", 0)
-    settings = {"engine": engine, "partitions": partitions, "seed": seed, **cluster_kwargs}
+    settings = {"engine": engine, "partitions": partitions, "seed": seed, "cluster": "auto",
+                **cluster_kwargs}
     for name, value in settings.items():
         check_value("dedup", name, value)
     # The schema's rules, as the command line applies them: a parameter the run would

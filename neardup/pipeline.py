@@ -39,9 +39,11 @@ __all__ = [
     "KEEP_RULES",
     "KeepPolicy",
     "Result",
+    "result_from_stage",
     "run",
     "run_on_sketch",
     "sketch_corpus",
+    "template_clusters",
 ]
 
 #: "local": the keyed out-of-core corpus stage (:mod:`neardup.engine`) for methods that
@@ -268,13 +270,8 @@ class Result:
         are singletons in ``clusters`` but are still reported here, grouped as found."""
         if not self.template.any():
             return []
-        members = np.flatnonzero(self.template)
-        groups = self.template_groups[members]
-        out = []
-        for group in np.unique(groups).tolist():
-            ids = self.ids[members[groups == group]]
-            out.append({"cluster": int(group), "size": int(ids.size), "examples": ids[:examples].tolist()})
-        return sorted(out, key=lambda c: (-c["size"], c["cluster"]))
+        return template_clusters(self.ids[self.template], self.template_groups[self.template],
+                                 examples)
 
     def summary(self) -> dict[str, Any]:
         """Counts for the end-of-run report."""
@@ -300,6 +297,19 @@ class Result:
                if "engine_fallback" in (self.params or {}) else {}),
         }
 
+
+
+def template_clusters(ids: np.ndarray, groups: np.ndarray, examples: int = 3) -> list[dict[str, Any]]:
+    """Flagged (oversized) clusters from their members' ids and groups, largest first:
+    ``cluster``, ``size`` and up to ``examples`` member ids (first in input order). For
+    :meth:`Result.template_clusters` and for outputs read back (a Ray run's directory)."""
+    if not len(ids):
+        return []
+    order = np.argsort(groups, kind="stable")
+    values, starts, counts = np.unique(groups[order], return_index=True, return_counts=True)
+    out = [{"cluster": int(g), "size": int(n), "examples": ids[order[s:s + examples]].tolist()}
+           for g, s, n in zip(values.tolist(), starts.tolist(), counts.tolist())]
+    return sorted(out, key=lambda c: (-c["size"], c["cluster"]))
 
 
 @dataclass
@@ -591,6 +601,15 @@ def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: Keep
         timings=timer.seconds,
         pruning=_pruning(method.keyed_pruning(stage.stats), stage.dates),
     )
+
+
+def result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: KeepPolicy, timer,
+                      engine: str = "local", keep_values: np.ndarray | None = None) -> Result:
+    """The :class:`Result` of an out-of-core stage's output (local, or a Ray run's
+    :meth:`~neardup.engine.ray_engine.RayRun.stage_output`), clustered as ``cluster``
+    (resolved) says."""
+    return _result_from_stage(stage, method, cluster, keep, timer, engine=engine,
+                              keep_values=keep_values)
 
 
 def run_on_sketch(
