@@ -581,6 +581,7 @@ def check_rules(caller: str, values: Mapping[str, Any], given: Collection[str], 
     command (rules limited to some commands are skipped elsewhere; None: ``dedup``).
     """
     situation = Situation(values, method, algorithm)
+    sweep = {RENAMED.get(name, name) for name in sweep}
     for rule in RULES:
         if rule.name not in values or rule.name not in given:
             continue
