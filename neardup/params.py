@@ -418,6 +418,7 @@ class Rule:
     counts: Callable[[Any], bool] = _always  # which values are "given"
     swept_by: tuple[str, ...] = ()  # tune grid names that make it apply
     commands: tuple[str, ...] | None = None  # None: every command that has the parameter
+    interfaces: tuple[str, ...] = ("cli", "python")  # where the rule is checked
 
     @property
     def flag(self) -> str:
@@ -538,7 +539,9 @@ RULES: tuple[Rule, ...] = (
                             f"{w.one_of('cluster', _SEED_CLUSTERINGS)}"),
          _seed_applies,
          lambda s, w: f"{w.set('method', s.method_name)} and {w.set('cluster', s.clustering())}",
-         commands=("dedup",)),
+         # Python code passes one seed to every method for reproducibility (the
+         # determinism contract does); only a seed typed on the command line is refused.
+         commands=("dedup",), interfaces=("cli",)),
     Rule("ray_address", lambda w: w.set("engine", "ray"), _engine_is("ray"),
          lambda s, w: w.set("engine", s.values.get("engine", "local")),
          add=lambda w: w.set("engine", "ray")),
@@ -571,7 +574,8 @@ RULES: tuple[Rule, ...] = (
 
 def check_rules(caller: str, values: Mapping[str, Any], given: Collection[str], *,
                 method: Any = None, algorithm: str | None = None,
-                sweep: Collection[str] = (), command: str | None = None) -> None:
+                sweep: Collection[str] = (), command: str | None = None,
+                interface: str = "python") -> None:
     """A :class:`RuleError` for the first given parameter that the run would ignore.
 
     ``values``: every parameter the interface has, by name (given or default);
@@ -579,6 +583,7 @@ def check_rules(caller: str, values: Mapping[str, Any], given: Collection[str], 
     resolved clustering), when given, settle the rules that depend on them; before they
     are known those rules pass. ``sweep``: the names ``tune`` varies. ``command``: the
     command (rules limited to some commands are skipped elsewhere; None: ``dedup``).
+    ``interface``: "python" or "cli" (a few rules hold in one of them only).
     """
     situation = Situation(values, method, algorithm)
     sweep = {RENAMED.get(name, name) for name in sweep}
@@ -586,6 +591,8 @@ def check_rules(caller: str, values: Mapping[str, Any], given: Collection[str], 
         if rule.name not in values or rule.name not in given:
             continue
         if rule.commands is not None and (command or "dedup") not in rule.commands:
+            continue
+        if interface not in rule.interfaces:
             continue
         if not rule.counts(values[rule.name]) or set(rule.swept_by) & set(sweep):
             continue

@@ -22,7 +22,7 @@ from neardup.errors import ParameterError, check_choice
 from neardup.graph.keep import KeepPolicy
 from neardup.methods.base import Method
 from neardup.params import CLI, ENGINES, PARAM, PYTHON, Wording
-from neardup.pipeline import ClusterConfig
+from neardup.graph.config import ClusterConfig
 
 __all__ = ["OUTPUTS", "Budget", "Plan", "RunSpec", "Unsupported", "describe", "plan", "require"]
 

@@ -21,7 +21,17 @@ from neardup.cli import main
 from neardup.cli.dedup import dedup_command
 from neardup.engine.support import placement
 from neardup.methods import make_method
-from neardup.params import CLI, PARAM, PARAMS, PYTHON, RULES, RuleError, check_value
+from neardup.params import (
+    CLI,
+    PARAM,
+    PARAMS,
+    PYTHON,
+    RULES,
+    RuleError,
+    check_rules,
+    check_value,
+    choices_of,
+)
 from neardup.pipeline import ClusterConfig
 from neardup.plan import Budget, RunSpec, Unsupported, plan, require
 
@@ -37,8 +47,7 @@ def test_every_dedup_option_comes_from_the_schema():
         if param.short is not None:
             assert param.short in option.opts
         if param.kind == "choice":
-            assert tuple(option.type.choices) == tuple(
-                __import__("neardup.params", fromlist=["choices_of"]).choices_of(param))
+            assert tuple(option.type.choices) == choices_of(param)
         if param.kind not in ("flag", "key_value", "name_value"):
             assert option.default == param.default, option.name
         assert option.help == param.help
@@ -82,7 +91,6 @@ BROKEN = {
     "resolution": ({"cluster": "components", "resolution": 0.5},
                    ["--cluster", "components", "--resolution", "0.5"]),
     "oversized": ({"oversized": "split"}, ["--oversized", "split"]),
-    "seed": ({"method": "retsim", "seed": 3}, ["--method", "retsim", "--seed", "3"]),
     "ray_address": ({"ray_address": "auto"}, ["--ray-address", "auto"]),
     "work_dir": ({"engine": "memory", "work_dir": "{tmp}/w"},
                  ["--engine", "memory", "--work-dir", "{tmp}/w"]),
@@ -95,9 +103,20 @@ BROKEN = {
 
 
 def test_every_shared_rule_has_a_case():
-    shared = {r.name for r in RULES if PARAM[r.name].python and PARAM[r.name].cli}
+    shared = {r.name for r in RULES if PARAM[r.name].python and PARAM[r.name].cli
+              and "python" in r.interfaces}
     # --progress is ignored only next to -q/--quiet, which Python does not have.
     assert shared - {"progress"} == set(BROKEN)
+
+
+def test_python_takes_one_seed_for_every_method():
+    """Generic code passes a seed to every method (the determinism contract): Python
+    accepts it where the command line refuses a typed --seed that nothing reads."""
+    values = {"method": "retsim", "seed": 7, "cluster": "auto"}
+    check_rules("dedup", values, {"seed"}, algorithm="components")  # Python: accepted
+    with pytest.raises(RuleError) as raised:
+        check_rules("dedup", values, {"seed"}, algorithm="components", interface="cli")
+    assert raised.value.render("--").startswith("--seed applies to --method exact")
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))

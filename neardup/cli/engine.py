@@ -8,10 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import click
 
-from neardup.engine import CorpusStageConfig, parse_memory
+from neardup.cli.options import apply_options, memory_size, schema_option
+from neardup.engine import CorpusStageConfig
 from neardup.errors import InputError
+from neardup.params import group
 
 __all__ = ["InputWatch", "check_engine_options", "corpus_stage_from_options", "engine_options",
            "estimated_documents", "input_bytes", "input_identity", "memory_size",
@@ -47,22 +48,9 @@ def input_bytes(inputs, storage_options: dict[str, Any] | None = None) -> tuple[
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def memory_size(ctx, param, value):
-    """click callback: a memory size option (``2GB``, ``512MB``) in bytes, or None."""
-    if value is None:
-        return None
-    try:
-        return parse_memory(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
-
-
 def engine_options(function: F) -> F:
     """``--engine``, ``--ray-address``, ``--ray-shard-rows``, ``--work-dir``,
     ``--memory-limit``, ``--partitions``, ``--resume`` (from :mod:`neardup.params`)."""
-    from neardup.cli.options import apply_options, schema_option
-    from neardup.params import group
-
     return apply_options(tuple(schema_option(p.name) for p in group("engine")), function)
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "keep_options",
     "keep_policy_from_options",
     "keep_values_from_options",
+    "memory_size",
     "method_options",
     "method_params_from_options",
     "output_options",
@@ -211,7 +212,7 @@ def check_option_rules(
     given = {name for name in opts if _given(context, opts, name)}
     try:
         check_rules(command, opts, given, method=method, algorithm=algorithm, sweep=sweep,
-                    command=command)
+                    command=command, interface="cli")
     except RuleError as exc:
         raise click.UsageError(exc.render("--")) from None
 
@@ -280,6 +281,18 @@ def _storage_options(ctx: Any, param: Any, values: tuple[str, ...]) -> dict[str,
     return options
 
 
+def memory_size(ctx, param, value):
+    """click callback: a memory size option (``2GB``, ``512MB``) in bytes, or None."""
+    if value is None:
+        return None
+    from neardup.engine import parse_memory
+
+    try:
+        return parse_memory(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
 def _click_type(param: Param) -> dict[str, Any]:
     """The click keyword arguments that read ``param``'s kind of value."""
     if param.kind == "choice":
@@ -300,8 +313,6 @@ def _click_type(param: Param) -> dict[str, Any]:
     if param.kind == "dir":
         return {"type": click.Path(file_okay=False, path_type=Path)}
     if param.kind == "memory":
-        from neardup.cli.engine import memory_size
-
         return {"callback": memory_size}
     if param.kind == "key_value":
         return {"multiple": True, "callback": _storage_options}
