@@ -349,7 +349,12 @@ def dedup(
         ``resolution``, ``linkage`` and ``distance_threshold`` (for "hac"), and
         ``time_window_hours`` (do not merge documents dated further apart; needs
         ``date_field``; "sanderson" takes it as its own parameter).
-        ``seed`` seeds both the method and community detection.
+        ``seed`` seeds both the method and community detection. Each name is declared
+        once in :mod:`neardup.params`, with the rules the command line applies: a
+        parameter the run would ignore (``linkage`` without ``cluster="hac"``,
+        ``work_dir`` with ``engine="memory"``, ...) raises
+        :class:`~neardup.params.RuleError` before any work, and an engine that cannot
+        run the method raises :class:`~neardup.plan.Unsupported` with the engines that can.
 
     Returns
     -------
