@@ -27,6 +27,7 @@ from neardup.engine.facts import batch_identity, identity_pairs
 from neardup.errors import check_choice
 from neardup.graph.cluster import cluster_pairs
 from neardup.graph.config import CLUSTER_ALGORITHMS, ClusterConfig
+from neardup.params import ENGINES as EXECUTOR_NAMES
 from neardup.graph.keep import KEEP_RULES, KeepKeys, KeepPolicy, choose_representatives
 from neardup.graph.edges import Pairs, outside_time_window
 from neardup.io.batch import DocumentBatch
@@ -57,7 +58,7 @@ __all__ = [
 #: "ray": the same keyed stage distributed over a Ray cluster
 #: (:mod:`neardup.engine.ray_engine`; needs ``pip install 'neardup[ray]'``), same clusters
 #: as "local"; only for methods with a keyed stage clustered by components.
-ENGINES = ("local", "memory", "ray")
+ENGINES = EXECUTOR_NAMES
 
 STATUS_OK = "ok"
 STATUS_EMPTY = "empty"
