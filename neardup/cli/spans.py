@@ -12,6 +12,7 @@ import json
 import os
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -90,6 +91,19 @@ def _check_engine(opts: dict[str, Any]) -> None:
                                "itself); drop one of them.")
 
 
+def _executor(opts: dict[str, Any]):
+    """The executor of the steps: this process, or Ray tasks on the cluster
+    (:func:`neardup.engine.ray_engine.connect`)."""
+    from neardup.spans.executors import RayExecutor, local_executor
+
+    if opts["engine"] != "ray":
+        return local_executor
+    from neardup.engine.ray_engine import connect
+
+    connect(opts["ray_address"])
+    return RayExecutor()
+
+
 def _work_dir(stack: ExitStack, opts: dict[str, Any], identity: dict[str, Any]):
     """The run's :class:`~neardup.engine.workdir.WorkDir`: --work-dir, or a temporary
     directory removed at the end."""
@@ -154,6 +168,7 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
                     advance(len(batch))
                     faults.checkpoint(f"{command}-counting")
 
+        executor = _executor(opts)
         start = time.perf_counter()
         facts = work.done("count", count_key)
         if facts is None:
@@ -161,7 +176,7 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
             decisions = find(texts(inputs, "counting", True),
                              texts(against, "reading --against", False) if against else None,
                              work_dir=stage, memory_limit=memory_limit,
-                             expected_bytes=size * (3 if compressed else 1))
+                             expected_bytes=size * (3 if compressed else 1), executor=executor)
             work.finish("count", count_key, decisions_facts(decisions, stage))
             faults.checkpoint(f"{command}-counted")
         else:
@@ -170,7 +185,7 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
         start = time.perf_counter()
         table: dict[str, list] = {k: [] for k in ("id", "source", "row", "bytes_before",
                                                   "bytes_removed", "ranges_removed", "dropped")}
-        batches = []
+        batches: deque = deque()  # read ahead of the removals by the executor's window
 
         def rewrite_texts():
             for batch in watch.second_batches(read_corpus(list(inputs), reader),
@@ -181,8 +196,8 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
         def records():
             source = iter_records(list(inputs), reader)
             with progress_bar("rewriting", enabled=progress) as advance:
-                for removal in remove(rewrite_texts(), decisions):
-                    batch = batches.pop()
+                for removal in remove(rewrite_texts(), decisions, executor=executor):
+                    batch = batches.popleft()
                     for i in range(len(batch)):
                         record = next(source)
                         emptied = (removal.chars_removed[i] > 0
@@ -285,7 +300,7 @@ def _print(report: dict[str, Any], what: str) -> None:
 def _command_errors():
     from neardup.cli._checks import command_errors
 
-    return command_errors(flags=_FLAGS)
+    return command_errors(flags=_FLAGS, catch=(ImportError,))
 
 
 @click.command("spans")

@@ -358,8 +358,8 @@ def find_repeated_substrings(batches: Iterable[Sequence[str]], n: int, *,
     chunk_args = ((*chunk, n, decisions.against_mode) for chunk in _chunks(tokenized(), chunk_tokens, starts))
     with open(directory / "within.bin", "wb") as within:
         for index, (pairs, input_hashes, against_hashes) in enumerate(executor(chunk_step, chunk_args)):
-            pairs[:, 0] += starts[index]
-            pairs.tofile(within)
+            # A new array: a Ray result is read-only.
+            (pairs + np.array([starts[index], 0], np.int64)).tofile(within)
             decisions.windows_within += int(pairs.shape[0])
             for flag, hashes_seen in ((0, input_hashes), (1, against_hashes)):
                 records = np.empty(hashes_seen.shape[0], WINDOW)
