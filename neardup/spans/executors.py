@@ -30,8 +30,8 @@ class RayExecutor:
     """Each step a Ray task (Ray initialized: :func:`neardup.engine.ray_engine.connect`),
     at most ``window`` of them submitted ahead of the one whose result is next (default:
     two per CPU of the cluster), so the arguments and results in flight stay bounded; the
-    results come back in submission order. A task's failure is raised as the error the
-    worker raised (an InputError naming the file and record) where Ray keeps it."""
+    results come back in submission order. A step's failure is raised as the error the
+    step raised, where Ray keeps it."""
 
     def __init__(self, window: int | None = None) -> None:
         from neardup.engine.ray_engine import import_ray
@@ -42,8 +42,6 @@ class RayExecutor:
         self._remote: dict[Callable, Any] = {}
 
     def __call__(self, step: Callable[..., Any], arguments: Iterable[tuple]) -> Iterator[Any]:
-        from neardup.engine.ray_engine import _ray_error
-
         remote = self._remote.get(step)
         if remote is None:
             remote = self._remote[step] = self._ray.remote(step)
@@ -52,8 +50,11 @@ class RayExecutor:
         def result():
             try:
                 return self._ray.get(pending.popleft())
-            except self._ray.exceptions.RayError as exc:
-                raise _ray_error(exc) from None
+            except self._ray.exceptions.RayTaskError as exc:
+                # The step's own error, worded for the user, not Ray's wrapper around
+                # the worker's traceback.
+                cause = getattr(exc, "cause", None)
+                raise (cause if isinstance(cause, Exception) else exc) from None
 
         for args in arguments:
             pending.append(remote.remote(*args))

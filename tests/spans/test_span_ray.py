@@ -129,3 +129,12 @@ def test_python_ray_decisions_match_local(tmp_path, cluster, partitions, keep):
     texts_local = [r.texts for r in remove_spans(batches, local)]
     texts_remote = [r.texts for r in remove_spans(batches, remote)]
     assert texts_remote == texts_local
+
+
+def test_a_failed_step_raises_its_own_error(cluster):
+    from neardup.spans.executors import RayExecutor
+
+    # A step failing in the worker on its second argument.
+    with pytest.raises(json.JSONDecodeError, match="Expecting property name") as info:
+        list(RayExecutor()(json.loads, [("[1]",), ("{",)]))
+    assert type(info.value) is json.JSONDecodeError and "Traceback" not in str(info.value)
