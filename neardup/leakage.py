@@ -88,14 +88,20 @@ def find_leakage(
         The near-duplicate method (any of ``neardup.METHODS``).
     progress : bool or None, default None
     """
+    from neardup.plan import RunSpec, describe, plan, require
+
+    # Any method runs here: the in-memory executor (the plan says so, and refuses nothing).
+    planned = require(plan(RunSpec(method, executor="memory", outputs=("pairs", "report"))),
+                      "find_leakage")
     evals = EvalSets.by_source(test_batches)
-    config = DecontaminationConfig(ngram=0, near_engine="memory", near_method=method)
+    config = DecontaminationConfig(ngram=0, near_engine=planned.executor, near_method=method)
     found = find_contamination(train_batches, evals, config, progress=progress)
     exact = ExactHash(normalize=method.normalize or NormalizeConfig())
     key, valid = digest_keys(evals.texts, exact)
     per_file, pairs = _report(found.leaks, evals, key, valid)
     return LeakageReport(per_file=per_file, pairs=pairs, method=method.name,
-                         params={"method": method.get_params()}, timings=found.timings)
+                         params={"method": method.get_params(), "plan": describe(planned)},
+                         timings=found.timings)
 
 
 def _report(leaks: pa.Table, evals: EvalSets, key: np.ndarray, valid: np.ndarray):

@@ -12,7 +12,7 @@ corpus-wide stages. Raw text is never held beyond the batch being sketched.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,25 +24,29 @@ from neardup.engine import (
     run_vector_stage,
 )
 from neardup.engine.facts import batch_identity, identity_pairs
-from neardup.engine.support import placement, responsible_parameters
-from neardup.errors import check_choice, check_float, check_int
+from neardup.errors import check_choice
 from neardup.graph.cluster import cluster_pairs
+from neardup.graph.config import CLUSTER_ALGORITHMS, ClusterConfig
+from neardup.params import ENGINES as EXECUTOR_NAMES
 from neardup.graph.keep import KEEP_RULES, KeepKeys, KeepPolicy, choose_representatives
-from neardup.graph.edges import Pairs, check_time_window, outside_time_window
+from neardup.graph.edges import Pairs, outside_time_window
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Matches, Method, Sketch
 from neardup.progress import StageTimer, timed_batches
 
 __all__ = [
+    "CLUSTER_ALGORITHMS",
     "ENGINES",
     "ClusterConfig",
     "CorpusSketch",
     "KEEP_RULES",
     "KeepPolicy",
     "Result",
+    "result_from_stage",
     "run",
     "run_on_sketch",
     "sketch_corpus",
+    "template_clusters",
 ]
 
 #: "local": the keyed out-of-core corpus stage (:mod:`neardup.engine`) for methods that
@@ -54,90 +58,10 @@ __all__ = [
 #: "ray": the same keyed stage distributed over a Ray cluster
 #: (:mod:`neardup.engine.ray_engine`; needs ``pip install 'neardup[ray]'``), same clusters
 #: as "local"; only for methods with a keyed stage clustered by components.
-ENGINES = ("local", "memory", "ray")
+ENGINES = EXECUTOR_NAMES
 
 STATUS_OK = "ok"
 STATUS_EMPTY = "empty"
-
-
-#: ``ClusterConfig.algorithm`` values ("auto" is resolved per method before a run).
-CLUSTER_ALGORITHMS = ("auto", "components", "leiden", "louvain", "hac")
-
-
-@dataclass(frozen=True)
-class ClusterConfig:
-    """How scored pairs become clusters.
-
-    Parameters
-    ----------
-    algorithm : {"auto", "components", "leiden", "louvain", "hac"}, default "auto"
-        Connected components (single linkage over the pairs), community detection, which
-        cuts weak bridges between otherwise separate groups (Silcock et al. 2022 found it
-        helps n-gram methods most), or agglomerative clustering per component. "auto":
-        the clustering the method's model was measured best with on held-out sets
-        (:meth:`~neardup.methods.Method.recommended_cluster`, resolution included:
-        rerank with its shipped verifier gets Leiden at resolution 0.4,
-        docs/transfer.md), else connected components (every other method today); see
-        :meth:`resolved`.
-    max_cluster_size : int or None, default None
-        Clusters larger than this are flagged as templates/boilerplate.
-    oversized : {"flag", "split"}, default "flag"
-        "flag" keeps oversized clusters and marks their members; "split" also leaves
-        their members unmerged (singletons).
-    resolution : float, default 1.0
-        Community-detection resolution (higher gives smaller communities).
-    seed : int, default 0
-    linkage : {"average", "single", "complete"}, default "average"
-        Linkage for ``algorithm="hac"``.
-    distance_threshold : float, default 0.2
-        For ``algorithm="hac"``: merge while linkage distance (1 - score) <= this.
-    time_window_hours : float > 0 or None, default None
-        Pairs whose documents are dated more than this many hours apart are not merged
-        but reported in ``Result.outside_window`` (Sanderson 1997's window, for any
-        method): news copies appear within a day or two of the story, while recurring
-        reports (daily market figures, weekly notices) reuse its wording days apart.
-        Needs document dates; a pair with an unknown date on either side stays in, and
-        so does a pair whose texts are identical after normalization
-        (:func:`neardup.text.identity.text_identity`, whatever the method's score),
-        since a story re-sent unchanged is the same story.
-    """
-
-    algorithm: str = "auto"
-    max_cluster_size: int | None = None
-    oversized: str = "flag"
-    resolution: float = 1.0
-    seed: int = 0
-    linkage: str = "average"
-    distance_threshold: float = 0.2
-    time_window_hours: float | None = None
-
-    def __post_init__(self) -> None:
-        check_choice("ClusterConfig", "algorithm", self.algorithm, CLUSTER_ALGORITHMS)
-        check_choice("ClusterConfig", "linkage", self.linkage, ("average", "single", "complete"))
-        check_float("ClusterConfig", "distance_threshold", self.distance_threshold, low=0.0, high=2.0)
-        if self.max_cluster_size is not None:
-            check_int("ClusterConfig", "max_cluster_size", self.max_cluster_size, low=2)
-        check_choice("ClusterConfig", "oversized", self.oversized, ("flag", "split"))
-        check_float("ClusterConfig", "resolution", self.resolution, low=0.0)
-        check_int("ClusterConfig", "seed", self.seed, low=0)
-        check_time_window("ClusterConfig", self.time_window_hours)
-
-    def get_params(self) -> dict:
-        return asdict(self)
-
-    @property
-    def needs_every_pair(self) -> bool:
-        """Whether the clustering reads every accepted pair, not only the components (a
-        spanning forest): the corpus stages' ``every_edge`` mode."""
-        return self.algorithm != "components"
-
-    def resolved(self, method: Method) -> ClusterConfig:
-        """This configuration with ``algorithm="auto"`` replaced by ``method``'s
-        recommended clustering (its algorithm and, when it names one, its resolution),
-        or by connected components when it recommends none; other algorithms unchanged."""
-        if self.algorithm != "auto":
-            return self
-        return replace(self, **{"algorithm": "components", **method.recommended_cluster()})
 
 
 @dataclass
@@ -269,13 +193,8 @@ class Result:
         are singletons in ``clusters`` but are still reported here, grouped as found."""
         if not self.template.any():
             return []
-        members = np.flatnonzero(self.template)
-        groups = self.template_groups[members]
-        out = []
-        for group in np.unique(groups).tolist():
-            ids = self.ids[members[groups == group]]
-            out.append({"cluster": int(group), "size": int(ids.size), "examples": ids[:examples].tolist()})
-        return sorted(out, key=lambda c: (-c["size"], c["cluster"]))
+        return template_clusters(self.ids[self.template], self.template_groups[self.template],
+                                 examples)
 
     def summary(self) -> dict[str, Any]:
         """Counts for the end-of-run report."""
@@ -301,6 +220,19 @@ class Result:
                if "engine_fallback" in (self.params or {}) else {}),
         }
 
+
+
+def template_clusters(ids: np.ndarray, groups: np.ndarray, examples: int = 3) -> list[dict[str, Any]]:
+    """Flagged (oversized) clusters from their members' ids and groups, largest first:
+    ``cluster``, ``size`` and up to ``examples`` member ids (first in input order). For
+    :meth:`Result.template_clusters` and for outputs read back (a Ray run's directory)."""
+    if not len(ids):
+        return []
+    order = np.argsort(groups, kind="stable")
+    values, starts, counts = np.unique(groups[order], return_index=True, return_counts=True)
+    out = [{"cluster": int(g), "size": int(n), "examples": ids[order[s:s + examples]].tolist()}
+           for g, s, n in zip(values.tolist(), starts.tolist(), counts.tolist())]
+    return sorted(out, key=lambda c: (-c["size"], c["cluster"]))
 
 
 @dataclass
@@ -441,23 +373,18 @@ def run(
         workers read themselves); plain batches are shipped to the cluster one by one.
         ``reread`` (pair types) is not supported there.
     """
+    from neardup.plan import RunSpec, plan, require
+
     keep = _policy("run", keep, keep_values)
     check_choice("run", "engine", engine, ENGINES)
-    cluster = cluster.resolved(method)
+    # One plan for every front door: which stage runs the method on this executor.
+    planned = plan(RunSpec(method, cluster, engine, keep=keep))
+    cluster, placed = planned.cluster, planned.placement
     timer = StageTimer()
-    placed = placement(method, cluster.algorithm, engine)
     if engine == "ray":
         from neardup.engine.ray_engine import RayConfig, run_ray_stage
 
-        if not placed.supported:
-            culprits, fixable = responsible_parameters(method, cluster.algorithm, engine)
-            given = ", ".join(f"{k}={v!r}" for k, v in culprits.items())
-            raise ValueError(
-                f"run: engine='ray' cannot run method {method.name!r}"
-                f"{' with ' + given if given else ''} clustered by {cluster.algorithm!r}: "
-                f"{placed.reason}. Use engine='local' (out of core) or engine='memory' for it"
-                f"{', or leave out ' + given if fixable else ''}."
-            )
+        require(planned, "run")
         stage = run_ray_stage(batches, method, config=ray or RayConfig(),
                               time_window_hours=cluster.time_window_hours, timer=timer,
                               progress=progress, every_edge=cluster.needs_every_pair)
@@ -597,6 +524,15 @@ def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: Keep
         timings=timer.seconds,
         pruning=_pruning(method.keyed_pruning(stage.stats), stage.dates),
     )
+
+
+def result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: KeepPolicy, timer,
+                      engine: str = "local", keep_values: np.ndarray | None = None) -> Result:
+    """The :class:`Result` of an out-of-core stage's output (local, or a Ray run's
+    :meth:`~neardup.engine.ray_engine.RayRun.stage_output`), clustered as ``cluster``
+    (resolved) says."""
+    return _result_from_stage(stage, method, cluster, keep, timer, engine=engine,
+                              keep_values=keep_values)
 
 
 def run_on_sketch(

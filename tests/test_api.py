@@ -193,7 +193,7 @@ def test_only_identical_texts_pass_the_time_window(method, params, engine, tmp_p
 
 
 def test_time_window_needs_dates_and_valid_hours():
-    with pytest.raises(ValueError, match="needs document dates"):
+    with pytest.raises(ValueError, match="applies to documents with dates"):
         neardup.dedup(["a b c d", "a b c d"], method="exact", time_window_hours=24)
     with pytest.raises(ValueError, match="time_window_hours"):
         neardup.dedup([{"text": "a", "d": None}], method="exact", date_field="d", time_window_hours=0)
@@ -314,14 +314,16 @@ def test_identical_texts_are_linked_by_every_method(method, engine, tmp_path):
 
 
 @pytest.mark.parametrize(("kwargs", "phrase"), [
-    ({"engine": "memory", "work_dir": "w"}, "parameter 'work_dir' must be None with engine='memory'"),
+    ({"engine": "memory", "work_dir": "w"}, "parameter 'work_dir' applies to the out-of-core stages of engine='local' only; with engine='memory' it would be ignored"),
     ({"engine": "memory", "memory_limit": "1GB"}, "parameter 'memory_limit'"),
     ({"engine": "memory", "partitions": 4}, "parameter 'partitions'"),
     ({"engine": "memory", "resume": True, "work_dir": "w"}, "parameter 'work_dir'"),
-    ({"resume": True}, "parameter 'resume' must be False without work_dir"),
+    ({"resume": True}, "parameter 'resume' applies to a run kept in work_dir only"),
     ({"ray_address": "auto"}, "parameter 'ray_address'"),
     ({"cluster": "hac", "work_dir": "w"}, "which engine='local' runs in memory"),
-    ({"time_window_hours": 24}, "needs document dates"),
+    ({"time_window_hours": 24}, "applies to documents with dates (date_field=...) only"),
+    ({"linkage": "single"}, "parameter 'linkage' applies to cluster='hac' only"),
+    ({"cluster_algorithm": "hac"}, "pass cluster='hac'"),
 ])
 def test_parameter_that_would_be_ignored_is_an_error(tmp_path, kwargs, phrase):
     """Issue #40: the command line's rule in the Python API, before any work."""

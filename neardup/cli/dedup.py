@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import numpy as np
 
 from neardup.cli._checks import (
     NOTHING_WRITTEN,
@@ -35,6 +36,7 @@ from neardup.cli.options import (
     keep_values_from_options,
     method_options,
     method_params_from_options,
+    output_options,
     PATH_OR_URL,
     STORAGE_OPTION,
     reader_config_from_options,
@@ -51,7 +53,8 @@ from neardup.cli.engine import (
     input_identity,
     non_seekable_inputs,
 )
-from neardup.pipeline import Result, run
+from neardup.pipeline import Result, result_from_stage, run, template_clusters
+from neardup.plan import Budget, Plan, RunSpec, Unsupported, plan, require
 
 DEMO_HINT = "no INPUT given: running on the bundled demo corpus"
 #: Exit codes after Ctrl-C (SIGINT) and SIGTERM, as shells report them (128 + signal).
@@ -71,12 +74,12 @@ def _demo_corpus() -> Path:
     return demo_corpus_path()
 
 
-def _hints(result: Result, method: Method) -> list[str]:
+def _hints(cluster: dict[str, Any], has_dates: bool, method: Method) -> list[str]:
     """Advice for the end of the summary: a dated corpus run without a time window; a
-    method run with connected components whose model recommends another clustering."""
+    method run with connected components whose model recommends another clustering.
+    ``cluster``: the run's clustering parameters."""
     hints = []
-    cluster = result.params.get("cluster", {})
-    if result.has_dates and cluster.get("time_window_hours") is None and result.method != "sanderson":
+    if has_dates and cluster.get("time_window_hours") is None and method.name != "sanderson":
         hints.append(
             "The input has dates: --time-window HOURS (e.g. 48) keeps documents dated "
             "further apart out of one cluster, so recurring reports with the same wording "
@@ -103,17 +106,25 @@ def _summary_value(value: Any) -> str:
     return f"{value:,}" if isinstance(value, (int, float)) else str(value)
 
 
-def _print_summary(result: Result, hints: list[str], console: Any,
-                   extra_timings: dict[str, float]) -> None:
+def _print_summary(result: Result | dict[str, Any], hints: list[str], console: Any,
+                   extra_timings: dict[str, float], method: str, engine: str = "local") -> None:
+    """The run's summary table: a Result's, or the summary a Ray run's workers counted
+    (with its timings under ``_timings``)."""
     from rich.table import Table
 
-    summary = result.summary()
-    table = Table(title=f"neardup dedup --method {result.method}", show_header=False)
+    if isinstance(result, dict):
+        summary = dict(result)
+        timings = {**summary.pop("_timings"), **extra_timings}
+    else:
+        summary, timings = result.summary(), {**result.timings, **extra_timings}
+    title = f"neardup dedup --method {method}"
+    if engine == "ray":
+        title += " --engine ray"
+    table = Table(title=title, show_header=False)
     table.add_column("what")
     table.add_column("value", justify="right")
     for key, value in summary.items():
         table.add_row(key.replace("_", " "), _summary_value(value))
-    timings = {**result.timings, **extra_timings}
     total = sum(timings.values()) or 1.0
     for stage, seconds in timings.items():
         table.add_row(f"time: {stage}", f"{seconds:.2f} s ({100 * seconds / total:.0f}%)")
@@ -164,26 +175,7 @@ def _killing_after_first(batches):
 @STORAGE_OPTION
 @cluster_options
 @keep_options
-@click.option("--clusters-out", type=PATH_OR_URL, default=None,
-              help="Write one row per input document (id, cluster, cluster_size, "
-                   "representative, status, template): .parquet, .jsonl, .jsonl.gz, .csv "
-                   "or .tsv.")
-@click.option("--pairs-out", type=PATH_OR_URL, default=None,
-              help="Write the scored edges (id_a, id_b, score, method, type = exact / "
-                   "expanded / corrected / template / near, outside_window); same formats.")
-@click.option("--out", "out", type=PATH_OR_URL, default=None,
-              help="Write the de-duplicated corpus (one representative per cluster, all "
-                   "fields kept): .jsonl, .jsonl.gz, .parquet, .csv or .tsv. A binary text "
-                   "column stays binary in .parquet and becomes UTF-8 text otherwise; a field "
-                   "of mixed types becomes strings in .parquet (with a warning); NaN and "
-                   "Infinity are kept. CSV quotes values as needed; TSV has no quoting and "
-                   "refuses values with tabs or line breaks. The input is read again: it must "
-                   "be a file (not a pipe) that does not change during the run.")
-@click.option("--report", type=PATH_OR_URL, default=None,
-              help="Write the run summary, parameters (with the LSH bands and rows used), "
-                   "neardup version and timings as JSON (.json).")
-@click.option("--html", type=PATH_OR_URL, default=None,
-              help="Write an HTML report of the run (one offline page; see neardup report).")
+@output_options
 @run_options
 @engine_options
 def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
@@ -214,10 +206,11 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     try:
         with spelled_as(spell_flag), termination_as_exception(), warnings_shown(opts["quiet"]):
             check_option_rules({**opts, "inputs": inputs})
-            if opts["engine"] == "ray":
-                _dedup_ray(inputs, opts)
-                return
-            result, write_seconds, hints = _dedup(inputs, opts)
+            planned = _plan(inputs, opts)
+            if planned.executor == "ray":
+                result, write_seconds, hints = _dedup_ray(inputs, opts, planned)
+            else:
+                result, write_seconds, hints = _dedup(inputs, opts, planned)
     except (KeyboardInterrupt, Terminated) as stop:
         exit_for_signal(stop, NOTHING_WRITTEN)
     except (NeardupError, ValueError, ImportError) as exc:  # ImportError: a missing extra
@@ -235,21 +228,48 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
             "were."
         ) from exc
     if not opts["quiet"]:
-        _print_summary(result, hints, Console(), {"write": write_seconds} if write_seconds else {})
+        _print_summary(result, hints, Console(), {"write": write_seconds} if write_seconds else {},
+                       opts["method"], opts["engine"])
 
 
-def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, float, list[str]]:
-    """The run itself: options and outputs checked first, then read, cluster, write."""
+# Output options' destinations -> the plan's output names.
+_OUTPUT_NAMES = {"clusters_out": "clusters", "pairs_out": "pairs", "out": "out",
+                 "report": "report", "html": "html"}
+
+
+def _plan(inputs: tuple[Path, ...], opts: dict[str, Any]) -> Plan:
+    """The run's :class:`~neardup.plan.Plan` from the options: method, clustering,
+    executor, budget, keep policy and outputs; a usage error when the executor cannot run
+    it, or when an option would be ignored by the stage it picks."""
+    method_obj = make_method(opts["method"], **method_params_from_options(
+        opts["method"], opts, seed=opts["seed"]))
+    cluster = cluster_config_from_options(opts, seed=opts["seed"])
+    budget = Budget(work_dir=None if opts["work_dir"] is None else str(opts["work_dir"]),
+                    memory_limit=opts["memory_limit"], partitions=opts["partitions"],
+                    resume=opts["resume"], ray_address=opts["ray_address"],
+                    ray_shard_rows=opts["ray_shard_rows"])
+    outputs = tuple(name for key, name in _OUTPUT_NAMES.items() if opts[key] is not None)
+    if opts["pairs_out"] is not None and opts["engine"] != "ray":
+        outputs += ("pair_types",)
+    spec = RunSpec(method_obj, cluster, opts["engine"], budget,
+                   keep_policy_from_options(opts, inputs), outputs)
+    planned = plan(spec)
+    check_option_rules(opts, method=method_obj, algorithm=planned.cluster.algorithm)
+    try:
+        return require(planned, "dedup")
+    except Unsupported as exc:
+        raise click.UsageError(exc.render("--")) from None
+
+
+def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
+           planned: Plan) -> tuple[Result, float, list[str]]:
+    """The run itself on this machine (memory, local): outputs checked first, then read,
+    cluster, write."""
     from neardup import faults
     from neardup.io import read_corpus
 
-    method = opts["method"]
-    params = method_params_from_options(method, opts, seed=opts["seed"])
-    method_obj = make_method(method, **params)
-    cluster = cluster_config_from_options(opts, seed=opts["seed"]).resolved(method_obj)
-    check_option_rules(opts, method=method_obj, algorithm=cluster.algorithm)
+    method_obj, cluster, keep = planned.spec.method, planned.cluster, planned.spec.keep
     reader = reader_config_from_options(opts)
-    keep = keep_policy_from_options(opts, inputs)
     progress = False if opts["quiet"] else opts["progress"]
     rereads = _second_readers(opts)
     _refuse_single_read_inputs(inputs, rereads)
@@ -262,7 +282,7 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
         watch = InputWatch(inputs, reader) if rereads else None
         # Pair types need a second read of the paired documents: only when pairs are written.
         reread = None
-        if opts["pairs_out"]:
+        if "pair_types" in planned.spec.outputs:
             def reread():
                 watch.check("--pairs-out (the pair types)")
                 return watch.second_batches(read_corpus(list(inputs), reader),
@@ -272,7 +292,8 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
             batches = watch.first_read(batches)
         batches = _killing_after_first(batches)
         result = run(batches, method_obj, cluster=cluster, keep=keep,
-                     keep_values=keep_values_from_options(keep, inputs, reader), progress=progress, reread=reread, engine=opts["engine"],
+                     keep_values=keep_values_from_options(keep, inputs, reader), progress=progress,
+                     reread=reread, engine=planned.executor,
                      corpus_stage=corpus_stage_from_options(opts, inputs),
                      input_identity=input_identity(inputs, reader.params(),
                                                    reader.storage_options))
@@ -285,35 +306,75 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any]) -> tuple[Result, floa
         outputs.commit()
         seconds = time.perf_counter() - start if len(outputs) else 0.0
     faults.checkpoint("committed")
-    return result, seconds, _hints(result, method_obj)
+    return result, seconds, _hints(result.params.get("cluster", {}), result.has_dates, method_obj)
 
 
-def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any]) -> None:
-    """``--engine ray``: options checked, then the cluster runs and writes the outputs."""
-    from rich.console import Console
+def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
+               planned: Plan) -> tuple[dict[str, Any], float, list[str]]:
+    """``--engine ray``: the workers read the inputs and write --clusters-out, --pairs-out
+    and --out (directories of Parquet files); the driver holds per-duplicate integers
+    only, and writes --report and --html through the same :class:`OutputSet` and report
+    builder as the other engines. --html needs every document's cluster on the driver
+    (as the HTML report of any engine does): only then are they collected into a
+    :class:`Result`."""
+    from neardup.engine.ray_engine import RayInputs, RayRun, write_outputs
+    from neardup.io.outputs import OutputDirectory
 
-    method_obj = make_method(opts["method"], **method_params_from_options(
-        opts["method"], opts, seed=opts["seed"]))
-    cluster = cluster_config_from_options(opts, seed=opts["seed"]).resolved(method_obj)
-    check_option_rules(opts, method=method_obj, algorithm=cluster.algorithm)
+    method_obj, cluster, keep = planned.spec.method, planned.cluster, planned.spec.keep
+    _refuse_files_for_directories(opts)
+    _refuse_single_read_inputs(inputs, ["--html"] if opts["html"] is not None else [])
     reader = reader_config_from_options(opts)
-    keep = keep_policy_from_options(opts, inputs)
     progress = False if opts["quiet"] else opts["progress"]
-    summary = _run_ray(inputs, method_obj, cluster, reader, progress, opts, keep)
-    if not opts["quiet"]:
-        _print_ray_summary(summary, opts["method"], Console())
+    # Outputs on object stores: the bucket and the credential checked before any work.
+    storage = opts.get("storage_options")
+    for flag, key in _OUTPUTS[:3]:
+        if opts[key] is not None:
+            probe = OutputDirectory(flag, opts[key], storage)
+            probe.prepare()
+            probe.discard()
+    outputs = _output_set(inputs, {**opts, "clusters_out": None, "pairs_out": None, "out": None})
+    run = RayRun(RayInputs(tuple(str(p) for p in inputs), reader), method_obj,
+                 config=planned.spec.budget.ray_config(), time_window_hours=cluster.time_window_hours,
+                 progress=progress, every_edge=planned.every_edge)
+    with outputs:
+        run.execute()
+        start = time.perf_counter()
+        keep_values = keep_values_from_options(keep, inputs, reader)
+        summary = write_outputs(run, clusters_out=opts["clusters_out"],
+                                pairs_out=opts["pairs_out"], out=opts["out"],
+                                max_cluster_size=cluster.max_cluster_size,
+                                oversized=cluster.oversized, keep=keep,
+                                algorithm=cluster.algorithm, resolution=cluster.resolution,
+                                seed=cluster.seed, storage_options=storage,
+                                keep_values=keep_values, annotate=opts["annotate"])
+        result = None
+        if "--html" in outputs:  # the report page reads every document's cluster
+            result = result_from_stage(run.stage_output(), method_obj, cluster, keep, run.timer,
+                                       engine="ray", keep_values=keep_values)
+        timings = {**run.timer.seconds, "write": time.perf_counter() - start}
+        params = {"method": method_obj.get_params(), "cluster": cluster.get_params(),
+                  "keep": keep.name, "engine": "ray", "corpus_stage": run.stats}
+        record = _run_record(method_obj.name, params, method_obj)
+        if "--report" in outputs:
+            templates = (result.template_clusters() if result is not None
+                         else _directory_templates(opts["clusters_out"], storage)
+                         if summary["template_documents"] else [])
+            hints = _hints(cluster.get_params(), run.has_dates, method_obj)
+            outputs.write_text("--report", _report_text(summary, record, timings, inputs,
+                                                        templates, hints))
+        if "--html" in outputs:
+            from neardup.report import write_report
 
-def _run_ray(inputs, method_obj, cluster, reader, progress, opts, keep) -> dict[str, Any]:
-    """``--engine ray``: the workers read the inputs and write the outputs (directories of
-    Parquet files); the driver holds per-duplicate integers only."""
-    import time
+            write_report(outputs.temporary("--html"), result, list(inputs), reader)
+        outputs.commit()
+    return ({**summary, "_timings": timings}, 0.0,
+            _hints(cluster.get_params(), run.has_dates, method_obj))
 
-    from neardup.engine.ray_engine import RayConfig, RayInputs, RayRun, write_outputs
-    from neardup.engine.support import placement, responsible_parameters
 
+def _refuse_files_for_directories(opts: dict[str, Any]) -> None:
+    """UsageError for an output that --engine ray writes as a directory but that names a
+    file of another format."""
     from pathlib import PurePosixPath
-
-    from neardup.io.outputs import OutputDirectory, OutputSet
 
     for name in ("clusters_out", "pairs_out", "out"):
         path = opts[name]
@@ -325,94 +386,53 @@ def _run_ray(inputs, method_obj, cluster, reader, progress, opts, keep) -> dict[
                 f"written by the workers; give a directory path (e.g. "
                 f"{os.fspath(path)[:-len(suffix)]})."
             )
-    if opts["html"] is not None:
-        raise click.UsageError("--html is not supported with --engine ray (it needs every "
-                               "document on one machine); use --engine local.")
-    placed = placement(method_obj, cluster.algorithm, "ray")
-    if not placed.supported:
-        culprits, fixable = responsible_parameters(method_obj, cluster.algorithm, "ray")
-        names = {p.name for p in click.get_current_context().command.params}
-        given = " ".join(f"--{k.replace('_', '-')} {v}" if k in names else f"--param {k}={v}"
-                         for k, v in culprits.items())
-        raise click.UsageError(
-            f"--engine ray cannot run --method {method_obj.name}{' ' + given if given else ''} "
-            f"with --cluster {cluster.algorithm}: {placed.reason}. Use --engine local (out of "
-            f"core) or --engine memory{', or leave out ' + given if fixable else ''}."
-        )
-    # Outputs on object stores: the bucket and the credential checked before any work.
-    storage = opts.get("storage_options")
-    for flag, key in _OUTPUTS[:3]:
-        if opts[key] is not None:
-            probe = OutputDirectory(flag, opts[key], storage)
-            probe.prepare()
-            probe.discard()
-    report = OutputSet(inputs, storage_options=storage)
-    if opts["report"] is not None:
-        report.add("--report", opts["report"], kinds=("json",))
-    config = RayConfig(address=opts["ray_address"], partitions=opts["partitions"],
-                       shard_rows=opts["ray_shard_rows"])
-    run = RayRun(RayInputs(tuple(str(p) for p in inputs), reader), method_obj, config=config,
-                 time_window_hours=cluster.time_window_hours, progress=progress,
-                 every_edge=cluster.needs_every_pair)
-    with report:
-        run.execute()
-        start = time.perf_counter()
-        summary = write_outputs(run, clusters_out=opts["clusters_out"],
-                                pairs_out=opts["pairs_out"], out=opts["out"],
-                                max_cluster_size=cluster.max_cluster_size,
-                                oversized=cluster.oversized, keep=keep,
-                                algorithm=cluster.algorithm, resolution=cluster.resolution,
-                                seed=cluster.seed, storage_options=storage,
-                                keep_values=keep_values_from_options(keep, inputs, reader),
-                                annotate=opts["annotate"])
-        timings = {**run.timer.seconds, "write": time.perf_counter() - start}
-        if opts["report"] is not None:
-            record = {"summary": summary, "method": method_obj.name,
-                      "params": {"method": method_obj.get_params(),
-                                 "cluster": cluster.get_params(), "keep": keep.name,
-                                 "engine": "ray", "corpus_stage": run.stats},
-                      "timings_seconds": timings, "inputs": [str(p) for p in inputs]}
-            report.write_text("--report", json.dumps(record, indent=2, sort_keys=True,
-                                                     default=str) + "\n")
-        report.commit()
-    summary["_timings"] = timings
-    return summary
 
 
-def _print_ray_summary(summary: dict[str, Any], method: str, console: Any) -> None:
-    from rich.table import Table
+def _directory_templates(clusters_out: Any, storage: dict[str, Any] | None) -> list[dict] | None:
+    """The template clusters of a Ray run, read from its --clusters-out directory (only
+    the flagged rows); None when the run wrote no clusters to read them from."""
+    if clusters_out is None:
+        return None
+    import pyarrow.dataset as ds
 
-    timings = summary.pop("_timings")
-    table = Table(title=f"neardup dedup --method {method} --engine ray", show_header=False)
-    table.add_column("what")
-    table.add_column("value", justify="right")
-    for key, value in summary.items():
-        table.add_row(key.replace("_", " "), _summary_value(value))
-    total = sum(timings.values()) or 1.0
-    for stage, seconds in timings.items():
-        table.add_row(f"time: {stage}", f"{seconds:.2f} s ({100 * seconds / total:.0f}%)")
-    table.add_row("time: total", f"{total:.2f} s")
-    console.print(table)
+    from neardup.io.locations import locate
+
+    location = locate(clusters_out, storage)
+    if location.local:
+        dataset = ds.dataset(location.path, format="parquet")
+    else:
+        from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+        dataset = ds.dataset(location.path, format="parquet",
+                             filesystem=PyFileSystem(FSSpecHandler(location.fs)))
+    flagged = dataset.to_table(columns=["id", "cluster"], filter=ds.field("template"))
+    return template_clusters(np.asarray(flagged.column("id").to_pylist(), object),
+                             flagged.column("cluster").to_numpy())
 
 
-def _metadata(result: Result) -> dict[bytes, bytes]:
-    meta = {"method": result.method, "params": result.params}
-    return {b"neardup": json.dumps(meta, sort_keys=True, default=str).encode()}
-
-
-def _run_record(result: Result, method_obj: Any) -> dict[str, Any]:
+def _run_record(method: str, params: dict[str, Any], method_obj: Any) -> dict[str, Any]:
     """Method, parameters (LSH bands and rows as used, not as given) and neardup version."""
     import copy
 
     from neardup._version import __version__
 
-    params = copy.deepcopy(result.params)
+    params = copy.deepcopy(params)
     params["method"].update(method_obj.derived_params())
-    return {"method": result.method, "params": params, "neardup_version": __version__}
+    return {"method": method, "params": params, "neardup_version": __version__}
 
 
 def _metadata(record: dict[str, Any]) -> dict[bytes, bytes]:
     return {b"neardup": json.dumps(record, sort_keys=True, default=str).encode()}
+
+
+def _report_text(summary: dict[str, Any], record: dict[str, Any], timings: dict[str, float],
+                 inputs: tuple[Path, ...], templates: list[dict] | None,
+                 hints: list[str]) -> str:
+    """The --report JSON of a run on any engine: one set of keys."""
+    report = {"summary": summary, **record, "timings_seconds": timings,
+              "inputs": [os.fspath(p) for p in inputs], "template_clusters": templates,
+              "hints": hints}
+    return json.dumps(report, indent=2, sort_keys=True, default=str) + "\n"
 
 
 def _as_text(records: Iterator[dict], field: str, warned: list[bool]) -> Iterator[dict]:
@@ -477,7 +497,7 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch=None
     from neardup.io import iter_records
     from neardup.io.writers import annotated_records, annotation_columns
 
-    record = _run_record(result, method_obj)
+    record = _run_record(result.method, result.params, method_obj)
     meta = _metadata(record)
     if "--clusters-out" in outputs:
         outputs.write_table("--clusters-out", result.clusters_table().replace_schema_metadata(meta))
@@ -499,16 +519,9 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch=None
             records = _as_text(records, reader.text_field, [False])
         outputs.write_records("--out", records)
     if "--report" in outputs:
-        report = {
-            "summary": result.summary(),
-            **record,
-            "timings_seconds": result.timings,
-            "inputs": [os.fspath(p) for p in inputs],
-            "template_clusters": result.template_clusters(),
-            "hints": _hints(result, method_obj),
-        }
-        outputs.write_text("--report", json.dumps(report, indent=2, sort_keys=True, default=str)
-                           + "\n")
+        outputs.write_text("--report", _report_text(
+            result.summary(), record, result.timings, inputs, result.template_clusters(),
+            _hints(result.params.get("cluster", {}), result.has_dates, method_obj)))
     if "--html" in outputs:
         from neardup.report import write_report
 

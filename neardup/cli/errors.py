@@ -14,55 +14,24 @@ import re
 from collections.abc import Callable
 
 from neardup.errors import ParameterError
+from neardup.params import PARAMS
 
 __all__ = ["FLAGS", "cli_message", "cli_text", "spell_flag"]
 
 #: Python parameter name (or phrase used by :func:`neardup.errors.setting`) -> how the
 #: command line says it.
 FLAGS = {
-    # method parameters with a flag of their own
-    "threshold": "--threshold",
-    "num_perm": "--num-perm",
-    "bands": "--bands",
-    "rows": "--rows",
-    "verify": "--verify",
-    "max_bucket_pairs": "--max-bucket-pairs",
-    "similarity": "--similarity",
-    "max_df": "--max-df",
-    "weighting": "--weighting",
-    "model": "--model",
-    "seed": "--seed",
+    # every run parameter: its flag, as neardup.params declares it
+    **{p.name: p.flag for p in PARAMS if p.cli},
+    # library names of the same settings
     "n": "--ngram",
     "unit": "--shingle",
-    "spell_max_edit_distance": "--spell-max-edit-distance",
-    # reader
-    "text_field": "--text-field",
-    "id_field": "--id-field",
-    "date_field": "--date-field",
     "errors": "--errors",
-    "batch_size": "--batch-size",
-    "limit": "--limit",
     "storage_options": "--storage-option KEY=VALUE",
     "errors=replace": "--errors replace",
     "id_field=None": "leave out --id-field",
     "fields": "--text-field, --id-field or --date-field",
-    # clustering and representatives
     "algorithm": "--cluster",
-    "linkage": "--linkage",
-    "distance_threshold": "--hac-distance",
-    "resolution": "--resolution",
-    "max_cluster_size": "--max-cluster-size",
-    "oversized": "--oversized",
-    "time_window_hours": "--time-window",
-    "keep": "--keep",
-    "keep_by": "--keep-by",
-    # engine
-    "engine": "--engine",
-    "work_dir": "--work-dir",
-    "memory_limit": "--memory-limit",
-    "partitions": "--partitions",
-    "resume": "--resume",
-    "ray_address": "--ray-address",
     "shard_rows": "--ray-shard-rows",
     "skip_existing": "--skip-existing",
 }

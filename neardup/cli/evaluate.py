@@ -15,6 +15,7 @@ import click
 
 from click.core import ParameterSource
 
+from neardup.params import RENAMED
 from neardup.cli.options import (
     CLUSTER_OPTION_NAMES,
     DECODE_ERRORS_OPTION,
@@ -34,8 +35,6 @@ _GRID_ALIASES = {"ngram": "shingle.n", "shingle": "shingle.unit"}
 _GRID_OPTION = {
     "shingle.n": "ngram_n",
     "shingle.unit": "shingle_unit",
-    "cluster.distance_threshold": "distance_threshold",
-    "cluster.resolution": "resolution",
 }
 
 
@@ -384,8 +383,9 @@ def _parse_grid(entries: tuple[str, ...]) -> dict[str, list] | None:
 @click.option("--grid", "grid", multiple=True, metavar="NAME=V1,V2,...",
               help="Values to sweep for one method parameter, e.g. threshold=0.2,0.4,0.6 or "
                    "ngram=3,5,7 (shingle length), or a clustering parameter such as "
-                   "cluster.distance_threshold=0.1,0.2 (with --cluster hac) or "
-                   "cluster.time_window_hours=none,24,48; 'none' is no value. Repeat for "
+                   "distance_threshold=0.1,0.2 (with --cluster hac) or "
+                   "time_window_hours=none,24,48 (clustering parameters by the names "
+                   "neardup.dedup takes); 'none' is no value. Repeat for "
                    "several parameters (all combinations are run). Default: the method's "
                    "threshold, minhash 0.1-0.9, ngram 0.05-0.9, simhash 0-20 bits; exact has "
                    "nothing to tune.")
@@ -423,7 +423,7 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
         sweep = default_grid(method) if grid is None else grid
         base = method_params_from_options(method, opts, seed=opts["seed"])
         for name in sweep:
-            dest = _GRID_OPTION.get(name, name)
+            dest = _GRID_OPTION.get(name, RENAMED.get(name, name))
             given = dest in opts and _explicit(ctx, (dest,))
             if given:
                 raise click.UsageError(

@@ -12,6 +12,7 @@ import json
 import os
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -48,9 +49,22 @@ _SHARED = (
                       "every input record is in --out."),
 )
 _ENGINE = (
+    click.option("--engine", type=click.Choice(["local", "ray"]), default="local",
+                 show_default=True,
+                 help="local: both passes in this process, out of core. ray: their per-batch "
+                      "and per-partition steps as Ray tasks (pip install 'neardup[ray]'); "
+                      "this process reads the inputs and writes the outputs, the same bytes "
+                      "as local."),
+    click.option("--ray-address", default=None, metavar="ADDR",
+                 help="With --engine ray: the cluster to run on (host:6379, ray://host:10001 "
+                      "or auto); default: RAY_ADDRESS, else a new single-machine cluster."),
     click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-                 help="Directory for the spilled partitions (default: a temporary directory, "
-                      "removed at the end). Must be new or empty."),
+                 help="Directory for the spilled partitions and the counting pass's decisions "
+                      "(default: a temporary directory, removed at the end). Must be new or "
+                      "empty, unless --resume continues the run it holds."),
+    click.option("--resume", is_flag=True, default=False,
+                 help="Continue a killed run kept in --work-dir: a completed counting pass "
+                      "is not redone (same inputs and options give the same outputs)."),
     click.option("--memory-limit", callback=memory_size, default=None, metavar="SIZE",
                  help="Memory for the buffers, partitions and chunks, e.g. 2GB or 512MB "
                       "(default: an eighth of physical memory, at most 1GB)."),
@@ -66,12 +80,39 @@ def _shared_options(function):
     return apply_options(_SHARED, reader_options(apply_options(_ENGINE, function)))
 
 
-def _check_work_dir(work_dir: Path | None) -> None:
-    from neardup.errors import ParameterError
+def _check_engine(opts: dict[str, Any]) -> None:
+    if opts["resume"] and opts["work_dir"] is None:
+        raise click.UsageError("--resume continues a run kept in --work-dir; give --work-dir.")
+    if opts["engine"] != "ray" and opts["ray_address"] is not None:
+        raise click.UsageError("--ray-address is read with --engine ray only; drop it or add "
+                               "--engine ray.")
+    if opts["engine"] == "ray" and opts["resume"]:
+        raise click.UsageError("--resume is for --engine local (Ray retries failed tasks "
+                               "itself); drop one of them.")
 
-    if work_dir is not None and work_dir.exists() and any(work_dir.iterdir()):
-        raise ParameterError("spans", "work_dir", "a new or empty directory",
-                             os.fspath(work_dir))
+
+def _executor(opts: dict[str, Any]):
+    """The executor of the steps: this process, or Ray tasks on the cluster
+    (:func:`neardup.engine.ray_engine.connect`)."""
+    from neardup.spans.executors import RayExecutor, local_executor
+
+    if opts["engine"] != "ray":
+        return local_executor
+    from neardup.engine.ray_engine import connect
+
+    connect(opts["ray_address"])
+    return RayExecutor()
+
+
+def _work_dir(stack: ExitStack, opts: dict[str, Any], identity: dict[str, Any]):
+    """The run's :class:`~neardup.engine.workdir.WorkDir`: --work-dir, or a temporary
+    directory removed at the end."""
+    from neardup.engine.workdir import WorkDir
+
+    path = opts["work_dir"]
+    if path is None:
+        path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="neardup-spans-")))
+    return WorkDir(path, identity, resume=opts["resume"])
 
 
 def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: tuple[Path, ...],
@@ -79,11 +120,14 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
          parameters: dict[str, Any]) -> dict[str, Any]:
     """The shared run: outputs checked, pass 1 (``find``), pass 2 (``remove``), outputs
     written as a set. Returns the report."""
+    from neardup import faults
     from neardup.cli._checks import output_set
-    from neardup.cli.engine import InputWatch, input_bytes
+    from neardup.cli.engine import InputWatch, input_bytes, input_identity
     from neardup.engine.corpus import default_memory_limit
+    from neardup.engine.workdir import stage_key
     from neardup.io import iter_records, read_corpus
     from neardup.progress import progress_bar
+    from neardup.spans.resume import decisions_facts, decisions_from_facts
 
     if not (opts["out"] or opts["report"] or opts["removed_out"]):
         raise click.UsageError("give at least one of --out, --report, --removed-out.")
@@ -93,7 +137,7 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
     if opts["mark"] and opts["drop_empty"]:
         raise click.UsageError("--drop-empty is ignored with --mark (it removes nothing); "
                                "drop one of them.")
-    _check_work_dir(opts["work_dir"])
+    _check_engine(opts)
     reader = reader_config_from_options(opts)
     progress = False if opts["quiet"] else opts["progress"]
     memory_limit = opts["memory_limit"] or default_memory_limit()
@@ -102,12 +146,15 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
         ("--out", opts["out"], None), ("--removed-out", opts["removed_out"], None),
         ("--report", opts["report"], ("json",))])
     timings: dict[str, float] = {}
+    identity = {"command": command, "inputs": input_identity(inputs, reader.params(),
+                                                             reader.storage_options),
+                "against": input_identity(against, reader.params(), reader.storage_options)}
+    # The counting pass's parameters (not --mark or --drop-empty, which only the rewrite
+    # reads): a resumed run reuses its decisions only when they match.
+    count_key = stage_key(command, {k: v for k, v in parameters.items()
+                                    if k not in ("mark", "drop_empty")}, memory_limit)
     with outputs, ExitStack() as stack:
-        if opts["work_dir"] is None:
-            work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="neardup-spans-")))
-        else:
-            work_dir = opts["work_dir"]
-            work_dir.mkdir(parents=True, exist_ok=True)
+        work = _work_dir(stack, opts, identity)
 
         # The rewrite takes documents by position from a second read: the first read's
         # digests make sure it reads the same texts.
@@ -119,17 +166,26 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
                 for batch in watch.first_read(batches) if watched else batches:
                     yield batch.texts
                     advance(len(batch))
+                    faults.checkpoint(f"{command}-counting")
 
+        executor = _executor(opts)
         start = time.perf_counter()
-        decisions = find(texts(inputs, "counting", True),
-                         texts(against, "reading --against", False) if against else None,
-                         work_dir=work_dir, memory_limit=memory_limit,
-                         expected_bytes=size * (3 if compressed else 1))
+        facts = work.done("count", count_key)
+        if facts is None:
+            stage = work.start("count")
+            decisions = find(texts(inputs, "counting", True),
+                             texts(against, "reading --against", False) if against else None,
+                             work_dir=stage, memory_limit=memory_limit,
+                             expected_bytes=size * (3 if compressed else 1), executor=executor)
+            work.finish("count", count_key, decisions_facts(decisions, stage))
+            faults.checkpoint(f"{command}-counted")
+        else:
+            decisions = decisions_from_facts(facts, work.stage_dir("count"))
         timings["count"] = time.perf_counter() - start
         start = time.perf_counter()
         table: dict[str, list] = {k: [] for k in ("id", "source", "row", "bytes_before",
                                                   "bytes_removed", "ranges_removed", "dropped")}
-        batches = []
+        batches: deque = deque()  # read ahead of the removals by the executor's window
 
         def rewrite_texts():
             for batch in watch.second_batches(read_corpus(list(inputs), reader),
@@ -140,8 +196,8 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
         def records():
             source = iter_records(list(inputs), reader)
             with progress_bar("rewriting", enabled=progress) as advance:
-                for removal in remove(rewrite_texts(), decisions):
-                    batch = batches.pop()
+                for removal in remove(rewrite_texts(), decisions, executor=executor):
+                    batch = batches.popleft()
                     for i in range(len(batch)):
                         record = next(source)
                         emptied = (removal.chars_removed[i] > 0
@@ -160,6 +216,7 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
                     for key in ("bytes_before", "bytes_removed", "ranges_removed"):
                         table[key].extend(getattr(removal, key).tolist())
                     advance(len(batch))
+                    faults.checkpoint(f"{command}-rewriting")
 
         if "--out" in outputs:
             outputs.write_records("--out", records())
@@ -243,7 +300,7 @@ def _print(report: dict[str, Any], what: str) -> None:
 def _command_errors():
     from neardup.cli._checks import command_errors
 
-    return command_errors(flags=_FLAGS)
+    return command_errors(flags=_FLAGS, catch=(ImportError,))
 
 
 @click.command("spans")

@@ -161,14 +161,20 @@ def evaluate(
         raise ValueError(
             f"evaluate: parameter 'corpus' must be a LabeledCorpus; got {type(corpus).__name__}."
         )
+    from neardup.plan import RunSpec, plan
+
     method_obj = build_method(method, params)
-    config = cluster_config(cluster).resolved(method_obj)
+    # Recall@k ranks every scored pair; the out-of-core stage keeps only the spanning
+    # forest, so retrieval runs in memory (labeled sets are small). A cached sketch is
+    # matched in memory too.
+    executor = "memory" if ks is not None or sketch_cache is not None else "local"
+    planned = plan(RunSpec(method_obj, cluster_config(cluster), executor,
+                           outputs=("clusters", "pairs")))
+    config = planned.cluster
     start = time.perf_counter()
     if sketch_cache is None:
-        # Recall@k ranks every scored pair; the out-of-core stage keeps only the spanning
-        # forest, so retrieval runs in memory (labeled sets are small).
         result = run(_batches(corpus), method_obj, cluster=config, progress=progress,
-                     total=len(corpus), engine="memory" if ks is not None else "local")
+                     total=len(corpus), engine=planned.executor)
     else:
         key = method_obj.sketch_key()
         if key not in sketch_cache:

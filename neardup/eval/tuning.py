@@ -33,8 +33,12 @@ from neardup.eval.evaluate import build_method, cluster_config, evaluate
 from neardup.eval.labeled import LabeledCorpus
 from neardup.io import atomic_path
 from neardup.methods import METHODS, method_parameters
+from neardup.params import RENAMED, group
 from neardup.pipeline import ClusterConfig
 from neardup.progress import progress_bar
+
+#: Grid names that sweep a clustering parameter (neardup.params' cluster group).
+_CLUSTER_GRID_NAMES = frozenset(p.name for p in group("cluster"))
 
 __all__ = [
     "DEFAULT_GRIDS",
@@ -266,20 +270,27 @@ def _check_grid(method: str, grid: Mapping[str, Sequence], base: dict[str, Any])
     return checked
 
 
-_CLUSTER_PREFIX = "cluster."
+def _cluster_field(method: str, name: str) -> str | None:
+    """The :class:`ClusterConfig` field a grid name sweeps, or None for a method
+    parameter. Clustering parameters are named as everywhere (:mod:`neardup.params`:
+    ``cluster``, ``resolution``, ``distance_threshold``, ...); the older
+    ``cluster.<field>`` names still work. A method's own parameter of the same name wins
+    (sanderson's ``time_window_hours``), as in :func:`neardup.dedup`."""
+    schema_name = RENAMED.get(name, name)
+    if schema_name not in _CLUSTER_GRID_NAMES or (name == schema_name and name in
+                                                  method_parameters(method)):
+        if name.startswith("cluster."):
+            listed = ", ".join(sorted(_CLUSTER_GRID_NAMES))
+            raise ValueError(f"tune: grid parameter {name!r} is not a clustering parameter; "
+                             f"clustering accepts: {listed}.")
+        return None
+    return "algorithm" if schema_name == "cluster" else schema_name
 
 
 def _check_cluster_grid(grid: Mapping[str, Sequence], names: list[str]) -> dict:
-    """Validate "cluster.<field>" grid entries against :class:`ClusterConfig`'s fields."""
-    fields = set(ClusterConfig().get_params())
+    """Validate the clustering entries of a grid (non-empty lists)."""
     checked: dict[str, list] = {}
     for name in names:
-        field_name = name[len(_CLUSTER_PREFIX):]
-        if field_name not in fields:
-            raise ValueError(
-                f"tune: grid parameter {name!r} is not a clustering parameter; clustering "
-                f"accepts: {', '.join(sorted(fields))}."
-            )
         values = grid[name]
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
             raise ValueError(
@@ -326,15 +337,17 @@ def tune(
     grid : dict of str -> list, or None
         Values to sweep, by parameter name; several parameters give their Cartesian
         product, in the order given (the last varies fastest). A dotted name sweeps a
-        field of a nested config, e.g. ``{"shingle.n": [3, 5, 7]}``; a ``cluster.`` name
-        sweeps a clustering parameter, e.g. ``{"cluster.distance_threshold": [0.1, 0.2]}``
-        with ``cluster={"algorithm": "hac"}``. None uses
+        field of a nested config, e.g. ``{"shingle.n": [3, 5, 7]}``; a clustering
+        parameter's name (:mod:`neardup.params`: ``cluster``, ``distance_threshold``,
+        ``resolution``, ``time_window_hours``, ...) sweeps it, e.g.
+        ``{"distance_threshold": [0.1, 0.2]}`` with ``cluster={"algorithm": "hac"}``
+        (the older ``cluster.distance_threshold`` spelling still works). None uses
         :func:`default_grid`; ``{}`` evaluates ``base_params`` once (nothing to tune,
         as for "exact").
     base_params : dict or None
         Fixed method parameters (nested configs as objects or dicts).
     cluster : ClusterConfig, dict or None
-        Clustering for every point (default: connected components); ``cluster.`` grid
+        Clustering for every point (default: connected components); clustering grid
         names override its fields point by point.
     progress : bool or None, default False
         Progress bar over grid points.
@@ -381,7 +394,8 @@ def tune(
     given = default_grid(method) if grid is None else grid
     # "cluster.<field>" names sweep a clustering parameter (e.g. HAC's distance threshold)
     # together with the method's own.
-    cluster_names = [name for name in given if name.startswith(_CLUSTER_PREFIX)]
+    fields = {name: _cluster_field(method, name) for name in given}
+    cluster_names = [name for name, found in fields.items() if found is not None]
     method_grid = {k: v for k, v in given.items() if k not in cluster_names}
     sweep = {**_check_grid(method, method_grid, base), **_check_cluster_grid(given, cluster_names)}
     names = list(sweep)
@@ -392,7 +406,7 @@ def tune(
     ]
     point_configs = [
         cluster_config({**config.get_params(), **{
-            k[len(_CLUSTER_PREFIX):]: v for k, v in values.items() if k in cluster_names
+            fields[k]: v for k, v in values.items() if k in cluster_names
         }})
         for values in combos
     ]

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from neardup.errors import check_choice, check_int
+from neardup.spans.executors import Executor, local_executor
 from neardup.spans.ranges import BatchRemoval, apply_ranges
 from neardup.spans.spill import PartitionedSpill, partition_count
 from neardup.spans.units import SpanUnit, span_table
@@ -201,7 +202,8 @@ class SpanDecisions:
 
 def find_repeated_spans(batches: Iterable[Sequence[str]], config: SpanDedupConfig, *,
                         work_dir: str | Path, memory_limit: int,
-                        expected_bytes: int | None = None) -> SpanDecisions:
+                        expected_bytes: int | None = None, partitions: int | None = None,
+                        executor: Executor = local_executor) -> SpanDecisions:
     """Pass 1 and the decision: read every batch of texts once, then decide per partition.
 
     Parameters
@@ -216,24 +218,34 @@ def find_repeated_spans(batches: Iterable[Sequence[str]], config: SpanDedupConfi
     expected_bytes : int, optional
         The inputs' size on disk, to choose the partitions (default: one partition,
         spilled to a file if it outgrows the buffers).
+    partitions : int, optional
+        Hash partitions (a power of two), instead of the ones ``expected_bytes`` gives.
+    executor : callable
+        Runs :func:`span_records` per batch and :func:`decide_partition` per partition
+        (:mod:`neardup.spans.executors`: in process, or as Ray tasks); the result does
+        not depend on it.
     """
     work_dir = Path(work_dir)
     # About one occurrence record (40 bytes) per 40 characters of input, at most.
-    partitions = partition_count(expected_bytes or 0, memory_limit)
+    partitions = partitions or partition_count(expected_bytes or 0, memory_limit)
     spill = PartitionedSpill(work_dir / "spans", OCCURRENCE, partitions, memory_limit // 4)
-    documents = 0
-    for texts in batches:
-        spill.add(span_records(texts, documents, config))
-        documents += len(texts)
+    counted = [0]
 
-    def decided():
+    def numbered():
+        for texts in batches:
+            yield texts, counted[0], config
+            counted[0] += len(texts)
+
+    for records in executor(span_records, numbered()):
+        spill.add(records)
+
+    def partition_args():
         for p in range(partitions):
-            decision = decide_partition(spill.partition(p), config)
-            spill.release(p)
-            yield decision
+            yield spill.partition(p), config
+            spill.release(p)  # the step holds (or was sent) its own copy
 
-    return collect_decisions(decided(), work_dir, config, documents=documents,
-                             spans=spill.records, spilled=spill.spilled)
+    return collect_decisions(executor(decide_partition, partition_args()), work_dir, config,
+                             documents=counted[0], spans=spill.records, spilled=spill.spilled)
 
 
 def collect_decisions(decided: Iterable[PartitionDecision], work_dir: str | Path,
@@ -262,19 +274,24 @@ def collect_decisions(decided: Iterable[PartitionDecision], work_dir: str | Path
     return decisions
 
 
-def remove_spans(batches: Iterable[Sequence[str]], decisions: SpanDecisions
-                 ) -> Iterator[BatchRemoval]:
+def remove_spans(batches: Iterable[Sequence[str]], decisions: SpanDecisions, *,
+                 executor: Executor = local_executor) -> Iterator[BatchRemoval]:
     """Pass 2: each batch's texts with its removed occurrences cut out (the same batches,
-    in the same order, as pass 1). Fills in the ``text`` of :attr:`SpanDecisions.top`
-    from the kept (or first) occurrence as its document goes by."""
+    in the same order, as pass 1; :func:`apply_ranges` run by ``executor``). Fills in the
+    ``text`` of :attr:`SpanDecisions.top` from the kept (or first) occurrence as its
+    document goes by."""
     wanted: dict[int, list[dict]] = {}
     for entry in decisions.top:
         wanted.setdefault(entry["doc"], []).append(entry)
-    lo = 0
-    for texts in batches:
-        hi = lo + len(texts)
-        for d in [d for d in wanted if lo <= d < hi]:
-            for entry in wanted.pop(d):
-                entry["text"] = texts[d - lo][entry["start"]:entry["end"]]
-        yield apply_ranges(texts, *decisions.removed_in(lo, hi))
-        lo = hi
+
+    def batch_args():
+        lo = 0
+        for texts in batches:
+            hi = lo + len(texts)
+            for d in [d for d in wanted if lo <= d < hi]:
+                for entry in wanted.pop(d):
+                    entry["text"] = texts[d - lo][entry["start"]:entry["end"]]
+            yield (texts, *decisions.removed_in(lo, hi))
+            lo = hi
+
+    yield from executor(apply_ranges, batch_args())

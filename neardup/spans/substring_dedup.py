@@ -42,12 +42,14 @@ from pathlib import Path
 import numpy as np
 
 from neardup.errors import check_int
+from neardup.spans.executors import Executor, local_executor
 from neardup.spans.ranges import BatchRemoval, apply_ranges
 from neardup.spans.spill import PartitionedSpill, partition_count
 from neardup.spans.tokens import TokenTable, tokenize, window_hashes
 
-__all__ = ["BYTES_PER_TOKEN", "SubstringDecisions", "chunk_repeats", "cross_chunk_table",
-           "dense_ids", "distinct", "find_repeated_substrings", "remove_substrings"]
+__all__ = ["BYTES_PER_TOKEN", "SubstringDecisions", "chunk_repeats", "chunk_step",
+           "cross_chunk_table", "dense_ids", "distinct", "find_repeated_substrings",
+           "remove_batch", "remove_substrings", "removed_windows"]
 
 #: Bytes per token of a chunk's step: its token hashes (8), the suffix array step's peak
 #: (dense ids, the uint32 sequence, suffix and LCP arrays, groups: about 53, measured on
@@ -205,105 +207,109 @@ class SubstringDecisions:
             return np.empty(0, _CROSS[column])
         return np.memmap(path, dtype=_CROSS[column], mode="r")
 
+    def within_range(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """The within-chunk removed windows of global documents ``lo`` to ``hi - 1``:
+        (document relative to ``lo``, first token in it)."""
+        doc_of, token_of = self._within()
+        a, b = np.searchsorted(doc_of, [lo, hi])
+        return np.asarray(doc_of[a:b]) - lo, np.asarray(token_of[a:b])
+
+    def cross_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """The cross-chunk table: hashes (sorted) and the chunk each counts from (its
+        first chunk, or first ``against`` chunk under ``against_mode``)."""
+        return self._cross("hash"), self._cross("first_against" if self.against_mode else "first")
+
     def removed_windows(self, lo: int, tokens: TokenTable) -> np.ndarray:
         """Indices (into ``tokens``, the tokens of global documents ``lo``...) of the
         first tokens of the removed windows."""
-        hi = lo + tokens.bounds.shape[0] - 1
-        doc_of, token_of = self._within()
-        a, b = np.searchsorted(doc_of, [lo, hi])
-        within = tokens.bounds[np.asarray(doc_of[a:b]) - lo] + np.asarray(token_of[a:b])
-        hashes, first_token = window_hashes(tokens, self.n)
-        cross = self._cross("hash")
-        if cross.shape[0] == 0 or hashes.shape[0] == 0:
-            return distinct(within)
-        where = np.minimum(np.searchsorted(cross, hashes), cross.shape[0] - 1)
-        found = cross[where] == hashes
-        doc = np.searchsorted(tokens.bounds, first_token, side="right") - 1 + lo
-        chunk = np.searchsorted(self.chunk_starts, doc, side="right") - 1
-        first_chunk = self._cross("first_against" if self.against_mode else "first")[where]
-        earlier = found & (first_chunk < chunk)
-        return distinct(np.concatenate((within, first_token[earlier])))
+        return removed_windows(tokens, lo, *self.within_range(lo, lo + tokens.bounds.shape[0] - 1),
+                               *self.cross_table(), self.chunk_starts, self.n)
 
 
-class _Chunker:
-    """Gathers tokenized batches into chunks of whole documents and runs step 1 on each."""
+def removed_windows(tokens: TokenTable, lo: int, within_doc: np.ndarray, within_token: np.ndarray,
+                    cross_hash: np.ndarray, cross_first: np.ndarray, chunk_starts: np.ndarray,
+                    n: int) -> np.ndarray:
+    """Indices (into ``tokens``, the tokens of global documents ``lo``...) of the first
+    tokens of the removed windows: the within-chunk ones (``within_doc`` relative to
+    ``lo``) and those whose hash the cross-chunk table counts from an earlier chunk."""
+    within = tokens.bounds[within_doc] + within_token
+    hashes, first_token = window_hashes(tokens, n)
+    if cross_hash.shape[0] == 0 or hashes.shape[0] == 0:
+        return distinct(within)
+    where = np.minimum(np.searchsorted(cross_hash, hashes), cross_hash.shape[0] - 1)
+    found = cross_hash[where] == hashes
+    doc = np.searchsorted(tokens.bounds, first_token, side="right") - 1 + lo
+    chunk = np.searchsorted(chunk_starts, doc, side="right") - 1
+    earlier = found & (cross_first[where] < chunk)
+    return distinct(np.concatenate((within, first_token[earlier])))
 
-    def __init__(self, decisions: SubstringDecisions, spill: PartitionedSpill,
-                 chunk_tokens: int) -> None:
-        self.decisions = decisions
-        self.spill = spill
-        self.chunk_tokens = chunk_tokens
-        self.hashes: list[np.ndarray] = []
-        self.lengths: list[np.ndarray] = []
-        self.against: list[np.ndarray] = []
-        self.pending = 0
-        self.first_doc = 0  # global number of the first pending document
-        self.starts: list[int] = []
-        self.within = open(decisions.directory / "within.bin", "wb")
 
-    def add(self, tokens: TokenTable, against: bool) -> None:
-        self.hashes.append(tokens.hash)
-        self.lengths.append(np.diff(tokens.bounds))
-        self.against.append(np.full(tokens.bounds.shape[0] - 1, against))
-        self.pending += len(tokens)
-        while self.pending >= self.chunk_tokens:
-            self._cut(final=False)
+def chunk_step(hashes: np.ndarray, bounds: np.ndarray, against: np.ndarray, n: int,
+               against_mode: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Step 1 (per chunk): the removed windows (document in the chunk, first token in the
+    document; sorted) and the chunk's distinct window hashes of input and of
+    ``against`` documents."""
+    removed = chunk_repeats(hashes, bounds, against, n, against_mode=against_mode)
+    doc = np.searchsorted(bounds, removed, side="right") - 1
+    pairs = np.empty((removed.shape[0], 2), np.int64)
+    pairs[:, 0] = doc
+    pairs[:, 1] = removed - bounds[doc]
+    table = TokenTable(bounds, *(np.empty(0, np.int64),) * 3, hashes)
+    window, first_token = window_hashes(table, n)
+    flag = against[np.searchsorted(bounds, first_token, side="right") - 1]
+    return pairs, distinct(window[~flag]), distinct(window[flag])
 
-    def _cut(self, *, final: bool) -> None:
-        if not self.lengths:
-            return
-        lengths = np.concatenate(self.lengths)
-        hashes = np.concatenate(self.hashes)
-        against = np.concatenate(self.against)
-        self.hashes, self.lengths, self.against = [], [], []  # one copy of the tokens at a time
-        if lengths.size == 0:
-            return
-        bounds = np.zeros(lengths.shape[0] + 1, np.int64)
-        np.cumsum(lengths, out=bounds[1:])
-        docs = lengths.shape[0] if final else max(1, int(np.searchsorted(
-            bounds, self.chunk_tokens, side="right")) - 1)
-        self._chunk(hashes[:bounds[docs]], bounds[:docs + 1], against[:docs])
-        self.hashes = [hashes[bounds[docs]:]]
-        self.lengths = [lengths[docs:]]
-        self.against = [against[docs:]]
-        self.pending = int(bounds[-1] - bounds[docs])
-        self.first_doc += docs
 
-    def _chunk(self, hashes: np.ndarray, bounds: np.ndarray, against: np.ndarray) -> None:
-        index = len(self.starts)
-        self.starts.append(self.first_doc)
-        n = self.decisions.n
-        removed = chunk_repeats(hashes, bounds, against, n,
-                                against_mode=self.decisions.against_mode)
-        if removed.size:
-            doc = np.searchsorted(bounds, removed, side="right") - 1
-            pairs = np.empty((removed.shape[0], 2), np.int64)
-            pairs[:, 0] = doc + self.first_doc
-            pairs[:, 1] = removed - bounds[doc]
-            pairs.tofile(self.within)
-            self.decisions.windows_within += int(removed.shape[0])
-        table = TokenTable(bounds, *(np.empty(0, np.int64),) * 3, hashes)
-        window, first_token = window_hashes(table, n)
-        doc = np.searchsorted(bounds, first_token, side="right") - 1
-        flag = against[doc]
-        for value in (False, True):
-            hashes_seen = distinct(window[flag == value])
-            records = np.empty(hashes_seen.shape[0], WINDOW)
-            records["hash"] = hashes_seen
-            records["chunk"] = index
-            records["against"] = int(value)
-            self.spill.add(records)
+def _chunks(tokenized: Iterable[tuple[TokenTable, bool]], chunk_tokens: int, starts: list[int]
+            ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Tokenized batches gathered into chunks of whole documents of at most
+    ``chunk_tokens`` tokens (a longer document alone): (token hashes, bounds, against
+    flags) per chunk; each chunk's first global document appended to ``starts``."""
+    hashes: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []
+    flags: list[np.ndarray] = []
+    pending = first_doc = 0
 
-    def close(self) -> None:
-        self._cut(final=True)
-        self.within.close()
+    def cut(final: bool):
+        nonlocal hashes, lengths, flags, pending, first_doc
+        all_lengths = np.concatenate(lengths)
+        all_hashes = np.concatenate(hashes)
+        all_flags = np.concatenate(flags)
+        hashes, lengths, flags = [], [], []  # one copy of the tokens at a time
+        if all_lengths.size == 0:
+            return None
+        bounds = np.zeros(all_lengths.shape[0] + 1, np.int64)
+        np.cumsum(all_lengths, out=bounds[1:])
+        docs = all_lengths.shape[0] if final else max(1, int(np.searchsorted(
+            bounds, chunk_tokens, side="right")) - 1)
+        chunk = (all_hashes[:bounds[docs]], bounds[:docs + 1], all_flags[:docs])
+        hashes, lengths, flags = [all_hashes[bounds[docs]:]], [all_lengths[docs:]], [all_flags[docs:]]
+        pending = int(bounds[-1] - bounds[docs])
+        starts.append(first_doc)
+        first_doc += docs
+        return chunk
+
+    for tokens, against in tokenized:
+        hashes.append(tokens.hash)
+        lengths.append(np.diff(tokens.bounds))
+        flags.append(np.full(tokens.bounds.shape[0] - 1, against))
+        pending += len(tokens)
+        while pending >= chunk_tokens:
+            chunk = cut(final=False)
+            if chunk is not None:
+                yield chunk
+    if lengths:
+        chunk = cut(final=True)
+        if chunk is not None:
+            yield chunk
 
 
 def find_repeated_substrings(batches: Iterable[Sequence[str]], n: int, *,
                              work_dir: str | Path, memory_limit: int,
                              against: Iterable[Sequence[str]] | None = None,
                              chunk_tokens: int | None = None,
-                             expected_bytes: int | None = None) -> SubstringDecisions:
+                             expected_bytes: int | None = None,
+                             executor: Executor = local_executor) -> SubstringDecisions:
     """Pass 1: chunks, suffix arrays, and the cross-chunk table.
 
     Parameters
@@ -324,6 +330,9 @@ def find_repeated_substrings(batches: Iterable[Sequence[str]], n: int, *,
         Tokens per chunk, overriding the memory limit's (tests force tiny chunks).
     expected_bytes : int, optional
         The inputs' size on disk, to choose the spill's partitions.
+    executor : callable
+        Runs :func:`chunk_step` per chunk and :func:`cross_chunk_table` per partition
+        (:mod:`neardup.spans.executors`); the result does not depend on it.
     """
     check_int("substrings", "n", n, low=1)
     work_dir = Path(work_dir)
@@ -335,30 +344,46 @@ def find_repeated_substrings(batches: Iterable[Sequence[str]], n: int, *,
     spill = PartitionedSpill(work_dir / "windows", WINDOW, partitions, memory_limit // 8)
     decisions = SubstringDecisions(directory, n, 0, 0, 0, np.empty(0, np.int64),
                                    against_mode=against is not None)
-    chunker = _Chunker(decisions, spill, chunk_tokens)
-    against_docs = documents = tokens_seen = 0
-    for is_against, source in ((True, against or ()), (False, batches)):
-        for texts in source:
-            tokens = tokenize(texts)
-            tokens_seen += len(tokens)
-            if is_against:
-                against_docs += len(texts)
-            else:
-                documents += len(texts)
-            chunker.add(tokens, is_against)
-    chunker.close()
-    decisions.against_docs, decisions.documents, decisions.tokens = (against_docs, documents,
-                                                                     tokens_seen)
-    decisions.chunk_starts = np.asarray(chunker.starts, np.int64)
-    decisions.chunks = len(chunker.starts)
+    counts = {"against": 0, "input": 0, "tokens": 0}
+
+    def tokenized():
+        for is_against, source in ((True, against or ()), (False, batches)):
+            for texts in source:
+                tokens = tokenize(texts)
+                counts["tokens"] += len(tokens)
+                counts["against" if is_against else "input"] += len(texts)
+                yield tokens, is_against
+
+    starts: list[int] = []
+    chunk_args = ((*chunk, n, decisions.against_mode) for chunk in _chunks(tokenized(), chunk_tokens, starts))
+    with open(directory / "within.bin", "wb") as within:
+        for index, (pairs, input_hashes, against_hashes) in enumerate(executor(chunk_step, chunk_args)):
+            # A new array: a Ray result is read-only.
+            (pairs + np.array([starts[index], 0], np.int64)).tofile(within)
+            decisions.windows_within += int(pairs.shape[0])
+            for flag, hashes_seen in ((0, input_hashes), (1, against_hashes)):
+                records = np.empty(hashes_seen.shape[0], WINDOW)
+                records["hash"] = hashes_seen
+                records["chunk"] = index
+                records["against"] = flag
+                spill.add(records)
+    decisions.against_docs, decisions.documents, decisions.tokens = (
+        counts["against"], counts["input"], counts["tokens"])
+    decisions.chunk_starts = np.asarray(starts, np.int64)
+    decisions.chunks = len(starts)
     decisions.spilled = spill.spilled
+
+    def partition_args():
+        # One chunk: step 1 found everything.
+        for p in range(partitions if decisions.chunks > 1 else 0):
+            yield (spill.partition(p),)
+            spill.release(p)  # the step holds (or was sent) its own copy
+
     columns = {name: open(directory / f"cross-{name}.bin", "wb") for name in _CROSS.names}
     try:
         # Partitions are ranges of the hash's top bits: written in order, the table is
-        # sorted by hash as a whole. One chunk: step 1 found everything.
-        for p in range(partitions if decisions.chunks > 1 else 0):
-            table = cross_chunk_table(spill.partition(p))
-            spill.release(p)
+        # sorted by hash as a whole.
+        for table in executor(cross_chunk_table, partition_args()):
             for name, handle in columns.items():
                 np.ascontiguousarray(table[name]).tofile(handle)
             decisions.shared_hashes += int(table.shape[0])
@@ -368,16 +393,34 @@ def find_repeated_substrings(batches: Iterable[Sequence[str]], n: int, *,
     return decisions
 
 
-def remove_substrings(batches: Iterable[Sequence[str]], decisions: SubstringDecisions
-                      ) -> Iterator[BatchRemoval]:
+def remove_batch(texts: Sequence[str], lo: int, within_doc: np.ndarray, within_token: np.ndarray,
+                 cross_hash: np.ndarray, cross_first: np.ndarray, chunk_starts: np.ndarray,
+                 n: int) -> BatchRemoval:
+    """Pass 2's step (per batch of global documents ``lo``...): its removed windows
+    (:func:`removed_windows`) cut out of ``texts``."""
+    tokens = tokenize(texts)
+    first = removed_windows(tokens, lo, within_doc, within_token, cross_hash, cross_first,
+                            chunk_starts, n)
+    last = first + n - 1
+    doc = np.searchsorted(tokens.bounds, first, side="right") - 1
+    return apply_ranges(texts, doc, tokens.start[first], tokens.stop[last])
+
+
+def remove_substrings(batches: Iterable[Sequence[str]], decisions: SubstringDecisions, *,
+                      executor: Executor = local_executor) -> Iterator[BatchRemoval]:
     """Pass 2: each input batch with its removed windows cut out (the same batches, in
-    the same order, as pass 1)."""
-    lo = decisions.against_docs
-    n = decisions.n
-    for texts in batches:
-        tokens = tokenize(texts)
-        first = decisions.removed_windows(lo, tokens)
-        last = first + n - 1
-        doc = np.searchsorted(tokens.bounds, first, side="right") - 1
-        yield apply_ranges(texts, doc, tokens.start[first], tokens.stop[last])
-        lo += len(texts)
+    the same order, as pass 1; :func:`remove_batch` run by ``executor``, which gets the
+    cross-chunk table once, through its ``put`` when it has one)."""
+    put = getattr(executor, "put", lambda value: value)
+    cross = tuple(put(np.asarray(column)) if hasattr(executor, "put") else column
+                  for column in decisions.cross_table())
+    chunk_starts = put(decisions.chunk_starts)
+
+    def batch_args():
+        lo = decisions.against_docs
+        for texts in batches:
+            yield (texts, lo, *decisions.within_range(lo, lo + len(texts)), *cross,
+                   chunk_starts, decisions.n)
+            lo += len(texts)
+
+    yield from executor(remove_batch, batch_args())

@@ -25,6 +25,7 @@ from neardup.cli.dedup import dedup_command
 from neardup.cli.errors import FLAGS
 from neardup.cli.options import OPTION_RULES
 from neardup.methods import METHODS, method_parameters
+from neardup.params import CLI
 
 #: Python spellings a CLI message must not use.
 DENY = re.compile(
@@ -191,7 +192,7 @@ def _rule_cases():
         if rule.name in ("ray_address", "ray_shard_rows"):
             cases.append(pytest.param(rule.flag, ["--engine"], given, id=rule.flag))
             continue
-        if rule.name == "resume" and "--work-dir" in rule.scope:
+        if rule.name == "resume" and "--work-dir" in rule.scope(CLI):
             cases.append(pytest.param(rule.flag, ["--work-dir"], given, id="resume-no-work-dir"))
             continue
         if rule.name in ("work_dir", "memory_limit", "resume", "partitions"):
@@ -278,7 +279,7 @@ def test_every_option_has_a_generated_error_case():
     covered = {case.values[0] for case in _option_cases()}
     covered |= {rule.name for rule in OPTION_RULES}
     options = {p.name for p in dedup_command.params if isinstance(p, click.Option)}
-    missing = options - covered - NO_INVALID_VALUE - {"keep", "engine", "method", "cluster_algorithm",
+    missing = options - covered - NO_INVALID_VALUE - {"keep", "engine", "method", "cluster",
                                                       "decode_errors", "batch_size", "limit"}
     assert not missing, f"options without an error case: {sorted(missing)}"
 

@@ -248,3 +248,18 @@ def test_threshold_sweep_sketches_the_corpus_once(corpus, monkeypatch):
     calls.clear()
     tune(corpus, "minhash", grid={"threshold": [0.5], "num_perm": [32, 64]})
     assert sum(calls) == 2 * len(corpus.select_split("validation"))
+
+
+def test_cluster_parameters_take_their_schema_names_and_the_old_ones_still_work(corpus):
+    """Issue #36: a clustering parameter has one name (neardup.params) in dedup and in tune
+    grids; the older "cluster.<field>" spelling sweeps the same field."""
+    new = tune(corpus, "ngram", grid={"threshold": [0.2], "distance_threshold": [0.05, 0.9]},
+               cluster={"algorithm": "hac"})
+    old = tune(corpus, "ngram", grid={"threshold": [0.2], "cluster.distance_threshold": [0.05, 0.9]},
+               cluster={"algorithm": "hac"})
+    assert [p["ari"] for p in new.points] == [p["ari"] for p in old.points]
+    assert new.cluster == old.cluster
+    swept = tune(corpus, "ngram", grid={"threshold": [0.2], "cluster": ["components", "hac"]})
+    assert [p["values"]["cluster"] for p in swept.points] == ["components", "hac"]
+    with pytest.raises(ValueError, match="not a clustering parameter; clustering accepts: cluster"):
+        tune(corpus, "ngram", grid={"cluster.speed": [1]})

@@ -84,20 +84,22 @@ def hidden_keys(fs, bucket: str) -> list[str]:
     return [p for p in fs.find(bucket) if any(part.startswith(".") for part in p.split("/"))]
 
 
-@pytest.mark.parametrize("engine", ["memory", "local"])
-@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
-def test_s3_round_trip(s3, records, local_clusters, engine, fmt, tmp_path):
-    fs = s3.fs()
-    bucket = s3.bucket()
+def assert_round_trip(store, scheme: str, records, local_clusters, engine: str, fmt: str,
+                      tmp_path) -> None:
+    """``records`` read from ``scheme://`` on ``store`` (a test server: ``fs()``,
+    ``bucket()``, ``cli_options()``) and every output written there: the clusters of the
+    local file, a previous output replaced, no temporary key left, the input untouched."""
+    fs = store.fs()
+    bucket = store.bucket()
     data = jsonl_bytes(records) if fmt == "jsonl" else parquet_bytes(records)
     fs.pipe_file(f"{bucket}/in/corpus.{fmt}", data)
     # A previous output, replaced as a whole by the run.
     fs.pipe_file(f"{bucket}/out/kept.jsonl", b'{"previous": "output"}\n')
-    base = f"s3://{bucket}/out"
-    run_cli(f"s3://{bucket}/in/corpus.{fmt}", "--id-field", "id", "--engine", engine,
+    base = f"{scheme}://{bucket}/out"
+    run_cli(f"{scheme}://{bucket}/in/corpus.{fmt}", "--id-field", "id", "--engine", engine,
             "--clusters-out", f"{base}/clusters.parquet", "--out", f"{base}/kept.jsonl",
             "--pairs-out", f"{base}/pairs.csv", "--report", f"{base}/report.json",
-            *s3.cli_options(), "--work-dir" if engine == "local" else "--seed",
+            *store.cli_options(), "--work-dir" if engine == "local" else "--seed",
             tmp_path / "work" if engine == "local" else "0")
     clusters = read_table(fs, f"{bucket}/out/clusters.parquet")
     assert_each_once(clusters, records)
@@ -106,10 +108,16 @@ def test_s3_round_trip(s3, records, local_clusters, engine, fmt, tmp_path):
     representatives = clusters.filter(clusters.column("representative")).column("id").to_pylist()
     assert [r["id"] for r in kept] == representatives
     report = json.loads(fs.cat_file(f"{bucket}/out/report.json"))
-    assert report["inputs"] == [f"s3://{bucket}/in/corpus.{fmt}"]
+    assert report["inputs"] == [f"{scheme}://{bucket}/in/corpus.{fmt}"]
     assert fs.cat_file(f"{bucket}/out/pairs.csv").startswith(b"id_a,id_b,score")
     assert hidden_keys(fs, bucket) == []
     assert fs.cat_file(f"{bucket}/in/corpus.{fmt}") == data  # the input untouched
+
+
+@pytest.mark.parametrize("engine", ["memory", "local"])
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_s3_round_trip(s3, records, local_clusters, engine, fmt, tmp_path):
+    assert_round_trip(s3, "s3", records, local_clusters, engine, fmt, tmp_path)
 
 
 def test_s3_gzip_csv_and_tsv_inputs_read_like_local_files(s3, records, tmp_path):
@@ -201,39 +209,50 @@ def test_memory_url_round_trip(records, local_clusters):
     fs.rm("/neardup-test", recursive=True)
 
 
-def test_missing_bucket_is_a_clear_error_before_any_work(s3, records, tmp_path):
-    fs = s3.fs()
-    bucket = s3.bucket()
+def assert_missing_buckets_refused(store, scheme: str, records, tmp_path) -> str:
+    """A missing input bucket, then a missing output bucket, on ``store`` (a test server:
+    ``fs()``, ``bucket()``, ``cli_options()``): clear errors before any work. Returns the
+    existing bucket used, holding corpus.jsonl."""
+    fs = store.fs()
+    bucket = store.bucket()
     fs.pipe_file(f"{bucket}/corpus.jsonl", jsonl_bytes(records[:20]))
-    # A missing input bucket.
-    result = run_cli("s3://neardup-no-such-bucket/corpus.jsonl", "--clusters-out",
-                     tmp_path / "c.parquet", *s3.cli_options(), ok=False)
+    result = run_cli(f"{scheme}://neardup-no-such-bucket/corpus.jsonl", "--clusters-out",
+                     tmp_path / "c.parquet", *store.cli_options(), ok=False)
     assert result.exit_code == 1
-    assert result.output.startswith("Error: s3://neardup-no-such-bucket/corpus.jsonl: the "
+    assert result.output.startswith(f"Error: {scheme}://neardup-no-such-bucket/corpus.jsonl: the "
                                     "bucket 'neardup-no-such-bucket' does not exist"), result.output
     assert not (tmp_path / "c.parquet").exists()
     # A missing output bucket: named with its flag, and nothing is read or written.
     local_out = tmp_path / "kept.jsonl"
-    result = run_cli(f"s3://{bucket}/corpus.jsonl", "--out", local_out, "--clusters-out",
-                     "s3://neardup-no-such-bucket/c.parquet", *s3.cli_options(), ok=False)
+    result = run_cli(f"{scheme}://{bucket}/corpus.jsonl", "--out", local_out, "--clusters-out",
+                     f"{scheme}://neardup-no-such-bucket/c.parquet", *store.cli_options(), ok=False)
     assert result.exit_code == 1
-    assert result.output.startswith("Error: --clusters-out: s3://neardup-no-such-bucket/"
+    assert result.output.startswith(f"Error: --clusters-out: {scheme}://neardup-no-such-bucket/"
                                     "c.parquet: the bucket 'neardup-no-such-bucket' does not "
                                     "exist"), result.output
     assert not local_out.exists() and list(tmp_path.iterdir()) == []
+    return bucket
+
+
+def assert_missing_bucket_errors_in_python(scheme: str, options: dict) -> None:
+    config = ReaderConfig(storage_options=options)
+    with pytest.raises(InputError, match="bucket 'neardup-absent' does not exist"):
+        read_corpus([f"{scheme}://neardup-absent/corpus.jsonl"], config)  # at call time
+    outputs = OutputSet(storage_options=options)
+    outputs.add("clusters", f"{scheme}://neardup-absent/c.parquet")
+    with pytest.raises(OutputError, match=rf"^clusters: {scheme}://neardup-absent/c\.parquet: the bucket"):
+        outputs.prepare()
+
+
+def test_missing_bucket_is_a_clear_error_before_any_work(s3, records, tmp_path):
+    bucket = assert_missing_buckets_refused(s3, "s3", records, tmp_path)
     # A missing key in an existing bucket.
     result = run_cli(f"s3://{bucket}/nothing.jsonl", *s3.cli_options(), ok=False)
     assert "Error: s3://" in result.output and "no such file or directory" in result.output
 
 
 def test_missing_bucket_in_python_is_an_input_error(s3):
-    config = ReaderConfig(storage_options=s3.options)
-    with pytest.raises(InputError, match="bucket 'neardup-absent' does not exist"):
-        read_corpus(["s3://neardup-absent/corpus.jsonl"], config)  # at call time
-    outputs = OutputSet(storage_options=s3.options)
-    outputs.add("clusters", "s3://neardup-absent/c.parquet")
-    with pytest.raises(OutputError, match=r"^clusters: s3://neardup-absent/c\.parquet: the bucket"):
-        outputs.prepare()
+    assert_missing_bucket_errors_in_python("s3", s3.options)
 
 
 def test_wrong_credentials_are_refused_before_any_work(s3, records, tmp_path):

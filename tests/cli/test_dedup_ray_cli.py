@@ -1,0 +1,74 @@
+"""``neardup dedup --engine ray`` writes its report through the same builder, OutputSet
+and HTML page as ``--engine local`` (issue #36): same clusters, same report keys, and an
+HTML report. Two Ray nodes on this machine; a few hundred documents."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from neardup.cli import main
+from neardup.data import demo_corpus_path
+
+ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
+
+from tests.ray_nodes import two_ray_nodes  # noqa: E402
+
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
+
+
+@pytest.fixture(scope="module")
+def address():
+    with two_ray_nodes() as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    with gzip.open(demo_corpus_path(), "rt") as handle:
+        records = [json.loads(line) for _, line in zip(range(400), handle)]
+    path = tmp_path_factory.mktemp("corpus") / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n"
+                            for r in records))
+    return path
+
+
+def _partition(table) -> set[frozenset[str]]:
+    """The clusters as sets of ids (the engines number clusters differently)."""
+    groups: dict[int, set[str]] = {}
+    for doc, label in zip(table.column("id").to_pylist(), table.column("cluster").to_pylist()):
+        groups.setdefault(label, set()).add(doc)
+    return {frozenset(g) for g in groups.values()}
+
+
+def test_ray_cli_writes_the_local_engines_clusters_report_and_html(address, corpus, tmp_path):
+    base = ["dedup", str(corpus), "--method", "minhash", "--id-field", "id", "--quiet"]
+    local = CliRunner().invoke(main, [*base, "--clusters-out", str(tmp_path / "local.parquet"),
+                                      "--report", str(tmp_path / "local.json"),
+                                      "--html", str(tmp_path / "local.html")])
+    assert local.exit_code == 0, local.output
+    on_ray = CliRunner().invoke(main, [*base, "--engine", "ray", "--ray-address", address,
+                                       "--clusters-out", str(tmp_path / "clusters"),
+                                       "--report", str(tmp_path / "ray.json"),
+                                       "--html", str(tmp_path / "ray.html")])
+    assert on_ray.exit_code == 0, on_ray.output
+    local_clusters = _partition(pq.read_table(tmp_path / "local.parquet"))
+    assert _partition(pq.read_table(tmp_path / "clusters")) == local_clusters
+    assert any(len(c) > 1 for c in local_clusters)  # the corpus has duplicates to find
+    local_report = json.loads((tmp_path / "local.json").read_text())
+    ray_report = json.loads((tmp_path / "ray.json").read_text())
+    assert set(ray_report) == set(local_report)
+    assert set(ray_report["summary"]) == set(local_report["summary"])
+    for key in ("documents", "clusters", "duplicates_removed", "largest_cluster"):
+        assert ray_report["summary"][key] == local_report["summary"][key], key
+    assert ray_report["params"]["engine"] == "ray"
+    assert set(ray_report["params"]) == set(local_report["params"])
+    page = (tmp_path / "ray.html").read_text(encoding="utf-8")
+    assert page.lstrip().lower().startswith("<!doctype html") and "minhash" in page
+    # Written as a set: no temporary file left beside the outputs.
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["clusters", "local.html", "local.json", "local.parquet", "ray.html", "ray.json"])

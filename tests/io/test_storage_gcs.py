@@ -1,0 +1,32 @@
+"""gs:// URLs (issue #38, item 5): read and written on the memory and local engines through
+gcsfs, against a GCS emulator on loopback (:func:`tests.io.gcs_server.gcs`). Each run
+gives the clusters of the same data read from a local file, every document once."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.io import test_storage as s3_tests
+from tests.io.test_storage import (
+    assert_missing_bucket_errors_in_python,
+    assert_missing_buckets_refused,
+    assert_round_trip,
+)
+
+# The S3 tests' fixtures (the demo records, their clusters from a local file), shared here.
+records = s3_tests.records
+local_clusters = s3_tests.local_clusters
+
+
+@pytest.mark.parametrize("engine", ["memory", "local"])
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_gcs_round_trip(gcs, records, local_clusters, engine, fmt, tmp_path):
+    assert_round_trip(gcs, "gs", records, local_clusters, engine, fmt, tmp_path)
+
+
+def test_gcs_missing_bucket_is_a_clear_error_before_any_work(gcs, records, tmp_path):
+    assert_missing_buckets_refused(gcs, "gs", records, tmp_path)
+
+
+def test_gcs_missing_bucket_in_python(gcs):
+    assert_missing_bucket_errors_in_python("gs", gcs.options)
