@@ -496,6 +496,31 @@ def load_scorer(scorer: str, model: str | os.PathLike | None = None, *, batch_si
     return VerifierScorer(model, threads=threads)
 
 
+class _LastScores:
+    """The candidate scores of the last sketch scored, shared by every :class:`RerankMethod`
+    of this process: a sweep (``neardup tune``, :func:`neardup.eval.evaluate` with a
+    sketch cache) builds one method per threshold over one sketch, and the scorer
+    dominates the cost. One entry, held through a weak reference to its sketch, so the
+    scores go when the sketch does and memory stays one corpus's candidate pairs."""
+
+    def __init__(self) -> None:
+        self._entry: tuple | None = None
+
+    def get(self, sketch: Sketch, key: tuple) -> tuple[Pairs, dict] | None:
+        entry = self._entry
+        if entry is None or entry[0]() is not sketch or entry[1] != key:
+            return None
+        return entry[2], entry[3]
+
+    def put(self, sketch: Sketch, key: tuple, scored: Pairs) -> tuple[Pairs, dict]:
+        guard: dict = {}  # the template guard's mask, computed on first use
+        self._entry = (weakref.ref(sketch), key, scored, guard)
+        return scored, guard
+
+
+_LAST_SCORES = _LastScores()
+
+
 def _template_pairs(texts: Sequence[str], left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """:func:`~neardup.methods.pair_types.figures_disagree` of pairs of positions in raw
     ``texts``, normalized here as the verifier's features normalize them (only the texts
@@ -619,11 +644,6 @@ class RerankMethod(Method):
             params.setdefault("threads", self.threads)
         self._candidate = candidate_method(effective, params)
         self._scorer: Any = None
-        self._scores: tuple | None = None  # scored_candidates' last sketch and its scores
-
-    def __getstate__(self) -> dict[str, Any]:
-        # The kept scores are this process's cache (a weak reference does not pickle).
-        return {**self.__dict__, "_scores": None}
 
     @property
     def threshold(self) -> float:
@@ -681,9 +701,9 @@ class RerankMethod(Method):
     def scored_candidates(self, sketch: Sketch, dates: np.ndarray | None = None) -> Pairs:
         """Every candidate pair with its duplicate probability (before ``threshold``; 0
         for the pairs ``template_guard`` rejects), computed once per sketch (and dates):
-        the method keeps the scores of the last sketch it scored (a weak reference to
-        it, so the scores go when the sketch does). ``dates`` (datetime64[s], NaT where unknown) feed the verifier's
-        date features."""
+        the scores of the last sketch scored in this process are kept (:class:`_LastScores`),
+        so every point of a threshold sweep shares them. ``dates`` (datetime64[s], NaT
+        where unknown) feed the verifier's date features."""
         if _TEXT_KEY not in sketch.ragged:
             raise ValueError(
                 "RerankMethod.find_pairs: parameter 'sketch' must come from "
@@ -694,11 +714,10 @@ class RerankMethod(Method):
             np.ascontiguousarray(dates).view(np.int64).tobytes()).hexdigest())
         # The verifier's state: the scorer dominates the cost, so the scores are kept for
         # the same sketch and dates; the threshold and the guard are applied after.
-        cache = self._scores
-        if cache is None or cache[0]() is not sketch or cache[1] != key:
-            cache = (weakref.ref(sketch), key, self._score_candidates(sketch, dates), {})
-            self._scores = cache
-        scored, guard = cache[2], cache[3]
+        kept = _LAST_SCORES.get(sketch, key)
+        if kept is None:
+            kept = _LAST_SCORES.put(sketch, key, self._score_candidates(sketch, dates))
+        scored, guard = kept
         if not self.template_guard or len(scored) == 0:
             return scored
         if "mask" not in guard:
