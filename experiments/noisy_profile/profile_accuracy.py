@@ -27,7 +27,7 @@ from experiments.method_comparison.compare_transfer import RESULTS as TRANSFER
 from experiments.method_comparison.compare_transfer import ROOT, SETS, maximin
 from neardup.eval import evaluate, load_labeled
 from neardup.profiles import NOISY, profile_settings
-from neardup.text.noise_signal import SAMPLE_DOCS, broken_token_share
+from neardup.text.noise_signal import BROKEN_TOKEN_SHARE, SAMPLE_DOCS, broken_token_share
 
 OUT = Path(__file__).resolve().parent / "results" / "profile_accuracy.json"
 #: compare_transfer.py's entry holding each profiled method's character 5-gram sweeps.
@@ -67,7 +67,8 @@ def main() -> None:
                              "cpu_seconds": round(time.process_time() - start, 2),
                              "broken_token_share": share})
                 print(json.dumps(rows[-1]), flush=True)
-    OUT.write_text(json.dumps({"chosen_on_validation": chosen, "rows": rows}, indent=1) + "\n")
+    OUT.write_text(json.dumps({"chosen_on_validation": chosen, "hint_threshold": BROKEN_TOKEN_SHARE,
+                               "rows": rows}, indent=1) + "\n")
     print(f"wrote {OUT}")
 
 
