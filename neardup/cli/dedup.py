@@ -88,7 +88,8 @@ def _sampling(batches, sample: list[str]):
     (for the noise signal; the run's own read, so a pipe is read once)."""
     for batch in batches:
         if len(sample) < SAMPLE_DOCS:
-            sample.extend(batch.texts[:SAMPLE_DOCS - len(sample)])
+            sample.extend(t for t in batch.texts[:SAMPLE_DOCS - len(sample)]
+                          if isinstance(t, str))
         yield batch
 
 
@@ -112,9 +113,9 @@ def _hints(cluster: dict[str, Any], has_dates: bool, method: Method,
             f"The input looks noisy ({100 * noise_share:.1f}% of the first documents' words "
             f"mix digits into letters or letters of two scripts, as OCR errors, typos and "
             f"look-alike letters do; clean text has under {100 * BROKEN_TOKEN_SHARE:.1f}%). "
-            f"--method {method.name} at its clean-text defaults (word 3-grams) misses most "
-            f"copies of such text: --profile noisy (character 5-grams at Jaccard 0.3) finds "
-            f"them (docs/choosing-a-method.md)."
+            f"--method {method.name} on word 3-grams (its clean-text default) misses many "
+            f"copies of such text; --profile noisy (character 5-grams at Jaccard 0.3) finds "
+            f"more of them (docs/choosing-a-method.md)."
         )
     if cluster.get("algorithm", "components") == "components":
         recommended = method.recommended_cluster()
