@@ -23,6 +23,7 @@ from neardup.params import (
 )
 from neardup.pipeline import ClusterConfig, Result, run
 from neardup.plan import Budget, RunSpec, plan, require
+from neardup.profiles import profile_settings
 
 __all__ = ["dedup"]
 
@@ -349,7 +350,10 @@ def dedup(
         ``resolution``, ``linkage`` and ``distance_threshold`` (for "hac"), and
         ``time_window_hours`` (do not merge documents dated further apart; needs
         ``date_field``; "sanderson" takes it as its own parameter).
-        ``seed`` seeds both the method and community detection. Each name is declared
+        ``seed`` seeds both the method and community detection. ``profile``
+        ("clean", the default, or "noisy"): "noisy" runs "ngram" and "minhash" on
+        character 5-grams at Jaccard 0.3 (for OCR and other noisy text; see
+        :mod:`neardup.profiles`); ``threshold`` and ``shingle`` given win over it. Each name is declared
         once in :mod:`neardup.params`, with the rules the command line applies: a
         parameter the run would ignore (``linkage`` without ``cluster="hac"``,
         ``work_dir`` with ``engine="memory"``, ...) raises
@@ -395,8 +399,9 @@ def dedup(
         k: params.pop(k) for k in list(params) if k in CLUSTER_OPTION_NAMES and k not in own
     }
     seed = params.get("seed", 0)
+    profile = params.pop("profile", "clean")
     settings = {"engine": engine, "partitions": partitions, "seed": seed, "cluster": "auto",
-                **cluster_kwargs}
+                "profile": profile, **cluster_kwargs}
     for name, value in settings.items():
         check_value("dedup", name, value)
     # The schema's rules, as the command line applies them: a parameter the run would
@@ -404,14 +409,16 @@ def dedup(
     known = {"method": method, "date_field": date_field, "work_dir": work_dir,
              "memory_limit": memory_limit, "resume": resume, "ray_address": ray_address,
              **settings, **{k: v for k, v in params.items() if k in DIRECT_METHOD_PARAMS}}
-    named = {"date_field", "work_dir", "memory_limit", "resume", "ray_address", "partitions"}
+    named = {"date_field", "work_dir", "memory_limit", "resume", "ray_address", "partitions",
+             "profile"}
     given = {k for k in named if known[k] not in (None, False)} | set(cluster_kwargs) | set(params)
     if "seed" in params and "seed" not in own:
         params.pop("seed")
     check_rules("dedup", known, given)
     cluster = ClusterConfig(algorithm=cluster_kwargs.pop("cluster", "auto"), seed=seed,
                             **cluster_kwargs)
-    method_obj = make_method(method, **params)
+    # The profile's settings under the parameters given (a given one wins).
+    method_obj = make_method(method, **{**profile_settings(profile, method), **params})
     budget = Budget(work_dir=None if work_dir is None else str(work_dir),
                     memory_limit=None if memory_limit is None else parse_memory(memory_limit),
                     partitions=partitions, resume=resume, ray_address=ray_address)
@@ -441,8 +448,10 @@ def dedup(
         batches = _in_memory_batches(items, text_field, id_field, batch_size, date_field)
         again = lambda: _in_memory_batches(items, text_field, None, batch_size)  # noqa: E731
         total = len(items)
-    return run(batches, method_obj, cluster=cluster, keep=policy, keep_values=values,
-               progress=progress, total=total,
-               reread=again if "pair_types" in planned.spec.outputs else None,
-               engine=engine, corpus_stage=budget.corpus_stage(),
-               ray=budget.ray_config() if engine == "ray" else None)
+    result = run(batches, method_obj, cluster=cluster, keep=policy, keep_values=values,
+                 progress=progress, total=total,
+                 reread=again if "pair_types" in planned.spec.outputs else None,
+                 engine=engine, corpus_stage=budget.corpus_stage(),
+                 ray=budget.ray_config() if engine == "ray" else None)
+    result.params["profile"] = profile
+    return result

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neardup.errors import ParameterError, check_choice, check_float, check_int
+from neardup.profiles import PROFILED_METHODS, PROFILES
 
 __all__ = ["CLI", "CLUSTERINGS", "DIRECT_METHOD_PARAMS", "ENGINES", "NORMALIZE_FLAGS", "PARAM", "PARAMS", "PYTHON", "RULES", "Param", "Rule", "RuleError",
            "RENAMED", "Situation", "Wording", "check_rules", "check_value", "choices_of",
@@ -75,6 +76,13 @@ PARAMS: tuple[Param, ...] = (
     # ---- method and its parameters
     _p("method", _M, "Near-duplicate detection method.", default="minhash", kind="choice",
        show_default=True),  # choices: neardup.METHODS, filled in by choices_of
+    _p("profile", _M, "Settings of the lexical methods for the kind of text. clean: their "
+       "defaults (word 3-grams, Jaccard 0.5), for clean web or wire text. noisy: ngram and "
+       "minhash on character 5-grams at Jaccard 0.3 (the best worst case over the ten "
+       "labelled sets' validation splits), for OCR, typos, look-alike letters and other "
+       "scripts, where the clean defaults find almost nothing; finds more pairs, so costs "
+       "more (docs/choosing-a-method.md). --threshold, --shingle and --ngram win over it.",
+       default="clean", kind="choice", choices=PROFILES, show_default=True),
     _p("threshold", _M, "Similarity cut-off. minhash/ngram: Jaccard (or containment) in [0, 1], "
        "default 0.5; simhash: maximum Hamming distance in bits, default 3; retsim/biencoder: "
        "cosine, default the shipped model's threshold tuned on validation (biencoder-news "
@@ -515,6 +523,10 @@ def _engine_is(name: str) -> Callable[[Situation], bool]:
 #: Every parameter that some setting of another parameter makes the run ignore.
 RULES: tuple[Rule, ...] = (
     *(_method_rule(name, name) for name in DIRECT_METHOD_PARAMS),
+    # A profile other than "clean" changes the methods it has settings for only.
+    Rule("profile", lambda w: w.one_of("method", PROFILED_METHODS),
+         lambda s: None if not s.method_name else s.method_name in PROFILED_METHODS,
+         lambda s, w: w.set("method", s.method_name), counts=lambda value: value != "clean"),
     _method_rule("shingle_unit", "shingle"),
     _method_rule("ngram_n", "shingle"),
     *(_method_rule(name, "normalize") for name in NORMALIZE_FLAGS),

@@ -131,6 +131,18 @@ SOURCES: dict[str, Source] = {
         "experiments/calibrate_labels/results/calibrate_labels_adversarial.json",
         "python experiments/calibrate_labels/calibrate_labels.py --methods minhash ngram --sets reuters-adversarial --out experiments/calibrate_labels/results/calibrate_labels_adversarial.json",
     ),
+    "noisy-profile": Source(
+        "experiments/noisy_profile/results/profile_accuracy.json",
+        "python -m experiments.noisy_profile.profile_accuracy",
+    ),
+    "noisy-profile-cost-100k": Source(
+        "experiments/noisy_profile/results/cost-100k.json",
+        "python -m experiments.noisy_profile.cost --corpus /tmp/neardup-scale/100k --methods minhash",
+    ),
+    "noisy-profile-cost-20k": Source(
+        "experiments/noisy_profile/results/cost-20k.json",
+        "python -m experiments.noisy_profile.cost --corpus /tmp/neardup-scale/20k",
+    ),
 }
 
 # The benchmark sets, in the column order of every accuracy table (benchmarks/README.md).
@@ -440,6 +452,34 @@ def _calibrate_labels() -> tuple[str, list[str]]:
         "calibrate-labels", "calibrate-labels-adversarial"]
 
 
+def _noisy_profile() -> tuple[str, list[str]]:
+    data = _load("noisy-profile")
+    ari = {(r["method"], r["setting"], r["set"]): r["ari"] for r in data["rows"]}  # type: ignore[index]
+    share = {r["set"]: r["broken_token_share"] for r in data["rows"]}  # type: ignore[index]
+    rows = []
+    for method in dict.fromkeys(r["method"] for r in data["rows"]):  # type: ignore[index]
+        for setting, name in (("default", f"`{method}`"), ("noisy", f"`{method} --profile noisy`")):
+            rows.append([name, *(_num(ari.get((method, setting, s))) for s in SETS)])
+    rows.append(["hint shown (broken tokens)",
+                 *(f"{'yes' if share[s] > data['hint_threshold'] else 'no'} ({100 * share[s]:.2f}%)"  # type: ignore[index]
+                   for s in SETS)])
+    return _table(["setting", *SET_HEADERS], ["l", *"r" * len(SETS)], rows), ["noisy-profile"]
+
+
+def _noisy_profile_cost() -> tuple[str, list[str]]:
+    sources = ["noisy-profile-cost-100k", "noisy-profile-cost-20k"]
+    rows = [[f"`{r['method']}{' --profile noisy' if r['setting'] == 'noisy' else ''}`",
+             _int(r["docs"]), _num(r["cpu_s"], 1), _num(r["cpu_ms_per_doc"], 2),
+             _num(r.get("candidate_pairs_per_doc"), 1),
+             _num(r["corpus_stage"]["verified_edges"] / r["docs"], 1)
+             if (r.get("corpus_stage") or {}).get("verified_edges") is not None else "",
+             _int(r["peak_rss_mb"]), _num(r.get("ari_vs_truth"))]
+            for name in sources for r in _load(name)["rows"]]  # type: ignore[index]
+    header = ["setting", "documents", "CPU (s)", "CPU per doc (ms)", "candidate pairs per doc",
+              "verified pairs per doc", "peak RSS (MB)", "ARI vs the corpus's clusters"]
+    return _table(header, ["l", *"r" * 7], rows), sources
+
+
 RENDERERS: dict[str, Callable[[], tuple[str, list[str]]]] = {
     "methods": lambda: _methods_table(full=True),
     "methods-summary": lambda: _methods_table(full=False),
@@ -456,6 +496,8 @@ RENDERERS: dict[str, Callable[[], tuple[str, list[str]]]] = {
     "index-10M": _index,
     "report-1M": _report,
     "calibrate-labels": _calibrate_labels,
+    "noisy-profile": _noisy_profile,
+    "noisy-profile-cost": _noisy_profile_cost,
 }
 
 _BLOCK = re.compile(r"(<!-- BEGIN table:(?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- END table:(?P=name) -->)",

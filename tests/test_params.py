@@ -75,6 +75,7 @@ def test_schema_values_are_checked_as_declared():
 #: arguments that break it (the same settings).
 BROKEN = {
     "threshold": ({"method": "exact", "threshold": 0.5}, ["--method", "exact", "--threshold", "0.5"]),
+    "profile": ({"method": "exact", "profile": "noisy"}, ["--method", "exact", "--profile", "noisy"]),
     "num_perm": ({"method": "ngram", "num_perm": 64}, ["--method", "ngram", "--num-perm", "64"]),
     "bands": ({"method": "exact", "bands": 4}, ["--method", "exact", "--bands", "4"]),
     "rows": ({"method": "exact", "rows": 4}, ["--method", "exact", "--rows", "4"]),

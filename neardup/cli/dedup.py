@@ -54,6 +54,8 @@ from neardup.cli.engine import (
     non_seekable_inputs,
 )
 from neardup.pipeline import Result, result_from_stage, run, template_clusters
+from neardup.profiles import PROFILED_METHODS
+from neardup.text.noise_signal import BROKEN_TOKEN_SHARE, SAMPLE_DOCS, broken_token_share
 from neardup.plan import Budget, Plan, RunSpec, Unsupported, plan, require
 
 DEMO_HINT = "no INPUT given: running on the bundled demo corpus"
@@ -74,10 +76,30 @@ def _demo_corpus() -> Path:
     return demo_corpus_path()
 
 
-def _hints(cluster: dict[str, Any], has_dates: bool, method: Method) -> list[str]:
+def _clean_default(method: Method) -> bool:
+    """Whether ``method`` is a lexical method that --profile noisy changes, run on word
+    shingles (its clean-text default)."""
+    shingle = method.get_params().get("shingle") or {}
+    return method.name in PROFILED_METHODS and shingle.get("unit") == "word"
+
+
+def _sampling(batches, sample: list[str]):
+    """Pass batches through, keeping the first :data:`SAMPLE_DOCS` texts in ``sample``
+    (for the noise signal; the run's own read, so a pipe is read once)."""
+    for batch in batches:
+        if len(sample) < SAMPLE_DOCS:
+            sample.extend(t for t in batch.texts[:SAMPLE_DOCS - len(sample)]
+                          if isinstance(t, str))
+        yield batch
+
+
+def _hints(cluster: dict[str, Any], has_dates: bool, method: Method,
+           noise_share: float | None = None) -> list[str]:
     """Advice for the end of the summary: a dated corpus run without a time window; a
-    method run with connected components whose model recommends another clustering.
-    ``cluster``: the run's clustering parameters."""
+    lexical method at its clean-text defaults on input that looks noisy; a method run
+    with connected components whose model recommends another clustering.
+    ``cluster``: the run's clustering parameters; ``noise_share``: the broken-token
+    share of the input's first documents (None: not measured)."""
     hints = []
     if has_dates and cluster.get("time_window_hours") is None and method.name != "sanderson":
         hints.append(
@@ -85,6 +107,15 @@ def _hints(cluster: dict[str, Any], has_dates: bool, method: Method) -> list[str
             "further apart out of one cluster, so recurring reports with the same wording "
             "(templates) are not merged. Pairs identical after normalization (exact; ngram "
             "and minhash Jaccard 1.0) are merged whatever their dates."
+        )
+    if noise_share is not None and _clean_default(method) and noise_share > BROKEN_TOKEN_SHARE:
+        hints.append(
+            f"The input looks noisy ({100 * noise_share:.1f}% of the first documents' words "
+            f"mix digits into letters or letters of two scripts, as OCR errors, typos and "
+            f"look-alike letters do; clean text has under {100 * BROKEN_TOKEN_SHARE:.1f}%). "
+            f"--method {method.name} on word 3-grams (its clean-text default) misses many "
+            f"copies of such text; --profile noisy (character 5-grams at Jaccard 0.3) finds "
+            f"more of them (docs/choosing-a-method.md)."
         )
     if cluster.get("algorithm", "components") == "components":
         recommended = method.recommended_cluster()
@@ -290,7 +321,8 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
         batches = read_corpus(list(inputs), reader)
         if watch is not None:
             batches = watch.first_read(batches)
-        batches = _killing_after_first(batches)
+        sample: list[str] = []
+        batches = _sampling(_killing_after_first(batches), sample)
         result = run(batches, method_obj, cluster=cluster, keep=keep,
                      keep_values=keep_values_from_options(keep, inputs, reader), progress=progress,
                      reread=reread, engine=planned.executor,
@@ -298,15 +330,18 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
                      input_identity=input_identity(inputs, reader.params(),
                                                    reader.storage_options))
         faults.checkpoint("clustered")
+        result.params["profile"] = opts["profile"]
+        noise_share = broken_token_share(sample) if _clean_default(method_obj) else None
+        hints = _hints(result.params.get("cluster", {}), result.has_dates, method_obj, noise_share)
         start = time.perf_counter()
-        _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch)
+        _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch, hints)
         if watch is not None:
             watch.check(" and ".join(rereads))
         faults.checkpoint("written")
         outputs.commit()
         seconds = time.perf_counter() - start if len(outputs) else 0.0
     faults.checkpoint("committed")
-    return result, seconds, _hints(result.params.get("cluster", {}), result.has_dates, method_obj)
+    return result, seconds, hints
 
 
 def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
@@ -353,7 +388,8 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
                                        engine="ray", keep_values=keep_values)
         timings = {**run.timer.seconds, "write": time.perf_counter() - start}
         params = {"method": method_obj.get_params(), "cluster": cluster.get_params(),
-                  "keep": keep.name, "engine": "ray", "corpus_stage": run.stats}
+                  "keep": keep.name, "engine": "ray", "corpus_stage": run.stats,
+                  "profile": opts["profile"]}
         record = _run_record(method_obj.name, params, method_obj)
         if "--report" in outputs:
             templates = (result.template_clusters() if result is not None
@@ -492,8 +528,10 @@ def _refuse_work_dir_files(opts: dict[str, Any]) -> None:
             )
 
 
-def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch=None) -> None:
-    """Write every requested output to its temporary file (renamed later by commit)."""
+def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch,
+                   hints) -> None:
+    """Write every requested output to its temporary file (renamed later by commit);
+    ``hints``: the run's advice, for --report."""
     from neardup.io import iter_records
     from neardup.io.writers import annotated_records, annotation_columns
 
@@ -521,7 +559,7 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch=None
     if "--report" in outputs:
         outputs.write_text("--report", _report_text(
             result.summary(), record, result.timings, inputs, result.template_clusters(),
-            _hints(result.params.get("cluster", {}), result.has_dates, method_obj)))
+            hints))
     if "--html" in outputs:
         from neardup.report import write_report
 

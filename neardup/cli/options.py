@@ -39,7 +39,8 @@ from neardup.params import (
     group,
 )
 from neardup.pipeline import ClusterConfig
-from neardup.text import NormalizeConfig, ShingleConfig
+from neardup.profiles import profile_settings, shingle_setting
+from neardup.text import NormalizeConfig
 
 __all__ = [
     "CLUSTER_OPTION_NAMES",
@@ -162,11 +163,13 @@ def method_params_from_options(method: str, opts: dict[str, Any], *, seed: int) 
     check_option_rules({**opts, "method": method})
     params = _direct_params(method, {name: opts[name] for name in DIRECT_METHOD_PARAMS})
     accepted = method_parameters(method)
-    shingle_n = opts["ngram_n"]
+    profile = opts.get("profile", "clean")
+    # The profile's settings under the flags given (each given flag wins).
+    params = {k: v for k, v in profile_settings(profile, method).items() if k != "shingle"} | params
     if "shingle" in accepted:
-        params["shingle"] = ShingleConfig(
-            unit=opts["shingle_unit"], n=3 if shingle_n is None else shingle_n
-        )
+        context = click.get_current_context(silent=True)
+        unit = opts["shingle_unit"] if _given(context, opts, "shingle_unit") else None
+        params["shingle"] = shingle_setting(profile, method, unit, opts["ngram_n"])
     if "normalize" in accepted:
         params["normalize"] = normalize_config(opts)
     if "seed" in accepted:

@@ -45,7 +45,7 @@ STORY = "the central bank raised its key interest rate by half a point on tuesda
 
 #: A valid value for each option that takes one (used where the option must be given).
 VALID = {
-    "threshold": "0.5", "num_perm": "64", "bands": "8", "rows": "8", "verify": "exact",
+    "threshold": "0.5", "profile": "noisy", "num_perm": "64", "bands": "8", "rows": "8", "verify": "exact",
     "max_bucket_pairs": "20", "similarity": "containment", "max_df": "50",
     "weighting": "binary", "model": "all-MiniLM-L6-v2", "shingle_unit": "char",
     "ngram_n": "4", "spell_max_edit_distance": "3", "linkage": "single",

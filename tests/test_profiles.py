@@ -1,0 +1,149 @@
+"""Issue #37: lexical methods do not fail silently on noisy text.
+
+``profile="noisy"`` / ``--profile noisy`` sets ngram's and minhash's shingling and
+threshold (neardup.profiles), parameters the user gives win over it, the run records
+it; ``neardup dedup`` hints at it when the input looks noisy (neardup.text.noise_signal)
+and not on clean text; an unknown profile is a clear error on both interfaces.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import neardup
+from neardup.cli import main
+from neardup.errors import ParameterError
+from neardup.profiles import NOISY, profile_settings
+from neardup.text import ShingleConfig
+from neardup.text.noise_signal import BROKEN_TOKEN_SHARE, broken_token_share, looks_noisy
+
+CLEAN = [
+    "The company said its quarterly profit rose on higher sales of paper products.",
+    "Shares of the bank closed higher after it reported record earnings for the year.",
+    "The central bank left interest rates unchanged at its monthly policy meeting.",
+    "The company said its quarterly profit rose on higher sales of paper products today.",
+]
+# OCR-like damage: digits inside words, and Cyrillic look-alikes inside Latin words.
+NOISY_TEXTS = [
+    "Th3 c0mpany sa1d its quarter1y pr0fit r0se on h1gher sa1es of paper pr0ducts.",
+    "Shаres оf the bаnk c1osed h1gher аfter it rep0rted rec0rd earn1ngs for the year.",
+    "The centra1 bank 1eft interest rates unchanged at its m0nthly po1icy meet1ng.",
+    "Tbe c0mpany sald its quarter1y prof1t rose 0n higher sa1es of paper pr0ducts.",
+]
+
+
+def _method_params(result) -> dict:
+    return result.params["method"]
+
+
+@pytest.mark.parametrize("method", sorted(NOISY))
+def test_python_profile_sets_the_documented_parameters(method):
+    result = neardup.dedup(CLEAN, method=method, profile="noisy")
+    params = _method_params(result)
+    assert params["threshold"] == NOISY[method]["threshold"] == 0.3
+    assert params["shingle"] == {"unit": "char", "n": 5}
+    assert result.params["profile"] == "noisy"
+    default = neardup.dedup(CLEAN, method=method)
+    assert _method_params(default)["shingle"] == {"unit": "word", "n": 3}
+    assert _method_params(default)["threshold"] == 0.5
+    assert default.params["profile"] == "clean"
+
+
+def test_python_parameters_given_win_over_the_profile():
+    result = neardup.dedup(CLEAN, method="minhash", profile="noisy", threshold=0.6)
+    assert _method_params(result)["threshold"] == 0.6
+    assert _method_params(result)["shingle"] == {"unit": "char", "n": 5}
+    result = neardup.dedup(CLEAN, method="ngram", profile="noisy",
+                           shingle=ShingleConfig(unit="word", n=2))
+    assert _method_params(result)["shingle"] == {"unit": "word", "n": 2}
+    assert _method_params(result)["threshold"] == 0.3
+
+
+def test_profile_settings_are_empty_for_clean_and_other_methods():
+    assert profile_settings("clean", "minhash") == {}
+    assert profile_settings("noisy", "exact") == {}
+
+
+def test_unknown_profile_is_a_clear_error(tmp_path):
+    with pytest.raises(ParameterError, match="parameter 'profile' must be one of 'clean', 'noisy'"):
+        neardup.dedup(CLEAN, method="minhash", profile="ocr")
+    corpus = _write(tmp_path / "c.jsonl", CLEAN)
+    result = CliRunner().invoke(main, ["dedup", str(corpus), "--profile", "ocr"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--profile'" in result.output
+    assert "'clean'" in result.output and "Traceback" not in result.output
+
+
+def test_profile_on_a_method_it_does_not_change_is_refused_but_clean_is_not():
+    with pytest.raises(ParameterError, match="parameter 'profile' applies to method="):
+        neardup.dedup(CLEAN, method="exact", profile="noisy")
+    assert neardup.dedup(CLEAN, method="exact", profile="clean").params["profile"] == "clean"
+
+
+def _write(path, texts):
+    path.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n"
+                            for i, t in enumerate(texts)))
+    return path
+
+
+def _cli_report(tmp_path, texts, *args) -> tuple[dict, str]:
+    corpus = _write(tmp_path / "c.jsonl", texts)
+    report = tmp_path / "r.json"
+    result = CliRunner().invoke(main, ["dedup", str(corpus), "--id-field", "id", "--report",
+                                       str(report), *args], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    record = json.loads(report.read_text())
+    report.unlink()
+    return record, " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(("args", "shingle", "threshold"), [
+    (["--profile", "noisy"], {"unit": "char", "n": 5}, 0.3),
+    (["--profile", "noisy", "--threshold", "0.6"], {"unit": "char", "n": 5}, 0.6),
+    (["--profile", "noisy", "--shingle", "word"], {"unit": "word", "n": 3}, 0.3),
+    (["--profile", "noisy", "--ngram", "7"], {"unit": "char", "n": 7}, 0.3),
+    (["--profile", "clean"], {"unit": "word", "n": 3}, 0.5),
+    ([], {"unit": "word", "n": 3}, 0.5),
+])
+@pytest.mark.parametrize("method", sorted(NOISY))
+def test_cli_profile_and_explicit_flags(tmp_path, method, args, shingle, threshold):
+    record, _ = _cli_report(tmp_path, CLEAN, "--method", method, *args)
+    assert record["params"]["method"]["shingle"] == shingle
+    assert record["params"]["method"]["threshold"] == threshold
+    assert record["params"]["profile"] == (args[1] if args else "clean")
+
+
+def test_help_names_the_profiles():
+    text = " ".join(CliRunner().invoke(main, ["dedup", "--help"]).output.split())
+    assert "--profile [clean|noisy]" in text
+    assert "character 5-grams at Jaccard 0.3" in text
+
+
+def test_hint_on_noisy_input_and_not_on_clean(tmp_path):
+    noisy, output = _cli_report(tmp_path, NOISY_TEXTS)
+    assert any("--profile noisy" in hint for hint in noisy["hints"])
+    assert "--profile noisy" in output
+    clean, output = _cli_report(tmp_path, CLEAN)
+    assert not any("--profile" in hint for hint in clean["hints"])
+    assert "--profile" not in output
+    # Named already, or the method is not one it changes: no hint.
+    for args in (["--profile", "noisy"], ["--method", "exact"]):
+        record, output = _cli_report(tmp_path, NOISY_TEXTS, *args)
+        assert not any("--profile" in hint for hint in record["hints"]), args
+
+
+def test_noise_signal():
+    assert broken_token_share([]) == 0.0
+    assert broken_token_share(CLEAN) == 0.0
+    assert broken_token_share(["Цены на нефть выросли в понедельник, сообщил министр."]) == 0.0
+    assert broken_token_share(["Ο υπουργός είπε ότι οι τιμές αυξήθηκαν."]) == 0.0
+    # Codes and numbers next to words are not noise; digits inside words and mixed
+    # scripts are.
+    assert broken_token_share(["Q1 profit of 4.5 mln dlrs on 1987 sales, F-16 order"]) == 0.0
+    assert broken_token_share(["c0mpany"]) == 1.0
+    assert broken_token_share(["Рresident said"]) == 0.5  # Cyrillic Р, then Latin
+    assert looks_noisy(NOISY_TEXTS) and not looks_noisy(CLEAN)
+    assert broken_token_share(NOISY_TEXTS) > BROKEN_TOKEN_SHARE
