@@ -11,15 +11,13 @@ ray = pytest.importorskip("ray")
 from neardup.spans import SpanDedupConfig, find_repeated_spans, remove_spans  # noqa: E402
 from neardup.spans.ray_executor import find_repeated_spans_ray  # noqa: E402
 
-pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
+pytestmark = pytest.mark.ray
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray.init(num_cpus=1, include_dashboard=False, ignore_reinit_error=True,
-             log_to_driver=False)
-    yield
-    ray.shutdown()
+@pytest.fixture
+def local_ray(ray_cluster):
+    """The session's Ray cluster (tests/conftest.py), which the tasks run on."""
+    return ray_cluster
 
 
 def _corpus(seed=0, docs=60):
