@@ -8,13 +8,16 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 OUT ?= out
-# pytest-xdist workers: one per logical CPU. --dist loadgroup keeps each xdist_group (the
-# Ray tests, which share one local cluster) on a single worker.
+# pytest-xdist workers: one per logical CPU. worksteal: each worker takes half the tests,
+# longest files first (tests/durations.py), and an idle one takes the other's last ones.
+# The Ray tests share one cluster per worker (tests/conftest.py's ray_cluster).
+# PYTHONDONTWRITEBYTECODE cleared: the Python processes the tests start (xdist and Ray
+# workers, CLI subprocesses) then compile neardup once, not each one again.
 WORKERS ?= logical
-PYTEST := HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
+PYTEST := HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(WORKERS) --dist worksteal
 LANES := slow or ray or neural or train or browser or faults
 
-.PHONY: demo test test-fast install install-test bench clean browser docs
+.PHONY: demo test test-fast test-durations install install-test bench clean browser docs
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +60,11 @@ test: install-test browser
 # Everything but the marked lanes ($(LANES)).
 test-fast: install-test
 	$(PYTEST) --durations=10 -m "not ($(LANES))"
+
+# The whole suite, recording each file's seconds in tests/durations.json (which orders the
+# files, longest first): after adding or reshaping slow tests.
+test-durations: install-test browser
+	$(PYTEST) --durations=25 --record-durations
 
 # The documentation site (mkdocs.yml) into site/; broken links or references fail the build.
 docs: install-test

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+# Longest test files first, and `--record-durations` (tests/durations.py).
+pytest_plugins = ["tests.durations"]
+
 # Texts that stress the binarizer and the model: scripts, sizes around the chunk rules
 # (512 per chunk, a last partial chunk of <= 256 characters dropped), odd code points.
 _VARIED_TEXTS = (
@@ -38,6 +41,27 @@ _VARIED_TEXTS = (
 @pytest.fixture(scope="session")
 def varied_texts() -> list[str]:
     return list(_VARIED_TEXTS)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory):
+    """The Ray lane's cluster: two nodes of one CPU each (tests/ray_nodes.py), started by
+    the first test of a process that asks and shared by every later one, so that each
+    xdist worker starts one cluster (not one per module) and the Ray tests spread over
+    the workers. Its workers import this checkout and load the fault-injection plugin
+    (tests/fault_plugin), idle until a test arms it: ``{"address", "marker"}``, the
+    cluster's address and the kill-once marker (RAY_FAULT_ENV, neardup.faults.kill_once)."""
+    pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
+    from neardup.engine.ray_engine import worker_runtime_env
+    from tests.fault_plugin import RAY_FAULT_ENV, with_plugin
+    from tests.ray_nodes import two_ray_nodes
+
+    marker = tmp_path_factory.mktemp("fault") / "killed"
+    env = worker_runtime_env()
+    env["env_vars"]["PYTHONPATH"] = with_plugin(env["env_vars"]["PYTHONPATH"])
+    env["env_vars"][RAY_FAULT_ENV] = str(marker)
+    with two_ray_nodes(env) as address:
+        yield {"address": address, "marker": marker}
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
-"""A two-node Ray cluster on this machine for the Ray lane's test modules (each module
-starts one in a fixture: Ray holds one cluster per process)."""
+"""A two-node Ray cluster on this machine for the Ray lane (tests/conftest.py's
+``ray_cluster`` starts one per test process: Ray holds one cluster per process)."""
 
 from __future__ import annotations
 

@@ -8,18 +8,16 @@ import pytest
 
 import neardup
 from tests.engine_contract import cases, check_executor, corpus_for, skip_unavailable
-from tests.ray_nodes import two_ray_nodes
 
-pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
+pytestmark = pytest.mark.ray
 
 ray = pytest.importorskip("ray", reason="the Ray executor needs pip install 'neardup[ray]'")
 
 
-@pytest.fixture(scope="module")
-def ray_address():
-    """Two Ray nodes on this machine, one CPU each."""
-    with two_ray_nodes() as address:
-        yield address
+@pytest.fixture
+def ray_address(ray_cluster):
+    """The session's two Ray nodes (tests/conftest.py), one CPU each."""
+    return ray_cluster["address"]
 
 
 @pytest.fixture(scope="module")

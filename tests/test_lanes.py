@@ -1,5 +1,5 @@
 """The test lanes stay whole: every file of a lane carries its marker, every test module
-that starts Ray is in the ray lane (and its xdist group), and `make test-fast` leaves out
+that uses Ray is in the ray lane and shares its cluster, and `make test-fast` leaves out
 exactly the lanes pyproject.toml registers. Reads source only; imports no test module."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _test_files() -> list[Path]:
 
 
 def test_every_lane_is_registered():
-    assert set(LANE_FILES) | {"slow"} == _registered() - {"xdist_group(name)"}
+    assert set(LANE_FILES) | {"slow"} == _registered()
 
 
 def test_every_file_of_a_lane_carries_its_marker():
@@ -62,20 +62,24 @@ def test_every_file_of_a_lane_carries_its_marker():
     assert not missing, "\n".join(missing)
 
 
-def test_modules_that_start_ray_are_in_the_ray_lane_and_its_xdist_group():
-    starts_ray = re.compile(r"importorskip\(\s*[\"']ray[\"']|^\s*import ray\b|ray\.init\(", re.M)
+def test_modules_that_use_ray_are_in_the_ray_lane_and_share_its_cluster():
+    """A Ray module takes the session's cluster (tests/conftest.py's ``ray_cluster``, one
+    per xdist worker) instead of starting its own: two clusters in one process cannot
+    coexist, and one per module would be started again on every worker."""
+    uses_ray = re.compile(r"importorskip\(\s*[\"']ray[\"']|^\s*import ray\b", re.M)
+    starts_ray = re.compile(r"\bray\.init\(|two_ray_nodes\(|\bCluster\(")
     for path in _test_files():
-        if starts_ray.search(path.read_text(encoding="utf-8")):
-            source = path.read_text(encoding="utf-8")
-            assert "ray" in _module_marks(path), f"{path.relative_to(ROOT)} uses Ray: pytestmark needs ray"
-            # One worker runs every Ray test (`--dist loadgroup`): two clusters at once
-            # on a small machine starve each other.
-            assert 'xdist_group("ray")' in source, f"{path.relative_to(ROOT)}: add pytest.mark.xdist_group(\"ray\")"
+        source = path.read_text(encoding="utf-8")
+        if uses_ray.search(source):
+            where = path.relative_to(ROOT)
+            assert "ray" in _module_marks(path), f"{where} uses Ray: pytestmark needs ray"
+            assert not starts_ray.search(source), f"{where}: take the ray_cluster fixture, start no cluster"
+            assert "ray_cluster" in source, f"{where}: take the ray_cluster fixture"
 
 
 def test_make_test_fast_leaves_out_every_lane():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     lanes = re.search(r"^LANES := (.+)$", makefile, re.M)
     assert lanes, "Makefile: no LANES := line"
-    assert set(lanes.group(1).split(" or ")) == _registered() - {"xdist_group(name)"}
+    assert set(lanes.group(1).split(" or ")) == _registered()
     assert re.search(r"^test-fast:.*\n\t.*-m \"not \(\$\(LANES\)\)\"", makefile, re.M)

@@ -52,7 +52,9 @@ def reference() -> str:
     """Markdown for every ``neardup`` command, in the order ``--help`` lists them."""
     from neardup.cli import main
 
-    root = click.Context(main, info_name="neardup")
+    # With main's context settings (-h): a bare Context would also fix main's cached help
+    # option to --help alone, for every later `neardup --help` in this process.
+    root = click.Context(main, info_name="neardup", **main.context_settings)
     parts = []
     for path, command, ctx in [("neardup", main, root), *_commands(main, root)]:
         level = "##" if path.count(" ") <= 1 else "###"

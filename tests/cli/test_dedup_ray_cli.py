@@ -16,15 +16,14 @@ from neardup.data import demo_corpus_path
 
 ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
 
-from tests.ray_nodes import two_ray_nodes  # noqa: E402
 
-pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
+pytestmark = pytest.mark.ray
 
 
-@pytest.fixture(scope="module")
-def address():
-    with two_ray_nodes() as found:
-        yield found
+@pytest.fixture
+def address(ray_cluster):
+    """The session's Ray cluster (tests/conftest.py): its address."""
+    return ray_cluster["address"]
 
 
 @pytest.fixture(scope="module")

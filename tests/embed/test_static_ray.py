@@ -14,20 +14,13 @@ from neardup.data import demo_corpus_path
 ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
 pytest.importorskip("tokenizers")
 
-pytestmark = [pytest.mark.neural, pytest.mark.ray, pytest.mark.xdist_group("ray")]
+pytestmark = [pytest.mark.neural, pytest.mark.ray]
 
 
-def test_ray_engine_gives_the_memory_clusters():
-    from neardup.engine.ray_engine import worker_runtime_env
-
+def test_ray_engine_gives_the_memory_clusters(ray_cluster):
     with gzip.open(demo_corpus_path(), "rt") as handle:
         texts = [json.loads(line)["text"] for line in handle][:300]
     memory = neardup.dedup(texts, "static", engine="memory", pair_types=False).clusters
-    ray.init(num_cpus=1, runtime_env=worker_runtime_env(), include_dashboard=False,
-             logging_level="WARNING", log_to_driver=False)
-    try:
-        on_ray = neardup.dedup(texts, "static", engine="ray", pair_types=False).clusters
-    finally:
-        ray.shutdown()
+    on_ray = neardup.dedup(texts, "static", engine="ray", pair_types=False).clusters
     assert len(set(memory.tolist())) < len(texts)
     np.testing.assert_array_equal(on_ray, memory)

@@ -34,28 +34,19 @@ from neardup.engine.ray_engine import (  # noqa: E402
     RayRun,
     import_ray,
     plan_shards,
-    worker_runtime_env,
     write_outputs,
 )
 from tests.engine.fakes import FakeBiEncoder, FakeRETSim, FakeRETSimPartial  # noqa: E402
-from tests.fault_plugin import RAY_FAULT_ENV, with_plugin  # noqa: E402
-from tests.ray_nodes import two_ray_nodes  # noqa: E402
 
-pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
+pytestmark = pytest.mark.ray
 
 
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """Two Ray nodes on this machine, one CPU each; workers import this checkout and load
-    the fault-injection plugin (tests/fault_plugin), so they can be told to kill
-    themselves once (RAY_FAULT_ENV, :func:`neardup.faults.kill_once`)."""
-    marker = tmp_path_factory.mktemp("fault") / "killed"
-    env = worker_runtime_env()
-    env["env_vars"]["PYTHONPATH"] = with_plugin(env["env_vars"]["PYTHONPATH"])
-    env["env_vars"][RAY_FAULT_ENV] = str(marker)
-    with two_ray_nodes(env) as address:
-        yield {"address": address, "marker": marker}
+@pytest.fixture
+def cluster(ray_cluster):
+    """The session's two Ray nodes (tests/conftest.py): workers import this checkout and
+    load the fault-injection plugin, so they can be told to kill themselves once
+    (RAY_FAULT_ENV, :func:`neardup.faults.kill_once`)."""
+    return ray_cluster
 
 
 @pytest.fixture(scope="module")

@@ -19,16 +19,13 @@ from neardup.data import demo_corpus_path
 
 ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
 
-from tests.ray_nodes import two_ray_nodes  # noqa: E402
-
-pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
+pytestmark = pytest.mark.ray
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    """Two Ray nodes on this machine, one CPU each, whose workers import this checkout."""
-    with two_ray_nodes() as address:
-        yield address
+@pytest.fixture
+def cluster(ray_cluster):
+    """The session's two Ray nodes (tests/conftest.py), whose workers import this checkout."""
+    return ray_cluster["address"]
 
 
 def test_ray_reads_and_writes_s3(s3, cluster, tmp_path):

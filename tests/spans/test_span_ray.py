@@ -15,9 +15,8 @@ ray = pytest.importorskip("ray")
 from neardup.cli import main  # noqa: E402
 from neardup.spans import SpanDedupConfig, find_repeated_spans, remove_spans  # noqa: E402
 from neardup.spans.ray_executor import find_repeated_spans_ray  # noqa: E402
-from tests.ray_nodes import two_ray_nodes  # noqa: E402
 
-pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
+pytestmark = pytest.mark.ray
 
 WORDS = ("wheat corn copper gold rate bank rose fell said traders market week price oil "
          "yen dollar shares profit loss quarter").split()
@@ -26,10 +25,10 @@ FOOTERS = ["Copyright the wire service. All rights reserved.",
            "Subscribe to the newsletter for more market stories. It is free."]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with two_ray_nodes() as address:
-        yield address
+@pytest.fixture
+def cluster(ray_cluster):
+    """The session's Ray cluster (tests/conftest.py): its address."""
+    return ray_cluster["address"]
 
 
 def _texts(seed: int, docs: int) -> list[str]:
