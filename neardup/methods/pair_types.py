@@ -33,12 +33,12 @@ The rules, in order (the first that holds wins):
 5. ``near``: anything else (linked by the method, but with low textual overlap).
 
 :func:`figures_disagree` is the template test rerank applies to the pairs it accepts
-(``RerankMethod(template_guard=True)``): short notices of the same length whose figures
-differ both ways (``Qtly div 25 cts ... Pay July 10`` against ``Qtly div 96 cts ... Pay
-August one``: each holds a figure the other lacks) are two companies' notices, not a copy.
-OCR damage to a figure usually drops it from one side only (``25`` read as ``2S``), and
-longer copies are left alone (the generated copy sets lose ARI once the rule reaches texts
-of 243 characters; experiments/reuters_templates/reuters_templates.py).
+(``RerankMethod(template_guard=True)``): texts of similar length whose figures, counted
+with their repeats, differ both ways (``Qtly div 25 cts ... Pay July 10`` against ``Qtly
+div 96 cts ... Pay August one``: each holds a figure the other lacks) are two companies'
+notices, not a copy. OCR damage to a figure usually drops it from one side only (``25``
+read as ``2S``); an abridged or expanded copy (lengths apart by more than 20%) is left to
+the scorer (experiments/reuters_templates/reuters_templates.py).
 
 Reference: M. Sanderson, *Duplicate detection in the Reuters collection*, Technical
 Report TR-1997-5, Department of Computing Science, University of Glasgow, 1997.
@@ -47,6 +47,7 @@ Report TR-1997-5, Department of Computing Science, University of Glasgow, 1997.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -57,7 +58,7 @@ from neardup.methods.ngram import exact_similarity
 from neardup.text.shingle import ShingleConfig, hash_shingles
 
 __all__ = ["NUMBER_WORDS", "PAIR_TYPES", "classify_pairs", "count_pair_types", "figures_disagree",
-           "mask_digits", "pair_features", "short_notice_pairs"]
+           "mask_digits", "pair_features", "comparable_length_pairs"]
 
 #: Every type :func:`classify_pairs` assigns, in rule order.
 PAIR_TYPES = ("exact", "expanded", "corrected", "template", "near")
@@ -97,19 +98,25 @@ def mask_digits(texts: Sequence[str]) -> list[str]:
     return [_DIGITS.sub(_MASK, t) for t in texts]
 
 
-def _figures(text: str) -> frozenset[str]:
-    return frozenset(_NUMERAL.findall(text)).union(NUMBER_WORDS.intersection(text.split()))
+def _figures(text: str) -> Counter[str]:
+    # Counted, not a set: "10 cts vs 10 cts ... Record April 15" against "15 cts vs 15 cts
+    # ... Record April 15" holds no figure the other lacks, only more 15s and fewer 10s.
+    words = text.split()
+    return Counter(_NUMERAL.findall(text)) + Counter(w for w in words if w in NUMBER_WORDS)
 
 
-def short_notice_pairs(length_left: np.ndarray, length_right: np.ndarray, *,
-                       max_chars: int = 147, min_length_ratio: float = 0.8) -> np.ndarray:
+def comparable_length_pairs(length_left: np.ndarray, length_right: np.ndarray, *,
+                            max_chars: int | None = None,
+                            min_length_ratio: float = 0.8) -> np.ndarray:
     """The length test of :func:`figures_disagree` (bool per pair, from the two texts'
     normalized lengths): only pairs passing it can be called templates, so a caller
     that knows the lengths normalizes the texts of those pairs alone."""
     lo = np.minimum(length_left, length_right)
     hi = np.maximum(length_left, length_right)
-    return (hi > 0) & (hi <= max_chars / min_length_ratio) & (lo <= max_chars) \
-        & (lo >= min_length_ratio * hi)
+    out = (hi > 0) & (lo >= min_length_ratio * hi)
+    if max_chars is not None:
+        out &= (hi <= max_chars / min_length_ratio) & (lo <= max_chars)
+    return out
 
 
 def figures_disagree(
@@ -117,11 +124,11 @@ def figures_disagree(
     left: np.ndarray,
     right: np.ndarray,
     *,
-    max_chars: int = 147,
+    max_chars: int | None = None,
     min_length_ratio: float = 0.8,
 ) -> np.ndarray:
-    """Which pairs are short template notices: both texts at most ``max_chars`` long, of
-    similar length, each holding a figure the other lacks.
+    """Which pairs are templates: two texts of similar length, each holding a figure the
+    other lacks.
 
     Parameters
     ----------
@@ -129,19 +136,20 @@ def figures_disagree(
         Normalized text (:func:`neardup.text.normalize_batch`) by document position.
     left, right : ndarray of int, shape (n_pairs,)
         Positions of the two documents of each pair.
-    max_chars : int >= 1, default 147
-        Longest shorter text the rule applies to (about 25 words: dividend and earnings
-        notices). Measured on validation splits: up to 147 costs no ARI on any labelled
-        set, 243 (digit figures only) costs 0.001-0.01 on four (experiments/reuters_templates/reuters_templates.py).
+    max_chars : int >= 1 or None, default None
+        Longest shorter text the rule applies to; None: any length. Measured on the
+        validation splits of every labelled set: no cap costs no ARI on any of them
+        (experiments/reuters_templates/reuters_templates.py).
     min_length_ratio : float in [0, 1], default 0.8
-        Shorter over longer length (characters) at least this: a notice against its
+        Shorter over longer length (characters) at least this: a text against its
         abridged or expanded copy is left to the scorer.
 
     Returns
     -------
     ndarray of bool, shape (n_pairs,)
-        True where the figures (tokens of digits only, and :data:`NUMBER_WORDS`) of each
-        text include one the other lacks.
+        True where the figures (tokens of digits only, and :data:`NUMBER_WORDS`), counted
+        with their repeats, of each text include one the other lacks: a copy damaged by
+        OCR only loses figures, so only one side has figures to spare.
 
     Examples
     --------
@@ -155,7 +163,8 @@ def figures_disagree(
     [True, False]
     """
     caller = "figures_disagree"
-    check_int(caller, "max_chars", max_chars, low=1)
+    if max_chars is not None:
+        check_int(caller, "max_chars", max_chars, low=1)
     check_float(caller, "min_length_ratio", min_length_ratio, low=0.0, high=1.0)
     left = np.asarray(left, np.int64)
     right = np.asarray(right, np.int64)
@@ -168,10 +177,11 @@ def figures_disagree(
     if not left.size:
         return out
     lengths = np.fromiter(map(len, normalized_texts), np.int64, len(normalized_texts))
-    # Cheap length tests first: nearly every pair of news stories fails them.
-    short = np.flatnonzero(short_notice_pairs(lengths[left], lengths[right], max_chars=max_chars,
-                                              min_length_ratio=min_length_ratio))
-    figures: dict[int, frozenset[str]] = {}
+    # Cheap length test first: copies abridged or expanded fail it.
+    short = np.flatnonzero(comparable_length_pairs(lengths[left], lengths[right],
+                                                   max_chars=max_chars,
+                                                   min_length_ratio=min_length_ratio))
+    figures: dict[int, Counter[str]] = {}
     for k in short.tolist():
         a, b = int(left[k]), int(right[k])
         fa = figures.get(a)

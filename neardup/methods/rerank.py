@@ -19,11 +19,11 @@ clustered. This method does the same with any fast method as the retriever:
      length ratio, date difference, optionally RETSim cosines): thousands of pairs per
      second;
 
-3. with ``template_guard`` (the default), accepted pairs of short notices whose figures
+3. with ``template_guard`` (the default), accepted pairs of similar length whose figures
    differ both ways (:func:`neardup.methods.pair_types.figures_disagree`: two companies'
    ``Qtly div 25 cts ... Pay July 10`` and ``Qtly div 96 cts ... Pay August one``) get
-   probability 0: the verifier, trained on copies damaged by OCR, takes such short
-   templates for copies;
+   probability 0: the verifier, trained on copies damaged by OCR, takes such templates
+   for copies;
 4. pairs with probability >= ``threshold`` are the edges clustered as usual.
 
 When the candidate method has a keyed corpus stage (MinHash), so does re-ranking: the
@@ -70,7 +70,7 @@ from neardup.methods.base import (
 from neardup.methods.embedding import BiEncoderMethod, RETSimMethod
 from neardup.methods.static import StaticMethod
 from neardup.methods.minhash import MinHashLSH
-from neardup.methods.pair_types import figures_disagree, short_notice_pairs
+from neardup.methods.pair_types import figures_disagree, comparable_length_pairs
 from neardup.models import recommended_cluster, tuned_threshold
 from neardup.text import NormalizeConfig, ShingleConfig, normalize_batch
 
@@ -556,8 +556,8 @@ class RerankMethod(Method):
     threads : int or None, default None
         Threads for the scorer (and the candidate method when it takes ``threads``).
     template_guard : bool, default True
-        Give probability 0 to candidate pairs of short notices of similar length whose
-        figures differ both ways (:func:`~neardup.methods.pair_types.figures_disagree`):
+        Give probability 0 to candidate pairs of similar length whose figures differ
+        both ways (:func:`~neardup.methods.pair_types.figures_disagree`):
         dividend or earnings notices of different companies, not copies. What it changes
         on Reuters-21578 and the labelled sets:
         docs/decisions/0011-rerank-template-guard.md. Recommended: True. False: the
@@ -820,8 +820,8 @@ class RerankMethod(Method):
                                           [texts[i] for i in b.tolist()])
             if self.template_guard:
                 accepted = np.flatnonzero(prob[keep] >= self.threshold)
-                if lengths is not None:  # only short notices can be templates
-                    accepted = accepted[short_notice_pairs(lengths[a[accepted]], lengths[b[accepted]])]
+                if lengths is not None:  # only similar lengths can be templates
+                    accepted = accepted[comparable_length_pairs(lengths[a[accepted]], lengths[b[accepted]])]
                 if accepted.size:
                     pa, pb = a[accepted], b[accepted]
                     if texts is None:  # read now: only the texts of these pairs
