@@ -19,7 +19,7 @@ clustered. This method does the same with any fast method as the retriever:
      length ratio, date difference, optionally RETSim cosines): thousands of pairs per
      second;
 
-3. with ``template_guard`` (the default), accepted pairs of similar length whose figures
+3. with ``template_guard`` (the default), accepted pairs of short notices whose figures
    differ both ways (:func:`neardup.methods.pair_types.figures_disagree`: two companies'
    ``Qtly div 25 cts ... Pay July 10`` and ``Qtly div 96 cts ... Pay August one``) get
    probability 0: the verifier, trained on copies damaged by OCR, takes such templates
@@ -556,8 +556,8 @@ class RerankMethod(Method):
     threads : int or None, default None
         Threads for the scorer (and the candidate method when it takes ``threads``).
     template_guard : bool, default True
-        Give probability 0 to candidate pairs of similar length whose figures differ
-        both ways (:func:`~neardup.methods.pair_types.figures_disagree`):
+        Give probability 0 to candidate pairs of short notices of similar length whose
+        figures differ both ways (:func:`~neardup.methods.pair_types.figures_disagree`):
         dividend or earnings notices of different companies, not copies. What it changes
         on Reuters-21578 and the labelled sets:
         docs/decisions/0011-rerank-template-guard.md. Recommended: True. False: the
@@ -820,7 +820,7 @@ class RerankMethod(Method):
                                           [texts[i] for i in b.tolist()])
             if self.template_guard:
                 accepted = np.flatnonzero(prob[keep] >= self.threshold)
-                if lengths is not None:  # only similar lengths can be templates
+                if lengths is not None:  # only short notices can be templates
                     accepted = accepted[comparable_length_pairs(lengths[a[accepted]], lengths[b[accepted]])]
                 if accepted.size:
                     pa, pb = a[accepted], b[accepted]
