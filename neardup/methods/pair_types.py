@@ -33,12 +33,13 @@ The rules, in order (the first that holds wins):
 5. ``near``: anything else (linked by the method, but with low textual overlap).
 
 :func:`figures_disagree` is the template test rerank applies to the pairs it accepts
-(``RerankMethod(template_guard=True)``): short notices of the same length whose figures
-differ both ways (``Qtly div 25 cts ... Pay July 10`` against ``Qtly div 96 cts ... Pay
-August one``: each holds a figure the other lacks) are two companies' notices, not a copy.
-OCR damage to a figure usually drops it from one side only (``25`` read as ``2S``), and
-longer copies are left alone (the generated copy sets lose ARI once the rule reaches texts
-of 243 characters; experiments/reuters_templates/reuters_templates.py).
+(``RerankMethod(template_guard=True)``): short notices of similar length whose figures,
+counted with their repeats, differ both ways (``Qtly div 25 cts ... Pay July 10`` against ``Qtly
+div 96 cts ... Pay August one``: each holds a figure the other lacks) are two companies'
+notices, not a copy. OCR damage to a figure usually drops it from one side only (``25``
+read as ``2S``), and longer texts are left to the scorer: the noise of the indep-* sets'
+copies changes figures both ways in longer texts
+(experiments/reuters_templates/reuters_templates.py).
 
 Reference: M. Sanderson, *Duplicate detection in the Reuters collection*, Technical
 Report TR-1997-5, Department of Computing Science, University of Glasgow, 1997.
@@ -47,6 +48,7 @@ Report TR-1997-5, Department of Computing Science, University of Glasgow, 1997.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -57,7 +59,7 @@ from neardup.methods.ngram import exact_similarity
 from neardup.text.shingle import ShingleConfig, hash_shingles
 
 __all__ = ["NUMBER_WORDS", "PAIR_TYPES", "classify_pairs", "count_pair_types", "figures_disagree",
-           "mask_digits", "pair_features", "short_notice_pairs"]
+           "mask_digits", "pair_features", "comparable_length_pairs"]
 
 #: Every type :func:`classify_pairs` assigns, in rule order.
 PAIR_TYPES = ("exact", "expanded", "corrected", "template", "near")
@@ -97,12 +99,16 @@ def mask_digits(texts: Sequence[str]) -> list[str]:
     return [_DIGITS.sub(_MASK, t) for t in texts]
 
 
-def _figures(text: str) -> frozenset[str]:
-    return frozenset(_NUMERAL.findall(text)).union(NUMBER_WORDS.intersection(text.split()))
+def _figures(text: str) -> Counter[str]:
+    # Counted, not a set: "10 cts vs 10 cts ... Record April 15" against "15 cts vs 15 cts
+    # ... Record April 15" holds no figure the other lacks, only more 15s and fewer 10s.
+    words = text.split()
+    return Counter(_NUMERAL.findall(text)) + Counter(w for w in words if w in NUMBER_WORDS)
 
 
-def short_notice_pairs(length_left: np.ndarray, length_right: np.ndarray, *,
-                       max_chars: int = 147, min_length_ratio: float = 0.8) -> np.ndarray:
+def comparable_length_pairs(length_left: np.ndarray, length_right: np.ndarray, *,
+                            max_chars: int = 147,
+                            min_length_ratio: float = 0.8) -> np.ndarray:
     """The length test of :func:`figures_disagree` (bool per pair, from the two texts'
     normalized lengths): only pairs passing it can be called templates, so a caller
     that knows the lengths normalizes the texts of those pairs alone."""
@@ -131,8 +137,9 @@ def figures_disagree(
         Positions of the two documents of each pair.
     max_chars : int >= 1, default 147
         Longest shorter text the rule applies to (about 25 words: dividend and earnings
-        notices). Measured on validation splits: up to 147 costs no ARI on any labelled
-        set, 243 (digit figures only) costs 0.001-0.01 on four (experiments/reuters_templates/reuters_templates.py).
+        notices). Measured on validation splits: without a cap the rule costs 0.06-0.25
+        ARI on the indep-* sets, whose copies' noise changes figures in longer texts
+        (experiments/reuters_templates/reuters_templates.py).
     min_length_ratio : float in [0, 1], default 0.8
         Shorter over longer length (characters) at least this: a notice against its
         abridged or expanded copy is left to the scorer.
@@ -140,8 +147,9 @@ def figures_disagree(
     Returns
     -------
     ndarray of bool, shape (n_pairs,)
-        True where the figures (tokens of digits only, and :data:`NUMBER_WORDS`) of each
-        text include one the other lacks.
+        True where the figures (tokens of digits only, and :data:`NUMBER_WORDS`), counted
+        with their repeats, of each text include one the other lacks: a copy damaged by
+        OCR only loses figures, so only one side has figures to spare.
 
     Examples
     --------
@@ -169,9 +177,10 @@ def figures_disagree(
         return out
     lengths = np.fromiter(map(len, normalized_texts), np.int64, len(normalized_texts))
     # Cheap length tests first: nearly every pair of news stories fails them.
-    short = np.flatnonzero(short_notice_pairs(lengths[left], lengths[right], max_chars=max_chars,
-                                              min_length_ratio=min_length_ratio))
-    figures: dict[int, frozenset[str]] = {}
+    short = np.flatnonzero(comparable_length_pairs(lengths[left], lengths[right],
+                                                   max_chars=max_chars,
+                                                   min_length_ratio=min_length_ratio))
+    figures: dict[int, Counter[str]] = {}
     for k in short.tolist():
         a, b = int(left[k]), int(right[k])
         fa = figures.get(a)

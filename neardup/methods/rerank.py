@@ -22,8 +22,8 @@ clustered. This method does the same with any fast method as the retriever:
 3. with ``template_guard`` (the default), accepted pairs of short notices whose figures
    differ both ways (:func:`neardup.methods.pair_types.figures_disagree`: two companies'
    ``Qtly div 25 cts ... Pay July 10`` and ``Qtly div 96 cts ... Pay August one``) get
-   probability 0: the verifier, trained on copies damaged by OCR, takes such short
-   templates for copies;
+   probability 0: the verifier, trained on copies damaged by OCR, takes such templates
+   for copies;
 4. pairs with probability >= ``threshold`` are the edges clustered as usual.
 
 When the candidate method has a keyed corpus stage (MinHash), so does re-ranking: the
@@ -72,7 +72,7 @@ from neardup.methods.capabilities import Capabilities, KeyedCandidates, Verifica
 from neardup.methods.embedding import BiEncoderMethod, RETSimMethod
 from neardup.methods.static import StaticMethod
 from neardup.methods.minhash import MinHashLSH
-from neardup.methods.pair_types import figures_disagree, short_notice_pairs
+from neardup.methods.pair_types import figures_disagree, comparable_length_pairs
 from neardup.models import recommended_cluster, tuned_threshold
 from neardup.text import NormalizeConfig, ShingleConfig, normalize_batch
 
@@ -842,7 +842,7 @@ class RerankMethod(Method):
             if self.template_guard:
                 accepted = np.flatnonzero(prob[keep] >= self.threshold)
                 if lengths is not None:  # only short notices can be templates
-                    accepted = accepted[short_notice_pairs(lengths[a[accepted]], lengths[b[accepted]])]
+                    accepted = accepted[comparable_length_pairs(lengths[a[accepted]], lengths[b[accepted]])]
                 if accepted.size:
                     pa, pb = a[accepted], b[accepted]
                     if texts is None:  # read now: only the texts of these pairs

@@ -14,6 +14,7 @@ from neardup.methods.pair_types import (
     PAIR_TYPES,
     classify_pairs,
     count_pair_types,
+    figures_disagree,
     mask_digits,
     pair_features,
 )
@@ -202,3 +203,30 @@ def test_missing_texts_and_bad_pairs():
         classify_pairs(Pairs(np.array([0]), np.array([1]), np.ones(1)), [b"bytes", "str"])
     with pytest.raises(ValueError, match="parameter 'pairs'"):
         pair_features([(0, 1)], TEXTS)
+
+
+# Reuters-21578 notices of different companies (tickers in their headlines) that the
+# figure test as a set let through: each figure of one text appears in the other, only
+# repeated a different number of times.
+_NOTICES = [
+    ("Qtly div 10 cts vs 10 cts prior\n Pay April 30\n Record April 15\n Reuter",
+     "Qtly div 15 cts vs 15 cts prior\n Pay April 30\n Record April 15\n Reuter"),
+    ("Qtly div 1-1/2 cts vs 1-1/2 cts prior\n Pay April 15\n Record March 30\n Reuter",
+     "Qtly div 7-1/2 cts vs 7-1/2 cts prior\n Pay April 30\n Record April 15\n Reuter"),
+    ("Qtly div five cts vs five cts prior\n Pay Aug 15\n Record June 30\n Reuter",
+     "Qtly div 15 cts vs 15 cts prior\n Pay July 15\n Reord June 30\n Reuter"),
+]
+
+
+@pytest.mark.parametrize("left,right", _NOTICES)
+def test_figures_are_counted_with_their_repeats(left, right):
+    texts = normalize_batch([left, right])
+    assert figures_disagree(texts, np.array([0]), np.array([1])).tolist() == [True]
+
+
+def test_ocr_damage_that_only_loses_figures_is_no_template():
+    story = "Qtly div 25 cts vs 25 cts prior\n Pay July 10\n Record June 30\n Reuter"
+    damaged = ["Qtly dlv 2S cts vs 25 cts pri0r\n Pay July 1O\n Record June 30\n Reuter",
+               "Qtly div 25 cts vs 25 cts prior\n Pay July 10\n Record June 3O\n Reuter"]
+    texts = normalize_batch([story, *damaged])
+    assert figures_disagree(texts, np.array([0, 0]), np.array([1, 2])).tolist() == [False, False]
