@@ -137,9 +137,9 @@ def figures_disagree(
         Positions of the two documents of each pair.
     max_chars : int >= 1, default 147
         Longest shorter text the rule applies to (about 25 words: dividend and earnings
-        notices). Measured on validation splits: without a cap the rule costs 0.06-0.25
-        ARI on the indep-* sets, whose copies' noise changes figures in longer texts
-        (experiments/reuters_templates/reuters_templates.py).
+        notices). Chosen on validation splits: longer copies of the indep-* sets have
+        figures changed by their noise, and the rule then splits them
+        (docs/decisions/0023-template-guard-counts-figures.md).
     min_length_ratio : float in [0, 1], default 0.8
         Shorter over longer length (characters) at least this: a notice against its
         abridged or expanded copy is left to the scorer.

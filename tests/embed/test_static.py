@@ -105,7 +105,7 @@ def test_no_model_work_in_constructor(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("resolved in the constructor")
 
-    monkeypatch.setattr("neardup.methods.static.tuned_threshold", refuse)
+    monkeypatch.setattr("neardup.methods.embedding.tuned_threshold", refuse)
     method = StaticMethod()
     assert method._threshold is None and method._embedder is None
     assert make_method("static", threshold=0.8).get_params()["threshold"] == 0.8

@@ -364,6 +364,9 @@ def test_sigkill_while_compacting_vector_segments(tmp_path, phase, merged):
 
 _SIGNAL_AFTER_FIRST_BATCH = """
 import os, signal, sys
+# pytest-xdist's workers ignore SIGINT and their children inherit that; Ctrl-C in a shell
+# reaches a Python that turns it into KeyboardInterrupt.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from neardup.cli import main
 from neardup.index import Index
 real = Index.add
