@@ -113,9 +113,11 @@ def decontaminate_command(train: tuple[Path, ...], **opts: Any) -> None:
             if opts[flag] is not None:
                 raise click.UsageError(f"--{flag.replace('_', '-')} applies to near-duplicate "
                                        "matching; with --no-near it would be ignored. Drop it.")
-    if opts["near_engine"] == "index" and opts["near_method"] not in ("exact", "minhash", "simhash"):
+    from neardup.decontaminate.run import index_methods
+
+    if opts["near_engine"] == "index" and opts["near_method"] not in index_methods():
         raise click.UsageError(f"--near-method {opts['near_method']} needs --near-engine memory: the "
-                               "index stores exact, minhash and simhash only.")
+                               f"index holds {', '.join(index_methods())} only.")
     for flag in ("eval_index", "near_window"):
         if opts["near_engine"] == "memory" and opts[flag] is not None:
             raise click.UsageError(f"--{flag.replace('_', '-')} applies to --near-engine index; with "

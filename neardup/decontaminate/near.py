@@ -87,7 +87,10 @@ class EvalIndex:
                     "directory to build one for them.")
         else:
             self.index = Index.create(directory, method, **params)
-            self.index.bulk_add([(list(texts), list(keys))])
+            if self.index.embedding:  # the bulk path is the keyed methods'
+                self.index.add(list(texts), list(keys))
+            else:
+                self.index.bulk_add([(list(texts), list(keys))])
 
     def match(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """(document, item, score, type) of each item a document (or one of its windows)

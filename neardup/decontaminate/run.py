@@ -25,7 +25,15 @@ __all__ = ["ContaminationResult", "DecontaminationConfig", "EvalSets", "find_con
 
 KINDS = ("ngram", "near", "exact")
 NEAR_ENGINES = ("index", "memory")
-INDEX_METHODS = ("minhash", "simhash", "exact")
+
+
+def index_methods() -> tuple[str, ...]:
+    """The near methods ``near_engine='index'`` takes: those a persistent index holds
+    (:func:`neardup.index.supported_methods`, derived from what each method declares)."""
+    from neardup.index import supported_methods
+
+    return supported_methods()
+
 
 
 @dataclass(frozen=True)
@@ -76,11 +84,11 @@ class DecontaminationConfig:
         if self.near_window is not None:
             check_int("DecontaminationConfig", "near_window", self.near_window, low=0)
         check_choice("DecontaminationConfig", "near_engine", self.near_engine, NEAR_ENGINES)
-        if self.near_engine == "index" and self.near_method not in INDEX_METHODS:
+        if self.near_engine == "index" and self.near_method not in index_methods():
             from neardup.errors import ParameterError
 
             raise ParameterError("DecontaminationConfig", "near_method",
-                                 f"one of {', '.join(map(repr, INDEX_METHODS))} with near_engine='index'",
+                                 f"one of {', '.join(map(repr, index_methods()))} with near_engine='index'",
                                  self.near_method, "Use near_engine='memory' for any other method.")
         if not self.ngram and not self.near:
             from neardup.errors import ParameterError
