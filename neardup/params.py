@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neardup.errors import ParameterError, check_choice, check_float, check_int
+from neardup.graph.config import CLUSTER_ALGORITHMS
 from neardup.profiles import PROFILED_METHODS, PROFILES
 
 __all__ = ["CLI", "CLUSTERINGS", "DIRECT_METHOD_PARAMS", "ENGINES", "NORMALIZE_FLAGS", "PARAM", "PARAMS", "PYTHON", "RULES", "Param", "Rule", "RuleError",
@@ -67,7 +68,7 @@ def _p(name: str, group: str, help: str, **kw: Any) -> Param:
 
 _M, _C, _K, _E, _R, _O, _U = "method", "cluster", "keep", "engine", "reader", "output", "run"
 #: The clusterings (``cluster``); "auto" is resolved per method before a run.
-CLUSTERINGS = ("auto", "components", "leiden", "louvain", "hac")
+CLUSTERINGS = CLUSTER_ALGORITHMS
 #: The executors (``engine``): out of core on this machine, in process, on Ray.
 ENGINES = ("local", "memory", "ray")
 

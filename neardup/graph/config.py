@@ -4,20 +4,23 @@ run plan (:mod:`neardup.plan`) and every front door."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from neardup.errors import check_choice, check_float, check_int
 from neardup.graph.edges import check_time_window
-from neardup.params import CLUSTERINGS
 
-if TYPE_CHECKING:
-    from neardup.methods.base import Method
 
 __all__ = ["CLUSTER_ALGORITHMS", "ClusterConfig"]
 
-#: ``ClusterConfig.algorithm`` values ("auto" is resolved per method before a run): the
-#: schema's ``cluster`` choices.
-CLUSTER_ALGORITHMS = CLUSTERINGS
+#: ``ClusterConfig.algorithm`` values ("auto" is resolved per method before a run), which
+#: the run schema (:mod:`neardup.params`) offers as ``cluster``.
+CLUSTER_ALGORITHMS = ("auto", "components", "leiden", "louvain", "hac")
+
+
+class RecommendsClustering(Protocol):
+    """What :meth:`ClusterConfig.resolved` reads of a method (graph stays below methods)."""
+
+    def recommended_cluster(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ class ClusterConfig:
         spanning forest): the corpus stages' ``every_edge`` mode."""
         return self.algorithm != "components"
 
-    def resolved(self, method: Method) -> ClusterConfig:
+    def resolved(self, method: RecommendsClustering) -> ClusterConfig:
         """This configuration with ``algorithm="auto"`` replaced by ``method``'s
         recommended clustering (its algorithm and, when it names one, its resolution),
         or by connected components when it recommends none; other algorithms unchanged."""
