@@ -1,7 +1,7 @@
 """One run spec and one plan, for every front door.
 
 A :class:`RunSpec` says what to run: the method, the clustering, the executor
-("memory", "local" or "ray"), the budget (memory limit, partitions, work directory) and
+("memory", "local", "ray", or "index": the persistent index), the budget (memory limit, partitions, work directory) and
 the outputs. :func:`plan` says how: which stage runs the method's corpus-wide work on
 that executor, who writes each output, and, when the executor cannot run it, why and
 which executors can. The answer comes from :func:`neardup.engine.support.placement`
@@ -9,22 +9,28 @@ which executors can. The answer comes from :func:`neardup.engine.support.placeme
 the interface the user is in.
 
 ``neardup dedup`` (every engine), :func:`neardup.dedup`, :func:`neardup.pipeline.run`,
-``eval``/``tune`` and ``leakage`` build a RunSpec and ask :func:`plan`.
+``eval``/``tune``, ``leakage``, the index (``Index.create``, ``neardup index``) and
+``decontaminate`` build a RunSpec and ask :func:`plan`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from neardup.engine.support import Placement, placement, responsible_parameters
+from neardup.engine.support import Placement, index_placement, placement, responsible_parameters
 from neardup.errors import ParameterError, check_choice
 from neardup.graph.keep import KeepPolicy
 from neardup.methods.base import Method
 from neardup.params import CLI, ENGINES, PARAM, PYTHON, Wording
 from neardup.graph.config import ClusterConfig
 
-__all__ = ["OUTPUTS", "Budget", "Plan", "RunSpec", "Unsupported", "describe", "plan", "require"]
+__all__ = ["EXECUTORS", "OUTPUTS", "Budget", "Plan", "RunSpec", "Unsupported", "describe", "plan",
+           "require"]
+
+#: The executors a RunSpec names: the engines that run ``dedup``, and the persistent
+#: index, which holds a method's documents and joins clusters as documents are added.
+EXECUTORS = (*ENGINES, "index")
 
 #: The outputs a run can write: its clusters, pairs, de-duplicated records, the JSON
 #: report and the HTML report.
@@ -71,7 +77,7 @@ class RunSpec:
     method : Method
     cluster : ClusterConfig
         As given ("auto" is resolved by :func:`plan`).
-    executor : {"local", "memory", "ray"}
+    executor : {"local", "memory", "ray", "index"}
     budget : Budget
     keep : KeepPolicy
     outputs : tuple of str
@@ -86,7 +92,7 @@ class RunSpec:
     outputs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        check_choice("RunSpec", "executor", self.executor, ENGINES)
+        check_choice("RunSpec", "executor", self.executor, EXECUTORS)
         unknown = sorted(set(self.outputs) - {*OUTPUTS, "pair_types"})
         if unknown:
             raise ParameterError("RunSpec", "outputs", "names from " + ", ".join(
@@ -151,6 +157,8 @@ class Plan:
                  "vector": "vector search, out of core"}.get(self.stage or "", "-")
         if self.executor == "ray":
             where = f"Ray tasks ({self.stage})"
+        if self.executor == "index":
+            where = f"index ({self.stage}), each add against the stored documents"
         steps = [("read and sketch", "Ray tasks" if self.executor == "ray" else "batches"),
                  ("link", where), ("cluster " + self.cluster.algorithm,
                                    "Ray tasks" if self.executor == "ray" else "this process")]
@@ -161,12 +169,27 @@ def plan(spec: RunSpec) -> Plan:
     """The :class:`Plan` of ``spec``; never raises for an unsupported combination
     (``Plan.supported`` is False, with the reason and the alternatives): see
     :func:`require`."""
-    cluster = spec.cluster.resolved(spec.method)
-    placed = placement(spec.method, cluster.algorithm, spec.executor)
+    if spec.executor == "index":
+        cluster, placed = _index_plan(spec)
+    else:
+        cluster = spec.cluster.resolved(spec.method)
+        placed = placement(spec.method, cluster.algorithm, spec.executor)
     writers = {name: ("workers" if spec.executor == "ray" and name in _WORKER_OUTPUTS
                       else "driver")
                for name in spec.outputs if name in OUTPUTS}
     return Plan(spec, cluster, placed, writers)
+
+
+def _index_plan(spec: RunSpec) -> tuple[ClusterConfig, Placement]:
+    """The index's clustering and placement: it joins each add's verified edges by
+    union-find, so its clusters are connected components whatever the method recommends."""
+    algorithm = spec.cluster.algorithm
+    cluster = replace(spec.cluster, algorithm="components") if algorithm == "auto" else spec.cluster
+    if cluster.algorithm != "components":
+        return cluster, Placement("index", cluster.algorithm, None,
+                                  "the index joins clusters by connected components as documents "
+                                  "are added", alternatives=("memory", "local"))
+    return cluster, index_placement(spec.method)
 
 
 class Unsupported(ParameterError):

@@ -138,7 +138,8 @@ _RERANK_OPTIONS = (
                  help="Rerank verification (minhash only): every candidate the method accepts "
                       "is also scored by the pair classifier of `dedup --method rerank` and "
                       "kept only at a duplicate probability >= --rerank-threshold (the match "
-                      "score is then that probability); the index stores each document's raw "
+                      "score is then that probability) and if rerank's template guard lets it "
+                      "(short notices whose figures differ are kept apart); the index stores each document's raw "
                       "text (zstd) for it. With create: turns it on. With add/query: must be "
                       "the index's setting (refused otherwise); omit to use the index's own."),
     click.option("--rerank-model", default=None,
@@ -225,8 +226,8 @@ def create_command(directory: Path, **opts: Any) -> None:
     recorded; every later add and query uses them.
 
     \b
-    With --rerank verifier (minhash), candidates are confirmed by the pair classifier of
-    `dedup --method rerank`: the clusters are those of
+    With --rerank verifier (minhash), candidates are verified as `dedup --method rerank`
+    verifies them (pair classifier, then template guard): the clusters are those of
       neardup dedup --method rerank --param scorer=verifier --param candidates=minhash
         --param 'candidate_params={"threshold": T}'
     for an index made with --threshold T.

@@ -90,11 +90,32 @@ class DecontaminationConfig:
             raise ParameterError("DecontaminationConfig", "near_method",
                                  f"one of {', '.join(map(repr, index_methods()))} with near_engine='index'",
                                  self.near_method, "Use near_engine='memory' for any other method.")
+        if self.near and self.near_engine == "index":
+            planned = self.near_plan()
+            if not planned.supported:  # the named method, but with parameters the index cannot hold
+                from neardup.errors import ParameterError
+
+                raise ParameterError("DecontaminationConfig", "near_params",
+                                     "parameters a persistent index can hold with near_engine='index'",
+                                     self.near_params, f"The index refuses them: {planned.reason}. "
+                                     "Use near_engine='memory' for them.")
         if not self.ngram and not self.near:
             from neardup.errors import ParameterError
 
             raise ParameterError("DecontaminationConfig", "ngram", "at least 1 when near is off",
                                  self.ngram, "Turn on n-gram or near-duplicate matching.")
+
+    def near_plan(self):
+        """The :func:`neardup.plan.plan` of the near method on ``near_engine`` (the
+        persistent index, or in memory), from what the method declares."""
+        from neardup.graph.config import ClusterConfig
+        from neardup.methods import make_method
+        from neardup.plan import RunSpec, plan
+
+        method = self.near_method
+        if isinstance(method, str):
+            method = make_method(method, **self.near_method_params())
+        return plan(RunSpec(method, ClusterConfig(algorithm="components"), executor=self.near_engine))
 
     def near_method_params(self) -> dict[str, Any]:
         """The near method's parameters, defaults filled in (see ``near_params``)."""
@@ -282,12 +303,8 @@ def find_contamination(
 
 def _memory_matcher(config: DecontaminationConfig):
     from neardup.decontaminate.memory import MemoryMatcher
-    from neardup.methods import make_method
 
-    method = config.near_method
-    if isinstance(method, str):
-        method = make_method(method, **config.near_method_params())
-    return MemoryMatcher(method)
+    return MemoryMatcher(config.near_plan().spec.method)
 
 
 def _eval_index(evals: EvalSets, config: DecontaminationConfig):

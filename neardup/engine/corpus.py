@@ -78,6 +78,7 @@ from neardup.engine.overlap import (
 )
 from neardup.engine.pairmemory import PairMemory
 from neardup.engine.retrieval import retrieval_stages
+from neardup.engine.sketching import sketch_batch
 from neardup.engine.statistics import statistics_stage
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import (
@@ -302,10 +303,8 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
         for batch in timed_batches(batches, timer, total=total, progress=progress):
             n = len(batch)
             with timer.stage("sketch"):
-                sketch = method.keyed_sketch(method.sketch(batch.texts))
-                candidates = method.candidate_keys(sketch)
-                spill.add(candidates.docs.astype(np.int64) + n_docs, candidates.keys,
-                          candidates.payload)
+                sketch, candidates = sketch_batch(method, batch.texts, n_docs)
+                spill.add(candidates.docs, candidates.keys, candidates.payload)
             for name in names:
                 values = np.ascontiguousarray(sketch.arrays[name])
                 array_layout.setdefault(name, [values.dtype.str, list(values.shape[1:])])

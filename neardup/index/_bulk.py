@@ -56,10 +56,9 @@ from neardup.engine.facts import identity_pairs
 from neardup.errors import InputError, setting
 from neardup.index._methods import DuplicateIdError, check_ids, i64, split_rows
 from neardup.index._rerank import (
-    DOC_ARRAY,
     TEXT_SCHEMA,
     TEXT_TABLE,
-    RerankedMethod,
+    candidate_rows,
     compress_texts,
     decompress_text,
 )
@@ -79,28 +78,24 @@ class _RowStore:
     memory map, the page-cache folios around each scattered row counted in the process's
     RSS: 2 GB of the 10M build's 2.7 GB peak.)"""
 
-    def __init__(self, path: Path, row_bytes: int, layout, *, with_positions: bool = False) -> None:
-        self.path, self.row_bytes, self.layout = path, row_bytes, layout
-        self.with_positions = with_positions
+    def __init__(self, path: Path, row_bytes: int, layout, texts: _TextStore | None = None) -> None:
+        self.path, self.row_bytes, self.layout, self.texts = path, row_bytes, layout, texts
 
     def raw(self, docs) -> np.ndarray:
         return read_rows(self.path, np.asarray(docs, np.int64), self.row_bytes)
 
-    def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
-        out = split_rows(self.raw(docs), self.layout)
-        if self.with_positions:  # for the rerank verifier's text lookup
-            out[DOC_ARRAY] = np.asarray(docs, np.int64)
-        return out
+    def rows(self, docs: np.ndarray):
+        return candidate_rows(docs, split_rows(self.raw(docs), self.layout), self.texts)
 
 
 class _TextStore:
-    """The rerank verifier's compressed texts in the scratch (``rerank.bin``, end offsets
+    """The rerank scorer's compressed texts in the scratch (``rerank.bin``, end offsets
     in ``rerank.end``), read by position."""
 
     def __init__(self, directory: Path) -> None:
         self.data, self.end_path = directory / "rerank.bin", directory / "rerank.end"
 
-    def texts_of(self, docs: np.ndarray) -> list[str]:
+    def texts(self, docs: np.ndarray) -> list[str]:
         docs = np.asarray(docs, np.int64)
         # Each document's end offset and the one before it (its start) in one read: 16
         # bytes from the previous document's entry, 8 for the first document (start 0).
@@ -158,7 +153,8 @@ class BulkBuilder:
         The index's candidate-array row layout.
     meta : dict
         The index's metadata rows (copied, with ``next_doc`` set).
-    sketch : callable texts -> (Sketch, digests uint64 (n, 2), normalized texts)
+    sketch : callable texts -> (Sketch, CandidateKeys, digests uint64 (n, 2), normalized texts)
+        The index's sketch step (:func:`neardup.engine.sketching.sketch_batch`).
     rows_blob : callable Sketch -> ndarray uint8 (n, row_bytes)
     cap : int
         Stored members above which a key group goes to ``big``.
@@ -168,8 +164,9 @@ class BulkBuilder:
         (about 25 rows of 16-24 bytes per MinHash document: 256 partitions keep one
         partition of a 10M-document corpus near 25 MB).
     log : callable str -> None
-    rerank : RerankVerifier or None
-        Rerank verification (texts kept in the scratch for the linker, then stored).
+    rerank : RerankMethod or None
+        Rerank verification: the method that verifies the edges (over ``method``); the
+        texts are kept in the scratch for it, then stored.
     checkpoint_docs : int
         The sketch stage checkpoints (spills its buffered keys and records every file's
         size) after this many documents, or sooner when 64 MB of keys are buffered.
@@ -196,7 +193,11 @@ class BulkBuilder:
 
     def _claim(self, resume: bool, identity: dict[str, Any] | None) -> None:
         """Make ``self.scratch``: a new directory, or with ``resume`` the scratch of an
-        interrupted bulk add of the same identity (renamed to ours)."""
+        interrupted bulk add of the same identity (renamed to ours). A scratch is a
+        :class:`~neardup.engine.workdir.WorkDir` (its manifest records the identity, checked
+        as every out-of-core run's is); it is named by the process that made it, so that a
+        scratch is found again only once that process is gone."""
+        from neardup.engine.workdir import WorkDir, WorkDirError
         from neardup.io.outputs import process_alive
 
         stale = []
@@ -204,16 +205,15 @@ class BulkBuilder:
             pid = path.name[len(_SCRATCH):]
             if pid.isdigit() and (int(pid) == os.getpid() or not process_alive(int(pid))):
                 stale.append(path)
-        ident = json.loads(json.dumps(identity, sort_keys=True, default=str))
+        ident = identity or {}
         adopted = None
         if resume:
             for path in stale:
                 try:
-                    saved = json.loads((path / "manifest.json").read_text())
-                except (OSError, ValueError):
+                    WorkDir(path, ident, resume=True)
+                except (OSError, WorkDirError):
                     continue
-                if saved == ident:
-                    adopted = path
+                adopted = path
             if adopted is None and stale:
                 raise InputError(
                     f"Index.bulk_add: the interrupted bulk add in {str(stale[-1])!r} was for "
@@ -232,7 +232,7 @@ class BulkBuilder:
             self.log("bulk: resuming an interrupted bulk add")
             return
         self.scratch.mkdir()
-        _write_json(self.scratch / "manifest.json", ident)
+        WorkDir(self.scratch, ident, resume=False)
 
     # -- 1. sketch -----------------------------------------------------------------------
 
@@ -300,7 +300,7 @@ class BulkBuilder:
 
         try:
             for texts, ids in _skip_documents(batches, n):
-                sketch, digest, normalized = self.sketch(texts)
+                sketch, ck, digest, normalized = self.sketch(texts)
                 m = len(sketch)
                 if m == 0:
                     continue
@@ -331,10 +331,9 @@ class BulkBuilder:
                         [zlib.compress(t.encode("utf-8", "surrogatepass")) for t in normalized],
                         pa.binary()))
                 ids_writer().write_batch(pa.record_batch(columns, schema=names))
-                ck = self.method.candidate_keys(sketch)
                 keys = np.ascontiguousarray(ck.keys).view(np.uint64) if ck.keys.dtype.itemsize == 8 \
                     else ck.keys.astype(np.uint64)
-                cols = [keys.view(np.int64), n + ck.docs.astype(np.int64)]
+                cols = [keys.view(np.int64), n + ck.docs]
                 if ck.payload is not None:
                     cols.append(i64(ck.payload))
                 table = np.stack(cols, axis=1)
@@ -365,7 +364,7 @@ class BulkBuilder:
         return n
 
     def _width(self) -> int:
-        probe = self.method.candidate_keys(self.sketch(["probe text"])[0])
+        probe = self.sketch(["probe text"])[1]
         return 3 if probe.payload is not None else 2
 
     # -- 2. link + postings ----------------------------------------------------------------
@@ -405,11 +404,8 @@ class BulkBuilder:
         ``forest.bin`` and its postings committed with the progress (a killed run
         resumes after the last committed partition)."""
         store = _RowStore(self.scratch / "rows.bin", self.row_bytes, self.layout,
-                          with_positions=self.rerank is not None)
-        method = self.method
-        if self.rerank is not None:
-            method = RerankedMethod(self.method, self.rerank,
-                                    _TextStore(self.scratch).texts_of)
+                          _TextStore(self.scratch) if self.rerank is not None else None)
+        method = self.rerank if self.rerank is not None else self.method
         width = self._width()
         t_link = t_post = 0.0
         # Key rows whose candidate edges are built at once: a group of up to the cap (50)

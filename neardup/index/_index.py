@@ -20,7 +20,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup import faults
+from neardup.engine.sketching import sketch_batch
 from neardup.errors import InputError, NeardupError, check_int, setting
-from neardup.engine.support import index_placement
 from neardup.graph.edges import Pairs
 from neardup.index._bulk import BulkBuilder
 from neardup.index._link import (
@@ -44,21 +44,22 @@ from neardup.index._methods import (
     check_ids,
     check_supported,
     i64,
+    index_plan,
     method_from_params,
     params_json,
     serial_if_small,
     split_rows,
 )
 from neardup.index._rerank import (
-    DOC_ARRAY,
     RERANK_METHODS,
     TEXT_SCHEMA,
     TEXT_TABLE,
-    RerankedMethod,
-    RerankVerifier,
+    IndexTexts,
+    candidate_rows,
     compress_texts,
+    recorded_config,
     rerank_config,
-    texts_lookup,
+    rerank_method,
 )
 from neardup.index._results import AddResult, BulkResult, QueryResult
 from neardup.index._store import (
@@ -79,7 +80,7 @@ from neardup.index._store import (
 )
 from neardup.index._vectors import VectorSegments
 from neardup.methods import make_method
-from neardup.methods.base import Method, Sketch
+from neardup.methods.base import CandidateKeys, Method, Sketch
 from neardup.text.identity import text_identity
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 
@@ -179,11 +180,17 @@ class Index:
                 "written by another neardup or is corrupted."
             ) from exc
         self.store_text = bool(meta.get("store_text", False))
-        self.rerank = meta.get("rerank")
-        self._rerank = RerankVerifier(self.rerank) if self.rerank else None
+        self.rerank = recorded_config(meta.get("rerank"))
+        # What verifies candidate edges: the method, or with rerank verification the
+        # rerank method over it, as dedup --method rerank verifies them.
+        self._verifying: Any = rerank_method(self.rerank, self.method) if self.rerank else self.method
+        # The rerank scorer keeps document profiles between its batches, by position in
+        # one text source: one verification at a time, or concurrent queries would mix
+        # their documents' profiles.
+        self._scoring: Any = threading.Lock() if self.rerank else nullcontext()
         self._layout = [(n, np.dtype(d), tuple(t)) for n, d, t in meta["layout"]]
         self._row_bytes = sum(d.itemsize * int(np.prod(t or (1,))) for _, d, t in self._layout)
-        self.embedding = index_placement(self.method).stage == "vector"
+        self.embedding = index_plan(self.method).stage == "vector"
         # None unless self.embedding, and only the embedding paths read it.
         self._vectors: VectorSegments = VectorSegments(self.path, int(meta["dim"])) if self.embedding else None  # type: ignore[assignment]
         if rerank is not _UNSET:
@@ -212,12 +219,14 @@ class Index:
             template, near); without it a match is "exact" (same normalized text) or
             "near". Costs about the corpus's compressed size on disk.
         rerank : None, "verifier", "cross-encoder" or dict, default None
-            Rerank verification (minhash only): every candidate the method accepts is
-            also scored by the pair classifier of ``dedup --method rerank`` and kept only
-            if its duplicate probability reaches the threshold (the edge's score is then
-            that probability). A dict gives ``scorer``, ``model`` (default the shipped
-            one), ``threshold`` (default the one tuned on validation for the model with
-            MinHash candidates) and ``max_chars`` (default 20,000). The index then also
+            Rerank verification (minhash only): candidates are verified by ``dedup
+            --method rerank``'s own verification over the index's MinHash: every
+            candidate the method accepts is also scored by the pair classifier and kept
+            only if its duplicate probability reaches the threshold (the edge's score is
+            then that probability) and the template guard lets it. A dict gives
+            ``scorer``, ``model`` (default the shipped one), ``threshold`` (default the one
+            tuned on validation for the model with MinHash candidates), ``max_chars``
+            (default 20,000) and ``template_guard`` (default True). The index then also
             stores each document's raw text (cut to ``max_chars``; zstd) for the scorer.
             See :mod:`neardup.index._rerank`.
         **params
@@ -279,8 +288,9 @@ class Index:
         """Raise IndexMismatchError unless ``rerank`` (None, a scorer name or a dict, as
         for :meth:`create`; unset keys take their defaults) is the index's rerank
         verification."""
-        theirs = rerank_config(rerank)
         mine = self.rerank
+        # The guard left unset is the index's own (an index built before it has none).
+        theirs = rerank_config(rerank, template_guard=True if mine is None else mine["template_guard"])
         if (theirs is None) != (mine is None) or (
                 theirs is not None and {k: v for k, v in theirs.items()} != mine):
             raise IndexMismatchError(
@@ -341,7 +351,11 @@ class Index:
 
     # -- sketches ------------------------------------------------------------------------
 
-    def _sketch(self, caller: str, texts: Sequence[str]) -> tuple[Sketch, np.ndarray, list[str]]:
+    def _sketch(self, caller: str, texts: Sequence[str]
+                ) -> tuple[Sketch, CandidateKeys | None, np.ndarray, list[str]]:
+        """The batch's sketch and candidate keys (the sketch step every keyed executor
+        runs: :func:`~neardup.engine.sketching.sketch_batch`), the digests of its
+        normalized texts and the normalized texts."""
         if isinstance(texts, (str, bytes)):
             raise InputError(f"{caller}: pass a sequence of texts, not a single string.")
         texts = list(texts)
@@ -351,9 +365,9 @@ class Index:
                     f"{caller}: text {i} must be a string; got {type(t).__name__}: {t!r:.60}."
                 )
         with serial_if_small(len(texts)):
-            sketch = self.method.sketch(texts)
+            sketch, keys = sketch_batch(self.method, texts)
             normalized = normalize_batch(texts, self.method.normalize or NormalizeConfig())
-            return sketch, _text_digests(normalized), normalized
+            return sketch, keys, _text_digests(normalized), normalized
 
     def _rows(self, sketch: Sketch) -> np.ndarray:
         """Each document's candidate arrays as one row of bytes (uint8, (n, row_bytes))."""
@@ -444,10 +458,10 @@ class Index:
                            "ORDER BY d.doc").fetchall()
 
     def _verifier(self, new_base: int, new_arrays, stored_docs, stored_arrays,
-                  texts_of=None):
+                  texts: IndexTexts | None = None):
         """``verify(left, right) -> (score, accept)`` for edges whose sides are stored
-        positions (< new_base, rows of ``stored_arrays`` by ``stored_docs``) or new ones;
-        with rerank verification, accepted edges are re-scored (texts from ``texts_of``)."""
+        positions (< new_base, rows of ``stored_arrays`` by ``stored_docs``) or new ones,
+        by the verifying method's ``score_candidate_rows`` (rerank's reads ``texts``)."""
         new_count = len(next(iter(new_arrays.values()))) if new_arrays else 0
         tables = {name: np.concatenate((new_arrays[name], stored_arrays[name]))
                   if stored_arrays else new_arrays[name] for name in new_arrays}
@@ -462,9 +476,11 @@ class Index:
         def verify(left, right):
             if left.size == 0:
                 return np.empty(0, np.float32), np.empty(0, bool)
-            score, accept = self.method.score_candidates(side(left), side(right))
-            if self._rerank is not None:
-                return self._rerank.confirm(score, accept, left, right, texts_of)
+            need = np.unique(np.concatenate((left, right)))
+            rows = candidate_rows(need, side(need), texts)
+            with self._scoring:
+                score, accept = self._verifying.score_candidate_rows(
+                    rows, np.searchsorted(need, left), np.searchsorted(need, right))
             return np.asarray(score, np.float32), np.asarray(accept, bool)
 
         return verify
@@ -507,7 +523,7 @@ class Index:
                 "by new index positions, so none would be skipped (an interrupted add would "
                 f"be stored twice). Give ids ({setting('id_field', 'ids=[...]')}) to resume an add."
             )
-        sketch, digest, normalized = self._sketch("Index.add", texts)
+        sketch, batch_keys, digest, normalized = self._sketch("Index.add", texts)
         n = len(sketch)
         if ids is not None:
             if len(set(ids)) != n:
@@ -553,7 +569,8 @@ class Index:
                                 (json.dumps(_GIVEN if given else _POSITIONS),))
             ensure_identity_column(con)
             result = self._add_locked(con, sketch, digest, normalized, ids, keep, next_doc,
-                                      arrays_blobs, texts, identity=text_identity(texts))
+                                      arrays_blobs, texts, identity=text_identity(texts),
+                                      batch_keys=batch_keys)
             faults.checkpoint("index-add-written")
         faults.checkpoint("index-add-committed")
         result.seconds = time.perf_counter() - start
@@ -625,7 +642,7 @@ class Index:
             builder = BulkBuilder(self.path, self.method, self._layout, self.meta,
                                   lambda texts: self._sketch("Index.bulk_add", texts), self._rows,
                                   self._cap, store_text=self.store_text, partitions=partitions,
-                                  log=log, rerank=self._rerank,
+                                  log=log, rerank=self._verifying if self.rerank else None,
                                   checkpoint_docs=check_int("Index.bulk_add", "checkpoint_docs",
                                                             checkpoint_docs, low=1))
             try:
@@ -633,7 +650,8 @@ class Index:
                             "store_text": self.store_text, "rerank": self.rerank,
                             "layout": self.meta["layout"], "partitions": partitions,
                             "input": input_key}
-                built = builder.build(batches, table=table, resume=resume, identity=identity)
+                with self._scoring:
+                    built = builder.build(batches, table=table, resume=resume, identity=identity)
                 self.close()  # our own connections would block the swap
                 t = time.perf_counter()
                 if built["n"]:
@@ -707,7 +725,7 @@ class Index:
         return left, right, np.ones(left.size, np.float32)
 
     def _add_locked(self, con, sketch, digest, normalized, ids, keep, next_doc, arrays_blobs,
-                    texts=None, *, identity):
+                    texts=None, *, identity, batch_keys: CandidateKeys | None):
         if self.embedding:
             return self._add_vectors_locked(con, sketch, digest, normalized, ids, keep, next_doc,
                                             identity=identity)
@@ -718,26 +736,28 @@ class Index:
         positions[local] = next_doc + np.arange(m)
         same = self._identity_edges(con, identity[local], positions[local])
         sub = Sketch(sketch.n_features[local], {k: v[local] for k, v in sketch.arrays.items()})
-        ck = self.method.candidate_keys(sub)
-        keys = i64(ck.keys)
-        docs = next_doc + ck.docs.astype(np.int64)
-        payload = i64(ck.payload) if ck.payload is not None else np.zeros(keys.size, np.int64)
+        # The kept documents' key rows, at their index positions.
+        kept = keep[batch_keys.docs]
+        raw_keys = batch_keys.keys[kept]
+        raw_payload = None if batch_keys.payload is None else batch_keys.payload[kept]
+        keys = i64(raw_keys)
+        docs = positions[batch_keys.docs[kept]]
+        payload = i64(raw_payload) if raw_payload is not None else np.zeros(keys.size, np.int64)
         lookup: list = []
         left, right = self._candidates(con, keys, docs, payload, with_new=True, lookup_out=lookup)
         extra = None
         if self.method.capabilities.keyed.links_buckets and keys.size:
-            extra = self.method.link_bucket(ck.keys, docs, ck.payload)  # new among new
+            extra = self.method.link_bucket(raw_keys, docs, raw_payload)  # new among new
         left, right = unique_edges(left, right)
         stored_docs, stored_arrays, cluster_of, stored_ids = self._stored(con, left[left < next_doc])
         for doc, cluster, doc_id in self._stored_rows(con, same[0][same[0] < next_doc], "d.cluster, d.id"):
             cluster_of.setdefault(doc, cluster)
             stored_ids.setdefault(doc, doc_id)
         new_texts = None
-        if self._rerank is not None:
-            new_texts = self._rerank.cut([texts[i] for i in local.tolist()])
-        verify = self._verifier(next_doc, sub.arrays, stored_docs, stored_arrays,
-                                texts_lookup(con, next_doc, new_texts) if new_texts is not None
-                                else None)
+        if self.rerank is not None:
+            new_texts = IndexTexts(con, next_doc, [texts[i] for i in local.tolist()],
+                                   self.rerank["max_chars"])
+        verify = self._verifier(next_doc, sub.arrays, stored_docs, stored_arrays, new_texts)
         new_docs = positions[local]
         linked = same  # identical texts first
         if extra is not None and len(extra):
@@ -759,7 +779,8 @@ class Index:
         self._grow_big(con, keys, docs, *lookup)
         if new_texts is not None:
             con.executemany(f"INSERT INTO {TEXT_TABLE}(doc, text) VALUES (?, ?)",
-                            zip(new_docs.tolist(), compress_texts(new_texts, self._rerank.max_chars)))  # type: ignore[union-attr]
+                            zip(new_docs.tolist(), compress_texts(new_texts.new_texts,
+                                                                  self.rerank["max_chars"])))
         con.execute("UPDATE meta SET value = ? WHERE name = 'next_doc'", (json.dumps(next_doc + m),))
         return self._add_result(sketch, ids, keep, positions, clusters_new, left, right, score,
                                 next_doc, stored_ids, relabel)
@@ -944,7 +965,7 @@ class Index:
         top_k = check_int("Index.query", "top_k", top_k, low=1)
         if not isinstance(texts, (str, bytes)):
             texts = list(texts)
-        sketch, digest, normalized = self._sketch("Index.query", texts)
+        sketch, batch_keys, digest, normalized = self._sketch("Index.query", texts)
         n = len(sketch)
         query_ids = check_ids("Index.query", ids, n) if ids is not None \
             else [str(i) for i in range(n)]
@@ -952,7 +973,7 @@ class Index:
             left, right, score, rows, base = self._query_vectors(sketch, n)
             stored_docs = np.array([r[0] for r in rows], np.int64)
         else:
-            left, right, score, rows, base, stored_docs = self._query_keyed(sketch, n, texts)
+            left, right, score, rows, base, stored_docs = self._query_keyed(sketch, batch_keys, texts)
         query = right - base
         order = np.lexsort((left, -score, query))
         left, query, score = left[order], query[order], score[order]
@@ -964,9 +985,7 @@ class Index:
         return QueryResult(query, query_ids, [rows[i][2] for i in at.tolist()],
                            np.array([rows[i][1] for i in at.tolist()], np.int64), score, types)
 
-    def _query_keyed(self, sketch, n, texts):
-        with serial_if_small(n):
-            ck = self.method.candidate_keys(sketch)
+    def _query_keyed(self, sketch, ck: CandidateKeys, texts):
         keys = i64(ck.keys)
         payload = i64(ck.payload) if ck.payload is not None else np.zeros(keys.size, np.int64)
         base = 1 << 62  # query documents sit above every stored position
@@ -978,9 +997,9 @@ class Index:
                 if left.size else []
             stored_docs = np.array([r[0] for r in rows], np.int64)
             stored_arrays = self._arrays_from_blobs([r[3] for r in rows]) if rows else {}
-            texts_of = texts_lookup(con, base, self._rerank.cut(texts)) \
-                if self._rerank is not None else None
-            verify = self._verifier(base, sketch.arrays, stored_docs, stored_arrays, texts_of)
+            query_texts = IndexTexts(con, base, texts, self.rerank["max_chars"]) \
+                if self.rerank is not None else None
+            verify = self._verifier(base, sketch.arrays, stored_docs, stored_arrays, query_texts)
             score, accept = verify(left, right)  # in the snapshot: may read stored texts
         return left[accept], right[accept], score[accept], rows, base, stored_docs
 
@@ -1060,7 +1079,7 @@ class Index:
                     self._shrink_big(con, keys)
                 # Vectors stay in their segment until compact; queries skip deleted docs.
                 con.executemany("DELETE FROM docs WHERE doc = ?", ((d,) for d in docs.tolist()))
-                if self._rerank is not None:
+                if self.rerank is not None:
                     con.executemany(f"DELETE FROM {TEXT_TABLE} WHERE doc = ?",
                                     ((d,) for d in docs.tolist()))
                 faults.checkpoint("index-delete-removed")
@@ -1096,12 +1115,12 @@ class Index:
             elif docs.size >= 2:
                 arrays = self._arrays_from_blobs([r[2] for r in members])
                 ck = self.method.candidate_keys(Sketch(nf, arrays))
-                method = self.method
-                if self._rerank is not None:  # rows carry index positions for the texts
-                    arrays = {**arrays, DOC_ARRAY: docs}
-                    method = RerankedMethod(self.method, self._rerank, texts_lookup(con, 1 << 62, []))
-                link_key_rows(method, ck.keys, ck.docs.astype(np.int64), ck.payload,
-                              _LocalRows(arrays), uf)
+                # Rows by local position; their texts by index position (docs).
+                texts = IndexTexts(con, 1 << 62, [], self.rerank["max_chars"]) \
+                    if self.rerank is not None else None
+                with self._scoring:
+                    link_key_rows(self._verifying, ck.keys, ck.docs.astype(np.int64), ck.payload,
+                                  _LocalRows(arrays, docs, texts), uf)
             labels = docs[uf.roots()]
             new += int(np.unique(labels).size) - 1
             changed = labels != cluster
@@ -1340,7 +1359,8 @@ def _describe_rerank(config: dict[str, Any] | None) -> str:
     """A rerank setting in words (no dict reprs in messages)."""
     if not config:
         return "no rerank verification"
-    parts = [f"{key.replace('_', ' ')} {config[key]}" for key in ("model", "threshold", "max_chars")
+    parts = [f"{key.replace('_', ' ')} {config[key]}"
+             for key in ("model", "threshold", "max_chars", "template_guard")
              if config.get(key) is not None]
     return (f"rerank verification by the {config.get('scorer')}"
             + (f" ({', '.join(parts)})" if parts else ""))
@@ -1357,13 +1377,15 @@ def _rollback(con) -> None:
 
 
 class _LocalRows:
-    """Candidate arrays by local position, for :func:`neardup.engine.link_key_rows`."""
+    """Candidate arrays by local position (and texts by the index positions ``docs``),
+    for :func:`neardup.engine.link_key_rows`."""
 
-    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
-        self.arrays = arrays
+    def __init__(self, arrays: dict[str, np.ndarray], docs: np.ndarray, texts=None) -> None:
+        self.arrays, self.docs, self.texts = arrays, docs, texts
 
-    def rows(self, docs: np.ndarray) -> dict[str, np.ndarray]:
-        return {k: v[docs] for k, v in self.arrays.items()}
+    def rows(self, local: np.ndarray):
+        return candidate_rows(local, {k: v[local] for k, v in self.arrays.items()}, self.texts,
+                              self.docs[local])
 
 
 def _bulk_table(ids: pa.Array, roots: np.ndarray, n_features: np.ndarray, left: np.ndarray,

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from neardup.engine.support import index_placement, responsible_parameters
+from neardup.engine.support import responsible_parameters
 from neardup.errors import InputError, setting, short_repr
 from neardup.methods import make_method
 from neardup.methods.base import Method
@@ -21,6 +21,7 @@ __all__ = [
     "check_ids",
     "check_supported",
     "i64",
+    "index_plan",
     "method_from_params",
     "params_json",
     "serial_if_small",
@@ -64,12 +65,21 @@ def check_ids(caller: str, ids: Any, n: int | None = None) -> list[str]:
     return out
 
 
+def index_plan(method: Method):
+    """The :func:`neardup.plan.plan` of holding ``method`` in an index (the "index"
+    executor: connected components, as each add joins clusters)."""
+    from neardup.graph.config import ClusterConfig
+    from neardup.plan import RunSpec, plan
+
+    return plan(RunSpec(method, ClusterConfig(algorithm="components"), executor="index"))
+
+
 def supported_methods() -> tuple[str, ...]:
-    """The methods an index can hold with their default parameters (placed by
-    :func:`neardup.engine.support.index_placement`, from what each method declares)."""
+    """The methods an index can hold with their default parameters (planned by
+    :func:`index_plan`, from what each method declares)."""
     from neardup.methods import METHODS
 
-    return tuple(name for name in METHODS if index_placement(make_method(name)).supported)
+    return tuple(name for name in METHODS if index_plan(make_method(name)).supported)
 
 
 def method_from_params(name: str, params: dict[str, Any]) -> Method:
@@ -91,8 +101,8 @@ def params_json(method: Method) -> str:
 
 def check_supported(caller: str, method: Method) -> str:
     """The index stage that holds ``method`` ("keyed" or "vector"); a ValueError saying
-    why, with the alternatives, when the index cannot hold it."""
-    placed = index_placement(method)
+    why (the plan's reason), with the alternatives, when the index cannot hold it."""
+    placed = index_plan(method)
     if placed.supported:
         return placed.stage
     culprits, fixable = responsible_parameters(method, "components", "index")

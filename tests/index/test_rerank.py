@@ -33,11 +33,10 @@ def texts(demo_texts):
 def expected(texts):
     """One-shot dedup --method rerank with the index's method (MinHash defaults: word
     3-grams, not rerank's own character 5-gram candidates) as the candidates, clustered
-    by connected components as the index links (not rerank's default Leiden), and without
-    rerank's template guard, which the index's verification does not apply."""
+    by connected components as the index links (not rerank's default Leiden), with
+    rerank's template guard, which the index's verification applies too."""
     return neardup.dedup(texts, "rerank", pair_types=False, scorer="verifier", candidates="minhash",
-                         candidate_params=INDEX_CANDIDATES, cluster="components",
-                         template_guard=False).clusters
+                         candidate_params=INDEX_CANDIDATES, cluster="components").clusters
 
 
 def _labels(index: Index, n: int) -> np.ndarray:
@@ -111,10 +110,8 @@ def test_delete_relinks_with_the_verifier(texts, expected, tmp_path):
     keep = np.ones(len(texts), bool)
     keep[::7] = False
     rest = [t for t, k in zip(texts, keep) if k]
-    # The index's verification has no template guard (yet): compare with dedup's without it.
     want = neardup.dedup(rest, "rerank", pair_types=False, scorer="verifier", candidates="minhash",
-                         candidate_params=INDEX_CANDIDATES, cluster="components",
-                         template_guard=False).clusters
+                         candidate_params=INDEX_CANDIDATES, cluster="components").clusters
     with Index.create(tmp_path / "idx", "minhash", rerank="verifier", threshold=THRESHOLD) as index:
         index.add(texts)
         index.delete([str(i) for i in np.flatnonzero(~keep).tolist()])
@@ -169,3 +166,82 @@ def test_http_reports_and_checks_rerank(texts, tmp_path):
             assert r.status_code == 409, r.text
         r = client.post("/query", json={"documents": [{"text": "x"}], "rerank": {"scorer": "?"}})
         assert r.status_code == 422
+
+
+# Two companies' dividend notices (Reuters-21578 stories 18619-like): one template, other
+# figures; the shipped verifier alone calls them a copy. The third is an OCR-damaged copy
+# of the first.
+_NOTICE = "Qtly div five cts vs five cts prior\n    Pay July 15\n    Record June 30\n Reuter"
+_OTHER_COMPANY = "Qtly div five cts vs five cts prior\n    Pay July 28\n    Record June 30\n Reuter"
+_OCR_COPY = "Qtly dlv five cts vs flve cts pri0r\n    Pay Ju1y 15\n    Rec0rd June 3O\n Reuter"
+# rerank's own default candidates (MinHash, character 5-grams, Jaccard 0.1) as the index's
+# method: dedup --method rerank and the index then verify the same candidate pairs.
+RERANK_CANDIDATES = {"threshold": 0.1, "shingle": ShingleConfig("char", 5)}
+
+
+def _match_pairs(index: Index, texts: list[str]) -> dict[tuple[int, int], float]:
+    """Every (stored, query) match of querying ``texts`` against an index holding them,
+    as (smaller, larger) position pairs with their scores (a text's match with itself
+    left out)."""
+    found = index.query(texts, top_k=len(texts)).records()
+    return {(min(int(r["id"]), int(m["id"])), max(int(r["id"]), int(m["id"]))): m["score"]
+            for r in found for m in r["matches"] if m["id"] != r["id"]}
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_template_notices_kept_apart_by_dedup_and_the_index(tmp_path, guard):
+    texts = [_NOTICE, _OTHER_COMPANY, _OCR_COPY]
+    # The in-memory engine reports every accepted pair (the others only those that join).
+    dedup = neardup.dedup(texts, "rerank", engine="memory", pair_types=False, cluster="components",
+                          template_guard=guard)
+    want = {(int(a), int(b)) for a, b, _ in zip(*dedup.pairs)}
+    # The guard keeps the two companies apart; the scorer alone merges them.
+    assert want == ({(0, 2)} if guard else {(0, 1), (0, 2), (1, 2)})
+    with Index.create(tmp_path / "idx", "minhash", **RERANK_CANDIDATES,
+                      rerank={"scorer": "verifier", "template_guard": guard}) as index:
+        assert index.rerank["template_guard"] is guard
+        added = index.add(texts, ["0", "1", "2"])
+        assert partition_equal(added.clusters, dedup.clusters)
+        assert set(_match_pairs(index, texts)) == want
+
+
+def test_index_query_accepts_the_pairs_dedup_accepts_with_its_scores(demo_texts, tmp_path):
+    texts = [_NOTICE, _OTHER_COMPANY, _OCR_COPY, *demo_texts[:200]]
+    dedup = neardup.dedup(texts, "rerank", engine="memory", pair_types=False, cluster="components")
+    want = {(int(a), int(b)): float(s) for a, b, s in zip(*dedup.pairs)}
+    assert len(want) > 5 and (0, 1) not in want and (0, 2) in want
+    with Index.create(tmp_path / "idx", "minhash", **RERANK_CANDIDATES, rerank="verifier") as index:
+        index.add(texts, [str(i) for i in range(len(texts))])
+        got = _match_pairs(index, texts)
+    assert set(got) == set(want)
+    assert np.allclose([got[p] for p in want], [want[p] for p in want], atol=1e-6)
+
+
+def test_index_recorded_before_the_guard_verifies_without_it(tmp_path):
+    with Index.create(tmp_path / "idx", "minhash", **RERANK_CANDIDATES, rerank="verifier") as index:
+        con = index._writer
+        recorded = json.loads(con.execute("SELECT value FROM meta WHERE name = 'rerank'").fetchone()[0])
+        del recorded["template_guard"]  # as an index of an earlier neardup records it
+        con.execute("UPDATE meta SET value = ? WHERE name = 'rerank'", (json.dumps(recorded),))
+    with Index(tmp_path / "idx", rerank="verifier") as index:  # the guard unset: the index's own
+        assert index.rerank["template_guard"] is False
+        index.add([_NOTICE, _OTHER_COMPANY])
+        assert len(_match_pairs(index, [_NOTICE, _OTHER_COMPANY])) == 1
+        with pytest.raises(IndexMismatchError, match="rerank"):
+            index.check_rerank({"scorer": "verifier", "template_guard": True})
+
+
+def test_concurrent_queries_give_the_serial_answers(demo_texts, tmp_path):
+    """Queries from several threads share the index's scorer (and its profile cache, by
+    position): each gets the answer it gets alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = demo_texts[:160]
+    probes = [texts[i:i + 20] for i in range(0, 160, 20)]  # each query position holds 8 texts
+    with Index.create(tmp_path / "idx", "minhash", **RERANK_CANDIDATES, rerank="verifier") as index:
+        index.add(texts)
+        serial = [index.query(p, top_k=20).records() for p in probes]
+        with ThreadPoolExecutor(4) as pool:
+            together = list(pool.map(lambda p: index.query(p, top_k=20).records(), probes))
+    assert sum(len(r["matches"]) for answer in serial for r in answer) >= 160
+    assert together == serial

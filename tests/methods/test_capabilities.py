@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import neardup.models
-from neardup.index._rerank import RerankedMethod
 from neardup.methods import METHODS, Method, make_method
 from neardup.methods.capabilities import (
     Capabilities,
@@ -114,7 +113,7 @@ def test_specs_reject_contradictions():
 
 
 def test_no_method_defines_a_removed_hook():
-    classes = [Method, *_subclasses(Method), RerankedMethod]
+    classes = [Method, *_subclasses(Method)]
     assert len(classes) > len(METHODS)
     offenders = [(cls.__name__, hook) for cls in classes for hook in REMOVED_HOOKS
                  if hook in vars(cls)]
