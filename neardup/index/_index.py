@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup import faults
+from neardup.engine.corpus import ArrayRows
 from neardup.engine.sketching import sketch_batch
 from neardup.errors import InputError, NeardupError, check_int, setting
 from neardup.graph.edges import Pairs
@@ -463,21 +464,16 @@ class Index:
         positions (< new_base, rows of ``stored_arrays`` by ``stored_docs``) or new ones,
         by the verifying method's ``score_candidate_rows`` (rerank's reads ``texts``)."""
         new_count = len(next(iter(new_arrays.values()))) if new_arrays else 0
-        tables = {name: np.concatenate((new_arrays[name], stored_arrays[name]))
-                  if stored_arrays else new_arrays[name] for name in new_arrays}
-
-        def side(pos):
-            is_new = pos >= new_base
-            at = np.empty(pos.size, np.int64)
-            at[is_new] = pos[is_new] - new_base
-            at[~is_new] = new_count + np.searchsorted(stored_docs, pos[~is_new])
-            return {name: table[at] for name, table in tables.items()}
+        # Stored positions (ascending), then the new ones: sorted, as ArrayRows reads them.
+        store = ArrayRows(np.concatenate((stored_docs, new_base + np.arange(new_count))),
+                          {name: np.concatenate((stored_arrays[name], new_arrays[name]))
+                           if stored_arrays else new_arrays[name] for name in new_arrays})
 
         def verify(left, right):
             if left.size == 0:
                 return np.empty(0, np.float32), np.empty(0, bool)
             need = np.unique(np.concatenate((left, right)))
-            rows = candidate_rows(need, side(need), texts)
+            rows = candidate_rows(need, store.rows(need).arrays, texts)
             with self._scoring:
                 score, accept = self._verifying.score_candidate_rows(
                     rows, np.searchsorted(need, left), np.searchsorted(need, right))
