@@ -90,7 +90,7 @@ if config == "local":
 else:
     import os
     import ray
-    from neardup.engine.ray_engine import (RUNTIME_ENV_ENV, RayConfig, RayInputs, RayRun,
+    from neardup.engine.ray import (RUNTIME_ENV_ENV, RayConfig, RayInputs, RayRun,
                                            connect, worker_env, write_outputs)
     if config.startswith("ray2"):
         from ray.cluster_utils import Cluster
