@@ -515,14 +515,6 @@ def test_wminhash_counts_its_statistics_on_ray(cluster, shards):
     assert local.n_clusters < local.n_docs - 10
 
 
-def test_mutual_retrieval_is_refused():
-    # sanderson links by mutual retrieval over an inverted index, which the shards do not
-    # build: refused before any Ray work starts, saying why.
-    assert not placement(make_method("sanderson"), "components", "ray").supported
-    with pytest.raises(ValueError, match="engine='ray' cannot run method 'sanderson'.*mutual retrieval"):
-        run(iter([]), make_method("sanderson"), engine="ray")
-
-
 def test_weighted_set_verification_is_refused_by_name(tmp_path):
     # wminhash's verify="exact" reads weighted phrase sets, which the shards do not ship:
     # refused before any Ray work, naming the option, even when fitted (no statistics pass).

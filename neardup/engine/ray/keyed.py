@@ -25,10 +25,11 @@ from neardup.engine.ray.shards import (
     cut_texts,
     shard_batches,
 )
-from neardup.engine.statistics import batch_statistics, split_by_range, sum_counts
+from neardup.engine.ray.tasks import completed
+from neardup.engine.statistics import batch_statistics, hash_range_bounds, split_by_range, sum_counts, table_min_df
 from neardup.graph.buckets import bucket_edge_counts, bucket_edges
 from neardup.io.readers import ReaderConfig
-from neardup.methods.base import Method
+from neardup.methods.base import FeatureStatistics, Method
 
 
 def sketch_task(index: int, shard: Shard, method: Method, reader: ReaderConfig, memory: list | None,
@@ -265,3 +266,29 @@ def default_partitions(n_docs: int, fixed_width: bool = False) -> int:
     costs")."""
     need = max(n_docs / (200_000 if fixed_width else 100_000), 1.0)
     return int(max(8, 1 << int(np.ceil(np.log2(need)))))
+
+
+def fit_statistics(ray, method: Method, shards: list[Shard], memory: list | None, reader: ReaderConfig,
+                   ranges: int, advance) -> Method:
+    """The statistics stage as tasks: each shard counts its share by hash range, a task
+    per range sums the shards' counts; the fitted method keys the sketch stage (as the
+    local engine's statistics stage, :mod:`neardup.engine.statistics`), in ``ranges``
+    ranges of the hash space, ``advance`` called as shards finish."""
+    tables = method.capabilities.statistics.tables
+    bounds = hash_range_bounds(ranges)
+    method_ref = ray.put(method)
+    count = ray.remote(statistics_task).options(num_returns=1 + len(tables) * ranges)
+    summed = ray.remote(statistics_sum_task)
+    out = [count.remote(shard, method_ref, reader, memory, bounds) for shard in shards]
+    totals: dict[str, int] = {}
+    for part in completed(ray, [o[0] for o in out], advance):
+        for name, value in part.items():
+            totals[name] = totals.get(name, 0) + int(value)
+    counted = {}
+    for t, name in enumerate(tables):
+        min_df = table_min_df(method, name, totals)
+        pieces = ray.get([summed.remote(min_df, *[o[1 + t * ranges + r] for o in out])
+                          for r in range(ranges)])
+        counted[name] = (np.concatenate([p["hashes"] for p in pieces]),
+                         np.concatenate([p["counts"] for p in pieces]))
+    return method.with_statistics(FeatureStatistics(totals=totals, tables=counted))

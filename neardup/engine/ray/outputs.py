@@ -12,7 +12,7 @@ import pyarrow as pa
 from neardup.engine.ray.link import spanning_forest
 from neardup.engine.ray.positions import range_of, split_by, sum_count_dicts
 from neardup.engine.ray.run import RayRun
-from neardup.engine.ray.shards import SHARDED, RayInputs, Shard, plan_shards
+from neardup.engine.ray.shards import SHARDED, RayInputs, Shard, ids_of, plan_shards
 from neardup.engine.ray.tasks import completed, traced
 from neardup.graph.edges import NO_DATE, Pairs
 from neardup.graph.keep import KeepPolicy
@@ -21,15 +21,6 @@ from neardup.io.outputs import OutputDirectory, write_part
 from neardup.io.readers import ReaderConfig, part_records
 
 # -- distributed outputs (the CLI's --engine ray) -----------------------------------------
-
-
-def _ids_of(block: pa.Table, doc: np.ndarray) -> np.ndarray:
-    """The block's ids (object array), positions as text where the input had none."""
-    ids = np.array(block.column("id").to_pylist(), dtype=object)
-    missing = np.array([i is None for i in ids], bool) if ids.size else np.zeros(0, bool)
-    if missing.any():
-        ids[missing] = doc[missing].astype(str).astype(object)
-    return ids
 
 
 def _lookup(nodes: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -53,7 +44,7 @@ def _duplicate_facts_task(block: pa.Table, offsets: np.ndarray, bounds: np.ndarr
     rows = np.flatnonzero(inside)
     root = roots[at[inside]]
     empty = int((block.column("n_features").to_numpy() == 0).sum())
-    ids = _ids_of(block.take(pa.array(rows)), doc[rows])
+    ids = ids_of(block.take(pa.array(rows)), doc[rows])
     value = (np.asarray(keep_values, np.float64)[doc[rows]] if keep_values is not None
              else np.full(rows.size, np.nan))
     return (empty, *split_by(range_of(root, bounds), bounds.size - 1, doc=doc[rows], root=root, id=ids,
@@ -168,7 +159,7 @@ def _write_clusters_task(block: pa.Table, offsets: np.ndarray, path: Location, *
         out[dup] = table[name][index[dup]]
     status = np.where(block.column("n_features").to_numpy() > 0, "ok", "empty")
     write_part(path, pa.table({
-        "id": pa.array(_ids_of(block, doc).tolist(), pa.string()), "cluster": pa.array(cluster),
+        "id": pa.array(ids_of(block, doc).tolist(), pa.string()), "cluster": pa.array(cluster),
         "cluster_size": pa.array(size), "representative": pa.array(representative),
         "status": pa.array(status.tolist(), pa.string()), "template": pa.array(template)}))
     return n
@@ -240,7 +231,7 @@ def _outside_ids_task(block: pa.Table | None, offsets: np.ndarray, shard_starts:
         doc = offsets[block.column("shard").to_numpy()] + block.column("row").to_numpy()
         order = np.argsort(doc, kind="stable")
         at = np.searchsorted(doc[order], cat[side])
-        found = _ids_of(block, doc)[order][at] if cat[side].size else found
+        found = ids_of(block, doc)[order][at] if cat[side].size else found
     if side == "left":
         cat["id_a"] = found
         return (0, *split_by(range_of(cat["right"], shard_starts), shard_starts.size - 1, **cat))

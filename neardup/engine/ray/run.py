@@ -20,17 +20,17 @@ from neardup.engine.ray.keyed import (
     bucket_keys_task,
     bucket_task,
     default_partitions,
+    fit_statistics,
     label_lookup_task,
     sketch_task,
-    statistics_sum_task,
-    statistics_task,
     wave_plan,
 )
 from neardup.engine.ray.link import link_task, merge_link_results
 from neardup.engine.ray.positions import sum_count_dicts
+from neardup.engine.ray.retrieval import mutual_retrieval, token_sketch_task
 from neardup.engine.ray.rows import gather_task, gathered_names
-from neardup.engine.ray.shards import RayInputs, Shard, estimate_docs, memory_shards, plan_shards
-from neardup.engine.ray.tasks import completed, no_progress, ray_error
+from neardup.engine.ray.shards import ids_of, RayInputs, Shard, estimate_docs, memory_shards, plan_shards
+from neardup.engine.ray.tasks import collect_tables, completed, no_progress, ray_error
 from neardup.engine.ray.vectors import (
     build_ivf_task,
     candidate_pairs_task,
@@ -40,30 +40,11 @@ from neardup.engine.ray.vectors import (
     vector_search_task,
     verify_partitions,
 )
-from neardup.engine.statistics import hash_range_bounds, table_min_df
 from neardup.graph.edges import NO_DATE
 from neardup.io.batch import DocumentBatch
 from neardup.io.readers import ReaderConfig
-from neardup.methods.base import FeatureStatistics, Method
+from neardup.methods.base import Method
 from neardup.progress import StageTimer, progress_bar
-
-
-def _project(block: pa.Table, columns: list[str]) -> pa.Table:
-    if block.num_rows == 0:
-        return pa.table({c: pa.array([], pa.int64()) for c in columns})
-    return block.select(columns)
-
-
-def _collect(refs: list, columns: list[str]) -> pa.Table:
-    """``columns`` of the tables ``refs`` (None: no table), projected where they live."""
-    import ray
-
-    project = ray.remote(_project)
-    tables = ray.get([project.remote(ref, columns) for ref in refs])
-    tables = [t for t in tables if t.num_rows]
-    if not tables:
-        return pa.table({c: pa.array([], pa.int64()) for c in columns})
-    return pa.concat_tables(tables)
 
 
 def run_ray_stage(
@@ -166,9 +147,14 @@ class RayRun:
         self._fetched = None
         self.components_stats: list[dict] = []
         if method.capabilities.statistics is not None:  # wminhash: keys weighted by corpus-wide counts
-            method = self.method = self._fit_statistics(ray, shards, memory, reader)
+            with timer.stage("statistics"), self.bar("counting statistics", len(shards), "shards") as advance:
+                method = self.method = fit_statistics(ray, method, shards, memory, reader,
+                                                      max(self.config.partitions or len(shards), 1), advance)
         if method.capabilities.keyed is None:  # an embedding method: the vector stage
             self._execute_vector(ray, shards, memory, reader)
+            return
+        if method.capabilities.keyed.query_retrieval:  # sanderson: mutual retrieval
+            self._execute_retrieval(ray, shards, memory, reader)
             return
         partitions = self.config.partitions or default_partitions(estimate_docs(shards, memory, reader),
                                                                    method.capabilities.fixed_width)
@@ -308,35 +294,6 @@ class RayRun:
             counts = sum_count_dicts(completed(ray, [c for c, _ in linked], advance))
         return [r for _, r in linked], counts
 
-    def _fit_statistics(self, ray, shards: list[Shard], memory: list | None,
-                        reader: ReaderConfig) -> Method:
-        """The statistics stage as tasks: each shard counts its share by hash range, a task
-        per range sums the shards' counts; the fitted method keys the sketch stage (as the
-        local engine's statistics stage, :mod:`neardup.engine.statistics`)."""
-        method = self.method
-        tables = method.capabilities.statistics.tables
-        ranges = max(self.config.partitions or len(shards), 1)
-        bounds = hash_range_bounds(ranges)
-        method_ref = ray.put(method)
-        count = ray.remote(statistics_task).options(num_returns=1 + len(tables) * ranges)
-        summed = ray.remote(statistics_sum_task)
-        with self.timer.stage("statistics"), \
-                self.bar("counting statistics", len(shards), "shards") as advance:
-            out = [count.remote(shard, method_ref, reader, memory, bounds) for shard in shards]
-            totals: dict[str, int] = {}
-            for part in completed(ray, [o[0] for o in out], advance):
-                for name, value in part.items():
-                    totals[name] = totals.get(name, 0) + int(value)
-            counted = {}
-            for t, name in enumerate(tables):
-                min_df = table_min_df(method, name, totals)
-                pieces = ray.get([summed.remote(min_df, *[o[1 + t * ranges + r] for o in out])
-                                  for r in range(ranges)])
-                counted[name] = (np.concatenate([p["hashes"] for p in pieces]),
-                                 np.concatenate([p["counts"] for p in pieces]))
-            del out
-        return method.with_statistics(FeatureStatistics(totals=totals, tables=counted))
-
     def _set_shards(self, counts: np.ndarray, fact_refs: list) -> None:
         self.shard_docs = counts
         self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
@@ -357,6 +314,35 @@ class RayRun:
     def bar(self, description: str, total: int | None, unit: str):
         """A progress bar of this run (shown as ``progress`` says)."""
         return progress_bar(description, total=total, unit=unit, enabled=self.progress)
+
+    def _execute_retrieval(self, ray, shards: list[Shard], memory: list | None, reader: ReaderConfig) -> None:
+        """Mutual retrieval on Ray (:mod:`neardup.engine.ray.retrieval`): sketch tasks that
+        keep each shard's token multisets and posting rows, the inverted index by range of
+        term, a retrieve task per shard, one mutual task; then identity links and the
+        distributed components over its pairs."""
+        from neardup.engine.corpus import default_memory_limit
+
+        budget = self.config.memory_limit or default_memory_limit()
+        method_ref = ray.put(self.method)
+        sketch = ray.remote(token_sketch_task).options(num_returns=4)
+        with self.timer.stage("sketch"), self.bar("sketching", len(shards), "shards") as advance:
+            out = [sketch.remote(i, shard, method_ref, reader, memory, budget) for i, shard in enumerate(shards)]
+            info = np.array(completed(ray, [o[0] for o in out], advance), np.float64).reshape(-1, 3)
+        self.sketch_cpu, self.n_keys, self.wave_stats, self.partitions = float(info[:, 2].sum()), 0, [], 0
+        self._set_shards(info[:, 0].astype(np.int64), [o[1] for o in out])
+        with self.timer.stage("pairs"), self.bar("retrieving", len(shards), "shards") as advance:
+            result, counts = mutual_retrieval(ray, method_ref, out, self.offsets, self.n_docs, int(info[:, 1].sum()),
+                                              budget, self.window, self.has_dates, advance)
+            totals = ray.get(counts)
+        with self.timer.stage("cluster"), self.bar("components", None, "") as advance:
+            same, n_same = identity_links(ray, [o[2] for o in out], self.offsets, self.shard_docs,
+                                          self._components_budget())
+            self.link_refs = [result, *same]
+            self.bounds, self.label_refs = self._components(
+                ray, self.link_refs, int(totals["partition_forest_edges"]) + n_same, advance)
+            self._finish(totals, 0)
+        self.stats["retrieval"] = {k: int(v) for k, v in totals.items() if k != "retrieval_cpu_s"}
+        self.stats["task_cpu_s"]["retrieval"] = round(totals["retrieval_cpu_s"], 2)
 
     def _execute_vector(self, ray, shards: list[Shard], memory: list | None, reader: ReaderConfig) -> None:
         """The vector stage on Ray: one embed task per input shard (its rows stay in the
@@ -502,15 +488,12 @@ class RayRun:
 
     def stage_output(self) -> CorpusStageOutput:
         """Collect the per-document facts to the driver, in input order."""
-        facts = _collect([r for r in self.fact_refs if r is not None],
+        facts = collect_tables([r for r in self.fact_refs if r is not None],
                          ["shard", "row", "id", "length", "date", "n_features"])
         position = self.offsets[facts.column("shard").to_numpy()] + facts.column("row").to_numpy()
         order = np.argsort(position, kind="stable")
         facts = facts.take(pa.array(order))
-        ids = np.array(facts.column("id").to_pylist(), dtype=object)
-        missing = np.array([i is None for i in ids], bool) if ids.size else np.zeros(0, bool)
-        if missing.any():
-            ids[missing] = np.arange(self.n_docs)[missing].astype(str).astype(object)
+        ids = ids_of(facts, np.arange(self.n_docs))
         dates = None
         if self.has_dates:
             seconds = facts.column("date").to_numpy()

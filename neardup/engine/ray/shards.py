@@ -145,3 +145,13 @@ def memory_shards(batches: Iterable[DocumentBatch]) -> tuple[list[Shard], list, 
         shards.append(Shard("<memory>", "memory", len(refs), len(batch)))
         refs.append(ray.put(batch))
     return shards, refs, has_dates
+
+
+def ids_of(block: pa.Table, doc: np.ndarray) -> np.ndarray:
+    """The ids of a facts ``block`` (object array), its documents' positions ``doc`` as text
+    where the input had none."""
+    ids = np.array(block.column("id").to_pylist(), dtype=object)
+    missing = np.array([i is None for i in ids], bool) if ids.size else np.zeros(0, bool)
+    if missing.any():
+        ids[missing] = doc[missing].astype(str).astype(object)
+    return ids

@@ -1,7 +1,10 @@
 """How the driver runs and awaits tasks: waiting with a progress bar, unwrapping a
-worker's InputError, and tracing a task's peak memory."""
+worker's InputError, tracing a task's peak memory, and collecting tables the tasks
+left in the object store."""
 
 from __future__ import annotations
+
+import pyarrow as pa
 
 from neardup.errors import InputError
 
@@ -61,3 +64,21 @@ def ray_error(exc: BaseException) -> BaseException:
             return error
         stack.extend([error.__cause__, error.__context__, getattr(error, "cause", None)])
     return exc
+
+
+def _project(block: pa.Table, columns: list[str]) -> pa.Table:
+    if block.num_rows == 0:
+        return pa.table({c: pa.array([], pa.int64()) for c in columns})
+    return block.select(columns)
+
+
+def collect_tables(refs: list, columns: list[str]) -> pa.Table:
+    """``columns`` of the tables ``refs`` (None: no table), projected where they live."""
+    import ray
+
+    project = ray.remote(_project)
+    tables = ray.get([project.remote(ref, columns) for ref in refs])
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        return pa.table({c: pa.array([], pa.int64()) for c in columns})
+    return pa.concat_tables(tables)
