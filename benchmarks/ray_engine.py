@@ -90,8 +90,8 @@ if config == "local":
 else:
     import os
     import ray
-    from neardup.engine.ray_engine import (RUNTIME_ENV_ENV, RayConfig, RayInputs, RayRun,
-                                           connect, worker_env, write_outputs)
+    from neardup.engine.ray import (RUNTIME_ENV_ENV, RayConfig, RayInputs, RayRun,
+                                    connect, worker_env, write_outputs)
     if config.startswith("ray2"):
         from ray.cluster_utils import Cluster
         if config in ("ray2", "ray2-idle"):

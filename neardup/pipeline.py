@@ -56,7 +56,7 @@ __all__ = [
 #: "memory": always the in-memory stage (every candidate pair held and verified; needed
 #: for community detection and HAC, and kept for comparison).
 #: "ray": the same keyed stage distributed over a Ray cluster
-#: (:mod:`neardup.engine.ray_engine`; needs ``pip install 'neardup[ray]'``), same clusters
+#: (:mod:`neardup.engine.ray`; needs ``pip install 'neardup[ray]'``), same clusters
 #: as "local"; only for methods with a keyed stage clustered by components.
 ENGINES = EXECUTOR_NAMES
 
@@ -367,9 +367,9 @@ def run(
     input_identity : JSON-able, optional
         Identifies the input (e.g. file paths, sizes, modification times) so that a
         resumed work directory is refused for another input.
-    ray : neardup.engine.ray_engine.RayConfig or None
+    ray : neardup.engine.ray.RayConfig or None
         Cluster address, partitions and shard size for ``engine="ray"``. With that engine
-        ``batches`` may also be a :class:`~neardup.engine.ray_engine.RayInputs` (files the
+        ``batches`` may also be a :class:`~neardup.engine.ray.RayInputs` (files the
         workers read themselves); plain batches are shipped to the cluster one by one.
         ``reread`` (pair types) is not supported there.
     """
@@ -382,7 +382,7 @@ def run(
     cluster, placed = planned.cluster, planned.placement
     timer = StageTimer()
     if engine == "ray":
-        from neardup.engine.ray_engine import RayConfig, run_ray_stage
+        from neardup.engine.ray import RayConfig, run_ray_stage
 
         require(planned, "run")
         stage = run_ray_stage(batches, method, config=ray or RayConfig(),
@@ -529,7 +529,7 @@ def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: Keep
 def result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: KeepPolicy, timer,
                       engine: str = "local", keep_values: np.ndarray | None = None) -> Result:
     """The :class:`Result` of an out-of-core stage's output (local, or a Ray run's
-    :meth:`~neardup.engine.ray_engine.RayRun.stage_output`), clustered as ``cluster``
+    :meth:`~neardup.engine.ray.RayRun.stage_output`), clustered as ``cluster``
     (resolved) says."""
     return _result_from_stage(stage, method, cluster, keep, timer, engine=engine,
                               keep_values=keep_values)

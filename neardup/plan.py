@@ -61,8 +61,8 @@ class Budget:
                                  expected_docs=expected_docs)
 
     def ray_config(self):
-        """The :class:`~neardup.engine.ray_engine.RayConfig` of this budget."""
-        from neardup.engine.ray_engine import RayConfig
+        """The :class:`~neardup.engine.ray.RayConfig` of this budget."""
+        from neardup.engine.ray import RayConfig
 
         shard = {} if self.ray_shard_rows is None else {"shard_rows": self.ray_shard_rows}
         return RayConfig(address=self.ray_address, partitions=self.partitions, **shard)

@@ -52,7 +52,7 @@ def ray_cluster(tmp_path_factory):
     (tests/fault_plugin), idle until a test arms it: ``{"address", "marker"}``, the
     cluster's address and the kill-once marker (RAY_FAULT_ENV, neardup.faults.kill_once)."""
     pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
-    from neardup.engine.ray_engine import worker_runtime_env
+    from neardup.engine.ray import worker_runtime_env
     from tests.fault_plugin import RAY_FAULT_ENV, with_plugin
     from tests.ray_nodes import two_ray_nodes
 

@@ -18,7 +18,7 @@ def two_ray_nodes(runtime_env: dict | None = None) -> Iterator[str]:
     import ray
     from ray.cluster_utils import Cluster
 
-    from neardup.engine.ray_engine import worker_runtime_env
+    from neardup.engine.ray import worker_runtime_env
 
     nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
                                                           "object_store_memory": OBJECT_STORE_BYTES})

@@ -352,7 +352,7 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
     builder as the other engines. --html needs every document's cluster on the driver
     (as the HTML report of any engine does): only then are they collected into a
     :class:`Result`."""
-    from neardup.engine.ray_engine import RayInputs, RayRun, write_outputs
+    from neardup.engine.ray import RayInputs, RayRun, write_outputs
     from neardup.io.outputs import OutputDirectory
 
     method_obj, cluster, keep = planned.spec.method, planned.cluster, planned.spec.keep

@@ -93,12 +93,12 @@ def _check_engine(opts: dict[str, Any]) -> None:
 
 def _executor(opts: dict[str, Any]):
     """The executor of the steps: this process, or Ray tasks on the cluster
-    (:func:`neardup.engine.ray_engine.connect`)."""
+    (:func:`neardup.engine.ray.connect`)."""
     from neardup.spans.executors import RayExecutor, local_executor
 
     if opts["engine"] != "ray":
         return local_executor
-    from neardup.engine.ray_engine import connect
+    from neardup.engine.ray import connect
 
     connect(opts["ray_address"])
     return RayExecutor()

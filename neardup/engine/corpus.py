@@ -528,9 +528,14 @@ def _open_store(wd: WorkDir, method: Method, sketch_facts: dict[str, Any],
 
 
 def _verify_step(config: CorpusStageConfig, store: _ArrayStore) -> int:
-    """Edges verified at once: the rows fetched for one step (two documents each) must
-    fit in a quarter of the budget (texts and long sets make a row large)."""
-    return int(min(max(config.budget // 4 // (2 * store.row_bytes + 64), 64), PartitionLinker.step))
+    return verify_step(config.budget, store.row_bytes)
+
+
+def verify_step(budget: int, row_bytes: int) -> int:
+    """Edges verified at once: the rows fetched for one step (two documents of
+    ``row_bytes`` each) must fit in a quarter of ``budget`` (texts and long sets make a
+    row large); every executor's linker steps by it."""
+    return int(min(max(budget // 4 // (2 * row_bytes + 64), 64), PartitionLinker.step))
 
 
 def exchanges_pair_counts(method: Method) -> bool:

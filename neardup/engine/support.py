@@ -94,14 +94,12 @@ def _memory_reason(method: Method, algorithm: str) -> str:
 def _ray_refusal(method: Method, algorithm: str) -> str | None:
     """Why the Ray executor cannot run ``method`` clustered by ``algorithm``, or None.
 
-    Ray runs the local executor's statistics, keyed and vector stages as tasks, less what
-    its shards do not carry: the inverted index of mutual retrieval and weighted sets."""
+    Ray runs the local executor's statistics, keyed, retrieval and vector stages as tasks,
+    less what its shards do not carry: weighted sets."""
     caps = method.capabilities
     if caps.reads.set_weights:
         return ("its verification reads weighted sets, which the Ray executor's shards do "
                 "not ship")
-    if caps.keyed is not None and caps.keyed.query_retrieval:
-        return "it links documents by mutual retrieval, which the Ray executor does not run"
     if _local_stage(method, algorithm) is None:
         if algorithm == "components":
             return "it has no keyed or vector stage, and the Ray executor runs nothing in memory"

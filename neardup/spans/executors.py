@@ -27,14 +27,14 @@ def local_executor(step: Callable[..., Any], arguments: Iterable[tuple]) -> Iter
 
 
 class RayExecutor:
-    """Each step a Ray task (Ray initialized: :func:`neardup.engine.ray_engine.connect`),
+    """Each step a Ray task (Ray initialized: :func:`neardup.engine.ray.connect`),
     at most ``window`` of them submitted ahead of the one whose result is next (default:
     two per CPU of the cluster), so the arguments and results in flight stay bounded; the
     results come back in submission order. A step's failure is raised as the error the
     step raised, where Ray keeps it."""
 
     def __init__(self, window: int | None = None) -> None:
-        from neardup.engine.ray_engine import import_ray
+        from neardup.engine.ray import import_ray
 
         self._ray = import_ray()
         cpus = int(self._ray.cluster_resources().get("CPU", 1))

@@ -23,7 +23,7 @@ def find_repeated_spans_ray(batches: Iterable[Sequence[str]], config: SpanDedupC
                             work_dir: str | Path, partitions: int = 16,
                             memory_limit: int = 1 << 30) -> SpanDecisions:
     """Pass 1 and the decision of span de-duplication as Ray tasks (Ray must be
-    initialized: :func:`neardup.engine.ray_engine.connect`). Same arguments and result
+    initialized: :func:`neardup.engine.ray.connect`). Same arguments and result
     as :func:`neardup.spans.find_repeated_spans`; ``partitions`` (a power of two) decide
     tasks run."""
     if partitions < 1 or partitions & (partitions - 1):

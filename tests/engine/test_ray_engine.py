@@ -28,7 +28,7 @@ from neardup.pipeline import ClusterConfig, run
 
 ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
 
-from neardup.engine.ray_engine import (  # noqa: E402
+from neardup.engine.ray import (  # noqa: E402
     RayConfig,
     RayInputs,
     RayRun,
@@ -252,7 +252,7 @@ def _recording_bars(monkeypatch) -> dict:
     """Replace the engine's progress bars by records of what each was told."""
     from contextlib import contextmanager
 
-    import neardup.engine.ray_engine as engine
+    import neardup.engine.ray.run as engine
 
     bars: dict[str, dict] = {}
 
@@ -515,14 +515,6 @@ def test_wminhash_counts_its_statistics_on_ray(cluster, shards):
     assert local.n_clusters < local.n_docs - 10
 
 
-def test_mutual_retrieval_is_refused():
-    # sanderson links by mutual retrieval over an inverted index, which the shards do not
-    # build: refused before any Ray work starts, saying why.
-    assert not placement(make_method("sanderson"), "components", "ray").supported
-    with pytest.raises(ValueError, match="engine='ray' cannot run method 'sanderson'.*mutual retrieval"):
-        run(iter([]), make_method("sanderson"), engine="ray")
-
-
 def test_weighted_set_verification_is_refused_by_name(tmp_path):
     # wminhash's verify="exact" reads weighted phrase sets, which the shards do not ship:
     # refused before any Ray work, naming the option, even when fitted (no statistics pass).
@@ -653,7 +645,7 @@ def test_connect_passes_worker_settings_by_environment_or_runtime_env(monkeypatc
     """A local cluster gets the workers' settings in its daemons' environment (no
     runtime_env; the driver's environment is restored); an existing cluster gets them as
     the job's runtime_env, or nothing with NEARDUP_RAY_RUNTIME_ENV=0."""
-    from neardup.engine import ray_engine
+    from neardup.engine.ray import connection as ray_engine
 
     calls = []
 
@@ -690,7 +682,7 @@ def test_local_cluster_workers_inherit_the_settings(tmp_path):
 
     script = (
         "import os, json, ray\n"
-        "from neardup.engine.ray_engine import connect\n"
+        "from neardup.engine.ray import connect\n"
         "connect(None, num_cpus=1, object_store_memory=100 << 20)\n"
         "@ray.remote\n"
         "def probe():\n"
@@ -717,7 +709,8 @@ def test_missing_ray_names_the_extra(monkeypatch):
 
 
 def test_shared_key_rows_are_the_sorted_rows_of_keys_held_twice():
-    from neardup.engine.ray_engine import _sorted_key_rows, _unique_positions
+    from neardup.engine.ray.keyed import sorted_key_rows as _sorted_key_rows
+    from neardup.engine.ray.positions import unique_positions as _unique_positions
 
     rng = np.random.default_rng(3)
     offsets = np.array([0, 1000, 2500], np.int64)
@@ -734,7 +727,7 @@ def test_shared_key_rows_are_the_sorted_rows_of_keys_held_twice():
 
 
 def test_key_rows_of_uint32_shard_rows_give_int64_positions_past_2_to_32():
-    from neardup.engine.ray_engine import _sorted_key_rows
+    from neardup.engine.ray.keyed import sorted_key_rows as _sorted_key_rows
 
     offsets = np.array([0, 5_000_000_000], np.int64)
     parts = [{"key": np.array([7, 9], np.uint64), "row": np.array([4_000_000_000, 1], np.uint32)},
@@ -746,7 +739,8 @@ def test_key_rows_of_uint32_shard_rows_give_int64_positions_past_2_to_32():
 
 
 def test_waves_grow_and_cover_every_partition_once():
-    from neardup.engine.ray_engine import _pair_bounds, _waves
+    from neardup.engine.ray.exchange import pair_bounds as _pair_bounds
+    from neardup.engine.ray.keyed import wave_plan as _waves
 
     for partitions, first in [(16, None), (8, 2), (8, 8), (1, None), (5, 1), (16384, None)]:
         waves = _waves(partitions, first)
@@ -806,7 +800,7 @@ def test_identical_texts_are_linked_as_in_the_local_engine(cluster, tmp_path, me
 
 
 def test_traced_tasks_report_their_peak_only_when_asked():
-    from neardup.engine.ray_engine import _traced
+    from neardup.engine.ray.tasks import traced as _traced
 
     task = _traced(lambda n: ({"n": n}, np.ones(n)))
     assert task(False, 1000)[0]["peak_bytes"] == 0

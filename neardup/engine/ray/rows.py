@@ -1,0 +1,114 @@
+"""Per-document rows shipped between tasks: which arrays a link task asks the shards
+for, the gather task that cuts them out, and :class:`ShippedRows`, which reads them as
+the local stage's work-directory store reads its files."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from neardup.engine.buckets import concat_ranges
+from neardup.engine.corpus import default_memory_limit
+from neardup.engine.corpus import verify_step as corpus_verify_step
+from neardup.engine.ray.shards import IDENTITY, SET_SIZES, SET_VALUES, TEXTS
+from neardup.methods.base import CandidateRows, Method
+from neardup.text.shingle import ShingleSets
+
+
+def gathered_names(method: Method, window_hours: float | None) -> tuple[str, ...]:
+    """The per-document arrays a link task asks the shards for: the method's verification
+    arrays, dates (time window, or a scorer that reads them) and text identities (time
+    window), shingle sets, texts."""
+    reads = method.capabilities.reads
+    return reads.arrays + (
+        ("date", IDENTITY) if window_hours is not None else
+        ("date",) if reads.dates else ()) + (
+        (SET_SIZES, SET_VALUES) if reads.sets else ()) + (
+        (TEXTS,) if reads.text_chars is not None else ())
+
+
+def gather_task(arrays: dict, names: tuple[str, ...], *requests: np.ndarray):
+    """The rows of one shard's arrays (``names``; ragged shingle sets and texts included)
+    that each partition asked for."""
+    offsets = None
+    if SET_SIZES in names:
+        offsets = np.zeros(arrays[SET_SIZES].size + 1, np.int64)
+        np.cumsum(arrays[SET_SIZES], out=offsets[1:])
+    out = []
+    for rows in requests:
+        got = {name: arrays[name][rows] for name in names if name not in (SET_VALUES, TEXTS)}
+        if offsets is not None:
+            got[SET_VALUES] = arrays[SET_VALUES][concat_ranges(offsets[rows], got[SET_SIZES])]
+        if TEXTS in names:
+            got[TEXTS] = arrays[TEXTS].take(pa.array(rows))
+        out.append(got)
+    return tuple(out) if len(out) != 1 else out[0]
+
+
+
+class _ShippedTexts:
+    """Texts of some documents (UTF-8 bytes, Arrow), decoded only when taken."""
+
+    def __init__(self, column: pa.Array, index: np.ndarray) -> None:
+        self.column, self.index = column, index
+
+    def __len__(self) -> int:
+        return int(self.index.size)
+
+    def take(self, positions) -> list[str]:
+        raw = self.column.take(pa.array(self.index[np.asarray(positions, np.int64)])).to_pylist()
+        return [b.decode("utf-8", "surrogatepass") for b in raw]
+
+
+class ShippedRows:
+    """The rows one link task gathered from the shards (``docs``: sorted positions), read
+    as the local stage's work-directory store reads its files: fixed-width arrays, ragged
+    shingle sets (and their sizes, for the overlap bound), texts, dates."""
+
+    def __init__(self, docs: np.ndarray, rows: Sequence[dict], dates: bool) -> None:
+        self.docs = docs
+        names = rows[0].keys() if rows else ()
+        self.arrays = {name: np.concatenate([r[name] for r in rows]) for name in names
+                       if name not in (SET_SIZES, SET_VALUES, TEXTS, "date", IDENTITY)}
+        self.dates = np.concatenate([r["date"] for r in rows]) if dates and rows else None
+        self.set_offsets = self.values = self.texts = None
+        if SET_SIZES in names:
+            self.sizes = np.concatenate([r[SET_SIZES] for r in rows])
+            self.set_offsets = np.zeros(self.sizes.size + 1, np.int64)
+            np.cumsum(self.sizes, out=self.set_offsets[1:])
+            self.values = np.concatenate([r[SET_VALUES] for r in rows])
+        if TEXTS in names:
+            self.texts = pa.concat_arrays([r[TEXTS] for r in rows])
+        self.row_bytes = (sum(a.nbytes for a in self.arrays.values())
+                          + (self.values.nbytes if self.values is not None else 0)
+                          + (self.texts.nbytes if self.texts is not None else 0)) // max(docs.size, 1)
+
+    def rows(self, docs: np.ndarray) -> CandidateRows:
+        index = np.searchsorted(self.docs, docs)
+        out = CandidateRows(docs, {name: values[index] for name, values in self.arrays.items()})
+        if self.set_offsets is not None:
+            sizes = self.sizes[index]
+            offsets = np.zeros(docs.size + 1, np.int64)
+            np.cumsum(sizes, out=offsets[1:])
+            out.sets = ShingleSets(self.values[concat_ranges(self.set_offsets[index], sizes)], offsets)
+        if self.texts is not None:
+            out.texts = _ShippedTexts(self.texts, index)
+        if self.dates is not None:
+            out.dates = self.dates[index].view("datetime64[s]")
+        return out
+
+    def set_sizes(self, docs: np.ndarray) -> np.ndarray:
+        return self.sizes[np.searchsorted(self.docs, docs)]
+
+
+def shipped_bytes(rows: Sequence[dict]) -> int:
+    """Bytes of the rows a link task received from the shards (the gather exchange)."""
+    return int(sum(getattr(v, "nbytes", 0) for r in rows for v in r.values()))
+
+
+def verify_step(options: dict, row_bytes: int) -> int:
+    """Edges verified at once by a link task: their two documents' rows (``row_bytes``
+    each, as shipped) within a quarter of the memory limit, as the local stage steps."""
+    return corpus_verify_step(options["memory_limit"] or default_memory_limit(), row_bytes)
