@@ -113,8 +113,9 @@ def _executor(opts: dict[str, Any]):
     if opts["engine"] != "ray":
         return local_executor
     from neardup.engine.ray_engine import connect
+    from neardup.io.locations import storage_env
 
-    connect(opts["ray_address"])
+    connect(opts["ray_address"], env=storage_env())
     return RayExecutor()
 
 

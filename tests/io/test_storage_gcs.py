@@ -50,3 +50,15 @@ def test_gcs_unusable_token_is_a_clear_error_before_any_work(gcs, records, tmp_p
     assert result.output.startswith(f"Error: gs://{bucket}/corpus.jsonl: "), result.output
     assert "absent.json" in result.output and "Traceback" not in result.output, result.output
     assert list(out.iterdir()) == []
+
+
+def test_gcsfs_switch_goes_to_the_ray_workers(monkeypatch):
+    """gcsfs reads its switch when imported, in each process: the Ray runs send this
+    process's setting to the workers (connect's env) and no credential with it."""
+    from neardup.io.locations import storage_env
+
+    monkeypatch.setenv("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-sent")
+    assert storage_env() == {"GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
+    monkeypatch.delenv("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT")
+    assert storage_env() == {}
