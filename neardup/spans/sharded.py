@@ -48,13 +48,13 @@ from neardup.spans.span_dedup import (
 )
 from neardup.spans.spill import partition_count, split_partitions
 from neardup.spans.substring_dedup import (
-    _CROSS,
     BYTES_PER_TOKEN,
     WINDOW,
     SubstringDecisions,
     chunk_step,
     cross_chunk_table,
     remove_batch,
+    save_cross_table,
 )
 from neardup.spans.tokens import tokenize
 
@@ -327,17 +327,12 @@ def find_substrings_sharded(reads: list[ShardRead], reader: ReaderConfig, n: int
             windows += count
     del tokenized  # the shards' tokens: the chunks hold what they need
     decisions.spilled = windows * WINDOW.itemsize > memory_limit // 8
-    columns = {name: open(directory / f"cross-{name}.bin", "wb") for name in _CROSS.names}
-    try:
-        # One chunk: its step found everything. Partitions in order: sorted by hash.
-        for p in range(partitions if len(chunks) > 1 else 0):
-            table = ray.get(ray.remote(cross_task).remote(*[refs[2 + p] for refs in submitted]))
-            for name, handle in columns.items():
-                np.ascontiguousarray(table[name]).tofile(handle)
-            decisions.shared_hashes += int(table.shape[0])
-    finally:
-        for handle in columns.values():
-            handle.close()
+    # One chunk: its step found everything.
+    cross = ray.remote(cross_task)
+    tables = [cross.remote(*[refs[2 + p] for refs in submitted])
+              for p in range(partitions if len(chunks) > 1 else 0)]
+    del submitted  # each partition's blocks are held by its task alone
+    save_cross_table((ray.get(table) for table in tables), decisions)
     return decisions
 
 
