@@ -188,6 +188,13 @@ def test_ray_options_are_checked(data, tmp_path):
                                        str(tmp_path / "o.jsonl"), "--engine", "ray",
                                        "--work-dir", str(tmp_path / "w"), "--resume"])
     assert result.exit_code == 2 and "--resume" in result.output
+    result = CliRunner().invoke(main, ["substrings", str(data / "in.jsonl"), "--out",
+                                       str(tmp_path / "o.jsonl"), "--ray-shard-rows", "100"])
+    assert result.exit_code == 2 and "--ray-shard-rows is read with --engine ray" in result.output
+    result = CliRunner().invoke(main, ["spans", str(data / "in.jsonl"), "--out",
+                                       str(tmp_path / "o.jsonl"), "--engine", "ray", "--limit", "5"])
+    assert result.exit_code == 2 and "--limit is for --engine local" in result.output
+    assert not (tmp_path / "o.jsonl").exists()
 
 
 def _corpus(seed=0, docs=60):
