@@ -228,3 +228,22 @@ def test_a_failed_step_raises_its_own_error(cluster):
     with pytest.raises(json.JSONDecodeError, match="Expecting property name") as info:
         list(RayExecutor()(json.loads, [("[1]",), ("{",)]))
     assert type(info.value) is json.JSONDecodeError and "Traceback" not in str(info.value)
+
+
+def test_a_shard_changed_between_the_passes_is_named(cluster, data):
+    """The rewrite compares each shard's texts with the counting pass's digest: a shard
+    whose texts differ (here: a digest that cannot match) is an InputError naming its
+    file, before any of its records is handed on."""
+    import numpy as np
+
+    from neardup.errors import InputError
+    from neardup.io import ReaderConfig
+    from neardup.spans.ranges import apply_ranges
+    from neardup.spans.sharded import ShardRead, rewrite_shards, shards_of
+
+    reader = ReaderConfig()
+    reads = [ShardRead(shard, False, documents=600, digest=b"counted-other-texts")
+             for shard in shards_of([data / "in.jsonl"], reader)]
+    empty = np.empty(0, np.int64)
+    with pytest.raises(InputError, match=r"in\.jsonl: its texts changed between the counting"):
+        next(rewrite_shards(reads, reader, apply_ranges, lambda lo, hi: (empty, empty, empty)))
