@@ -352,7 +352,8 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
     builder as the other engines. --html needs every document's cluster on the driver
     (as the HTML report of any engine does): only then are they collected into a
     :class:`Result`."""
-    from neardup.engine.ray import RayInputs, RayRun, write_outputs
+    from neardup.engine.ray import RayInputs, RayRun, connect, write_outputs
+    from neardup.io.locations import storage_env
     from neardup.io.outputs import OutputDirectory
 
     method_obj, cluster, keep = planned.spec.method, planned.cluster, planned.spec.keep
@@ -371,6 +372,8 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
     run = RayRun(RayInputs(tuple(str(p) for p in inputs), reader), method_obj,
                  config=planned.spec.budget.ray_config(), time_window_hours=cluster.time_window_hours,
                  progress=progress, every_edge=planned.every_edge)
+    # The storage libraries' settings reach the workers with the job (gs:// on Ray).
+    connect(run.config.address, env=storage_env())
     with outputs:
         run.execute()
         start = time.perf_counter()

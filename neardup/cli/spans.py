@@ -15,13 +15,19 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import click
 
 from neardup.cli.engine import memory_size
-from neardup.cli.options import apply_options, reader_config_from_options, reader_options
+from neardup.cli.options import (
+    apply_options,
+    reader_config_from_options,
+    reader_options,
+    schema_option,
+)
 
 __all__ = ["spans_command", "substrings_command"]
 
@@ -51,13 +57,16 @@ _SHARED = (
 _ENGINE = (
     click.option("--engine", type=click.Choice(["local", "ray"]), default="local",
                  show_default=True,
-                 help="local: both passes in this process, out of core. ray: their per-batch "
-                      "and per-partition steps as Ray tasks (pip install 'neardup[ray]'); "
-                      "this process reads the inputs and writes the outputs, the same bytes "
-                      "as local."),
+                 help="local: both passes in this process, out of core. ray: the workers "
+                      "read the input shards and run every step (pip install 'neardup[ray]'); "
+                      "this process numbers the documents and writes the outputs, the same "
+                      "bytes as local."),
     click.option("--ray-address", default=None, metavar="ADDR",
                  help="With --engine ray: the cluster to run on (host:6379, ray://host:10001 "
                       "or auto); default: RAY_ADDRESS, else a new single-machine cluster."),
+    schema_option("ray_shard_rows", default=None, show_default=False,
+                  help="With --engine ray: rows of Parquet each read task reads (whole row "
+                       "groups; other formats one file per task). Default: 25000."),
     click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                  help="Directory for the spilled partitions and the counting pass's decisions "
                       "(default: a temporary directory, removed at the end). Must be new or "
@@ -83,9 +92,14 @@ def _shared_options(function):
 def _check_engine(opts: dict[str, Any]) -> None:
     if opts["resume"] and opts["work_dir"] is None:
         raise click.UsageError("--resume continues a run kept in --work-dir; give --work-dir.")
-    if opts["engine"] != "ray" and opts["ray_address"] is not None:
-        raise click.UsageError("--ray-address is read with --engine ray only; drop it or add "
-                               "--engine ray.")
+    for name in ("ray_address", "ray_shard_rows"):
+        if opts["engine"] != "ray" and opts[name] is not None:
+            flag = "--" + name.replace("_", "-")
+            raise click.UsageError(f"{flag} is read with --engine ray only; drop it or add "
+                                   "--engine ray.")
+    if opts["engine"] == "ray" and opts["limit"] is not None:
+        raise click.UsageError("--limit is for --engine local (the Ray workers read whole "
+                               "shards); cut the input instead, or drop --engine ray.")
     if opts["engine"] == "ray" and opts["resume"]:
         raise click.UsageError("--resume is for --engine local (Ray retries failed tasks "
                                "itself); drop one of them.")
@@ -99,8 +113,9 @@ def _executor(opts: dict[str, Any]):
     if opts["engine"] != "ray":
         return local_executor
     from neardup.engine.ray import connect
+    from neardup.io.locations import storage_env
 
-    connect(opts["ray_address"])
+    connect(opts["ray_address"], env=storage_env())
     return RayExecutor()
 
 
@@ -115,11 +130,31 @@ def _work_dir(stack: ExitStack, opts: dict[str, Any], identity: dict[str, Any]):
     return WorkDir(path, identity, resume=opts["resume"])
 
 
+def _shard_reads(inputs: tuple[Path, ...], against: tuple[Path, ...], reader,
+                 shard_rows: int | None) -> list:
+    """The shards the Ray workers read (the --against ones first), in input order."""
+    from neardup.spans.sharded import SHARD_ROWS, ShardRead, shards_of
+
+    return [ShardRead(shard, is_against) for paths, is_against in ((against, True), (inputs, False))
+            if paths for shard in shards_of(paths, reader, shard_rows or SHARD_ROWS)]
+
+
+class _ShardedPasses:
+    """A command's two passes with the Ray workers reading the shards: ``find(reads,
+    reader, **limits)`` and ``rewrite(input_reads, reader, decisions)``
+    (:mod:`neardup.spans.sharded`)."""
+
+    def __init__(self, find: Callable[..., Any], rewrite: Callable[..., Iterator]) -> None:
+        self.find = find
+        self.rewrite = rewrite
+
+
 def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: tuple[Path, ...],
          find: Callable[..., Any], remove: Callable[..., Iterator], field: str,
-         parameters: dict[str, Any]) -> dict[str, Any]:
+         parameters: dict[str, Any], sharded: Any) -> dict[str, Any]:
     """The shared run: outputs checked, pass 1 (``find``), pass 2 (``remove``), outputs
-    written as a set. Returns the report."""
+    written as a set. Returns the report. With ``--engine ray`` the workers read the
+    input shards in both passes (``sharded``: the command's :class:`_ShardedPasses`)."""
     from neardup import faults
     from neardup.cli._checks import output_set
     from neardup.cli.engine import InputWatch, input_bytes, input_identity
@@ -169,14 +204,23 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
                     faults.checkpoint(f"{command}-counting")
 
         executor = _executor(opts)
+        reads = _shard_reads(inputs, against, reader, opts["ray_shard_rows"]) \
+            if opts["engine"] == "ray" else None
         start = time.perf_counter()
         facts = work.done("count", count_key)
         if facts is None:
             stage = work.start("count")
-            decisions = find(texts(inputs, "counting", True),
-                             texts(against, "reading --against", False) if against else None,
-                             work_dir=stage, memory_limit=memory_limit,
-                             expected_bytes=size * (3 if compressed else 1), executor=executor)
+            expected = size * (3 if compressed else 1)
+            if reads is not None:
+                with progress_bar("counting", enabled=progress) as advance:
+                    decisions = sharded.find(reads, reader, work_dir=stage,
+                                             memory_limit=memory_limit, expected_bytes=expected,
+                                             advance=advance)
+            else:
+                decisions = find(texts(inputs, "counting", True),
+                                 texts(against, "reading --against", False) if against else None,
+                                 work_dir=stage, memory_limit=memory_limit,
+                                 expected_bytes=expected, executor=executor)
             work.finish("count", count_key, decisions_facts(decisions, stage))
             faults.checkpoint(f"{command}-counted")
         else:
@@ -193,13 +237,22 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
                 batches.append(batch)
                 yield batch.texts
 
-        def records():
+        def local_units():
+            """(removal, records, ids, rows, source) per batch, read in this process."""
             source = iter_records(list(inputs), reader)
+            for removal in remove(rewrite_texts(), decisions, executor=executor):
+                batch = batches.popleft()
+                yield (removal, (next(source) for _ in range(len(batch))), batch.ids,
+                       batch.rows, batch.source)
+
+        def records():
+            if reads is not None:
+                units = sharded.rewrite([r for r in reads if not r.against], reader, decisions)
+            else:
+                units = local_units()
             with progress_bar("rewriting", enabled=progress) as advance:
-                for removal in remove(rewrite_texts(), decisions, executor=executor):
-                    batch = batches.popleft()
-                    for i in range(len(batch)):
-                        record = next(source)
+                for removal, unit_records, ids, rows, source in units:
+                    for i, record in enumerate(unit_records):
                         emptied = (removal.chars_removed[i] > 0
                                    and not removal.texts[i].strip())
                         dropped = bool(opts["drop_empty"] and emptied)
@@ -210,12 +263,12 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
                             record[reader.text_field] = removal.texts[i]
                         if not dropped:
                             yield record
-                    table["id"].extend(batch.ids)
-                    table["source"].extend([batch.source] * len(batch))
-                    table["row"].extend(batch.rows.tolist())
+                    table["id"].extend(ids)
+                    table["source"].extend([source] * len(ids))
+                    table["row"].extend(rows.tolist())
                     for key in ("bytes_before", "bytes_removed", "ranges_removed"):
                         table[key].extend(getattr(removal, key).tolist())
-                    advance(len(batch))
+                    advance(len(ids))
                     faults.checkpoint(f"{command}-rewriting")
 
         if "--out" in outputs:
@@ -297,6 +350,20 @@ def _print(report: dict[str, Any], what: str) -> None:
         click.echo(f"  {entry['documents']:>8,} docs  {text[:70]!r}")
 
 
+def _span_rewrite(reads, reader, decisions):
+    from neardup.spans.sharded import rewrite_shards, span_cuts
+
+    return rewrite_shards(reads, reader, *span_cuts(decisions), top=decisions.top)
+
+
+def _substring_rewrite(reads, reader, decisions):
+    import ray
+
+    from neardup.spans.sharded import rewrite_shards, substring_cuts
+
+    return rewrite_shards(reads, reader, *substring_cuts(decisions, ray.put))
+
+
 def _command_errors():
     from neardup.cli._checks import command_errors
 
@@ -333,6 +400,7 @@ def spans_command(inputs: tuple[Path, ...], **opts: Any) -> None:
       neardup spans crawl.jsonl --unit sentences:3 --out clean.jsonl --report spans.json
     """
     from neardup.spans import SpanDedupConfig, find_repeated_spans, remove_spans
+    from neardup.spans.sharded import find_spans_sharded
 
     with _command_errors():
         config = SpanDedupConfig(unit=opts["unit"], min_length=opts["min_length"],
@@ -345,7 +413,8 @@ def spans_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         parameters = {"unit": str(config.unit), "min_length": config.min_length,
                       "min_repeats": config.min_repeats, "keep": config.keep,
                       "mark": opts["mark"], "drop_empty": opts["drop_empty"]}
-        report = _run("spans", inputs, opts, (), find, remove_spans, "duplicate_spans", parameters)
+        report = _run("spans", inputs, opts, (), find, remove_spans, "duplicate_spans", parameters,
+                      _ShardedPasses(partial(find_spans_sharded, config=config), _span_rewrite))
     if not opts["quiet"]:
         _print(report, "marked" if opts["mark"] else "removed")
 
@@ -370,6 +439,7 @@ def substrings_command(inputs: tuple[Path, ...], **opts: Any) -> None:
       neardup substrings crawl.jsonl --min-tokens 50 --out clean.jsonl --report sub.json
     """
     from neardup.spans import find_repeated_substrings, remove_substrings
+    from neardup.spans.sharded import find_substrings_sharded
 
     against = tuple(opts.pop("against"))
     with _command_errors():
@@ -379,8 +449,12 @@ def substrings_command(inputs: tuple[Path, ...], **opts: Any) -> None:
             return find_repeated_substrings(batches, n, against=against_batches, **kwargs)
 
         parameters = {"min_tokens": n, "mark": opts["mark"], "drop_empty": opts["drop_empty"]}
+        def find_sharded(reads, reader, **kwargs):
+            return find_substrings_sharded(reads, reader, n, against_mode=bool(against), **kwargs)
+
         report = _run("substrings", inputs, opts, against, find, remove_substrings,
-                      "duplicate_substrings", parameters)
+                      "duplicate_substrings", parameters,
+                      _ShardedPasses(find_sharded, _substring_rewrite))
     if not opts["quiet"]:
         _print(report, "marked" if opts["mark"] else "removed")
 

@@ -24,7 +24,19 @@ from typing import Any
 
 from neardup.errors import InputError, NeardupError, OutputError, setting
 
-__all__ = ["Location", "is_url", "locate", "storage_error"]
+__all__ = ["STORAGE_ENV", "Location", "is_url", "locate", "storage_env", "storage_error"]
+
+#: Settings of the storage libraries read from the environment when they are imported, so
+#: a Ray worker needs them in its own: gcsfs's switch between its plain filesystem and the
+#: experimental one that asks every bucket's type over gRPC (which GCS emulators do not
+#: serve). No credential is among them: those go as storage options.
+STORAGE_ENV = ("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT",)
+
+
+def storage_env() -> dict[str, str]:
+    """The :data:`STORAGE_ENV` settings this process has, for the workers' environment."""
+    return {name: os.environ[name] for name in STORAGE_ENV if name in os.environ}
+
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 _READ_BUFFER = 1 << 20  # bytes read from a remote file per call

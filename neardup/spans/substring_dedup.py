@@ -49,7 +49,7 @@ from neardup.spans.tokens import TokenTable, tokenize, window_hashes
 
 __all__ = ["BYTES_PER_TOKEN", "SubstringDecisions", "chunk_repeats", "chunk_step",
            "cross_chunk_table", "dense_ids", "distinct", "find_repeated_substrings",
-           "remove_batch", "remove_substrings", "removed_windows"]
+           "remove_batch", "remove_substrings", "removed_windows", "save_cross_table"]
 
 #: Bytes per token of a chunk's step: its token hashes (8), the suffix array step's peak
 #: (dense ids, the uint32 sequence, suffix and LCP arrays, groups: about 53, measured on
@@ -379,18 +379,24 @@ def find_repeated_substrings(batches: Iterable[Sequence[str]], n: int, *,
             yield (spill.partition(p),)
             spill.release(p)  # the step holds (or was sent) its own copy
 
-    columns = {name: open(directory / f"cross-{name}.bin", "wb") for name in _CROSS.names}
+    save_cross_table(executor(cross_chunk_table, partition_args()), decisions)
+    return decisions
+
+
+def save_cross_table(tables: Iterable[np.ndarray], decisions: SubstringDecisions) -> None:
+    """The cross-chunk table's partitions, in partition order, written to the column
+    files of ``decisions`` (and counted)."""
+    columns = {name: open(decisions.directory / f"cross-{name}.bin", "wb") for name in _CROSS.names}
     try:
         # Partitions are ranges of the hash's top bits: written in order, the table is
         # sorted by hash as a whole.
-        for table in executor(cross_chunk_table, partition_args()):
+        for table in tables:
             for name, handle in columns.items():
                 np.ascontiguousarray(table[name]).tofile(handle)
             decisions.shared_hashes += int(table.shape[0])
     finally:
         for handle in columns.values():
             handle.close()
-    return decisions
 
 
 def remove_batch(texts: Sequence[str], lo: int, within_doc: np.ndarray, within_token: np.ndarray,

@@ -28,12 +28,34 @@ def cluster(ray_cluster):
     return ray_cluster["address"]
 
 
-def test_ray_reads_and_writes_s3(s3, cluster, tmp_path):
+def _demo_records(n: int = 1500) -> list[dict]:
     with gzip.open(demo_corpus_path(), "rt") as handle:
-        records = [{"id": r["id"], "text": r["text"]}
-                   for r in (json.loads(line) for line, _ in zip(handle, range(1500)))]
-    fs = s3.fs()
-    bucket = s3.bucket()
+        return [{"id": r["id"], "text": r["text"]}
+                for r in (json.loads(line) for line, _ in zip(handle, range(n)))]
+
+
+def test_ray_reads_and_writes_s3(s3, cluster, tmp_path):
+    # The workers get the endpoint and the credential as storage options, not from the
+    # driver's environment.
+    storage = [*s3.cli_options(), "--storage-option", "key=neardup-test",
+               "--storage-option", "secret=neardup-test-secret"]
+    assert_ray_round_trip(s3, "s3", storage, cluster, tmp_path)
+
+
+def test_ray_reads_and_writes_gcs(gcs, cluster, tmp_path):
+    """gs:// through gcsfs against the emulator: the workers reach it by the storage
+    options, and get gcsfs's switch (GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT) from the job's
+    environment."""
+    assert_ray_round_trip(gcs, "gs", gcs.cli_options(), cluster, tmp_path)
+
+
+def assert_ray_round_trip(store, scheme: str, storage: list[str], cluster: str, tmp_path) -> None:
+    """Parquet and JSONL shards on ``store`` read by the Ray workers, every output written
+    back to it: the local engine's clusters, every document once, an old output
+    replaced, no temporary key left; a missing output bucket refused before work."""
+    records = _demo_records()
+    fs = store.fs()
+    bucket = store.bucket()
     for i, (a, b) in enumerate([(0, 600), (600, 1100), (1100, len(records))]):
         if i < 2:
             sink = io.BytesIO()
@@ -42,11 +64,7 @@ def test_ray_reads_and_writes_s3(s3, cluster, tmp_path):
         else:
             fs.pipe_file(f"{bucket}/corpus/part-{i}.jsonl",
                          "".join(json.dumps(r) + "\n" for r in records[a:b]).encode())
-    # The workers get the endpoint and the credential as storage options, not from the
-    # driver's environment.
-    storage = [*s3.cli_options(), "--storage-option", "key=neardup-test",
-               "--storage-option", "secret=neardup-test-secret"]
-    args = ["dedup", f"s3://{bucket}/corpus", "--id-field", "id", "--quiet", *storage]
+    args = ["dedup", f"{scheme}://{bucket}/corpus", "--id-field", "id", "--quiet", *storage]
     local = tmp_path / "local.parquet"
     result = CliRunner().invoke(main, [*args, "--clusters-out", str(local)])
     assert result.exit_code == 0, result.output
@@ -54,8 +72,8 @@ def test_ray_reads_and_writes_s3(s3, cluster, tmp_path):
     fs.pipe_file(f"{bucket}/out/clusters/part-00099.parquet", b"old")
     result = CliRunner().invoke(main, [
         *args, "--engine", "ray", "--ray-address", cluster, "--ray-shard-rows", "400",
-        "--clusters-out", f"s3://{bucket}/out/clusters", "--out", f"s3://{bucket}/out/kept",
-        "--pairs-out", f"s3://{bucket}/out/pairs", "--report", f"s3://{bucket}/out/report.json"])
+        "--clusters-out", f"{scheme}://{bucket}/out/clusters", "--out", f"{scheme}://{bucket}/out/kept",
+        "--pairs-out", f"{scheme}://{bucket}/out/pairs", "--report", f"{scheme}://{bucket}/out/report.json"])
     assert result.exit_code == 0, result.output
     expected = pq.read_table(local).to_pandas().set_index("id")
     parts = sorted(fs.find(f"{bucket}/out/clusters"))
@@ -74,8 +92,37 @@ def test_ray_reads_and_writes_s3(s3, cluster, tmp_path):
     assert [p for p in fs.find(bucket) if "/." in p] == []  # no temporary keys left
     # A missing output bucket: refused before the cluster does any work.
     result = CliRunner().invoke(main, [*args, "--engine", "ray", "--ray-address", cluster,
-                                       "--clusters-out", "s3://neardup-absent/clusters"])
+                                       "--clusters-out", f"{scheme}://neardup-absent/clusters"])
     assert result.exit_code == 1
-    assert "--clusters-out: s3://neardup-absent/clusters: the bucket 'neardup-absent' does not " \
+    assert f"--clusters-out: {scheme}://neardup-absent/clusters: the bucket 'neardup-absent' does not " \
            "exist" in result.output
     assert "Traceback" not in result.output
+
+
+def test_ray_refuses_a_wrong_credential_before_any_work(s3, cluster, tmp_path):
+    """The server checks keys (moto's IAM enforcement): a wrong secret given to a Ray run is
+    a clear CLI error naming the input URL, raised by the driver's checks before any task
+    runs, and no output exists afterwards, on the store or on disk."""
+    from tests.io.test_storage import jsonl_bytes
+
+    fs = s3.fs()
+    bucket = s3.bucket()
+    fs.pipe_file(f"{bucket}/corpus.jsonl", jsonl_bytes(_demo_records(40)))
+    wrong = ["--storage-option", "key=AKIANOSUCHKEY0000000", "--storage-option", "secret=whatever"]
+    local_out = tmp_path / "report.json"
+    s3.enforce_credentials(True)
+    try:
+        # The input refused; then an output on the store, checked (and refused) first.
+        for outputs, named in ((["--report", str(local_out)], f"s3://{bucket}/corpus.jsonl"),
+                               (["--clusters-out", f"s3://{bucket}/out/clusters", "--report",
+                                 str(local_out)], f"--clusters-out: s3://{bucket}/out/clusters")):
+            result = CliRunner().invoke(main, [
+                "dedup", f"s3://{bucket}/corpus.jsonl", "--id-field", "id", "--quiet",
+                "--engine", "ray", "--ray-address", cluster, *s3.cli_options(), *wrong, *outputs])
+            assert result.exit_code == 1, result.output
+            assert result.output.startswith(f"Error: {named}: access denied"), result.output
+            assert "--storage-option" in result.output and "Traceback" not in result.output
+            assert not local_out.exists() and list(tmp_path.iterdir()) == []
+    finally:
+        s3.enforce_credentials(False)
+    assert fs.find(bucket) == [f"{bucket}/corpus.jsonl"]  # nothing written, not even a temporary key

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from neardup.engine.buckets import group_runs
 from neardup.engine.facts import batch_identity
+from neardup.engine.sketching import sketch_batch
 from neardup.engine.ray.positions import range_of, requests_of, roots_of, split_by, unique_positions
 from neardup.engine.ray.shards import (
     FACTS,
@@ -44,8 +45,7 @@ def sketch_task(index: int, shard: Shard, method: Method, reader: ReaderConfig, 
     reads = method.capabilities.reads
     for batch in shard_batches(shard, reader, memory):
         n = len(batch)
-        sketch = method.keyed_sketch(method.sketch(batch.texts))
-        found = method.candidate_keys(sketch)
+        sketch, found = sketch_batch(method, batch.texts, offset)
         dates, table = batch_facts(index, offset, batch, sketch.n_features)
         facts.append(table)
         for name in reads.arrays:
@@ -59,7 +59,7 @@ def sketch_task(index: int, shard: Shard, method: Method, reader: ReaderConfig, 
         if reads.text_chars is not None:
             arrays.setdefault(TEXTS, []).append(cut_texts(method, batch.texts))
         keys.append(np.asarray(found.keys, np.uint64))
-        rows.append(np.asarray(found.docs, np.int64) + offset)
+        rows.append(found.docs)
         if found.payload is not None:
             payload.append(np.asarray(found.payload, np.uint64))
         offset += n
