@@ -144,22 +144,33 @@ def source_documents(language: str, man_root: Path) -> list[dict]:
 # --------------------------------------------------------------------------------------
 
 
+def _words(sentences: Sequence[str]) -> int:
+    return sum(len(x.split()) for x in sentences)
+
+
 def reprint_edit(text: str, rng: np.random.Generator,
                  other_sentences: Sequence[str]) -> tuple[str, list[str]]:
-    """A newspaper's edit of a wire text, or none: the tail dropped (abridged), the lead
-    sentence dropped, or the first sentence replaced by ``other_sentences``' pick."""
+    """A newspaper's edit of a wire text, or none: the tail dropped (abridged, 20-50% of
+    the words, at a sentence end), the lead sentence dropped, or the first sentence
+    replaced by the first words of ``other_sentences``' pick. An edit that would take more
+    than half the words (a man page "sentence" can be a whole paragraph) is not made:
+    two copies must still share text to be copies."""
     sentences = _sentences(text, False)
+    draw, share = rng.random(), float(rng.uniform(0.2, 0.5))
+    pick = int(rng.integers(max(1, len(other_sentences))))
+    total = _words(sentences)
     if len(sentences) < 3:
         return text, []
-    draw = rng.random()
+    lead = len(sentences[0].split())
     if draw < 0.25:
-        share = float(rng.uniform(0.2, 0.5))
-        keep = max(2, int(round(len(sentences) * (1 - share))))
-        return " ".join(sentences[:keep]), [f"abridge({len(sentences) - keep})"]
-    if draw < 0.40:
+        ends = np.cumsum([len(x.split()) for x in sentences])
+        keep = int(np.searchsorted(ends, total * (1 - share))) + 1
+        if keep < len(sentences) and ends[keep - 1] >= total / 2:
+            return " ".join(sentences[:keep]), [f"abridge({len(sentences) - keep})"]
+    elif draw < 0.40 and lead <= total / 3:
         return " ".join(sentences[1:]), ["drop_lead"]
-    if draw < 0.55 and other_sentences:
-        first = other_sentences[int(rng.integers(len(other_sentences)))]
+    elif draw < 0.55 and other_sentences and lead <= total / 3:
+        first = " ".join(other_sentences[pick].split()[:lead])
         return " ".join([first, *sentences[1:]]), ["change_first_line"]
     return text, []
 
@@ -344,6 +355,27 @@ def _language_clusters(docs: list[dict], chosen: list[int], rng: np.random.Gener
     return clusters
 
 
+def _scan(text: str, language: str, rng: np.random.Generator, engine: OcrEngine,
+          tries: int = 3) -> tuple[str | None, PageStyle, int]:
+    """OCR of ``text`` on a page drawn from ``rng``; a page whose reading keeps less than
+    a quarter of the text's letters (too small, blurred or speckled for Tesseract) is
+    scanned again with a new style, up to ``tries`` pages. Returns (text or None, the
+    last style, pages scanned)."""
+    letters = sum(c.isalpha() for c in text)
+    for scan in range(1, tries + 1):
+        style = PageStyle.draw(rng)
+        ocr = engine.read(render_page(text, style, rng), language)
+        if sum(c.isalpha() for c in ocr) >= letters / 4:
+            return ocr, style, scan
+    return None, style, tries
+
+
+def _copy_weights(max_copies: int) -> np.ndarray:
+    """Chance of 1..max_copies copies, falling with the count (a copy costs an OCR run)."""
+    weights = 1.0 / np.arange(1, max_copies + 1) ** 0.7
+    return weights / weights.sum()
+
+
 def make_ocr_set(
     *,
     languages: Sequence[str] = tuple(OCR_LANGUAGES),
@@ -396,13 +428,13 @@ def make_ocr_set(
             clusters = _language_clusters(docs, chosen[split], rng, hard_negative_share)
             for c in clusters:
                 c["lang"] = language
-                c["size"] = int(rng.integers(1, max_copies + 1))
+                c["size"] = 1 + int(rng.choice(max_copies, p=_copy_weights(max_copies)))
             plans[split] += clusters
             info[split]["stories"][language] = len(chosen[split])
             info[split]["updates"][language] = sum(c["kind"] != "reprint" for c in clusters)
             info[split]["docs"][language] = sum(c["size"] for c in clusters)
     total = sum(c["size"] for clusters in plans.values() for c in clusters)
-    done = 0
+    done = lost = 0
     records: list[dict[str, Any]] = []
     for split in splits:
         out = []
@@ -415,9 +447,12 @@ def make_ocr_set(
             for j in range(cluster["size"]):
                 rng = np.random.default_rng([seed, 33, _OCR_SPLIT_CODE[split], ci, j])
                 text, notes = reprint_edit(cluster["text"], rng, _sentences(other, False)[:3])
-                style = PageStyle.draw(rng)
-                png = render_page(text, style, rng)
-                ocr = engine.read(png, cluster["lang"])
+                ocr, style, scans = _scan(text, cluster["lang"], rng, engine)
+                if ocr is None:  # unreadable at every try: the copy is lost, as in an archive
+                    lost += 1
+                    continue
+                if scans > 1:
+                    notes.append(f"rescans({scans - 1})")
                 record = {"split": split, "cluster": cluster["label"], "kind": cluster["kind"],
                           "date": None, "lang": cluster["lang"], "source": cluster["source"]}
                 if "negative_of" in cluster:
@@ -436,5 +471,5 @@ def make_ocr_set(
             "ocr": {"tesseract": engine.version, "pillow": PIL.__version__,
                     "traineddata": {lang: OCR_LANGUAGES[lang] for lang in languages},
                     "fonts": [f for f in _FONTS if (_FONT_ROOT / f).exists()]},
-            "splits": info}
+            "splits": info, "unreadable_copies_dropped": lost}
     return records, meta
