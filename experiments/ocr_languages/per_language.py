@@ -20,6 +20,7 @@ import argparse
 import gzip
 import json
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -42,11 +43,18 @@ ENTRIES = {
 
 
 def load_split(set_dir: Path, split: str):
+    corpus, languages, _ = load_split_records(set_dir, split)
+    return corpus, languages
+
+
+def load_split_records(set_dir: Path, split: str):
+    """The labelled corpus, each document's language and its record (kind, negative_of)."""
     path = set_dir / f"{split}.jsonl.gz"
     corpus = load_labeled(path).select_split(split)
     with gzip.open(path, "rt", encoding="utf-8") as f:
-        languages = np.array([json.loads(line)["lang"] for line in f], dtype=object)
-    return corpus, languages
+        records = [json.loads(line) for line in f]
+    languages = np.array([r["lang"] for r in records], dtype=object)
+    return corpus, languages, records
 
 
 def run_entries(corpus, languages, names) -> dict:
@@ -80,7 +88,16 @@ def noise_hint(corpus, languages) -> dict:
     return out
 
 
-def diagnose(corpus, languages, params=None) -> dict:
+def _false_accept_kind(a: dict, b: dict) -> str:
+    updates = [r for r in (a, b) if r["kind"] != "reprint"]
+    if any(u.get("negative_of") in (a["cluster"], b["cluster"]) for u in updates):
+        return "a chunk and its own update"
+    if updates:
+        return "an update and another chunk of its page (e.g. the one that gave its second half)"
+    return "two Reuters stories of one topic" if a["lang"] == "en" else "two chunks of one page"
+
+
+def diagnose(corpus, languages, params=None, records=None) -> dict:
     """Rerank's candidate recall and verifier errors per language (in memory)."""
     from neardup.eval.evaluate import build_method
 
@@ -92,6 +109,10 @@ def diagnose(corpus, languages, params=None) -> dict:
     true_pair = labels[left] == labels[right]
     accepted = score >= method.threshold
     out = {"threshold": method.threshold, "candidates": int(len(left))}
+    if records is not None:
+        wrong = np.flatnonzero(~true_pair & accepted).tolist()
+        out["false_accepts_by_kind"] = dict(Counter(
+            _false_accept_kind(records[left[k]], records[right[k]]) for k in wrong))
     for lang in sorted(set(languages.tolist())):
         docs = np.flatnonzero(languages == lang)
         _, counts = np.unique(labels[docs], return_counts=True)
@@ -132,13 +153,13 @@ def main() -> None:
     parser.add_argument("--diagnose", action="store_true")
     parser.add_argument("--tag", default="", help="suffix of the results file (a variant)")
     args = parser.parse_args()
-    corpus, languages = load_split(args.set, args.split)
+    corpus, languages, records = load_split_records(args.set, args.split)
     for label, method, params in args.variant:
         ENTRIES[label] = (method, json.loads(params))
     if args.diagnose:
         path = RESULTS / f"rerank-diagnosis-{args.split}{args.tag}.json"
         params = json.loads(args.variant[0][2]) if args.variant else {}
-        result = diagnose(corpus, languages, params)
+        result = diagnose(corpus, languages, params, records)
         path.write_text(json.dumps(result, indent=1) + "\n")
         print(json.dumps(result, indent=1))
         return
