@@ -88,6 +88,9 @@ def noise_hint(corpus, languages) -> dict:
     return out
 
 
+_EDITS = ("abridge", "drop_lead", "change_first_line")
+
+
 def _false_accept_kind(a: dict, b: dict) -> str:
     updates = [r for r in (a, b) if r["kind"] != "reprint"]
     if any(u.get("negative_of") in (a["cluster"], b["cluster"]) for u in updates):
@@ -111,6 +114,14 @@ def diagnose(corpus, languages, params=None, records=None) -> dict:
     out = {"threshold": method.threshold, "candidates": int(len(left))}
     if records is not None:
         wrong = np.flatnonzero(~true_pair & accepted).tolist()
+        missed = np.flatnonzero(true_pair & ~accepted)
+        edited = [any(n.split("(")[0] in _EDITS for r in (records[left[k]], records[right[k]])
+                      for n in r["noise"]) for k in missed.tolist()]
+        out["verifier_misses"] = {
+            "pairs": int(missed.size),
+            "score_quartiles": np.round(np.quantile(score[missed], [0.25, 0.5, 0.75]), 3).tolist()
+            if missed.size else None,
+            "with_a_reprint_edit": int(sum(edited))}
         out["false_accepts_by_kind"] = dict(Counter(
             _false_accept_kind(records[left[k]], records[right[k]]) for k in wrong))
     for lang in sorted(set(languages.tolist())):
