@@ -200,6 +200,10 @@ def _dump(data: Any) -> str:
               help="Also report retrieval Recall@k (W4NT3D style) over the method's scored "
                    "pairs for these cut-offs, e.g. 1,5,10: the share of documents with a true "
                    "duplicate that have one among their k best-scored candidates.")
+@click.option("--group-field", default=None, metavar="FIELD",
+              help="Also score each group of documents on its own (e.g. --group-field lang: "
+                   "ARI per language): the same run's clusters restricted to the documents "
+                   "whose FIELD has one value.")
 @_run_options
 @click.pass_context
 def eval_command(ctx: click.Context, **opts: Any) -> None:
@@ -239,7 +243,10 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
             params = method_params_from_options(method, opts, seed=opts["seed"])
             cluster = cluster_config_from_options(opts, seed=opts["seed"])
         corpus = _load(opts)
+        groups = None if opts["group_field"] is None else _read_groups(corpus, opts)
         data = corpus if opts["split"] is None else corpus.select_split(opts["split"])
+        if groups is not None and opts["split"] is not None:
+            groups = groups[corpus.splits == opts["split"]]
         if tuning is not None:
             _warn_tuning_overlap(err, tuning, corpus, data, opts["split"])
         del corpus  # only the evaluated split goes on
@@ -247,7 +254,7 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
 
         progress = False if opts["as_json"] else opts["progress"]
         report = evaluate(data, method, params=params, cluster=cluster, ks=ks,
-                          progress=progress)
+                          progress=progress, groups=groups)
     report = {
         "split": opts["split"],
         "inputs": [str(p) for p in opts["labeled"]],
@@ -259,6 +266,28 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
         click.echo(_dump(report))
     else:
         _print_eval(report, Console())
+
+
+def _read_groups(corpus, opts: dict[str, Any]):
+    """The --group-field value of every document, in the corpus's order."""
+    import numpy as np
+
+    from neardup.errors import InputError
+    from neardup.io import ReaderConfig, iter_records
+
+    field = opts["group_field"]
+    config = ReaderConfig(text_field=opts["text_field"], id_field=opts["id_field"],
+                          errors=opts["decode_errors"])
+    groups = []
+    for position, record in enumerate(iter_records([str(p) for p in opts["labeled"]], config)):
+        value = record.get(field)
+        if value is None or isinstance(value, (dict, list)):
+            raise InputError(
+                f"--group-field {field!r}: record {corpus.ids[position]!r} has "
+                f"{'no such field' if value is None else 'a list or object there'}. Give every "
+                "record a group (a string or number), or leave --group-field out.")
+        groups.append(str(value))
+    return np.array(groups, dtype=object)
 
 
 def _tuned_method(ctx: click.Context, opts: dict[str, Any], tuning) -> str:
@@ -330,6 +359,8 @@ def _print_eval(report: dict[str, Any], console) -> None:
         table.add_row("retrieval queries", _fmt(retrieval["n_queries"]))
         table.add_row("queries without candidates",
                       _fmt(retrieval["n_queries_without_candidates"]))
+    for group, metrics in report.get("groups", {}).items():
+        table.add_row(f"ARI: {group} ({metrics['n_docs']} documents)", _fmt(metrics["ari"]))
     for stage, seconds in report["timings"].items():
         table.add_row(f"time: {stage}", f"{seconds:.2f} s")
     table.add_row("time: total", f"{report['seconds']:.2f} s")

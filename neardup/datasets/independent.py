@@ -524,8 +524,8 @@ def _size(text: str, cjk: bool) -> int:
     return len(text.replace(" ", "")) // 3 if cjk else len(text.split())
 
 
-def _man_documents(language: str, man_root: Path, lo: int = 50,
-                   hi: int = 180) -> tuple[list[dict], dict[str, int]]:
+def _man_documents(language: str, man_root: Path, lo: int = 50, hi: int = 180,
+                   keep: Callable[[str], bool] | None = None) -> tuple[list[dict], dict[str, int]]:
     """Chunks of consecutive translated paragraphs of each page (``lo``-``hi`` words, or
     3x as many characters for CJK), one "page" per source file, and each page's number
     of chunks before shared paragraphs were dropped (pages are assigned to splits by
@@ -535,7 +535,10 @@ def _man_documents(language: str, man_root: Path, lo: int = 50,
     A paragraph found on more than one page (the translators' licence and bug-report
     footer on every page, option texts shared by sibling commands) is dropped: chunks of
     different pages, labelled different stories, would otherwise share whole paragraphs
-    and be partial duplicates of each other in fact."""
+    and be partial duplicates of each other in fact.
+
+    ``keep(paragraph)`` says whether a paragraph is in the language (default: mostly in
+    its script, or for Latin languages holding a diacritic)."""
     cjk = language in ("zh_CN", "ja")
     page_paragraphs = []
     for path in sorted((man_root / language).glob("man*/*.gz")):
@@ -543,8 +546,8 @@ def _man_documents(language: str, man_root: Path, lo: int = 50,
             source = gzip.decompress(path.read_bytes()).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        paragraphs = [p for p in _roff_paragraphs(source)
-                      if _size(p, cjk) >= 8 and _script_share(p, language) >= 0.5]
+        paragraphs = [p for p in _roff_paragraphs(source) if _size(p, cjk) >= 8 and (
+            keep(p) if keep is not None else _script_share(p, language) >= 0.5)]
         page_paragraphs.append((f"{language}:{path.name}", paragraphs))
     on_pages = Counter(p for _, paragraphs in page_paragraphs for p in set(paragraphs))
     docs, pages = [], {}

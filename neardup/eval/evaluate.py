@@ -26,7 +26,7 @@ import numpy as np
 
 from neardup.errors import check_int
 from neardup.eval.labeled import LabeledCorpus
-from neardup.eval.metrics import cluster_metrics
+from neardup.eval.metrics import cluster_metrics, metrics_by_group
 from neardup.graph import Pairs, canonical_labels
 from neardup.io.batch import DocumentBatch
 from neardup.methods import METHODS, Method, make_method
@@ -112,6 +112,7 @@ def evaluate(
     ks: Iterable[int] | None = None,
     progress: bool | None = False,
     sketch_cache: dict[str, Any] | None = None,
+    groups: Any = None,
 ) -> dict[str, Any]:
     """Run ``method`` on the corpus texts and score its clusters against the ground truth.
 
@@ -138,6 +139,9 @@ def evaluate(
         to repeated calls on the same corpus (as :func:`~neardup.eval.tune` does) so
         points that differ only in pair-stage parameters such as the threshold sketch the
         corpus once.
+    groups : array-like of shape (n_docs,) or None, default None
+        A group per document (e.g. its language): also score each group's documents
+        on their own, under ``"groups"`` (see :func:`~neardup.eval.metrics.metrics_by_group`).
 
     Returns
     -------
@@ -147,7 +151,8 @@ def evaluate(
         pair counts, ``n_docs``, ``n_true_clusters``, ``n_pred_clusters``), plus
         ``method``, ``params`` (all method parameters, JSON-ready), ``cluster`` (the
         clustering parameters, "auto" resolved), ``seconds`` (wall time of the run),
-        ``timings`` (seconds per stage), ``n_pairs`` and, when ``ks`` is given, ``retrieval``.
+        ``timings`` (seconds per stage), ``n_pairs`` and, when ``ks`` is given, ``retrieval``;
+        when ``groups`` is given, ``groups`` (group name -> its metrics).
 
     Examples
     --------
@@ -161,6 +166,9 @@ def evaluate(
         raise ValueError(
             f"evaluate: parameter 'corpus' must be a LabeledCorpus; got {type(corpus).__name__}."
         )
+    if groups is not None and np.shape(groups) != (len(corpus),):
+        raise ValueError(f"evaluate: parameter 'groups' must hold one group per document "
+                         f"({len(corpus)}); got shape {np.shape(groups)}.")
     from neardup.plan import RunSpec, plan
 
     method_obj = build_method(method, params)
@@ -193,6 +201,8 @@ def evaluate(
     }
     if ks is not None:
         out["retrieval"] = recall_at_k(result.pairs, corpus.clusters, ks)
+    if groups is not None:
+        out["groups"] = metrics_by_group(corpus.clusters, result.clusters, groups)
     return out
 
 

@@ -28,7 +28,7 @@ from sklearn.metrics.cluster import pair_confusion_matrix
 
 from neardup.graph.cluster import canonical_labels
 
-__all__ = ["adjusted_rand_index", "cluster_metrics", "pairwise_scores"]
+__all__ = ["adjusted_rand_index", "cluster_metrics", "metrics_by_group", "pairwise_scores"]
 
 
 def adjusted_rand_index(true_labels: Any, pred_labels: Any) -> float:
@@ -129,6 +129,36 @@ def cluster_metrics(true_labels: Any, pred_labels: Any) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- internals
+
+
+def metrics_by_group(true_labels: Any, pred_labels: Any, groups: Any) -> dict[str, dict[str, Any]]:
+    """:func:`cluster_metrics` of each group's documents on their own (e.g. per language).
+
+    Each group keeps the clusters predicted over the whole corpus, restricted to its
+    documents: a false merge with another group's document does not count against either
+    group (it shows in the overall figures only).
+
+    Parameters
+    ----------
+    true_labels, pred_labels : array-like, shape (n_docs,)
+    groups : array-like, shape (n_docs,)
+        Group of each document; any values, reported by their ``str``.
+
+    Returns
+    -------
+    dict of str -> dict
+        Group name -> its metrics, groups sorted by name.
+    """
+    true_codes, pred_codes = _encode("metrics_by_group", true_labels, pred_labels)
+    group_array = np.asarray(groups, dtype=object)
+    if group_array.shape != true_codes.shape:
+        raise ValueError(
+            f"metrics_by_group: parameter 'groups' must have one group per document "
+            f"({true_codes.size}); got shape {group_array.shape}."
+        )
+    names = group_array.astype(str)
+    return {name: cluster_metrics(true_codes[names == name], pred_codes[names == name])
+            for name in sorted(set(names.tolist()))}
 
 
 def _encode(caller: str, true_labels: Any, pred_labels: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -245,3 +245,27 @@ def test_time_window_in_eval_and_tune(tmp_path):
     assert saved["cluster"]["time_window_hours"] == 48
     again = run("eval", path, "--split", "test", "--from-tuning", out, "--json")
     assert json.loads(again.stdout)["ari"] == 1.0
+
+
+def test_eval_scores_each_group(tmp_path):
+    rows = labeled_rows()
+    for k, row in enumerate(rows):
+        row["lang"] = ("de", "fr")[int(row["cluster"][1:]) % 2]
+    path = tmp_path / "grouped.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = run("eval", path, "--method", "ngram", "--threshold", "0.3", "--split", "test",
+                 "--group-field", "lang", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    test_rows = [r for r in rows if r["split"] == "test"]
+    assert {g: m["n_docs"] for g, m in report["groups"].items()} == {
+        g: sum(r["lang"] == g for r in test_rows) for g in ("de", "fr")}
+    table = run("eval", path, "--method", "ngram", "--group-field", "lang")
+    assert table.exit_code == 0 and "ARI: de (" in table.output
+
+
+def test_eval_group_field_missing_is_a_clear_error(labeled):
+    result = CliRunner().invoke(main, ["eval", str(labeled), "--method", "ngram",
+                                       "--group-field", "lang"])
+    assert result.exit_code != 0
+    assert "--group-field 'lang'" in result.output and "Traceback" not in result.output

@@ -192,3 +192,18 @@ def test_recall_validates_input():
         recall_at_k([(0, 1)], ["a", "a"])
     with pytest.raises(ValueError, match="1-D"):
         recall_at_k(P([0], [1], [1.0]), [["a", "a"]])
+
+
+def test_groups_score_each_group_on_its_own_documents():
+    corpus = exact_copies()
+    groups = ["en", "en", "fr", "fr", "fr"]
+    out = evaluate(corpus, "exact", groups=groups)
+    assert sorted(out["groups"]) == ["en", "fr"]
+    assert out["groups"]["en"]["n_docs"] == 2 and out["groups"]["fr"]["n_docs"] == 3
+    assert out["groups"]["fr"]["n_true_clusters"] == 2
+    assert out["groups"]["en"]["ari"] == pytest.approx(1.0)
+
+
+def test_groups_must_match_the_corpus():
+    with pytest.raises(ValueError, match="parameter 'groups' must hold one group per document"):
+        evaluate(exact_copies(), "exact", groups=["en"])

@@ -171,3 +171,17 @@ def test_rejects_length_mismatch_and_2d(func):
         func([0, 0, 1], [0, 1])
     with pytest.raises(ValueError, match=f"{name}: parameter 'true_labels' must be a 1-D"):
         func(np.zeros((2, 2)), [0, 1, 2, 3])
+
+
+def test_metrics_by_group_restricts_the_same_clustering():
+    from neardup.eval.metrics import metrics_by_group
+
+    true = ["a", "a", "b", "c", "c", "d"]
+    pred = [0, 0, 0, 1, 2, 3]  # "b" wrongly joins "a"; "c" is split
+    groups = ["x", "x", "x", "y", "y", "y"]
+    out = metrics_by_group(true, pred, groups)
+    assert out["x"] == cluster_metrics(true[:3], pred[:3])
+    assert out["y"]["fn"] == 1 and out["y"]["fp"] == 0
+    assert out["x"]["fp"] == 2 and out["x"]["tp"] == 1
+    with pytest.raises(ValueError, match="one group per document"):
+        metrics_by_group(true, pred, groups[:2])

@@ -1,0 +1,85 @@
+"""The real-OCR set: pages rendered with Pillow, read back by Tesseract (neardup/datasets/ocr.py)."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neardup.datasets.ocr import OcrEngine, PageStyle, make_ocr_set, render_page, reprint_edit
+
+TEXT = ("De sommen worden berekend zoals beschreven in de norm. Bij het controleren moet de "
+        "invoer een eerdere uitvoer van dit programma zijn. De standaardmodus toont voor elk "
+        "bestand een regel met de controlesom. Een spatie volgt op de som.")
+
+
+def _tesseract_with(language: str) -> bool:
+    if shutil.which("tesseract") is None:
+        return False
+    out = subprocess.run(["tesseract", "--list-langs"], capture_output=True, text=True).stdout
+    return language in out.split()
+
+
+def test_pages_and_edits_follow_the_seed():
+    pytest.importorskip("PIL")
+    pages = []
+    for _ in range(2):
+        rng = np.random.default_rng([7, 1])
+        text, notes = reprint_edit(TEXT, rng, ["Een andere eerste zin."])
+        style = PageStyle.draw(rng)
+        pages.append((text, notes, style, render_page(text, style, rng)))
+    assert pages[0] == pages[1]
+    assert pages[0][3].startswith(b"\x89PNG")
+    assert 13 <= pages[0][2].size <= 26 and abs(pages[0][2].rotation) <= 1.5
+
+
+def test_reprint_edits_shorten_or_change_the_lead():
+    seen = set()
+    for k in range(40):
+        text, notes = reprint_edit(TEXT, np.random.default_rng(k), ["Een andere eerste zin."])
+        if not notes:
+            assert text == TEXT
+            continue
+        seen.add(notes[0].split("(")[0])
+        if notes[0].startswith(("abridge", "drop_lead")):
+            assert len(text) < len(TEXT)
+        else:
+            assert text.startswith("Een andere eerste zin.") and text.endswith("volgt op de som.")
+    assert seen == {"abridge", "drop_lead", "change_first_line"}
+
+
+@pytest.mark.slow
+def test_tiny_set_has_the_labelled_record_format(tmp_path):
+    pytest.importorskip("PIL")
+    if not _tesseract_with("nld"):
+        pytest.skip("tesseract with Dutch data (tesseract-ocr-nld) is not installed")
+    if not any(Path("/usr/share/man/nl").glob("man*/*.gz")):
+        pytest.skip("Debian manpages-nl is not installed")
+    engine = OcrEngine(cache_dir=tmp_path / "cache")
+    kwargs = dict(languages=("nl",), seed=3, stories_per_language=2, splits=("validation",),
+                  hard_negative_share=0.0, max_copies=1, engine=engine)
+    records, info = make_ocr_set(**kwargs)
+    assert len(records) == 2 and engine.calls == 2
+    for k, record in enumerate(records):
+        assert list(record) == ["id", "split", "cluster", "kind", "date", "lang", "source",
+                                "noise", "text"]
+        assert record["id"] == f"validation-{k:06d}" and record["split"] == "validation"
+        assert record["lang"] == "nl" and record["kind"] == "reprint" and record["date"] is None
+        assert record["noise"][-1] == "tesseract(nld)" and record["noise"][-2].startswith("page(")
+        assert isinstance(record["text"], str)
+    assert records[0]["cluster"] != records[1]["cluster"]
+    assert info["splits"]["validation"]["docs"] == {"nl": 2}
+    assert info["ocr"]["tesseract"].startswith("tesseract")
+    again, _ = make_ocr_set(**kwargs)  # served from the cache, identical
+    assert again == records and engine.cached == 2
+
+
+def test_missing_tesseract_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="tesseract program was not found"):
+        OcrEngine(binary="no-such-tesseract-binary")
+
+
+def test_unknown_language_is_refused():
+    with pytest.raises(ValueError, match="parameter 'languages' must be one of"):
+        make_ocr_set(languages=("xx",))
