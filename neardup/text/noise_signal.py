@@ -12,19 +12,39 @@ seven of the ten labelled sets' validation splits. It stays silent on light OCR
 (reuters-news, indep-noisocr: under 0.06%, where word shingles still work best or
 nearly) and on multi-greek (none).
 
-Everything is one regular-expression pass over the joined sample (no loop per token).
+Real OCR (Tesseract) rarely makes broken tokens: it reads wrong letters and glues
+punctuation between two words or inside one (``kdy.je``, ``de:la``, ``übergibt.den``).
+The second sign is the share of such *stuck punctuation*, defined so clean text does not
+count: one of ``. , : ; ! ?`` between two letters of an alphabetic script (Latin,
+Cyrillic, Greek; scripts written without spaces are not measured), with at least two
+letters on each side (``e.g.``, ``U.S.``, ``z.B.`` do not count; apostrophes and hyphens
+are not in the set: ``don't``, ``well-known``), in a whitespace-separated word without
+digits or the signs of addresses, paths and code (``3.5``, ``a@b.org``, ``/etc/x.conf``,
+``f(x)``, ``a=b``), and not the German gender colon (``Lehrer:innen``); a word with the
+same mark twice between letters is a name or a list (``che.utexas.edu``,
+``euser,ruser``) and does not count. Chosen on validation splits only
+(experiments/noisy_profile/signal.py, results/signal.json): at most 0.07% on every clean
+sample (Reuters-21578, man pages in nine languages, multi-ocr's sources, licence texts,
+Faker's prose in seven languages), 0.70% or more on every language of multi-ocr.
+
+Each sign is one regular-expression pass over the joined sample (no loop per token).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import NamedTuple
 
-__all__ = ["BROKEN_TOKEN_SHARE", "SAMPLE_DOCS", "broken_token_share", "looks_noisy"]
+__all__ = ["BROKEN_TOKEN_SHARE", "SAMPLE_DOCS", "STUCK_PUNCTUATION_SHARE", "NoiseShares",
+           "broken_token_share", "looks_noisy", "noise_shares", "stuck_punctuation_share"]
 
 #: Share of broken tokens above which text looks noisy: between clean text's highest
 #: share (0.0009) and the lowest of the noisy validation splits it flags (0.0047).
 BROKEN_TOKEN_SHARE = 0.002
+#: Share of words with stuck punctuation above which text looks noisy: between clean
+#: text's highest share (0.0007) and the lowest language of multi-ocr (0.0070).
+STUCK_PUNCTUATION_SHARE = 0.002
 #: Documents read for the signal (the first ones of the input).
 SAMPLE_DOCS = 2000
 
@@ -38,17 +58,60 @@ _BROKEN = re.compile(
     rf"|[{_CYRILLIC}](?=[{_GREEK}])|[{_GREEK}](?=[{_CYRILLIC}])"  # two scripts meet
 )
 
+_ALPHABETIC = _LATIN + _CYRILLIC + _GREEK
+# Signs of addresses, paths, numbers and code: a word holding one is not prose.
+_NOT_PROSE = r"\d@/\\=<>()\[\]{}|_~#%&+*$©"
+_STUCK = re.compile(
+    r"(?<!\S)"  # at the start of a whitespace-separated word
+    rf"(?![^\s]*[{_NOT_PROSE}])"
+    rf"(?![^\s]*[{_ALPHABETIC}]([.,:;!?])[{_ALPHABETIC}][^\s]*[{_ALPHABETIC}]\1[{_ALPHABETIC}])"
+    rf"[^\s]*?[{_ALPHABETIC}]{{2}}[.,:;!?](?!innen\b|in\b)[{_ALPHABETIC}]{{2}}"
+)
+
+
+class NoiseShares(NamedTuple):
+    """Both signs over one sample: broken tokens and words with stuck punctuation,
+    each per token."""
+
+    broken_tokens: float
+    stuck_punctuation: float
+
+    def noisy(self) -> bool:
+        """Whether either sign is above its cut-off."""
+        return (self.broken_tokens > BROKEN_TOKEN_SHARE
+                or self.stuck_punctuation > STUCK_PUNCTUATION_SHARE)
+
+
+def _token_count(joined: str) -> int:
+    return sum(1 for _ in _TOKEN.finditer(joined))
+
 
 def broken_token_share(texts: Iterable[str]) -> float:
     """Broken tokens (see the module) per token over ``texts``; 0.0 without tokens.
     A token broken in several places counts once per place (rare, and noisier)."""
+    return _share(_BROKEN, "\n".join(texts))
+
+
+def stuck_punctuation_share(texts: Iterable[str]) -> float:
+    """Words with stuck punctuation (see the module) per token over ``texts``; 0.0
+    without tokens. A word counts once however many marks it holds."""
+    return _share(_STUCK, "\n".join(texts))
+
+
+def noise_shares(texts: Iterable[str]) -> NoiseShares:
+    """Both signs over ``texts`` (joined once)."""
     joined = "\n".join(texts)
-    tokens = sum(1 for _ in _TOKEN.finditer(joined))
+    return NoiseShares(_share(_BROKEN, joined), _share(_STUCK, joined))
+
+
+def _share(pattern: re.Pattern[str], joined: str) -> float:
+    tokens = _token_count(joined)
     if tokens == 0:
         return 0.0
-    return sum(1 for _ in _BROKEN.finditer(joined)) / tokens
+    return sum(1 for _ in pattern.finditer(joined)) / tokens
 
 
-def looks_noisy(texts: Iterable[str], threshold: float = BROKEN_TOKEN_SHARE) -> bool:
-    """Whether ``texts`` (a sample of a corpus) look like noisy text."""
-    return broken_token_share(texts) > threshold
+def looks_noisy(texts: Iterable[str]) -> bool:
+    """Whether ``texts`` (a sample of a corpus) look like noisy text: either sign above
+    its cut-off."""
+    return noise_shares(texts).noisy()
