@@ -18,7 +18,9 @@ from neardup.cli import main
 from neardup.errors import ParameterError
 from neardup.profiles import NOISY, profile_settings
 from neardup.text import ShingleConfig
-from neardup.text.noise_signal import BROKEN_TOKEN_SHARE, broken_token_share, looks_noisy
+from neardup.text.noise_signal import (BROKEN_TOKEN_SHARE, STUCK_PUNCTUATION_SHARE,
+                                       broken_token_share, looks_noisy, noise_shares,
+                                       stuck_punctuation_share)
 
 CLEAN = [
     "The company said its quarterly profit rose on higher sales of paper products.",
@@ -32,6 +34,26 @@ NOISY_TEXTS = [
     "Shаres оf the bаnk c1osed h1gher аfter it rep0rted rec0rd earn1ngs for the year.",
     "The centra1 bank 1eft interest rates unchanged at its m0nthly po1icy meet1ng.",
     "Tbe c0mpany sald its quarter1y prof1t rose 0n higher sa1es of paper pr0ducts.",
+]
+
+# Real OCR (Tesseract) damage: no digits inside words, but punctuation read between
+# letters and wrong letters, as on multi-ocr's pages.
+OCR_TEXTS = [
+    "The company.said its quarterly profit rose on:higher sales of paper prodncts.",
+    "Shares of the bank closed higher after it reported record,earnings for the year.",
+    "Die Zentralbank ließ die Zinsen unverändert;sagte ein Sprecher nach der.Sitzung.",
+    "Le conseil a décidé de:la hausse des taux lors de sa.réunion mensuelle.",
+]
+# Clean text that holds punctuation between letters without being noise.
+CLEAN_WITH_MARKS = [
+    "The U.S. and U.K. said, e.g. in talks, i.e. today, that 3.5 pct was don't-care.",
+    "See https://www.example.com/a.html or write to info@example.org for the report.",
+    "The file /etc/adduser.conf sets a=b; f(x).y and list[i].name are code.",
+    "Die Lehrer:innen sagten z.B. und d.h. nichts; m.a.w. niets, sources.list.d",
+    "Mail jwe@che.utexas.edu, options euser,ruser,suser and Acquire::http::Proxy.",
+    "如果设置了 $MANPATH,manpath 只会显示其内容,并显示一条警告。",
+    "Цены на нефть выросли в понедельник, сообщил министр: рост продолжится.",
+    "Ο υπουργός είπε ότι οι τιμές αυξήθηκαν. Η αγορά έκλεισε ανοδικά!",
 ]
 
 
@@ -129,6 +151,10 @@ def test_hint_on_noisy_input_and_not_on_clean(tmp_path):
     clean, output = _cli_report(tmp_path, CLEAN)
     assert not any("--profile" in hint for hint in clean["hints"])
     assert "--profile" not in output
+    # Real OCR has no broken tokens; the stuck punctuation it makes is enough.
+    ocr, output = _cli_report(tmp_path, OCR_TEXTS, "--method", "ngram")
+    assert any("--profile noisy" in hint for hint in ocr["hints"])
+    assert "punctuation stuck between letters" in output and "--profile noisy" in output
     # Named already, or the method is not one it changes: no hint.
     for args in (["--profile", "noisy"], ["--method", "exact"]):
         record, output = _cli_report(tmp_path, NOISY_TEXTS, *args)
@@ -147,3 +173,21 @@ def test_noise_signal():
     assert broken_token_share(["Рresident said"]) == 0.5  # Cyrillic Р, then Latin
     assert looks_noisy(NOISY_TEXTS) and not looks_noisy(CLEAN)
     assert broken_token_share(NOISY_TEXTS) > BROKEN_TOKEN_SHARE
+
+
+def test_stuck_punctuation_share():
+    assert stuck_punctuation_share([]) == 0.0
+    # Abbreviations, numbers, addresses, paths, code, the gender colon, dotted names,
+    # lists, and text in scripts without spaces are not stuck punctuation.
+    for text in CLEAN + CLEAN_WITH_MARKS:
+        assert stuck_punctuation_share([text]) == 0.0, text
+    assert not looks_noisy(CLEAN_WITH_MARKS)
+    # One mark between two words (two letters or more each side) is, in any
+    # alphabetic script; a word counts once (the share is per token: "kdy.je" is two).
+    assert stuck_punctuation_share(["kdy.je de:la"]) == 0.5
+    assert stuck_punctuation_share(["выпо.лнение"]) == 0.5
+    assert stuck_punctuation_share(["ποσοσ;τό"]) == 0.5
+    assert stuck_punctuation_share(["Grupp!ennam?en"]) == 1 / 3
+    shares = noise_shares(OCR_TEXTS)
+    assert shares.broken_tokens == 0.0 < BROKEN_TOKEN_SHARE < shares.stuck_punctuation
+    assert shares.stuck_punctuation > STUCK_PUNCTUATION_SHARE and looks_noisy(OCR_TEXTS)

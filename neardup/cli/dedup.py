@@ -55,7 +55,8 @@ from neardup.cli.engine import (
 )
 from neardup.pipeline import Result, result_from_stage, run, template_clusters
 from neardup.profiles import PROFILED_METHODS
-from neardup.text.noise_signal import BROKEN_TOKEN_SHARE, SAMPLE_DOCS, broken_token_share
+from neardup.text.noise_signal import (BROKEN_TOKEN_SHARE, SAMPLE_DOCS, STUCK_PUNCTUATION_SHARE,
+                                       NoiseShares, noise_shares)
 from neardup.plan import Budget, Plan, RunSpec, Unsupported, plan, require
 
 DEMO_HINT = "no INPUT given: running on the bundled demo corpus"
@@ -94,12 +95,12 @@ def _sampling(batches, sample: list[str]):
 
 
 def _hints(cluster: dict[str, Any], has_dates: bool, method: Method,
-           noise_share: float | None = None) -> list[str]:
+           noise: NoiseShares | None = None) -> list[str]:
     """Advice for the end of the summary: a dated corpus run without a time window; a
     lexical method at its clean-text defaults on input that looks noisy; a method run
     with connected components whose model recommends another clustering.
-    ``cluster``: the run's clustering parameters; ``noise_share``: the broken-token
-    share of the input's first documents (None: not measured)."""
+    ``cluster``: the run's clustering parameters; ``noise``: the noise signs of the
+    input's first documents (None: not measured)."""
     hints = []
     if has_dates and cluster.get("time_window_hours") is None and method.name != "sanderson":
         hints.append(
@@ -108,14 +109,16 @@ def _hints(cluster: dict[str, Any], has_dates: bool, method: Method,
             "(templates) are not merged. Pairs identical after normalization (exact; ngram "
             "and minhash Jaccard 1.0) are merged whatever their dates."
         )
-    if noise_share is not None and _clean_default(method) and noise_share > BROKEN_TOKEN_SHARE:
+    if noise is not None and _clean_default(method) and noise.noisy():
         hints.append(
-            f"The input looks noisy ({100 * noise_share:.1f}% of the first documents' words "
-            f"mix digits into letters or letters of two scripts, as OCR errors, typos and "
-            f"look-alike letters do; clean text has under {100 * BROKEN_TOKEN_SHARE:.1f}%). "
-            f"--method {method.name} on word 3-grams (its clean-text default) misses many "
-            f"copies of such text; --profile noisy (character 5-grams at Jaccard 0.3) finds "
-            f"more of them (docs/choosing-a-method.md)."
+            f"The input looks noisy: {100 * noise.broken_tokens:.2f}% of the first documents' "
+            f"words mix digits into letters or letters of two scripts (clean text: under "
+            f"{100 * BROKEN_TOKEN_SHARE:.1f}%) and {100 * noise.stuck_punctuation:.2f}% have "
+            f"punctuation stuck between letters (clean text: under "
+            f"{100 * STUCK_PUNCTUATION_SHARE:.1f}%), as OCR errors, typos and look-alike "
+            f"letters do. --method {method.name} on word 3-grams (its clean-text default) "
+            f"misses many copies of such text; --profile noisy (character 5-grams at "
+            f"Jaccard 0.3) finds more of them (docs/choosing-a-method.md)."
         )
     if cluster.get("algorithm", "components") == "components":
         recommended = method.recommended_cluster()
@@ -331,8 +334,8 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
                                                    reader.storage_options))
         faults.checkpoint("clustered")
         result.params["profile"] = opts["profile"]
-        noise_share = broken_token_share(sample) if _clean_default(method_obj) else None
-        hints = _hints(result.params.get("cluster", {}), result.has_dates, method_obj, noise_share)
+        noise = noise_shares(sample) if _clean_default(method_obj) else None
+        hints = _hints(result.params.get("cluster", {}), result.has_dates, method_obj, noise)
         start = time.perf_counter()
         _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch, hints)
         if watch is not None:

@@ -7,7 +7,8 @@ in a sample: runs of letters and digits in which a digit sits between letters
 Cyrillic and Greek scripts meet (``Рrеsidеnt``: look-alike substitutions). Clean text in
 any language tried has almost none; chosen on validation splits only
 (experiments/noisy_profile/signal.py, results/signal.json): at most 0.09% on clean
-Reuters-21578, Debian man pages in nine languages and Faker's Greek, 0.47% or more on
+Reuters-21578, Debian man pages in nine languages and Faker's Greek (0.14% on package
+copyright files, added later with the second sign's samples), 0.47% or more on
 seven of the ten labelled sets' validation splits. It stays silent on light OCR
 (reuters-news, indep-noisocr: under 0.06%, where word shingles still work best or
 nearly) and on multi-greek (none).
@@ -25,7 +26,7 @@ same mark twice between letters is a name or a list (``che.utexas.edu``,
 ``euser,ruser``) and does not count. Chosen on validation splits only
 (experiments/noisy_profile/signal.py, results/signal.json): at most 0.07% on every clean
 sample (Reuters-21578, man pages in nine languages, multi-ocr's sources, licence texts,
-Faker's prose in seven languages), 0.70% or more on every language of multi-ocr.
+Faker's prose in eight languages), 0.70% or more on every language of multi-ocr.
 
 Each sign is one regular-expression pass over the joined sample (no loop per token).
 """
