@@ -62,12 +62,18 @@ _BROKEN = re.compile(
 _ALPHABETIC = _LATIN + _CYRILLIC + _GREEK
 # Signs of addresses, paths, numbers and code: a word holding one is not prose.
 _NOT_PROSE = r"\d@/\\=<>()\[\]{}|_~#%&+*$©"
-_STUCK = re.compile(
-    r"(?<!\S)"  # at the start of a whitespace-separated word
+_MARK_BETWEEN_WORDS = rf"[{_ALPHABETIC}]{{2}}[.,:;!?](?!innen\b|in\b)[{_ALPHABETIC}]{{2}}"
+# Found first (one cheap scan: few texts hold any), then the word around each is judged.
+_JOINT = re.compile(_MARK_BETWEEN_WORDS)
+_STUCK_WORD = re.compile(
     rf"(?![^\s]*[{_NOT_PROSE}])"
     rf"(?![^\s]*[{_ALPHABETIC}]([.,:;!?])[{_ALPHABETIC}][^\s]*[{_ALPHABETIC}]\1[{_ALPHABETIC}])"
-    rf"[^\s]*?[{_ALPHABETIC}]{{2}}[.,:;!?](?!innen\b|in\b)[{_ALPHABETIC}]{{2}}"
+    rf"[^\s]*?{_MARK_BETWEEN_WORDS}"
 )
+_WORD_TAIL = re.compile(r"\S*\Z")  # the part of a word before a position
+_WORD_HEAD = re.compile(r"\S*")  # the part of a word from a position
+#: Longest word looked back over: longer runs without spaces are not prose.
+_LONGEST_WORD = 200
 
 
 class NoiseShares(NamedTuple):
@@ -84,32 +90,54 @@ class NoiseShares(NamedTuple):
 
 
 def _token_count(joined: str) -> int:
-    return sum(1 for _ in _TOKEN.finditer(joined))
+    return len(_TOKEN.findall(joined))
 
 
 def broken_token_share(texts: Iterable[str]) -> float:
     """Broken tokens (see the module) per token over ``texts``; 0.0 without tokens.
     A token broken in several places counts once per place (rare, and noisier)."""
-    return _share(_BROKEN, "\n".join(texts))
+    joined = "\n".join(texts)
+    return _per_token(_count(_BROKEN, joined), joined)
 
 
 def stuck_punctuation_share(texts: Iterable[str]) -> float:
     """Words with stuck punctuation (see the module) per token over ``texts``; 0.0
     without tokens. A word counts once however many marks it holds."""
-    return _share(_STUCK, "\n".join(texts))
+    joined = "\n".join(texts)
+    return _per_token(_stuck_words(joined), joined)
 
 
 def noise_shares(texts: Iterable[str]) -> NoiseShares:
-    """Both signs over ``texts`` (joined once)."""
+    """Both signs over ``texts`` (joined and tokenised once)."""
     joined = "\n".join(texts)
-    return NoiseShares(_share(_BROKEN, joined), _share(_STUCK, joined))
-
-
-def _share(pattern: re.Pattern[str], joined: str) -> float:
     tokens = _token_count(joined)
     if tokens == 0:
-        return 0.0
-    return sum(1 for _ in pattern.finditer(joined)) / tokens
+        return NoiseShares(0.0, 0.0)
+    return NoiseShares(_count(_BROKEN, joined) / tokens, _stuck_words(joined) / tokens)
+
+
+def _stuck_words(joined: str) -> int:
+    counted_from = -1
+    stuck = 0
+    for joint in _JOINT.finditer(joined):
+        tail = _WORD_TAIL.search(joined, max(0, joint.start() - _LONGEST_WORD), joint.start())
+        start = tail.start() if tail else joint.start()
+        if start <= counted_from:
+            continue  # a word counts once
+        end = _WORD_HEAD.match(joined, joint.end()).end()
+        if _STUCK_WORD.match(joined[start:end]):
+            stuck += 1
+            counted_from = start
+    return stuck
+
+
+def _count(pattern: re.Pattern[str], joined: str) -> int:
+    return sum(1 for _ in pattern.finditer(joined))
+
+
+def _per_token(count: int, joined: str) -> float:
+    tokens = _token_count(joined)
+    return count / tokens if tokens else 0.0
 
 
 def looks_noisy(texts: Iterable[str]) -> bool:
