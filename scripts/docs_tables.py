@@ -135,6 +135,10 @@ SOURCES: dict[str, Source] = {
         "experiments/noisy_profile/results/profile_accuracy.json",
         "python -m experiments.noisy_profile.profile_accuracy",
     ),
+    "noise-signal-test": Source(
+        "experiments/noisy_profile/results/signal-test.json",
+        "python -m experiments.noisy_profile.signal --split test",
+    ),
     "noisy-profile-cost-100k": Source(
         "experiments/noisy_profile/results/cost-100k.json",
         "python -m experiments.noisy_profile.cost --corpus /tmp/neardup-scale/100k --methods minhash",
@@ -455,15 +459,18 @@ def _calibrate_labels() -> tuple[str, list[str]]:
 def _noisy_profile() -> tuple[str, list[str]]:
     data = _load("noisy-profile")
     ari = {(r["method"], r["setting"], r["set"]): r["ari"] for r in data["rows"]}  # type: ignore[index]
-    share = {r["set"]: r["broken_token_share"] for r in data["rows"]}  # type: ignore[index]
+    signal = {r["text"].removesuffix(" test"): r
+              for r in _load("noise-signal-test")["rows"]}  # type: ignore[index]
     rows = []
     for method in dict.fromkeys(r["method"] for r in data["rows"]):  # type: ignore[index]
         for setting, name in (("default", f"`{method}`"), ("noisy", f"`{method} --profile noisy`")):
             rows.append([name, *(_num(ari.get((method, setting, s))) for s in SETS)])
-    rows.append(["hint shown (broken tokens)",
-                 *(f"{'yes' if share[s] > data['hint_threshold'] else 'no'} ({100 * share[s]:.2f}%)"  # type: ignore[index]
-                   for s in SETS)])
-    return _table(["setting", *SET_HEADERS], ["l", *"r" * len(SETS)], rows), ["noisy-profile"]
+    rows.append(["hint shown (broken tokens / stuck punctuation)",
+                 *(f"{'yes' if signal[s]['flagged'] else 'no'} "
+                   f"({100 * signal[s]['broken_token_share']:.2f}% / "
+                   f"{100 * signal[s]['stuck_punctuation_share']:.2f}%)" for s in SETS)])
+    return (_table(["setting", *SET_HEADERS], ["l", *"r" * len(SETS)], rows),
+            ["noisy-profile", "noise-signal-test"])
 
 
 def _noisy_profile_cost() -> tuple[str, list[str]]:
