@@ -63,6 +63,12 @@ def corpus_for(name: str, corpora: dict) -> list[dict]:
     return corpora[n_docs]
 
 
+#: Documents per batch in every run, the in-memory reference's included: an embedding
+#: method's cache (method_params) is keyed by a batch's texts, so every executor then
+#: reads the reference's embeddings.
+BATCH_SIZE = 64
+
+
 def method_params(name: str, embeddings) -> dict:
     """Parameters every run of method ``name`` takes in a contract module: an embedding
     method caches its embeddings in the directory ``embeddings`` (its ``cache_dir``, keyed

@@ -19,6 +19,7 @@ from neardup.methods import METHODS, NEURAL_METHODS, make_method
 from neardup.pipeline import ClusterConfig
 from tests.engine_contract import (
     ALGORITHMS,
+    BATCH_SIZE,
     canonical,
     cases,
     check_executor,
@@ -49,7 +50,7 @@ def memory_results(corpora, embeddings):
         if (name, algorithm) not in found:
             found[name, algorithm] = neardup.dedup(corpus_for(name, corpora), name, id_field="id",
                                                    engine="memory", cluster=algorithm, pair_types=False,
-                                                   **method_params(name, embeddings))
+                                                   batch_size=BATCH_SIZE, **method_params(name, embeddings))
         return found[name, algorithm]
     return get
 
@@ -61,7 +62,7 @@ def test_local_out_of_core_gives_the_in_memory_clusters(corpora, memory_results,
     # A small memory limit and many partitions: the out-of-core path, read back in steps.
     check_executor(corpus_for(name, corpora), name, algorithm, "local", memory_results(name, algorithm),
                    method_params(name, embeddings), work_dir=str(tmp_path / "work"), memory_limit="1MB",
-                   partitions=16, batch_size=64)
+                   partitions=16, batch_size=BATCH_SIZE)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.neural] if n in NEURAL_METHODS else [])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import neardup
-from tests.engine_contract import cases, check_executor, corpus_for, method_params, skip_unavailable
+from tests.engine_contract import BATCH_SIZE, cases, check_executor, corpus_for, method_params, skip_unavailable
 
 pytestmark = pytest.mark.ray
 
@@ -38,5 +38,6 @@ def test_ray_gives_the_in_memory_clusters(corpora, embeddings, ray_address, name
     corpus = corpus_for(name, corpora)
     params = method_params(name, embeddings)
     memory = neardup.dedup(corpus, name, id_field="id", engine="memory", cluster=algorithm,
-                           pair_types=False, **params)
-    check_executor(corpus, name, algorithm, "ray", memory, params, ray_address=ray_address, batch_size=64)
+                           pair_types=False, batch_size=BATCH_SIZE, **params)
+    check_executor(corpus, name, algorithm, "ray", memory, params, ray_address=ray_address,
+                   batch_size=BATCH_SIZE)
