@@ -63,6 +63,23 @@ def corpus_for(name: str, corpora: dict) -> list[dict]:
     return corpora[n_docs]
 
 
+#: Documents per batch in every run, the in-memory reference's included: an embedding
+#: method's cache (method_params) is keyed by a batch's texts, so every executor then
+#: reads the reference's embeddings.
+BATCH_SIZE = 64
+
+
+def method_params(name: str, embeddings) -> dict:
+    """Parameters every run of method ``name`` takes in a contract module: an embedding
+    method caches its embeddings in the directory ``embeddings`` (its ``cache_dir``, keyed
+    by the model and a batch's texts), so the model encodes a batch once per module, not
+    once per run. The executors still read, search, link and cluster every time: that is
+    what the contract compares. Other methods take none."""
+    if make_method(name).capabilities.vectors is None:
+        return {}
+    return {"cache_dir": str(embeddings)}
+
+
 def canonical(clusters: np.ndarray) -> np.ndarray:
     """Each document's cluster named by its first member's position: equal exactly when
     two clusterings are the same partition, whatever their cluster ids."""
@@ -70,24 +87,26 @@ def canonical(clusters: np.ndarray) -> np.ndarray:
     return np.array([first.setdefault(c, i) for i, c in enumerate(np.asarray(clusters).tolist())])
 
 
-def check_executor(corpus: list[dict], name: str, algorithm: str, executor: str, memory, **options):
-    """Run ``name`` clustered by ``algorithm`` on ``executor`` and hold it to ``memory``
-    (the in-memory result): the same clusters and representatives, every document once,
-    and only in-memory pairs with their scores; or, where the executor refuses the method,
-    a refusal before any work that says why."""
+def check_executor(corpus: list[dict], name: str, algorithm: str, executor: str, memory,
+                   params: dict | None = None, **options):
+    """Run ``name`` (with method ``params``) clustered by ``algorithm`` on ``executor`` and
+    hold it to ``memory`` (the in-memory result): the same clusters and representatives,
+    every document once, and only in-memory pairs with their scores; or, where the
+    executor refuses the method, a refusal before any work that says why."""
+    params = params or {}
     placed = placement(make_method(name), algorithm, executor)
     if not placed.supported:
         assert placed.reason and placed.alternatives
         with pytest.raises(ValueError, match=f"engine='{executor}' cannot run method"):
             neardup.dedup(corpus, name, id_field="id", engine=executor, cluster=algorithm,
-                          pair_types=False, **options)
+                          pair_types=False, **params, **options)
         return
     if placed.fallback:
         options = {}  # the in-memory stage takes no out-of-core options
     elif placed.stage == "vector":
         options.pop("partitions", None)  # key partitions: the keyed stage's only
     result = neardup.dedup(corpus, name, id_field="id", engine=executor, cluster=algorithm,
-                           pair_types=False, **options)
+                           pair_types=False, **params, **options)
     assert result.ids.tolist() == [r["id"] for r in corpus]  # every document, once, in order
     np.testing.assert_array_equal(canonical(result.clusters), canonical(memory.clusters))
     np.testing.assert_array_equal(result.representative, memory.representative)

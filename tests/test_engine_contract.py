@@ -19,10 +19,12 @@ from neardup.methods import METHODS, NEURAL_METHODS, make_method
 from neardup.pipeline import ClusterConfig
 from tests.engine_contract import (
     ALGORITHMS,
+    BATCH_SIZE,
     canonical,
     cases,
     check_executor,
     corpus_for,
+    method_params,
     skip_unavailable,
 )
 
@@ -33,32 +35,42 @@ def corpora():
 
 
 @pytest.fixture(scope="module")
-def memory_results(corpora):
+def embeddings(tmp_path_factory):
+    """The embedding methods' cache (method_params): one directory per test process,
+    shared by both contract modules (tests/test_engine_contract*.py) and the Ray workers."""
+    return tmp_path_factory.getbasetemp() / "contract-embeddings"
+
+
+@pytest.fixture(scope="module")
+def memory_results(corpora, embeddings):
     """The in-memory result of each (method, clustering), computed once."""
     found = {}
 
     def get(name, algorithm):
         if (name, algorithm) not in found:
             found[name, algorithm] = neardup.dedup(corpus_for(name, corpora), name, id_field="id",
-                                                   engine="memory", cluster=algorithm, pair_types=False)
+                                                   engine="memory", cluster=algorithm, pair_types=False,
+                                                   batch_size=BATCH_SIZE, **method_params(name, embeddings))
         return found[name, algorithm]
     return get
 
 
 @pytest.mark.parametrize("name, algorithm", list(cases()))
-def test_local_out_of_core_gives_the_in_memory_clusters(corpora, memory_results, name, algorithm, tmp_path):
+def test_local_out_of_core_gives_the_in_memory_clusters(corpora, memory_results, embeddings, name, algorithm,
+                                                        tmp_path):
     skip_unavailable(name)
     # A small memory limit and many partitions: the out-of-core path, read back in steps.
     check_executor(corpus_for(name, corpora), name, algorithm, "local", memory_results(name, algorithm),
-                   work_dir=str(tmp_path / "work"), memory_limit="1MB", partitions=16, batch_size=64)
+                   method_params(name, embeddings), work_dir=str(tmp_path / "work"), memory_limit="1MB",
+                   partitions=16, batch_size=BATCH_SIZE)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.neural] if n in NEURAL_METHODS else [])
                                   for n in sorted(METHODS)])
-def test_the_index_gives_the_in_memory_components(corpora, memory_results, name, tmp_path):
+def test_the_index_gives_the_in_memory_components(corpora, memory_results, embeddings, name, tmp_path):
     skip_unavailable(name)
     corpus = corpus_for(name, corpora)
-    method = make_method(name)
+    method = make_method(name, **method_params(name, embeddings))
     if not index_placement(method).supported:
         with pytest.raises(ValueError, match="the index cannot hold method"):
             Index.create(tmp_path / "idx", method)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import neardup
-from tests.engine_contract import cases, check_executor, corpus_for, skip_unavailable
+from tests.engine_contract import BATCH_SIZE, cases, check_executor, corpus_for, method_params, skip_unavailable
 
 pytestmark = pytest.mark.ray
 
@@ -25,10 +25,19 @@ def corpora():
     return {}
 
 
+@pytest.fixture(scope="module")
+def embeddings(tmp_path_factory):
+    """The embedding methods' cache (method_params): one directory per test process,
+    shared by both contract modules (tests/test_engine_contract*.py) and the Ray workers."""
+    return tmp_path_factory.getbasetemp() / "contract-embeddings"
+
+
 @pytest.mark.parametrize("name, algorithm", list(cases()))
-def test_ray_gives_the_in_memory_clusters(corpora, ray_address, name, algorithm):
+def test_ray_gives_the_in_memory_clusters(corpora, embeddings, ray_address, name, algorithm):
     skip_unavailable(name)
     corpus = corpus_for(name, corpora)
+    params = method_params(name, embeddings)
     memory = neardup.dedup(corpus, name, id_field="id", engine="memory", cluster=algorithm,
-                           pair_types=False)
-    check_executor(corpus, name, algorithm, "ray", memory, ray_address=ray_address, batch_size=64)
+                           pair_types=False, batch_size=BATCH_SIZE, **params)
+    check_executor(corpus, name, algorithm, "ray", memory, params, ray_address=ray_address,
+                   batch_size=BATCH_SIZE)

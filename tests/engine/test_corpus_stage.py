@@ -312,7 +312,8 @@ def test_ngram_out_of_core_matches_in_memory(demo, params, tmp_path):
 @pytest.mark.parametrize("max_df", [50, 100_000])
 @pytest.mark.slow
 def test_ngram_giant_bucket_of_copies_stays_linear(max_df):
-    n = 10_000
+    # 3,000 copies: all pairs would be 4.5M checks, the bounds below allow 6,006.
+    n = 3_000
     story = "the same wire story printed again and again by every paper in the land"
     texts = [story] * n + ["an unrelated note about the weather"] * 3
     result = neardup.dedup(texts, "ngram", pair_types=False, memory_limit="1MB", max_df=max_df)
@@ -328,12 +329,18 @@ def test_ngram_giant_bucket_of_copies_stays_linear(max_df):
         assert result.summary()["max_df_shingles"] > 0  # the copies' keys are over max_df
 
 
+#: Documents of the demo corpus the rerank cases run on: its verifier scores every
+#: candidate pair, at far more CPU per pair than the set methods, and 400 documents hold
+#: enough near-duplicates (328 clusters) for every branch the cases check.
+_RERANK_DOCS = 400
+
+
 @pytest.mark.slow
 def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_path, monkeypatch):
     pytest.importorskip("rapidfuzz")
     from neardup.methods.rerank import VerifierScorer
 
-    records = demo[:1200]
+    records = demo[:_RERANK_DOCS]
     # Connected components (rerank's default is Leiden: tested below with the others).
     memory = neardup.dedup(records, "rerank", engine="memory", pair_types=False, date_field="date",
                            cluster="components")
@@ -367,7 +374,7 @@ def test_rerank_out_of_core_matches_in_memory_and_scores_in_batches(demo, tmp_pa
 def test_community_detection_out_of_core_matches_in_memory(demo, method, params, tmp_path):
     if method == "rerank":
         pytest.importorskip("rapidfuzz")
-    records = demo[:1200]
+    records = demo[:_RERANK_DOCS if method == "rerank" else 1200]
     cluster = {"cluster": "leiden", "resolution": 0.4}
     memory = neardup.dedup(records, method, engine="memory", pair_types=False,
                            date_field="date", **cluster, **params)
@@ -402,7 +409,7 @@ def test_rerank_scores_a_rejected_pair_once(demo, tmp_path, monkeypatch):
     pytest.importorskip("rapidfuzz")
     from neardup.methods.rerank import RerankMethod
 
-    records = demo[:1200]
+    records = demo[:_RERANK_DOCS]
     scored = []
     real = RerankMethod.score_candidate_rows
 

@@ -49,20 +49,29 @@ def cluster(ray_cluster):
     return ray_cluster
 
 
+#: Documents of the demo corpus in the shards fixture, and where its three files cut them:
+#: a third of the corpus, cut as the whole corpus was (row groups of _ROW_GROUP, read tasks
+#: of up to _SHARD_ROWS rows: seven row shards, three in the first file), so every wave,
+#: exchange and component round of the full corpus still runs, on a third of the work.
+_SHARD_DOCS = 1640
+_CUTS = (0, 567, 1100, _SHARD_DOCS)
+_ROW_GROUP = 167
+_SHARD_ROWS = 267
+
+
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
-    """The demo corpus (4,919 documents) as three shards: two Parquet files, one JSONL."""
+    """The demo corpus's first 1,640 documents as three shards: two Parquet files, one JSONL."""
     with gzip.open(demo_corpus_path(), "rt") as handle:
-        records = [json.loads(line) for line in handle]
+        records = [json.loads(line) for _, line in zip(range(_SHARD_DOCS), handle)]
     for r in records:
         r.pop("noise", None)
     directory = tmp_path_factory.mktemp("shards")
-    cuts = [0, 1700, 3300, len(records)]
     paths = []
-    for i, (a, b) in enumerate(zip(cuts, cuts[1:])):
+    for i, (a, b) in enumerate(zip(_CUTS, _CUTS[1:])):
         if i < 2:
             path = directory / f"part-{i}.parquet"
-            pq.write_table(pa.Table.from_pylist(records[a:b]), path, row_group_size=500)
+            pq.write_table(pa.Table.from_pylist(records[a:b]), path, row_group_size=_ROW_GROUP)
         else:
             path = directory / f"part-{i}.jsonl"
             path.write_text("".join(json.dumps(r) + "\n" for r in records[a:b]))
@@ -75,7 +84,7 @@ def _local_and_ray(paths, method, params, reader, window=None, ray_config=None):
     cluster = ClusterConfig(time_window_hours=window)
     local = run(read_corpus(paths, reader), method_obj, cluster=cluster)
     distributed = run(RayInputs(tuple(paths), reader), method_obj, cluster=cluster, engine="ray",
-                      ray=ray_config or RayConfig(shard_rows=800, partitions=8))
+                      ray=ray_config or RayConfig(shard_rows=_SHARD_ROWS, partitions=8))
     return local, distributed
 
 
@@ -98,7 +107,7 @@ def test_same_clusters_as_local_engine(cluster, shards, method, params):
 def test_second_wave_skips_what_the_first_joined(cluster, shards):
     reader, method = ReaderConfig(id_field="id"), make_method("minhash")
     one, two = (run(RayInputs(tuple(shards), reader), method, engine="ray",
-                    ray=RayConfig(shard_rows=800, partitions=8, first_wave=first)) for first in (8, 2))
+                    ray=RayConfig(shard_rows=_SHARD_ROWS, partitions=8, first_wave=first)) for first in (8, 2))
     np.testing.assert_array_equal(one.clusters, two.clusters)
     np.testing.assert_array_equal(one.representative, two.representative)
     one, two = one.params["corpus_stage"], two.params["corpus_stage"]
@@ -127,7 +136,7 @@ def test_written_pairs_name_the_time_window_rejects(cluster, shards, tmp_path):
     method = make_method("minhash", threshold=0.3)
     local = run(read_corpus(shards, reader), method, cluster=ClusterConfig(time_window_hours=24))
     run_ = RayRun(RayInputs(tuple(shards), reader), method, time_window_hours=24,
-                  config=RayConfig(shard_rows=800, partitions=8, components_memory=1 << 14))
+                  config=RayConfig(shard_rows=_SHARD_ROWS, partitions=8, components_memory=1 << 14))
     run_.execute()
     summary = write_outputs(run_, clusters_out=tmp_path / "c", pairs_out=tmp_path / "p")
     got = _clusters_table(tmp_path / "c").loc[local.ids]
@@ -275,12 +284,12 @@ def _recording_bars(monkeypatch) -> dict:
 def test_cli_progress_bars_follow_each_stage(cluster, shards, tmp_path, monkeypatch, method):
     bars = _recording_bars(monkeypatch)
     args = ["dedup", *shards, "--method", method, "--id-field", "id", "--engine", "ray",
-            "--ray-address", cluster["address"], "--ray-shard-rows", "800", "--partitions", "4",
+            "--ray-address", cluster["address"], "--ray-shard-rows", str(_SHARD_ROWS), "--partitions", "4",
             "--clusters-out", str(tmp_path / "c"), "--out", str(tmp_path / "o")]
     result = CliRunner().invoke(main, [*args, "--progress"])
     assert result.exit_code == 0, result.output
     assert list(bars) == ["sketching", "linking", "writing"]
-    planned = plan_shards(RayInputs(tuple(shards), ReaderConfig(id_field="id")), 800)
+    planned = plan_shards(RayInputs(tuple(shards), ReaderConfig(id_field="id")), _SHARD_ROWS)
     assert bars["sketching"]["total"] == len(planned) > 3  # row ranges of the Parquet files
     # ngram's pair-count exchange reduces one range per partition after the waves.
     assert bars["linking"]["total"] == 4 * (2 if method == "ngram" else 1)
@@ -297,7 +306,7 @@ def test_vector_stage_progress_bars(cluster, shards, tmp_path, monkeypatch):
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     bars = _recording_bars(monkeypatch)
     run_ = RayRun(RayInputs(tuple(shards), ReaderConfig(id_field="id")),
-                  FakeRETSim(threads=1, threshold=0.85), config=RayConfig(shard_rows=800), progress=True)
+                  FakeRETSim(threads=1, threshold=0.85), config=RayConfig(shard_rows=_SHARD_ROWS), progress=True)
     run_.execute()
     write_outputs(run_, clusters_out=tmp_path / "c")
     assert list(bars) == ["embedding", "searching", "components", "writing"]
@@ -311,7 +320,7 @@ def test_outputs_written_without_the_forest_on_the_driver(cluster, shards, tmp_p
     method = make_method("minhash")
     local = run(read_corpus(shards, reader), method)
     run_ = RayRun(RayInputs(tuple(shards), reader), method,
-                  config=RayConfig(shard_rows=800, partitions=8))
+                  config=RayConfig(shard_rows=_SHARD_ROWS, partitions=8))
     run_.execute()
     summary = write_outputs(run_, clusters_out=tmp_path / "c", pairs_out=tmp_path / "p")
     assert run_._fetched is None  # nodes, roots and forest stayed in the cluster
@@ -336,7 +345,7 @@ def test_embedding_methods_same_clusters_as_local_engine(cluster, shards, method
     config = ClusterConfig(time_window_hours=window)
     local = run(read_corpus(shards, reader), method, cluster=config)
     distributed = run(RayInputs(tuple(shards), reader), method, cluster=config, engine="ray",
-                      ray=RayConfig(shard_rows=800))
+                      ray=RayConfig(shard_rows=_SHARD_ROWS))
     stats = distributed.params["corpus_stage"]
     assert stats["index"] == ("flat" if params.get("index", "auto") == "auto" and "exact_limit" not in params
                               else "ivf")
@@ -379,10 +388,10 @@ def test_embedding_method_on_batches_with_empty_and_identical_documents(cluster)
 ])
 def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, method, params, date_field,
                                                            request):
-    config = RayConfig(shard_rows=800, partitions=8)
+    config = RayConfig(shard_rows=_SHARD_ROWS, partitions=8)
     if method == "rerank":
         # A small verifier (logistic regression on lexical features: tests/conftest.py's
-        # tiny_verifier); 1,700 documents in three Ray shards.
+        # tiny_verifier); the first file's 567 documents in three Ray shards.
         params = {"scorer": "verifier", "model": str(request.getfixturevalue("tiny_verifier"))}
         shards = shards[:1]
     local, distributed = _local_and_ray(shards, method, params, ReaderConfig(id_field="id", date_field=date_field),
@@ -412,7 +421,7 @@ def _assert_same_pairs(got, expected) -> None:
 
 
 @pytest.mark.parametrize("method, params, resolution", [
-    ("minhash", {"threshold": 0.3}, 1.0), ("minhash", {"threshold": 0.3}, 0.4),
+    ("minhash", {"threshold": 0.3}, 1.0), ("minhash", {"threshold": 0.3}, 0.6),
     ("simhash", {"threshold": 5}, 1.0), ("exact", {}, 1.0),
 ])
 def test_community_detection_same_clusters_as_local_engine(cluster, shards, method, params, resolution):
@@ -422,7 +431,7 @@ def test_community_detection_same_clusters_as_local_engine(cluster, shards, meth
     leiden = ClusterConfig(algorithm="leiden", resolution=resolution)
     local = run(read_corpus(shards, reader), method_obj, cluster=leiden)
     distributed = run(RayInputs(tuple(shards), reader), method_obj, cluster=leiden, engine="ray",
-                      ray=RayConfig(shard_rows=800, partitions=8))
+                      ray=RayConfig(shard_rows=_SHARD_ROWS, partitions=8))
     assert local.params["engine"] == "local" and distributed.params["engine"] == "ray"
     np.testing.assert_array_equal(distributed.clusters, local.clusters)
     np.testing.assert_array_equal(distributed.representative, local.representative)
@@ -442,13 +451,14 @@ def test_rerank_leiden_on_ray_as_locally(cluster, shards, tiny_verifier, tmp_pat
 
     reader = ReaderConfig(id_field="id", date_field="date")
     method = make_method("rerank", scorer="verifier", model=str(tiny_verifier))
+    # Resolution 1: on these documents Leiden cuts components (at 0.4 it would not).
     local = run(read_corpus(shards[:1], reader), method,
-                cluster=ClusterConfig(algorithm="leiden", resolution=0.4))
+                cluster=ClusterConfig(algorithm="leiden", resolution=1.0))
     args = ["dedup", shards[0], "--method", "rerank", "--param", "scorer=verifier", "--param",
             f"model={tiny_verifier}", "--id-field", "id", "--date-field", "date", "--cluster", "leiden",
-            "--resolution", "0.4", "--quiet"]
+            "--resolution", "1.0", "--quiet"]
     result = CliRunner().invoke(main, [*args, "--engine", "ray", "--ray-address", cluster["address"],
-                                       "--ray-shard-rows", "800", "--partitions", "8",
+                                       "--ray-shard-rows", str(_SHARD_ROWS), "--partitions", "8",
                                        "--clusters-out", str(tmp_path / "c"), "--pairs-out",
                                        str(tmp_path / "p"), "--report", str(tmp_path / "r.json")])
     assert result.exit_code == 0, result.output
@@ -469,7 +479,7 @@ def test_rerank_leiden_on_ray_as_locally(cluster, shards, tiny_verifier, tmp_pat
 
 def test_write_outputs_refuses_a_clustering_the_run_did_not_keep_pairs_for(cluster, shards, tmp_path):
     run_ = RayRun(RayInputs(tuple(shards[:1]), ReaderConfig(id_field="id")), make_method("exact"),
-                  config=RayConfig(shard_rows=800, partitions=2))
+                  config=RayConfig(shard_rows=_SHARD_ROWS, partitions=2))
     run_.execute()
     with pytest.raises(ValueError, match="algorithm='leiden' needs a run made with every_edge=True"):
         write_outputs(run_, clusters_out=tmp_path / "c", algorithm="leiden")
@@ -485,7 +495,7 @@ def test_wminhash_fitted_in_advance_runs_on_ray(cluster, shards):
     assert fitted.capabilities.statistics is None and placement(fitted, "components", "ray").supported
     local = run(read_corpus(shards[:1], reader), fitted)
     distributed = run(RayInputs(tuple(shards[:1]), reader), fitted, engine="ray",
-                      ray=RayConfig(shard_rows=800, partitions=4))
+                      ray=RayConfig(shard_rows=_SHARD_ROWS, partitions=4))
     assert local.params["engine"] == "local" and distributed.params["engine"] == "ray"
     np.testing.assert_array_equal(distributed.clusters, local.clusters)
     np.testing.assert_array_equal(distributed.representative, local.representative)
@@ -508,7 +518,7 @@ def test_wminhash_counts_its_statistics_on_ray(cluster, shards):
     assert method.capabilities.statistics is not None and placement(method, "components", "ray").supported
     local = run(read_corpus(shards[:2], reader), method)
     distributed = run(RayInputs(tuple(shards[:2]), reader), method, engine="ray",
-                      ray=RayConfig(shard_rows=800, partitions=4))
+                      ray=RayConfig(shard_rows=_SHARD_ROWS, partitions=4))
     assert local.params["engine"] == "local" and distributed.params["engine"] == "ray"
     np.testing.assert_array_equal(distributed.clusters, local.clusters)
     np.testing.assert_array_equal(distributed.representative, local.representative)
@@ -558,19 +568,19 @@ def test_rerank_over_embedding_candidates_runs(cluster, tiny_verifier, tmp_path)
 
 @pytest.fixture(scope="module")
 def chain_and_bucket(tmp_path_factory):
-    """7,000 documents in shuffled order: 5,000 identical copies (one bucket per band, its
-    star plus chain of edges), a 1,000-document chain of overlapping windows of one word
-    stream (each near its neighbours only: a component of large diameter), 1,000 others."""
+    """2,800 documents in shuffled order: 2,000 identical copies (one bucket per band, its
+    star plus chain of edges), a 400-document chain of overlapping windows of one word
+    stream (each near its neighbours only: a component of large diameter), 400 others."""
     rng = np.random.default_rng(7)
     vocabulary = np.array([f"w{i}" for i in range(50_000)])
-    stream = vocabulary[rng.integers(0, vocabulary.size, 1000 * 4 + 100)]
-    chain = [" ".join(stream[4 * i:4 * i + 100]) for i in range(1000)]
+    stream = vocabulary[rng.integers(0, vocabulary.size, 400 * 4 + 100)]
+    chain = [" ".join(stream[4 * i:4 * i + 100]) for i in range(400)]
     copy = " ".join(vocabulary[rng.integers(0, vocabulary.size, 80)])
-    others = [" ".join(vocabulary[rng.integers(0, vocabulary.size, 60)]) for _ in range(1000)]
-    texts = np.array(chain + [copy] * 5000 + others, dtype=object)[rng.permutation(7000)]
+    others = [" ".join(vocabulary[rng.integers(0, vocabulary.size, 60)]) for _ in range(400)]
+    texts = np.array(chain + [copy] * 2000 + others, dtype=object)[rng.permutation(2800)]
     path = tmp_path_factory.mktemp("chain") / "corpus.parquet"
     pq.write_table(pa.table({"id": [f"d{i}" for i in range(texts.size)], "text": texts.tolist()}), path,
-                   row_group_size=1000)
+                   row_group_size=400)
     return str(path)
 
 
@@ -587,9 +597,9 @@ def _same_membership(a, b) -> bool:
 def test_distributed_components_long_chain_and_big_bucket(cluster, chain_and_bucket, tmp_path):
     reader, method = ReaderConfig(id_field="id"), make_method("minhash", threshold=0.7)
     local = run(read_corpus([chain_and_bucket], reader), method)
-    assert local.summary()["largest_cluster"] >= 5000
-    # The chain is one component of ~1,000 documents whose positions are shuffled.
-    config = RayConfig(shard_rows=1000, partitions=8, components_memory=1 << 16)
+    assert local.summary()["largest_cluster"] >= 2000
+    # The chain is one component of ~400 documents whose positions are shuffled.
+    config = RayConfig(shard_rows=400, partitions=8, components_memory=1 << 16)
     distributed = run(RayInputs((chain_and_bucket,), reader), method, engine="ray", ray=config)
     np.testing.assert_array_equal(distributed.clusters, local.clusters)
     np.testing.assert_array_equal(distributed.representative, local.representative)
@@ -602,7 +612,7 @@ def test_distributed_components_long_chain_and_big_bucket(cluster, chain_and_buc
     run_ = RayRun(RayInputs((chain_and_bucket,), reader), method, config=config)
     run_.execute()
     summary = write_outputs(run_, clusters_out=tmp_path / "c", pairs_out=tmp_path / "p", out=tmp_path / "o",
-                            max_cluster_size=4000)
+                            max_cluster_size=1600)
     assert run_._fetched is None
     got, expected = _clusters_table(tmp_path / "c"), local.clusters_table().to_pandas().set_index("id")
     assert sorted(got.index) == sorted(expected.index)
@@ -627,7 +637,7 @@ def test_worker_killed_while_joining_components_is_retried(cluster, shards, tmp_
     reader, method = ReaderConfig(id_field="id"), make_method("minhash")
     try:
         run_ = RayRun(RayInputs(tuple(shards), reader), method,
-                      config=RayConfig(shard_rows=800, partitions=8, components_memory=1 << 14))
+                      config=RayConfig(shard_rows=_SHARD_ROWS, partitions=8, components_memory=1 << 14))
         run_.execute()
         write_outputs(run_, clusters_out=tmp_path / "c")
     finally:

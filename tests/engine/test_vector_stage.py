@@ -304,12 +304,16 @@ def test_cli_local_engine_runs_retsim_out_of_core(demo, tmp_path):
 # -- rerank over embedding candidates: the vector stage's pairs scored from stored texts --
 
 
-@pytest.fixture
-def trigram_retsim(monkeypatch):
-    """rerank's RETSim candidates with the trigram stand-in instead of the model."""
+def _use_trigrams(monkeypatch) -> None:
     from tests.engine.fakes import TrigramEmbedder
 
     monkeypatch.setattr(RETSimMethod, "_make_embedder", lambda self: TrigramEmbedder())
+
+
+@pytest.fixture
+def trigram_retsim(monkeypatch):
+    """rerank's RETSim candidates with the trigram stand-in instead of the model."""
+    _use_trigrams(monkeypatch)
 
 
 def _rerank(verifier, threshold=0.5):
@@ -325,7 +329,7 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
     from neardup.engine.vectors import PairScoring
     from neardup.methods.rerank import VerifierScorer
 
-    records = demo[:400]
+    records = demo[:200]  # the verifier's pair scoring costs most: 200 documents in 7 shards
     method = _rerank(tiny_verifier)
     assert supports_vector_stage(method, "components")
     reads = method.capabilities.reads
@@ -347,9 +351,9 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
     assert "engine_fallback" not in local.params
     np.testing.assert_array_equal(local.clusters, memory.clusters)
     assert local.ids.tolist() == [str(i) for i in range(len(records))]
-    # Several shards (the smallest memory limit still holds these 400 rows in one).
+    # Several shards (the smallest memory limit still holds these 200 rows in one).
     calls.clear()
-    sharded = run_vector_stage(_batches(records, dates=True), _rerank(tiny_verifier), shard_rows=60,
+    sharded = run_vector_stage(_batches(records, dates=True), _rerank(tiny_verifier), shard_rows=30,
                                config=CorpusStageConfig(memory_limit="1MB",
                                                         work_dir=str(tmp_path / "s")))
     stats = sharded.stats
@@ -370,22 +374,23 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
 @pytest.mark.slow
 def test_rerank_vector_stage_resumes_after_kill(demo, tmp_path, tiny_verifier, trigram_retsim,
                                                 monkeypatch):
-    records = demo[:300]
+    records = demo[:150]  # five shards of 30 rows: killed at the third's search
     method = _rerank(tiny_verifier)
-    clean = run_vector_stage(_batches(records), method, shard_rows=60,
+    clean = run_vector_stage(_batches(records), method, shard_rows=30,
                              config=CorpusStageConfig(work_dir=str(tmp_path / "clean")))
     die_at_call(monkeypatch, vectors_module, "search_shard", 3)
     work = tmp_path / "killed"
     with pytest.raises(Killed):
-        run_vector_stage(_batches(records), method, shard_rows=60,
+        run_vector_stage(_batches(records), method, shard_rows=30,
                          config=CorpusStageConfig(work_dir=str(work)))
     monkeypatch.undo()
-    resumed = run_vector_stage(_batches(records), method, shard_rows=60,
+    _use_trigrams(monkeypatch)  # undo() removed the stand-in too: the model would run
+    resumed = run_vector_stage(_batches(records), method, shard_rows=30,
                                config=CorpusStageConfig(work_dir=str(work), resume=True))
     np.testing.assert_array_equal(resumed.roots, clean.roots)
     np.testing.assert_array_equal(resumed.pairs.score, clean.pairs.score)
     # Another rerank threshold re-runs the search (the scorer decides), not the embedding.
-    stricter = run_vector_stage(_batches(records), _rerank(tiny_verifier, 0.9), shard_rows=60,
+    stricter = run_vector_stage(_batches(records), _rerank(tiny_verifier, 0.9), shard_rows=30,
                                 config=CorpusStageConfig(work_dir=str(work), resume=True))
     memory = run(_batches(records), _rerank(tiny_verifier, 0.9), engine="memory")
     np.testing.assert_array_equal(canonical_labels(stricter.roots), memory.clusters)
