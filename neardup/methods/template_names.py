@@ -20,6 +20,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 from neardup.errors import check_float, check_int
+from neardup.methods.pair_types import pair_positions
 from neardup.text import NormalizeConfig, normalize_batch
 
 __all__ = ["CASED", "names_disagree", "names_length_pairs"]
@@ -124,13 +125,7 @@ def names_disagree(
     for pname, value in (("min_length_ratio", min_length_ratio),
                          ("max_similarity", max_similarity), ("min_aligned", min_aligned)):
         check_float(caller, pname, value, low=0.0, high=1.0)
-    left = np.asarray(left, np.int64)
-    right = np.asarray(right, np.int64)
-    if left.shape != right.shape:
-        raise ValueError(
-            f"{caller}: parameters 'left' and 'right' must have one length; got {left.size} "
-            f"and {right.size}."
-        )
+    left, right = pair_positions(caller, left, right)
     out = np.zeros(left.size, bool)
     if not left.size:
         return out
