@@ -118,6 +118,19 @@ def comparable_length_pairs(length_left: np.ndarray, length_right: np.ndarray, *
         & (lo >= min_length_ratio * hi)
 
 
+def pair_positions(caller: str, left, right) -> tuple[np.ndarray, np.ndarray]:
+    """``left`` and ``right`` as int64 arrays of one shape (a template test's pairs), or a
+    ValueError naming ``caller``."""
+    left = np.asarray(left, np.int64)
+    right = np.asarray(right, np.int64)
+    if left.shape != right.shape:
+        raise ValueError(
+            f"{caller}: parameters 'left' and 'right' must have one length; got {left.size} "
+            f"and {right.size}."
+        )
+    return left, right
+
+
 def figures_disagree(
     normalized_texts: Sequence[str],
     left: np.ndarray,
@@ -165,13 +178,7 @@ def figures_disagree(
     caller = "figures_disagree"
     check_int(caller, "max_chars", max_chars, low=1)
     check_float(caller, "min_length_ratio", min_length_ratio, low=0.0, high=1.0)
-    left = np.asarray(left, np.int64)
-    right = np.asarray(right, np.int64)
-    if left.shape != right.shape:
-        raise ValueError(
-            f"{caller}: parameters 'left' and 'right' must have one length; got {left.size} "
-            f"and {right.size}."
-        )
+    left, right = pair_positions(caller, left, right)
     out = np.zeros(left.size, bool)
     if not left.size:
         return out

@@ -21,9 +21,10 @@ clustered. This method does the same with any fast method as the retriever:
 
 3. with ``template_guard`` (the default), accepted pairs of short notices whose figures
    differ both ways (:func:`neardup.methods.pair_types.figures_disagree`: two companies'
-   ``Qtly div 25 cts ... Pay July 10`` and ``Qtly div 96 cts ... Pay August one``) get
-   probability 0: the verifier, trained on copies damaged by OCR, takes such templates
-   for copies;
+   ``Qtly div 25 cts ... Pay July 10`` and ``Qtly div 96 cts ... Pay August one``), and
+   pairs of one template filled with different names
+   (:func:`neardup.methods.template_names.names_disagree`), get probability 0: the
+   verifier, trained on copies damaged by OCR, takes such templates for copies;
 4. pairs with probability >= ``threshold`` are the edges clustered as usual.
 
 When the candidate method has a keyed corpus stage (MinHash), so does re-ranking: the
@@ -73,6 +74,7 @@ from neardup.methods.embedding import BiEncoderMethod, RETSimMethod
 from neardup.methods.static import StaticMethod
 from neardup.methods.minhash import MinHashLSH
 from neardup.methods.pair_types import figures_disagree, comparable_length_pairs
+from neardup.methods.template_names import names_disagree, names_length_pairs
 from neardup.models import recommended_cluster, tuned_threshold
 from neardup.text import NormalizeConfig, ShingleConfig, normalize_batch
 
@@ -528,8 +530,10 @@ def _template_pairs(texts: Sequence[str], left: np.ndarray, right: np.ndarray) -
     if not len(left):
         return np.zeros(0, bool)
     used, where = np.unique(np.concatenate((left, right)), return_inverse=True)
-    norm = normalize_batch([texts[i] for i in used.tolist()], NormalizeConfig())
-    return figures_disagree(norm, where[: len(left)], where[len(left):])
+    raw = [texts[i] for i in used.tolist()]
+    norm = normalize_batch(raw, NormalizeConfig())
+    return figures_disagree(norm, where[: len(left)], where[len(left):]) \
+        | names_disagree(raw, where[: len(left)], where[len(left):])
 
 
 def _text_source(texts: Any) -> Any:
@@ -584,9 +588,11 @@ class RerankMethod(Method):
     template_guard : bool, default True
         Give probability 0 to candidate pairs of short notices of similar length whose
         figures differ both ways (:func:`~neardup.methods.pair_types.figures_disagree`):
-        dividend or earnings notices of different companies, not copies. What it changes
-        on Reuters-21578 and the labelled sets:
-        docs/decisions/0011-rerank-template-guard.md. Recommended: True. False: the
+        dividend or earnings notices of different companies, not copies; and to pairs
+        whose aligned words put different names face to face
+        (:func:`~neardup.methods.template_names.names_disagree`). What it changes on
+        Reuters-21578 and the labelled sets: docs/decisions/0011-rerank-template-guard.md,
+        0029-template-guard-compares-names.md. Recommended: True. False: the
         scorer alone decides.
 
     Examples
@@ -842,7 +848,8 @@ class RerankMethod(Method):
             if self.template_guard:
                 accepted = np.flatnonzero(prob[keep] >= self.threshold)
                 if lengths is not None:  # only short notices can be templates
-                    accepted = accepted[comparable_length_pairs(lengths[a[accepted]], lengths[b[accepted]])]
+                    la, lb = lengths[a[accepted]], lengths[b[accepted]]
+                    accepted = accepted[comparable_length_pairs(la, lb) | names_length_pairs(la, lb)]
                 if accepted.size:
                     pa, pb = a[accepted], b[accepted]
                     if texts is None:  # read now: only the texts of these pairs

@@ -212,6 +212,29 @@ def test_template_guard_keeps_notices_apart_and_finds_ocr_copies(engine, tmp_pat
     assert len(set(plain.clusters.tolist())) == 1  # the scorer alone merges the template
 
 
+# One offering template, two companies (Reuters-21578-style): the figures agree, the names
+# do not. The third text is the first damaged by OCR, its names garbled.
+_OFFERING = ("Teradyne Inc said it is raising 100 mln dlrs via an offering of convertible "
+             "subordinated debentures due 2012 through Goldman Sachs and Co.")
+_OFFERING_OTHER = _OFFERING.replace("Teradyne Inc", "Comdisco Inc")
+_OFFERING_OCR = _OFFERING.replace("Teradyne", "Teradvne").replace("Goldman", "Go1dman")
+
+
+@pytest.mark.skipif(not _shipped("verifier-news", "verifier"), reason="no shipped verifier")
+@pytest.mark.parametrize("engine", ["memory", "local"])
+def test_template_guard_keeps_other_names_apart_and_finds_ocr_copies(engine, tmp_path):
+    texts = [_OFFERING, _OFFERING_OTHER, _OFFERING_OCR]
+    kwargs = {"engine": engine, "pair_types": False}
+    if engine == "local":
+        kwargs["work_dir"] = tmp_path / "w"
+    guarded = neardup.dedup(texts, "rerank", **kwargs)
+    assert guarded.clusters[0] == guarded.clusters[2] != guarded.clusters[1]
+    if engine == "local":
+        kwargs["work_dir"] = tmp_path / "w2"
+    plain = neardup.dedup(texts, "rerank", template_guard=False, **kwargs)
+    assert len(set(plain.clusters.tolist())) == 1  # the scorer alone merges the template
+
+
 def test_template_guard_set_on_the_command_line(tiny_verifier, tmp_path):
     from click.testing import CliRunner
 
