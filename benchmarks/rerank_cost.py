@@ -89,8 +89,10 @@ def _inputs(data: str, reuters: Path | None) -> tuple[list[str], list[str], int]
 
 
 def _command(method: str, files: list[str], flags: list[str], out: Path,
-             extra: list[str]) -> list[str]:
-    return ["dedup", *files, "--method", method, *flags, "--clusters-out", str(out), "-q", *extra]
+             extra: list[str], rerank_extra: list[str] = ()) -> list[str]:
+    own = list(rerank_extra) if method == "rerank" else []
+    return ["dedup", *files, "--method", method, *flags, "--clusters-out", str(out), "-q",
+            *own, *extra]
 
 
 def _child_cpu() -> float:
@@ -109,14 +111,16 @@ def compare(args: argparse.Namespace) -> dict:
             if args.warmup:  # compiled kernels cached, files in the page cache
                 for method in ("minhash", "rerank"):
                     subprocess.run([sys.executable, "-m", "neardup", *_command(
-                        method, files, flags, Path(tmp) / "w.parquet", args.extra)],
+                        method, files, flags, Path(tmp) / "w.parquet", args.extra,
+                        args.rerank_extra)],
                         check=True, env=env, cwd=ROOT)
             for _ in range(args.repeats):
                 for method in ("minhash", "rerank"):
                     out = (args.clusters_dir or Path(tmp)) / f"{data.replace(':', '_').replace('/', '_')}-{method}.parquet"
                     before, start = _child_cpu(), time.perf_counter()
                     subprocess.run([sys.executable, "-m", "neardup",
-                                    *_command(method, files, flags, out, args.extra)],
+                                    *_command(method, files, flags, out, args.extra,
+                                              args.rerank_extra)],
                                    check=True, env=env, cwd=ROOT)
                     cpu[method].append(_child_cpu() - before)
                     wall[method].append(time.perf_counter() - start)
@@ -152,7 +156,7 @@ def profile(args: argparse.Namespace) -> dict:
         files, flags, n_docs = _inputs(data, args.reuters)
         with tempfile.TemporaryDirectory() as tmp:
             sys.argv = ["neardup", *_command("rerank", files, flags, Path(tmp) / "c.parquet",
-                                             args.extra)]
+                                             args.extra, args.rerank_extra)]
             if args.warmup:
                 try:
                     main()
@@ -209,6 +213,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--warmup", action="store_true",
                         help="run each command once, unmeasured, first (numba's cache)")
+    parser.add_argument("--rerank-param", dest="rerank_extra", action="append", default=[],
+                        type=lambda v: f"--param={v}",
+                        help="a --param NAME=VALUE for rerank only (repeatable), e.g. "
+                             "'candidate_params={\"threshold\": 0.2}'")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                         help="more dedup flags for both methods (last on the line)")
     parser.add_argument("--clusters-dir", type=Path, default=None,
