@@ -107,6 +107,9 @@ def compare(args: argparse.Namespace) -> dict:
         files, flags, n_docs = _inputs(data, args.reuters)
         cpu: dict[str, list[float]] = {"minhash": [], "rerank": []}
         wall: dict[str, list[float]] = {"minhash": [], "rerank": []}
+        # Largest resident set of any child so far (getrusage keeps only the maximum):
+        # after rerank's runs, rerank's peak, which is above MinHash's.
+        peak: dict[str, float] = {}
         with tempfile.TemporaryDirectory() as tmp:
             if args.warmup:  # compiled kernels cached, files in the page cache
                 for method in ("minhash", "rerank"):
@@ -124,10 +127,11 @@ def compare(args: argparse.Namespace) -> dict:
                                    check=True, env=env, cwd=ROOT)
                     cpu[method].append(_child_cpu() - before)
                     wall[method].append(time.perf_counter() - start)
+                    peak[method] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         med = {m: statistics.median(v) for m, v in cpu.items()}
         rows[data] = {
             "documents": n_docs,
-            "cpu_s": cpu, "wall_s": wall,
+            "cpu_s": cpu, "wall_s": wall, "children_peak_rss_mib": peak,
             "cpu_ms_per_doc": {m: 1000 * v / n_docs for m, v in med.items()},
             "rerank_over_minhash": med["rerank"] / med["minhash"],
         }
