@@ -248,13 +248,15 @@ def count(args: argparse.Namespace) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             sys.argv = ["neardup", *_command("rerank", files, flags, Path(tmp) / "c.parquet",
                                              args.extra, args.rerank_extra)]
+            start = time.process_time()
             try:
                 main()
             except SystemExit as stop:
                 if stop.code not in (0, None):
                     raise
+            cpu = time.process_time() - start
         rows[data] = {"documents": n_docs, "profile_cache_bytes":
-                      rerank.VerifierScorer.PROFILE_CACHE_BYTES, **tally}
+                      rerank.VerifierScorer.PROFILE_CACHE_BYTES, "cpu_s": cpu, **tally}
         print(data, rows[data], flush=True)
     return rows
 
