@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -93,17 +92,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--name", default=None, help="results file name (no extension)")
     args = parser.parse_args()
-    os.environ["HF_HUB_OFFLINE"] = "1"
     sys.path.insert(0, str(ROOT))
-    results = {}
-    for data in args.data:
-        results[data] = measure(data, args.pairs, args.seed)
-        print(data, json.dumps(results[data]), flush=True)
-    if args.name:
-        path = ROOT / "benchmarks" / "results" / "rerank" / f"{args.name}.json"
-        path.write_text(json.dumps({"argv": sys.argv[1:], "results": results}, indent=1) + "\n",
-                        encoding="utf-8")
-        print(f"wrote {path}")
+    from benchmarks.rerank_routes import run_sets
+
+    run_sets(args.data, lambda data: measure(data, args.pairs, args.seed),
+             lambda data, result: print(data, json.dumps(result), flush=True), args.name)
 
 
 if __name__ == "__main__":

@@ -124,26 +124,33 @@ def _print(data: str, r: dict) -> None:
                   f"{what} {row['decisions_overturned']}{extra}")
 
 
+def run_sets(data_sets: list[str], measure_one, show, name: str | None) -> dict:
+    """``measure_one(data)`` for each data set, shown by ``show(data, result)``; saved as
+    ``benchmarks/results/rerank/NAME.json`` (with the commit and arguments) when ``name``."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    sys.path.insert(0, str(ROOT))
+    results = {}
+    for data in data_sets:
+        results[data] = measure_one(data)
+        show(data, results[data])
+    if name:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, cwd=ROOT).stdout.strip()
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        path = RESULTS / f"{name}.json"
+        path.write_text(json.dumps({"commit": commit, "argv": sys.argv[1:], "results": results},
+                                   indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {path}")
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", action="append", required=True,
                         help="a data/ set name (its validation split), reuters, or scale:PATH")
     parser.add_argument("--name", default=None, help="results file name (no extension)")
     args = parser.parse_args()
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    sys.path.insert(0, str(ROOT))
-    results = {}
-    for data in args.data:
-        results[data] = measure(data)
-        _print(data, results[data])
-    if args.name:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, cwd=ROOT).stdout.strip()
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        path = RESULTS / f"{args.name}.json"
-        path.write_text(json.dumps({"commit": commit, "argv": sys.argv[1:], "results": results},
-                                   indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {path}")
+    run_sets(args.data, measure, _print, args.name)
 
 
 if __name__ == "__main__":
