@@ -1,6 +1,6 @@
 """rerank's CPU per document against MinHash's, and where rerank's CPU goes.
 
-Two modes, both running the command a user runs (``neardup dedup FILES --method M``, the
+Three modes, each running the command a user runs (``neardup dedup FILES --method M``, the
 method's own defaults: for rerank the shipped verifier over char-5 MinHash candidates at
 Jaccard 0.1, clustered as ``--cluster auto`` says, Leiden at resolution 0.4):
 
@@ -13,6 +13,9 @@ Jaccard 0.1, clustered as ``--cluster auto`` says, Leiden at resolution 0.4):
   threads count), split into candidates (sketching, band keys, MinHash's permissive
   check), document profiles and pair features, the tree ensemble (bound and
   prediction), the template guard, clustering and the rest (start-up, input, output).
+* ``count``: rerank in this process, counting the candidate edges the corpus stage
+  checks, those passing MinHash's estimate (the verifier's pairs), those accepted, and
+  the document profiles computed (``--cache-mib``: the profile cache's size).
 
 Data sets (``--data``, repeatable): ``reuters`` (Reuters-21578's SGML files, found under
 ``../shared/data/reuters21578`` from the repository root or ``--reuters DIR``),
@@ -89,8 +92,10 @@ def _inputs(data: str, reuters: Path | None) -> tuple[list[str], list[str], int]
 
 
 def _command(method: str, files: list[str], flags: list[str], out: Path,
-             extra: list[str]) -> list[str]:
-    return ["dedup", *files, "--method", method, *flags, "--clusters-out", str(out), "-q", *extra]
+             extra: list[str], rerank_extra: list[str] = ()) -> list[str]:
+    own = list(rerank_extra) if method == "rerank" else []
+    return ["dedup", *files, "--method", method, *flags, "--clusters-out", str(out), "-q",
+            *own, *extra]
 
 
 def _child_cpu() -> float:
@@ -105,25 +110,31 @@ def compare(args: argparse.Namespace) -> dict:
         files, flags, n_docs = _inputs(data, args.reuters)
         cpu: dict[str, list[float]] = {"minhash": [], "rerank": []}
         wall: dict[str, list[float]] = {"minhash": [], "rerank": []}
+        # Largest resident set of any child so far (getrusage keeps only the maximum):
+        # after rerank's runs, rerank's peak, which is above MinHash's.
+        peak: dict[str, float] = {}
         with tempfile.TemporaryDirectory() as tmp:
             if args.warmup:  # compiled kernels cached, files in the page cache
                 for method in ("minhash", "rerank"):
                     subprocess.run([sys.executable, "-m", "neardup", *_command(
-                        method, files, flags, Path(tmp) / "w.parquet", args.extra)],
+                        method, files, flags, Path(tmp) / "w.parquet", args.extra,
+                        args.rerank_extra)],
                         check=True, env=env, cwd=ROOT)
             for _ in range(args.repeats):
                 for method in ("minhash", "rerank"):
                     out = (args.clusters_dir or Path(tmp)) / f"{data.replace(':', '_').replace('/', '_')}-{method}.parquet"
                     before, start = _child_cpu(), time.perf_counter()
                     subprocess.run([sys.executable, "-m", "neardup",
-                                    *_command(method, files, flags, out, args.extra)],
+                                    *_command(method, files, flags, out, args.extra,
+                                              args.rerank_extra)],
                                    check=True, env=env, cwd=ROOT)
                     cpu[method].append(_child_cpu() - before)
                     wall[method].append(time.perf_counter() - start)
+                    peak[method] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         med = {m: statistics.median(v) for m, v in cpu.items()}
         rows[data] = {
             "documents": n_docs,
-            "cpu_s": cpu, "wall_s": wall,
+            "cpu_s": cpu, "wall_s": wall, "children_peak_rss_mib": peak,
             "cpu_ms_per_doc": {m: 1000 * v / n_docs for m, v in med.items()},
             "rerank_over_minhash": med["rerank"] / med["minhash"],
         }
@@ -152,7 +163,7 @@ def profile(args: argparse.Namespace) -> dict:
         files, flags, n_docs = _inputs(data, args.reuters)
         with tempfile.TemporaryDirectory() as tmp:
             sys.argv = ["neardup", *_command("rerank", files, flags, Path(tmp) / "c.parquet",
-                                             args.extra)]
+                                             args.extra, args.rerank_extra)]
             if args.warmup:
                 try:
                     main()
@@ -200,22 +211,78 @@ def profile(args: argparse.Namespace) -> dict:
     return rows
 
 
+def count(args: argparse.Namespace) -> dict:
+    """rerank in this process with counters: candidate edges the corpus stage checks,
+    edges passing MinHash's estimate (the verifier's pairs), edges accepted, and the
+    document profiles computed (once per document would be the least)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    sys.path.insert(0, str(ROOT))
+    import neardup.methods.pair_features as pair_features
+    import neardup.methods.rerank as rerank
+    from neardup.cli import main
+
+    if args.cache_mib is not None:
+        rerank.VerifierScorer.PROFILE_CACHE_BYTES = args.cache_mib << 20
+    tally = {"candidate_edges": 0, "verified_edges": 0, "accepted_edges": 0,
+             "profiles_computed": 0}
+    score_verified, profiles = rerank.RerankMethod._score_verified, pair_features.document_profiles
+
+    def counted_score(self, rows, left, right, passed):
+        prob, accept = score_verified(self, rows, left, right, passed)
+        tally["candidate_edges"] += int(left.size)
+        tally["verified_edges"] += int(passed.sum())
+        tally["accepted_edges"] += int(accept.sum())
+        return prob, accept
+
+    def counted_profiles(texts, **kwargs):
+        tally["profiles_computed"] += len(texts)
+        return profiles(texts, **kwargs)
+
+    rerank.RerankMethod._score_verified = counted_score
+    pair_features.document_profiles = counted_profiles
+    rows = {}
+    for data in args.data:
+        files, flags, n_docs = _inputs(data, args.reuters)
+        for key in tally:
+            tally[key] = 0
+        with tempfile.TemporaryDirectory() as tmp:
+            sys.argv = ["neardup", *_command("rerank", files, flags, Path(tmp) / "c.parquet",
+                                             args.extra, args.rerank_extra)]
+            start = time.process_time()
+            try:
+                main()
+            except SystemExit as stop:
+                if stop.code not in (0, None):
+                    raise
+            cpu = time.process_time() - start
+        rows[data] = {"documents": n_docs, "profile_cache_bytes":
+                      rerank.VerifierScorer.PROFILE_CACHE_BYTES, "cpu_s": cpu, **tally}
+        print(data, rows[data], flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=("compare", "profile"))
+    parser.add_argument("mode", choices=("compare", "profile", "count"))
     parser.add_argument("--data", action="append", required=True,
                         help="reuters, indep-NAME or scale:PATH (repeatable)")
     parser.add_argument("--reuters", type=Path, default=None)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--warmup", action="store_true",
                         help="run each command once, unmeasured, first (numba's cache)")
+    parser.add_argument("--rerank-param", dest="rerank_extra", action="append", default=[],
+                        type=lambda v: f"--param={v}",
+                        help="a --param NAME=VALUE for rerank only (repeatable), e.g. "
+                             "'candidate_params={\"threshold\": 0.2}'")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                         help="more dedup flags for both methods (last on the line)")
     parser.add_argument("--clusters-dir", type=Path, default=None,
                         help="compare: keep each method's clusters here (DATA-METHOD.parquet)")
+    parser.add_argument("--cache-mib", type=int, default=None,
+                        help="count: the verifier's profile cache in MiB (default: shipped)")
     parser.add_argument("--name", default=None, help="results file name (no extension)")
     args = parser.parse_args()
-    rows = compare(args) if args.mode == "compare" else profile(args)
+    rows = {"compare": compare, "profile": profile, "count": count}[args.mode](args)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=ROOT).stdout.strip()
     record = {"mode": args.mode, "commit": commit, "argv": sys.argv[1:],

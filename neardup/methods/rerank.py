@@ -339,7 +339,10 @@ class VerifierScorer:
 
     #: Memory kept for document profiles between batches (a news story's profile is
     #: about 60 KB: its shingle sets and heads), on top of a batch's working memory.
-    PROFILE_CACHE_BYTES = 64 << 20
+    #: 64 MiB held less than one batch's documents on the 20k scale corpus (59,829
+    #: profiles computed for 20,000 documents); with 256 MiB half as many (29,443), and
+    #: rerank spends 10% less CPU there, 4% on Reuters-21578 (docs/rerank-cost.md).
+    PROFILE_CACHE_BYTES = 256 << 20
 
     @property
     def classifier(self) -> Any:
