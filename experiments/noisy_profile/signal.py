@@ -30,7 +30,7 @@ import random
 from pathlib import Path
 
 from experiments.method_comparison.compare_transfer import ROOT, SETS
-from neardup.datasets.independent import _faker_documents, _man_documents
+from neardup.datasets.independent import faker_documents, man_documents
 from neardup.datasets.ocr import OCR_LANGUAGES, source_documents
 from neardup.io.reuters import find_reuters_dir, reuters_records
 from neardup.text.noise_signal import (BROKEN_TOKEN_SHARE, SAMPLE_DOCS,
@@ -62,7 +62,7 @@ def clean_samples(rng: random.Random) -> dict[str, list[str]]:
                   for _, _, record in reuters_records(path)]
         samples["reuters-21578 bodies"] = [b for b in bodies if b][:SAMPLE_DOCS]
     for language in MAN_LANGUAGES:
-        docs, _ = _man_documents(language, MAN)
+        docs, _ = man_documents(language, MAN)
         rng.shuffle(docs)
         if docs:
             samples[f"man pages {language}"] = [d["text"] for d in docs[:SAMPLE_DOCS]]
@@ -75,7 +75,7 @@ def clean_samples(rng: random.Random) -> dict[str, list[str]]:
         sorted(Path("/usr/share/common-licenses").glob("*")))
     samples["copyright files /usr/share/doc"] = _files(
         sorted(Path("/usr/share/doc").glob("*/copyright"))[:SAMPLE_DOCS])
-    samples["faker el_GR"] = [d["text"] for d in _faker_documents(400, 0)][:SAMPLE_DOCS]
+    samples["faker el_GR"] = [d["text"] for d in faker_documents(400, 0)][:SAMPLE_DOCS]
     for locale in FAKER_LOCALES:
         samples[f"faker {locale}"] = _faker_prose(locale, 500)
     return {name: texts for name, texts in samples.items() if texts}

@@ -524,7 +524,7 @@ def _size(text: str, cjk: bool) -> int:
     return len(text.replace(" ", "")) // 3 if cjk else len(text.split())
 
 
-def _man_documents(language: str, man_root: Path, lo: int = 50, hi: int = 180,
+def man_documents(language: str, man_root: Path, lo: int = 50, hi: int = 180,
                    keep: Callable[[str], bool] | None = None) -> tuple[list[dict], dict[str, int]]:
     """Chunks of consecutive translated paragraphs of each page (``lo``-``hi`` words, or
     3x as many characters for CJK), one "page" per source file, and each page's number
@@ -573,7 +573,7 @@ def _chunks(paragraphs: list[str], cjk: bool, lo: int, hi: int) -> list[str]:
     return out
 
 
-def _faker_documents(n_pages: int, seed: int) -> list[dict]:
+def faker_documents(n_pages: int, seed: int) -> list[dict]:
     from faker import Faker
 
     fake = Faker("el_GR")
@@ -586,7 +586,9 @@ def _faker_documents(n_pages: int, seed: int) -> list[dict]:
     return docs
 
 
-def _sentences(text: str, cjk: bool) -> list[str]:
+def script_sentences(text: str, cjk: bool) -> list[str]:
+    """``text``'s sentences: cut after CJK sentence marks when ``cjk``, else as
+    :func:`~neardup.datasets.noise.split_sentences` cuts them."""
     if cjk:
         return [s for s in re.split(r"(?<=[。！？；])", text) if s.strip()]
     return split_sentences(text)
@@ -660,11 +662,11 @@ def make_multilingual_set(
     page_weight: dict[str, int] = {}
     for language in languages:
         if language == "el":
-            greek = _faker_documents(400, seed)
+            greek = faker_documents(400, seed)
             docs += greek
             page_weight.update(Counter(d["page"] for d in greek))
         else:
-            language_docs, language_pages = _man_documents(language, Path(man_root))
+            language_docs, language_pages = man_documents(language, Path(man_root))
             docs += language_docs
             page_weight.update(language_pages)
     if not docs:
@@ -719,7 +721,7 @@ def make_multilingual_set(
                 continue
             other = clusters[siblings[int(rng.integers(len(siblings)))]].members[0]
             cjk = _is_cjk(anchor.body)
-            mine, theirs = _sentences(anchor.body, cjk), _sentences(other.body, cjk)
+            mine, theirs = script_sentences(anchor.body, cjk), script_sentences(other.body, cjk)
             if len(mine) < 2 or len(theirs) < 2:
                 continue
             half = len(mine) // 2

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from neardup.datasets.independent import MULTILINGUAL_SOURCES, _man_documents, _sentences
+from neardup.datasets.independent import MULTILINGUAL_SOURCES, man_documents, script_sentences
 from neardup.errors import check_choice, check_int
 
 __all__ = ["OCR_LANGUAGES", "OcrEngine", "make_ocr_set", "render_page", "reprint_edit"]
@@ -109,7 +109,7 @@ def _reuters_documents(lo: int, hi: int) -> list[dict]:
         if not single or not story.topics:
             continue
         kept, words = [], 0
-        for sentence in _sentences(story.body, False):
+        for sentence in script_sentences(story.body, False):
             words += len(sentence.split())
             if words > hi:
                 break
@@ -129,11 +129,11 @@ def source_documents(language: str, man_root: Path) -> list[dict]:
         if docs:
             return docs
         root, keep = man_root, _translated("en")
-        docs, _ = _man_documents("", root, lo, hi, keep=keep)
+        docs, _ = man_documents("", root, lo, hi, keep=keep)
         for d in docs:
             d["page"], d["lang"] = "en:" + d["page"].split(":", 1)[1], "en"
     else:
-        docs, _ = _man_documents(language, man_root, lo, hi, keep=_translated(language))
+        docs, _ = man_documents(language, man_root, lo, hi, keep=_translated(language))
     for i, d in enumerate(docs):
         d["source"] = f"{language}-man-{i}"
     return docs
@@ -155,7 +155,7 @@ def reprint_edit(text: str, rng: np.random.Generator,
     replaced by the first words of ``other_sentences``' pick. An edit that would take more
     than half the words (a man page "sentence" can be a whole paragraph) is not made:
     two copies must still share text to be copies."""
-    sentences = _sentences(text, False)
+    sentences = script_sentences(text, False)
     draw, share = rng.random(), float(rng.uniform(0.2, 0.5))
     pick = int(rng.integers(max(1, len(other_sentences))))
     total = _words(sentences)
@@ -328,7 +328,7 @@ def _split_pages(docs: list[dict], rng: np.random.Generator,
 
 def _update(anchor: str, sibling: str) -> str | None:
     """``anchor``'s first half and ``sibling``'s second half (sentences)."""
-    mine, theirs = _sentences(anchor, False), _sentences(sibling, False)
+    mine, theirs = script_sentences(anchor, False), script_sentences(sibling, False)
     if len(mine) < 2 or len(theirs) < 2:
         return None
     return " ".join(mine[: len(mine) // 2] + theirs[len(theirs) // 2:])
@@ -446,7 +446,7 @@ def make_ocr_set(
             other = others[int(crng.integers(len(others)))]["text"] if others else ""
             for j in range(cluster["size"]):
                 rng = np.random.default_rng([seed, 33, _OCR_SPLIT_CODE[split], ci, j])
-                text, notes = reprint_edit(cluster["text"], rng, _sentences(other, False)[:3])
+                text, notes = reprint_edit(cluster["text"], rng, script_sentences(other, False)[:3])
                 ocr, style, scans = _scan(text, cluster["lang"], rng, engine)
                 if ocr is None:  # unreadable at every try: the copy is lost, as in an archive
                     lost += 1

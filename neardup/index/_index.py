@@ -725,6 +725,7 @@ class Index:
         if self.embedding:
             return self._add_vectors_locked(con, sketch, digest, normalized, ids, keep, next_doc,
                                             identity=identity)
+        assert batch_keys is not None  # a keyed method's batch always has key rows
         n = len(sketch)
         local = np.flatnonzero(keep)
         m = local.size
@@ -774,6 +775,7 @@ class Index:
                         zip(keys[order].tolist(), payload[order].tolist(), docs[order].tolist()))
         self._grow_big(con, keys, docs, *lookup)
         if new_texts is not None:
+            assert self.rerank is not None  # texts are kept only for rerank verification
             con.executemany(f"INSERT INTO {TEXT_TABLE}(doc, text) VALUES (?, ?)",
                             zip(new_docs.tolist(), compress_texts(new_texts.new_texts,
                                                                   self.rerank["max_chars"])))
@@ -969,6 +971,7 @@ class Index:
             left, right, score, rows, base = self._query_vectors(sketch, n)
             stored_docs = np.array([r[0] for r in rows], np.int64)
         else:
+            assert batch_keys is not None  # a keyed method's batch always has key rows
             left, right, score, rows, base, stored_docs = self._query_keyed(sketch, batch_keys, texts)
         query = right - base
         order = np.lexsort((left, -score, query))
