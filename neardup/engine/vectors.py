@@ -96,6 +96,7 @@ from neardup.engine.corpus import (
 )
 from neardup.engine.facts import DOC_SCHEMA, document_facts
 from neardup.engine.pairmemory import PairMemory
+from neardup.engine.rows import LazyTexts, RowSource
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
 from neardup.errors import check_choice, check_int
@@ -308,7 +309,7 @@ def _training_sample(store: _RowStore, nlist: int, seed: int, budget: int) -> np
 # --------------------------------------------------------------------------- search
 
 
-class PairScoring:
+class PairScoring(RowSource):
     """What a method that scores its vector candidates (verification ``text_chars`` set:
     rerank) needs in the search: the stored texts, the dates when it reads them,
     the pairs it rejected (remembered up to 1/16 of the budget: in kNN mode a pair comes
@@ -325,7 +326,7 @@ class PairScoring:
         self.step = int(min(max(budget // 8 // (2 * texts.doc_bytes + 64), 64), self.MAX_STEP))
 
     def rows(self, docs: np.ndarray) -> CandidateRows:
-        out = CandidateRows(docs, texts=self.texts.rows(docs))
+        out = CandidateRows(docs, texts=LazyTexts(self.texts, docs))
         if self.dates is not None:
             out.dates = self.dates[docs]
         return out
