@@ -13,6 +13,10 @@ The sources differ only in storage:
 - ``index._bulk._RowStore``: the bulk build's raw row file;
 - ``index._index._LocalRows``: rows read from the index's SQLite tables.
 
+The vector stage's faiss search reads whole shards of embedding rows instead, through
+:class:`VectorShards` (``read(start, stop)``): the work directory's row file
+(``engine.vectors._VectorFile``) or Ray's object store (``engine.ray.vectors._VectorObjects``).
+
 Texts are read through a :class:`TextSource` (``texts(docs) -> list of str``) and
 handed to the scorer as :class:`LazyTexts`: only the texts it takes are read and
 become Python strings. Implementations subclass the protocols explicitly, so
@@ -29,7 +33,7 @@ from neardup.engine.buckets import concat_ranges
 from neardup.methods.base import CandidateRows
 from neardup.text.shingle import ShingleSets
 
-__all__ = ["ArrayRows", "LazyTexts", "RowSource", "TextSource"]
+__all__ = ["ArrayRows", "LazyTexts", "RowSource", "TextSource", "VectorShards"]
 
 
 class TextSource(Protocol):
@@ -45,6 +49,14 @@ class RowSource(Protocol):
 
     def rows(self, docs: np.ndarray) -> CandidateRows:
         """What the method reads of ``docs`` (any order, repeats allowed), aligned with them."""
+        ...
+
+
+class VectorShards(Protocol):
+    """Embedding rows read a shard (a range of rows) at a time, for the faiss search."""
+
+    def read(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``start..stop-1`` as float32 (n, dim) and their float64 norms."""
         ...
 
 

@@ -5,6 +5,8 @@ asked, repeats and empty requests included. A new implementation of RowSource or
 TextSource fails ``test_every_source_is_covered`` until it has a builder here."""
 
 import sqlite3
+import sys
+import types
 
 import numpy as np
 import pyarrow as pa
@@ -12,11 +14,12 @@ import pytest
 
 import neardup.engine.corpus as corpus
 import neardup.engine.ray.rows as ray_rows
+import neardup.engine.ray.vectors as ray_vectors
 import neardup.engine.vectors as vectors
 import neardup.index._bulk as bulk
 import neardup.index._index as index
 from neardup.engine.ray.shards import SET_SIZES, SET_VALUES, TEXTS
-from neardup.engine.rows import ArrayRows, LazyTexts, RowSource, TextSource
+from neardup.engine.rows import ArrayRows, LazyTexts, RowSource, TextSource, VectorShards
 from neardup.index._rerank import TEXT_SCHEMA, TEXT_TABLE, IndexTexts, compress_texts
 from neardup.text.shingle import ShingleSets
 
@@ -136,6 +139,27 @@ TEXT_SOURCES = {
     "sqlite_and_new": lambda tmp_path: _sqlite_texts(new_base=7),
 }
 
+EMBEDDINGS = RNG.standard_normal((N, 8)).astype(np.float32)
+SHARDS = [(0, 5), (5, 7), (7, N)]
+
+
+def _vector_file(tmp_path):
+    class Dir:  # the one WorkDir method the store reads
+        def stage_dir(self, name):
+            return tmp_path / name
+
+    (tmp_path / "embed").mkdir()
+    EMBEDDINGS.tofile(tmp_path / "embed" / "rows.bin")
+    return vectors._VectorFile(Dir(), {"n_rows": N, "dim": 8, "storage": "float32"})
+
+
+def _vector_objects(tmp_path):
+    """Ray's object store: one object per shard (``ray.get`` stood in for, see below)."""
+    return ray_vectors._VectorObjects(SHARDS, [EMBEDDINGS[a:b] for a, b in SHARDS], 8)
+
+
+VECTOR_SHARDS = {"file": _vector_file, "objects": _vector_objects}
+
 REQUESTS = [ALL, ALL[::-1], np.array([3, 3, 0, 11, 3, 5, 5]), np.array([5]),
             np.zeros(0, np.int64)]
 
@@ -160,6 +184,8 @@ def test_every_source_is_covered(tmp_path):
     assert _subclasses(RowSource) == {type(source) for source, _ in rows}
     texts = _build_each(TEXT_SOURCES, tmp_path / "texts")
     assert _subclasses(TextSource) == {type(source) for source in texts}
+    shards = _build_each(VECTOR_SHARDS, tmp_path / "vectors")
+    assert _subclasses(VectorShards) == {type(source) for source in shards}
 
 
 def _expected_texts(docs):
@@ -207,3 +233,15 @@ def test_text_sources_agree(tmp_path, name):
     lazy = LazyTexts(source, np.array([9, 2, 2]))
     assert len(lazy) == 3 and lazy.take([2, 0]) == _expected_texts(np.array([2, 9]))
     assert lazy.take([]) == []
+
+
+@pytest.mark.parametrize("name", sorted(VECTOR_SHARDS))
+def test_vector_shards_agree(tmp_path, name, monkeypatch):
+    # Objects as the store hands them back, without starting Ray.
+    monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(get=lambda ref: ref))
+    source = VECTOR_SHARDS[name](tmp_path)
+    for start, stop in SHARDS:
+        rows, norms = source.read(start, stop)
+        assert rows.dtype == np.float32 and norms.dtype == np.float64
+        np.testing.assert_array_equal(rows, EMBEDDINGS[start:stop])
+        np.testing.assert_allclose(norms, np.linalg.norm(EMBEDDINGS[start:stop].astype(np.float64), axis=1))
