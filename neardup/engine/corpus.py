@@ -60,6 +60,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neardup.engine.rows import LazyTexts, RowSource, TextSource
 from neardup.engine.buckets import concat_ranges, group_runs, overlap_pairs
 from neardup.engine.facts import DOC_SCHEMA, document_facts, identity_pairs
 from neardup.engine.overlap import (
@@ -98,7 +99,6 @@ from neardup.progress import StageTimer, progress_bar, timed_batches
 from neardup.text.shingle import ShingleSets
 
 __all__ = [
-    "ArrayRows",
     "CorpusStageConfig",
     "PartitionLinker",
     "TEXTS_FILE",
@@ -727,25 +727,22 @@ class TextWriter:
         self.offsets.close()
 
 
-class TextReader:
+class TextReader(TextSource):
     """The texts of a :class:`TextWriter` file, read by document with ``pread``
     (:mod:`neardup.io.rowfile`; a memory map put the file's pages in the process's
     resident memory as scattered documents were read, 1.2 GB at 1M documents): nothing
-    is held in memory. ``rows(docs)`` gives a lazy reader for ``CandidateRows.texts``
-    (only what the scorer takes is read and becomes Python strings)."""
+    is held in memory. Wrapped in :class:`~neardup.engine.rows.LazyTexts` for
+    ``CandidateRows.texts``: only what the scorer takes is read and becomes Python strings."""
 
     def __init__(self, path: Path, n_docs: int) -> None:
         self.path, self.offsets_path = path, path.with_name(_TEXT_OFFSETS)
         #: Mean stored bytes per document (to size the batches whose texts are read).
         self.doc_bytes = int(path.stat().st_size // max(n_docs, 1))
 
-    def rows(self, docs: np.ndarray) -> _TextRows:
-        return _TextRows(self, docs)
-
-    def texts(self, rows: np.ndarray) -> list[str]:
-        """The texts of documents ``rows`` (any order, repeats allowed)."""
+    def texts(self, docs: np.ndarray) -> list[str]:
+        """The texts of documents ``docs`` (any order, repeats allowed)."""
         # Each document read once, in file order (adjacent ones in one call).
-        unique, inverse = np.unique(np.asarray(rows, np.int64), return_inverse=True)
+        unique, inverse = np.unique(np.asarray(docs, np.int64), return_inverse=True)
         # Each document's start and end offsets: 16 adjacent bytes.
         bounds = read_spans(self.offsets_path, unique * 8, np.full(unique.size, 16, np.int64)) \
             .view(np.int64).reshape(-1, 2)
@@ -756,7 +753,7 @@ class TextReader:
         return [texts[i] for i in inverse.tolist()]
 
 
-class _ArrayStore:
+class _ArrayStore(RowSource):
     """The per-document data of the sketch stage, read back by row: fixed-width arrays,
     ragged shingle sets (with their element weights), texts and dates (each only when the
     method reads it). Raw files are read with ``pread`` (:mod:`neardup.io.rowfile`: a memory map put the file's
@@ -789,7 +786,8 @@ class _ArrayStore:
         self.dates = dates
 
     def rows(self, docs: np.ndarray) -> CandidateRows:
-        """The stored data of ``docs`` (ascending corpus positions)."""
+        """The stored data of ``docs`` (corpus positions; ascending reads best)."""
+        docs = np.asarray(docs, np.int64)
         out = CandidateRows(docs)
         for name, (dtype, tail) in self.layout.items():
             width = dtype.itemsize * int(np.prod(tail or (1,)))
@@ -807,7 +805,7 @@ class _ArrayStore:
         if self.texts is not None:
             # Nothing is copied here: the scorer takes the texts of the edges that pass
             # its cheap check, and only those become Python strings.
-            out.texts = self.texts.rows(docs)
+            out.texts = LazyTexts(self.texts, docs)
         if self.dates is not None:
             out.dates = self.dates[docs].view("datetime64[s]")
         return out
@@ -815,34 +813,6 @@ class _ArrayStore:
     def set_sizes(self, docs: np.ndarray) -> np.ndarray:
         """Shingle-set sizes of ``docs`` (from the offsets held in memory)."""
         return self.set_offsets[docs + 1] - self.set_offsets[docs]
-
-
-class _TextRows:
-    """The texts of a step's documents, aligned with them, read from the work directory
-    only when taken (``take(positions)`` -> list of str)."""
-
-    def __init__(self, reader: TextReader, docs: np.ndarray) -> None:
-        self.reader, self.docs = reader, docs
-
-    def __len__(self) -> int:
-        return int(self.docs.shape[0])
-
-    def take(self, positions) -> list[str]:
-        return self.reader.texts(self.docs[np.asarray(positions, np.int64)])
-
-
-class ArrayRows:
-    """Verification arrays held in memory for the documents ``docs`` (sorted), read by
-    row like the work directory's store; what an executor that ships each partition its
-    own documents' arrays (Ray) gives :class:`PartitionLinker`. Fixed-width arrays only
-    (methods whose capabilities are ``fixed_width``)."""
-
-    def __init__(self, docs: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
-        self.docs, self.arrays = docs, arrays
-
-    def rows(self, docs: np.ndarray) -> CandidateRows:
-        index = np.searchsorted(self.docs, docs)
-        return CandidateRows(docs, {name: values[index] for name, values in self.arrays.items()})
 
 
 class NoJoins:
@@ -864,14 +834,14 @@ class PartitionLinker:
     partition or, on one machine, by the partitions before it: ``uf`` is then the run's
     union-find; none with ``every_edge`` and no ``uf``: every accepted pair is kept) and
     verifying the rest against ``store.rows(docs)`` (the work directory's memory-mapped
-    arrays, or :class:`ArrayRows`), read only for the edges still to check. An executor
+    arrays, or any :class:`~neardup.engine.rows.RowSource`), read only for the edges still to check. An executor
     that links partitions in parallel gives each its own union-find over the partition's
     documents; the global merge of the forests gives the same components either way. ``window``
     (:class:`~neardup.graph.edges.TimeWindow`) is indexed like the union-find: by global position, or with ``uf=None`` aligned with the
     partition's sorted unique documents. Results accumulate in ``forest`` and ``outside``
     (lists of (left, right, score) arrays) and ``counts``."""
 
-    def __init__(self, method: Method, docs: np.ndarray, store, window: TimeWindow | None,
+    def __init__(self, method: Method, docs: np.ndarray, store: RowSource, window: TimeWindow | None,
                  uf: UnionFind | NoJoins | None = None,
                  rejected: PairMemory | None = None, every_edge: bool = False) -> None:
         self.method, self.store = method, store
@@ -934,8 +904,6 @@ class PartitionLinker:
             # pages of a file larger than the page cache share) grow faster than the corpus.
             need = np.unique(np.concatenate((left, right)))
             rows = self.store.rows(need)
-            if isinstance(rows, dict):  # a store of fixed-width arrays only (the index's)
-                rows = CandidateRows(need, rows)
             score, accept = self.method.score_candidate_rows(
                 rows, np.searchsorted(need, left), np.searchsorted(need, right))
             score, accept = np.asarray(score, np.float32), np.asarray(accept, bool)
@@ -1065,7 +1033,7 @@ def _exchange_block(method: Method, linker: PartitionLinker, exchange: _PairSpil
 
 
 
-def link_partition(method: Method, tables: list[pa.Table], store: _ArrayStore,
+def link_partition(method: Method, tables: list[pa.Table], store: RowSource,
                     window: TimeWindow | None, chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
                     exchange: _PairSpill | None = None, prefix_cut: np.ndarray | None = None,
                     checked: PairMemory | None = None, rejected: PairMemory | None = None,
@@ -1203,7 +1171,7 @@ def _link_chained_groups(linker: PartitionLinker, docs: np.ndarray, starts: np.n
 
 
 def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
-                  payload: np.ndarray | None, store, uf: UnionFind, *,
+                  payload: np.ndarray | None, store: RowSource, uf: UnionFind, *,
                   chunk_rows: int = 1 << 20) -> Pairs:
     """Link one key partition's rows as the corpus stage does, for a caller that keeps
     its own spill (the index's bulk build): every row of a key must be in this call.
@@ -1213,8 +1181,8 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
     method : Method
     keys, docs, payload : ndarray
         Candidate-key rows (``method.candidate_keys`` output, docs as global positions).
-    store : object with ``rows(docs) -> dict of arrays`` (or ``CandidateRows``)
-        Reads the candidate arrays of sorted, unique global positions.
+    store : RowSource
+        Reads the candidate rows of sorted, unique global positions.
     uf : UnionFind
         The run's union-find over global positions; updated in place.
     chunk_rows : int

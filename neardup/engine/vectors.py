@@ -96,6 +96,7 @@ from neardup.engine.corpus import (
 )
 from neardup.engine.facts import DOC_SCHEMA, document_facts
 from neardup.engine.pairmemory import PairMemory
+from neardup.engine.rows import LazyTexts, RowSource, VectorShards
 from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
 from neardup.errors import check_choice, check_int
@@ -210,7 +211,7 @@ def _embed_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method, 
     return facts
 
 
-class _RowStore:
+class _VectorFile(VectorShards):
     """The embed stage's rows, read back shard by shard as float32 with their norms, with
     ``pread`` (:mod:`neardup.io.rowfile`): only the rows read become resident."""
 
@@ -242,7 +243,7 @@ class _IvfShards:
     against the shared centroids and searched in every shard; the merged per-shard top-k
     is then the top-k of one IVF index over all rows with those centroids."""
 
-    def __init__(self, faiss, directory, store: _RowStore, shards: list[tuple[int, int]],
+    def __init__(self, faiss, directory, store: _VectorFile, shards: list[tuple[int, int]],
                  search, budget: int) -> None:
         self.faiss = faiss
         self.nlist = ivf_nlist(store.n_rows, search.nlist)
@@ -298,7 +299,7 @@ def training_positions(n_rows: int, dim: int, nlist: int, seed: int, budget: int
     return np.sort(np.random.default_rng(seed).choice(n_rows, size=size, replace=False))
 
 
-def _training_sample(store: _RowStore, nlist: int, seed: int, budget: int) -> np.ndarray:
+def _training_sample(store: _VectorFile, nlist: int, seed: int, budget: int) -> np.ndarray:
     positions = training_positions(store.n_rows, store.dim, nlist, seed, budget)
     if positions is None:
         return store.read(0, store.n_rows)[0]
@@ -308,7 +309,7 @@ def _training_sample(store: _RowStore, nlist: int, seed: int, budget: int) -> np
 # --------------------------------------------------------------------------- search
 
 
-class PairScoring:
+class PairScoring(RowSource):
     """What a method that scores its vector candidates (verification ``text_chars`` set:
     rerank) needs in the search: the stored texts, the dates when it reads them,
     the pairs it rejected (remembered up to 1/16 of the budget: in kNN mode a pair comes
@@ -325,7 +326,7 @@ class PairScoring:
         self.step = int(min(max(budget // 8 // (2 * texts.doc_bytes + 64), 64), self.MAX_STEP))
 
     def rows(self, docs: np.ndarray) -> CandidateRows:
-        out = CandidateRows(docs, texts=self.texts.rows(docs))
+        out = CandidateRows(docs, texts=LazyTexts(self.texts, docs))
         if self.dates is not None:
             out.dates = self.dates[docs]
         return out
@@ -418,7 +419,7 @@ def _merge_top(best_s: np.ndarray, best_i: np.ndarray, scores: np.ndarray, ids: 
     return np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1)
 
 
-def search_shard(faiss, store: _RowStore, shards: list[tuple[int, int]], i: int,
+def search_shard(faiss, store: VectorShards, shards: list[tuple[int, int]], i: int,
                   k: int | None, floor: float, linker: ShardLinker,
                   batch: QueryBatchSize, ivf: _IvfShards | None = None) -> None:
     """Query shard ``i`` against the shards it must meet (see the module docstring)."""
@@ -512,7 +513,7 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
         scoring = PairScoring(TextReader(wd.stage_dir("embed") / TEXTS_FILE, n_docs),
                               dates if caps.reads.dates else None, budget)
     window = TimeWindow.of(window_hours, dates, identity)
-    store = _RowStore(wd, facts)
+    store = _VectorFile(wd, facts)
     shards = [(s, min(s + shard_rows, n_rows)) for s in range(0, n_rows, shard_rows)]
     k = None if k is None else min(k, max(n_rows - 1, 1))
     floor = search.threshold - search_margin(store.dim, facts["max_norm_deviation"])

@@ -53,6 +53,7 @@ from neardup import faults
 from neardup.engine import UnionFind, link_key_rows
 from neardup.engine.buckets import group_runs
 from neardup.engine.facts import identity_pairs
+from neardup.engine.rows import RowSource, TextSource
 from neardup.errors import InputError, setting
 from neardup.index._methods import DuplicateIdError, check_ids, i64, split_rows
 from neardup.index._rerank import (
@@ -64,6 +65,7 @@ from neardup.index._rerank import (
 )
 from neardup.index._store import create_indexes, create_tables
 from neardup.io.rowfile import read_rows, read_spans
+from neardup.methods.base import CandidateRows
 from neardup.text.identity import text_identity
 
 __all__ = ["BulkBuilder"]
@@ -72,7 +74,7 @@ _SCRATCH = ".bulk-"
 _SIGN = np.uint64(1 << 63)
 
 
-class _RowStore:
+class _RowStore(RowSource):
     """Candidate-array rows in a raw file, read by position with ``pread``
     (:func:`neardup.io.rowfile.read_rows`): resident memory is the rows read. (Through a
     memory map, the page-cache folios around each scattered row counted in the process's
@@ -84,11 +86,11 @@ class _RowStore:
     def raw(self, docs) -> np.ndarray:
         return read_rows(self.path, np.asarray(docs, np.int64), self.row_bytes)
 
-    def rows(self, docs: np.ndarray):
+    def rows(self, docs: np.ndarray) -> CandidateRows:
         return candidate_rows(docs, split_rows(self.raw(docs), self.layout), self.texts)
 
 
-class _TextStore:
+class _TextStore(TextSource):
     """The rerank scorer's compressed texts in the scratch (``rerank.bin``, end offsets
     in ``rerank.end``), read by position."""
 

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup import faults
-from neardup.engine.corpus import ArrayRows
+from neardup.engine.rows import ArrayRows, RowSource
 from neardup.engine.sketching import sketch_batch
 from neardup.errors import InputError, NeardupError, check_int, setting
 from neardup.graph.edges import Pairs
@@ -81,7 +81,7 @@ from neardup.index._store import (
 )
 from neardup.index._vectors import VectorSegments
 from neardup.methods import make_method
-from neardup.methods.base import CandidateKeys, Method, Sketch
+from neardup.methods.base import CandidateKeys, CandidateRows, Method, Sketch
 from neardup.text.identity import text_identity
 from neardup.text.normalize import NormalizeConfig, normalize_batch
 
@@ -465,15 +465,16 @@ class Index:
         by the verifying method's ``score_candidate_rows`` (rerank's reads ``texts``)."""
         new_count = len(next(iter(new_arrays.values()))) if new_arrays else 0
         # Stored positions (ascending), then the new ones: sorted, as ArrayRows reads them.
-        store = ArrayRows(np.concatenate((stored_docs, new_base + np.arange(new_count))),
-                          {name: np.concatenate((stored_arrays[name], new_arrays[name]))
-                           if stored_arrays else new_arrays[name] for name in new_arrays})
+        store: RowSource = ArrayRows(
+            np.concatenate((stored_docs, new_base + np.arange(new_count))),
+            {name: np.concatenate((stored_arrays[name], new_arrays[name]))
+             if stored_arrays else new_arrays[name] for name in new_arrays}, texts=texts)
 
         def verify(left, right):
             if left.size == 0:
                 return np.empty(0, np.float32), np.empty(0, bool)
             need = np.unique(np.concatenate((left, right)))
-            rows = candidate_rows(need, store.rows(need).arrays, texts)
+            rows = store.rows(need)
             with self._scoring:
                 score, accept = self._verifying.score_candidate_rows(
                     rows, np.searchsorted(need, left), np.searchsorted(need, right))
@@ -1375,16 +1376,19 @@ def _rollback(con) -> None:
             pass
 
 
-class _LocalRows:
-    """Candidate arrays by local position (and texts by the index positions ``docs``),
-    for :func:`neardup.engine.link_key_rows`."""
+class _LocalRows(RowSource):
+    """One cluster's candidate arrays (read from the index's SQLite tables) by local
+    position 0..n-1, and their texts by the index positions ``positions`` (the local
+    positions' index positions), for :func:`neardup.engine.link_key_rows`."""
 
-    def __init__(self, arrays: dict[str, np.ndarray], docs: np.ndarray, texts=None) -> None:
-        self.arrays, self.docs, self.texts = arrays, docs, texts
+    def __init__(self, arrays: dict[str, np.ndarray], positions: np.ndarray,
+                 texts: IndexTexts | None = None) -> None:
+        self.arrays, self.positions, self.texts = arrays, positions, texts
 
-    def rows(self, local: np.ndarray):
-        return candidate_rows(local, {k: v[local] for k, v in self.arrays.items()}, self.texts,
-                              self.docs[local])
+    def rows(self, docs: np.ndarray) -> CandidateRows:
+        docs = np.asarray(docs, np.int64)
+        return candidate_rows(docs, {k: v[docs] for k, v in self.arrays.items()}, self.texts,
+                              self.positions[docs])
 
 
 def _bulk_table(ids: pa.Array, roots: np.ndarray, n_features: np.ndarray, left: np.ndarray,

@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from neardup.engine.rows import LazyTexts, TextSource
 from neardup.methods.base import CandidateRows, Method
 
-__all__ = ["RERANK_METHODS", "TEXT_TABLE", "IndexTexts", "TextRows", "candidate_rows",
+__all__ = ["RERANK_METHODS", "TEXT_TABLE", "IndexTexts", "candidate_rows",
            "rerank_config", "rerank_method"]
 
 #: The table of compressed texts (created only when rerank verification is on).
@@ -125,7 +126,7 @@ def decompress_text(blob: bytes) -> str:
                          asbytes=True).decode("utf-8", "surrogatepass")
 
 
-class IndexTexts:
+class IndexTexts(TextSource):
     """The scorer's texts by index position: positions from ``new_base`` on are new
     documents (``new_texts[position - new_base]``), the others are read from the
     database's text table. One object per add, query or re-link: the scorer's profile
@@ -135,12 +136,12 @@ class IndexTexts:
         self.con, self.new_base = con, new_base
         self.new_texts = [t[:max_chars] for t in new_texts]
 
-    def texts(self, positions: np.ndarray) -> list[str]:
-        positions = np.asarray(positions, np.int64)
-        stored = positions[positions < self.new_base]
+    def texts(self, docs: np.ndarray) -> list[str]:
+        docs = np.asarray(docs, np.int64)
+        stored = docs[docs < self.new_base]
         known = self._stored(stored) if stored.size else {}
         return [self.new_texts[p - self.new_base] if p >= self.new_base else known.get(p, "")
-                for p in positions.tolist()]
+                for p in docs.tolist()]
 
     def _stored(self, docs: np.ndarray) -> dict[int, str]:
         con = self.con  # one temp-table join
@@ -151,23 +152,9 @@ class IndexTexts:
             f"SELECT t.doc, t.text FROM qr CROSS JOIN {TEXT_TABLE} t ON t.doc = qr.doc")}
 
 
-class TextRows:
-    """``CandidateRows.texts`` of documents ``docs`` (index positions), read from
-    ``reader`` (``texts(positions) -> list of str``) only when the scorer takes them."""
-
-    def __init__(self, reader, docs: np.ndarray) -> None:
-        self.reader, self.docs = reader, docs
-
-    def __len__(self) -> int:
-        return int(self.docs.shape[0])
-
-    def take(self, positions) -> list[str]:
-        return self.reader.texts(self.docs[np.asarray(positions, np.int64)])
-
-
-def candidate_rows(docs: np.ndarray, arrays: dict[str, np.ndarray], reader=None,
+def candidate_rows(docs: np.ndarray, arrays: dict[str, np.ndarray], reader: TextSource | None = None,
                    positions: np.ndarray | None = None) -> CandidateRows:
     """What a verification reads of documents ``docs``: their candidate arrays and, with
     a text ``reader``, their texts by index position (``positions``, default ``docs``)."""
-    texts = None if reader is None else TextRows(reader, docs if positions is None else positions)
+    texts = None if reader is None else LazyTexts(reader, docs if positions is None else positions)
     return CandidateRows(docs, arrays, texts=texts)

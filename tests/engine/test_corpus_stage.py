@@ -459,6 +459,7 @@ def test_ragged_and_text_rows_are_fetched_as_stored(tmp_path):
 
 def test_texts_are_read_back_by_document_without_mapping_the_file(tmp_path):
     from neardup.engine.corpus import TextReader, TextWriter
+    from neardup.engine.rows import LazyTexts
 
     texts = [f"story {i} " + "wörd " * (i % 50) + "\ud800" * (i % 7 == 0) for i in range(3000)]
     texts[10] = texts[11] = ""
@@ -468,7 +469,7 @@ def test_texts_are_read_back_by_document_without_mapping_the_file(tmp_path):
     writer.write([])
     writer.close()
     docs = np.arange(5, 3000, 3)
-    rows = TextReader(tmp_path / "texts.bin", len(texts)).rows(docs)
+    rows = LazyTexts(TextReader(tmp_path / "texts.bin", len(texts)), docs)
     positions = np.random.default_rng(0).integers(0, len(rows), 500)  # any order, repeats
     assert rows.take(positions) == [texts[docs[p]][:200] for p in positions]
     assert rows.take([]) == []

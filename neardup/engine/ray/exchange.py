@@ -10,7 +10,7 @@ import numpy as np
 from neardup.engine.corpus import PartitionLinker
 from neardup.engine.overlap import code_pairs, decide_pairs, pair_codes, sum_pair_counts
 from neardup.engine.ray.positions import range_of, split_by, unique_positions
-from neardup.engine.ray.rows import ShippedRows, gather_task, verify_step
+from neardup.engine.ray.rows import shipped_rows, gather_task, verify_step
 from neardup.engine.ray.shards import IDENTITY, SET_SIZES
 from neardup.graph.edges import TimeWindow
 from neardup.methods.base import Method
@@ -137,7 +137,7 @@ def pair_link_task(state: dict, method: Method, window_hours: float | None, opti
     accept_left, accept_right, accept_score = state["accept"]
     verify_left, verify_right = state["verify"]
     docs = state["docs"]
-    store = ShippedRows(state["check"], rows, dates=method.capabilities.reads.dates and options["has_dates"])
+    store = shipped_rows(state["check"], rows, dates=method.capabilities.reads.dates and options["has_dates"])
     window = None
     if window_hours is not None:
         # The linker reads the window aligned with its sorted unique documents: those of its pairs.

@@ -13,7 +13,7 @@ from neardup.engine.corpus import PartitionLinker
 from neardup.engine.overlap import pair_codes
 from neardup.engine.ray.exchange import RecordCollector
 from neardup.engine.ray.positions import roots_of, unique_positions
-from neardup.engine.ray.rows import ShippedRows, shipped_bytes, verify_step
+from neardup.engine.ray.rows import shipped_rows, shipped_bytes, verify_step
 from neardup.engine.ray.shards import IDENTITY
 from neardup.engine.unionfind import UnionFind
 from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
@@ -41,7 +41,7 @@ def link_task(edges: dict, method: Method, window_hours: float | None, options: 
         left, right = left[first], right[first]
         score = score[first] if score is not None else None
     local = unique_positions(np.concatenate((left, right)))
-    store = ShippedRows(local, rows, dates=method.capabilities.reads.dates and options["has_dates"])
+    store = shipped_rows(local, rows, dates=method.capabilities.reads.dates and options["has_dates"])
     window = None
     if window_hours is not None and rows:
         window = TimeWindow.of(window_hours, np.concatenate([r["date"] for r in rows]),
@@ -85,7 +85,7 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
     if keys["payload"] is not None:
         columns["payload"] = keys["payload"]
     need = edges["need"]
-    store = ShippedRows(np.searchsorted(local, need), rows,
+    store = shipped_rows(np.searchsorted(local, need), rows,
                          dates=method.capabilities.reads.dates and options["has_dates"])
     uf = NoJoins() if options.get("every_edge", False) else UnionFind(local.size)
     seed = edges["seed"]

@@ -1,5 +1,5 @@
 """Per-document rows shipped between tasks: which arrays a link task asks the shards
-for, the gather task that cuts them out, and :class:`ShippedRows`, which reads them as
+for, the gather task that cuts them out, and :func:`shipped_rows`, which reads them as
 the local stage's work-directory store reads its files."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import pyarrow as pa
 from neardup.engine.buckets import concat_ranges
 from neardup.engine.corpus import default_memory_limit
 from neardup.engine.corpus import verify_step as corpus_verify_step
+from neardup.engine.rows import ArrayRows, TextSource
 from neardup.engine.ray.shards import IDENTITY, SET_SIZES, SET_VALUES, TEXTS
-from neardup.methods.base import CandidateRows, Method
+from neardup.methods.base import Method
 from neardup.text.shingle import ShingleSets
 
 
@@ -48,59 +49,39 @@ def gather_task(arrays: dict, names: tuple[str, ...], *requests: np.ndarray):
 
 
 
-class _ShippedTexts:
-    """Texts of some documents (UTF-8 bytes, Arrow), decoded only when taken."""
+class ShippedTexts(TextSource):
+    """Texts of the documents ``docs`` (sorted; UTF-8 bytes in an Arrow column, aligned
+    with them), decoded only when read."""
 
-    def __init__(self, column: pa.Array, index: np.ndarray) -> None:
-        self.column, self.index = column, index
+    def __init__(self, docs: np.ndarray, column: pa.Array) -> None:
+        self.docs, self.column = docs, column
 
-    def __len__(self) -> int:
-        return int(self.index.size)
-
-    def take(self, positions) -> list[str]:
-        raw = self.column.take(pa.array(self.index[np.asarray(positions, np.int64)])).to_pylist()
+    def texts(self, docs: np.ndarray) -> list[str]:
+        index = np.searchsorted(self.docs, np.asarray(docs, np.int64))
+        raw = self.column.take(pa.array(index)).to_pylist()
         return [b.decode("utf-8", "surrogatepass") for b in raw]
 
 
-class ShippedRows:
-    """The rows one link task gathered from the shards (``docs``: sorted positions), read
-    as the local stage's work-directory store reads its files: fixed-width arrays, ragged
-    shingle sets (and their sizes, for the overlap bound), texts, dates."""
-
-    def __init__(self, docs: np.ndarray, rows: Sequence[dict], dates: bool) -> None:
-        self.docs = docs
-        names = rows[0].keys() if rows else ()
-        self.arrays = {name: np.concatenate([r[name] for r in rows]) for name in names
-                       if name not in (SET_SIZES, SET_VALUES, TEXTS, "date", IDENTITY)}
-        self.dates = np.concatenate([r["date"] for r in rows]) if dates and rows else None
-        self.set_offsets = self.values = self.texts = None
-        if SET_SIZES in names:
-            self.sizes = np.concatenate([r[SET_SIZES] for r in rows])
-            self.set_offsets = np.zeros(self.sizes.size + 1, np.int64)
-            np.cumsum(self.sizes, out=self.set_offsets[1:])
-            self.values = np.concatenate([r[SET_VALUES] for r in rows])
-        if TEXTS in names:
-            self.texts = pa.concat_arrays([r[TEXTS] for r in rows])
-        self.row_bytes = (sum(a.nbytes for a in self.arrays.values())
-                          + (self.values.nbytes if self.values is not None else 0)
-                          + (self.texts.nbytes if self.texts is not None else 0)) // max(docs.size, 1)
-
-    def rows(self, docs: np.ndarray) -> CandidateRows:
-        index = np.searchsorted(self.docs, docs)
-        out = CandidateRows(docs, {name: values[index] for name, values in self.arrays.items()})
-        if self.set_offsets is not None:
-            sizes = self.sizes[index]
-            offsets = np.zeros(docs.size + 1, np.int64)
-            np.cumsum(sizes, out=offsets[1:])
-            out.sets = ShingleSets(self.values[concat_ranges(self.set_offsets[index], sizes)], offsets)
-        if self.texts is not None:
-            out.texts = _ShippedTexts(self.texts, index)
-        if self.dates is not None:
-            out.dates = self.dates[index].view("datetime64[s]")
-        return out
-
-    def set_sizes(self, docs: np.ndarray) -> np.ndarray:
-        return self.sizes[np.searchsorted(self.docs, docs)]
+def shipped_rows(docs: np.ndarray, rows: Sequence[dict], dates: bool) -> ArrayRows:
+    """The rows one link task gathered from the shards (``docs``: sorted positions; one
+    dict per shard, as :func:`gather_task` cuts them), read as the local stage's
+    work-directory store reads its files: fixed-width arrays, ragged shingle sets (and
+    their sizes, for the overlap bound), texts, dates."""
+    names = rows[0].keys() if rows else ()
+    arrays = {name: np.concatenate([r[name] for r in rows]) for name in names
+              if name not in (SET_SIZES, SET_VALUES, TEXTS, "date", IDENTITY)}
+    sets = texts = None
+    text_bytes = 0
+    if SET_SIZES in names:
+        sizes = np.concatenate([r[SET_SIZES] for r in rows])
+        offsets = np.zeros(sizes.size + 1, np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        sets = ShingleSets(np.concatenate([r[SET_VALUES] for r in rows]), offsets)
+    if TEXTS in names:
+        column = pa.concat_arrays([r[TEXTS] for r in rows])
+        texts, text_bytes = ShippedTexts(docs, column), column.nbytes
+    return ArrayRows(docs, arrays, sets=sets, texts=texts, text_bytes=text_bytes,
+                     dates=np.concatenate([r["date"] for r in rows]) if dates and rows else None)
 
 
 def shipped_bytes(rows: Sequence[dict]) -> int:

@@ -12,6 +12,7 @@ import pyarrow as pa
 from neardup.engine.facts import batch_identity
 from neardup.engine.overlap import code_pairs, pair_codes
 from neardup.engine.ray.positions import requests_of, split_by, unique_positions
+from neardup.engine.rows import VectorShards
 from neardup.engine.ray.shards import FACTS, IDENTITY, TEXTS, Shard, batch_facts, cut_texts, shard_batches
 from neardup.engine.unionfind import UnionFind
 from neardup.graph.edges import TimeWindow
@@ -65,7 +66,7 @@ def embed_task(index: int, shard: Shard, method: Method, reader: ReaderConfig,
     return info, table, rows, owned, arrays
 
 
-class _ObjectRows:
+class _VectorObjects(VectorShards):
     """The embed tasks' rows, one object per row shard, read as the local stage's row
     store reads its file (float32 rows and their float64 norms)."""
 
@@ -173,7 +174,7 @@ def vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, ow
     joins = NoJoins() if scored else UnionFind(offsets.size - 1)
     linker = ShardLinker(method, joins, offsets, search.threshold, window)
     faiss = import_faiss()
-    store = _ObjectRows(shards, row_refs, 0)
+    store = _VectorObjects(shards, row_refs, 0)
     with omp_threads(faiss, search.threads or 1):
         ivf = _ObjectIvf(faiss, trained, ivf_refs, search.nprobe) if trained is not None else None
         store.dim = int(ray.get(row_refs[i]).shape[1])
