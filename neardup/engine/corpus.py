@@ -810,6 +810,10 @@ class _ArrayStore(RowSource):
             out.dates = self.dates[docs].view("datetime64[s]")
         return out
 
+    @property
+    def holds_sets(self) -> bool:  # type: ignore[override]
+        return self.set_offsets is not None
+
     def set_sizes(self, docs: np.ndarray) -> np.ndarray:
         """Shingle-set sizes of ``docs`` (from the offsets held in memory)."""
         return self.set_offsets[docs + 1] - self.set_offsets[docs]
@@ -973,7 +977,7 @@ def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: n
             member = member[np.repeat(open_, sizes)]
             sizes = sizes[open_]
     del group, order
-    bounded = getattr(store, "set_offsets", None) is not None and prefix_cut is None
+    bounded = store.holds_sets and prefix_cut is None
     aligned = None
     for left, right, shared, group_docs, _, left_local, right_local in overlap_pairs(
             member, np.cumsum(sizes) - sizes, sizes, block_edges):

@@ -47,9 +47,17 @@ class TextSource(Protocol):
 class RowSource(Protocol):
     """Per-document rows for verification."""
 
+    #: Whether the rows carry shingle sets; then :meth:`set_sizes` gives their sizes,
+    #: which the set-overlap bound reads before any set is merged.
+    holds_sets: bool = False
+
     def rows(self, docs: np.ndarray) -> CandidateRows:
         """What the method reads of ``docs`` (any order, repeats allowed), aligned with them."""
         ...
+
+    def set_sizes(self, docs: np.ndarray) -> np.ndarray:
+        """Shingle-set sizes of ``docs`` (only when :attr:`holds_sets`)."""
+        raise TypeError(f"{type(self).__name__} holds no shingle sets")
 
 
 class VectorShards(Protocol):
@@ -109,6 +117,10 @@ class ArrayRows(RowSource):
         if self.dates is not None:
             out.dates = self.dates[index].view("datetime64[s]")
         return out
+
+    @property
+    def holds_sets(self) -> bool:  # type: ignore[override]
+        return self.sets is not None
 
     def set_sizes(self, docs: np.ndarray) -> np.ndarray:
         """Shingle-set sizes of ``docs``."""

@@ -195,7 +195,11 @@ def _expected_texts(docs):
 @pytest.mark.parametrize("name", sorted(ROW_SOURCES))
 def test_row_sources_agree(tmp_path, name):
     source, fields = ROW_SOURCES[name](tmp_path)
+    # The set-overlap bound reads set sizes before any set: a source holding sets says so.
+    assert source.holds_sets == ("sets" in fields)
     for docs in REQUESTS:
+        if source.holds_sets:
+            np.testing.assert_array_equal(source.set_sizes(docs), SIZES[docs])
         rows = source.rows(docs)
         np.testing.assert_array_equal(rows.docs, docs)
         assert set(rows.arrays) == (set(ARRAYS) if "arrays" in fields else set())
