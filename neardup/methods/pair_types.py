@@ -114,8 +114,7 @@ def comparable_length_pairs(length_left: np.ndarray, length_right: np.ndarray, *
     that knows the lengths normalizes the texts of those pairs alone."""
     lo = np.minimum(length_left, length_right)
     hi = np.maximum(length_left, length_right)
-    return (hi > 0) & (hi <= max_chars / min_length_ratio) & (lo <= max_chars) \
-        & (lo >= min_length_ratio * hi)
+    return (lo > 0) & (lo <= max_chars) & (lo >= min_length_ratio * hi)
 
 
 def pair_positions(caller: str, left, right) -> tuple[np.ndarray, np.ndarray]:

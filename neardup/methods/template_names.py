@@ -20,7 +20,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 from neardup.errors import check_float, check_int
-from neardup.methods.pair_types import pair_positions
+from neardup.methods.pair_types import comparable_length_pairs, pair_positions
 from neardup.text import NormalizeConfig, normalize_batch
 
 __all__ = ["CASED", "names_disagree", "names_length_pairs"]
@@ -149,7 +149,7 @@ def names_disagree(
 def names_length_pairs(length_left: np.ndarray, length_right: np.ndarray, *,
                        max_chars: int = 600, min_length_ratio: float = 0.8) -> np.ndarray:
     """The length test of :func:`names_disagree` (bool per pair, from the two texts'
-    normalized lengths), for a caller that reads the texts of passing pairs alone."""
-    lo = np.minimum(length_left, length_right)
-    hi = np.maximum(length_left, length_right)
-    return (lo > 0) & (lo <= max_chars) & (lo >= min_length_ratio * hi)
+    normalized lengths), for a caller that reads the texts of passing pairs alone: the
+    figure test's, with a longer limit."""
+    return comparable_length_pairs(length_left, length_right, max_chars=max_chars,
+                                   min_length_ratio=min_length_ratio)
