@@ -23,7 +23,9 @@ from neardup.params import (
 )
 from neardup.pipeline import ClusterConfig, Result, run
 from neardup.plan import Budget, RunSpec, plan, require
-from neardup.profiles import profile_settings
+from neardup.io.batch import look_ahead
+from neardup.profiles import PROFILED_METHODS, ProfileChoice, choose_profile, profile_settings
+from neardup.text.noise_signal import SAMPLE_DOCS
 
 __all__ = ["dedup"]
 
@@ -399,7 +401,7 @@ def dedup(
         k: params.pop(k) for k in list(params) if k in CLUSTER_OPTION_NAMES and k not in own
     }
     seed = params.get("seed", 0)
-    profile = params.pop("profile", "clean")
+    profile = params.pop("profile", "auto")
     settings = {"engine": engine, "partitions": partitions, "seed": seed, "cluster": "auto",
                 "profile": profile, **cluster_kwargs}
     for name, value in settings.items():
@@ -411,14 +413,17 @@ def dedup(
              **settings, **{k: v for k, v in params.items() if k in DIRECT_METHOD_PARAMS}}
     named = {"date_field", "work_dir", "memory_limit", "resume", "ray_address", "partitions",
              "profile"}
-    given = {k for k in named if known[k] not in (None, False)} | set(cluster_kwargs) | set(params)
+    given = ({k for k in named if known[k] not in (None, False, "auto")} | set(cluster_kwargs)
+             | set(params))
     if "seed" in params and "seed" not in own:
         params.pop("seed")
     check_rules("dedup", known, given)
     cluster = ClusterConfig(algorithm=cluster_kwargs.pop("cluster", "auto"), seed=seed,
                             **cluster_kwargs)
-    # The profile's settings under the parameters given (a given one wins).
-    method_obj = make_method(method, **{**profile_settings(profile, method), **params})
+    # The profile's settings under the parameters given (a given one wins); "auto" is
+    # planned as "clean" until the first documents are read (below).
+    first = "clean" if profile == "auto" else profile
+    method_obj = make_method(method, **{**profile_settings(first, method), **params})
     budget = Budget(work_dir=None if work_dir is None else str(work_dir),
                     memory_limit=None if memory_limit is None else parse_memory(memory_limit),
                     partitions=partitions, resume=resume, ray_address=ray_address)
@@ -448,10 +453,22 @@ def dedup(
         batches = _in_memory_batches(items, text_field, id_field, batch_size, date_field)
         again = lambda: _in_memory_batches(items, text_field, None, batch_size)  # noqa: E731
         total = len(items)
+    # "auto" reads the first documents (of the batches the run reads: a stream once),
+    # after every check; the placement does not depend on the profile.
+    choice = ProfileChoice(profile, profile)
+    if profile == "auto" and method in PROFILED_METHODS:
+        head, batches = look_ahead(batches, SAMPLE_DOCS)
+        choice = choose_profile(profile, method, (t for b in head for t in b.texts))
+        if choice.name != "clean":
+            method_obj = make_method(method, **{**profile_settings(choice.name, method), **params})
+            planned = require(plan(RunSpec(method_obj, cluster, engine, budget, policy, outputs)),
+                              "dedup")
     result = run(batches, method_obj, cluster=cluster, keep=policy, keep_values=values,
                  progress=progress, total=total,
                  reread=again if "pair_types" in planned.spec.outputs else None,
                  engine=engine, corpus_stage=budget.corpus_stage(),
                  ray=budget.ray_config() if engine == "ray" else None)
-    result.params["profile"] = profile
+    result.params["profile"] = choice.name
+    if choice.chosen:
+        result.params["profile_auto"] = choice.record()
     return result

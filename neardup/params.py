@@ -77,13 +77,16 @@ PARAMS: tuple[Param, ...] = (
     # ---- method and its parameters
     _p("method", _M, "Near-duplicate detection method.", default="minhash", kind="choice",
        show_default=True),  # choices: neardup.METHODS, filled in by choices_of
-    _p("profile", _M, "Settings of the lexical methods for the kind of text. clean: their "
-       "defaults (word 3-grams, Jaccard 0.5), for clean web or wire text. noisy: ngram and "
-       "minhash on character 5-grams at Jaccard 0.3 (the best worst case over the ten "
-       "labelled sets' validation splits), for OCR, typos, look-alike letters and other "
-       "scripts, where the clean defaults find almost nothing; finds more pairs, so costs "
-       "more (docs/choosing-a-method.md). --threshold, --shingle and --ngram win over it.",
-       default="clean", kind="choice", choices=PROFILES, show_default=True),
+    _p("profile", _M, "Settings of the lexical methods (minhash, ngram) for the kind of "
+       "text. auto: reads the first 2,000 documents and takes noisy when they look noisy "
+       "(broken words, punctuation stuck between letters), clean otherwise; the summary "
+       "and the report say which and why. clean: word 3-grams at Jaccard 0.5, for clean "
+       "web or wire text. noisy: character 5-grams at Jaccard 0.3 (the best worst case over "
+       "the ten labelled sets' validation splits), for OCR, typos, look-alike letters and "
+       "other scripts, where the clean settings find almost nothing; finds more pairs, so "
+       "costs more (docs/choosing-a-method.md). --threshold, --shingle and --ngram win "
+       "over it.",
+       default="auto", kind="choice", choices=PROFILES, show_default=True),
     _p("threshold", _M, "Similarity cut-off. minhash/ngram: Jaccard (or containment) in [0, 1], "
        "default 0.5; simhash: maximum Hamming distance in bits, default 3; retsim/biencoder: "
        "cosine, default the shipped model's threshold tuned on validation (biencoder-news "
@@ -524,10 +527,11 @@ def _engine_is(name: str) -> Callable[[Situation], bool]:
 #: Every parameter that some setting of another parameter makes the run ignore.
 RULES: tuple[Rule, ...] = (
     *(_method_rule(name, name) for name in DIRECT_METHOD_PARAMS),
-    # A profile other than "clean" changes the methods it has settings for only.
+    # A profile other than "auto" or "clean" changes the methods it has settings for only.
     Rule("profile", lambda w: w.one_of("method", PROFILED_METHODS),
          lambda s: None if not s.method_name else s.method_name in PROFILED_METHODS,
-         lambda s, w: w.set("method", s.method_name), counts=lambda value: value != "clean"),
+         lambda s, w: w.set("method", s.method_name),
+         counts=lambda value: value not in ("auto", "clean")),
     _method_rule("shingle_unit", "shingle"),
     _method_rule("ngram_n", "shingle"),
     *(_method_rule(name, "normalize") for name in NORMALIZE_FLAGS),

@@ -2,8 +2,10 @@
 
 ``profile="noisy"`` / ``--profile noisy`` sets ngram's and minhash's shingling and
 threshold (neardup.profiles), parameters the user gives win over it, the run records
-it; ``neardup dedup`` hints at it when the input looks noisy (neardup.text.noise_signal)
-and not on clean text; an unknown profile is a clear error on both interfaces.
+it. The default ``auto`` reads the first documents and takes ``noisy`` when they look
+noisy (neardup.text.noise_signal), ``clean`` otherwise, on every front door that reads
+documents, and says so; ``neardup dedup --profile clean`` hints at ``noisy`` on noisy
+input; an unknown profile is a clear error on both interfaces.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from click.testing import CliRunner
 import neardup
 from neardup.cli import main
 from neardup.errors import ParameterError
-from neardup.profiles import NOISY, profile_settings
+from neardup.profiles import NOISY, choose_profile, profile_settings
 from neardup.text import ShingleConfig
 from neardup.text.noise_signal import (BROKEN_TOKEN_SHARE, STUCK_PUNCTUATION_SHARE,
-                                       broken_token_share, looks_noisy, noise_shares,
+                                       SAMPLE_DOCS, broken_token_share, looks_noisy, noise_shares,
                                        stuck_punctuation_share)
 
 CLEAN = [
@@ -72,6 +74,7 @@ def test_python_profile_sets_the_documented_parameters(method):
     assert _method_params(default)["shingle"] == {"unit": "word", "n": 3}
     assert _method_params(default)["threshold"] == 0.5
     assert default.params["profile"] == "clean"
+    assert default.params["profile_auto"]["requested"] == "auto"
 
 
 def test_python_parameters_given_win_over_the_profile():
@@ -87,10 +90,39 @@ def test_python_parameters_given_win_over_the_profile():
 def test_profile_settings_are_empty_for_clean_and_other_methods():
     assert profile_settings("clean", "minhash") == {}
     assert profile_settings("noisy", "exact") == {}
+    with pytest.raises(ValueError, match="'clean', 'noisy'"):
+        profile_settings("auto", "minhash")  # resolved first, by choose_profile
+
+
+def test_choose_profile_reads_the_first_documents_only():
+    assert choose_profile("auto", "minhash", NOISY_TEXTS).name == "noisy"
+    assert choose_profile("auto", "minhash", OCR_TEXTS).name == "noisy"
+    assert choose_profile("auto", "ngram", CLEAN + CLEAN_WITH_MARKS).name == "clean"
+    # Noise after the sample is not read: the choice is the first documents'.
+    late = choose_profile("auto", "minhash", CLEAN * (SAMPLE_DOCS // 4) + NOISY_TEXTS * 100)
+    assert late.name == "clean" and late.sample_docs == SAMPLE_DOCS
+    # A named profile, a method no profile changes, or no documents: nothing is read.
+    for choice in (choose_profile("noisy", "minhash", CLEAN),
+                   choose_profile("auto", "exact", NOISY_TEXTS),
+                   choose_profile("auto", "minhash", None)):
+        assert not choice.chosen and choice.describe() == ""
+    assert choose_profile("auto", "exact", NOISY_TEXTS).name == "clean"
+    record = choose_profile("auto", "minhash", NOISY_TEXTS).record()
+    assert record["name"] == "noisy" and record["sample_docs"] == len(NOISY_TEXTS)
+    assert record["broken_tokens"] > BROKEN_TOKEN_SHARE
+
+
+def test_python_auto_reads_a_stream_once():
+    # A generator of records is read once: the look at the first documents is the run's.
+    records = ({"text": t} for t in NOISY_TEXTS + CLEAN)
+    result = neardup.dedup(records, method="minhash")
+    assert result.params["profile"] == "noisy"
+    assert len(result.clusters) == len(NOISY_TEXTS) + len(CLEAN)
 
 
 def test_unknown_profile_is_a_clear_error(tmp_path):
-    with pytest.raises(ParameterError, match="parameter 'profile' must be one of 'clean', 'noisy'"):
+    with pytest.raises(ParameterError,
+                       match="parameter 'profile' must be one of 'auto', 'clean', 'noisy'"):
         neardup.dedup(CLEAN, method="minhash", profile="ocr")
     corpus = _write(tmp_path / "c.jsonl", CLEAN)
     result = CliRunner().invoke(main, ["dedup", str(corpus), "--profile", "ocr"])
@@ -128,6 +160,7 @@ def _cli_report(tmp_path, texts, *args) -> tuple[dict, str]:
     (["--profile", "noisy", "--shingle", "word"], {"unit": "word", "n": 3}, 0.3),
     (["--profile", "noisy", "--ngram", "7"], {"unit": "char", "n": 7}, 0.3),
     (["--profile", "clean"], {"unit": "word", "n": 3}, 0.5),
+    (["--profile", "auto"], {"unit": "word", "n": 3}, 0.5),
     ([], {"unit": "word", "n": 3}, 0.5),
 ])
 @pytest.mark.parametrize("method", sorted(NOISY))
@@ -135,30 +168,59 @@ def test_cli_profile_and_explicit_flags(tmp_path, method, args, shingle, thresho
     record, _ = _cli_report(tmp_path, CLEAN, "--method", method, *args)
     assert record["params"]["method"]["shingle"] == shingle
     assert record["params"]["method"]["threshold"] == threshold
-    assert record["params"]["profile"] == (args[1] if args else "clean")
+    assert record["params"]["profile"] == (args[1] if args[1:] != ["auto"] and args else "clean")
 
 
 def test_help_names_the_profiles():
     text = " ".join(CliRunner().invoke(main, ["dedup", "--help"]).output.split())
-    assert "--profile [clean|noisy]" in text
+    assert "--profile [auto|clean|noisy]" in text
     assert "character 5-grams at Jaccard 0.3" in text
 
 
-def test_hint_on_noisy_input_and_not_on_clean(tmp_path):
-    noisy, output = _cli_report(tmp_path, NOISY_TEXTS)
+@pytest.mark.parametrize("method", sorted(NOISY))
+def test_cli_auto_chooses_from_the_input_and_says_so(tmp_path, method):
+    noisy, output = _cli_report(tmp_path, NOISY_TEXTS, "--method", method)
+    assert noisy["params"]["method"]["shingle"] == {"unit": "char", "n": 5}
+    assert noisy["params"]["profile"] == "noisy"
+    assert noisy["params"]["profile_auto"]["sample_docs"] == len(NOISY_TEXTS)
+    assert "profile auto chose noisy" in output and "profile auto chose noisy" in noisy["hints"][0]
+    # Real OCR has no broken tokens; the stuck punctuation it makes is enough.
+    ocr, output = _cli_report(tmp_path, OCR_TEXTS, "--method", method)
+    assert ocr["params"]["profile"] == "noisy" and "punctuation stuck between letters" in output
+    clean, output = _cli_report(tmp_path, CLEAN, "--method", method)
+    assert clean["params"]["profile"] == "clean" and "profile auto chose clean" in output
+    assert not any("--profile noisy (" in hint for hint in clean["hints"])
+
+
+def test_cli_eval_and_index_resolve_auto(tmp_path):
+    labelled = tmp_path / "l.jsonl"
+    labelled.write_text("".join(json.dumps({"id": str(i), "text": t, "cluster": i % 4})
+                                + "\n" for i, t in enumerate(NOISY_TEXTS + NOISY_TEXTS)))
+    result = CliRunner().invoke(main, ["eval", str(labelled), "--method", "minhash", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["profile"]["name"] == "noisy" and report["params"]["shingle"]["unit"] == "char"
+    # An index fixes its settings before it holds a document: auto is clean there.
+    result = CliRunner().invoke(main, ["index", "create", str(tmp_path / "ix"),
+                                       "--method", "minhash"])
+    assert result.exit_code == 0, result.output
+
+
+def test_hint_on_noisy_input_with_the_clean_profile_named(tmp_path):
+    noisy, output = _cli_report(tmp_path, NOISY_TEXTS, "--profile", "clean")
     assert any("--profile noisy" in hint for hint in noisy["hints"])
     assert "--profile noisy" in output
-    clean, output = _cli_report(tmp_path, CLEAN)
+    clean, output = _cli_report(tmp_path, CLEAN, "--profile", "clean")
     assert not any("--profile" in hint for hint in clean["hints"])
     assert "--profile" not in output
     # Real OCR has no broken tokens; the stuck punctuation it makes is enough.
-    ocr, output = _cli_report(tmp_path, OCR_TEXTS, "--method", "ngram")
+    ocr, output = _cli_report(tmp_path, OCR_TEXTS, "--method", "ngram", "--profile", "clean")
     assert any("--profile noisy" in hint for hint in ocr["hints"])
     assert "punctuation stuck between letters" in output and "--profile noisy" in output
-    # Named already, or the method is not one it changes: no hint.
-    for args in (["--profile", "noisy"], ["--method", "exact"]):
+    # Named already, chosen by auto, or the method is not one it changes: no hint.
+    for args in (["--profile", "noisy"], [], ["--method", "exact"]):
         record, output = _cli_report(tmp_path, NOISY_TEXTS, *args)
-        assert not any("--profile" in hint for hint in record["hints"]), args
+        assert not any("--profile noisy (" in hint for hint in record["hints"]), args
 
 
 def test_noise_signal():

@@ -20,6 +20,7 @@ import numpy as np
 from neardup.cli.options import (
     method_options,
     method_params_from_options,
+    profile_from_inputs,
     reader_config_from_options,
     reader_options,
 )
@@ -201,8 +202,11 @@ def _calibrate(inputs, method: str, opts: dict[str, Any], console, outputs):
     from neardup.methods import make_method
     from neardup.pipeline import ClusterConfig, run
 
-    params = method_params_from_options(method, opts, seed=opts["seed"])
     reader = reader_config_from_options(opts)
+    choice = profile_from_inputs(opts, method, inputs, reader)
+    if choice.chosen:
+        console.print(f"[dim]{choice.describe()}[/dim]")
+    params = method_params_from_options(method, {**opts, "profile": choice.name}, seed=opts["seed"])
     base_verifier = None
     if opts["fit_verifier"] is not None:
         base_verifier = _check_fit_verifier(method, params, opts["fit_verifier"])

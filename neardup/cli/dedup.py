@@ -54,7 +54,8 @@ from neardup.cli.engine import (
     non_seekable_inputs,
 )
 from neardup.pipeline import Result, result_from_stage, run, template_clusters
-from neardup.profiles import PROFILED_METHODS
+from neardup.io.batch import look_ahead
+from neardup.profiles import PROFILED_METHODS, ProfileChoice, choose_profile
 from neardup.text.noise_signal import (BROKEN_TOKEN_SHARE, SAMPLE_DOCS, STUCK_PUNCTUATION_SHARE,
                                        NoiseShares, noise_shares)
 from neardup.plan import Budget, Plan, RunSpec, Unsupported, plan, require
@@ -92,6 +93,28 @@ def _sampling(batches, sample: list[str]):
             sample.extend(t for t in batch.texts[:SAMPLE_DOCS - len(sample)]
                           if isinstance(t, str))
         yield batch
+
+
+def _reads_profile(opts: dict[str, Any]) -> bool:
+    """Whether the run chooses its profile from the input (``--profile auto`` with a
+    method a profile changes)."""
+    return opts["profile"] == "auto" and opts["method"] in PROFILED_METHODS
+
+
+def _chosen(inputs: tuple[Path, ...], opts: dict[str, Any], planned: Plan, head
+            ) -> tuple[Plan, ProfileChoice]:
+    """The plan rebuilt with the profile ``--profile auto`` chooses from the texts of the
+    batches in ``head``, and the choice."""
+    choice = choose_profile("auto", opts["method"], (t for b in head for t in b.texts))
+    if choice.name == "clean":
+        return planned, choice
+    return _plan(inputs, opts, choice.name), choice
+
+
+def _record_profile(params: dict[str, Any], choice: ProfileChoice) -> None:
+    params["profile"] = choice.name
+    if choice.chosen:
+        params["profile_auto"] = choice.record()
 
 
 def _hints(cluster: dict[str, Any], has_dates: bool, method: Method,
@@ -240,7 +263,9 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     try:
         with spelled_as(spell_flag), termination_as_exception(), warnings_shown(opts["quiet"]):
             check_option_rules({**opts, "inputs": inputs})
-            planned = _plan(inputs, opts)
+            # Placement does not depend on the profile: plan with "clean" until the input
+            # has been read (the run's own read, after the outputs are checked).
+            planned = _plan(inputs, opts, "clean" if _reads_profile(opts) else opts["profile"])
             if planned.executor == "ray":
                 result, write_seconds, hints = _dedup_ray(inputs, opts, planned)
             else:
@@ -271,12 +296,13 @@ _OUTPUT_NAMES = {"clusters_out": "clusters", "pairs_out": "pairs", "out": "out",
                  "report": "report", "html": "html"}
 
 
-def _plan(inputs: tuple[Path, ...], opts: dict[str, Any]) -> Plan:
-    """The run's :class:`~neardup.plan.Plan` from the options: method, clustering,
-    executor, budget, keep policy and outputs; a usage error when the executor cannot run
-    it, or when an option would be ignored by the stage it picks."""
+def _plan(inputs: tuple[Path, ...], opts: dict[str, Any], profile: str) -> Plan:
+    """The run's :class:`~neardup.plan.Plan` from the options and the resolved
+    ``profile``: method, clustering, executor, budget, keep policy and outputs; a usage
+    error when the executor cannot run it, or when an option would be ignored by the stage
+    it picks."""
     method_obj = make_method(opts["method"], **method_params_from_options(
-        opts["method"], opts, seed=opts["seed"]))
+        opts["method"], {**opts, "profile": profile}, seed=opts["seed"]))
     cluster = cluster_config_from_options(opts, seed=opts["seed"])
     budget = Budget(work_dir=None if opts["work_dir"] is None else str(opts["work_dir"]),
                     memory_limit=opts["memory_limit"], partitions=opts["partitions"],
@@ -324,8 +350,14 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
         batches = read_corpus(list(inputs), reader)
         if watch is not None:
             batches = watch.first_read(batches)
+        batches = _killing_after_first(batches)
+        choice = ProfileChoice(opts["profile"], opts["profile"])
+        if _reads_profile(opts):
+            head, batches = look_ahead(batches, SAMPLE_DOCS)
+            planned, choice = _chosen(inputs, opts, planned, head)
+            method_obj = planned.spec.method
         sample: list[str] = []
-        batches = _sampling(_killing_after_first(batches), sample)
+        batches = _sampling(batches, sample)
         result = run(batches, method_obj, cluster=cluster, keep=keep,
                      keep_values=keep_values_from_options(keep, inputs, reader), progress=progress,
                      reread=reread, engine=planned.executor,
@@ -333,9 +365,11 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
                      input_identity=input_identity(inputs, reader.params(),
                                                    reader.storage_options))
         faults.checkpoint("clustered")
-        result.params["profile"] = opts["profile"]
-        noise = noise_shares(sample) if _clean_default(method_obj) else None
+        _record_profile(result.params, choice)
+        noise = noise_shares(sample) if _clean_default(method_obj) and not choice.chosen else None
         hints = _hints(result.params.get("cluster", {}), result.has_dates, method_obj, noise)
+        if choice.chosen:
+            hints.insert(0, choice.describe())
         start = time.perf_counter()
         _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch, hints)
         if watch is not None:
@@ -372,6 +406,14 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
             probe.prepare()
             probe.discard()
     outputs = _output_set(inputs, {**opts, "clusters_out": None, "pairs_out": None, "out": None})
+    choice = ProfileChoice(opts["profile"], opts["profile"])
+    if _reads_profile(opts):
+        # The workers read the input; the driver reads the first documents to choose.
+        from neardup.io import read_corpus
+
+        head, _ = look_ahead(read_corpus(list(inputs), reader), SAMPLE_DOCS)
+        planned, choice = _chosen(inputs, opts, planned, head)
+        method_obj = planned.spec.method
     run = RayRun(RayInputs(tuple(str(p) for p in inputs), reader), method_obj,
                  config=planned.spec.budget.ray_config(), time_window_hours=cluster.time_window_hours,
                  progress=progress, every_edge=planned.every_edge)
@@ -394,14 +436,16 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
                                        engine="ray", keep_values=keep_values)
         timings = {**run.timer.seconds, "write": time.perf_counter() - start}
         params = {"method": method_obj.get_params(), "cluster": cluster.get_params(),
-                  "keep": keep.name, "engine": "ray", "corpus_stage": run.stats,
-                  "profile": opts["profile"]}
+                  "keep": keep.name, "engine": "ray", "corpus_stage": run.stats}
+        _record_profile(params, choice)
         record = _run_record(method_obj.name, params, method_obj)
+        hints = _hints(cluster.get_params(), run.has_dates, method_obj)
+        if choice.chosen:
+            hints.insert(0, choice.describe())
         if "--report" in outputs:
             templates = (result.template_clusters() if result is not None
                          else _directory_templates(opts["clusters_out"], storage)
                          if summary["template_documents"] else [])
-            hints = _hints(cluster.get_params(), run.has_dates, method_obj)
             outputs.write_text("--report", _report_text(summary, record, timings, inputs,
                                                         templates, hints))
         if "--html" in outputs:
@@ -409,8 +453,7 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
 
             write_report(outputs.temporary("--html"), result, list(inputs), reader)
         outputs.commit()
-    return ({**summary, "_timings": timings}, 0.0,
-            _hints(cluster.get_params(), run.has_dates, method_obj))
+    return ({**summary, "_timings": timings}, 0.0, hints)
 
 
 def _refuse_files_for_directories(opts: dict[str, Any]) -> None:

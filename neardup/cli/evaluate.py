@@ -16,6 +16,7 @@ import click
 from click.core import ParameterSource
 
 from neardup.params import RENAMED
+from neardup.profiles import choose_profile
 from neardup.cli.options import (
     CLUSTER_OPTION_NAMES,
     DECODE_ERRORS_OPTION,
@@ -240,11 +241,16 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
             cluster: Any = tuning.cluster
         else:
             method = opts["method"]
-            params = method_params_from_options(method, opts, seed=opts["seed"])
+            method_params_from_options(method, {**opts, "profile": "clean"}, seed=opts["seed"])
             cluster = cluster_config_from_options(opts, seed=opts["seed"])
         corpus = _load(opts)
         groups = None if opts["group_field"] is None else _read_groups(corpus, opts)
         data = corpus if opts["split"] is None else corpus.select_split(opts["split"])
+        if tuning is None:  # --profile auto reads the evaluated documents, as dedup does
+            choice = choose_profile(opts["profile"], method, data.texts)
+            _print_choice(err, choice, opts["as_json"])
+            params = method_params_from_options(method, {**opts, "profile": choice.name},
+                                                seed=opts["seed"])
         if groups is not None and opts["split"] is not None:
             groups = groups[corpus.splits == opts["split"]]
         if tuning is not None:
@@ -260,6 +266,7 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
         "inputs": [str(p) for p in opts["labeled"]],
         "pairs_file": None if opts["pairs_path"] is None else str(opts["pairs_path"]),
         "from_tuning": None if tuning is None else str(opts["from_tuning"]),
+        **({} if tuning is not None else {"profile": choice.record()}),
         **report,
     }
     if opts["as_json"]:
@@ -452,7 +459,7 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
     flags = {**_CLI_FLAGS, **{name.rpartition(".")[2]: f"--grid {name}" for name in grid or {}}}
     with command_errors(flags, words=_CLI_WORDS):
         sweep = default_grid(method) if grid is None else grid
-        base = method_params_from_options(method, opts, seed=opts["seed"])
+        base = method_params_from_options(method, {**opts, "profile": "clean"}, seed=opts["seed"])
         for name in sweep:
             dest = _GRID_OPTION.get(name, RENAMED.get(name, name))
             given = dest in opts and _explicit(ctx, (dest,))
@@ -476,6 +483,15 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
                              [("--out", opts["out"], ("json",))])
         with outputs:
             corpus = _load(opts)
+            # --profile auto reads the tuning split's documents, as dedup reads its input.
+            tuned = corpus if split is None else corpus.select_split(split)
+            choice = choose_profile(opts["profile"], method, tuned.texts)
+            del tuned
+            _print_choice(Console(stderr=True), choice, opts["as_json"])
+            if choice.name != "clean":
+                profiled = method_params_from_options(
+                    method, {**opts, "profile": choice.name}, seed=opts["seed"])
+                base = {k: v for k, v in profiled.items() if k not in sweep}
             progress = False if opts["as_json"] else opts["progress"]
             result = tune(corpus, method, split=split, grid=grid, base_params=base,
                           cluster=cluster, progress=progress)
@@ -493,6 +509,12 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
         f"report on test: neardup eval {' '.join(_test_files(opts['labeled']))} "
         f"--split test --from-tuning {opts['out']}"
     )
+
+
+def _print_choice(console, choice, quiet: bool) -> None:
+    """What --profile auto chose, on stderr (not with --json)."""
+    if choice.chosen and not quiet:
+        console.print(f"[dim]{choice.describe()}[/dim]")
 
 
 def _test_files(paths) -> list[str]:

@@ -33,6 +33,7 @@ from neardup.cli.options import (
     method_params_from_options,
 )
 from neardup.errors import InputError, NeardupError, OutputError, spelled_as
+from neardup.profiles import choose_profile
 
 __all__ = ["index_command"]
 
@@ -237,7 +238,10 @@ def create_command(directory: Path, **opts: Any) -> None:
 
     rerank = _rerank_spec(opts)
     with _cli_errors():
-        params = method_params_from_options(opts["method"], opts, seed=opts["seed"])
+        # An index fixes its settings before it holds a document: "auto" is "clean".
+        profile = choose_profile(opts["profile"], opts["method"], None).name
+        params = method_params_from_options(opts["method"], {**opts, "profile": profile},
+                                            seed=opts["seed"])
         method = make_method(opts["method"], **params)
         with Index.create(directory, method, store_text=opts["store_text"],
                           rerank=rerank) as index:

@@ -11,6 +11,7 @@ import click
 from neardup.cli.options import (
     method_options,
     method_params_from_options,
+    profile_from_inputs,
     reader_config_from_options,
     reader_options,
     run_options,
@@ -54,9 +55,11 @@ def leakage_command(train: tuple[Path, ...], test: tuple[Path, ...], **opts: Any
     from neardup.leakage import find_leakage
 
     with command_errors():
-        method = make_method(opts["method"], **method_params_from_options(
-            opts["method"], opts, seed=opts["seed"]))
         reader = reader_config_from_options(opts)
+        # --profile auto reads the first training documents.
+        choice = profile_from_inputs(opts, opts["method"], train, reader)
+        method = make_method(opts["method"], **method_params_from_options(
+            opts["method"], {**opts, "profile": choice.name}, seed=opts["seed"]))
         progress = False if opts["quiet"] else opts["progress"]
         # Both outputs checked before any reading (format, directory, not an input, not
         # each other) and written as a set.

@@ -39,7 +39,7 @@ from neardup.params import (
     group,
 )
 from neardup.pipeline import ClusterConfig
-from neardup.profiles import profile_settings, shingle_setting
+from neardup.profiles import PROFILED_METHODS, choose_profile, profile_settings, shingle_setting
 from neardup.text import NormalizeConfig
 
 __all__ = [
@@ -164,6 +164,11 @@ def method_params_from_options(method: str, opts: dict[str, Any], *, seed: int) 
     params = _direct_params(method, {name: opts[name] for name in DIRECT_METHOD_PARAMS})
     accepted = method_parameters(method)
     profile = opts.get("profile", "clean")
+    if profile == "auto":  # a front door resolves it first (neardup.profiles.choose_profile)
+        profile = choose_profile(profile, method, None).name
+        if method in PROFILED_METHODS:
+            raise ValueError("method_params_from_options: resolve profile 'auto' with "
+                             "choose_profile before building the method")
     # The profile's settings under the flags given (each given flag wins).
     params = {k: v for k, v in profile_settings(profile, method).items() if k != "shingle"} | params
     if "shingle" in accepted:
@@ -426,3 +431,18 @@ def keep_values_from_options(policy: KeepPolicy, inputs: Collection[Any], reader
     from neardup.io import iter_records
 
     return record_values(iter_records(list(inputs), reader), policy, flag="--keep-by")
+
+
+def profile_from_inputs(opts: dict[str, Any], method: str, inputs, reader):
+    """The :class:`~neardup.profiles.ProfileChoice` for ``--profile`` (``auto`` reads the
+    first documents of ``inputs`` with ``reader``; other values read nothing)."""
+    from neardup.io import read_corpus
+    from neardup.io.batch import look_ahead
+    from neardup.profiles import PROFILED_METHODS, choose_profile
+    from neardup.text.noise_signal import SAMPLE_DOCS
+
+    profile = opts.get("profile", "clean")
+    if profile != "auto" or method not in PROFILED_METHODS:
+        return choose_profile(profile, method, None)
+    head, _ = look_ahead(read_corpus(list(inputs), reader), SAMPLE_DOCS)
+    return choose_profile(profile, method, (t for b in head for t in b.texts))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DocumentBatch"]
+__all__ = ["DocumentBatch", "look_ahead"]
 
 
 @dataclass
@@ -37,3 +39,19 @@ class DocumentBatch:
 
     def __len__(self) -> int:
         return len(self.texts)
+
+
+def look_ahead(batches: Iterable[DocumentBatch], docs: int
+               ) -> tuple[list[DocumentBatch], Iterator[DocumentBatch]]:
+    """The first batches holding at least ``docs`` documents (or all of them), and an
+    iterator over every batch from the first: a look at the start of a stream that is
+    read only once."""
+    batches = iter(batches)
+    head: list[DocumentBatch] = []
+    seen = 0
+    for batch in batches:
+        head.append(batch)
+        seen += len(batch)
+        if seen >= docs:
+            break
+    return head, itertools.chain(head, batches)
