@@ -34,16 +34,15 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
 demo: install
-	$(VENV)/bin/neardup dedup --method minhash \
+	$(VENV)/bin/neardup dedup \
 		--clusters-out $(OUT)/demo-clusters.parquet \
 		--pairs-out $(OUT)/demo-pairs.parquet \
 		--out $(OUT)/demo-deduped.jsonl \
 		--report $(OUT)/demo-report.json
-	@echo "Its accuracy against the demo corpus's labels (ARI: 1 is perfect). --method rerank is"
-	@echo "more accurate at more CPU per document: docs/choosing-a-method.md"
+	@echo "The default's accuracy against the demo corpus's labels (ARI: 1 is perfect)."
+	@echo "--method rerank is more accurate at more CPU per document: docs/choosing-a-method.md"
 	HF_HUB_OFFLINE=1 $(VENV)/bin/neardup eval \
-		"$$($(PY) -c 'from neardup.data import demo_corpus_path; print(demo_corpus_path())')" \
-		--method minhash
+		"$$($(PY) -c 'from neardup.data import demo_corpus_path; print(demo_corpus_path())')"
 
 # Headless Chromium for the report's browser tests (they skip, saying why, without it).
 # Never fails the build: where apt is unavailable the tests are skipped instead.

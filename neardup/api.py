@@ -413,8 +413,9 @@ def dedup(
              **settings, **{k: v for k, v in params.items() if k in DIRECT_METHOD_PARAMS}}
     named = {"date_field", "work_dir", "memory_limit", "resume", "ray_address", "partitions",
              "profile"}
-    given = ({k for k in named if known[k] not in (None, False, "auto")} | set(cluster_kwargs)
-             | set(params))
+    given = {k for k in named if known[k] not in (None, False)} | set(cluster_kwargs) | set(params)
+    if profile == "auto":  # the default, whatever the method
+        given.discard("profile")
     if "seed" in params and "seed" not in own:
         params.pop("seed")
     check_rules("dedup", known, given)

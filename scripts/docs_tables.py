@@ -147,6 +147,10 @@ SOURCES: dict[str, Source] = {
         "experiments/noisy_profile/results/cost-20k.json",
         "python -m experiments.noisy_profile.cost --corpus /tmp/neardup-scale/20k",
     ),
+    "demo-accuracy": Source(
+        "experiments/demo_accuracy/results/demo_accuracy.json",
+        "python -m experiments.demo_accuracy.run",
+    ),
 }
 
 # The benchmark sets, in the column order of every accuracy table (benchmarks/README.md).
@@ -171,7 +175,7 @@ class MethodRow:
     """One row of the method table: a setting of ``neardup dedup`` and where it was measured."""
 
     name: str  # as the reader types it
-    transfer_label: str  # its row in transfer.json
+    transfer_label: str  # its row in transfer.json; "auto:METHOD": profile_accuracy.json's
     speed: Speed | None
     when: str
 
@@ -179,11 +183,15 @@ class MethodRow:
 METHOD_ROWS = (
     MethodRow("`rerank`", "rerank (verifier), Leiden 0.4", Speed("scale-100k-rerank", "rerank"),
               "best accuracy on every set: noisy copies (OCR, abridged), every language tried"),
-    MethodRow("`minhash`", "minhash", Speed("scale-100k", "minhash"),
+    MethodRow("`minhash` (the default: `--profile auto`)", "auto:minhash",
+              Speed("scale-100k", "minhash"),
+              "the default: fast, word or character shingles as the input's first documents "
+              "look clean or noisy (the scale corpus looks clean)"),
+    MethodRow("`minhash --profile clean`", "minhash", Speed("scale-100k", "minhash"),
               "fastest; copies sharing most words (web, LM data); tune the threshold"),
     MethodRow("`minhash --shingle char --ngram 5`", "minhash char-5", None,
               "as minhash, robust to character noise and any script"),
-    MethodRow("`ngram`", "ngram", Speed("scale-100k-ngram", "ngram"),
+    MethodRow("`ngram --profile clean`", "ngram", Speed("scale-100k-ngram", "ngram"),
               "exact Jaccard or containment; short texts, one text inside another"),
     MethodRow("`ngram --shingle char --ngram 5`", "ngram char-5", None,
               "best lexical accuracy on unseen noise"),
@@ -276,12 +284,24 @@ ACCURACY_ROWS = ("exact", "ngram", "ngram char-5", "minhash", "minhash char-5", 
 
 # --- renderers: each returns (markdown table, source names it read) ----------------------
 
+def _profile_auto_aris(method: str) -> list[float | None]:
+    """Test ARI per set of ``method`` with ``--profile auto``, as it ran on each test split."""
+    rows = _load("noisy-profile")["rows"]  # type: ignore[index]
+    ari = {r["set"]: r["ari"] for r in rows if r["method"] == method and r["setting"] == "auto"}
+    return [ari.get(s) for s in SETS]
+
+
 def _methods_table(full: bool) -> tuple[str, list[str]]:
     names = ["transfer"]
     rows = []
     for method in METHOD_ROWS:
-        defaults = [_transfer_cell(method.transfer_label, s) for s in SETS]
-        aris = [c["default"]["test_ari"] if c else None for c in defaults]
+        if method.transfer_label.startswith("auto:"):
+            if "noisy-profile" not in names:
+                names.append("noisy-profile")
+            aris = _profile_auto_aris(method.transfer_label.removeprefix("auto:"))
+        else:
+            defaults = [_transfer_cell(method.transfer_label, s) for s in SETS]
+            aris = [c["default"]["test_ari"] if c else None for c in defaults]
         speed = docs_s = rss = ""
         if method.speed is not None:
             names.append(method.speed.source)
@@ -463,9 +483,12 @@ def _noisy_profile() -> tuple[str, list[str]]:
               for r in _load("noise-signal-test")["rows"]}  # type: ignore[index]
     rows = []
     for method in dict.fromkeys(r["method"] for r in data["rows"]):  # type: ignore[index]
-        for setting, name in (("default", f"`{method}`"), ("noisy", f"`{method} --profile noisy`")):
-            rows.append([name, *(_num(ari.get((method, setting, s))) for s in SETS)])
-    rows.append(["hint shown (broken tokens / stuck punctuation)",
+        for setting, name in (("default", f"`{method} --profile clean`"),
+                              ("noisy", f"`{method} --profile noisy`"),
+                              ("auto", f"`{method}` (default: `--profile auto`)")):
+            if any((method, setting, s) in ari for s in SETS):
+                rows.append([name, *(_num(ari.get((method, setting, s))) for s in SETS)])
+    rows.append(["auto chooses noisy (broken tokens / stuck punctuation)",
                  *(f"{'yes' if signal[s]['flagged'] else 'no'} "
                    f"({100 * signal[s]['broken_token_share']:.2f}% / "
                    f"{100 * signal[s]['stuck_punctuation_share']:.2f}%)" for s in SETS)])
@@ -487,6 +510,16 @@ def _noisy_profile_cost() -> tuple[str, list[str]]:
     return _table(header, ["l", *"r" * 7], rows), sources
 
 
+def _demo_accuracy() -> tuple[str, list[str]]:
+    data = _load("demo-accuracy")
+    rows = [[r["setting"], _num(r["ari"]), _num(r["precision"]), _num(r["recall"]),
+             _num(r["cpu_seconds"], 1)]
+            for r in data["rows"]]  # type: ignore[index]
+    header = ["command on the demo corpus", "ARI", "pairwise precision", "pairwise recall",
+              "CPU (s)"]
+    return _table(header, ["l", *"r" * 4], rows), ["demo-accuracy"]
+
+
 RENDERERS: dict[str, Callable[[], tuple[str, list[str]]]] = {
     "methods": lambda: _methods_table(full=True),
     "methods-summary": lambda: _methods_table(full=False),
@@ -505,6 +538,7 @@ RENDERERS: dict[str, Callable[[], tuple[str, list[str]]]] = {
     "calibrate-labels": _calibrate_labels,
     "noisy-profile": _noisy_profile,
     "noisy-profile-cost": _noisy_profile_cost,
+    "demo-accuracy": _demo_accuracy,
 }
 
 _BLOCK = re.compile(r"(<!-- BEGIN table:(?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- END table:(?P=name) -->)",

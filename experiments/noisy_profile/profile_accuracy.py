@@ -12,7 +12,9 @@
    ``profile="noisy"`` (:func:`neardup.profiles.profile_settings`), evaluated on each
    set's test split (connected components, as compare_transfer.py), and the same for the
    clean-text hint: whether :func:`neardup.text.noise_signal.looks_noisy` flags the
-   first documents of the test split.
+   first documents of the test split. ``auto`` (the default since decision 0031) is
+   measured as it runs: :func:`neardup.profiles.choose_profile` on the test split's
+   documents, then that profile's settings.
 
 Writes experiments/noisy_profile/results/profile_accuracy.json.
 """
@@ -26,7 +28,7 @@ from pathlib import Path
 from experiments.method_comparison.compare_transfer import RESULTS as TRANSFER
 from experiments.method_comparison.compare_transfer import ROOT, SETS, maximin
 from neardup.eval import evaluate, load_labeled
-from neardup.profiles import NOISY, profile_settings
+from neardup.profiles import NOISY, choose_profile, profile_settings
 from neardup.text.noise_signal import BROKEN_TOKEN_SHARE, SAMPLE_DOCS, broken_token_share
 
 OUT = Path(__file__).resolve().parent / "results" / "profile_accuracy.json"
@@ -57,11 +59,14 @@ def main() -> None:
         test = load_labeled([ROOT / "data" / name / "test.jsonl.gz"])
         share = broken_token_share(test.texts[:SAMPLE_DOCS])
         for method in NOISY:
-            for setting, params in (("default", {}),
-                                    ("noisy", profile_settings("noisy", method))):
+            for setting in ("default", "noisy", "auto"):
                 start = time.process_time()
+                chosen = (choose_profile("auto", method, test.texts).name if setting == "auto"
+                          else "clean" if setting == "default" else setting)
+                params = profile_settings(chosen, method)
                 report = evaluate(test, method, params=params, cluster=COMPONENTS)
                 rows.append({"set": name, "method": method, "setting": setting,
+                             "profile": chosen,
                              "ari": report["ari"], "precision": report["precision"],
                              "recall": report["recall"],
                              "cpu_seconds": round(time.process_time() - start, 2),

@@ -172,6 +172,7 @@ def _print_summary(result: Result | dict[str, Any], hints: list[str], console: A
     if isinstance(result, dict):
         summary = dict(result)
         timings = {**summary.pop("_timings"), **extra_timings}
+        summary.pop("_params", None)
     else:
         summary, timings = result.summary(), {**result.timings, **extra_timings}
     title = f"neardup dedup --method {method}"
@@ -187,6 +188,9 @@ def _print_summary(result: Result | dict[str, Any], hints: list[str], console: A
         table.add_row(f"time: {stage}", f"{seconds:.2f} s ({100 * seconds / total:.0f}%)")
     table.add_row("time: total", f"{total:.2f} s")
     console.print(table)
+    params = result.get("_params", {}) if isinstance(result, dict) else result.params
+    if "profile_auto" in params:
+        console.print(f"[dim]{ProfileChoice(**params['profile_auto']).describe()}[/dim]")
     for hint in hints:
         console.print(f"[dim]hint: {hint}[/dim]")
 
@@ -368,8 +372,6 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
         _record_profile(result.params, choice)
         noise = noise_shares(sample) if _clean_default(method_obj) and not choice.chosen else None
         hints = _hints(result.params.get("cluster", {}), result.has_dates, method_obj, noise)
-        if choice.chosen:
-            hints.insert(0, choice.describe())
         start = time.perf_counter()
         _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch, hints)
         if watch is not None:
@@ -440,8 +442,6 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
         _record_profile(params, choice)
         record = _run_record(method_obj.name, params, method_obj)
         hints = _hints(cluster.get_params(), run.has_dates, method_obj)
-        if choice.chosen:
-            hints.insert(0, choice.describe())
         if "--report" in outputs:
             templates = (result.template_clusters() if result is not None
                          else _directory_templates(opts["clusters_out"], storage)
@@ -453,7 +453,7 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
 
             write_report(outputs.temporary("--html"), result, list(inputs), reader)
         outputs.commit()
-    return ({**summary, "_timings": timings}, 0.0, hints)
+    return ({**summary, "_timings": timings, "_params": params}, 0.0, hints)
 
 
 def _refuse_files_for_directories(opts: dict[str, Any]) -> None:
