@@ -65,6 +65,10 @@ def test_ray_cli_writes_the_local_engines_clusters_report_and_html(address, corp
     for key in ("documents", "clusters", "duplicates_removed", "largest_cluster"):
         assert ray_report["summary"][key] == local_report["summary"][key], key
     assert ray_report["params"]["engine"] == "ray"
+    # --profile auto (the default) reads the same first documents on both: the driver's
+    # look on Ray, the run's own read locally. The demo corpus looks noisy.
+    assert ray_report["params"]["profile"] == local_report["params"]["profile"] == "noisy"
+    assert ray_report["params"]["profile_auto"] == local_report["params"]["profile_auto"]
     assert set(ray_report["params"]) == set(local_report["params"])
     page = (tmp_path / "ray.html").read_text(encoding="utf-8")
     assert page.lstrip().lower().startswith("<!doctype html") and "minhash" in page
