@@ -361,7 +361,7 @@ def run(
         biencoder with the flat or auto index) write their embeddings there and search
         them shard by shard; ``Result.pairs`` is then the spanning forest of verified
         edges that joined each cluster, not every matching pair (with ``cluster``
-        Leiden or Louvain, which the keyed stage runs too, every accepted pair).
+        Leiden, Louvain or HAC, which the keyed stage runs too, every accepted pair).
     corpus_stage : CorpusStageConfig or None
         Work directory, memory limit, partitions and resumption of that stage.
     input_identity : JSON-able, optional
@@ -502,7 +502,8 @@ def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: Keep
             clustering = cluster_pairs(
                 stage.pairs, len(stage.roots), method=cluster.algorithm,
                 max_cluster_size=cluster.max_cluster_size, oversized=cluster.oversized,
-                resolution=cluster.resolution, seed=cluster.seed)
+                resolution=cluster.resolution, seed=cluster.seed, linkage=cluster.linkage,
+                distance_threshold=cluster.distance_threshold)
         labels, sizes, oversized, groups = (clustering.labels, clustering.sizes,
                                             clustering.oversized, clustering.groups)
         representative = _representatives(labels, stage.lengths, stage.dates, keep, keep_values)

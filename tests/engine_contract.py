@@ -15,9 +15,9 @@ from neardup.data import demo_corpus_path
 from neardup.engine.support import placement
 from neardup.methods import METHODS, NEURAL_METHODS, make_method
 
-#: The clusterings crossed with every method: connected components, and community
-#: detection over every accepted pair (HAC runs in memory only: its own tests).
-ALGORITHMS = ("components", "leiden")
+#: The clusterings crossed with every method: connected components (a spanning forest
+#: out of core), community detection and HAC (every accepted pair).
+ALGORITHMS = ("components", "leiden", "hac")
 #: Documents in the shared corpus (its duplicates included).
 N_DOCS = 300
 

@@ -32,8 +32,31 @@ def embeddings(tmp_path_factory):
     return tmp_path_factory.getbasetemp() / "contract-embeddings"
 
 
+@pytest.fixture(scope="module")
+def one_stage_per_mode():
+    """The Ray stage run once per method and mode: every clustering but connected
+    components reads the same stage output (every accepted pair, ``every_edge``), so its
+    cases share one run and differ only in the clustering the driver applies to it (the
+    front door, planning and clustering still run for each). Keeps the lane's time."""
+    import neardup.engine.ray as ray_engine
+
+    real, runs = ray_engine.run_ray_stage, {}
+
+    def shared(batches, method, **options):
+        key = (method.name, repr(method.get_params()), repr(options["config"]),
+               options["time_window_hours"], options["every_edge"])
+        if key not in runs:
+            runs[key] = real(batches, method, **options)
+        return runs[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ray_engine, "run_ray_stage", shared)
+        yield
+
+
 @pytest.mark.parametrize("name, algorithm", list(cases()))
-def test_ray_gives_the_in_memory_clusters(corpora, embeddings, ray_address, name, algorithm):
+def test_ray_gives_the_in_memory_clusters(corpora, embeddings, ray_address, one_stage_per_mode, name,
+                                          algorithm):
     skip_unavailable(name)
     corpus = corpus_for(name, corpora)
     params = method_params(name, embeddings)

@@ -208,24 +208,15 @@ class CorpusStageConfig:
         return replace(config, partitions=min(partitions, 4096))
 
 
-#: Clusterings the stage runs besides connected components: community detection over
-#: every accepted pair (``every_edge``), kept on disk and clustered at the end.
-EVERY_EDGE_CLUSTERINGS = ("leiden", "louvain")
-
-
 def supports_corpus_stage(method: Method, algorithm: str) -> bool:
-    """Whether ``method`` with clustering ``algorithm`` runs through this stage: methods
-    with the keyed contract, clustered by connected components, or by Leiden/Louvain when
-    the method verifies its own candidate pairs (not through the pair-count exchange or
-    mutual retrieval, which skip pairs already joined by design). HAC needs the weak pairs
-    too and runs in memory."""
-    keyed = method.capabilities.keyed
-    if keyed is None:
-        return False
-    if algorithm == "components":
-        return True
-    return (algorithm in EVERY_EDGE_CLUSTERINGS and not exchanges_pair_counts(method)
-            and not keyed.query_retrieval)
+    """Whether ``method`` with clustering ``algorithm`` runs through this stage: every
+    method with the keyed contract, with any clustering. Connected components read a
+    spanning forest; the others (community detection, HAC) read the pair graph the
+    in-memory stage gives them, every accepted pair with its score, which the stage keeps
+    in its ``every_edge`` mode: no candidate is skipped for joining documents already
+    joined, neither in the key groups nor in the pair-count exchange, and mutual retrieval
+    writes every mutual pair anyway."""
+    return method.capabilities.keyed is not None
 
 
 class _KeySpill:
@@ -581,13 +572,14 @@ EXCHANGE_BYTES_PER_RECORD = 64
 
 def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, Any],
                     config: CorpusStageConfig, window_hours: float | None, timer,
-                    progress) -> dict[str, Any]:
+                    progress, every_edge: bool = False) -> dict[str, Any]:
     """The reduce side of the pair-count exchange (:mod:`neardup.engine.overlap`): per
     range of left documents, the link stage's records of every key partition summed by
     pair; pairs whose intersection the counts give are scored without reading sets, the
     others bounded with the totals and their survivors verified. Joins continue the link
-    stage's union-find (its forests replayed). One file per range, written atomically,
-    so an interrupted stage resumes at the first missing range."""
+    stage's union-find (its forests replayed); with ``every_edge`` nothing counts as
+    joined, and the files hold every accepted pair. One file per range, written
+    atomically, so an interrupted stage resumes at the first missing range."""
     facts = wd.done("exchange", key)
     if facts is not None:
         return facts
@@ -597,9 +589,10 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
     step = _verify_step(config, store)
     link_dir = wd.stage_dir("link")
     partitions = config.partitions
-    uf = UnionFind(n_docs)
-    for p in range(partitions):
-        _replay_forest(uf, link_dir / f"p-{p:04d}.arrow")
+    uf = NoJoins() if every_edge else UnionFind(n_docs)
+    if not every_edge:
+        for p in range(partitions):
+            _replay_forest(uf, link_dir / f"p-{p:04d}.arrow")
     prefix_dir = wd.stage_dir("prefix")
     prefix = tuple(np.load(prefix_dir / f"{name}.npy") for name in ("cut", "suffix", "unseen"))
     sizes = np.diff(store.set_offsets)
@@ -617,7 +610,8 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
             done = directory / f"r-{r:05d}.json"
             resuming = resuming and out.exists() and done.exists()
             if resuming:
-                _replay_forest(uf, out)
+                if not every_edge:
+                    _replay_forest(uf, out)
             else:
                 forest, outside, counts = _reduce_pair_range(
                     method, code_paths, shared_paths, lo, hi, sizes, prefix, store, window,
@@ -635,7 +629,8 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
 
 def _reduce_pair_range(method: Method, code_paths: list[Path], shared_paths: list[Path], lo: int,
                        hi: int, sizes: np.ndarray, prefix: tuple[np.ndarray, ...],
-                       store: _ArrayStore, window: TimeWindow | None, uf: UnionFind, step: int) -> tuple[Pairs, Pairs, dict[str, int]]:
+                       store: _ArrayStore, window: TimeWindow | None, uf: UnionFind | NoJoins,
+                       step: int) -> tuple[Pairs, Pairs, dict[str, int]]:
     """One range of left documents of the exchange: its forest, outside-window pairs and
     counts. ``prefix``: each document's prefix cut, suffix and unseen keys (the prefix
     stage's), which bound the keys a pair shares outside its count."""
@@ -860,7 +855,7 @@ class PartitionLinker:
             self.uf = uf
         # Every accepted pair is kept (``NoJoins``): an accepted pair met again is done
         # too, so the memory of decided pairs holds both verdicts.
-        self.remember_accepted = isinstance(self.uf, NoJoins)
+        self.remember_accepted = self.keeps_every_pair = isinstance(self.uf, NoJoins)
         self.window = window
         self.forest: list[tuple[np.ndarray, ...]] = []
         self.outside: list[tuple[np.ndarray, ...]] = []
@@ -1021,7 +1016,12 @@ def _exchange_block(method: Method, linker: PartitionLinker, exchange: _PairSpil
     are joined in the first partitions and their pairs left out of the later ones; the
     rest are spilled with their shared counts. A verified pair is left out whatever the
     verdict (joined, rejected by its exact similarity, or kept apart by the window and
-    recorded as such)."""
+    recorded as such). When the linker keeps every accepted pair, every record is
+    spilled: the reduce then sums each pair's full count and scores it once, exactly."""
+    if linker.keeps_every_pair:
+        # Verifying early saves nothing when nothing is skipped for being joined.
+        exchange.add(left, right, shared)
+        return
     open_ = ~linker.uf.connected(left, right)
     left, right, shared = left[open_], right[open_], shared[open_]
     known_left, known_right = known_left[open_], known_right[open_]
@@ -1110,7 +1110,7 @@ def link_partition(method: Method, tables: list[pa.Table], store: RowSource,
                 # exchange.
                 _link_chained_groups(linker, docs, starts[~small], sizes[~small], upto,
                                      star_upto, chunk_edges)
-                if payload is not None:
+                if payload is not None and not linker.keeps_every_pair:
                     _link_adjacent_matches(linker, docs, payload, starts[small], sizes[small],
                                            checked)
                 del payload
@@ -1365,8 +1365,8 @@ def run_corpus_stage(
     ``input_identity`` (JSON-able; e.g. the input files' paths, sizes and modification
     times) is recorded in the work directory so that ``resume`` refuses a directory made
     from another input. ``every_edge``: keep every accepted pair, not only a spanning
-    forest (``CorpusStageOutput.pairs``), for community detection; only for methods that
-    :func:`supports_corpus_stage` with ``"leiden"``.
+    forest (``CorpusStageOutput.pairs``), for the clusterings other than connected
+    components (:func:`supports_corpus_stage`).
     """
     if method.capabilities.keyed is None:
         raise ValueError(
@@ -1391,11 +1391,6 @@ def run_corpus_stage(
                                      statistics)
         require_dates(time_window_hours, sketch_facts["has_dates"])
         exchange = exchanges_pair_counts(method)
-        if every_edge and not supports_corpus_stage(method, "leiden"):
-            raise ValueError(
-                f"run_corpus_stage: method {method.name!r} skips pairs already joined by "
-                "design (pair-count exchange or mutual retrieval), so every_edge=True "
-                "cannot keep every accepted pair; cluster it in memory")
         link_key = stage_key("link", method.name, method.get_params(), config.partitions,
                              time_window_hours, statistics,
                              "exchange-prefix" if exchange else "verify",
@@ -1430,7 +1425,7 @@ def run_corpus_stage(
                 # redoes the stage.
                 last_key = stage_key("exchange", link_key, config.budget)
                 exchange_facts = _exchange_stage(wd, last_key, method, sketch_facts, config,
-                                                 time_window_hours, timer, progress)
+                                                 time_window_hours, timer, progress, every_edge)
                 edge_files += sorted(wd.stage_dir("exchange").glob("r-*.arrow"))
                 link_facts = dict(link_facts, **prefix_facts)
                 for name, value in exchange_facts.items():

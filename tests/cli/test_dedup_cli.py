@@ -139,12 +139,13 @@ def test_summary_printed(corpus):
 
 @pytest.mark.parametrize("cluster", [["--cluster", "leiden"], ["--cluster", "hac"]])
 def test_summary_of_in_memory_fallback(tmp_path, corpus, cluster):
-    # Clusterings the out-of-core stage cannot run fall back to memory; the summary says
-    # why in a text row (it once failed formatting that row as a number, after writing).
+    # Methods the out-of-core stages cannot run fall back to memory (rerank over MinHash
+    # candidates verified from shingle sets); the summary says why in a text row (it once
+    # failed formatting that row as a number, after writing).
     path, rows = corpus
     out = tmp_path / "c.parquet"
-    result = _run(["dedup", str(path), "--text-field", "body", "--method", "ngram",
-                   "--clusters-out", str(out), *cluster])
+    result = _run(["dedup", str(path), "--text-field", "body", "--method", "rerank", "--param",
+                   'candidate_params={"verify": "exact"}', "--clusters-out", str(out), *cluster])
     assert result.exit_code == 0, result.output
     assert "engine fallback" in result.output  # the row (its text wraps in the cell)
     assert pq.read_table(out).num_rows == len(rows)

@@ -322,7 +322,8 @@ def test_tsv_with_plain_values_round_trips(tmp_path):
     (["--engine", "memory", "--partitions", "8"], ["--partitions", "--engine memory"]),
     (["--spell-max-edit-distance", "1"], ["--spell-max-edit-distance", "--spell-correct"]),
     (["--ray-shard-rows", "10"], ["--ray-shard-rows", "--engine ray"]),
-    (["--cluster", "hac", "--work-dir", "{tmp}/w"], ["--work-dir", "--cluster hac"]),
+    (["--method", "retsim", "--param", 'index="hnsw"', "--work-dir", "{tmp}/w"],
+     ["--work-dir", "--method retsim"]),
 ])
 def test_option_that_would_be_ignored_is_a_usage_error(tmp_path, args, flags):
     corpus = write_corpus(tmp_path / "corpus.jsonl", rows(4))

@@ -201,8 +201,10 @@ def _rule_cases():
                                       [*extra, "--engine", "memory", *given],
                                       id=f"{rule.flag}-engine-memory"))
             if rule.name in ("work_dir", "memory_limit"):
-                cases.append(pytest.param(rule.flag, ["--cluster hac"],
-                                          [*extra, "--cluster", "hac", *given],
+                # retsim over an HNSW index has no out-of-core stage.
+                cases.append(pytest.param(rule.flag, ["--method retsim"],
+                                          [*extra, "--method", "retsim", "--param", 'index="hnsw"',
+                                           *given],
                                           id=f"{rule.flag}-in-memory-fallback"))
             continue
         if rule.name == "time_window_hours":

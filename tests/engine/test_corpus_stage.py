@@ -397,9 +397,24 @@ def test_community_detection_out_of_core_matches_in_memory(demo, method, params,
     assert len(components.pairs) == len(records) - components.n_clusters
 
 
-def test_every_edge_refused_for_methods_that_skip_joined_pairs(demo):
-    with pytest.raises(ValueError, match="every_edge"):
-        run_corpus_stage(_batches(_texts(demo[:50])), make_method("ngram"), every_edge=True)
+@pytest.mark.parametrize("name", ["ngram", "spotsigs", "sanderson"])
+def test_every_edge_keeps_what_the_in_memory_search_finds(demo, name):
+    # The methods that skip pairs already joined (pair-count exchange, its early checks
+    # of likely copies included; mutual retrieval) skip none with every_edge: every
+    # accepted pair once, with its in-memory score, over many partitions.
+    from tests.engine_contract import contract_corpus
+
+    texts = _texts(contract_corpus(200))  # noisy near-duplicates and re-sent copies
+    method = make_method(name)
+    stage = run_corpus_stage(_batches(texts), method, every_edge=True,
+                             config=CorpusStageConfig(memory_limit="1MB", partitions=32))
+    memory = neardup.dedup(texts, name, engine="memory", cluster="leiden", pair_types=False)
+    assert len(memory.pairs) > 30  # more than the re-sent copies
+    found = dict(zip(zip(stage.pairs.left.tolist(), stage.pairs.right.tolist()), stage.pairs.score.tolist()))
+    expected = dict(zip(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()),
+                        memory.pairs.score.tolist()))
+    assert found.keys() == expected.keys()
+    assert all(found[pair] == pytest.approx(score, abs=1e-6) for pair, score in expected.items())
 
 
 @pytest.mark.slow
@@ -505,15 +520,16 @@ def test_local_engine_records_a_fallback_to_memory(caplog):
                          ("minhash", {"verify": "exact"}), ("sanderson", {})):
         keyed = neardup.dedup(texts, name, pair_types=False, **params)
         assert "engine_fallback" not in keyed.summary() and keyed.params["engine"] == "local"
-    # Community detection runs out of core for methods that verify their own pairs; the
-    # pair-count exchange (ngram) skips joined pairs, and HAC needs the weak pairs too.
-    leiden = neardup.dedup(texts, "minhash", cluster="leiden", pair_types=False)
-    assert leiden.params["engine"] == "local" and "engine_fallback" not in leiden.summary()
-    for name, cluster, reason in (("ngram", "leiden", "pair-count exchange"),
-                                  ("minhash", "hac", "weak ones included")):
-        fallback = neardup.dedup(texts, name, cluster=cluster, pair_types=False)
-        assert fallback.params["engine"] == "memory"
-        assert reason in fallback.summary()["engine_fallback"]
+    # Every clustering of a keyed method runs out of core (the pair-count exchange and
+    # mutual retrieval included); a method without an out-of-core stage says so for each.
+    for name, cluster in (("minhash", "leiden"), ("ngram", "leiden"), ("minhash", "hac"),
+                          ("sanderson", "hac")):
+        keyed = neardup.dedup(texts, name, cluster=cluster, pair_types=False)
+        assert keyed.params["engine"] == "local" and "engine_fallback" not in keyed.summary()
+    fallback = neardup.dedup(texts, "rerank", candidate_params={"verify": "exact"}, cluster="hac",
+                             pair_types=False)
+    assert fallback.params["engine"] == "memory"
+    assert "no out-of-core stage" in fallback.summary()["engine_fallback"]
 
 
 def test_overlap_pairs_counts_each_pair_once_with_its_shared_buckets():

@@ -477,6 +477,30 @@ def test_rerank_leiden_on_ray_as_locally(cluster, shards, tiny_verifier, tmp_pat
     _assert_same_pairs(Pairs(a, b, written["score"].to_numpy()), local.pairs)
 
 
+def test_hac_on_ray_as_locally(cluster, shards, tmp_path):
+    # The CLI's distributed outputs cluster each component by HAC, with the linkage and
+    # distance asked for, from every accepted pair.
+    reader = ReaderConfig(id_field="id")
+    method = make_method("minhash", threshold=0.3)
+    hac = ClusterConfig(algorithm="hac", linkage="complete", distance_threshold=0.6)
+    local = run(read_corpus(shards[:1], reader), method, cluster=hac)
+    components = run(read_corpus(shards[:1], reader), method)
+    assert local.params["engine"] == "local" and local.n_clusters > components.n_clusters
+    args = ["dedup", shards[0], "--method", "minhash", "--threshold", "0.3", "--id-field", "id", "--cluster", "hac",
+            "--linkage", "complete", "--hac-distance", "0.6", "--quiet", "--engine", "ray",
+            "--ray-address", cluster["address"], "--ray-shard-rows", str(_SHARD_ROWS),
+            "--partitions", "4", "--clusters-out", str(tmp_path / "c"), "--pairs-out", str(tmp_path / "p")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    got = _clusters_table(tmp_path / "c").loc[local.ids]
+    assert _same_membership(got["cluster"], local.clusters)
+    assert (got["representative"].to_numpy() == local.representative).all()
+    written = pq.read_table(tmp_path / "p").to_pandas()
+    position = {doc_id: i for i, doc_id in enumerate(local.ids)}
+    a, b = written["id_a"].map(position).to_numpy(), written["id_b"].map(position).to_numpy()
+    _assert_same_pairs(Pairs(a, b, written["score"].to_numpy()), local.pairs)  # every accepted pair
+
+
 def test_write_outputs_refuses_a_clustering_the_run_did_not_keep_pairs_for(cluster, shards, tmp_path):
     run_ = RayRun(RayInputs(tuple(shards[:1]), ReaderConfig(id_field="id")), make_method("exact"),
                   config=RayConfig(shard_rows=_SHARD_ROWS, partitions=2))
@@ -503,11 +527,10 @@ def test_wminhash_fitted_in_advance_runs_on_ray(cluster, shards):
 
 
 def test_unsupported_method_is_refused(cluster):
-    # ngram links through the pair-count exchange, which skips pairs already joined: no
-    # Leiden there (nor on the vector stage), refused before any Ray work.
-    for method in (make_method("ngram"), FakeRETSim()):
-        with pytest.raises(ValueError, match="engine='ray' cannot run method"):
-            run(iter([]), method, cluster=ClusterConfig(algorithm="leiden"), engine="ray")
+    # The vector stage keeps a spanning forest: no Leiden there, refused before any Ray
+    # work (the keyed stage keeps every accepted pair for it, the exchange's included).
+    with pytest.raises(ValueError, match="engine='ray' cannot run method"):
+        run(iter([]), FakeRETSim(), cluster=ClusterConfig(algorithm="leiden"), engine="ray")
 
 
 def test_wminhash_counts_its_statistics_on_ray(cluster, shards):

@@ -50,11 +50,11 @@ def corpus(tmp_path_factory):
     return path
 
 
-def test_sanderson_is_placed_on_ray_for_components_only():
+def test_sanderson_is_placed_on_ray_for_every_clustering():
+    # Mutual retrieval writes every mutual pair: the pair graph Leiden and HAC read.
     method = make_method("sanderson")
-    assert placement(method, "components", "ray").stage == "keyed"
-    refused = placement(method, "leiden", "ray")
-    assert not refused.supported and "every accepted pair" in refused.reason
+    for algorithm in ("components", "leiden", "hac"):
+        assert placement(method, algorithm, "ray").stage == "keyed"
 
 
 @pytest.mark.parametrize("window", [None, 24.0], ids=["no-window", "window"])

@@ -132,7 +132,8 @@ def pair_decide_task(state: dict, method: Method, offsets: np.ndarray, *facts: d
 def pair_link_task(state: dict, method: Method, window_hours: float | None, options: dict, *rows: dict) -> tuple:
     """Reduce, last step: one range's pairs linked as the local stage's reduce links them
     (those scored from counts first, then those to verify, each in pair order), with a
-    union-find over the range's documents."""
+    union-find over the range's documents (none with ``options["every_edge"]``: every
+    accepted pair is kept)."""
     cpu = time.process_time()
     accept_left, accept_right, accept_score = state["accept"]
     verify_left, verify_right = state["verify"]
@@ -145,7 +146,7 @@ def pair_link_task(state: dict, method: Method, window_hours: float | None, opti
         window = TimeWindow(float(window_hours), state["dates"], state[IDENTITY]).take(
             np.searchsorted(docs, local))
     linker = PartitionLinker(method, np.concatenate((accept_left, accept_right, verify_left, verify_right)),
-                             store, window, uf=None)
+                             store, window, uf=None, every_edge=options.get("every_edge", False))
     linker.step = verify_step(options, store.row_bytes)
     linker.consider(accept_left, accept_right, accept_score)
     linker.consider(verify_left, verify_right)

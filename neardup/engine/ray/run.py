@@ -67,7 +67,7 @@ def run_ray_stage(
     as the local engine's: bars on stderr (None: when it is a terminal) for the sketch
     tasks, the link (or search) tasks with the components rounds as their status, and
     the components of a run without waves, advanced as the tasks finish. ``every_edge``:
-    keep every accepted pair (for Leiden or Louvain), not only a spanning forest.
+    keep every accepted pair (for Leiden, Louvain or HAC), not only a spanning forest.
     """
     run = RayRun(source, method, config=config, time_window_hours=time_window_hours,
                  timer=timer, progress=progress, every_edge=every_edge)
@@ -88,11 +88,12 @@ class RayRun:
     ``outside``: the Python API's :meth:`stage_output`); :func:`write_outputs` leaves
     them in the cluster.
 
-    ``every_edge`` (community detection: Leiden, Louvain): the link tasks skip no
-    candidate for joining documents already joined and keep every accepted pair (the
-    local engine's ``every_edge``), all partitions in one wave (later waves would only
-    skip what earlier ones joined); ``forest`` is then every accepted pair, and
-    :func:`write_outputs` clusters each component from them.
+    ``every_edge`` (community detection, HAC): the link tasks and the exchange's reduce
+    skip no candidate for joining documents already joined and keep every accepted pair
+    (the local engine's ``every_edge``), all partitions in one wave (later waves would
+    only skip what earlier ones joined); ``forest`` is then every accepted pair (mutual
+    retrieval's pairs are all of them anyway), and :func:`write_outputs` clusters each
+    component from them.
     """
 
     def __init__(self, source, method: Method, *, config: RayConfig = RayConfig(),
@@ -115,8 +116,8 @@ class RayRun:
         if every_edge and not supports_corpus_stage(method, "leiden"):
             raise ValueError(
                 f"run: engine='ray' clusters method {method.name!r} by connected components only "
-                "(Leiden and Louvain need every accepted pair, which its vector stage or "
-                "pair-count exchange does not keep). Use engine='local' or 'memory' for them.")
+                "(the other clusterings need every accepted pair, which its vector stage does "
+                "not keep). Use engine='local' or 'memory' for them.")
 
     def execute(self) -> None:
         ray = import_ray()
