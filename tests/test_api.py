@@ -320,7 +320,7 @@ def test_identical_texts_are_linked_by_every_method(method, engine, tmp_path):
     ({"engine": "memory", "resume": True, "work_dir": "w"}, "parameter 'work_dir'"),
     ({"resume": True}, "parameter 'resume' applies to a run kept in work_dir only"),
     ({"ray_address": "auto"}, "parameter 'ray_address'"),
-    ({"cluster": "hac", "work_dir": "w"}, "which engine='local' runs in memory"),
+    ({"method": "retsim", "index": "hnsw", "work_dir": "w"}, "which engine='local' runs in memory"),
     ({"time_window_hours": 24}, "applies to documents with dates (date_field=...) only"),
     ({"linkage": "single"}, "parameter 'linkage' applies to cluster='hac' only"),
     ({"cluster_algorithm": "hac"}, "pass cluster='hac'"),
@@ -330,5 +330,5 @@ def test_parameter_that_would_be_ignored_is_an_error(tmp_path, kwargs, phrase):
     if "work_dir" in kwargs:
         kwargs = {**kwargs, "work_dir": tmp_path / "w"}
     with pytest.raises(ValueError, match=re.escape(phrase)):
-        neardup.dedup(["a b c d", "a b c d"], method="minhash", **kwargs)
+        neardup.dedup(["a b c d", "a b c d"], **{"method": "minhash", **kwargs})
     assert not (tmp_path / "w").exists()
