@@ -49,6 +49,7 @@ BENCHMARKS = {
     "neural_dedup": "end-to-end `neardup dedup` with the neural methods",
     "rerank_score_memory": "peak memory of rerank's scorer on one linking step",
     "report": "`neardup report` on a large synthetic run: build, size, load in Chromium",
+    "before_after": "the same `neardup dedup` from two checkouts: time, memory, same clusters",
 }
 
 
