@@ -502,7 +502,8 @@ def _result_from_stage(stage, method: Method, cluster: ClusterConfig, keep: Keep
             clustering = cluster_pairs(
                 stage.pairs, len(stage.roots), method=cluster.algorithm,
                 max_cluster_size=cluster.max_cluster_size, oversized=cluster.oversized,
-                resolution=cluster.resolution, seed=cluster.seed)
+                resolution=cluster.resolution, seed=cluster.seed, linkage=cluster.linkage,
+                distance_threshold=cluster.distance_threshold)
         labels, sizes, oversized, groups = (clustering.labels, clustering.sizes,
                                             clustering.oversized, clustering.groups)
         representative = _representatives(labels, stage.lengths, stage.dates, keep, keep_values)

@@ -386,7 +386,9 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
                                 max_cluster_size=cluster.max_cluster_size,
                                 oversized=cluster.oversized, keep=keep,
                                 algorithm=cluster.algorithm, resolution=cluster.resolution,
-                                seed=cluster.seed, storage_options=storage,
+                                seed=cluster.seed, linkage=cluster.linkage,
+                                distance_threshold=cluster.distance_threshold,
+                                storage_options=storage,
                                 keep_values=keep_values, annotate=opts["annotate"])
         result = None
         if "--html" in outputs:  # the report page reads every document's cluster

@@ -75,18 +75,14 @@ def _local_stage(method: Method, algorithm: str) -> str | None:
 
 def _memory_reason(method: Method, algorithm: str) -> str:
     """Why the out-of-core executor runs ``method`` in memory."""
-    if algorithm == "hac":
-        return ("cluster algorithm 'hac' needs every pair, weak ones included; the "
-                "out-of-core stages keep accepted pairs only, so the in-memory stage ran")
     caps = method.capabilities
+    if algorithm == "hac" and caps.keyed is not None:
+        return ("cluster algorithm 'hac' needs every pair, weak ones included; the "
+                "keyed stage keeps accepted pairs only, so the in-memory stage ran")
     if algorithm != "components" and caps.keyed is not None:
         return (f"cluster algorithm {algorithm!r} needs every accepted pair; method "
                 f"{method.name!r} with these parameters skips pairs already joined out of "
                 "core (pair-count exchange or mutual retrieval), so the in-memory stage ran")
-    if algorithm != "components" and caps.vectors is not None:
-        return (f"cluster algorithm {algorithm!r} needs every accepted pair; the "
-                f"out-of-core stage of method {method.name!r} (vector search) keeps a "
-                "spanning forest, so the in-memory stage ran")
     return (f"method {method.name!r} with these parameters has no out-of-core stage "
             "(no keyed or vector contract), so the in-memory stage ran")
 

@@ -107,7 +107,8 @@ def _assign_task(shard_starts: np.ndarray, clustering: dict, keep: KeepPolicy, p
         pairs = edges.canonical()
         local = Pairs(np.searchsorted(nodes, pairs.left), np.searchsorted(nodes, pairs.right), pairs.score)
         result = cluster_pairs(local, nodes.size, method=algorithm, resolution=clustering["resolution"],
-                               seed=clustering["seed"], **limits)
+                               seed=clustering["seed"], linkage=clustering["linkage"],
+                               distance_threshold=clustering["distance_threshold"], **limits)
     # A cluster's id is its smallest position (its component's root for components).
     smallest = np.full(int(result.labels.max()) + 1 if nodes.size else 0, np.iinfo(np.int64).max)
     np.minimum.at(smallest, result.labels, nodes)
@@ -249,14 +250,15 @@ def _outside_ids_task(block: pa.Table | None, offsets: np.ndarray, shard_starts:
 def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
                   max_cluster_size: int | None = None, oversized: str = "flag",
                   keep: str | KeepPolicy = "longest", algorithm: str = "components", resolution: float = 1.0,
-                  seed: int = 0, keep_values: np.ndarray | None = None,
+                  seed: int = 0, linkage: str = "average", distance_threshold: float = 0.2,
+                  keep_values: np.ndarray | None = None,
                   annotate: bool = False, storage_options: dict | None = None) -> dict[str, Any]:
     """Write a finished Ray run's outputs as directories of Parquet files, from the
     workers: ``clusters_out`` (id, cluster, cluster_size, representative, status,
     template; one row per document, one file per shard; ``cluster`` is the input position
     of the cluster's first document), ``pairs_out`` (id_a, id_b, score, method,
     outside_window: a spanning forest of the verified edges, or every accepted pair when
-    ``algorithm`` is "leiden" or "louvain", one file per range of component roots, then
+    ``algorithm`` is "leiden", "louvain" or "hac", one file per range of component roots, then
     the time-window rejects, one file per shard) and ``out`` (the
     kept documents' full records, one file per shard). Each directory is written beside
     its final path and renamed into place (an :class:`~neardup.io.outputs.OutputDirectory`;
@@ -265,8 +267,9 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
     task per range (:func:`_assign_task`); the driver receives only counts. Returns the
     run summary (as :meth:`neardup.pipeline.Result.summary`).
 
-    ``algorithm``, ``resolution``, ``seed``, ``max_cluster_size`` and ``oversized`` are
-    those of :func:`neardup.graph.cluster_pairs`; community detection runs per component
+    ``algorithm``, ``resolution``, ``seed``, ``linkage``, ``distance_threshold``,
+    ``max_cluster_size`` and ``oversized`` are those of
+    :func:`neardup.graph.cluster_pairs`; community detection (and HAC) runs per component
     inside the assign tasks, and needs a run made with ``every_edge=True``. ``keep``: the
     keep policy (:mod:`neardup.graph.keep`), whose values per document, if it reads any,
     are ``keep_values`` (by input position). ``annotate``: ``out`` holds every record with
@@ -285,6 +288,7 @@ def write_outputs(run: RayRun, *, clusters_out=None, pairs_out=None, out=None,
             "components a spanning forest); got a run with every_edge="
             f"{run.every_edge}.")
     clustering = {"algorithm": algorithm, "resolution": resolution, "seed": seed,
+                  "linkage": linkage, "distance_threshold": distance_threshold,
                   "max_cluster_size": max_cluster_size, "oversized": oversized}
     bounds, labels = run.bounds, run.label_refs
     ranges = len(labels)
