@@ -16,17 +16,27 @@ from neardup.engine.support import placement
 from neardup.methods import METHODS, NEURAL_METHODS, make_method
 
 #: The clusterings crossed with every method: connected components, and community
-#: detection over every accepted pair (HAC runs in memory only: its own tests).
+#: detection over every accepted pair.
 ALGORITHMS = ("components", "leiden")
+#: Clusterings crossed only with the methods an out-of-core stage runs them for
+#: (elsewhere the local executor's run is the in-memory run, and Ray's refusal is
+#: leiden's): agglomerative clustering over every accepted pair.
+OUT_OF_CORE_ALGORITHMS = ("hac",)
 #: Documents in the shared corpus (its duplicates included).
 N_DOCS = 300
 
 
 def cases():
-    """Every registered method crossed with every clustering."""
+    """Every registered method crossed with every clustering of :data:`ALGORITHMS`, and
+    with those of :data:`OUT_OF_CORE_ALGORITHMS` that an out-of-core stage runs for it."""
     for name in sorted(METHODS):
         marks = [pytest.mark.neural] if name in NEURAL_METHODS else []
-        for algorithm in ALGORITHMS:
+        method = make_method(name)
+        for algorithm in ALGORITHMS + OUT_OF_CORE_ALGORITHMS:
+            if algorithm in OUT_OF_CORE_ALGORITHMS and not any(
+                    placement(method, algorithm, executor).stage in ("keyed", "vector")
+                    for executor in ("local", "ray")):
+                continue
             yield pytest.param(name, algorithm, marks=marks, id=f"{name}-{algorithm}")
 
 
