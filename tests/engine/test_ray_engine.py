@@ -359,6 +359,35 @@ def test_embedding_methods_same_clusters_as_local_engine(cluster, shards, method
         assert len(distributed.outside_window) > 0
 
 
+@pytest.mark.parametrize("algorithm", ["leiden", "hac"])
+def test_embedding_methods_keep_every_pair_for_leiden_and_hac(cluster, shards, tmp_path, algorithm):
+    # Row shards searched by separate tasks (kNN finds a pair from both ends, maybe
+    # in two tasks): every accepted pair once, and the local engine's clusters, on the
+    # driver (the Python API) and from the workers' outputs (clustered per component).
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    reader = ReaderConfig(id_field="id")
+    method = FakeRETSim(threshold=0.85, k=5, threads=1)
+    config = ClusterConfig(algorithm=algorithm, resolution=1.0)
+    local = run(read_corpus(shards[:1], reader), method, cluster=config)
+    assert "engine_fallback" not in local.params
+    distributed = run(RayInputs(tuple(shards[:1]), reader), method, cluster=config, engine="ray",
+                      ray=RayConfig(shard_rows=_SHARD_ROWS))
+    assert distributed.params["corpus_stage"]["row_shards"] > 1
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    np.testing.assert_array_equal(distributed.representative, local.representative)
+    _assert_same_pairs(distributed.pairs, local.pairs)
+    assert len(local.pairs) > local.n_docs - local.n_clusters  # every pair, not a forest
+    run_ = RayRun(RayInputs(tuple(shards[:1]), reader), method, config=RayConfig(shard_rows=_SHARD_ROWS),
+                  every_edge=True)
+    run_.execute()
+    summary = write_outputs(run_, clusters_out=tmp_path / "c", pairs_out=tmp_path / "p",
+                            algorithm=algorithm, resolution=1.0)
+    got = _clusters_table(tmp_path / "c").loc[local.ids]
+    assert _same_membership(got["cluster"], local.clusters)
+    assert (got["representative"].to_numpy() == local.representative).all()
+    assert pq.read_table(tmp_path / "p").num_rows == summary["pairs"] == len(local.pairs)
+
+
 def test_embedding_method_on_batches_with_empty_and_identical_documents(cluster):
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     from neardup.io.batch import DocumentBatch
@@ -504,8 +533,9 @@ def test_wminhash_fitted_in_advance_runs_on_ray(cluster, shards):
 
 def test_unsupported_method_is_refused(cluster):
     # ngram links through the pair-count exchange, which skips pairs already joined: no
-    # Leiden there (nor on the vector stage), refused before any Ray work.
-    for method in (make_method("ngram"), FakeRETSim()):
+    # Leiden there (nor with an HNSW index, searched in memory only), refused before any
+    # Ray work.
+    for method in (make_method("ngram"), FakeRETSim(index="hnsw")):
         with pytest.raises(ValueError, match="engine='ray' cannot run method"):
             run(iter([]), method, cluster=ClusterConfig(algorithm="leiden"), engine="ray")
 
