@@ -915,6 +915,27 @@ def test_rerank_over_vector_candidates_same_clusters_as_local_engine(cluster, re
         assert len(distributed.outside_window) > 0
 
 
+def test_rerank_over_vector_candidates_keeps_every_accepted_pair_for_leiden(cluster, rerank_corpus,
+                                                                            tiny_verifier, tmp_path):
+    # Every accepted pair, verified once (kNN finds a pair from both ends) in Ray's verify
+    # partitions: the in-memory pairs and communities (the local vector stage's:
+    # tests/engine/test_vector_stage.py).
+    method = _rerank_over(tiny_verifier, FakeRETSim(threshold=0.7, k=10, threads=1))
+    reader = ReaderConfig(id_field="id", date_field="date")
+    config = ClusterConfig(algorithm="leiden", resolution=1.0, time_window_hours=24)
+    corpus = str(tmp_path / "corpus.parquet")  # the first half: the verifier costs most
+    pq.write_table(pq.read_table(rerank_corpus).slice(0, _RERANK_DOCS // 2), corpus,
+                   row_group_size=_RERANK_DOCS // 8)
+    memory = run(read_corpus([corpus], reader), method, cluster=config, engine="memory")
+    distributed = run(RayInputs((corpus,), reader), method, cluster=config, engine="ray",
+                      ray=RayConfig(shard_rows=_RERANK_DOCS // 8, memory_limit=1 << 20))
+    np.testing.assert_array_equal(distributed.clusters, memory.clusters)
+    np.testing.assert_array_equal(distributed.representative, memory.representative)
+    _assert_same_pairs(distributed.pairs, memory.pairs)
+    _assert_same_pairs(distributed.outside_window, memory.outside_window)
+    assert len(memory.pairs) >= memory.n_docs - memory.n_clusters > 0
+
+
 def test_rerank_over_vector_candidates_without_candidate_pairs(cluster, tiny_verifier):
     # Nothing above the vector threshold: no verify partition, every document alone.
     from neardup.io.batch import DocumentBatch

@@ -399,6 +399,25 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
 
 
 @pytest.mark.slow
+def test_rerank_over_retsim_candidates_keeps_every_accepted_pair(demo, tmp_path, tiny_verifier,
+                                                                 trigram_retsim):
+    # Leiden over every accepted pair: each candidate verified once per shard that meets
+    # it (accepted pairs remembered as rejected ones are), the in-memory pairs and scores.
+    records = demo[:150]
+    cluster = ClusterConfig(algorithm="leiden", resolution=1.0, time_window_hours=24)
+    memory = run(_batches(records, dates=True), _rerank(tiny_verifier), engine="memory", cluster=cluster)
+    local = run(_batches(records, dates=True), _rerank(tiny_verifier), engine="local", cluster=cluster,
+                total=len(records), corpus_stage=CorpusStageConfig(work_dir=str(tmp_path / "w"),
+                                                                   memory_limit="1MB"))
+    assert "engine_fallback" not in local.params
+    np.testing.assert_array_equal(local.clusters, memory.clusters)
+    assert _pair_set(local.pairs) == _pair_set(memory.pairs)
+    assert _pair_set(local.outside_window) == _pair_set(memory.outside_window)
+    np.testing.assert_allclose(local.pairs.score, memory.pairs.score, rtol=1e-5)
+    assert len(memory.pairs) >= len(records) - memory.n_clusters > 0
+
+
+@pytest.mark.slow
 def test_rerank_vector_stage_resumes_after_kill(demo, tmp_path, tiny_verifier, trigram_retsim,
                                                 monkeypatch):
     records = demo[:150]  # five shards of 30 rows: killed at the third's search
