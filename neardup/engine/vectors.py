@@ -40,6 +40,17 @@ shards of rows:
    (the IVF centroids and shard indexes are kept too).
 3. **components**: the roots of the union-find, the forest and the outside-window pairs.
 
+Leiden, Louvain and HAC (``every_edge``, :data:`EVERY_EDGE_CLUSTERINGS`) read every
+accepted pair, not a forest: the search's union-find is then replaced by the keyed stage's
+:class:`~neardup.engine.corpus.NoJoins` (nothing counts as joined, nothing is skipped),
+each query shard's file holds its accepted pairs, and the components stage merges them
+once each (a pair found from both ends, or by several chunk pairs, keeps its best score)
+into ``components/edges.arrow``, which the pipeline clusters with
+:func:`neardup.graph.cluster_pairs` as the in-memory path does. These are the pairs
+:meth:`Method.find_pairs` gives that clustering in memory (HAC's weak pairs are those
+above the method's threshold there too): at most ``k`` per row in kNN mode, every pair
+above the threshold with range search.
+
 A method that scores its candidate pairs from texts (a verification spec with
 ``text_chars`` beside its vectors: rerank over RETSim or bi-encoder candidates) also has its texts
 written at the embed stage (``embed/texts.bin``, the keyed stage's
