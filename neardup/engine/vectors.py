@@ -129,8 +129,9 @@ from neardup.io.writers import atomic_path
 from neardup.methods.base import CandidateRows, Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
 
-__all__ = ["EVERY_EDGE_CLUSTERINGS", "STORAGE_DTYPES", "PairScoring", "resolve_index", "run_vector_stage", "shard_rows_for",
-           "supports_vector_stage", "training_positions", "training_rows"]
+__all__ = ["EVERY_EDGE_CLUSTERINGS", "STORAGE_DTYPES", "PairScoring", "resolve_index",
+           "run_vector_stage", "shard_rows_for", "supports_vector_stage", "training_positions",
+           "training_rows"]
 
 #: How rows are stored on disk between the embed and search stages.
 STORAGE_DTYPES = ("float32", "float16")
