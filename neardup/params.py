@@ -163,8 +163,10 @@ PARAMS: tuple[Param, ...] = (
        "was measured best with on held-out sets, else components; today --method rerank with "
        "its shipped verifier gets leiden at resolution 0.4 (docs/transfer.md), every other "
        "method components. Leiden and Louvain run out of core for exact, minhash, simhash, "
-       "wminhash and rerank, HAC in memory; --engine ray runs Leiden and Louvain for exact, "
-       "minhash, simhash and rerank (per component, in its assign tasks).", default="auto",
+       "wminhash and rerank, all three for the embedding methods (and rerank over their "
+       "candidates), HAC in memory for the others; --engine ray runs Leiden and Louvain for "
+       "exact, minhash, simhash and rerank, all three for the embedding methods (per "
+       "component, in its assign tasks).", default="auto",
        kind="choice", choices=CLUSTERINGS, show_default=True),
     _p("linkage", _C, "--cluster hac: linkage.", default="average", kind="choice",
        choices=("average", "single", "complete"), show_default=True),
@@ -233,12 +235,14 @@ PARAMS: tuple[Param, ...] = (
        "there too, scoring the search's pairs from texts kept in --work-dir; --pairs-out then "
        "lists the verified edges that joined each cluster (every accepted pair with --cluster "
        "leiden or louvain, which run out of core for exact, minhash, simhash, wminhash and "
-       "rerank). memory: every candidate pair held and verified in RAM (always used for the "
-       "other methods, for leiden/louvain with the others, and for --cluster hac; the run's "
-       "summary then names the reason as engine_fallback). ray: the local engine's stage on "
+       "rerank, and with leiden, louvain or hac for the embedding methods). memory: every "
+       "candidate pair held and verified in RAM (always used for the other methods, for "
+       "leiden/louvain with the others, and for --cluster hac with the keyed methods; the "
+       "run's summary then names the reason as engine_fallback). ray: the local engine's stage on "
        "a Ray cluster (pip install 'neardup[ray]'; exact, minhash (any --verify), simhash, "
        "ngram, spotsigs, rerank over minhash candidates, retsim, retsim-partial, biencoder; "
-       "--cluster leiden or louvain for exact, minhash, simhash and rerank; see "
+       "--cluster leiden or louvain for exact, minhash, simhash and rerank, and leiden, "
+       "louvain or hac for the embedding methods; see "
        "docs/scale-out.md): workers read the inputs and write --clusters-out, --pairs-out and "
        "--out as directories of Parquet files; --report and --html are written by the driver "
        "as for the other engines.", default="local", kind="choice", choices=ENGINES,

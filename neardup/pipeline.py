@@ -361,7 +361,8 @@ def run(
         biencoder with the flat or auto index) write their embeddings there and search
         them shard by shard; ``Result.pairs`` is then the spanning forest of verified
         edges that joined each cluster, not every matching pair (with ``cluster``
-        Leiden, Louvain or HAC, which the keyed stage runs too, every accepted pair).
+        Leiden, Louvain or HAC, which the keyed and vector stages run too: every accepted
+        pair).
     corpus_stage : CorpusStageConfig or None
         Work directory, memory limit, partitions and resumption of that stage.
     input_identity : JSON-able, optional

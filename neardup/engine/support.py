@@ -75,11 +75,6 @@ def _local_stage(method: Method, algorithm: str) -> str | None:
 
 def _memory_reason(method: Method, algorithm: str) -> str:
     """Why the out-of-core executor runs ``method`` in memory."""
-    caps = method.capabilities
-    if algorithm != "components" and caps.vectors is not None:
-        return (f"cluster algorithm {algorithm!r} needs every accepted pair; the "
-                f"out-of-core stage of method {method.name!r} (vector search) keeps a "
-                "spanning forest, so the in-memory stage ran")
     return (f"method {method.name!r} with these parameters has no out-of-core stage "
             "(no keyed or vector contract), so the in-memory stage ran")
 

@@ -40,6 +40,17 @@ shards of rows:
    (the IVF centroids and shard indexes are kept too).
 3. **components**: the roots of the union-find, the forest and the outside-window pairs.
 
+Leiden, Louvain and HAC (``every_edge``, :data:`EVERY_EDGE_CLUSTERINGS`) read every
+accepted pair, not a forest: the search's union-find is then replaced by the keyed stage's
+:class:`~neardup.engine.corpus.NoJoins` (nothing counts as joined, nothing is skipped),
+each query shard's file holds its accepted pairs, and the components stage merges them
+once each (a pair found from both ends, or by several chunk pairs, keeps its best score)
+into ``components/edges.arrow``, which the pipeline clusters with
+:func:`neardup.graph.cluster_pairs` as the in-memory path does. These are the pairs
+:meth:`Method.find_pairs` gives that clustering in memory (HAC's weak pairs are those
+above the method's threshold there too): at most ``k`` per row in kNN mode, every pair
+above the threshold with range search.
+
 A method that scores its candidate pairs from texts (a verification spec with
 ``text_chars`` beside its vectors: rerank over RETSim or bi-encoder candidates) also has its texts
 written at the embed stage (``embed/texts.bin``, the keyed stage's
@@ -86,6 +97,7 @@ from neardup.engine.corpus import (
     TEXTS_FILE,
     CorpusStageConfig,
     CorpusStageOutput,
+    NoJoins,
     PartitionLinker,
     TextReader,
     TextWriter,
@@ -117,8 +129,9 @@ from neardup.io.writers import atomic_path
 from neardup.methods.base import CandidateRows, Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
 
-__all__ = ["STORAGE_DTYPES", "PairScoring", "resolve_index", "run_vector_stage", "shard_rows_for",
-           "supports_vector_stage", "training_positions", "training_rows"]
+__all__ = ["EVERY_EDGE_CLUSTERINGS", "STORAGE_DTYPES", "PairScoring", "resolve_index",
+           "run_vector_stage", "shard_rows_for", "supports_vector_stage", "training_positions",
+           "training_rows"]
 
 #: How rows are stored on disk between the embed and search stages.
 STORAGE_DTYPES = ("float32", "float16")
@@ -131,14 +144,22 @@ IVF_TRAIN_PER_CELL = 256
 #: IVF training rows per centroid at least (faiss warns below it).
 IVF_MIN_PER_CELL = 39
 
+#: Clusterings the stage runs besides connected components, over every accepted pair
+#: (``every_edge``): what :meth:`Method.find_pairs` gives the in-memory clustering, whose
+#: weak pairs (HAC's too) are those above the method's own threshold.
+EVERY_EDGE_CLUSTERINGS = ("leiden", "louvain", "hac")
+
+
 def supports_vector_stage(method: Method, algorithm: str, n_docs: int | None = None) -> bool:
     """Whether ``method`` with clustering ``algorithm`` runs through this stage: methods
     with the vector contract (a ``vectors`` spec, rerank over embedding
     candidates included; flat, IVF or ``auto``
-    indexes, not HNSW) clustered by connected components, at any size (``n_docs`` is
+    indexes, not HNSW) clustered by connected components, or by any of
+    :data:`EVERY_EDGE_CLUSTERINGS` over every accepted pair, at any size (``n_docs`` is
     accepted for compatibility; the index is chosen from the row count once the rows are
     embedded, :func:`resolve_index`)."""
-    return method.capabilities.vectors is not None and algorithm == "components"
+    return method.capabilities.vectors is not None and (
+        algorithm == "components" or algorithm in EVERY_EDGE_CLUSTERINGS)
 
 
 def resolve_index(search, n_rows: int) -> tuple[str, int | None]:
@@ -339,7 +360,7 @@ class ShardLinker:
     candidates, ``scoring``: scored by the method in bounded batches, rejections
     remembered) which applies the time window and keeps the joins as forest edges."""
 
-    def __init__(self, method: Method, uf: UnionFind, offsets: np.ndarray, threshold: float,
+    def __init__(self, method: Method, uf: UnionFind | NoJoins, offsets: np.ndarray, threshold: float,
                  window: TimeWindow | None, scoring: PairScoring | None = None) -> None:
         self.uf, self.offsets, self.threshold = uf, offsets, np.float32(threshold)
         self.scoring = scoring
@@ -486,7 +507,7 @@ def search_shard(faiss, store: VectorShards, shards: list[tuple[int, int]], i: i
 
 def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], shard_rows: int,
                   budget: int, window_hours: float | None, timer, progress,
-                  kind: str = "flat", k: int | None = None) -> dict[str, Any]:
+                  kind: str = "flat", k: int | None = None, every_edge: bool = False) -> dict[str, Any]:
     done = wd.done("search", key)
     if done is not None:
         return done
@@ -521,8 +542,9 @@ def _search_stage(wd: WorkDir, key: str, method: Method, facts: dict[str, Any], 
     if scoring is not None:
         totals.update(verified_pairs=0, rescoring_skipped=0)
     # One union-find across query shards, searched in order: a resumed stage replays the
-    # forests of the completed shards (a prefix) to get the same state.
-    uf = UnionFind(n_docs)
+    # forests of the completed shards (a prefix) to get the same state. With
+    # ``every_edge`` nothing counts as joined: each shard's file holds its accepted pairs.
+    uf = NoJoins() if every_edge else UnionFind(n_docs)
     # A result row costs ~40 bytes (faiss's, the row numbers, the mask): a batch's results
     # may take a quarter of the budget (two shards take half).
     batch = QueryBatchSize(budget // 4 // 40)
@@ -580,6 +602,7 @@ def run_vector_stage(
     total: int | None = None,
     storage: str = "float32",
     shard_rows: int | None = None,
+    every_edge: bool = False,
 ) -> CorpusStageOutput:
     """Run the embed, search and components stages over ``batches`` (module docstring).
 
@@ -592,12 +615,19 @@ def run_vector_stage(
         search, exactly. float16: half the disk, scores moved by ~1e-4.
     shard_rows : int or None
         Rows per shard; None: :func:`shard_rows_for` the memory limit.
+    every_edge : bool, default False
+        Keep every accepted pair, not only a spanning forest, for the clusterings of
+        :data:`EVERY_EDGE_CLUSTERINGS`: no candidate is skipped for joining documents
+        already joined, so each is scored (and, for a method that scores its candidates,
+        verified) once per query shard that meets it; the pairs are those the in-memory
+        search gives the clustering.
 
     Returns
     -------
     CorpusStageOutput
         Same fields as the keyed stage's; ``pairs`` is the spanning forest of the scored
-        pairs that joined the components.
+        pairs that joined the components, or with ``every_edge`` every accepted pair
+        (once each, its best score).
     """
     search = method.capabilities.vectors
     if search is None:
@@ -623,16 +653,17 @@ def run_vector_stage(
         require_dates(time_window_hours, facts["has_dates"])
         kind, k = resolve_index(search, facts["n_rows"])
         rows = shard_rows or shard_rows_for(config.budget, max(facts["dim"], 1), k, kind == "ivf")
-        key_parts = ["search", facts, search, rows, time_window_hours, kind, k]
+        key_parts = ["search", facts, search, rows, time_window_hours, kind, k,
+                     *(("every-edge",) if every_edge else ())]
         if method.capabilities.reads.text_chars is not None:  # the scorer and its threshold
             key_parts.append(method.get_params())
         search_key = stage_key(*key_parts)
         search_facts = _search_stage(wd, search_key, method, facts, rows, config.budget,
-                                     time_window_hours, timer, progress, kind, k)
+                                     time_window_hours, timer, progress, kind, k, every_edge)
         edge_files = [wd.stage_dir("search") / f"q-{i:04d}.arrow"
                       for i in range(search_facts["shards"])]
         comp_facts = merge_forests(wd, search_key, facts["n_docs"], edge_files, timer,
-                                   docs_stage="embed")
+                                   every_edge, docs_stage="embed")
         with timer.stage("cluster"):
             output = read_stage_output(
                 wd, "embed", facts["has_dates"],

@@ -359,6 +359,35 @@ def test_embedding_methods_same_clusters_as_local_engine(cluster, shards, method
         assert len(distributed.outside_window) > 0
 
 
+@pytest.mark.parametrize("algorithm", ["leiden", "hac"])
+def test_embedding_methods_keep_every_pair_for_leiden_and_hac(cluster, shards, tmp_path, algorithm):
+    # Row shards searched by separate tasks (kNN finds a pair from both ends, maybe
+    # in two tasks): every accepted pair once, and the local engine's clusters, on the
+    # driver (the Python API) and from the workers' outputs (clustered per component).
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    reader = ReaderConfig(id_field="id")
+    method = FakeRETSim(threshold=0.85, k=5, threads=1)
+    config = ClusterConfig(algorithm=algorithm, resolution=1.0)
+    local = run(read_corpus(shards[:1], reader), method, cluster=config)
+    assert "engine_fallback" not in local.params
+    distributed = run(RayInputs(tuple(shards[:1]), reader), method, cluster=config, engine="ray",
+                      ray=RayConfig(shard_rows=_SHARD_ROWS))
+    assert distributed.params["corpus_stage"]["row_shards"] > 1
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    np.testing.assert_array_equal(distributed.representative, local.representative)
+    _assert_same_pairs(distributed.pairs, local.pairs)
+    assert len(local.pairs) > local.n_docs - local.n_clusters  # every pair, not a forest
+    run_ = RayRun(RayInputs(tuple(shards[:1]), reader), method, config=RayConfig(shard_rows=_SHARD_ROWS),
+                  every_edge=True)
+    run_.execute()
+    summary = write_outputs(run_, clusters_out=tmp_path / "c", pairs_out=tmp_path / "p",
+                            algorithm=algorithm, resolution=1.0)
+    got = _clusters_table(tmp_path / "c").loc[local.ids]
+    assert _same_membership(got["cluster"], local.clusters)
+    assert (got["representative"].to_numpy() == local.representative).all()
+    assert pq.read_table(tmp_path / "p").num_rows == summary["pairs"] == len(local.pairs)
+
+
 def test_embedding_method_on_batches_with_empty_and_identical_documents(cluster):
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     from neardup.io.batch import DocumentBatch
@@ -527,10 +556,11 @@ def test_wminhash_fitted_in_advance_runs_on_ray(cluster, shards):
 
 
 def test_unsupported_method_is_refused(cluster):
-    # The vector stage keeps a spanning forest: no Leiden there, refused before any Ray
-    # work (the keyed stage keeps every accepted pair for it, the exchange's included).
+    # An HNSW index is searched in memory only: no out-of-core stage keeps every accepted
+    # pair for Leiden, refused before any Ray work.
     with pytest.raises(ValueError, match="engine='ray' cannot run method"):
-        run(iter([]), FakeRETSim(), cluster=ClusterConfig(algorithm="leiden"), engine="ray")
+        run(iter([]), FakeRETSim(index="hnsw"), cluster=ClusterConfig(algorithm="leiden"),
+            engine="ray")
 
 
 def test_wminhash_counts_its_statistics_on_ray(cluster, shards):
@@ -906,6 +936,27 @@ def test_rerank_over_vector_candidates_same_clusters_as_local_engine(cluster, re
     assert 0 < stats["verified_pairs"] <= stats["scored_pairs"]
     if window:
         assert len(distributed.outside_window) > 0
+
+
+def test_rerank_over_vector_candidates_keeps_every_accepted_pair_for_leiden(cluster, rerank_corpus,
+                                                                            tiny_verifier, tmp_path):
+    # Every accepted pair, verified once (kNN finds a pair from both ends) in Ray's verify
+    # partitions: the in-memory pairs and communities (the local vector stage's:
+    # tests/engine/test_vector_stage.py).
+    method = _rerank_over(tiny_verifier, FakeRETSim(threshold=0.7, k=10, threads=1))
+    reader = ReaderConfig(id_field="id", date_field="date")
+    config = ClusterConfig(algorithm="leiden", resolution=1.0, time_window_hours=24)
+    corpus = str(tmp_path / "corpus.parquet")  # the first half: the verifier costs most
+    pq.write_table(pq.read_table(rerank_corpus).slice(0, _RERANK_DOCS // 2), corpus,
+                   row_group_size=_RERANK_DOCS // 8)
+    memory = run(read_corpus([corpus], reader), method, cluster=config, engine="memory")
+    distributed = run(RayInputs((corpus,), reader), method, cluster=config, engine="ray",
+                      ray=RayConfig(shard_rows=_RERANK_DOCS // 8, memory_limit=1 << 20))
+    np.testing.assert_array_equal(distributed.clusters, memory.clusters)
+    np.testing.assert_array_equal(distributed.representative, memory.representative)
+    _assert_same_pairs(distributed.pairs, memory.pairs)
+    _assert_same_pairs(distributed.outside_window, memory.outside_window)
+    assert len(memory.pairs) >= memory.n_docs - memory.n_clusters > 0
 
 
 def test_rerank_over_vector_candidates_without_candidate_pairs(cluster, tiny_verifier):

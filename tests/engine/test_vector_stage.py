@@ -96,13 +96,42 @@ def test_pipeline_local_engine_uses_vector_stage(demo, tmp_path):
     np.testing.assert_array_equal(local.status, memory.status)
     assert (tmp_path / "w" / "embed" / "rows.bin").stat().st_size == 597 * 64 * 4
     assert local.params["corpus_stage"]["shards"] == 1
-    # HNSW and community detection stay in memory; flat, IVF and auto at any size.
+    # HNSW stays in memory; flat, IVF and auto at any size, with every clustering.
     assert not supports_vector_stage(FakeRETSim(threshold=0.85, index="hnsw"), "components")
-    assert not supports_vector_stage(method, "leiden")
+    assert all(supports_vector_stage(method, a) for a in ("leiden", "louvain", "hac"))
     assert supports_vector_stage(FakeRETSim(threshold=0.85, index="ivf"), "components")
     assert supports_vector_stage(method, "components", method.exact_limit + 1)
     assert supports_vector_stage(method, "components", None)
     assert supports_vector_stage(FakeRETSim(threshold=0.85, index="flat"), "components", None)
+
+
+@pytest.mark.parametrize("method_class, k, shard_rows", [
+    (FakeRETSim, None, 37), (FakeRETSim, 3, 37), (FakeRETSimPartial, None, 37), (FakeRETSim, None, None)])
+def test_every_edge_keeps_the_in_memory_pairs(demo, tmp_path, method_class, k, shard_rows):
+    # Leiden and HAC read every accepted pair: the stage keeps each one once, with the
+    # in-memory score (a pair found from both ends, or by several chunk pairs, once).
+    method = method_class(threshold=0.85, k=k, threads=1)
+    memory = run(_batches(demo), method, engine="memory", cluster=ClusterConfig(algorithm="leiden"))
+    stage = run_vector_stage(_batches(demo), method, total=len(demo), shard_rows=shard_rows,
+                             every_edge=True, config=CorpusStageConfig(work_dir=str(tmp_path / "w")))
+    assert stage.stats["accepted_edges"] == len(memory.pairs) > len(demo) - memory.n_clusters
+    assert _pair_set(stage.pairs) == _pair_set(memory.pairs)
+    np.testing.assert_allclose(stage.pairs.score, memory.pairs.score, atol=1e-6)
+    np.testing.assert_array_equal(canonical_labels(stage.roots), canonical_labels(
+        run(_batches(demo), method, engine="memory").clusters))
+    if shard_rows is not None:
+        return
+    # Through the pipeline, Leiden and HAC cluster those pairs as they cluster the
+    # in-memory ones (no fallback).
+    for cluster in (ClusterConfig(algorithm="leiden"),
+                    ClusterConfig(algorithm="hac", linkage="complete", distance_threshold=0.1)):
+        reference = run(_batches(demo), method, engine="memory", cluster=cluster)
+        local = run(_batches(demo), method, engine="local", cluster=cluster, total=len(demo),
+                    corpus_stage=CorpusStageConfig(work_dir=str(tmp_path / "w"), resume=True))
+        assert "engine_fallback" not in local.params
+        assert local.params["corpus_stage"]["accepted_edges"] == len(memory.pairs)
+        np.testing.assert_array_equal(local.clusters, reference.clusters)
+        np.testing.assert_array_equal(local.representative, reference.representative)
 
 
 @pytest.fixture(scope="module")
@@ -372,6 +401,25 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
 
 
 @pytest.mark.slow
+def test_rerank_over_retsim_candidates_keeps_every_accepted_pair(demo, tmp_path, tiny_verifier,
+                                                                 trigram_retsim):
+    # Leiden over every accepted pair: each candidate verified once per shard that meets
+    # it (accepted pairs remembered as rejected ones are), the in-memory pairs and scores.
+    records = demo[:150]
+    cluster = ClusterConfig(algorithm="leiden", resolution=1.0, time_window_hours=24)
+    memory = run(_batches(records, dates=True), _rerank(tiny_verifier), engine="memory", cluster=cluster)
+    local = run(_batches(records, dates=True), _rerank(tiny_verifier), engine="local", cluster=cluster,
+                total=len(records), corpus_stage=CorpusStageConfig(work_dir=str(tmp_path / "w"),
+                                                                   memory_limit="1MB"))
+    assert "engine_fallback" not in local.params
+    np.testing.assert_array_equal(local.clusters, memory.clusters)
+    assert _pair_set(local.pairs) == _pair_set(memory.pairs)
+    assert _pair_set(local.outside_window) == _pair_set(memory.outside_window)
+    np.testing.assert_allclose(local.pairs.score, memory.pairs.score, rtol=1e-5)
+    assert len(memory.pairs) >= len(records) - memory.n_clusters > 0
+
+
+@pytest.mark.slow
 def test_rerank_vector_stage_resumes_after_kill(demo, tmp_path, tiny_verifier, trigram_retsim,
                                                 monkeypatch):
     records = demo[:150]  # five shards of 30 rows: killed at the third's search
@@ -399,5 +447,5 @@ def test_rerank_vector_stage_resumes_after_kill(demo, tmp_path, tiny_verifier, t
 def test_ray_runs_rerank_over_vector_candidates_on_its_vector_stage(tiny_verifier):
     from neardup.engine.support import placement
 
-    assert placement(_rerank(tiny_verifier), "components", "ray").stage == "vector"
-    assert not placement(_rerank(tiny_verifier), "leiden", "ray").supported
+    for algorithm in ("components", "leiden", "hac"):
+        assert placement(_rerank(tiny_verifier), algorithm, "ray").stage == "vector"

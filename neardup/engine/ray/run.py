@@ -40,6 +40,7 @@ from neardup.engine.ray.vectors import (
     vector_search_task,
     verify_partitions,
 )
+from neardup.engine.vectors import supports_vector_stage
 from neardup.graph.edges import NO_DATE
 from neardup.io.batch import DocumentBatch
 from neardup.io.readers import ReaderConfig
@@ -113,11 +114,12 @@ class RayRun:
         self.timer = timer or StageTimer()
         self.progress = progress
         self.every_edge = every_edge
-        if every_edge and not supports_corpus_stage(method, "leiden"):
+        if every_edge and not (supports_corpus_stage(method, "leiden")
+                               or supports_vector_stage(method, "leiden")):
             raise ValueError(
                 f"run: engine='ray' clusters method {method.name!r} by connected components only "
-                "(the other clusterings need every accepted pair, which its vector stage does "
-                "not keep). Use engine='local' or 'memory' for them.")
+                "(the other clusterings need every accepted pair, which its out-of-core stage "
+                "does not keep). Use engine='local' or 'memory' for them.")
 
     def execute(self) -> None:
         ray = import_ray()
@@ -286,7 +288,8 @@ class RayRun:
         prepare = ray.remote(candidate_pairs_task).options(num_returns=len(arrays) + 1)
         buckets = [prepare.remote(self.offsets, *[c[p] for c in cut]) for p in range(parts)]
         del cut
-        options = {"memory_limit": self.config.memory_limit, "has_dates": self.has_dates}
+        options = {"memory_limit": self.config.memory_limit, "has_dates": self.has_dates,
+                   "every_edge": self.every_edge}
         link = ray.remote(link_task).options(num_returns=2)
         with self.bar("verifying", parts, "partitions") as advance:
             linked = self._gather_and_link(ray, link, arrays, gathered_names(self.method, self.window),
@@ -399,7 +402,7 @@ class RayRun:
                     extra = {"nlist": nlist, "nprobe": min(search.nprobe, nlist)}
                 task = ray.remote(vector_search_task).options(num_returns=2)
                 results = [task.remote(i, row_shards, row_refs, owned_refs, date_refs, method_ref, k, floor,
-                                       self.window, trained, ivf_refs, budget)
+                                       self.window, trained, ivf_refs, budget, self.every_edge)
                            for i in range(len(row_shards))]
                 totals = sum_count_dicts(completed(ray, [c for c, _ in results], advance))
                 self.link_refs = [r for _, r in results]

@@ -144,7 +144,7 @@ class _ObjectIvf:
 def vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, owned_refs: list,
                         date_refs: list | None, method: Method, k: int | None, floor: float,
                         window_hours: float | None, trained: np.ndarray | None,
-                        ivf_refs: list | None, budget: int) -> dict:
+                        ivf_refs: list | None, budget: int, every_edge: bool = False) -> dict:
     """Row shard ``i`` searched against the shards it must meet, exactly as the local
     vector stage searches it (the same candidates, float64 rescoring and union-find over
     the documents): counts, then its forest and the pairs the time window kept apart.
@@ -152,7 +152,9 @@ def vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, ow
     A method that scores its candidates (verification ``text_chars``: rerank over
     vector candidates) is verified by link tasks instead (:meth:`RayRun._verify_candidates`):
     the result is then every document pair above the vector threshold (``left < right``),
-    none skipped, since a candidate joins nothing until the scorer accepts it."""
+    none skipped, since a candidate joins nothing until the scorer accepts it. With
+    ``every_edge`` (Leiden, Louvain, HAC) nothing is skipped either: the "forest" holds
+    every accepted pair the shard's search meets, as the local stage's ``every_edge``."""
     import ray
 
     from neardup.engine.corpus import NoJoins
@@ -171,7 +173,7 @@ def vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, ow
         parts = [ray.get(r) for r in date_refs]
         window = TimeWindow(float(window_hours), np.concatenate([p["date"] for p in parts]),
                             np.concatenate([p[IDENTITY] for p in parts]))
-    joins = NoJoins() if scored else UnionFind(offsets.size - 1)
+    joins = NoJoins() if scored or every_edge else UnionFind(offsets.size - 1)
     linker = ShardLinker(method, joins, offsets, search.threshold, window)
     faiss = import_faiss()
     store = _VectorObjects(shards, row_refs, 0)
