@@ -11,7 +11,7 @@ import pytest
 # Under xdist each core already runs a test process: one numba thread per process, as
 # the Ray workers run (neardup.engine.ray.connection.worker_env). A parallel kernel's
 # threads would only wait on each other's cores; on 2 cores a 567-document rerank run
-# took 14.8 s of CPU with 2 threads and 3.1 s with 1, the same result (decision 0031).
+# took 10.2 s of CPU with 2 threads and 2.7 s with 1, the same result (decision 0031).
 # Set before numba is imported (pytest imports this file first); a run's own setting wins.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
