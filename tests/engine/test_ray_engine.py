@@ -716,7 +716,9 @@ def test_local_cluster_workers_inherit_the_settings(tmp_path):
         "print(json.dumps([*ray.get(probe.remote()), ray.get_runtime_context().runtime_env]))\n"
         "ray.shutdown()\n"
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PYTHONPATH")}
+    # Without the runner's NUMBA_NUM_THREADS (tests/conftest.py sets 1 under xdist): the
+    # workers' 1 must come from connect().
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PYTHONPATH", "NUMBA_NUM_THREADS")}
     env["PYTHONPATH"] = str(Path(neardup.__file__).resolve().parents[1])
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=300)
