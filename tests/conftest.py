@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
+
+# Under xdist each core already runs a test process: one numba thread and one OpenMP
+# (torch) thread per process, as the Ray workers run numba
+# (neardup.engine.ray.connection.worker_env). More threads would only spin waiting for
+# the cores the other workers hold: on 2 cores a 567-document rerank run took 10.2 s of
+# CPU with 2 numba threads and 2.7 s with 1, the same result, and
+# tests/embed/test_biencoder.py 33.4 s with torch's default threads and 18.2 s with 1
+# (decision 0034). Set before numba and torch are imported (pytest imports this file
+# first); a run's own setting wins.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
 
 # Longest test files first, and `--record-durations` (tests/durations.py).
 pytest_plugins = ["tests.durations"]

@@ -25,9 +25,15 @@ def files():
 
 
 @pytest.fixture(scope="module")
-def identical_body_groups(files):
+def records(files):
+    """Every record of the collection, parsed once for the module's tests."""
+    return list(iter_records(files))
+
+
+@pytest.fixture(scope="module")
+def identical_body_groups(records):
     groups = defaultdict(list)
-    for record in iter_records(files):
+    for record in records:
         body = (record["body"] or "").strip()
         if body:
             groups[body].append(record["id"])
@@ -52,13 +58,13 @@ def test_identical_bodies_share_a_cluster(tmp_path, files, identical_body_groups
 
 
 @pytest.mark.parametrize("engine", ["memory", "local"])
-def test_rerank_merges_identical_bodies_of_three_days(tmp_path, files, engine):
+def test_rerank_merges_identical_bodies_of_three_days(tmp_path, records, engine):
     # The stories of 1987-03-02..04 (1,638), with their dates. The shipped verifier scores
     # the identical bodies of 854 and 965, 14 hours apart, 0.874 (below its 0.9) for their
     # date gap alone; identity links merge them whatever the scorer says.
     import json
 
-    records = [r for r in iter_records(files)
+    records = [r for r in records
                if r["date"] is not None and "1987-03-02" <= str(r["date"])[:10] <= "1987-03-04"]
     assert len(records) == 1638
     corpus = tmp_path / "three-days.jsonl"

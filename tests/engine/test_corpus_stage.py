@@ -118,21 +118,40 @@ def _batches(texts, size=400):
                             source="mem", rows=np.arange(start, start + len(chunk)))
 
 
+@pytest.fixture(scope="module")
+def clean_runs(tmp_path_factory):
+    """The uninterrupted run each resume case compares with, once per method and not once
+    per stage killed: ``clean(name, params, method, texts)`` -> (its work directory, its
+    result). Runs with the resume cases' exchange ranges (EXCHANGE_BYTES_PER_RECORD
+    patched by the caller) and the same config as the killed run."""
+    runs: dict = {}
+
+    def clean(name, params, method, texts):
+        key = (name, json.dumps(params, sort_keys=True))
+        if key not in runs:
+            work = tmp_path_factory.mktemp("clean")
+            config = CorpusStageConfig(work_dir=str(work), memory_limit="1MB", partitions=8)
+            runs[key] = work, run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
+        return runs[key]
+
+    return clean
+
+
 @pytest.mark.parametrize("stage", ["sketch", "prefix", "link", "exchange", "components"])
 @pytest.mark.parametrize(("name", "params"),
                          [("minhash", {"threshold": 0.4}), ("ngram", {}), ("spotsigs", {}),
                           ("wminhash", {"verify": "exact", "phrase_length": 3, "threshold": 0.2}),
                           ("minhash", {"verify": "exact", "threshold": 0.4})])
 @pytest.mark.slow
-def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, name, params):
+def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, clean_runs, stage, name,
+                                                params):
     method = make_method(name, **params)
     if stage in ("prefix", "exchange") and not corpus_module.exchanges_pair_counts(method):
         pytest.skip(f"{name} has no pair-count exchange")
     texts = _texts(demo)
     # Small exchange ranges (about a thousand records each): the exchange has several.
     monkeypatch.setattr(corpus_module, "EXCHANGE_BYTES_PER_RECORD", 1024)
-    config = CorpusStageConfig(work_dir=str(tmp_path / "clean"), memory_limit="1MB", partitions=8)
-    clean = run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
+    clean_dir, clean = clean_runs(name, params, method, texts)
 
     # Die half-way through a stage, leaving its partial files behind.
     calls = None
@@ -167,7 +186,7 @@ def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, s
         np.testing.assert_array_equal(a.right, b.right)
         np.testing.assert_array_equal(a.score, b.score)
     for name in ("forest.arrow", "roots.npy"):
-        assert (work / "components" / name).read_bytes() == (tmp_path / "clean" / "components" / name).read_bytes()
+        assert (work / "components" / name).read_bytes() == (clean_dir / "components" / name).read_bytes()
 
 
 def _die_on(word, function):

@@ -79,10 +79,25 @@ def shards(tmp_path_factory):
     return paths
 
 
+#: The local engine's results the Ray runs are held to, by their inputs: several tests
+#: compare with the same local run (MinHash on the shards, in components), computed once.
+_LOCAL_RUNS: dict = {}
+
+
+def _local(paths, method: str, params: dict, reader: ReaderConfig, cluster: ClusterConfig | None = None):
+    """The local engine's result of ``make_method(method, **params)`` on ``paths``, computed
+    once per module (a result is only read by the tests)."""
+    cluster = cluster or ClusterConfig()
+    key = (tuple(paths), method, json.dumps(params, sort_keys=True), repr(reader), repr(cluster))
+    if key not in _LOCAL_RUNS:
+        _LOCAL_RUNS[key] = run(read_corpus(paths, reader), make_method(method, **params), cluster=cluster)
+    return _LOCAL_RUNS[key]
+
+
 def _local_and_ray(paths, method, params, reader, window=None, ray_config=None):
     method_obj = make_method(method, **params)
     cluster = ClusterConfig(time_window_hours=window)
-    local = run(read_corpus(paths, reader), method_obj, cluster=cluster)
+    local = _local(paths, method, params, reader, cluster)
     distributed = run(RayInputs(tuple(paths), reader), method_obj, cluster=cluster, engine="ray",
                       ray=ray_config or RayConfig(shard_rows=_SHARD_ROWS, partitions=8))
     return local, distributed
@@ -134,7 +149,7 @@ def test_time_window_and_position_ids(cluster, shards):
 def test_written_pairs_name_the_time_window_rejects(cluster, shards, tmp_path):
     reader = ReaderConfig(id_field="id", date_field="date")
     method = make_method("minhash", threshold=0.3)
-    local = run(read_corpus(shards, reader), method, cluster=ClusterConfig(time_window_hours=24))
+    local = _local(shards, "minhash", {"threshold": 0.3}, reader, ClusterConfig(time_window_hours=24))
     run_ = RayRun(RayInputs(tuple(shards), reader), method, time_window_hours=24,
                   config=RayConfig(shard_rows=_SHARD_ROWS, partitions=8, components_memory=1 << 14))
     run_.execute()
@@ -318,7 +333,7 @@ def test_vector_stage_progress_bars(cluster, shards, tmp_path, monkeypatch):
 def test_outputs_written_without_the_forest_on_the_driver(cluster, shards, tmp_path):
     reader = ReaderConfig(id_field="id")
     method = make_method("minhash")
-    local = run(read_corpus(shards, reader), method)
+    local = _local(shards, "minhash", {}, reader)
     run_ = RayRun(RayInputs(tuple(shards), reader), method,
                   config=RayConfig(shard_rows=_SHARD_ROWS, partitions=8))
     run_.execute()
@@ -458,7 +473,7 @@ def test_community_detection_same_clusters_as_local_engine(cluster, shards, meth
     # the pairs merged once each; same communities as the local out-of-core engine.
     reader, method_obj = ReaderConfig(id_field="id"), make_method(method, **params)
     leiden = ClusterConfig(algorithm="leiden", resolution=resolution)
-    local = run(read_corpus(shards, reader), method_obj, cluster=leiden)
+    local = _local(shards, method, params, reader, leiden)
     distributed = run(RayInputs(tuple(shards), reader), method_obj, cluster=leiden, engine="ray",
                       ray=RayConfig(shard_rows=_SHARD_ROWS, partitions=8))
     assert local.params["engine"] == "local" and distributed.params["engine"] == "ray"
@@ -467,7 +482,7 @@ def test_community_detection_same_clusters_as_local_engine(cluster, shards, meth
     _assert_same_pairs(distributed.pairs, local.pairs)  # every accepted pair
     assert len(distributed.params["corpus_stage"]["waves"]) == 1
     if method == "minhash":  # Leiden cut components here: the test can tell the two apart
-        components = run(read_corpus(shards, reader), method_obj)
+        components = _local(shards, method, params, reader)
         assert distributed.n_clusters > components.n_clusters
         assert len(distributed.pairs) > distributed.n_docs - components.n_clusters
 
@@ -696,7 +711,7 @@ def test_worker_killed_while_joining_components_is_retried(cluster, shards, tmp_
     finally:
         armed.unlink()
     assert marker.exists(), "no components task killed its worker: the drill did not run"
-    local = run(read_corpus(shards, reader), method)
+    local = _local(shards, "minhash", {}, reader)
     got = _clusters_table(tmp_path / "c")
     assert sorted(got.index) == sorted(local.ids.tolist())  # every document exactly once
     got = got.loc[local.ids]
@@ -754,7 +769,9 @@ def test_local_cluster_workers_inherit_the_settings(tmp_path):
         "print(json.dumps([*ray.get(probe.remote()), ray.get_runtime_context().runtime_env]))\n"
         "ray.shutdown()\n"
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PYTHONPATH")}
+    # Without the runner's NUMBA_NUM_THREADS (tests/conftest.py sets 1 under xdist): the
+    # workers' 1 must come from connect().
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PYTHONPATH", "NUMBA_NUM_THREADS")}
     env["PYTHONPATH"] = str(Path(neardup.__file__).resolve().parents[1])
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=300)

@@ -223,12 +223,28 @@ def test_shard_size_follows_the_memory_limit():
     assert shard_rows_for(1 << 20, 4096, None) == vectors_module.MIN_SHARD_ROWS
 
 
+@pytest.fixture(scope="module")
+def clean_runs(tmp_path_factory):
+    """The uninterrupted run each resume case compares with, once per index (the cases
+    killed in the embed and in the search stage share it): ``clean(index, method, records)``
+    -> (its work directory, its result)."""
+    runs: dict = {}
+
+    def clean(index, method, records):
+        if index not in runs:
+            work = tmp_path_factory.mktemp("clean")
+            runs[index] = work, run_vector_stage(_batches(records), method, shard_rows=60,
+                                                 config=CorpusStageConfig(work_dir=str(work)))
+        return runs[index]
+
+    return clean
+
+
 @pytest.mark.parametrize("stage, index", [("embed", "flat"), ("search", "flat"), ("search", "ivf")])
 @pytest.mark.slow
-def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, stage, index):
+def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, clean_runs, stage, index):
     method = FakeRETSimPartial(threshold=0.85, threads=1, index=index)
-    clean = run_vector_stage(_batches(demo), method, shard_rows=60,
-                             config=CorpusStageConfig(work_dir=str(tmp_path / "clean")))
+    clean_dir, clean = clean_runs(index, method, demo)
     if stage == "embed":
         die_at_call(monkeypatch, FakeRETSimPartial, "sketch", 3)
     else:
@@ -251,7 +267,7 @@ def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, s
         np.testing.assert_array_equal(a.right, b.right)
         np.testing.assert_array_equal(a.score, b.score)
     for name in ("forest.arrow", "roots.npy"):
-        assert (work / "components" / name).read_bytes() == (tmp_path / "clean" / "components" / name).read_bytes()
+        assert (work / "components" / name).read_bytes() == (clean_dir / "components" / name).read_bytes()
 
 
 def test_resume_with_another_threshold_reuses_the_embeddings(demo, tmp_path, monkeypatch):

@@ -31,9 +31,19 @@ def corpora():
                                                                        split="validation")
 
 
-def test_tiny_run(tmp_path, corpora):
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, corpora):
+    """(output directory, report) of the tiny run, trained once per module: the run the
+    tests inspect, export and resume against (a checkpoint after each step, as the
+    resumed run takes, so the two compare)."""
     train, validation = corpora
-    report = ce.train_cross_encoder(train, validation, output_dir=tmp_path, **_TINY)
+    out = tmp_path_factory.mktemp("tiny")
+    return out, ce.train_cross_encoder(train, validation, output_dir=out, checkpoint_every=1, **_TINY)
+
+
+def test_tiny_run(tiny_run, corpora):
+    train, validation = corpora
+    tmp_path, report = tiny_run
     meta = json.loads((tmp_path / "model.json").read_text())
     assert meta["kind"] == "cross-encoder" and meta["format"] == "transformers"
     assert meta["max_tokens"] == 32
@@ -44,11 +54,11 @@ def test_tiny_run(tmp_path, corpora):
     prob = CrossEncoderScorer(tmp_path, threads=1).score(train.texts[:3], train.texts[1:4])
     assert prob.shape == (3,) and np.all((prob >= 0) & (prob <= 1))
     # Re-running a finished run trains nothing more.
-    again = ce.train_cross_encoder(train, validation, output_dir=tmp_path, **_TINY)
+    again = ce.train_cross_encoder(train, validation, output_dir=tmp_path, checkpoint_every=1, **_TINY)
     assert again["epochs"] == report["epochs"]
 
 
-def test_resume_mid_epoch(tmp_path, corpora, monkeypatch):
+def test_resume_mid_epoch(tmp_path, corpora, tiny_run, monkeypatch):
     from neardup.train import trainer as one_trainer
 
     train, validation = corpora
@@ -68,8 +78,7 @@ def test_resume_mid_epoch(tmp_path, corpora, monkeypatch):
     report = ce.train_cross_encoder(train, validation, output_dir=tmp_path, checkpoint_every=1,
                                     **_TINY)
     assert report["resumed_at"] == [1] and len(report["epochs"]) == 1
-    straight = ce.train_cross_encoder(train, validation, output_dir=tmp_path / "straight",
-                                      checkpoint_every=1, **_TINY)
+    _, straight = tiny_run  # the same settings, never interrupted
     assert report["epochs"][0]["train_loss"] == pytest.approx(
         straight["epochs"][0]["train_loss"], rel=1e-4)
 
@@ -91,10 +100,9 @@ def test_invalid_parameters(tmp_path, corpora):
 @pytest.mark.skipif(importlib.util.find_spec("onnx") is None
                     or importlib.util.find_spec("onnxruntime") is None,
                     reason="ONNX export needs onnx and onnxruntime")
-def test_export_onnx_matches_torch(tmp_path, corpora):
-    train, validation = corpora
-    model_dir, onnx_dir = tmp_path / "fp32", tmp_path / "onnx"
-    ce.train_cross_encoder(train, validation, output_dir=model_dir, **_TINY)
+def test_export_onnx_matches_torch(tmp_path, corpora, tiny_run):
+    train, _ = corpora
+    (model_dir, _), onnx_dir = tiny_run, tmp_path / "onnx"
     info = ce.export_onnx(model_dir, onnx_dir)
     assert json.loads((onnx_dir / "model.json").read_text())["format"] == "onnx"
     a, b = train.texts[:6], train.texts[3:9]

@@ -32,8 +32,18 @@ def ported():
 
 
 @pytest.fixture(scope="module")
-def exported(ported, tmp_path_factory):
-    return export_onnx(ported, tmp_path_factory.mktemp("retsim") / "model.onnx")
+def bf16_export(tmp_path_factory):
+    """(model, path): the ported model with its bf16 blocks on, exported once per module.
+    Export runs in float32 whatever the flag, so this one file serves the export tests
+    (weights, interface, RETSim's encodings) and the bf16 test (the flag restored)."""
+    model = from_onnx()
+    model.bf16_blocks = True
+    return model, export_onnx(model, tmp_path_factory.mktemp("retsim") / "model.onnx")
+
+
+@pytest.fixture(scope="module")
+def exported(bf16_export):
+    return bf16_export[1]
 
 
 def _cos(a, b):
@@ -92,7 +102,7 @@ def test_gradients_reach_every_parameter(ported):
     assert missing == []
 
 
-def test_bf16_blocks_stay_close_and_export_in_float32(tmp_path, varied_texts):
+def test_bf16_blocks_stay_close_and_export_in_float32(bf16_export, varied_texts):
     model = from_onnx()
     inputs = torch.from_numpy(binarize(varied_texts[:8])[0])
     with torch.no_grad():
@@ -101,10 +111,10 @@ def test_bf16_blocks_stay_close_and_export_in_float32(tmp_path, varied_texts):
         fast = model(inputs)
     assert fast.dtype == torch.float32
     assert _cos(full.numpy(), fast.numpy()).min() > 0.99
-    export_onnx(model, tmp_path / "m.onnx")
-    assert model.bf16_blocks is True  # restored after export
+    exported_model, path = bf16_export  # exported with its bf16 blocks on
+    assert exported_model.bf16_blocks is True  # restored after export
     ref = RETSim(threads=1).encode(varied_texts[:8])
-    again = RETSim(threads=1, model_path=tmp_path / "m.onnx").encode(varied_texts[:8])
+    again = RETSim(threads=1, model_path=path).encode(varied_texts[:8])
     assert _cos(ref, again).min() > 0.9999
 
 
