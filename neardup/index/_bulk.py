@@ -21,7 +21,7 @@ neither: nothing is stored to look up, and the postings can be written in key or
 
 Everything is written into a new database file in a scratch directory beside the index
 (``DIR/.bulk-PID``; nothing else sees it until it is complete; no fsync until the end),
-then swapped in by :func:`neardup.index._store.replace_empty_database`. A killed bulk add
+then swapped in by :func:`neardup.index._schema.replace_empty_database`. A killed bulk add
 leaves the index as it was (empty) and its scratch, which ``resume=True`` continues (the
 next bulk add without it removes the scratch): the sketch stage checkpoints every
 ``checkpoint_docs`` documents or 64 MB of keys (``sketch.json``: documents done, every
@@ -55,7 +55,7 @@ from neardup.engine.buckets import group_runs
 from neardup.engine.facts import identity_pairs
 from neardup.engine.rows import RowSource, TextSource
 from neardup.errors import InputError, setting
-from neardup.index._methods import DuplicateIdError, check_ids, i64, split_rows
+from neardup.index._methods import DuplicateIdError, check_ids, i64
 from neardup.index._rerank import (
     TEXT_SCHEMA,
     TEXT_TABLE,
@@ -63,7 +63,8 @@ from neardup.index._rerank import (
     compress_texts,
     decompress_text,
 )
-from neardup.index._store import create_indexes, create_tables
+from neardup.index._rows import RowLayout
+from neardup.index._schema import create_indexes, create_tables
 from neardup.io.rowfile import read_rows, read_spans
 from neardup.methods.base import CandidateRows
 from neardup.text.identity import text_identity
@@ -80,14 +81,14 @@ class _RowStore(RowSource):
     memory map, the page-cache folios around each scattered row counted in the process's
     RSS: 2 GB of the 10M build's 2.7 GB peak.)"""
 
-    def __init__(self, path: Path, row_bytes: int, layout, texts: _TextStore | None = None) -> None:
-        self.path, self.row_bytes, self.layout, self.texts = path, row_bytes, layout, texts
+    def __init__(self, path: Path, layout: RowLayout, texts: _TextStore | None = None) -> None:
+        self.path, self.layout, self.texts = path, layout, texts
 
     def raw(self, docs) -> np.ndarray:
-        return read_rows(self.path, np.asarray(docs, np.int64), self.row_bytes)
+        return read_rows(self.path, np.asarray(docs, np.int64), self.layout.row_bytes)
 
     def rows(self, docs: np.ndarray) -> CandidateRows:
-        return candidate_rows(docs, split_rows(self.raw(docs), self.layout), self.texts)
+        return candidate_rows(docs, self.layout.unpack(self.raw(docs)), self.texts)
 
 
 class _TextStore(TextSource):
@@ -151,13 +152,12 @@ class BulkBuilder:
         The index directory (scratch and the new database go inside it: same file system,
         so the final rename is atomic).
     method : Method
-    layout : list of (name, dtype, tail)
-        The index's candidate-array row layout.
+    layout : RowLayout
+        The index's candidate-array rows (as the database stores them).
     meta : dict
         The index's metadata rows (copied, with ``next_doc`` set).
-    sketch : callable texts -> (Sketch, CandidateKeys, digests uint64 (n, 2), normalized texts)
-        The index's sketch step (:func:`neardup.engine.sketching.sketch_batch`).
-    rows_blob : callable Sketch -> ndarray uint8 (n, row_bytes)
+    sketch : callable texts -> SketchedBatch
+        The index's sketch step (:func:`neardup.index._rows.sketch_texts`).
     cap : int
         Stored members above which a key group goes to ``big``.
     store_text : bool
@@ -174,20 +174,20 @@ class BulkBuilder:
         size) after this many documents, or sooner when 64 MB of keys are buffered.
     """
 
-    def __init__(self, directory: Path, method, layout, meta: dict[str, Any], sketch: Callable,
-                 rows_blob: Callable, cap: int, *, store_text: bool, partitions: int = 256,
+    def __init__(self, directory: Path, method, layout: RowLayout, meta: dict[str, Any],
+                 sketch: Callable, cap: int, *, store_text: bool, partitions: int = 256,
                  log: Callable[[str], None] | None = None, rerank=None,
                  checkpoint_docs: int = 1_000_000) -> None:
         if partitions < 1 or partitions & (partitions - 1):
             raise ValueError(f"Index.bulk_add: partitions must be a power of two; got {partitions}.")
         self.directory = Path(directory)
         self.method, self.layout, self.meta = method, layout, meta
-        self.sketch, self.rows_blob, self.cap = sketch, rows_blob, cap
+        self.sketch, self.cap = sketch, cap
         self.store_text, self.partitions = store_text, partitions
         self.rerank = rerank
         self.checkpoint_docs = checkpoint_docs
         self.log = log or (lambda message: None)
-        self.row_bytes = sum(np.dtype(d).itemsize * int(np.prod(t or (1,))) for _, d, t in layout)
+        self.row_bytes = layout.row_bytes
         self.scratch = self.directory / f"{_SCRATCH}{os.getpid()}"
         self.seconds: dict[str, float] = {}
 
@@ -323,7 +323,7 @@ class BulkBuilder:
                     ends = text_end + np.cumsum([len(b) for b in blobs], dtype=np.int64)
                     files["rerank.end"].write(ends.tobytes())
                     text_end = int(ends[-1])
-                files["rows.bin"].write(self.rows_blob(sketch).tobytes())
+                files["rows.bin"].write(self.layout.pack(sketch).tobytes())
                 files["digest.bin"].write(np.ascontiguousarray(digest).tobytes())
                 files["nf.bin"].write(np.asarray(sketch.n_features, np.int64).tobytes())
                 files["identity.bin"].write(text_identity(texts).tobytes())
@@ -405,7 +405,7 @@ class BulkBuilder:
         """Partitions ``done``.. in key order; each one's forest edges appended to
         ``forest.bin`` and its postings committed with the progress (a killed run
         resumes after the last committed partition)."""
-        store = _RowStore(self.scratch / "rows.bin", self.row_bytes, self.layout,
+        store = _RowStore(self.scratch / "rows.bin", self.layout,
                           _TextStore(self.scratch) if self.rerank is not None else None)
         method = self.rerank if self.rerank is not None else self.method
         width = self._width()

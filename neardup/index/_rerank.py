@@ -35,7 +35,7 @@ import pyarrow as pa
 from neardup.engine.rows import LazyTexts, TextSource
 from neardup.methods.base import CandidateRows, Method
 
-__all__ = ["RERANK_METHODS", "TEXT_TABLE", "IndexTexts", "candidate_rows",
+__all__ = ["RERANK_METHODS", "TEXT_TABLE", "IndexTexts", "candidate_rows", "describe_rerank",
            "rerank_config", "rerank_method"]
 
 #: The table of compressed texts (created only when rerank verification is on).
@@ -84,6 +84,17 @@ def rerank_config(spec: Any, *, template_guard: bool = True) -> dict[str, Any] |
     return {"scorer": method.scorer, "model": str(model), "threshold": float(method.threshold),
             "max_chars": int(method.max_chars), "template_guard": method.template_guard,
             "model_digest": digest}
+
+
+def describe_rerank(config: dict[str, Any] | None) -> str:
+    """A rerank setting in words (no dict reprs in messages)."""
+    if not config:
+        return "no rerank verification"
+    parts = [f"{key.replace('_', ' ')} {config[key]}"
+             for key in ("model", "threshold", "max_chars", "template_guard")
+             if config.get(key) is not None]
+    return (f"rerank verification by the {config.get('scorer')}"
+            + (f" ({', '.join(parts)})" if parts else ""))
 
 
 def recorded_config(config: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -286,7 +286,7 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
         ) from exc
 
     from neardup.index import DuplicateIdError, Index, IndexMismatchError
-    from neardup.index._store import IndexBusyError, IndexFormatError, IndexStorageError
+    from neardup.index._errors import IndexBusyError, IndexFormatError, IndexStorageError
 
     class _JSON(JSONResponse):
         def render(self, content: Any) -> bytes:
