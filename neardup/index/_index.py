@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import threading
 import time
@@ -30,29 +29,26 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from neardup import faults
-from neardup.errors import InputError, NeardupError, check_int, setting
+from neardup.errors import InputError, check_int, setting
 from neardup.index._add import add_batch
-from neardup.index._bulk import BulkBuilder
+from neardup.index._bulk_add import bulk_load
+from neardup.index._create import create_index
 from neardup.index._embedded import VectorLinker
 from neardup.index._errors import (
-    IndexBusyError,
     IndexFormatError,
     IndexMismatchError,
-    IndexStorageError,
     database_error,
     database_path,
-    recovery_hint,
     storage_errors,
 )
-from neardup.index._export import bulk_table, cluster_tables
+from neardup.index._export import cluster_tables
 from neardup.index._keyed import KeyedLinker
+from neardup.index._maintain import check_index, compact_index
 from neardup.index._methods import (
     check_ids,
-    check_supported,
     index_plan,
     method_from_params,
     params_json,
@@ -60,8 +56,6 @@ from neardup.index._methods import (
 from neardup.index._query import query_result
 from neardup.index._remove import delete_documents_by_id
 from neardup.index._rerank import (
-    RERANK_METHODS,
-    TEXT_SCHEMA,
     describe_rerank,
     recorded_config,
     rerank_config,
@@ -69,18 +63,11 @@ from neardup.index._rerank import (
 )
 from neardup.index._results import AddResult, BulkResult, QueryResult
 from neardup.index._rows import RowLayout, sketch_texts
-from neardup.index._schema import FORMAT, FORMAT_VERSION, create_database, replace_empty_database
 from neardup.index._store import (
     Store,
     count_documents,
     count_rows,
-    has_documents,
-    integrity_problems,
     next_position,
-    optimize,
-    page_counts,
-    truncate_log,
-    vacuum,
 )
 from neardup.index._vectors import VectorSegments
 from neardup.methods import make_method
@@ -194,41 +181,7 @@ class Index:
         **params
             Method parameters (e.g. ``threshold=0.5, num_perm=128``).
         """
-        # Any: embedding methods carry embedding_key, which the Method contract does not declare.
-        method_obj: Any = method if isinstance(method, Method) else make_method(method, **params)
-        if isinstance(method, Method) and params:
-            raise ValueError("Index.create: give parameters in the Method or as keywords, not both.")
-        stage = check_supported("Index.create", method_obj)
-        rerank = rerank_config(rerank)
-        if rerank is not None and method_obj.name not in RERANK_METHODS:
-            raise ValueError(
-                f"Index.create: rerank verification ({setting('rerank', 'rerank=')}) applies to the "
-                f"methods {', '.join(RERANK_METHODS)}; got method {method_obj.name!r}.")
-        probe = method_obj.sketch(["probe"])
-        extra: dict[str, Any] = {}
-        if stage == "vector":
-            # Vectors live in faiss segment files (neardup.index._vectors), not in rows.
-            layout = []
-            extra = {"dim": int(probe.arrays[method_obj.embedding_key].shape[1]),
-                     "vector_segments": []}
-        else:
-            layout = [[name, probe.arrays[name].dtype.str, list(probe.arrays[name].shape[1:])]
-                      for name in method_obj.capabilities.reads.arrays]
-        from neardup._version import __version__
-
-        create_database(path, {
-            **extra,
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "method": method_obj.name,
-            "params": json.loads(params_json(method_obj)),
-            "layout": layout,
-            "store_text": bool(store_text),
-            "rerank": rerank,
-            "next_doc": 0,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "neardup_version": __version__,
-        }, extra_tables=(TEXT_SCHEMA,) if rerank else ())
+        create_index(path, method, store_text=store_text, rerank=rerank, params=params)
         return cls(path)
 
     def check_method(self, method: str | Method, **params: Any) -> None:
@@ -375,56 +328,19 @@ class Index:
         those of one-shot ``dedup`` of the corpus, as with :meth:`add` in batches.
         Scratch disk: about the candidate arrays plus 16-24 bytes per candidate key.
         """
-        start = time.perf_counter()
         if self.embedding:
             raise ValueError(
                 f"Index.bulk_add: the bulk path is for the keyed methods (exact, minhash, "
                 f"simhash); add {self.method.name!r} documents with "
                 f"{setting('add', 'add()')}.")
-        store = self._store
-        with store.lock:
-            if has_documents(store.writer):
-                raise IndexBusyError(
-                    f"Index.bulk_add: the index {str(self.path)!r} already holds documents; "
-                    "the bulk path builds an index from empty. Add to it with "
-                    f"{setting('add', 'add()')}.")
-            builder = BulkBuilder(self.path, self.method, self._layout, self.meta,
-                                  lambda texts: sketch_texts(self.method, "Index.bulk_add", texts),
-                                  self._linker.cap, store_text=self.store_text,
-                                  partitions=partitions, log=log,
-                                  rerank=self._verifying if self.rerank else None,
-                                  checkpoint_docs=check_int("Index.bulk_add", "checkpoint_docs",
-                                                            checkpoint_docs, low=1))
-            try:
-                identity = {"method": self.method.name, "params": json.loads(params_json(self.method)),
-                            "store_text": self.store_text, "rerank": self.rerank,
-                            "layout": self.meta["layout"], "partitions": partitions,
-                            "input": input_key}
-                with self._scoring:
-                    built = builder.build(batches, table=table, resume=resume, identity=identity)
-                store.close()  # our own connections would block the swap
-                t = time.perf_counter()
-                if built["n"]:
-                    replace_empty_database(self.path, built["path"])
-                builder.seconds["swap"] = time.perf_counter() - t
-            except (NeardupError, ValueError, sqlite3.IntegrityError):
-                builder.cleanup()  # bad input or a busy index: nothing worth resuming
-                raise
-            else:
-                builder.cleanup()
-            finally:
-                # Other failures (interrupt, full disk) keep the scratch for resume=True.
-                if not store.is_open:
-                    store.reopen()
-                    self.meta = store.read_meta("Index.open")
-        n, roots, nf = built["n"], built["roots"], built["n_features"]
-        joined = int((roots != np.arange(n)).sum())
-        empty = int((nf == 0).sum())
-        out = BulkResult(n, int((roots == np.arange(n)).sum()), joined, empty,
-                         time.perf_counter() - start, builder.seconds)
-        if table:
-            out.table = bulk_table(built["ids"], roots, nf, *built["forest"])
-        return out
+        checkpoint_docs = check_int("Index.bulk_add", "checkpoint_docs", checkpoint_docs, low=1)
+        # What a resume must match (with the input's key).
+        identity = {"method": self.method.name, "params": json.loads(params_json(self.method)),
+                    "store_text": self.store_text, "rerank": self.rerank,
+                    "layout": self.meta["layout"], "partitions": partitions}
+        return bulk_load(self, batches, table=table, partitions=partitions, log=log,
+                         resume=resume, input_key=input_key, checkpoint_docs=checkpoint_docs,
+                         identity=identity)
 
     # -- query ---------------------------------------------------------------------------
 
@@ -509,41 +425,8 @@ class Index:
         otherwise. The rebuild is one transaction: a failure (a disk that fills up anyway,
         a kill) leaves the index as it was."""
         before = self.disk_bytes()
-        self._check_compact_space()
-        merged = False
-        try:
-            merged = self._linker.compact(self._store)
-            with self._store.lock:
-                writer = self._store.writer
-                truncate_log(writer)
-                faults.checkpoint("index-compact-checkpointed")
-                vacuum(writer)
-                faults.checkpoint("index-compact-vacuumed")
-                optimize(writer)
-                truncate_log(writer)
-        except (sqlite3.Error, OSError) as exc:
-            mapped = database_error(exc, self.path, "Index.compact")
-            if mapped is None:
-                raise
-            left = ("The vector segments were merged into one, but the database was not "
-                    "rebuilt; its documents are intact." if merged else
-                    "Nothing was changed: the index is as it was before the compact.")
-            raise type(mapped)(f"{mapped} {left}") from exc
+        compact_index(self._store, self._linker, self.path)
         return {"bytes_before": before, "bytes_after": self.disk_bytes()}
-
-    def _check_compact_space(self) -> None:
-        """IndexStorageError unless the index's disk can hold a copy of the live pages."""
-        with self._store.lock:
-            page_size, pages, free_pages = page_counts(self._store.writer)
-        needed = (pages - free_pages) * (page_size + 24)  # a WAL frame per live page
-        free = shutil.disk_usage(self.path).free
-        if free < needed:
-            raise IndexStorageError(
-                f"Index.compact: not enough free space beside the index {str(self.path)!r}: "
-                f"{free:,} bytes free, about {needed:,} needed (compacting writes a copy of "
-                "the database's live pages). Nothing was changed. Free some space, then run "
-                "it again."
-            )
 
     def disk_bytes(self) -> int:
         db = database_path(self.path)
@@ -558,7 +441,7 @@ class Index:
         position above every stored one and, for embedding methods, every listed vector
         segment readable and holding every stored document's vector."""
         if check:
-            self._check()
+            check_index(self._store, self._linker, self.path)
         with self._store.read() as con:
             counts = count_rows(con)
             extra = self._linker.counts(con)
@@ -575,23 +458,6 @@ class Index:
             "format_version": self.meta.get("version"),
             **({"check": "ok"} if check else {}),
         }
-
-    def _check(self) -> None:
-        """IndexFormatError naming what is damaged and how to recover (see :meth:`stats`)."""
-        problems: list[str] = []
-        try:
-            with self._store.read() as con:
-                problems = integrity_problems(con)
-                if not problems:
-                    problems = self._linker.problems(con)
-        except sqlite3.DatabaseError as exc:
-            problems.append(str(exc))
-        if problems:
-            listed = "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else "")
-            raise IndexFormatError(
-                f"Index.stats: the index {str(self.path)!r} is damaged: {listed}. "
-                + recovery_hint(self.path)
-            )
 
     # -- export --------------------------------------------------------------------------
 

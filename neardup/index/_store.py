@@ -46,6 +46,7 @@ __all__ = [
     "insert_postings",
     "insert_texts",
     "integrity_problems",
+    "invariant_problems",
     "live_vector_documents",
     "meta_value",
     "nearest_payloads",
@@ -412,11 +413,14 @@ def count_rows(con: sqlite3.Connection) -> dict[str, int]:
 
 
 def integrity_problems(con: sqlite3.Connection) -> list[str]:
-    """What SQLite's integrity check and the index's own invariants find wrong (postings
-    of documents not stored, the next position not above the stored ones)."""
+    """What SQLite's integrity check finds wrong with the database file (up to 20)."""
     found = [r[0] for r in con.execute("PRAGMA integrity_check(20)")]
-    if found != ["ok"]:
-        return found
+    return [] if found == ["ok"] else found
+
+
+def invariant_problems(con: sqlite3.Connection) -> list[str]:
+    """What breaks the index's own invariants: postings of documents not stored, the
+    next position not above the stored ones."""
     problems = []
     orphans = con.execute("SELECT count(*) FROM postings p WHERE NOT EXISTS "
                           "(SELECT 1 FROM docs d WHERE d.doc = p.doc)").fetchone()[0]
