@@ -10,8 +10,8 @@ from typing import Any
 
 from neardup.errors import setting
 from neardup.index._methods import check_supported, params_json
-from neardup.index._rerank import RERANK_METHODS, TEXT_SCHEMA, rerank_config
-from neardup.index._schema import FORMAT, FORMAT_VERSION, create_database
+from neardup.index._rerank import RERANK_METHODS, rerank_config
+from neardup.index._schema import FORMAT, FORMAT_VERSION, TEXT_SCHEMA, create_database
 from neardup.methods import make_method
 from neardup.methods.base import Method
 

@@ -19,10 +19,10 @@ from neardup.engine.rows import ArrayRows, RowSource
 from neardup.index._add import Linked, NewDocuments, identity_edges
 from neardup.index._link import keyed_candidates, link_edges, simhash_candidates, unique_edges
 from neardup.index._methods import i64
-from neardup.index._rerank import TEXT_TABLE, IndexTexts, compress_texts
+from neardup.index._rerank import IndexTexts, compress_texts
+from neardup.index._schema import TEXT_TABLE
 from neardup.index._rows import LocalRows, RowLayout, SketchedBatch
 from neardup.index._store import (
-    big_groups_to_record,
     delete_postings,
     doc_rows,
     insert_postings,
@@ -52,6 +52,32 @@ class Matches(NamedTuple):
     score: np.ndarray
     rows: list[tuple]
     stored_docs: np.ndarray
+
+
+def _big_groups_to_record(keys: np.ndarray, docs: np.ndarray, big: dict, rows: np.ndarray,
+                         cap: int) -> tuple[list[tuple], list[tuple[int, int, int]]]:
+    """What an add's postings (``keys``, ``docs``: int64) do to the big key groups, given
+    the lookup of its keys before it (``big``, ``rows``: see
+    :func:`~neardup.index._store.postings_of`): the big groups that grow, as (added,
+    last, key), and the groups that now exceed ``cap``, as (key, last, count) (for
+    :func:`~neardup.index._store.record_big_groups`)."""
+    added_keys, added = np.unique(keys, return_counts=True)
+    stored_keys, stored = np.unique(rows[:, 0], return_counts=True)
+    at = np.searchsorted(stored_keys, added_keys)
+    at_ok = at < stored_keys.size
+    had = np.zeros(added_keys.size, np.int64)
+    match = at_ok.copy()
+    match[at_ok] = stored_keys[at[at_ok]] == added_keys[at_ok]
+    had[match] = stored[at[match]]
+    last = np.full(added_keys.size, np.iinfo(np.int64).min)
+    np.maximum.at(last, np.searchsorted(added_keys, keys), docs)
+    grow, new = [], []
+    for k, c, h, l in zip(added_keys.tolist(), added.tolist(), had.tolist(), last.tolist()):
+        if k in big:
+            grow.append((c, l, k))
+        elif h + c > cap:
+            new.append((k, l, h + c))
+    return grow, new
 
 
 class KeyedLinker:
@@ -197,7 +223,7 @@ class KeyedLinker:
             score = np.empty(0, np.float32)
         insert_postings(con, keys, payload, docs)
         if keys.size:
-            record_big_groups(con, *big_groups_to_record(keys, docs, *lookup, self.cap))
+            record_big_groups(con, *_big_groups_to_record(keys, docs, *lookup, self.cap))
         if new_texts is not None:
             insert_texts(con, TEXT_TABLE, new_docs,
                          compress_texts(new_texts.new_texts, self.rerank["max_chars"]))

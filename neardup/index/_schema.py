@@ -51,12 +51,16 @@ from neardup.index._errors import (
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "TEXT_SCHEMA",
+    "TEXT_TABLE",
     "connect",
     "create_database",
     "create_indexes",
     "create_tables",
     "ensure_identity_column",
+    "open_bulk_database",
     "read_meta",
+    "release_bulk_database",
     "replace_empty_database",
 ]
 
@@ -91,6 +95,10 @@ CREATE TABLE big (
 # Secondary indexes apart from the tables: a bulk build creates them after the load (one
 # sort each instead of a random B-tree insert per row). Indexes made by an older create
 # (an inline UNIQUE on docs.id) serve the same lookups.
+#: Rerank verification's texts (neardup.index._rerank): each document's raw text cut to
+#: the scorer's max_chars, compressed. Made only when rerank verification is on.
+TEXT_TABLE = "rerank_text"
+TEXT_SCHEMA = f"CREATE TABLE IF NOT EXISTS {TEXT_TABLE} (doc INTEGER PRIMARY KEY, text BLOB NOT NULL)"
 _INDEXES = """
 CREATE UNIQUE INDEX IF NOT EXISTS docs_id ON docs(id);
 CREATE INDEX IF NOT EXISTS docs_cluster ON docs(cluster);
@@ -295,3 +303,46 @@ def read_meta(con: sqlite3.Connection, where: str,
             f"neardup (it reads version {FORMAT_VERSION}); use the neardup that wrote it."
         )
     return meta
+
+
+#: The bulk build's progress: the steps its scratch database committed.
+_PROGRESS_SCHEMA = "CREATE TABLE _bulk (name TEXT PRIMARY KEY, value INTEGER NOT NULL)"
+
+
+def open_bulk_database(path: Path, extra_tables: tuple[str, ...] = ()) -> sqlite3.Connection:
+    """The bulk build's new database ``path`` (autocommit), made with the index's tables,
+    ``extra_tables`` and the progress table when it does not exist (made whole under
+    another name: a resumed build finds all tables).
+
+    Nothing reads this file before the swap: no fsync per commit (the file is fsynced once
+    before the swap), a large cache for the sorts. A rollback journal: a killed process
+    leaves it, and the next open rolls the interrupted transaction back, so a resumed build
+    starts from a commit."""
+    if not path.exists():
+        fresh = path.with_name(path.name + ".new")
+        fresh.unlink(missing_ok=True)
+        con = sqlite3.connect(fresh, isolation_level=None)
+        try:
+            create_tables(con)
+            for statement in extra_tables:
+                con.execute(statement)
+            con.execute(_PROGRESS_SCHEMA)
+        finally:
+            con.close()
+        os.replace(fresh, path)
+    con = sqlite3.connect(path, isolation_level=None)
+    try:
+        con.execute("PRAGMA journal_mode=DELETE")
+        con.execute("PRAGMA synchronous=OFF")
+        con.execute("PRAGMA locking_mode=EXCLUSIVE")
+        con.execute(f"PRAGMA cache_size=-{256 * 1024}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def release_bulk_database(con: sqlite3.Connection) -> None:
+    """Leave the built database as an index is kept (shared locking, WAL)."""
+    con.execute("PRAGMA locking_mode=NORMAL")
+    con.execute("PRAGMA journal_mode=WAL")

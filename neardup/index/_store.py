@@ -23,12 +23,19 @@ from typing import Any
 
 import numpy as np
 
-from neardup.index._schema import connect, read_meta
+from neardup.index._schema import TEXT_TABLE, connect, read_meta
 
 __all__ = [
+    "append_postings",
+    "begin_step",
+    "bulk_progress",
+    "commit_step",
+    "finish_bulk",
+    "insert_big_groups",
+    "repeated_ids",
+    "set_bulk_progress",
     "DOC_FIELDS",
     "Store",
-    "big_groups_to_record",
     "cluster_members",
     "cluster_sizes",
     "count_documents",
@@ -61,6 +68,7 @@ __all__ = [
     "set_clusters",
     "set_meta_value",
     "set_next_position",
+    "stored_texts",
     "truncate_log",
     "vacuum",
 ]
@@ -264,6 +272,12 @@ def insert_texts(con: sqlite3.Connection, table: str, docs: np.ndarray, blobs: S
     con.executemany(f"INSERT INTO {table}(doc, text) VALUES (?, ?)", zip(docs.tolist(), blobs))
 
 
+def stored_texts(con: sqlite3.Connection, docs: np.ndarray) -> dict[int, bytes]:
+    """doc -> its compressed rerank text, for the stored ones of positions ``docs``."""
+    _fill(con, "qr", "doc", np.unique(docs).tolist())
+    return dict(con.execute(f"SELECT t.doc, t.text FROM qr CROSS JOIN {TEXT_TABLE} t ON t.doc = qr.doc"))
+
+
 def relabel_clusters(con: sqlite3.Connection, relabel: dict[int, int]) -> None:
     """Move every member of cluster ``old`` to ``new``, for each old -> new."""
     con.executemany("UPDATE docs SET cluster = ? WHERE cluster = ?",
@@ -350,33 +364,10 @@ def delete_postings(con: sqlite3.Connection, keys: np.ndarray, payload: np.ndarr
                     zip(keys.tolist(), payload.tolist(), docs.tolist()))
 
 
-def big_groups_to_record(keys: np.ndarray, docs: np.ndarray, big: dict, rows: np.ndarray,
-                         cap: int) -> tuple[list[tuple], list[tuple[int, int, int]]]:
-    """What an add's postings (``keys``, ``docs``: int64) do to the big key groups, given
-    the lookup of its keys before it (:func:`postings_of`: ``big``, ``rows``): the big
-    groups that grow, as (added, last, key), and the groups that now exceed ``cap``, as
-    (key, last, count) (their first member is read by :func:`record_big_groups`)."""
-    added_keys, added = np.unique(keys, return_counts=True)
-    stored_keys, stored = np.unique(rows[:, 0], return_counts=True)
-    at = np.searchsorted(stored_keys, added_keys)
-    at_ok = at < stored_keys.size
-    had = np.zeros(added_keys.size, np.int64)
-    match = at_ok.copy()
-    match[at_ok] = stored_keys[at[at_ok]] == added_keys[at_ok]
-    had[match] = stored[at[match]]
-    last = np.full(added_keys.size, np.iinfo(np.int64).min)
-    np.maximum.at(last, np.searchsorted(added_keys, keys), docs)
-    grow, new = [], []
-    for k, c, h, l in zip(added_keys.tolist(), added.tolist(), had.tolist(), last.tolist()):
-        if k in big:
-            grow.append((c, l, k))
-        elif h + c > cap:
-            new.append((k, l, h + c))
-    return grow, new
-
-
 def record_big_groups(con: sqlite3.Connection, grow: list[tuple], new: list[tuple[int, int, int]]) -> None:
-    """Apply :func:`big_groups_to_record` (after the add's postings are inserted)."""
+    """Record an add's changes to the big key groups (after its postings are inserted):
+    ``grow`` the big groups that grew, as (added, last, key); ``new`` the groups that
+    now exceed the cap, as (key, last, count)."""
     insert = [(k, con.execute("SELECT min(doc) FROM postings WHERE key = ?", (k,)).fetchone()[0], l, c)
               for k, l, c in new]
     con.executemany("UPDATE big SET count = count + ?, last = max(last, ?) WHERE key = ?", grow)
@@ -396,6 +387,79 @@ def refresh_big_groups(con: sqlite3.Connection, keys: np.ndarray, cap: int) -> N
         else:
             con.execute("UPDATE big SET first = ?, last = ?, count = ? WHERE key = ?",
                         (first, last, count, k))
+
+
+# -- the bulk build's scratch database (neardup.index._bulk) --------------------------------
+
+#: Postings rows per INSERT statement of the bulk load: one statement binding many rows
+#: costs much less CPU than one row per statement (measured on 2M sorted rows), the
+#: per-statement work of the VM and the Python driver being shared.
+_ROWS_PER_INSERT = 256
+#: Rows converted to Python ints at once (bounds the transient lists, ~100 B a row).
+_INSERT_SLICE = 1 << 17
+
+
+def append_postings(con: sqlite3.Connection, keys: np.ndarray, payload: np.ndarray | None,
+                    docs: np.ndarray) -> None:
+    """Append sorted postings rows (key order: each at the B-tree's right edge), many rows
+    per statement; ``payload`` None: 0 for every row."""
+    k = _ROWS_PER_INSERT
+    if payload is None:
+        cols, row = (keys, docs), "(?,0,?)"
+    else:
+        cols, row = (keys, payload, docs), "(?,?,?)"
+    many = "INSERT INTO postings(key, payload, doc) VALUES " + ",".join([row] * k)
+    one = "INSERT INTO postings(key, payload, doc) VALUES " + row
+    n = keys.size
+    for start in range(0, n, _INSERT_SLICE):
+        stop = min(start + _INSERT_SLICE, n)
+        table = np.stack([c[start:stop] for c in cols], axis=1)
+        whole = (stop - start) // k * k
+        if whole:
+            con.executemany(many, map(tuple, table[:whole].reshape(-1, k * len(cols)).tolist()))
+        if whole < table.shape[0]:
+            con.executemany(one, map(tuple, table[whole:].tolist()))
+
+
+def insert_big_groups(con: sqlite3.Connection, keys: np.ndarray, first: np.ndarray,
+                      last: np.ndarray, count: np.ndarray) -> None:
+    con.executemany("INSERT INTO big(key, first, last, count) VALUES (?, ?, ?, ?)",
+                    zip(keys.tolist(), first.tolist(), last.tolist(), count.tolist()))
+
+
+def bulk_progress(con: sqlite3.Connection) -> dict[str, int] | None:
+    """The steps a bulk build committed (None: it finished, its meta is written)."""
+    if con.execute("SELECT 1 FROM meta LIMIT 1").fetchone() is not None:
+        return None
+    return dict(con.execute("SELECT name, value FROM _bulk"))
+
+
+def set_bulk_progress(con: sqlite3.Connection, **values: int) -> None:
+    con.executemany("INSERT OR REPLACE INTO _bulk(name, value) VALUES (?, ?)", values.items())
+
+
+def begin_step(con: sqlite3.Connection) -> None:
+    con.execute("BEGIN")
+
+
+def commit_step(con: sqlite3.Connection) -> None:
+    """Commit a bulk build's step and begin the next one's transaction."""
+    con.execute("COMMIT")
+    con.execute("BEGIN")
+
+
+def repeated_ids(con: sqlite3.Connection, limit: int = 5) -> list[str]:
+    return [r[0] for r in con.execute(
+        "SELECT id FROM docs GROUP BY id HAVING count(*) > 1 LIMIT ?", (limit,))]
+
+
+def finish_bulk(con: sqlite3.Connection, meta: dict[str, Any]) -> None:
+    """Write the built index's ``meta``, drop the progress table, commit."""
+    con.execute("DELETE FROM meta")
+    con.executemany("INSERT INTO meta(name, value) VALUES (?, ?)",
+                    [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items()])
+    con.execute("DROP TABLE _bulk")
+    con.execute("COMMIT")
 
 
 # -- statistics, checks, compaction --------------------------------------------------------
