@@ -128,9 +128,7 @@ def create_database(directory: str | os.PathLike, meta: dict[str, Any],
         tmp.unlink(missing_ok=True)
         con = sqlite3.connect(tmp, isolation_level=None)
         try:
-            create_tables(con)
-            for statement in extra_tables:
-                con.execute(statement)
+            create_tables(con, extra_tables)
             create_indexes(con)
             con.execute("BEGIN")
             con.executemany(
@@ -173,9 +171,12 @@ def _remove_killed_creates(directory: Path) -> None:
                 path.unlink(missing_ok=True)
 
 
-def create_tables(con: sqlite3.Connection) -> None:
-    """The index's tables, without their secondary indexes (:func:`create_indexes`)."""
+def create_tables(con: sqlite3.Connection, extra_tables: tuple[str, ...] = ()) -> None:
+    """The index's tables and ``extra_tables`` (CREATE statements), without their
+    secondary indexes (:func:`create_indexes`)."""
     con.executescript(_SCHEMA)
+    for statement in extra_tables:
+        con.execute(statement)
 
 
 def ensure_identity_column(con: sqlite3.Connection) -> None:
@@ -323,10 +324,7 @@ def open_bulk_database(path: Path, extra_tables: tuple[str, ...] = ()) -> sqlite
         fresh.unlink(missing_ok=True)
         con = sqlite3.connect(fresh, isolation_level=None)
         try:
-            create_tables(con)
-            for statement in extra_tables:
-                con.execute(statement)
-            con.execute(_PROGRESS_SCHEMA)
+            create_tables(con, (*extra_tables, _PROGRESS_SCHEMA))
         finally:
             con.close()
         os.replace(fresh, path)

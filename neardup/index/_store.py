@@ -18,7 +18,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
@@ -133,42 +133,33 @@ class Store:
             self._connections.append(con)
         return con
 
-    @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> AbstractContextManager[sqlite3.Connection]:
         """A read transaction: every statement inside sees one snapshot."""
-        con = self.reader()
-        con.execute("BEGIN")
-        try:
-            yield con
-        except BaseException:
-            _rollback(con)
-            raise
-        con.execute("COMMIT")
+        return _transaction(self.reader(), "BEGIN")
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """The write transaction (one at a time: the lock, then SQLite's write lock)."""
-        with self.lock:
-            con = self.writer
-            con.execute("BEGIN IMMEDIATE")
+        with self.lock, _transaction(self.writer, "BEGIN IMMEDIATE") as con:
+            yield con
+
+
+@contextmanager
+def _transaction(con: sqlite3.Connection, begin: str) -> Iterator[sqlite3.Connection]:
+    """``begin`` ... COMMIT, rolled back on any exception."""
+    con.execute(begin)
+    try:
+        yield con
+    except BaseException:
+        # SQLite may have rolled back already (a full disk, an I/O error; ROLLBACK would
+        # then fail): the original error is what the caller must see.
+        if con.in_transaction:
             try:
-                yield con
-            except BaseException:
-                # SQLite may have rolled back already (a full disk, an I/O error): the
-                # original error is what the caller must see.
-                _rollback(con)
-                raise
-            con.execute("COMMIT")
-
-
-def _rollback(con: sqlite3.Connection) -> None:
-    """End the connection's transaction if SQLite has not already (after a full disk or
-    an I/O error it rolls back by itself, and ROLLBACK would then fail)."""
-    if con.in_transaction:
-        try:
-            con.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
+                con.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+        raise
+    con.execute("COMMIT")
 
 
 # -- meta ----------------------------------------------------------------------------------
