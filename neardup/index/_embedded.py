@@ -17,8 +17,8 @@ from neardup import faults
 from neardup.engine import UnionFind
 from neardup.graph.similarity import similarity_pairs
 from neardup.index._add import Linked, NewDocuments, identity_edges
-from neardup.index._keyed import QUERY_BASE, QUERY_FIELDS, Matches
 from neardup.index._link import link_edges
+from neardup.index._query import QUERY_BASE, QUERY_FIELDS, Matches
 from neardup.index._rows import SketchedBatch
 from neardup.index._store import Store, doc_rows, live_vector_documents, meta_value, set_meta_value
 from neardup.index._vectors import VectorSegments

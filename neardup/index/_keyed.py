@@ -10,7 +10,7 @@ that lost members (by :func:`neardup.engine.link_key_rows`, as ``dedup`` links a
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from neardup.engine.rows import ArrayRows, RowSource
 from neardup.index._add import Linked, NewDocuments, identity_edges
 from neardup.index._link import keyed_candidates, link_edges, simhash_candidates, unique_edges
 from neardup.index._methods import i64
+from neardup.index._query import QUERY_BASE, QUERY_FIELDS, Matches
 from neardup.index._rerank import IndexTexts, compress_texts
 from neardup.index._schema import TEXT_TABLE
 from neardup.index._rows import LocalRows, RowLayout, SketchedBatch
@@ -34,25 +35,7 @@ from neardup.index._store import (
 )
 from neardup.methods.base import Sketch
 
-__all__ = ["QUERY_BASE", "QUERY_FIELDS", "KeyedLinker", "Matches"]
-
-#: Query documents' positions start here, above every stored position.
-QUERY_BASE = 1 << 62
-#: What a query reads of each stored match (after its position).
-QUERY_FIELDS = ("cluster", "id", "arrays", "digest", "text")
-
-
-class Matches(NamedTuple):
-    """A query's verified matches: stored position ``left``, query row + QUERY_BASE
-    ``right``, ``score``; ``rows`` the matched stored documents (doc, *QUERY_FIELDS) by
-    position, ``stored_docs`` their positions."""
-
-    left: np.ndarray
-    right: np.ndarray
-    score: np.ndarray
-    rows: list[tuple]
-    stored_docs: np.ndarray
-
+__all__ = ["KeyedLinker"]
 
 def _big_groups_to_record(keys: np.ndarray, docs: np.ndarray, big: dict, rows: np.ndarray,
                          cap: int) -> tuple[list[tuple], list[tuple[int, int, int]]]:

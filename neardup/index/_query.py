@@ -1,18 +1,36 @@
-"""The shared end of :meth:`Index.query`: the best ``top_k`` verified matches per query
-document, typed by Sanderson's duplicate types when the index stores texts."""
+"""What :meth:`Index.query` shares across methods: the matches a linker finds
+(:class:`Matches`) and the best ``top_k`` of them per query document, typed by
+Sanderson's duplicate types when the index stores texts."""
 
 from __future__ import annotations
 
 import zlib
+from typing import NamedTuple
 
 import numpy as np
 
 from neardup.graph.edges import Pairs
-from neardup.index._keyed import QUERY_BASE, Matches
 from neardup.index._results import QueryResult
 from neardup.index._rows import SketchedBatch
 
-__all__ = ["query_result"]
+__all__ = ["QUERY_BASE", "QUERY_FIELDS", "Matches", "query_result"]
+
+#: Query documents' positions start here, above every stored position.
+QUERY_BASE = 1 << 62
+#: What a query reads of each stored match (after its position).
+QUERY_FIELDS = ("cluster", "id", "arrays", "digest", "text")
+
+
+class Matches(NamedTuple):
+    """A query's verified matches: stored position ``left``, query row + QUERY_BASE
+    ``right``, ``score``; ``rows`` the matched stored documents (doc, *QUERY_FIELDS) by
+    position, ``stored_docs`` their positions."""
+
+    left: np.ndarray
+    right: np.ndarray
+    score: np.ndarray
+    rows: list[tuple]
+    stored_docs: np.ndarray
 
 
 def query_result(matches: Matches, batch: SketchedBatch, query_ids: list[str], top_k: int,
