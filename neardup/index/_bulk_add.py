@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -16,41 +17,42 @@ from neardup.index._bulk import BulkBuilder
 from neardup.index._errors import IndexBusyError
 from neardup.index._export import bulk_table
 from neardup.index._results import BulkResult
-from neardup.index._rows import sketch_texts
+from neardup.index._rows import RowLayout, sketch_texts
 from neardup.index._schema import replace_empty_database
-from neardup.index._store import has_documents
+from neardup.index._store import Store, has_documents
 
 __all__ = ["bulk_load"]
 
 
-def bulk_load(index: Any, batches: Iterable, *, table: bool, partitions: int, log: Any,
-              resume: bool, input_key: Any, checkpoint_docs: int, identity: dict[str, Any]
-              ) -> BulkResult:
-    """Build ``index`` (an empty :class:`~neardup.index.Index`, keyed method) from
-    ``batches`` (arguments as :meth:`Index.bulk_add`; ``identity``: what a resume must
-    match)."""
+def bulk_load(store: Store, meta: dict[str, Any], method: Any, layout: RowLayout, cap: int,
+              batches: Iterable, *, store_text: bool, rerank: Any, scoring: AbstractContextManager,
+              table: bool, partitions: int, log: Any, resume: bool, input_key: Any,
+              checkpoint_docs: int, identity: dict[str, Any]) -> tuple[BulkResult, dict[str, Any]]:
+    """Build the empty index of ``store`` (its ``meta``; a keyed ``method``, its row
+    ``layout`` and big-group ``cap``) from ``batches``; ``rerank``: the verifying rerank
+    method or None, used under ``scoring``; the other arguments as :meth:`Index.bulk_add`
+    (``identity``: what a resume must match). Returns the result and the index's meta as
+    read after the swap."""
     start = time.perf_counter()
-    store, method = index._store, index.method
+    path = store.path
     with store.lock:
         if has_documents(store.writer):
             raise IndexBusyError(
-                f"Index.bulk_add: the index {str(index.path)!r} already holds documents; "
+                f"Index.bulk_add: the index {str(path)!r} already holds documents; "
                 "the bulk path builds an index from empty. Add to it with "
                 f"{setting('add', 'add()')}.")
-        builder = BulkBuilder(index.path, method, index._layout, index.meta,
+        builder = BulkBuilder(path, method, layout, meta,
                               lambda texts: sketch_texts(method, "Index.bulk_add", texts),
-                              index._linker.cap, store_text=index.store_text,
-                              partitions=partitions, log=log,
-                              rerank=index._verifying if index.rerank else None,
-                              checkpoint_docs=checkpoint_docs)
+                              cap, store_text=store_text, partitions=partitions, log=log,
+                              rerank=rerank, checkpoint_docs=checkpoint_docs)
         try:
-            with index._scoring:
+            with scoring:
                 built = builder.build(batches, table=table, resume=resume,
                                       identity={**identity, "input": input_key})
             store.close()  # our own connections would block the swap
             t = time.perf_counter()
             if built["n"]:
-                replace_empty_database(index.path, built["path"])
+                replace_empty_database(path, built["path"])
             builder.seconds["swap"] = time.perf_counter() - t
         except (NeardupError, ValueError, sqlite3.IntegrityError):
             builder.cleanup()  # bad input or a busy index: nothing worth resuming
@@ -61,7 +63,7 @@ def bulk_load(index: Any, batches: Iterable, *, table: bool, partitions: int, lo
             # Other failures (interrupt, full disk) keep the scratch for resume=True.
             if not store.is_open:
                 store.reopen()
-                index.meta = store.read_meta("Index.open")
+                meta = store.read_meta("Index.open")
     n, roots, nf = built["n"], built["roots"], built["n_features"]
     joined = int((roots != np.arange(n)).sum())
     empty = int((nf == 0).sum())
@@ -69,4 +71,4 @@ def bulk_load(index: Any, batches: Iterable, *, table: bool, partitions: int, lo
                      time.perf_counter() - start, builder.seconds)
     if table:
         out.table = bulk_table(built["ids"], roots, nf, *built["forest"])
-    return out
+    return out, meta

@@ -338,9 +338,12 @@ class Index:
         identity = {"method": self.method.name, "params": json.loads(params_json(self.method)),
                     "store_text": self.store_text, "rerank": self.rerank,
                     "layout": self.meta["layout"], "partitions": partitions}
-        return bulk_load(self, batches, table=table, partitions=partitions, log=log,
-                         resume=resume, input_key=input_key, checkpoint_docs=checkpoint_docs,
-                         identity=identity)
+        result, self.meta = bulk_load(
+            self._store, self.meta, self.method, self._layout, self._linker.cap, batches,
+            store_text=self.store_text, rerank=self._verifying if self.rerank else None,
+            scoring=self._scoring, table=table, partitions=partitions, log=log, resume=resume,
+            input_key=input_key, checkpoint_docs=checkpoint_docs, identity=identity)
+        return result
 
     # -- query ---------------------------------------------------------------------------
 
