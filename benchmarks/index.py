@@ -287,7 +287,7 @@ def phase_load(args) -> dict:
             server.kill()
     acknowledged = result.pop("_acknowledged")
     with Index(args.work) as index:
-        con = index._reader()
+        con = index._store.reader()
         present = 0
         for a in range(0, len(acknowledged), 500):
             chunk = acknowledged[a:a + 500]

@@ -98,7 +98,7 @@ def _cli_errors(done: Any = None, own_account: bool = True) -> Iterator[None]:
 def _output_set(directory: Path, inputs: tuple[Path, ...], outputs: dict[str, Path | None]):
     """The command's output files as an OutputSet: checked (format, directory, not an
     input) when its block is entered. The index's own files count as inputs."""
-    from neardup.index._store import database_path
+    from neardup.index._errors import database_path
     from neardup.io.outputs import OutputSet
 
     db = database_path(directory)

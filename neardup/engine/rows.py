@@ -10,8 +10,8 @@ The sources differ only in storage:
   ships each link task, see :func:`neardup.engine.ray.rows.shipped_rows`);
 - ``engine.corpus._ArrayStore``: the sketch stage's spill, read with ``pread``;
 - ``engine.vectors.PairScoring``: texts and dates of the vector stage's candidates;
-- ``index._bulk._RowStore``: the bulk build's raw row file;
-- ``index._index._LocalRows``: rows read from the index's SQLite tables.
+- ``index._scratch.ScratchRows``: the bulk build's raw row file;
+- ``index._rows.LocalRows``: rows read from the index's SQLite tables.
 
 The vector stage's faiss search reads whole shards of embedding rows instead, through
 :class:`VectorShards` (``read(start, stop)``): the work directory's row file

@@ -12,7 +12,7 @@ biencoder) keep their vectors in faiss segment files beside the database
 from neardup.index._index import Index
 from neardup.index._methods import DuplicateIdError, supported_methods
 from neardup.index._results import AddResult, BulkResult, QueryResult
-from neardup.index._store import IndexBusyError, IndexFormatError, IndexMismatchError
+from neardup.index._errors import IndexBusyError, IndexFormatError, IndexMismatchError
 
 __all__ = [
     "AddResult",

@@ -21,7 +21,7 @@ neither: nothing is stored to look up, and the postings can be written in key or
 
 Everything is written into a new database file in a scratch directory beside the index
 (``DIR/.bulk-PID``; nothing else sees it until it is complete; no fsync until the end),
-then swapped in by :func:`neardup.index._store.replace_empty_database`. A killed bulk add
+then swapped in by :func:`neardup.index._schema.replace_empty_database`. A killed bulk add
 leaves the index as it was (empty) and its scratch, which ``resume=True`` continues (the
 next bulk add without it removes the scratch): the sketch stage checkpoints every
 ``checkpoint_docs`` documents or 64 MB of keys (``sketch.json``: documents done, every
@@ -36,7 +36,6 @@ settings, input key); a resume of another is refused.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sqlite3
@@ -53,93 +52,32 @@ from neardup import faults
 from neardup.engine import UnionFind, link_key_rows
 from neardup.engine.buckets import group_runs
 from neardup.engine.facts import identity_pairs
-from neardup.engine.rows import RowSource, TextSource
 from neardup.errors import InputError, setting
-from neardup.index._methods import DuplicateIdError, check_ids, i64, split_rows
+from neardup.index._methods import DuplicateIdError, check_ids, i64
 from neardup.index._rerank import (
-    TEXT_SCHEMA,
-    TEXT_TABLE,
-    candidate_rows,
     compress_texts,
-    decompress_text,
 )
-from neardup.index._store import create_indexes, create_tables
-from neardup.io.rowfile import read_rows, read_spans
-from neardup.methods.base import CandidateRows
+from neardup.index._rows import RowLayout
+from neardup.index._scratch import ScratchRows, ScratchTexts, read_json, skip_documents, write_json
+from neardup.index._schema import TEXT_SCHEMA, TEXT_TABLE, create_indexes, open_bulk_database, release_bulk_database
+from neardup.index._store import (
+    append_postings,
+    begin_step,
+    bulk_progress,
+    commit_step,
+    finish_bulk,
+    insert_big_groups,
+    insert_documents,
+    insert_texts,
+    repeated_ids,
+    set_bulk_progress,
+)
 from neardup.text.identity import text_identity
 
 __all__ = ["BulkBuilder"]
 
 _SCRATCH = ".bulk-"
 _SIGN = np.uint64(1 << 63)
-
-
-class _RowStore(RowSource):
-    """Candidate-array rows in a raw file, read by position with ``pread``
-    (:func:`neardup.io.rowfile.read_rows`): resident memory is the rows read. (Through a
-    memory map, the page-cache folios around each scattered row counted in the process's
-    RSS: 2 GB of the 10M build's 2.7 GB peak.)"""
-
-    def __init__(self, path: Path, row_bytes: int, layout, texts: _TextStore | None = None) -> None:
-        self.path, self.row_bytes, self.layout, self.texts = path, row_bytes, layout, texts
-
-    def raw(self, docs) -> np.ndarray:
-        return read_rows(self.path, np.asarray(docs, np.int64), self.row_bytes)
-
-    def rows(self, docs: np.ndarray) -> CandidateRows:
-        return candidate_rows(docs, split_rows(self.raw(docs), self.layout), self.texts)
-
-
-class _TextStore(TextSource):
-    """The rerank scorer's compressed texts in the scratch (``rerank.bin``, end offsets
-    in ``rerank.end``), read by position."""
-
-    def __init__(self, directory: Path) -> None:
-        self.data, self.end_path = directory / "rerank.bin", directory / "rerank.end"
-
-    def texts(self, docs: np.ndarray) -> list[str]:
-        docs = np.asarray(docs, np.int64)
-        # Each document's end offset and the one before it (its start) in one read: 16
-        # bytes from the previous document's entry, 8 for the first document (start 0).
-        first = docs == 0
-        lengths = np.where(first, 8, 16)
-        ends = read_spans(self.end_path, np.where(first, 0, (docs - 1) * 8), lengths).view(np.int64)
-        last = np.cumsum(lengths // 8) - 1
-        stop = ends[last]
-        start = np.where(first, 0, ends[last - 1])
-        blob = read_spans(self.data, start, stop - start).tobytes()
-        cuts = np.concatenate(([0], np.cumsum(stop - start))).tolist()
-        return [decompress_text(blob[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
-
-
-#: Postings rows per INSERT statement of the bulk load: one statement binding many rows
-#: costs much less CPU than one row per statement (measured on 2M sorted rows), the
-#: per-statement work of the VM and the Python driver being shared.
-_ROWS_PER_INSERT = 256
-#: Rows converted to Python ints at once (bounds the transient lists, ~100 B a row).
-_INSERT_SLICE = 1 << 17
-
-
-def _insert_postings(con: sqlite3.Connection, keys: np.ndarray, payload: np.ndarray | None,
-                     docs: np.ndarray) -> None:
-    """Append sorted postings rows (key order: each at the B-tree's right edge), many rows
-    per statement; ``payload`` None: 0 for every row."""
-    k = _ROWS_PER_INSERT
-    if payload is None:
-        cols, row = (keys, docs), "(?,0,?)"
-    else:
-        cols, row = (keys, payload, docs), "(?,?,?)"
-    many = "INSERT INTO postings(key, payload, doc) VALUES " + ",".join([row] * k)
-    one = "INSERT INTO postings(key, payload, doc) VALUES " + row
-    n = keys.size
-    for start in range(0, n, _INSERT_SLICE):
-        stop = min(start + _INSERT_SLICE, n)
-        table = np.stack([c[start:stop] for c in cols], axis=1)
-        whole = (stop - start) // k * k
-        if whole:
-            con.executemany(many, map(tuple, table[:whole].reshape(-1, k * len(cols)).tolist()))
-        if whole < table.shape[0]:
-            con.executemany(one, map(tuple, table[whole:].tolist()))
 
 
 class BulkBuilder:
@@ -151,13 +89,12 @@ class BulkBuilder:
         The index directory (scratch and the new database go inside it: same file system,
         so the final rename is atomic).
     method : Method
-    layout : list of (name, dtype, tail)
-        The index's candidate-array row layout.
+    layout : RowLayout
+        The index's candidate-array rows (as the database stores them).
     meta : dict
         The index's metadata rows (copied, with ``next_doc`` set).
-    sketch : callable texts -> (Sketch, CandidateKeys, digests uint64 (n, 2), normalized texts)
-        The index's sketch step (:func:`neardup.engine.sketching.sketch_batch`).
-    rows_blob : callable Sketch -> ndarray uint8 (n, row_bytes)
+    sketch : callable texts -> SketchedBatch
+        The index's sketch step (:func:`neardup.index._rows.sketch_texts`).
     cap : int
         Stored members above which a key group goes to ``big``.
     store_text : bool
@@ -174,20 +111,20 @@ class BulkBuilder:
         size) after this many documents, or sooner when 64 MB of keys are buffered.
     """
 
-    def __init__(self, directory: Path, method, layout, meta: dict[str, Any], sketch: Callable,
-                 rows_blob: Callable, cap: int, *, store_text: bool, partitions: int = 256,
+    def __init__(self, directory: Path, method, layout: RowLayout, meta: dict[str, Any],
+                 sketch: Callable, cap: int, *, store_text: bool, partitions: int = 256,
                  log: Callable[[str], None] | None = None, rerank=None,
                  checkpoint_docs: int = 1_000_000) -> None:
         if partitions < 1 or partitions & (partitions - 1):
             raise ValueError(f"Index.bulk_add: partitions must be a power of two; got {partitions}.")
         self.directory = Path(directory)
         self.method, self.layout, self.meta = method, layout, meta
-        self.sketch, self.rows_blob, self.cap = sketch, rows_blob, cap
+        self.sketch, self.cap = sketch, cap
         self.store_text, self.partitions = store_text, partitions
         self.rerank = rerank
         self.checkpoint_docs = checkpoint_docs
         self.log = log or (lambda message: None)
-        self.row_bytes = sum(np.dtype(d).itemsize * int(np.prod(t or (1,))) for _, d, t in layout)
+        self.row_bytes = layout.row_bytes
         self.scratch = self.directory / f"{_SCRATCH}{os.getpid()}"
         self.seconds: dict[str, float] = {}
 
@@ -242,7 +179,7 @@ class BulkBuilder:
         """Sketch and spill, checkpointed at every flush (``sketch.json``: documents done
         and the size of every scratch file); resumes from the last checkpoint."""
         sc = self.scratch
-        state = _read_json(sc / "sketch.json") or {"docs": 0, "sizes": {}, "segments": 0,
+        state = read_json(sc / "sketch.json") or {"docs": 0, "sizes": {}, "segments": 0,
                                                    "text_end": 0, "done": False,
                                                    "id_mode": None}
         if state["done"]:
@@ -296,12 +233,12 @@ class BulkBuilder:
                 handle.flush()
             sizes = {p.name: p.stat().st_size for p in sc.iterdir()
                      if p.name in _FILES or p.name.startswith("p-")}
-            _write_json(sc / "sketch.json", {"docs": n, "sizes": sizes, "segments": segments,
+            write_json(sc / "sketch.json", {"docs": n, "sizes": sizes, "segments": segments,
                                              "text_end": text_end, "done": done,
                                              "id_mode": id_mode})
 
         try:
-            for texts, ids in _skip_documents(batches, n):
+            for texts, ids in skip_documents(batches, n):
                 sketch, ck, digest, normalized = self.sketch(texts)
                 m = len(sketch)
                 if m == 0:
@@ -323,7 +260,7 @@ class BulkBuilder:
                     ends = text_end + np.cumsum([len(b) for b in blobs], dtype=np.int64)
                     files["rerank.end"].write(ends.tobytes())
                     text_end = int(ends[-1])
-                files["rows.bin"].write(self.rows_blob(sketch).tobytes())
+                files["rows.bin"].write(self.layout.pack(sketch).tobytes())
                 files["digest.bin"].write(np.ascontiguousarray(digest).tobytes())
                 files["nf.bin"].write(np.asarray(sketch.n_features, np.int64).tobytes())
                 files["identity.bin"].write(text_identity(texts).tobytes())
@@ -397,16 +334,15 @@ class BulkBuilder:
         with open(self.scratch / "forest.bin", "ab") as forest_f:
             forest_f.write(edges.tobytes())
             forest_f.flush()
-            _set_progress(con, identities_linked=1, forest_bytes=forest_f.tell())
-        con.execute("COMMIT")
-        con.execute("BEGIN")
+            set_bulk_progress(con, identities_linked=1, forest_bytes=forest_f.tell())
+        commit_step(con)
 
     def _link_and_post(self, con: sqlite3.Connection, n: int, uf: UnionFind, done: int) -> None:
         """Partitions ``done``.. in key order; each one's forest edges appended to
         ``forest.bin`` and its postings committed with the progress (a killed run
         resumes after the last committed partition)."""
-        store = _RowStore(self.scratch / "rows.bin", self.row_bytes, self.layout,
-                          _TextStore(self.scratch) if self.rerank is not None else None)
+        store = ScratchRows(self.scratch / "rows.bin", self.layout,
+                          ScratchTexts(self.scratch) if self.rerank is not None else None)
         method = self.rerank if self.rerank is not None else self.method
         width = self._width()
         t_link = t_post = 0.0
@@ -438,19 +374,16 @@ class BulkBuilder:
                     t = time.perf_counter()
                     order = np.lexsort((docs, payload, keys) if width == 3 else (docs, keys))
                     keys, docs, payload = keys[order], docs[order], payload[order]
-                    _insert_postings(con, keys, payload if width == 3 else None, docs)
+                    append_postings(con, keys, payload if width == 3 else None, docs)
                     starts, sizes = group_runs(keys)
                     over = sizes > self.cap
                     if over.any():
                         first = np.minimum.reduceat(docs, starts)[over]
                         last = np.maximum.reduceat(docs, starts)[over]
-                        con.executemany("INSERT INTO big(key, first, last, count) VALUES (?, ?, ?, ?)",
-                                        zip(keys[starts[over]].tolist(), first.tolist(),
-                                            last.tolist(), sizes[over].tolist()))
+                        insert_big_groups(con, keys[starts[over]], first, last, sizes[over])
                     t_post += time.perf_counter() - t
-                _set_progress(con, partitions_done=p + 1, forest_bytes=forest_f.tell())
-                con.execute("COMMIT")
-                con.execute("BEGIN")
+                set_bulk_progress(con, partitions_done=p + 1, forest_bytes=forest_f.tell())
+                commit_step(con)
                 path.unlink(missing_ok=True)
                 committed += 1
                 if committed == 2:
@@ -490,14 +423,11 @@ class BulkBuilder:
                             ends = np.frombuffer(end_f.read(m * 8), np.int64)
                             data = text_f.read(int(ends[-1]) - text_at)
                             cuts = np.r_[0, ends - text_at].tolist()
-                            con.executemany(f"INSERT INTO {TEXT_TABLE}(doc, text) VALUES (?, ?)",
-                                            zip(range(at, at + m),
-                                                (data[a:b] for a, b in zip(cuts[:-1], cuts[1:]))))
+                            insert_texts(con, TEXT_TABLE, np.arange(at, at + m),
+                                         [data[a:b] for a, b in zip(cuts[:-1], cuts[1:])])
                             text_at = int(ends[-1])
-                        con.executemany(
-                            "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text, "
-                            "identity) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            zip(range(at, at + m), ids.to_pylist(), roots[at:at + m].tolist(),
+                        insert_documents(con, zip(
+                            range(at, at + m), ids.to_pylist(), roots[at:at + m].tolist(),
                                 nf.tolist(), [d.tobytes() for d in digest],
                                 [r.tobytes() for r in block], texts, identity.tolist()))
                         at += m
@@ -525,35 +455,16 @@ class BulkBuilder:
         n = self._spill(batches)
         self.seconds["sketch"] = time.perf_counter() - t
         db = self.scratch / "index.sqlite"
-        if not db.exists():  # made whole under another name: a resumed build finds all tables
-            fresh = db.with_name("index.sqlite.new")
-            fresh.unlink(missing_ok=True)
-            con = sqlite3.connect(fresh, isolation_level=None)
-            try:
-                create_tables(con)
-                if self.rerank is not None:
-                    con.execute(TEXT_SCHEMA)
-                con.execute(_PROGRESS_SCHEMA)
-            finally:
-                con.close()
-            os.replace(fresh, db)
-        con = sqlite3.connect(db, isolation_level=None)
+        con = open_bulk_database(db, (TEXT_SCHEMA,) if self.rerank is not None else ())
         try:
-            # Nothing reads this file before the swap: no fsync per commit (the file is
-            # fsynced once before the swap), a large cache for the sorts. A rollback
-            # journal: a killed process leaves it, and the next open rolls the
-            # interrupted transaction back, so a resumed build starts from a commit.
-            con.execute("PRAGMA journal_mode=DELETE")
-            con.execute("PRAGMA synchronous=OFF")
-            con.execute("PRAGMA locking_mode=EXCLUSIVE")
-            con.execute(f"PRAGMA cache_size=-{256 * 1024}")
-            finished = con.execute("SELECT 1 FROM meta LIMIT 1").fetchone() is not None
-            progress = {} if finished else dict(con.execute("SELECT name, value FROM _bulk"))
+            progress = bulk_progress(con)
+            finished = progress is None
+            progress = progress or {}
             uf = self._replay_forest(n, int(progress.get("forest_bytes", 0)) if not finished
                                      else (self.scratch / "forest.bin").stat().st_size
                                      if (self.scratch / "forest.bin").exists() else 0)
             if not finished:
-                con.execute("BEGIN")
+                begin_step(con)
                 if not progress.get("identities_linked"):
                     self._link_identities(con, uf)
                 self._link_and_post(con, n, uf, int(progress.get("partitions_done", 0)))
@@ -562,34 +473,27 @@ class BulkBuilder:
                 if not progress.get("documents_done"):
                     self.log("bulk: documents table")
                     self._documents(con, n, roots)
-                    _set_progress(con, documents_done=1)
-                    con.execute("COMMIT")
-                    con.execute("BEGIN")
+                    set_bulk_progress(con, documents_done=1)
+                    commit_step(con)
                 self.seconds["documents"] = time.perf_counter() - t
                 t = time.perf_counter()
                 self.log("bulk: building the id and cluster indexes")
                 try:
                     create_indexes(con)
                 except sqlite3.IntegrityError as exc:
-                    dup = con.execute("SELECT id FROM docs GROUP BY id HAVING count(*) > 1 LIMIT 5")
                     raise DuplicateIdError(
-                        f"Index.bulk_add: ids must be unique; repeated: {[r[0] for r in dup]}. "
+                        f"Index.bulk_add: ids must be unique; repeated: {repeated_ids(con)}. "
                         "Nothing was added.") from exc
                 meta = dict(self.meta, next_doc=n)
-                state = _read_json(self.scratch / "sketch.json") or {}
+                state = read_json(self.scratch / "sketch.json") or {}
                 if state.get("id_mode"):
                     meta["id_mode"] = state["id_mode"]
-                con.execute("DELETE FROM meta")
-                con.executemany("INSERT INTO meta(name, value) VALUES (?, ?)",
-                                [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items()])
-                con.execute("DROP TABLE _bulk")
-                con.execute("COMMIT")
+                finish_bulk(con, meta)
                 faults.checkpoint("bulk-indexed")
                 self.seconds["indexes"] = time.perf_counter() - t
             else:
                 roots = uf.roots()
-            con.execute("PRAGMA locking_mode=NORMAL")
-            con.execute("PRAGMA journal_mode=WAL")
+            release_bulk_database(con)
         finally:
             con.close()
         nf = np.fromfile(self.scratch / "nf.bin", np.int64)
@@ -610,34 +514,3 @@ class BulkBuilder:
 _FILES = ("rows.bin", "digest.bin", "nf.bin", "identity.bin", "rerank.bin", "rerank.end")
 #: A forest edge in ``forest.bin``.
 _FOREST = np.dtype([("left", "<i8"), ("right", "<i8"), ("score", "<f4")])
-_PROGRESS_SCHEMA = "CREATE TABLE _bulk (name TEXT PRIMARY KEY, value INTEGER NOT NULL)"
-
-
-def _set_progress(con: sqlite3.Connection, **values: int) -> None:
-    con.executemany("INSERT OR REPLACE INTO _bulk(name, value) VALUES (?, ?)", values.items())
-
-
-def _skip_documents(batches, skip: int):
-    """``batches`` without their first ``skip`` documents (a resumed sketch)."""
-    for texts, ids in batches:
-        if skip >= len(texts):
-            skip -= len(texts)
-            continue
-        if skip:
-            texts = list(texts)[skip:]
-            ids = None if ids is None else list(ids)[skip:]
-            skip = 0
-        yield texts, ids
-
-
-def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, sort_keys=True))
-    os.replace(tmp, path)
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None

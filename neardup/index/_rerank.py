@@ -33,14 +33,12 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.engine.rows import LazyTexts, TextSource
+from neardup.index._store import stored_texts
 from neardup.methods.base import CandidateRows, Method
 
-__all__ = ["RERANK_METHODS", "TEXT_TABLE", "IndexTexts", "candidate_rows",
+__all__ = ["RERANK_METHODS", "IndexTexts", "candidate_rows", "describe_rerank",
            "rerank_config", "rerank_method"]
 
-#: The table of compressed texts (created only when rerank verification is on).
-TEXT_TABLE = "rerank_text"
-TEXT_SCHEMA = f"CREATE TABLE IF NOT EXISTS {TEXT_TABLE} (doc INTEGER PRIMARY KEY, text BLOB NOT NULL)"
 #: Index methods rerank verification applies to (SimHash links some key groups by its own
 #: block rule without a verification call; the embedding methods have no candidate keys).
 RERANK_METHODS = ("minhash",)
@@ -84,6 +82,17 @@ def rerank_config(spec: Any, *, template_guard: bool = True) -> dict[str, Any] |
     return {"scorer": method.scorer, "model": str(model), "threshold": float(method.threshold),
             "max_chars": int(method.max_chars), "template_guard": method.template_guard,
             "model_digest": digest}
+
+
+def describe_rerank(config: dict[str, Any] | None) -> str:
+    """A rerank setting in words (no dict reprs in messages)."""
+    if not config:
+        return "no rerank verification"
+    parts = [f"{key.replace('_', ' ')} {config[key]}"
+             for key in ("model", "threshold", "max_chars", "template_guard")
+             if config.get(key) is not None]
+    return (f"rerank verification by the {config.get('scorer')}"
+            + (f" ({', '.join(parts)})" if parts else ""))
 
 
 def recorded_config(config: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -144,12 +153,7 @@ class IndexTexts(TextSource):
                 for p in docs.tolist()]
 
     def _stored(self, docs: np.ndarray) -> dict[int, str]:
-        con = self.con  # one temp-table join
-        con.execute("CREATE TEMP TABLE IF NOT EXISTS qr(doc INTEGER PRIMARY KEY)")
-        con.execute("DELETE FROM qr")
-        con.executemany("INSERT INTO qr(doc) VALUES (?)", ((d,) for d in np.unique(docs).tolist()))
-        return {d: decompress_text(blob) for d, blob in con.execute(
-            f"SELECT t.doc, t.text FROM qr CROSS JOIN {TEXT_TABLE} t ON t.doc = qr.doc")}
+        return {d: decompress_text(blob) for d, blob in stored_texts(self.con, docs).items()}
 
 
 def candidate_rows(docs: np.ndarray, arrays: dict[str, np.ndarray], reader: TextSource | None = None,

@@ -1,444 +1,508 @@
-"""The index's storage: one SQLite database in write-ahead-log mode.
+"""The index's storage: connections, transactions and every query the index runs.
 
-SQLite gives what the index needs without a server: a transaction is atomic and durable
-(a process killed in the middle of an add leaves the database as it was before it), one
-writer at a time (``BEGIN IMMEDIATE`` takes the write lock at the start), and readers that
-see a consistent snapshot while a writer runs (WAL: a reader keeps the database as of its
-``BEGIN`` until it ends). Arrays are stored as BLOBs of fixed width, never pickled.
+:class:`Store` owns the connections to one index database (see :mod:`neardup.index._schema`
+for its tables): one writer, serialized by a lock (and across processes by SQLite's write
+lock, ``BEGIN IMMEDIATE``), and one reader per thread, each reading one snapshot per
+transaction (WAL). The functions below are the index's queries, each named for what it
+reads or writes; they take the connection of the caller's transaction, so that an add,
+a delete or a compact stays one transaction however many of them it runs.
 
-Layout (``DIR/index.sqlite``)::
-
-    meta(name TEXT PRIMARY KEY, value TEXT)        format, version, method, params, ...
-    docs(doc INTEGER PRIMARY KEY,                   insertion position (never reused)
-         id TEXT (unique index), cluster INTEGER,   cluster = position of its founder
-         n_features INTEGER, digest BLOB(16),       normalized-text digest (exact pairs)
-         arrays BLOB, text BLOB)                    candidate arrays row; zlib text or NULL
-    postings(key, payload, doc) WITHOUT ROWID       key -> documents (payload: SimHash
-                                                    fingerprint, 0 for other methods)
-    big(key PRIMARY KEY, first, last, count)        keys with more than the method's
-                                                    bucket cap members (see _link.py)
-
-With rerank verification on (_rerank.py), ``rerank_text(doc INTEGER PRIMARY KEY, text
-BLOB)`` holds each document's raw text cut to the scorer's ``max_chars``, zstd.
-
-Embedding methods keep no postings: their vectors are faiss files ``DIR/vectors/seg-*``
-named by ``meta.vector_segments`` (see _vectors.py), written and recorded inside the add's
-transaction. A bulk add (_bulk.py) builds a whole new database file and swaps it in.
-
-Keys and payloads are unsigned 64-bit values stored bit for bit as SQLite's signed
-INTEGER.
+Keys, payloads and identities are unsigned 64-bit values stored bit for bit as SQLite's
+signed INTEGER: callers pass them through :func:`neardup.index._methods.i64`.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import shutil
 import sqlite3
-from pathlib import Path
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from neardup.errors import NeardupError, setting
+import numpy as np
+
+from neardup.index._schema import TEXT_TABLE, connect, read_meta
 
 __all__ = [
-    "FORMAT",
-    "FORMAT_VERSION",
-    "IndexBusyError",
-    "IndexFormatError",
-    "IndexMismatchError",
-    "IndexStorageError",
-    "connect",
-    "create_database",
-    "create_indexes",
-    "create_tables",
-    "ensure_identity_column",
-    "database_error",
-    "database_path",
-    "read_meta",
-    "recovery_hint",
-    "replace_empty_database",
+    "append_postings",
+    "begin_step",
+    "bulk_progress",
+    "commit_step",
+    "finish_bulk",
+    "insert_big_groups",
+    "repeated_ids",
+    "set_bulk_progress",
+    "DOC_FIELDS",
+    "Store",
+    "cluster_members",
+    "cluster_sizes",
+    "count_documents",
+    "count_rows",
+    "delete_documents",
+    "delete_postings",
+    "doc_rows",
+    "documents_by_id",
+    "first_of_identities",
+    "first_stored_id",
+    "has_documents",
+    "has_named_ids",
+    "id_cluster_rows",
+    "insert_documents",
+    "insert_postings",
+    "insert_texts",
+    "integrity_problems",
+    "invariant_problems",
+    "live_vector_documents",
+    "meta_value",
+    "nearest_payloads",
+    "next_position",
+    "optimize",
+    "page_counts",
+    "postings_of",
+    "present_ids",
+    "record_big_groups",
+    "refresh_big_groups",
+    "relabel_clusters",
+    "set_clusters",
+    "set_meta_value",
+    "set_next_position",
+    "stored_texts",
+    "truncate_log",
+    "vacuum",
 ]
 
-FORMAT = "neardup-index"
-FORMAT_VERSION = 1
-_FILE = "index.sqlite"
 
-_SCHEMA = """
-CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE docs (
-    doc INTEGER PRIMARY KEY,
-    id TEXT NOT NULL,
-    cluster INTEGER NOT NULL,
-    n_features INTEGER NOT NULL,
-    digest BLOB NOT NULL,
-    arrays BLOB NOT NULL,
-    text BLOB,
-    identity INTEGER
-);
-CREATE TABLE postings (
-    key INTEGER NOT NULL,
-    payload INTEGER NOT NULL,
-    doc INTEGER NOT NULL,
-    PRIMARY KEY (key, payload, doc)
-) WITHOUT ROWID;
-CREATE TABLE big (
-    key INTEGER PRIMARY KEY,
-    first INTEGER NOT NULL,
-    last INTEGER NOT NULL,
-    count INTEGER NOT NULL
-);
-"""
-# Secondary indexes apart from the tables: a bulk build creates them after the load (one
-# sort each instead of a random B-tree insert per row). Indexes made by an older create
-# (an inline UNIQUE on docs.id) serve the same lookups.
-_INDEXES = """
-CREATE UNIQUE INDEX IF NOT EXISTS docs_id ON docs(id);
-CREATE INDEX IF NOT EXISTS docs_cluster ON docs(cluster);
-CREATE INDEX IF NOT EXISTS docs_identity ON docs(identity);
-"""
-_TABLES = {"meta", "docs", "postings", "big"}
+class Store:
+    """The connections to the index database in ``path``.
 
-
-class IndexFormatError(NeardupError):
-    """The directory is not a neardup index, or its database is damaged."""
-
-
-class IndexBusyError(NeardupError):
-    """The index is in use elsewhere, or changed, when an operation needed it alone."""
-
-
-class IndexMismatchError(NeardupError, ValueError):
-    """A method or parameters other than the index's were asked for."""
-
-
-class IndexStorageError(NeardupError):
-    """The index's files could not be written or read: the disk is full, read-only or
-    failing. What was committed before stays committed (each operation is one
-    transaction, or one per batch for an add)."""
-
-
-def recovery_hint(directory: str | os.PathLike) -> str:
-    """How to recover a damaged index (said by every message about damage)."""
-    return (
-        f"To recover: restore the directory {str(directory)!r} from a backup, or rebuild "
-        "it: create a new index with the same method and parameters (`neardup index "
-        "create NEW --method M ...`) and add the corpus to it again. A damaged index "
-        "cannot be repaired in place; `neardup index stats DIR --check` tells whether an "
-        "index is sound."
-    )
-
-
-# SQLite primary result codes (the low byte of an extended code).
-_SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
-_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN = 10, 11, 13, 14
-_SQLITE_NOTADB = 26
-_FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
-
-
-def _sqlite_code(exc: BaseException) -> int | None:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return int(code) & 0xFF
-    text = str(exc).lower()  # Python < 3.11: the message is all there is
-    for needle, value in (("malformed", _SQLITE_CORRUPT), ("not a database", _SQLITE_NOTADB),
-                          ("disk is full", _SQLITE_FULL), ("disk i/o error", _SQLITE_IOERR),
-                          ("locked", _SQLITE_BUSY), ("readonly", _SQLITE_READONLY)):
-        if needle in text:
-            return value
-    return None
-
-
-def _disk_nearly_full(directory: str) -> bool:
-    """Whether the disk holding ``directory`` has less room than a copy of its database
-    (what a write may need at most, a compact) or 64 MB; True when it cannot tell."""
-    import shutil
-
-    try:
-        free = shutil.disk_usage(directory).free
-        size = database_path(directory).stat().st_size
-    except OSError:
-        return True
-    return free < max(size, 64 << 20)
-
-
-def _fails_integrity_check(directory: str) -> bool:
-    """Whether SQLite's own check finds the database damaged (read only; an error path,
-    so its full pass over the file is affordable)."""
-    try:
-        con = sqlite3.connect(f"file:{database_path(directory)}?mode=ro", uri=True)
-        try:
-            return con.execute("PRAGMA quick_check(1)").fetchone()[0] != "ok"
-        finally:
-            con.close()
-    except sqlite3.DatabaseError:
-        return True
-    except (sqlite3.Error, OSError):
-        return False
-
-
-def database_error(exc: BaseException, directory: str | os.PathLike, where: str) -> NeardupError | None:
-    """The neardup error for a storage failure ``exc`` (a ``sqlite3.Error`` or an
-    ``OSError`` on the index's files) in ``where``; None when ``exc`` is not one.
-
-    A damaged database gives :class:`IndexFormatError` with the recovery hint; a full,
-    read-only or failing disk :class:`IndexStorageError`; a lock held elsewhere
-    :class:`IndexBusyError`. Messages say what failed, never how SQLite names it in
-    Python."""
-    directory = str(directory)
-    if isinstance(exc, OSError):
-        if exc.errno in _FULL_ERRNOS:
-            return IndexStorageError(
-                f"{where}: the disk holding the index {directory!r} is full "
-                f"({exc.strerror or exc}). Free some space, then run the command again."
-            )
-        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-            return IndexStorageError(
-                f"{where}: cannot write the index {directory!r} ({exc.strerror or exc}); the "
-                "file system is read-only or you lack permission."
-            )
-        if exc.errno == errno.EIO:
-            return IndexStorageError(
-                f"{where}: a disk I/O error on the index {directory!r} ({exc.strerror or exc})."
-            )
-        return None
-    if not isinstance(exc, sqlite3.Error):
-        return None
-    code = _sqlite_code(exc)
-    path = str(database_path(directory))
-    if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
-        return IndexFormatError(
-            f"{where}: the index database {path!r} is damaged ({exc}). "
-            + recovery_hint(directory)
-        )
-    if code == _SQLITE_FULL and not _disk_nearly_full(directory) and _fails_integrity_check(directory):
-        # SQLite also says "full" when damaged pages claim more pages than may exist.
-        return IndexFormatError(
-            f"{where}: the index database {path!r} is damaged (SQLite reported it full, and "
-            "its integrity check fails). " + recovery_hint(directory)
-        )
-    if code == _SQLITE_FULL:
-        return IndexStorageError(
-            f"{where}: the disk holding the index {directory!r} is full ({exc}). Free some "
-            "space, then run the command again."
-        )
-    if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
-        return IndexBusyError(
-            f"{where}: the index {directory!r} is locked by another process ({exc}); wait "
-            "for it to finish (a server or another add), then run the command again."
-        )
-    if code in (_SQLITE_READONLY, _SQLITE_PERM, _SQLITE_CANTOPEN):
-        return IndexStorageError(
-            f"{where}: cannot write the index {directory!r} ({exc}); the file system is "
-            "read-only or you lack permission on its files."
-        )
-    if code == _SQLITE_IOERR:
-        return IndexStorageError(
-            f"{where}: a disk I/O error on the index {directory!r} ({exc}); the disk may be "
-            "full or failing. Free some space or check the disk, then check the index with "
-            f"{setting('check', 'Index(DIR).stats(check=True)')}."
-        )
-    return IndexStorageError(f"{where}: the index database {path!r} failed ({exc}).")
-
-
-def database_path(directory: str | os.PathLike) -> Path:
-    return Path(directory) / _FILE
-
-
-def create_database(directory: str | os.PathLike, meta: dict[str, Any],
-                    extra_tables: tuple[str, ...] = ()) -> Path:
-    """Create ``DIR/index.sqlite`` with the schema and ``meta``; atomic: the database is
-    built under a temporary name and renamed into place, so a killed create leaves no
-    half-made index."""
-    directory = Path(directory)
-    if directory.exists() and not directory.is_dir():
-        raise IndexFormatError(f"Index.create: {str(directory)!r} exists and is not a directory.")
-    made = not directory.exists()
-    if not made:
-        _remove_killed_creates(directory)
-        if any(directory.iterdir()):
-            raise IndexFormatError(
-                f"Index.create: directory {str(directory)!r} is not empty; give a new or empty "
-                "directory."
-            )
-    tmp = directory / f"{_CREATING}{os.getpid()}"
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        tmp.unlink(missing_ok=True)
-        con = sqlite3.connect(tmp, isolation_level=None)
-        try:
-            create_tables(con)
-            for statement in extra_tables:
-                con.execute(statement)
-            create_indexes(con)
-            con.execute("BEGIN")
-            con.executemany(
-                "INSERT INTO meta(name, value) VALUES (?, ?)",
-                [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items()],
-            )
-            con.execute("COMMIT")
-            con.execute("PRAGMA journal_mode=WAL")
-        finally:
-            con.close()
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, database_path(directory))
-    except BaseException as exc:
-        # Nothing half-made is left: the next create in this directory must not find it
-        # "not empty".
-        for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-            leftover.unlink(missing_ok=True)
-        if made:
-            shutil.rmtree(directory, ignore_errors=True)
-        mapped = database_error(exc, directory, "Index.create") \
-            if isinstance(exc, (sqlite3.Error, OSError)) else None
-        if mapped is not None:
-            raise type(mapped)(f"{mapped} No index was created.") from exc
-        raise
-    return database_path(directory)
-
-
-_CREATING = f".{_FILE}.tmp-"
-
-
-def _remove_killed_creates(directory: Path) -> None:
-    """Delete the temporary databases of creates killed in ``directory``."""
-    from neardup.io.outputs import process_alive
-
-    for path in directory.iterdir():
-        if path.name.startswith(_CREATING):
-            pid = path.name[len(_CREATING):].split("-")[0]
-            if pid.isdigit() and not process_alive(int(pid)):
-                path.unlink(missing_ok=True)
-
-
-def create_tables(con: sqlite3.Connection) -> None:
-    """The index's tables, without their secondary indexes (:func:`create_indexes`)."""
-    con.executescript(_SCHEMA)
-
-
-def ensure_identity_column(con: sqlite3.Connection) -> None:
-    """Give an index made before documents carried their text identity the column (NULL
-    for the documents already stored: they are linked to identical texts by their method
-    only) and its index, inside the caller's write transaction."""
-    columns = {row[1] for row in con.execute("PRAGMA table_info(docs)")}
-    if "identity" not in columns:
-        con.execute("ALTER TABLE docs ADD COLUMN identity INTEGER")
-        con.execute("CREATE INDEX IF NOT EXISTS docs_identity ON docs(identity)")
-
-
-def create_indexes(con: sqlite3.Connection) -> None:
-    """The secondary indexes (inside the caller's transaction: not executescript, which
-    commits first)."""
-    for statement in filter(str.strip, _INDEXES.split(";")):
-        con.execute(statement)
-
-
-def replace_empty_database(directory: str | os.PathLike, built: Path) -> None:
-    """Move the database file ``built`` into place of the index in ``directory``, which
-    must hold no documents and be open nowhere else.
-
-    Atomic for readers of the directory: ``os.replace`` swaps whole files. The old file
-    is first switched out of WAL mode, which SQLite refuses while any other connection
-    is open (so a running server or add is detected, not corrupted), and held under an
-    exclusive lock until the swap, so nothing writes to it in between. A process killed
-    before the swap leaves the old, empty index (in rollback-journal mode, which
-    :func:`connect` turns back to WAL).
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The index directory.
+    cache_mib : int
+        SQLite page cache per reader connection, MiB (the writer's is at least 256 MiB:
+        it walks the postings B-tree on every add).
     """
-    path = database_path(directory)
-    con = sqlite3.connect(path, isolation_level=None, timeout=0)
-    try:
+
+    def __init__(self, path: str | os.PathLike, cache_mib: int) -> None:
+        self.path, self.cache_mib = path, cache_mib
+        self.lock = threading.Lock()
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self.writer = self._open_writer()
+
+    def _open_writer(self) -> sqlite3.Connection:
+        self._local = threading.local()
+        writer = connect(self.path, cache_mib=max(self.cache_mib, 256))
+        self._connections.append(writer)
+        return writer
+
+    def read_meta(self, where: str) -> dict[str, Any]:
+        """The checked ``meta`` table (the writer is closed when it is not an index's)."""
         try:
-            mode = con.execute("PRAGMA journal_mode=DELETE").fetchone()[0]
-            con.execute("BEGIN EXCLUSIVE")
-        except sqlite3.OperationalError as exc:
-            raise IndexBusyError(
-                f"Index.bulk_add: the index {str(directory)!r} is open in another process "
-                f"or connection ({exc}); a bulk add replaces the database file and needs "
-                "exclusive use: stop the server or other adds, or add without --bulk."
-            ) from exc
-        if mode != "delete":
-            raise IndexBusyError(f"Index.bulk_add: cannot take exclusive use of {str(path)!r}.")
-        if con.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None:
-            raise IndexBusyError(
-                f"Index.bulk_add: documents were added to {str(directory)!r} during the bulk "
-                "add; nothing was changed. Run it again on an empty index."
-            )
-        with open(built, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(built, path)
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # the rename itself survives a power cut
-        finally:
-            os.close(fd)
-        con.execute("COMMIT")
-    finally:
-        con.close()
+            return read_meta(self.writer, where, self.path)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def is_open(self) -> bool:
+        return bool(self._connections)
+
+    def reopen(self) -> None:
+        """A new writer after :meth:`close` (e.g. after the database file was swapped)."""
+        self.writer = self._open_writer()
+
+    def close(self) -> None:
+        """Close every connection (a WAL checkpoint happens on the last close)."""
+        for con in self._connections:
+            try:
+                con.close()
+            except Exception:  # already closed, or closing from another thread
+                pass
+        self._connections.clear()
+
+    def reader(self) -> sqlite3.Connection:
+        """This thread's read connection."""
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = connect(self.path, cache_mib=self.cache_mib)
+            self._local.con = con
+            self._connections.append(con)
+        return con
+
+    def read(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A read transaction: every statement inside sees one snapshot."""
+        return _transaction(self.reader(), "BEGIN")
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """The write transaction (one at a time: the lock, then SQLite's write lock)."""
+        with self.lock, _transaction(self.writer, "BEGIN IMMEDIATE") as con:
+            yield con
 
 
-def connect(directory: str | os.PathLike, *, cache_mib: int = 64) -> sqlite3.Connection:
-    """A connection to the index in ``directory`` (autocommit; transactions explicit),
-    after checking that it is a neardup index this version can read."""
-    path = database_path(directory)
-    if not Path(directory).is_dir():
-        raise IndexFormatError(
-            f"Index.open: {str(directory)!r} is not a directory; create an index with "
-            f"{setting('create', 'Index.create(DIR, method)')}."
-        )
-    if not path.is_file():
-        raise IndexFormatError(
-            f"Index.open: {str(directory)!r} is not a neardup index (no {_FILE}); create one "
-            f"with {setting('create', 'Index.create(DIR, method)')}."
-        )
-    con = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60.0)
+@contextmanager
+def _transaction(con: sqlite3.Connection, begin: str) -> Iterator[sqlite3.Connection]:
+    """``begin`` ... COMMIT, rolled back on any exception."""
+    con.execute(begin)
     try:
-        con.execute(f"PRAGMA cache_size=-{cache_mib * 1024}")
-        con.execute("PRAGMA synchronous=FULL")  # an acknowledged add survives a power cut
-        con.execute("PRAGMA busy_timeout=60000")
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    except sqlite3.DatabaseError as exc:
-        con.close()
-        mapped = database_error(exc, directory, "Index.open")
-        if isinstance(mapped, IndexFormatError) or mapped is None:
-            raise IndexFormatError(
-                f"Index.open: {str(path)!r} is not a readable neardup index database ({exc}); "
-                "the index is damaged or the file is foreign. " + recovery_hint(directory)
-            ) from exc
-        raise mapped from exc
-    if not _TABLES <= tables:
-        con.close()
-        raise IndexFormatError(
-            f"Index.open: {str(path)!r} is a SQLite database but not a neardup index (tables "
-            f"{sorted(tables)}, expected {sorted(_TABLES)})."
-        )
-    try:
-        if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            # Left in rollback-journal mode by a bulk add killed just before its swap.
-            con.execute("PRAGMA journal_mode=WAL")
-    except sqlite3.Error as exc:
-        con.close()
-        raise (database_error(exc, directory, "Index.open") or exc) from exc
-    return con
+        yield con
+    except BaseException:
+        # SQLite may have rolled back already (a full disk, an I/O error; ROLLBACK would
+        # then fail): the original error is what the caller must see.
+        if con.in_transaction:
+            try:
+                con.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+        raise
+    con.execute("COMMIT")
 
 
-def read_meta(con: sqlite3.Connection, where: str,
-              directory: str | os.PathLike | None = None) -> dict[str, Any]:
-    """The ``meta`` table as a dict, checked for this format and version."""
-    try:
-        meta = {name: json.loads(value) for name, value in con.execute("SELECT name, value FROM meta")}
-    except (sqlite3.DatabaseError, ValueError) as exc:
-        raise IndexFormatError(
-            f"{where}: the index metadata cannot be read ({exc}); the index is damaged. "
-            + recovery_hint(directory if directory is not None else "DIR")
-        ) from exc
-    if meta.get("format") != FORMAT:
-        raise IndexFormatError(
-            f"{where}: the database is not a neardup index (format {meta.get('format')!r})."
-        )
-    if meta.get("version") != FORMAT_VERSION:
-        raise IndexFormatError(
-            f"{where}: index format version {meta.get('version')!r} is not supported by this "
-            f"neardup (it reads version {FORMAT_VERSION}); use the neardup that wrote it."
-        )
-    return meta
+# -- meta ----------------------------------------------------------------------------------
+
+def meta_value(con: sqlite3.Connection, name: str, default: Any = None) -> Any:
+    row = con.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+    return json.loads(row[0]) if row is not None else default
+
+
+def set_meta_value(con: sqlite3.Connection, name: str, value: Any) -> None:
+    con.execute("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)", (name, json.dumps(value)))
+
+
+def next_position(con: sqlite3.Connection) -> int:
+    """The position the next added document gets (positions are never reused)."""
+    return meta_value(con, "next_doc")
+
+
+def set_next_position(con: sqlite3.Connection, position: int) -> None:
+    con.execute("UPDATE meta SET value = ? WHERE name = 'next_doc'", (json.dumps(position),))
+
+
+# -- documents -----------------------------------------------------------------------------
+
+#: The ``docs`` fields :func:`doc_rows` reads, after the position.
+DOC_FIELDS = frozenset({"cluster", "id", "n_features", "digest", "arrays", "text"})
+
+
+def _fill(con: sqlite3.Connection, table: str, column: str, values: Iterable) -> None:
+    """A temporary one-column table holding ``values``: a batch's lookup keys, joined
+    with CROSS JOIN so that the small table stays outside (one index seek per value)."""
+    kind = "TEXT" if column == "id" else "INTEGER"
+    con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {table}({column} {kind} PRIMARY KEY)")
+    con.execute(f"DELETE FROM {table}")
+    con.executemany(f"INSERT OR IGNORE INTO {table}({column}) VALUES (?)", ((v,) for v in values))
+
+
+def has_documents(con: sqlite3.Connection) -> bool:
+    return con.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None
+
+
+def has_named_ids(con: sqlite3.Connection) -> bool:
+    """Whether some stored id is not its position (documents added with ids)."""
+    return con.execute("SELECT 1 FROM docs WHERE id != CAST(doc AS TEXT) LIMIT 1").fetchone() is not None
+
+
+def first_stored_id(con: sqlite3.Connection) -> str | None:
+    row = con.execute("SELECT id FROM docs ORDER BY doc LIMIT 1").fetchone()
+    return row[0] if row else None
+
+
+def count_documents(con: sqlite3.Connection) -> int:
+    return con.execute("SELECT count(*) FROM docs").fetchone()[0]
+
+
+def present_ids(con: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
+    """Those of ``ids`` that are stored."""
+    _fill(con, "qi", "id", ids)
+    return {r[0] for r in con.execute("SELECT d.id FROM qi CROSS JOIN docs d ON d.id = qi.id")}
+
+
+def documents_by_id(con: sqlite3.Connection, ids: Sequence[str]) -> list[tuple]:
+    """(doc, id, n_features, arrays, cluster) of the stored ones of ``ids``, by position."""
+    _fill(con, "qi", "id", ids)
+    return con.execute("SELECT d.doc, d.id, d.n_features, d.arrays, d.cluster FROM qi "
+                       "CROSS JOIN docs d ON d.id = qi.id ORDER BY d.doc").fetchall()
+
+
+def doc_rows(con: sqlite3.Connection, docs: np.ndarray, fields: Sequence[str]) -> list[tuple]:
+    """(doc, *fields) of the stored ones of positions ``docs``, by position."""
+    unknown = set(fields) - DOC_FIELDS
+    if unknown:
+        raise ValueError(f"doc_rows: unknown fields {sorted(unknown)}; known: {sorted(DOC_FIELDS)}.")
+    _fill(con, "qd", "doc", np.unique(docs).tolist())
+    columns = ", ".join(f"d.{f}" for f in fields)
+    return con.execute(f"SELECT d.doc, {columns} FROM qd CROSS JOIN docs d ON d.doc = qd.doc "
+                       "ORDER BY d.doc").fetchall()
+
+
+def first_of_identities(con: sqlite3.Connection, identities: np.ndarray) -> dict[int, int]:
+    """identity -> its first stored position, for the stored ones of ``identities``
+    (int64)."""
+    found: dict[int, int] = {}
+    for start in range(0, identities.size, 500):
+        chunk = identities[start:start + 500].tolist()
+        marks = ",".join("?" * len(chunk))
+        found.update(con.execute(f"SELECT identity, MIN(doc) FROM docs WHERE identity IN ({marks}) "
+                                 "GROUP BY identity", chunk).fetchall())
+    return found
+
+
+def insert_documents(con: sqlite3.Connection, rows: Iterable[tuple]) -> None:
+    """Insert (doc, id, cluster, n_features, digest, arrays, text, identity) rows."""
+    con.executemany(
+        "INSERT INTO docs(doc, id, cluster, n_features, digest, arrays, text, identity) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+def insert_texts(con: sqlite3.Connection, table: str, docs: np.ndarray, blobs: Sequence[bytes]) -> None:
+    """Insert each of ``docs``' compressed text into ``table`` (doc, text)."""
+    con.executemany(f"INSERT INTO {table}(doc, text) VALUES (?, ?)", zip(docs.tolist(), blobs))
+
+
+def stored_texts(con: sqlite3.Connection, docs: np.ndarray) -> dict[int, bytes]:
+    """doc -> its compressed rerank text, for the stored ones of positions ``docs``."""
+    _fill(con, "qr", "doc", np.unique(docs).tolist())
+    return dict(con.execute(f"SELECT t.doc, t.text FROM qr CROSS JOIN {TEXT_TABLE} t ON t.doc = qr.doc"))
+
+
+def relabel_clusters(con: sqlite3.Connection, relabel: dict[int, int]) -> None:
+    """Move every member of cluster ``old`` to ``new``, for each old -> new."""
+    con.executemany("UPDATE docs SET cluster = ? WHERE cluster = ?",
+                    [(new, old) for old, new in sorted(relabel.items())])
+
+
+def set_clusters(con: sqlite3.Connection, docs: np.ndarray, clusters: np.ndarray) -> None:
+    con.executemany("UPDATE docs SET cluster = ? WHERE doc = ?", zip(clusters.tolist(), docs.tolist()))
+
+
+def delete_documents(con: sqlite3.Connection, docs: np.ndarray, text_table: str | None = None) -> None:
+    """Delete the documents at positions ``docs`` (and their rows of ``text_table``)."""
+    con.executemany("DELETE FROM docs WHERE doc = ?", ((d,) for d in docs.tolist()))
+    if text_table is not None:
+        con.executemany(f"DELETE FROM {text_table} WHERE doc = ?", ((d,) for d in docs.tolist()))
+
+
+def cluster_members(con: sqlite3.Connection, cluster: int) -> list[tuple]:
+    """(doc, n_features, arrays) of the cluster's members, by position."""
+    return con.execute("SELECT doc, n_features, arrays FROM docs WHERE cluster = ? ORDER BY doc",
+                       (cluster,)).fetchall()
+
+
+def cluster_sizes(con: sqlite3.Connection) -> dict[int, int]:
+    return dict(con.execute("SELECT cluster, count(*) FROM docs GROUP BY cluster"))
+
+
+def id_cluster_rows(con: sqlite3.Connection, batch_size: int) -> Iterator[list[tuple]]:
+    """Every document's (id, cluster) by position, in lists of up to ``batch_size``."""
+    cursor = con.execute("SELECT id, cluster FROM docs ORDER BY doc")
+    while True:
+        rows = cursor.fetchmany(batch_size)
+        if not rows:
+            return
+        yield rows
+
+
+def live_vector_documents(con: sqlite3.Connection) -> np.ndarray:
+    """Positions of the stored documents that have a vector (not empty), ascending."""
+    return np.array([r[0] for r in con.execute(
+        "SELECT doc FROM docs WHERE n_features > 0 ORDER BY doc")], np.int64)
+
+
+# -- postings and big key groups -----------------------------------------------------------
+
+def postings_of(con: sqlite3.Connection, keys: np.ndarray) -> tuple[dict, np.ndarray]:
+    """The stored members of ``keys`` (int64): big groups summarised as key -> (first,
+    last, count), the others' postings in full as (key, payload, doc) rows (int64,
+    (m, 3)) ordered by key and position."""
+    _fill(con, "qk", "key", np.unique(keys).tolist())
+    big = {k: (f, l, c) for k, f, l, c in con.execute(
+        "SELECT b.key, b.first, b.last, b.count FROM qk CROSS JOIN big b ON b.key = qk.key")}
+    rows = con.execute(
+        "SELECT p.key, p.payload, p.doc FROM qk CROSS JOIN postings p ON p.key = qk.key "
+        "WHERE NOT EXISTS (SELECT 1 FROM big b WHERE b.key = qk.key) "
+        "ORDER BY p.key, p.doc").fetchall()
+    return big, np.array(rows, dtype=np.int64).reshape(-1, 3)
+
+
+def nearest_payloads(con: sqlite3.Connection, key: int, payload: int, window: int) -> list[tuple[int, int]]:
+    """Up to ``window`` distinct payloads of ``key`` from ``payload`` up and ``window``
+    below it, each with its first position (SimHash: the fingerprints near one in a big
+    key group)."""
+    out = []
+    for cmp, order in ((">=", "ASC"), ("<", "DESC")):
+        out.extend(con.execute(
+            f"SELECT payload, min(doc) FROM (SELECT payload, doc FROM postings "
+            f"WHERE key = ? AND payload {cmp} ? ORDER BY payload {order} LIMIT ?) "
+            "GROUP BY payload", (key, payload, window)).fetchall())
+    return out
+
+
+def insert_postings(con: sqlite3.Connection, keys: np.ndarray, payload: np.ndarray,
+                    docs: np.ndarray) -> None:
+    """Insert postings rows (int64 arrays), in key order (B-tree friendly)."""
+    order = np.lexsort((docs, payload, keys))
+    con.executemany("INSERT INTO postings(key, payload, doc) VALUES (?, ?, ?)",
+                    zip(keys[order].tolist(), payload[order].tolist(), docs[order].tolist()))
+
+
+def delete_postings(con: sqlite3.Connection, keys: np.ndarray, payload: np.ndarray,
+                    docs: np.ndarray) -> None:
+    con.executemany("DELETE FROM postings WHERE key = ? AND payload = ? AND doc = ?",
+                    zip(keys.tolist(), payload.tolist(), docs.tolist()))
+
+
+def record_big_groups(con: sqlite3.Connection, grow: list[tuple], new: list[tuple[int, int, int]]) -> None:
+    """Record an add's changes to the big key groups (after its postings are inserted):
+    ``grow`` the big groups that grew, as (added, last, key); ``new`` the groups that
+    now exceed the cap, as (key, last, count)."""
+    insert = [(k, con.execute("SELECT min(doc) FROM postings WHERE key = ?", (k,)).fetchone()[0], l, c)
+              for k, l, c in new]
+    con.executemany("UPDATE big SET count = count + ?, last = max(last, ?) WHERE key = ?", grow)
+    con.executemany("INSERT INTO big(key, first, last, count) VALUES (?, ?, ?, ?)", insert)
+
+
+def refresh_big_groups(con: sqlite3.Connection, keys: np.ndarray, cap: int) -> None:
+    """Re-summarise the big ones of ``keys`` after postings were deleted (a group at or
+    under ``cap`` members is no longer big)."""
+    for k in np.unique(keys).tolist():
+        if con.execute("SELECT 1 FROM big WHERE key = ?", (k,)).fetchone() is None:
+            continue
+        first, last, count = con.execute(
+            "SELECT min(doc), max(doc), count(*) FROM postings WHERE key = ?", (k,)).fetchone()
+        if count <= cap:
+            con.execute("DELETE FROM big WHERE key = ?", (k,))
+        else:
+            con.execute("UPDATE big SET first = ?, last = ?, count = ? WHERE key = ?",
+                        (first, last, count, k))
+
+
+# -- the bulk build's scratch database (neardup.index._bulk) --------------------------------
+
+#: Postings rows per INSERT statement of the bulk load: one statement binding many rows
+#: costs much less CPU than one row per statement (measured on 2M sorted rows), the
+#: per-statement work of the VM and the Python driver being shared.
+_ROWS_PER_INSERT = 256
+#: Rows converted to Python ints at once (bounds the transient lists, ~100 B a row).
+_INSERT_SLICE = 1 << 17
+
+
+def append_postings(con: sqlite3.Connection, keys: np.ndarray, payload: np.ndarray | None,
+                    docs: np.ndarray) -> None:
+    """Append sorted postings rows (key order: each at the B-tree's right edge), many rows
+    per statement; ``payload`` None: 0 for every row."""
+    k = _ROWS_PER_INSERT
+    if payload is None:
+        cols, row = (keys, docs), "(?,0,?)"
+    else:
+        cols, row = (keys, payload, docs), "(?,?,?)"
+    many = "INSERT INTO postings(key, payload, doc) VALUES " + ",".join([row] * k)
+    one = "INSERT INTO postings(key, payload, doc) VALUES " + row
+    n = keys.size
+    for start in range(0, n, _INSERT_SLICE):
+        stop = min(start + _INSERT_SLICE, n)
+        table = np.stack([c[start:stop] for c in cols], axis=1)
+        whole = (stop - start) // k * k
+        if whole:
+            con.executemany(many, map(tuple, table[:whole].reshape(-1, k * len(cols)).tolist()))
+        if whole < table.shape[0]:
+            con.executemany(one, map(tuple, table[whole:].tolist()))
+
+
+def insert_big_groups(con: sqlite3.Connection, keys: np.ndarray, first: np.ndarray,
+                      last: np.ndarray, count: np.ndarray) -> None:
+    con.executemany("INSERT INTO big(key, first, last, count) VALUES (?, ?, ?, ?)",
+                    zip(keys.tolist(), first.tolist(), last.tolist(), count.tolist()))
+
+
+def bulk_progress(con: sqlite3.Connection) -> dict[str, int] | None:
+    """The steps a bulk build committed (None: it finished, its meta is written)."""
+    if con.execute("SELECT 1 FROM meta LIMIT 1").fetchone() is not None:
+        return None
+    return dict(con.execute("SELECT name, value FROM _bulk"))
+
+
+def set_bulk_progress(con: sqlite3.Connection, **values: int) -> None:
+    con.executemany("INSERT OR REPLACE INTO _bulk(name, value) VALUES (?, ?)", values.items())
+
+
+def begin_step(con: sqlite3.Connection) -> None:
+    con.execute("BEGIN")
+
+
+def commit_step(con: sqlite3.Connection) -> None:
+    """Commit a bulk build's step and begin the next one's transaction."""
+    con.execute("COMMIT")
+    con.execute("BEGIN")
+
+
+def repeated_ids(con: sqlite3.Connection, limit: int = 5) -> list[str]:
+    return [r[0] for r in con.execute(
+        "SELECT id FROM docs GROUP BY id HAVING count(*) > 1 LIMIT ?", (limit,))]
+
+
+def finish_bulk(con: sqlite3.Connection, meta: dict[str, Any]) -> None:
+    """Write the built index's ``meta``, drop the progress table, commit."""
+    con.execute("DELETE FROM meta")
+    con.executemany("INSERT INTO meta(name, value) VALUES (?, ?)",
+                    [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items()])
+    con.execute("DROP TABLE _bulk")
+    con.execute("COMMIT")
+
+
+# -- statistics, checks, compaction --------------------------------------------------------
+
+def count_rows(con: sqlite3.Connection) -> dict[str, int]:
+    """Documents, clusters, largest cluster, postings and big key groups."""
+    one = lambda sql: con.execute(sql).fetchone()[0]  # noqa: E731
+    return {
+        "documents": one("SELECT count(*) FROM docs"),
+        "clusters": one("SELECT count(*) FROM (SELECT DISTINCT cluster FROM docs)"),
+        "largest_cluster": one("SELECT max(c) FROM (SELECT count(*) c FROM docs GROUP BY cluster)") or 0,
+        "postings": one("SELECT count(*) FROM postings"),
+        "big_key_groups": one("SELECT count(*) FROM big"),
+    }
+
+
+def integrity_problems(con: sqlite3.Connection) -> list[str]:
+    """What SQLite's integrity check finds wrong with the database file (up to 20)."""
+    found = [r[0] for r in con.execute("PRAGMA integrity_check(20)")]
+    return [] if found == ["ok"] else found
+
+
+def invariant_problems(con: sqlite3.Connection) -> list[str]:
+    """What breaks the index's own invariants: postings of documents not stored, the
+    next position not above the stored ones."""
+    problems = []
+    orphans = con.execute("SELECT count(*) FROM postings p WHERE NOT EXISTS "
+                          "(SELECT 1 FROM docs d WHERE d.doc = p.doc)").fetchone()[0]
+    if orphans:
+        problems.append(f"{orphans} posting(s) name documents that are not stored")
+    following = next_position(con)
+    top = con.execute("SELECT max(doc) FROM docs").fetchone()[0]
+    if top is not None and top >= following:
+        problems.append(f"the next position ({following}) is not above the stored documents ({top})")
+    return problems
+
+
+def page_counts(con: sqlite3.Connection) -> tuple[int, int, int]:
+    """The database's page size, pages and free pages."""
+    return tuple(con.execute(f"PRAGMA {name}").fetchone()[0]  # type: ignore[return-value]
+                 for name in ("page_size", "page_count", "freelist_count"))
+
+
+def truncate_log(con: sqlite3.Connection) -> None:
+    """Checkpoint the write-ahead log into the database and truncate it."""
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def vacuum(con: sqlite3.Connection) -> None:
+    """Rebuild the database file without free pages (one transaction)."""
+    con.execute("VACUUM")
+
+
+def optimize(con: sqlite3.Connection) -> None:
+    con.execute("PRAGMA optimize")

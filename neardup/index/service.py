@@ -286,7 +286,8 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
         ) from exc
 
     from neardup.index import DuplicateIdError, Index, IndexMismatchError
-    from neardup.index._store import IndexBusyError, IndexFormatError, IndexStorageError
+    from neardup.index._errors import IndexBusyError, IndexFormatError, IndexStorageError
+    from neardup.index._store import present_ids
 
     class _JSON(JSONResponse):
         def render(self, content: Any) -> bytes:
@@ -408,8 +409,8 @@ def create_app(directory: str | os.PathLike, *, max_documents: int = 1000,
     def stored_among(ids: list[str]) -> list[str]:
         """Which of ``ids`` the index holds (for the 409's message)."""
         def lookup():
-            with index._read() as con:  # noqa: SLF001 - same package
-                return sorted(index._present_ids(con, ids))  # noqa: SLF001
+            with index._store.read() as con:  # noqa: SLF001 - same package
+                return sorted(present_ids(con, ids))
         try:
             return run(lookup)
         except Exception:  # only used to word an error; never fail on it

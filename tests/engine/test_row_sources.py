@@ -16,11 +16,12 @@ import neardup.engine.corpus as corpus
 import neardup.engine.ray.rows as ray_rows
 import neardup.engine.ray.vectors as ray_vectors
 import neardup.engine.vectors as vectors
-import neardup.index._bulk as bulk
-import neardup.index._index as index
 from neardup.engine.ray.shards import SET_SIZES, SET_VALUES, TEXTS
 from neardup.engine.rows import ArrayRows, LazyTexts, RowSource, TextSource, VectorShards
-from neardup.index._rerank import TEXT_SCHEMA, TEXT_TABLE, IndexTexts, compress_texts
+from neardup.index._rerank import IndexTexts, compress_texts
+from neardup.index._schema import TEXT_SCHEMA, TEXT_TABLE
+from neardup.index._rows import LocalRows, RowLayout
+from neardup.index._scratch import ScratchRows, ScratchTexts
 from neardup.text.shingle import ShingleSets
 
 N = 12
@@ -106,7 +107,7 @@ def _bulk_scratch(tmp_path):
     blobs = compress_texts(TEXTS_, CHARS)
     (tmp_path / "rerank.bin").write_bytes(b"".join(blobs))
     np.cumsum([len(b) for b in blobs], dtype=np.int64).tofile(tmp_path / "rerank.end")
-    return bulk._RowStore(tmp_path / "rows.bin", raw.shape[1], LAYOUT, bulk._TextStore(tmp_path)), \
+    return ScratchRows(tmp_path / "rows.bin", RowLayout(LAYOUT), ScratchTexts(tmp_path)), \
         {"arrays", "texts"}
 
 
@@ -124,7 +125,7 @@ def _sqlite_texts(first=0, new_base=1 << 62):
 def _sqlite(tmp_path):
     """The index's re-link: one cluster's arrays (read from SQLite) by local position,
     their texts from the text table by index position (here local + 100)."""
-    return index._LocalRows(ARRAYS, ALL + 100, _sqlite_texts(first=100)), {"arrays", "texts"}
+    return LocalRows(ARRAYS, ALL + 100, _sqlite_texts(first=100)), {"arrays", "texts"}
 
 
 ROW_SOURCES = {"memory": _memory, "spill": _spill, "shipped": _shipped,

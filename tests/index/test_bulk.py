@@ -33,7 +33,7 @@ def _batches(texts, size, start=0):
 
 
 def _store(index: Index):
-    con = index._reader()
+    con = index._store.reader()
     return (con.execute("SELECT key, payload, doc FROM postings ORDER BY 1, 2, 3").fetchall(),
             con.execute("SELECT key, first, last, count FROM big ORDER BY 1").fetchall(),
             con.execute("SELECT doc, id, cluster, n_features, digest, arrays FROM docs "

@@ -53,7 +53,7 @@ def _build(directory: Path, corpus: Path, resume: bool, **env: str) -> subproces
 
 def _content(directory: Path):
     with Index(directory) as index:
-        con = index._reader()
+        con = index._store.reader()
         return (con.execute("SELECT doc, id, cluster, n_features, digest, arrays, text FROM docs "
                             "ORDER BY doc").fetchall(),
                 con.execute("SELECT key, payload, doc FROM postings ORDER BY 1, 2, 3").fetchall(),

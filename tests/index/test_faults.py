@@ -184,7 +184,7 @@ def page_limit(monkeypatch):
     """Make the index's connections refuse to grow the database past ``limit[0]`` pages
     beyond its size at open (SQLite's own SQLITE_FULL), set through the connect function
     the index imports."""
-    import neardup.index._index as module
+    import neardup.index._store as module
 
     limit = [None]
     real = module.connect
@@ -221,7 +221,7 @@ def test_database_full_during_python_add(tmp_path, page_limit):
     idx = tmp_path / "idx"
     Index.create(idx, "minhash").close()
     page_limit[0] = 2
-    from neardup.index._store import IndexStorageError
+    from neardup.index._errors import IndexStorageError
 
     with Index(idx) as index:
         with pytest.raises(IndexStorageError, match="is full.*Nothing of this add was stored"):
@@ -306,13 +306,13 @@ operation = sys.argv[3]
 if operation == "add":
     import json
     rows = [json.loads(line) for line in open(sys.argv[4])]
-    index._writer.set_progress_handler(kill, 200)
+    index._store.writer.set_progress_handler(kill, 200)
     index.add([r["text"] for r in rows], [r["id"] for r in rows])
 elif operation == "delete":
-    index._writer.set_progress_handler(kill, 200)
+    index._store.writer.set_progress_handler(kill, 200)
     index.delete(["d%d" % i for i in range(0, 120, 3)])
 else:
-    index._writer.set_progress_handler(kill, 200)
+    index._store.writer.set_progress_handler(kill, 200)
     index.compact()
 print("finished")
 """

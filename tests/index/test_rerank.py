@@ -65,7 +65,7 @@ def test_rerank_index_gives_dedup_rerank_clusters(texts, expected, tmp_path, how
         assert partition_equal(_labels(index, len(texts)), expected)
         stats = index.stats(check=True)
         assert stats["rerank"]["scorer"] == "verifier" and stats["rerank"]["threshold"] == 0.9
-        con = index._reader()
+        con = index._store.reader()
         count, stored = con.execute("SELECT count(*), sum(length(text)) FROM rerank_text").fetchone()
         assert count == len(texts)
         assert stored < sum(len(t.encode()) for t in texts)  # compressed
@@ -88,7 +88,7 @@ def test_query_matches_are_minhash_matches_the_verifier_confirms(texts, tmp_path
 def test_texts_stored_only_with_rerank_and_mismatch_refused(tmp_path):
     with Index.create(tmp_path / "plain", "minhash") as index:
         index.add(["some text here for the index", "another one"])
-        tables = {r[0] for r in index._reader().execute("SELECT name FROM sqlite_master")}
+        tables = {r[0] for r in index._store.reader().execute("SELECT name FROM sqlite_master")}
         assert "rerank_text" not in tables and index.stats()["rerank"] is None
         index.check_rerank(None)
         with pytest.raises(IndexMismatchError, match="rerank"):
@@ -118,7 +118,7 @@ def test_delete_relinks_with_the_verifier(texts, expected, tmp_path):
         table = index.clusters()
         assert table.column("id").to_pylist() == [str(i) for i in np.flatnonzero(keep).tolist()]
         assert partition_equal(table.column("cluster").to_numpy(), want)
-        assert index._reader().execute("SELECT count(*) FROM rerank_text").fetchone()[0] == len(rest)
+        assert index._store.reader().execute("SELECT count(*) FROM rerank_text").fetchone()[0] == len(rest)
 
 
 def test_cli_create_add_query_and_help(texts, tmp_path):
@@ -219,7 +219,7 @@ def test_index_query_accepts_the_pairs_dedup_accepts_with_its_scores(demo_texts,
 
 def test_index_recorded_before_the_guard_verifies_without_it(tmp_path):
     with Index.create(tmp_path / "idx", "minhash", **RERANK_CANDIDATES, rerank="verifier") as index:
-        con = index._writer
+        con = index._store.writer
         recorded = json.loads(con.execute("SELECT value FROM meta WHERE name = 'rerank'").fetchone()[0])
         del recorded["template_guard"]  # as an index of an earlier neardup records it
         con.execute("UPDATE meta SET value = ? WHERE name = 'rerank'", (json.dumps(recorded),))

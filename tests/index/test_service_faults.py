@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from neardup.index import Index
-from neardup.index._store import database_path
+from neardup.index._errors import database_path
 from tests.index.corpora import synthetic_texts
 
 pytest.importorskip("fastapi", reason="the serve extra (fastapi) is not installed")
@@ -266,8 +266,8 @@ def test_full_database_gets_507_and_keeps_serving(tmp_path):
     texts = synthetic_texts(400, seed=6, copies=0)
     with TestClient(app, raise_server_exceptions=False) as c:
         assert c.post("/add", json={"documents": [{"id": "first", "text": texts[0]}]}).status_code == 200
-        pages = index._writer.execute("PRAGMA page_count").fetchone()[0]
-        index._writer.execute(f"PRAGMA max_page_count={pages + 2}")
+        pages = index._store.writer.execute("PRAGMA page_count").fetchone()[0]
+        index._store.writer.execute(f"PRAGMA max_page_count={pages + 2}")
         statuses = []
         for b in range(20):  # bounded: the limit is hit within a few batches
             docs = [{"id": f"b{b}-{i}", "text": texts[1 + (b * 20 + i) % 399]} for i in range(20)]
@@ -281,7 +281,7 @@ def test_full_database_gets_507_and_keeps_serving(tmp_path):
         assert stored == 1 + 20 * (len(statuses) - 1)  # the refused add left nothing behind
         assert c.post("/query", json={"documents": [{"text": texts[0]}]}).json()[
             "results"][0]["matches"][0]["id"] == "first"
-        index._writer.execute("PRAGMA max_page_count=1073741823")
+        index._store.writer.execute("PRAGMA max_page_count=1073741823")
         r = c.post("/add", json={"documents": docs})
         assert r.status_code == 200  # the same add succeeds once there is room
     with Index(tmp_path / "idx") as reopened:

@@ -15,6 +15,7 @@ import pytest
 
 import neardup
 from neardup.index import Index
+from neardup.index._embedded import manifest as listed_segments
 from tests.index.corpora import partition_equal
 
 pytest.importorskip("onnxruntime")
@@ -105,7 +106,7 @@ def test_sigkill_during_add_keeps_manifest_and_segments_consistent(tmp_path, tex
         n = stats["documents"]
         assert acknowledged <= n < N and n % 20 == 0
         # Every manifest segment exists and holds exactly the stored documents.
-        manifest = index._manifest(index._reader())
+        manifest = listed_segments(index._store.reader())
         assert len(manifest) == n // 20
         found = index.query(texts[:n]).records()
         assert all(r["matches"] and r["matches"][0]["score"] == pytest.approx(1.0) for r in found)
@@ -115,6 +116,6 @@ def test_sigkill_during_add_keeps_manifest_and_segments_consistent(tmp_path, tex
     assert again.returncode == 0, err
     with Index(tmp_path / "idx") as index:
         assert partition_equal(_labels(index, N), expected)
-        manifest = index._manifest(index._reader())
+        manifest = listed_segments(index._store.reader())
     # The orphan a killed add may leave was removed by the next add.
     assert sorted(p.name for p in (tmp_path / "idx" / "vectors").iterdir()) == sorted(manifest)

@@ -1,6 +1,6 @@
 """CPU seconds of one local rerank run (the tiny verifier over the demo corpus's first
 567 documents, the Ray tests' rerank input) under the numba thread count of the
-environment: decision 0031's figure. From the checkout's root:
+environment: decision 0034's figure. From the checkout's root:
 
     NUMBA_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/results/tests/work-cut-0034/rerank_threads.py
     NUMBA_NUM_THREADS=2 HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/results/tests/work-cut-0034/rerank_threads.py
