@@ -4,11 +4,21 @@ their names.
 Wire services fill one template for every company (``Mercantile Bancorp said it raised
 its prime rate to 7-3/4 pct`` against ``First Chicago Corp said it raised its prime rate
 to 7-3/4 pct``). rerank's verifier, trained on copies damaged by OCR, takes such pairs for
-copies, and their figures often agree. :func:`names_disagree` calls a pair a template when
-each text holds a capitalized word (a name) that matches no word of the other text, not
-even approximately. A damaged copy garbles a few characters of a name (``Mercantlle``)
-and still matches it; only a different name matches nothing. Words are compared once the
-case is folded, so a copy whose noise changed the case of a word still matches.
+copies, and their figures often agree. :func:`names_disagree` aligns the two texts word
+by word and calls a pair a template when the alignment puts different names face to face:
+
+* in the body, a short gap (at most 4 words a side) holding a title-case word on each
+  side, in texts of at most 600 characters with lengths within 20%;
+* at the opening, the subject a notice names first (``Chemical Bank, the main bank
+  subsidiary of Chemical New York Corp, said it is raising`` against ``Marine Midland
+  Banks Inc said it is raising``): up to 12 words, names in capitals too (``NMR
+  Centers``), in texts of up to 1,000 characters with lengths within 40%, when the
+  template's verb follows in both texts and the last names before it differ. A dateline
+  or byline before a shared name (``LONDON, March 28 - Japan is``) is no subject.
+
+A damaged copy garbles a few characters of a name (``Mercantlle``) and still matches it;
+only a different name matches nothing. Words are compared once the case is folded, so a
+copy whose noise changed the case of a word still matches.
 """
 
 from __future__ import annotations
