@@ -1,7 +1,7 @@
 """The copy side of the template guard's name test, offline: the share of true-copy pairs
 (every pair within one labelled cluster) of each labelled set's validation split that
-:func:`neardup.methods.template_names.names_disagree` would call templates, for its
-defaults and a looser variant. An upper bound on what the test can cost: rerank applies
+:func:`neardup.methods.template_names.names_disagree` would call templates, for its body
+test alone, its defaults and a looser body test. An upper bound on what the test can cost: rerank applies
 it only to the pairs its verifier accepts.
 
 Usage::
@@ -23,7 +23,10 @@ from experiments.reuters_templates.reuters_templates import SETS
 from neardup.methods.template_names import CASED, names_disagree
 from neardup.text import normalize_batch
 
-VARIANTS = {"defaults": {}, "loose": {"max_chars": 1000, "min_length_ratio": 0.6, "max_gap": 8}}
+#: The body test alone (decision 0029's defaults), the defaults (with the opening name
+#: test, decision 0036), and 0029's rejected looser body test.
+VARIANTS = {"body": {"lead_max_gap": 0}, "defaults": {},
+            "loose": {"max_chars": 1000, "min_length_ratio": 0.6, "max_gap": 8, "lead_max_gap": 0}}
 
 
 def main() -> None:

@@ -64,7 +64,8 @@ RUNS = {
 WINDOW_HOURS = 48.0
 #: The labelled sets of data/ (experiments/verifier_transfer/verifier_transfer.py's list).
 SETS = ["reuters-news", "reuters-adversarial", "indep-nlpaug", "indep-augly", "indep-noisocr",
-        "indep-confusables", "multi-latin", "multi-cyrillic", "multi-greek", "multi-cjk"]
+        "indep-confusables", "multi-latin", "multi-cyrillic", "multi-greek", "multi-cjk",
+        "multi-ocr"]
 
 
 def load_records(months: list[str] | None) -> list[dict]:
@@ -161,7 +162,7 @@ def run_one(records: list[dict], method: str, params: dict) -> tuple[np.ndarray,
 
 def labelled_sets(split: str) -> dict:
     """ARI of ``--method rerank`` at its defaults with and without the template guard on
-    ``split`` of every labelled set."""
+    ``split`` of every labelled set, and the guard's firings (:func:`guard_firings`)."""
     from pathlib import Path
 
     from neardup.eval import load_labeled
@@ -183,9 +184,28 @@ def labelled_sets(split: str) -> dict:
                                      "clusters": report["n_pred_clusters"],
                                      "cpu_seconds": round(time.process_time() - cpu, 1)}
         row["change"] = round(row["guard=True"]["ari"] - row["guard=False"]["ari"], 4)
+        row["guard_firings"] = guard_firings(next(iter(sketches.values())), corpus.clusters)
         rows[name] = row
         print(name, row, flush=True)
     return rows
+
+
+def guard_firings(corpus_sketch, true_labels) -> dict:
+    """The pairs rerank's verifier accepts (its default threshold) that the template guard
+    turns down, split by the labels: true copies (what the guard costs) and pairs of
+    different clusters (what it saves)."""
+    from neardup.methods.rerank import RerankMethod
+
+    method = RerankMethod()
+    guarded = method.scored_candidates(corpus_sketch.sketch, corpus_sketch.dates)
+    plain = RerankMethod(template_guard=False).scored_candidates(corpus_sketch.sketch,
+                                                                 corpus_sketch.dates)
+    fired = (plain.score >= method.threshold) & (guarded.score < method.threshold)
+    labels = np.asarray(true_labels)
+    same = labels[plain.left] == labels[plain.right]
+    return {"accepted_pairs": int((plain.score >= method.threshold).sum()),
+            "true_copies_turned_down": int((fired & same).sum()),
+            "other_pairs_turned_down": int((fired & ~same).sum())}
 
 
 def _parse(values: list[str]) -> dict:
@@ -210,7 +230,7 @@ def main() -> None:
                         help="instead: ARI on this split of every labelled set, guard on and off")
     args = parser.parse_args()
     if args.sets:
-        path = save(f"reuters_templates_sets_{args.sets}",
+        path = save(f"reuters_templates_sets_{args.sets}" + (f"_{args.suffix}" if args.suffix else ""),
                     {"machine": machine(), "split": args.sets, "rows": labelled_sets(args.sets)})
         print(f"wrote {path}")
         return

@@ -22,8 +22,9 @@ clustered. This method does the same with any fast method as the retriever:
 3. with ``template_guard`` (the default), accepted pairs of short notices whose figures
    differ both ways (:func:`neardup.methods.pair_types.figures_disagree`: two companies'
    ``Qtly div 25 cts ... Pay July 10`` and ``Qtly div 96 cts ... Pay August one``), and
-   pairs of one template filled with different names
-   (:func:`neardup.methods.template_names.names_disagree`), get probability 0: the
+   pairs of one template filled with different names, in its body or as the subject its
+   first sentence opens with (:func:`neardup.methods.template_names.names_disagree`),
+   get probability 0: the
    verifier, trained on copies damaged by OCR, takes such templates for copies;
 4. pairs with probability >= ``threshold`` are the edges clustered as usual.
 
@@ -592,10 +593,11 @@ class RerankMethod(Method):
         Give probability 0 to candidate pairs of short notices of similar length whose
         figures differ both ways (:func:`~neardup.methods.pair_types.figures_disagree`):
         dividend or earnings notices of different companies, not copies; and to pairs
-        whose aligned words put different names face to face
-        (:func:`~neardup.methods.template_names.names_disagree`). What it changes on
-        Reuters-21578 and the labelled sets: docs/decisions/0011-rerank-template-guard.md,
-        0029-template-guard-compares-names.md. Recommended: True. False: the
+        whose aligned words put different names face to face, or that open on different
+        companies' names (:func:`~neardup.methods.template_names.names_disagree`). What it
+        changes on Reuters-21578 and the labelled sets:
+        docs/decisions/0011-rerank-template-guard.md, 0029-template-guard-compares-names.md,
+        0036-template-guard-opening-names.md. Recommended: True. False: the
         scorer alone decides.
 
     Examples

@@ -218,20 +218,29 @@ _OFFERING = ("Teradyne Inc said it is raising 100 mln dlrs via an offering of co
              "subordinated debentures due 2012 through Goldman Sachs and Co.")
 _OFFERING_OTHER = _OFFERING.replace("Teradyne Inc", "Comdisco Inc")
 _OFFERING_OCR = _OFFERING.replace("Teradyne", "Teradvne").replace("Goldman", "Go1dman")
+# Reuters-21578 stories 11934 and 11940 (Chemical Bank, Marine Midland): one prime-rate
+# notice, two banks named first (the opening name test), one notice longer by a clause;
+# the third is the first damaged by OCR.
+_PRIME = ("Chemical Bank, the main bank subsidiary of Chemical New York Corp, said it is "
+          "raising its prime lending rate to 7-3/4 pct from 7-1/2 pct, effective immediately.")
+_PRIME_OTHER = ("Marine Midland Banks Inc said it is raising its prime lending rate to 7-3/4 "
+                "pct from 7-1/2 pct, effective immediately.")
+_PRIME_OCR = _PRIME.replace("Chemical Bank", "Chemlcal Bank").replace("main", "maln")
 
 
 @pytest.mark.skipif(not _shipped("verifier-news", "verifier"), reason="no shipped verifier")
+@pytest.mark.parametrize("texts", [(_OFFERING, _OFFERING_OTHER, _OFFERING_OCR),
+                                   (_PRIME, _PRIME_OTHER, _PRIME_OCR)], ids=["body", "opening"])
 @pytest.mark.parametrize("engine", ["memory", "local"])
-def test_template_guard_keeps_other_names_apart_and_finds_ocr_copies(engine, tmp_path):
-    texts = [_OFFERING, _OFFERING_OTHER, _OFFERING_OCR]
+def test_template_guard_keeps_other_names_apart_and_finds_ocr_copies(engine, texts, tmp_path):
     kwargs = {"engine": engine, "pair_types": False}
     if engine == "local":
         kwargs["work_dir"] = tmp_path / "w"
-    guarded = neardup.dedup(texts, "rerank", **kwargs)
+    guarded = neardup.dedup(list(texts), "rerank", **kwargs)
     assert guarded.clusters[0] == guarded.clusters[2] != guarded.clusters[1]
     if engine == "local":
         kwargs["work_dir"] = tmp_path / "w2"
-    plain = neardup.dedup(texts, "rerank", template_guard=False, **kwargs)
+    plain = neardup.dedup(list(texts), "rerank", template_guard=False, **kwargs)
     assert len(set(plain.clusters.tolist())) == 1  # the scorer alone merges the template
 
 
