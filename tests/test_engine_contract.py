@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import neardup
+from neardup.profiles import choose_profile, profile_settings
 from neardup.engine.support import index_placement, placement
 from neardup.index import Index
 from neardup.methods import METHODS, NEURAL_METHODS, make_method
@@ -70,7 +71,10 @@ def test_local_out_of_core_gives_the_in_memory_clusters(corpora, memory_results,
 def test_the_index_gives_the_in_memory_components(corpora, memory_results, embeddings, name, tmp_path):
     skip_unavailable(name)
     corpus = corpus_for(name, corpora)
-    method = make_method(name, **method_params(name, embeddings))
+    # The index fixes its settings at creation; dedup's default profile="auto" chooses them
+    # from the first documents: the index is given the settings dedup chose.
+    chosen = choose_profile("auto", name, [r["text"] for r in corpus]).name
+    method = make_method(name, **method_params(name, embeddings), **profile_settings(chosen, name))
     if not index_placement(method).supported:
         with pytest.raises(ValueError, match="the index cannot hold method"):
             Index.create(tmp_path / "idx", method)

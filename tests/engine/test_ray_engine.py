@@ -530,7 +530,8 @@ def test_hac_on_ray_as_locally(cluster, shards, tmp_path):
     local = run(read_corpus(shards[:1], reader), method, cluster=hac)
     components = run(read_corpus(shards[:1], reader), method)
     assert local.params["engine"] == "local" and local.n_clusters > components.n_clusters
-    args = ["dedup", shards[0], "--method", "minhash", "--threshold", "0.3", "--id-field", "id", "--cluster", "hac",
+    args = ["dedup", shards[0], "--method", "minhash", "--profile", "clean", "--threshold", "0.3",
+            "--id-field", "id", "--cluster", "hac",
             "--linkage", "complete", "--hac-distance", "0.6", "--quiet", "--engine", "ray",
             "--ray-address", cluster["address"], "--ray-shard-rows", str(_SHARD_ROWS),
             "--partitions", "4", "--clusters-out", str(tmp_path / "c"), "--pairs-out", str(tmp_path / "p")]

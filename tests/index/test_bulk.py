@@ -45,7 +45,7 @@ def _store(index: Index):
 ])
 def test_bulk_gives_dedup_clusters_and_the_store_of_an_add(demo_texts, tmp_path, method, params):
     texts = demo_texts
-    expected = neardup.dedup(texts, method, pair_types=False, **params).clusters
+    expected = neardup.dedup(texts, method, pair_types=False, profile="clean", **params).clusters
     with Index.create(tmp_path / "bulk", method, **params) as index:
         result = index.bulk_add(_batches(texts, 700), partitions=8, table=True)
         assert result.documents == len(texts) == len(index)
@@ -67,7 +67,7 @@ def test_bulk_gives_dedup_clusters_and_the_store_of_an_add(demo_texts, tmp_path,
 
 def test_adds_after_a_bulk_add_give_dedup_clusters(demo_texts, tmp_path):
     texts = demo_texts
-    expected = neardup.dedup(texts, "minhash", pair_types=False).clusters
+    expected = neardup.dedup(texts, "minhash", pair_types=False, profile="clean").clusters
     half = len(texts) // 2
     with Index.create(tmp_path / "idx", "minhash", store_text=True) as index:
         index.bulk_add(_batches(texts[:half], 1000))
@@ -142,5 +142,5 @@ def test_sigkill_during_bulk_add_leaves_the_index_empty(tmp_path):
     assert not list((tmp_path / "idx").glob(".bulk-*"))  # the stale scratch was removed
     with Index(tmp_path / "idx") as index:
         labels = _labels(index, n)
-    assert partition_equal(labels, neardup.dedup(texts, "minhash", pair_types=False).clusters)
+    assert partition_equal(labels, neardup.dedup(texts, "minhash", pair_types=False, profile="clean").clusters)
     assert len(out.read_text().splitlines()) == n + 1

@@ -32,7 +32,7 @@ def _labels(index: Index, n: int) -> np.ndarray:
 @pytest.mark.slow
 def test_batches_give_dedup_clusters_on_demo_corpus(demo_texts, tmp_path, method, params, k):
     texts = demo_texts
-    expected = neardup.dedup(texts, method, pair_types=False, **params).clusters
+    expected = neardup.dedup(texts, method, pair_types=False, profile="clean", **params).clusters
     with Index.create(tmp_path / "idx", method, **params) as index:
         bounds = np.linspace(0, len(texts), k + 1).astype(int)
         for a, b in zip(bounds[:-1], bounds[1:]):
@@ -281,7 +281,8 @@ def test_clusters_after_deletes_are_dedup_of_the_rest(demo_texts, tmp_path, meth
         table = index.clusters()
     rest = [i for i in range(len(texts)) if i not in gone]
     assert table.column("id").to_pylist() == [str(i) for i in rest]
-    expected = neardup.dedup([texts[i] for i in rest], method, pair_types=False).clusters
+    expected = neardup.dedup([texts[i] for i in rest], method, pair_types=False,
+                             profile="clean").clusters
     assert partition_equal(table.column("cluster").to_numpy(), expected)
 
 
