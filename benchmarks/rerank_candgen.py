@@ -12,7 +12,8 @@ pass go to the verifier. Per data set this measures, in memory and in batches:
   those whose document frequency in a seeded sample of ``--sample`` documents is above
   a fraction ``f`` (documents left with fewer than ``MIN_KEPT`` shingles keep all of
   theirs), checked at the shipped estimate 0.1 or at 0.07;
-* route (d): the shipped candidates, each document keeping its ``k`` highest estimates.
+* route (d): the shipped candidates, each document keeping its ``k`` highest estimates;
+  (d'): the same cap on the pairs estimated below ``LOW_ESTIMATE`` only.
 
 Per variant: pairs passing per document, true pairs kept, the extra components the true
 pairs among the candidates fall into (a true cluster its candidates no longer connect),
@@ -49,6 +50,10 @@ VARIANTS = ((None, 0.1), (0.02, 0.1), (0.05, 0.1), (0.1, 0.1), (0.2, 0.1), (0.5,
 #: Route (d): at most k partners a document, its k highest estimates (a pair stays when it
 #: is among the k of either document), on the shipped candidates.
 TOP_K = (5, 10, 20, 40)
+#: Route (d'): the cap on the pairs estimated below ``LOW_ESTIMATE`` only (pairs above it
+#: all stay, so a cluster of close copies keeps its edges), k per document.
+LOW_K = (3, 5, 10)
+LOW_ESTIMATE = 0.3
 MIN_KEPT = 8  # shingles a document keeps at least (short texts keep every shingle)
 BATCH = 4096
 #: Labelled sets up to this size are clustered as rerank clusters them (verifier, template
@@ -194,15 +199,23 @@ def measure(data: str, sample: int, full: bool = True) -> dict:
     result["common_shingles"] = {str(f): int((df > f).sum()) for f, _ in VARIANTS if f}
     baseline_true, sketched = None, {}
     variants = [(f, e, None) for f, e in VARIANTS] if full else [(None, 0.1, None), (0.2, 0.1, None)]
-    for f, estimate_at, k in variants + [(None, 0.1, k) for k in TOP_K]:
+    capped = [(None, 0.1, (k, None)) for k in TOP_K] + [(None, 0.1, (k, LOW_ESTIMATE)) for k in LOW_K]
+    for f, estimate_at, cap in variants + capped:
         start = time.process_time()
         drop = None if f is None else np.sort(common[df > f])
         if f not in sketched:
             sketched[f] = filtered_signatures(minhash, texts, drop)
         signature, counts = sketched[f]
         c = candidates(signature, counts, bands, rows, lsh.max_bucket_pairs, estimate_at)
-        if k is not None:
-            keep = top_k_partners(len(texts), c["left"], c["right"], c["estimate"], k)
+        if cap is not None:
+            k, below = cap
+            if below is None:
+                keep = top_k_partners(len(texts), c["left"], c["right"], c["estimate"], k)
+            else:
+                low = np.flatnonzero(c["estimate"] < below)
+                keep = np.ones(c["estimate"].size, bool)
+                keep[low] = top_k_partners(len(texts), c["left"][low], c["right"][low],
+                                           c["estimate"][low], k)
             c.update(left=c["left"][keep], right=c["right"][keep], estimate=c["estimate"][keep])
         n_pass = int(c["left"].size)
         row = {"cpu_s": time.process_time() - start,
@@ -222,7 +235,8 @@ def measure(data: str, sample: int, full: bool = True) -> dict:
                         "extra_components": extra_components(labels, c["left"], c["right"])})
         if clusterer is not None:
             row["rerank_ari"] = clusterer.ari(labels, c["left"], c["right"])
-        name = ("shipped" if k is None else f"top{k}") if f is None else f"drop_df>{f}"
+        name = f"drop_df>{f}" if f is not None else "shipped" if cap is None else (
+            f"top{cap[0]}" if cap[1] is None else f"top{cap[0]}_below{cap[1]}")
         result["variants"][name if estimate_at == 0.1 else f"{name},estimate>={estimate_at}"] = row
     return result
 
