@@ -35,11 +35,15 @@ def _texts(records):
 @pytest.mark.slow
 def test_out_of_core_matches_in_memory(demo, method, params, tmp_path):
     texts = _texts(demo)
-    memory = neardup.dedup(texts, method, engine="memory", pair_types=False, **params)
+    # profile="clean": the methods' own defaults, as make_method gives them (the default
+    # profile "auto" would choose character shingles on the noisy demo corpus).
+    memory = neardup.dedup(texts, method, engine="memory", pair_types=False, profile="clean",
+                           **params)
     # Tiny budget and many partitions: keys spill many times, buckets verified in chunks.
     spilled = neardup.dedup(texts, method, engine="local", pair_types=False, work_dir=tmp_path / "w",
-                            memory_limit="1MB", partitions=64, batch_size=300, **params)
-    roomy = neardup.dedup(texts, method, engine="local", pair_types=False, **params)
+                            memory_limit="1MB", partitions=64, batch_size=300, profile="clean",
+                            **params)
+    roomy = neardup.dedup(texts, method, engine="local", pair_types=False, profile="clean", **params)
     np.testing.assert_array_equal(spilled.clusters, memory.clusters)
     np.testing.assert_array_equal(roomy.clusters, memory.clusters)
     np.testing.assert_array_equal(spilled.representative, memory.representative)
@@ -57,7 +61,10 @@ MINHASH_EXACT = [{"verify": "exact"}, {"verify": "exact", "threshold": 0.3},
 @pytest.mark.slow
 def test_minhash_exact_verification_out_of_core_matches_in_memory(demo, params, tmp_path):
     texts = _texts(demo)
-    assert_exact_verification_matches_memory("minhash", texts, params, tmp_path / "w")
+    # profile="clean": the shingling make_method gives below (auto would choose characters
+    # on the noisy demo corpus).
+    assert_exact_verification_matches_memory("minhash", texts, {**params, "profile": "clean"},
+                                             tmp_path / "w")
     # The work directory holds the shingle sets (8 bytes per distinct shingle, 8 per
     # document), not the signatures.
     arrays = tmp_path / "w" / "sketch" / "arrays"
@@ -316,11 +323,12 @@ def test_ngram_out_of_core_matches_in_memory(demo, params, tmp_path):
         params["shingle"] = ShingleConfig(unit="char", n=5)
     # Character sets are ~5x larger: a smaller corpus keeps the test short.
     texts = _texts(demo[:800] if "shingle" in params else demo)
-    memory = neardup.dedup(texts, "ngram", engine="memory", pair_types=False, **params)
+    memory = neardup.dedup(texts, "ngram", engine="memory", pair_types=False, profile="clean",
+                           **params)
     # Tiny budget, many partitions: sets fetched in steps of a few dozen edges.
     spilled = neardup.dedup(texts, "ngram", engine="local", pair_types=False,
                             work_dir=tmp_path / "w", memory_limit="1MB", partitions=16,
-                            batch_size=300, **params)
+                            batch_size=300, profile="clean", **params)
     # Identical clusters (not merely ARI >= 0.99) on the demo corpus.
     np.testing.assert_array_equal(spilled.clusters, memory.clusters)
     assert spilled.clusters.size == len(texts) == len(set(spilled.ids.tolist()))
@@ -427,7 +435,8 @@ def test_every_edge_keeps_what_the_in_memory_search_finds(demo, name):
     method = make_method(name)
     stage = run_corpus_stage(_batches(texts), method, every_edge=True,
                              config=CorpusStageConfig(memory_limit="1MB", partitions=32))
-    memory = neardup.dedup(texts, name, engine="memory", cluster="leiden", pair_types=False)
+    memory = neardup.dedup(texts, name, engine="memory", cluster="leiden", pair_types=False,
+                           profile="clean")  # make_method's defaults, as the stage above
     assert len(memory.pairs) > 30  # more than the re-sent copies
     found = dict(zip(zip(stage.pairs.left.tolist(), stage.pairs.right.tolist()), stage.pairs.score.tolist()))
     expected = dict(zip(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()),
@@ -592,6 +601,7 @@ def test_spotsigs_out_of_core_matches_in_memory(demo, params, tmp_path):
 @pytest.mark.slow
 def test_pair_count_exchange_does_not_depend_on_partitions(demo, name, params):
     texts = _texts(demo)
+    params = {**params, "profile": "clean"}  # word shingles: no key group over max_df here
     memory = neardup.dedup(texts, name, engine="memory", pair_types=False, **params)
     verified = []
     for partitions in (1, 4, 32):
