@@ -23,9 +23,7 @@ from neardup.params import (
 )
 from neardup.pipeline import ClusterConfig, Result, run
 from neardup.plan import Budget, RunSpec, plan, require
-from neardup.io.batch import look_ahead
-from neardup.profiles import PROFILED_METHODS, ProfileChoice, choose_profile, profile_settings
-from neardup.text.noise_signal import SAMPLE_DOCS
+from neardup.profiles import choose_from_batches, profile_settings
 
 __all__ = ["dedup"]
 
@@ -456,20 +454,15 @@ def dedup(
         total = len(items)
     # "auto" reads the first documents (of the batches the run reads: a stream once),
     # after every check; the placement does not depend on the profile.
-    choice = ProfileChoice(profile, profile)
-    if profile == "auto" and method in PROFILED_METHODS:
-        head, batches = look_ahead(batches, SAMPLE_DOCS)
-        choice = choose_profile(profile, method, (t for b in head for t in b.texts))
-        if choice.name != "clean":
-            method_obj = make_method(method, **{**profile_settings(choice.name, method), **params})
-            planned = require(plan(RunSpec(method_obj, cluster, engine, budget, policy, outputs)),
-                              "dedup")
+    choice, batches = choose_from_batches(profile, method, batches)
+    if choice.name != first:
+        method_obj = make_method(method, **{**profile_settings(choice.name, method), **params})
+        planned = require(plan(RunSpec(method_obj, cluster, engine, budget, policy, outputs)),
+                          "dedup")
     result = run(batches, method_obj, cluster=cluster, keep=policy, keep_values=values,
                  progress=progress, total=total,
                  reread=again if "pair_types" in planned.spec.outputs else None,
                  engine=engine, corpus_stage=budget.corpus_stage(),
                  ray=budget.ray_config() if engine == "ray" else None)
-    result.params["profile"] = choice.name
-    if choice.chosen:
-        result.params["profile_auto"] = choice.record()
+    result.params.update(choice.run_params())
     return result

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["NOISY", "PROFILED_METHODS", "PROFILES", "ProfileChoice", "choose_profile",
-           "profile_settings", "shingle_setting"]
+__all__ = ["NOISY", "PROFILED_METHODS", "PROFILES", "ProfileChoice", "choose_from_batches",
+           "choose_profile", "profile_settings", "shingle_setting"]
 
 #: The profile names; "auto" (the default) resolves to "clean" or "noisy" per input,
 #: "clean" changes nothing.
@@ -55,6 +55,11 @@ class ProfileChoice:
             record.update(sample_docs=self.sample_docs, broken_tokens=self.broken_tokens,
                           stuck_punctuation=self.stuck_punctuation)
         return record
+
+    def run_params(self) -> dict[str, Any]:
+        """The entries a run's ``params`` record: ``profile``, and ``profile_auto`` when
+        ``auto`` read the input."""
+        return {"profile": self.name, **({"profile_auto": self.record()} if self.chosen else {})}
 
     def describe(self) -> str:
         """One line for a summary: what ``auto`` chose and why; empty otherwise."""
@@ -96,6 +101,19 @@ def choose_profile(profile: str, method: str, texts: Iterable[str] | None) -> Pr
     shares = noise_shares(sample)
     return ProfileChoice("noisy" if shares.noisy() else "clean", "auto", shares.broken_tokens,
                          shares.stuck_punctuation, len(sample))
+
+
+def choose_from_batches(profile: str, method: str, batches):
+    """:func:`choose_profile` over the first documents of ``batches`` (DocumentBatch
+    objects), and an iterator over every batch from the first: a stream is read once.
+    Nothing is read when the choice needs no documents."""
+    from neardup.io.batch import look_ahead
+    from neardup.text.noise_signal import SAMPLE_DOCS
+
+    if profile != "auto" or method not in NOISY:
+        return choose_profile(profile, method, None), batches
+    head, batches = look_ahead(batches, SAMPLE_DOCS)
+    return choose_profile(profile, method, (t for b in head for t in b.texts)), batches
 
 
 def profile_settings(profile: str, method: str) -> dict[str, Any]:

@@ -54,8 +54,7 @@ from neardup.cli.engine import (
     non_seekable_inputs,
 )
 from neardup.pipeline import Result, result_from_stage, run, template_clusters
-from neardup.io.batch import look_ahead
-from neardup.profiles import PROFILED_METHODS, ProfileChoice, choose_profile
+from neardup.profiles import PROFILED_METHODS, ProfileChoice, choose_from_batches
 from neardup.text.noise_signal import (BROKEN_TOKEN_SHARE, SAMPLE_DOCS, STUCK_PUNCTUATION_SHARE,
                                        NoiseShares, noise_shares)
 from neardup.plan import Budget, Plan, RunSpec, Unsupported, plan, require
@@ -101,20 +100,14 @@ def _reads_profile(opts: dict[str, Any]) -> bool:
     return opts["profile"] == "auto" and opts["method"] in PROFILED_METHODS
 
 
-def _chosen(inputs: tuple[Path, ...], opts: dict[str, Any], planned: Plan, head
-            ) -> tuple[Plan, ProfileChoice]:
-    """The plan rebuilt with the profile ``--profile auto`` chooses from the texts of the
-    batches in ``head``, and the choice."""
-    choice = choose_profile("auto", opts["method"], (t for b in head for t in b.texts))
-    if choice.name == "clean":
-        return planned, choice
-    return _plan(inputs, opts, choice.name), choice
-
-
-def _record_profile(params: dict[str, Any], choice: ProfileChoice) -> None:
-    params["profile"] = choice.name
-    if choice.chosen:
-        params["profile_auto"] = choice.record()
+def _chosen(inputs: tuple[Path, ...], opts: dict[str, Any], planned: Plan, batches):
+    """The profile ``--profile`` gives for the first documents of ``batches``, the plan
+    (rebuilt when that is not the "clean" it was made with) and every batch from the
+    first."""
+    choice, batches = choose_from_batches(opts["profile"], opts["method"], batches)
+    if _reads_profile(opts) and choice.name != "clean":
+        planned = _plan(inputs, opts, choice.name)
+    return choice, planned, batches
 
 
 def _hints(cluster: dict[str, Any], has_dates: bool, method: Method,
@@ -355,11 +348,8 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
         if watch is not None:
             batches = watch.first_read(batches)
         batches = _killing_after_first(batches)
-        choice = ProfileChoice(opts["profile"], opts["profile"])
-        if _reads_profile(opts):
-            head, batches = look_ahead(batches, SAMPLE_DOCS)
-            planned, choice = _chosen(inputs, opts, planned, head)
-            method_obj = planned.spec.method
+        choice, planned, batches = _chosen(inputs, opts, planned, batches)
+        method_obj = planned.spec.method
         sample: list[str] = []
         batches = _sampling(batches, sample)
         result = run(batches, method_obj, cluster=cluster, keep=keep,
@@ -369,7 +359,7 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
                      input_identity=input_identity(inputs, reader.params(),
                                                    reader.storage_options))
         faults.checkpoint("clustered")
-        _record_profile(result.params, choice)
+        result.params.update(choice.run_params())
         noise = noise_shares(sample) if _clean_default(method_obj) and not choice.chosen else None
         hints = _hints(result.params.get("cluster", {}), result.has_dates, method_obj, noise)
         start = time.perf_counter()
@@ -408,14 +398,11 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
             probe.prepare()
             probe.discard()
     outputs = _output_set(inputs, {**opts, "clusters_out": None, "pairs_out": None, "out": None})
-    choice = ProfileChoice(opts["profile"], opts["profile"])
-    if _reads_profile(opts):
-        # The workers read the input; the driver reads the first documents to choose.
-        from neardup.io import read_corpus
+    # The workers read the input; the driver reads the first documents to choose.
+    from neardup.io import read_corpus
 
-        head, _ = look_ahead(read_corpus(list(inputs), reader), SAMPLE_DOCS)
-        planned, choice = _chosen(inputs, opts, planned, head)
-        method_obj = planned.spec.method
+    choice, planned, _ = _chosen(inputs, opts, planned, read_corpus(list(inputs), reader))
+    method_obj = planned.spec.method
     run = RayRun(RayInputs(tuple(str(p) for p in inputs), reader), method_obj,
                  config=planned.spec.budget.ray_config(), time_window_hours=cluster.time_window_hours,
                  progress=progress, every_edge=planned.every_edge)
@@ -440,7 +427,7 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
         timings = {**run.timer.seconds, "write": time.perf_counter() - start}
         params = {"method": method_obj.get_params(), "cluster": cluster.get_params(),
                   "keep": keep.name, "engine": "ray", "corpus_stage": run.stats}
-        _record_profile(params, choice)
+        params.update(choice.run_params())
         record = _run_record(method_obj.name, params, method_obj)
         hints = _hints(cluster.get_params(), run.has_dates, method_obj)
         if "--report" in outputs:

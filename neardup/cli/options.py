@@ -437,12 +437,7 @@ def profile_from_inputs(opts: dict[str, Any], method: str, inputs, reader):
     """The :class:`~neardup.profiles.ProfileChoice` for ``--profile`` (``auto`` reads the
     first documents of ``inputs`` with ``reader``; other values read nothing)."""
     from neardup.io import read_corpus
-    from neardup.io.batch import look_ahead
-    from neardup.profiles import PROFILED_METHODS, choose_profile
-    from neardup.text.noise_signal import SAMPLE_DOCS
+    from neardup.profiles import choose_from_batches
 
-    profile = opts.get("profile", "clean")
-    if profile != "auto" or method not in PROFILED_METHODS:
-        return choose_profile(profile, method, None)
-    head, _ = look_ahead(read_corpus(list(inputs), reader), SAMPLE_DOCS)
-    return choose_profile(profile, method, (t for b in head for t in b.texts))
+    return choose_from_batches(opts.get("profile", "clean"), method,
+                               read_corpus(list(inputs), reader))[0]
