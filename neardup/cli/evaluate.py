@@ -241,6 +241,8 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
             cluster: Any = tuning.cluster
         else:
             method = opts["method"]
+            # The options checked before the corpus is read; built below, once the
+            # profile is known.
             method_params_from_options(method, {**opts, "profile": "clean"}, seed=opts["seed"])
             cluster = cluster_config_from_options(opts, seed=opts["seed"])
         corpus = _load(opts)
