@@ -47,7 +47,7 @@ from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, CandidateRows, Method, Sketch
 from neardup.methods.capabilities import Capabilities, KeyedCandidates, Verification
 from neardup.methods.lsh import band_keys, banded_candidates, check_banding, optimal_bands
-from neardup.text.hashing import doc_digest64, seed_words
+from neardup.text.hashing import doc_digest64, readonly, seed_words
 from neardup.text.identity import identity_from_digests, identity_key
 from neardup.text.normalize import NormalizeConfig, normalize_codes
 from neardup.text.shingle import (
@@ -341,11 +341,11 @@ class MinHash:
         self.signature_scheme = resolve_signature_scheme("MinHash", signature_scheme, self.hash_bits)
         words = seed_words(seed, 2 * self.num_perm, salt=0x313)
         if self.signature_scheme == "perm32":
-            self._a = (words[: self.num_perm] & np.uint64(0xFFFFFFFF)).astype(np.uint32) | np.uint32(1)
-            self._b = (words[self.num_perm :] & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+            self._a = readonly((words[: self.num_perm] & np.uint64(0xFFFFFFFF)).astype(np.uint32) | np.uint32(1))
+            self._b = readonly((words[self.num_perm :] & np.uint64(0xFFFFFFFF)).astype(np.uint32))
         else:
-            self._a = words[: self.num_perm] | np.uint64(1)  # odd -> bijective
-            self._b = words[self.num_perm :]
+            self._a = readonly(words[: self.num_perm] | np.uint64(1))  # odd -> bijective
+            self._b = readonly(words[self.num_perm :])
 
     def shingle_sets(self, texts: Sequence[str]) -> ShingleSets:
         """Normalize and shingle ``texts`` the way :meth:`signatures` does."""
@@ -365,10 +365,11 @@ class MinHash:
         """
         out = np.empty((len(sets), self.num_perm), dtype=self.dtype)
         if self.signature_scheme == "perm32":
-            _signatures32(sets.hashes, sets.offsets, self._a, self._b, out, _BLOCK_DOCS)
+            _signatures32(readonly(sets.hashes), readonly(sets.offsets), self._a, self._b, out, _BLOCK_DOCS)
         else:
             shift = uint64(64 - self.hash_bits)
-            _signatures64(sets.hashes, sets.offsets, self._a, self._b, out, shift, _BLOCK_DOCS)
+            _signatures64(readonly(sets.hashes), readonly(sets.offsets), self._a, self._b, out, shift,
+                          _BLOCK_DOCS)
         return out
 
     def signatures(self, texts: Sequence[str]) -> np.ndarray:
@@ -404,6 +405,7 @@ class MinHash:
         digests = np.empty(0 if digest_key is None else n_docs, dtype=np.uint64)
         digest = (np.uint64(0) if digest_key is None else digest_key, cps.dtype == np.uint8,
                   digests)
+        cps = readonly(cps)
         if self.signature_scheme == "perm32":
             _word_signatures32(
                 cps, offsets, self.shingle.n, key_unit, key_shingle, self._a, self._b, out,

@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 from numba import njit, uint64
 
-from neardup.text.hashing import encode_codepoints, mix64, text_digest64
+from neardup.text.hashing import encode_codepoints, mix64, readonly, text_digest64
 
 __all__ = ["TOKEN_HASH_KEY", "TokenTable", "runs", "tokenize", "whitespace_mask", "window_hashes"]
 
@@ -127,5 +127,5 @@ def window_hashes(tokens: TokenTable, n: int) -> tuple[np.ndarray, np.ndarray]:
     out_hash = np.empty(total, dtype=np.uint64)
     out_token = np.empty(total, dtype=np.int64)
     if total:
-        _windows(tokens.hash, tokens.bounds, n, out_hash, out_token)
+        _windows(readonly(tokens.hash), readonly(tokens.bounds), n, out_hash, out_token)
     return out_hash, out_token

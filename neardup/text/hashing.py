@@ -54,6 +54,16 @@ def encode_codepoints(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(raw, dtype=np.uint32), offsets
 
 
+def readonly(array: np.ndarray) -> np.ndarray:
+    """A read-only view of ``array`` (no copy). Compiled kernels take their inputs through
+    it: numba compiles one specialization per writeable flag, and inputs arrive both ways
+    (``np.frombuffer`` and Ray's shared memory give read-only arrays), so one flag halves
+    what a fresh install compiles."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
 @njit(cache=True)
 def _mix64_array(values, salt, out):
     for i in range(values.shape[0]):
@@ -136,6 +146,6 @@ def text_digest64(cps: np.ndarray, offsets: np.ndarray, key: int) -> np.ndarray:
     where speed counts (every document of every run); :func:`text_digests` gives two
     independent full-mix hashes. The same text hashes alike whether its batch came as
     uint8 (every text ASCII) or uint32 code points."""
-    cps = np.ascontiguousarray(cps)
+    cps = readonly(np.ascontiguousarray(cps))
     return _digest64(cps, np.ascontiguousarray(offsets, np.int64), np.uint64(key),
                      cps.dtype == np.uint8)

@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit
 
 from neardup.errors import check_int
+from neardup.text.hashing import readonly
 
 __all__ = ["NormalizeConfig", "normalize_text", "normalize_batch", "normalize_codes"]
 
@@ -224,7 +225,7 @@ class _Tables:
     def ensure(self, cps: np.ndarray, bit: np.uint8) -> None:
         """Classify every code point of ``cps`` not yet known."""
         with self._lock:
-            unknown = _unknown(cps, self.flags, bit, _PENDING)
+            unknown = _unknown(readonly(cps), self.flags, bit, _PENDING)
             if unknown.size:
                 self.learn(unknown, bit)
 
@@ -434,7 +435,7 @@ def _run_tables(
     expansion = 1 if cps.dtype == np.uint8 else tables.max_expansion  # ASCII maps to <= 1
     out = np.empty(cps.shape[0] * expansion, dtype=cps.dtype)
     out_offsets = _map_documents(
-        cps, offsets, tables.flags, tables.map_start, tables.map_len,
+        readonly(cps), offsets, tables.flags, tables.map_start, tables.map_len,
         tables.pool.astype(cps.dtype) if cps.dtype != np.uint32 else tables.pool,
         use_drop and config.remove_invisible, config.repair_hyphens,
         config.collapse_whitespace, out,

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit, uint64
 
 from neardup.errors import check_choice, check_int
-from neardup.text.hashing import encode_codepoints, mix64, seed_words
+from neardup.text.hashing import encode_codepoints, mix64, readonly, seed_words
 
 __all__ = ["ShingleConfig", "ShingleSets", "hash_shingles", "shingle_codes"]
 
@@ -249,9 +249,10 @@ def shingle_codes(
     """:func:`hash_shingles` of texts given as code points (uint8 or uint32) with offsets,
     as :func:`neardup.text.normalize.normalize_codes` returns them."""
     key_unit, key_shingle = seed_words(seed, 2, salt=0x5EED)
+    cps = readonly(cps)
     if config.unit == "word":
         units, unit_offsets = _word_tokens(cps, offsets, key_unit)
     else:
         units, unit_offsets = cps, offsets
-    hashes, shingle_offsets = _rolling_shingles(units, unit_offsets, config.n, key_shingle)
+    hashes, shingle_offsets = _rolling_shingles(readonly(units), unit_offsets, config.n, key_shingle)
     return ShingleSets(hashes, shingle_offsets)
