@@ -107,7 +107,11 @@ def run_one(name: str, argv: list[str], out: Path, command: str, config: str) ->
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "peak_rss_mb": round(usage.ru_maxrss / 1024),
         "status": "ok" if status == 0 else f"failed (exit {status})",
     }
-    if status == 0 and with_raw.exists():
+    if status == 0 and not with_raw.exists():
+        # Nothing measured (``--help``): the raw results of the last run stay as they are.
+        print(f"== {name}: nothing measured, {out} left as it was", flush=True)
+        return True
+    if status == 0:
         record["result"] = json.loads(with_raw.read_text())
     with_raw.unlink(missing_ok=True)
     write_json(out, record)
