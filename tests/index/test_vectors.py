@@ -24,7 +24,7 @@ pytest.importorskip("faiss")
 pytestmark = pytest.mark.neural
 
 ROOT = Path(__file__).resolve().parents[2]
-N = 300
+N = 150  # demo documents: enough duplicates to find, each embedded a few times a test
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +63,8 @@ def test_batches_give_dedup_clusters(tmp_path, texts, expected, k):
 
 def test_delete_split_and_compact(tmp_path, texts, expected):
     with Index.create(tmp_path / "idx", "retsim") as index:
-        for a in range(0, N, 100):
-            index.add(texts[a:a + 100], ids=[str(i) for i in range(a, a + 100)])
+        for a in range(0, N, 50):
+            index.add(texts[a:a + 50], ids=[str(i) for i in range(a, a + 50)])
         gone = [str(i) for i in range(0, N, 3)]
         index.delete(gone)
         assert not any(m["id"] in gone for r in index.query(texts[:30]).records()
