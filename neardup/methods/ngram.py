@@ -66,6 +66,7 @@ import numpy as np
 from numba import njit, prange
 
 from neardup.errors import check_choice, check_float, check_int
+from neardup.graph.buckets import bucket_edges, group_runs, key_groups
 from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, CandidateRows, Method, SetKeyedMixin, Sketch
 from neardup.methods.capabilities import Capabilities
@@ -194,52 +195,73 @@ def _mix(values: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def chain_keys(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-document sort keys of the frequent-shingle chains (uint64, shape (n_docs,) each).
-
-    ``first``: the smallest shingle hash (sets are sorted, so the first one); ``second``:
-    the smallest mixed hash (a second, independent MinHash value); ``content``: the sum of
-    the mixed hashes, equal for equal sets. Empty documents get 0 (they have no postings).
-    """
-    n = offsets.shape[0] - 1
+def _set_digests(hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """A digest of each document's whole set (uint64, shape (n_docs,)): the sum of its
+    mixed hashes, equal for equal sets; 0 for an empty set."""
     sizes = np.diff(offsets)
-    first = np.zeros(n, np.uint64)
-    second = np.zeros(n, np.uint64)
-    content = np.zeros(n, np.uint64)
+    digests = np.zeros(sizes.size, np.uint64)
     filled = sizes > 0
     if filled.any():
-        starts = offsets[:-1][filled]
-        mixed = _mix(hashes)
-        first[filled] = hashes[starts]
-        second[filled] = np.minimum.reduceat(mixed, starts)
-        content[filled] = np.add.reduceat(mixed, starts)
-    return first, second, content
+        digests[filled] = np.add.reduceat(_mix(hashes), offsets[:-1][filled])
+    return digests
 
 
-def _chained_candidates(
-    sorted_hashes: np.ndarray, sorted_docs: np.ndarray, max_df: int, keys: tuple, n: int
-) -> np.ndarray:
-    """Distinct pair codes ``lo * n + hi`` of documents adjacent in a frequent shingle's
-    posting list sorted by ``(first, content, doc)`` or ``(second, content, doc)``."""
-    total = sorted_hashes.shape[0]
-    starts = np.flatnonzero(np.r_[True, sorted_hashes[1:] != sorted_hashes[:-1]])
-    df = np.diff(np.r_[starts, total])
-    frequent_runs = np.flatnonzero(df > max_df)
-    if frequent_runs.size == 0:
+#: MinHash orders a key group's chain may follow (one per group, picked by its key).
+CHAIN_ORDERS = 8
+
+
+def chain_payload(hashes: np.ndarray, offsets: np.ndarray, docs: np.ndarray,
+                  keys: np.ndarray) -> np.ndarray:
+    """Each (shingle key, document) row's place in its key group's chain (uint64, shape
+    (m,)), the payload of :meth:`NGramOverlap.candidate_keys`.
+
+    High 32 bits: one of :data:`CHAIN_ORDERS` MinHash values of the document, picked by
+    the key, so that a near-duplicate pair (equal minimum with probability its Jaccard)
+    sits next to each other in some of the groups it shares, like LSH bands; low 32 bits:
+    a digest of the whole set, so that identical sets are next to each other in every
+    group.
+
+    Parameters
+    ----------
+    hashes, offsets : ndarray
+        The corpus's shingle sets (:class:`~neardup.text.shingle.ShingleSets` arrays).
+    docs : ndarray of int64, shape (m,)
+        Each row's document.
+    keys : ndarray of uint64, shape (m,)
+        Each row's key (the mixed shingle hash).
+    """
+    sizes = np.diff(offsets)
+    minima = np.zeros((sizes.size, CHAIN_ORDERS), np.uint64)
+    filled = sizes > 0
+    if filled.any():
+        for k in range(CHAIN_ORDERS):
+            mixed = _mix(hashes ^ np.uint64(0x5851F42D4C957F2D * (k + 1) % (1 << 64)))
+            minima[filled, k] = np.minimum.reduceat(mixed, offsets[:-1][filled])
+    content = _set_digests(hashes, offsets)
+    pick = (keys % np.uint64(CHAIN_ORDERS)).astype(np.int64)
+    high = minima[docs, pick] & np.uint64(0xFFFFFFFF00000000)
+    return high | (content[docs] >> np.uint64(32))
+
+
+def _chained_candidates(sorted_hashes: np.ndarray, sorted_docs: np.ndarray, max_df: int,
+                        sets: ShingleSets) -> np.ndarray:
+    """Distinct pair codes ``lo * n + hi`` of the frequent shingles' chains: each posting
+    list over ``max_df`` linked by the chain alone of the one key-group rule
+    (:func:`~neardup.graph.buckets.bucket_edges` in the order of
+    :func:`~neardup.graph.buckets.key_groups`, the payload :func:`chain_payload`), as the
+    out-of-core stage links the same key group."""
+    n = len(sets)
+    starts, df = group_runs(sorted_hashes)
+    frequent = df > max_df
+    if not frequent.any():
         return np.zeros(0, np.int64)
-    run_of = np.repeat(np.arange(starts.size), df)
-    chosen = np.repeat(df > max_df, df)
+    chosen = np.repeat(frequent, df)
     docs = sorted_docs[chosen]
-    runs = run_of[chosen]
-    first, second, content = keys
-    codes = []
-    for key in (first, second):
-        order = np.lexsort((docs, content[docs], key[docs], runs))
-        a, b = docs[order][:-1], docs[order][1:]
-        same = runs[order][1:] == runs[order][:-1]
-        a, b = a[same], b[same]
-        codes.append(np.minimum(a, b) * n + np.maximum(a, b))
-    return np.unique(np.concatenate(codes))
+    keys = _mix(sorted_hashes[chosen])
+    payload = chain_payload(sets.hashes, sets.offsets, docs, keys)
+    order, starts, sizes = key_groups(keys, docs, payload)
+    a, b = bucket_edges(docs[order], starts, sizes, all_pairs_upto=0, star_upto=0)
+    return np.unique(np.minimum(a, b) * n + np.maximum(a, b))
 
 
 # --------------------------------------------------------------------------- public API
@@ -458,9 +480,6 @@ class NGramOverlap(SetKeyedMixin, Method):
 
     # (KEYED_ALL_PAIRS_UPTO comes from SetKeyedMixin.)
 
-    #: MinHash orders a key group's chain may follow (one per group, picked by its key).
-    CHAIN_ORDERS = 8
-
     @property
     def capabilities(self) -> Capabilities:
         # One key per distinct shingle: ~200 word n-grams for a news story (measured on
@@ -485,21 +504,9 @@ class NGramOverlap(SetKeyedMixin, Method):
         starts = np.cumsum(prefix) - prefix
         rank = np.arange(docs.size, dtype=np.int64) - np.repeat(starts, prefix)
         keys = _mix(hashes[offsets[:-1][docs] + rank])
-        # Chain order inside a key group: one of CHAIN_ORDERS MinHash values of the
-        # document, picked by the key, so that a near-duplicate pair (equal minimum with
-        # probability = its Jaccard) gets adjacent in some of the groups it shares, like
-        # LSH bands; then a digest of the whole set, so that identical sets are adjacent
-        # in every group.
-        minima = np.zeros((sizes.size, self.CHAIN_ORDERS), np.uint64)
-        filled = sizes > 0
-        if filled.any():
-            for k in range(self.CHAIN_ORDERS):
-                mixed = _mix(hashes ^ np.uint64(0x5851F42D4C957F2D * (k + 1) % (1 << 64)))
-                minima[filled, k] = np.minimum.reduceat(mixed, offsets[:-1][filled])
-        _, _, content = chain_keys(hashes, offsets)
-        pick = (keys % np.uint64(self.CHAIN_ORDERS)).astype(np.int64)
-        high = minima[docs, pick] & np.uint64(0xFFFFFFFF00000000)
-        return CandidateKeys(docs, keys, high | (content[docs] >> np.uint64(32)))
+        # Chain order inside a key group: the one find_pairs chains its frequent shingles
+        # in (chain_payload).
+        return CandidateKeys(docs, keys, chain_payload(hashes, offsets, docs, keys))
 
     def overlap_bound(self, shared, known_left, known_right, size_left, size_right):
         # Every shingle is a key: a common shingle not counted in ``shared`` sits in a key
@@ -598,8 +605,7 @@ class NGramOverlap(SetKeyedMixin, Method):
         n = sizes.shape[0]
         if self.stats_["frequent_shingles"] == 0:
             return Pairs.empty()
-        keys = chain_keys(sets.hashes, sets.offsets)
-        codes = _chained_candidates(sorted_hashes, sorted_docs, self.max_df, keys, n)
+        codes = _chained_candidates(sorted_hashes, sorted_docs, self.max_df, sets)
         self.stats_["chained_candidates"] = int(codes.size)
         left, right = codes // n, codes % n
         # Size bound first (the intersection is at most the smaller set), as in step 4.
