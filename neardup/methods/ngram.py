@@ -34,13 +34,18 @@ arrays (no Python object per shingle or per document):
    and the merge is skipped), then their exact similarity; pairs at or above the threshold
    are kept. Similarities are compared with the threshold in float64 and stored as float32.
 
-6. Each frequent shingle's posting list is sorted by two keys of its documents (the smallest
-   shingle hash under two hash orders, i.e. two one-permutation MinHash values, then a hash of
-   the whole shingle set) and each document is paired with its successor in both orders: at
-   most two candidates per frequent posting, so the work stays linear. Identical shingle
-   sets sort next to each other in every list, so exact copies (after normalization) are
-   linked however many there are; near-copies usually share a MinHash value with them and
-   sort next to them too. These candidates get their exact similarity as in step 5.
+6. Each frequent shingle's posting list is *chained*: sorted by a value of each document
+   (:func:`chain_payload`: one of eight MinHash values, picked by the shingle, then a digest
+   of the whole shingle set) and each document paired with its successor, at most one
+   candidate per frequent posting, so the work stays linear. It is the one key-group rule
+   (:func:`~neardup.graph.buckets.key_groups` and
+   :func:`~neardup.graph.buckets.bucket_edges`, chain alone) that the out-of-core stage
+   applies to the same shingles, so both find the same pairs. Identical shingle sets sort
+   next to each other in every list, so exact copies (after normalization) are linked
+   however many there are; a near-copy shares the picked MinHash value with probability
+   its Jaccard similarity, a different value in each list, so one sharing several
+   frequent shingles usually sorts next to its original in some of them. These candidates
+   get their exact similarity as in step 5.
 
 Consequently the result is every pair whose similarity is ``>= threshold`` *and* that shares
 at least one shingle with ``df <= max_df``, plus the chained pairs of step 6 at or above the
@@ -381,8 +386,8 @@ class NGramOverlap(SetKeyedMixin, Method):
     max_df : int >= 2, default 1000
         Shingles present in more documents than this (templates, datelines, boilerplate,
         or a text copied more than ``max_df`` times) are not paired all-to-all, which keeps
-        the work near-linear: each of their documents is compared with its neighbours in
-        two MinHash orders only (see the module docstring), so exact copies are always
+        the work near-linear: each of their documents is compared with its neighbour in a
+        MinHash order only (see the module docstring), so exact copies are always
         linked, while near-copies linked only by such shingles can be missed (counted in
         :attr:`pruning_`). They still count in the exact similarity of every compared pair.
         Raise it (up to ``n_docs``) for completeness on small corpora; 1000 suits corpora of
@@ -473,10 +478,9 @@ class NGramOverlap(SetKeyedMixin, Method):
     # in-memory clusters, docs/decisions/0003-ngram-pair-count-exchange.md): the stage
     # counts each pair's shared keys in compiled code and drops pairs whose count bound
     # (overlap_bound, step 4 of the module docstring) cannot reach the threshold. A larger
-    # group gets a star plus a chain, and one over max_df the chain alone, ordered by a
-    # MinHash value and a digest of the whole set (the payload), so identical sets sit
-    # next to each other and are always linked, as in step 6. Edges are verified with the
-    # exact similarity of the stored sets.
+    # group gets a star plus a chain, and one over max_df the chain alone, in the order of
+    # the payload (chain_payload), the order find_pairs chains the same group in (step 6).
+    # Edges are verified with the exact similarity of the stored sets.
 
     # (KEYED_ALL_PAIRS_UPTO comes from SetKeyedMixin.)
 
