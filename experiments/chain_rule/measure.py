@@ -56,17 +56,35 @@ def demo_corpus() -> LabeledCorpus:
     return load_labeled([demo_corpus_path()]).select(np.arange(DEMO_DOCS))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(doc: str) -> argparse.Namespace:
+    """The options both scripts take (``doc``: the script's docstring)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--rule", required=True, help="names the result file")
     parser.add_argument("--data", type=Path, default=ROOT / "data", help="the labelled sets")
     parser.add_argument("--out", type=Path, default=HERE / "results")
-    args = parser.parse_args()
-    corpora = {"demo (first 2,500)": demo_corpus()}
+    return parser.parse_args()
+
+
+def corpora(data: Path) -> dict[str, LabeledCorpus]:
+    """The demo's first documents, then each labelled set's validation split."""
+    found = {"demo (first 2,500)": demo_corpus()}
     for name in SETS:
-        corpora[f"{name} validation"] = load_labeled([args.data / name / "validation.jsonl.gz"])
+        found[f"{name} validation"] = load_labeled([data / name / "validation.jsonl.gz"])
+    return found
+
+
+def write_rows(path: Path, module: str, rows: list[dict]) -> None:
+    """The rows, the command that made them and the neardup that ran."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "command": f"python -m {module} " + shlex.join(sys.argv[1:]),
+        "neardup": str(Path(neardup.__file__).parent), "rows": rows}, indent=1) + "\n")
+
+
+def main() -> None:
+    args = arguments(__doc__)
     rows = []
-    for corpus_name, corpus in corpora.items():
+    for corpus_name, corpus in corpora(args.data).items():
         for label, params in SETTINGS.items():
             for max_df in MAX_DFS:
                 start = time.perf_counter()
@@ -77,10 +95,7 @@ def main() -> None:
                              "recall": report["recall"], "seconds": time.perf_counter() - start})
                 print(f"{corpus_name:32s} {label:24s} max_df={max_df:5d} ARI {report['ari']:.4f}",
                       flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.rule}.json").write_text(json.dumps({
-        "command": "python -m experiments.chain_rule.measure " + shlex.join(sys.argv[1:]),
-        "neardup": str(Path(neardup.__file__).parent), "rows": rows}, indent=1) + "\n")
+    write_rows(args.out / f"{args.rule}.json", "experiments.chain_rule.measure", rows)
 
 
 if __name__ == "__main__":
