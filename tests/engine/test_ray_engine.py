@@ -423,8 +423,8 @@ def test_embedding_method_on_batches_with_empty_and_identical_documents(cluster)
     ("ngram", {}, None),
     ("ngram", {"threshold": 0.3}, None),
     # Shingles over max_df are not compared all-to-all: documents holding them have unseen
-    # keys, which the exchange's reduce must bound (since the link stage's early joins, the
-    # copies here are joined before the reduce, so it scores every pair from counts).
+    # keys, which the exchange's reduce must bound (a pair it cannot score from counts is
+    # verified: test_exchange_does_not_score_from_counts_a_pair_sharing_capped_keys).
     ("ngram", {"threshold": 0.3, "max_df": 3}, None),
     ("spotsigs", {}, None),
     ("minhash", {"verify": "exact"}, None),  # band keys, verified on shipped shingle sets
