@@ -355,22 +355,28 @@ def test_ngram_out_of_core_matches_in_memory(demo, params, tmp_path):
     assert (tmp_path / "w" / "sketch" / "arrays" / "sets.values.bin").exists()
 
 
+@pytest.mark.parametrize("algorithm", ["components", "leiden"])
 @pytest.mark.parametrize("params", CHAINED_NGRAM_PARAMS)
 @pytest.mark.slow
-def test_ngram_chains_groups_over_max_df_as_in_memory(demo, params, tmp_path):
+def test_ngram_chains_groups_over_max_df_as_in_memory(demo, params, algorithm, tmp_path):
     # Issue 36: key groups over max_df are linked by a chain alone; the in-memory search
     # chained them in orders of its own, and with containment (a text of a few characters
     # is inside many others) its clusters differed from the out-of-core stage's on this
-    # slice. Both now follow one rule (neardup.graph.buckets).
+    # slice. Both now follow one rule (neardup.graph.buckets), so with every accepted pair
+    # kept (leiden) the pairs are the same too.
     texts = _texts(demo[:300])
-    memory = neardup.dedup(texts, "ngram", engine="memory", pair_types=False, **params)
-    spilled = neardup.dedup(texts, "ngram", engine="local", pair_types=False,
+    memory = neardup.dedup(texts, "ngram", engine="memory", pair_types=False, cluster=algorithm,
+                           **params)
+    spilled = neardup.dedup(texts, "ngram", engine="local", pair_types=False, cluster=algorithm,
                             work_dir=tmp_path / "w", memory_limit="1MB", partitions=16,
                             batch_size=100, **params)
     assert memory.summary()["max_df_shingles"] > 1000  # many groups linked by chains
     assert spilled.summary()["max_df_shingles"] == memory.summary()["max_df_shingles"]
     np.testing.assert_array_equal(spilled.clusters, memory.clusters)
     assert memory.n_clusters < len(texts) - 10  # duplicates found
+    if algorithm == "leiden":
+        assert spilled.pairs.canonical().left.tolist() == memory.pairs.canonical().left.tolist()
+        assert spilled.pairs.canonical().right.tolist() == memory.pairs.canonical().right.tolist()
 
 
 def test_exchange_does_not_score_from_counts_a_pair_sharing_capped_keys(tmp_path):
