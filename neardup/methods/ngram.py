@@ -213,6 +213,31 @@ def _set_digests(hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 #: MinHash orders a key group's chain may follow (one per group, picked by its key).
 CHAIN_ORDERS = 8
+#: Each order's hash: the SplitMix64 finalizer of the shingle hash XOR its salt.
+_ORDER_SALTS = np.array([0x5851F42D4C957F2D * (k + 1) % (1 << 64) for k in range(CHAIN_ORDERS)],
+                        np.uint64)
+
+
+@njit(parallel=True, cache=True)
+def _order_minima(hashes, offsets, salts):
+    """Each document's smallest hash under each order (uint64, n_docs x orders; 0 for an
+    empty set): one pass over the sets, no array per order."""
+    n = offsets.shape[0] - 1
+    out = np.zeros((n, salts.shape[0]), np.uint64)
+    for d in prange(n):
+        if offsets[d + 1] == offsets[d]:
+            continue
+        for k in range(salts.shape[0]):
+            best = np.uint64(0xFFFFFFFFFFFFFFFF)
+            for p in range(offsets[d], offsets[d + 1]):
+                z = (hashes[p] ^ salts[k]) + np.uint64(0x9E3779B97F4A7C15)
+                z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+                z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+                z = z ^ (z >> np.uint64(31))
+                if z < best:
+                    best = z
+            out[d, k] = best
+    return out
 
 
 def chain_payload(hashes: np.ndarray, offsets: np.ndarray, docs: np.ndarray,
@@ -235,13 +260,8 @@ def chain_payload(hashes: np.ndarray, offsets: np.ndarray, docs: np.ndarray,
     keys : ndarray of uint64, shape (m,)
         Each row's key (the mixed shingle hash).
     """
-    sizes = np.diff(offsets)
-    minima = np.zeros((sizes.size, CHAIN_ORDERS), np.uint64)
-    filled = sizes > 0
-    if filled.any():
-        for k in range(CHAIN_ORDERS):
-            mixed = _mix(hashes ^ np.uint64(0x5851F42D4C957F2D * (k + 1) % (1 << 64)))
-            minima[filled, k] = np.minimum.reduceat(mixed, offsets[:-1][filled])
+    minima = _order_minima(np.ascontiguousarray(hashes, np.uint64),
+                           np.ascontiguousarray(offsets, np.int64), _ORDER_SALTS)
     content = _set_digests(hashes, offsets)
     pick = (keys % np.uint64(CHAIN_ORDERS)).astype(np.int64)
     high = minima[docs, pick] & np.uint64(0xFFFFFFFF00000000)
