@@ -107,7 +107,7 @@ PARAMS: tuple[Param, ...] = (
     _p("similarity", _M, "ngram: Jaccard, or containment |A&B|/min(|A|,|B|) for abridged "
        "copies.", kind="choice", choices=("jaccard", "containment")),
     _p("max_df", _M, "ngram: shingles in more documents than this are chained (each document "
-       "compared with its neighbours in two MinHash orders) instead of paired all-to-all "
+       "compared with its neighbour in a MinHash order) instead of paired all-to-all "
        "(default 1000): exact copies are always found, the summary counts the shingles and "
        "documents concerned; similarity stays exact.", kind="int"),
     _p("weighting", _M, "simhash: shingle votes by occurrence (tf, default) or once (binary).",

@@ -1,7 +1,7 @@
 """Documents grouped by candidate key: runs of equal keys, their ranges, and the pairs of
 documents that share many buckets (:func:`overlap_pairs`). The rule that turns a bucket
-into candidate edges (all pairs, else a star plus a chain) is
-:func:`neardup.graph.buckets.bucket_edges`.
+into candidate edges (all pairs, else a star plus a chain, in the chain order of
+:func:`~neardup.graph.buckets.key_groups`) is :func:`neardup.graph.buckets.bucket_edges`.
 """
 
 from __future__ import annotations
@@ -9,19 +9,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from neardup.graph.buckets import group_runs  # re-exported: the engine's callers import it here
+
 __all__ = ["concat_ranges", "group_runs", "overlap_pairs"]
-
-
-def group_runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Starts and sizes of the runs of equal values in ``sorted_keys`` (all runs)."""
-    n = sorted_keys.shape[0]
-    if n == 0:
-        empty = np.empty(0, np.int64)
-        return empty, empty
-    boundary = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
-    starts = np.concatenate(([0], boundary)).astype(np.int64)
-    sizes = np.diff(np.append(starts, n)).astype(np.int64)
-    return starts, sizes
 
 
 def concat_ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:

@@ -90,7 +90,7 @@ from neardup.engine.workdir import (
     write_arrow,
 )
 from neardup.errors import check_int
-from neardup.graph.buckets import bucket_edge_counts, bucket_edges
+from neardup.graph.buckets import bucket_edge_counts, bucket_edges, key_groups
 from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
 from neardup.io.batch import DocumentBatch
 from neardup.io.rowfile import read_rows, read_spans
@@ -1072,14 +1072,13 @@ def link_partition(method: Method, tables: list[pa.Table], store: RowSource,
         linked = method.link_bucket(keys, docs, payload)
         linker.consider(linked.left, linked.right, linked.score)
     else:
-        # Inside a key group the chain follows the payload when there is one (documents
-        # with close payloads are likely matches), else input order.
-        order = np.lexsort((docs, keys) if payload is None else (docs, payload, keys))
+        # Inside a key group, the chain order every path follows (key_groups: by the
+        # payload when there is one, documents with close payloads being likely matches).
+        order, starts, sizes = key_groups(keys, docs, payload)
         keys, docs = keys[order], docs[order]
         # The exchange keeps the payload for its adjacent matches (below).
         payload = payload[order] if payload is not None and exchange is not None else None
         del order
-        starts, sizes = group_runs(keys)
         star_upto = caps.keyed.star_upto
         upto = caps.keyed.all_pairs_upto
         if star_upto is not None:

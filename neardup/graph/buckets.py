@@ -14,13 +14,22 @@ pairs). Here a bucket becomes:
 * above ``star_upto`` (its keyed spec's ``star_upto``; keys so common that the anchor
   is unrelated to most members), the chain alone: ``m - 1`` edges.
 
+Inside a key group, members stand in the *chain order* of :func:`key_groups`: by the
+row's payload when the method gives one (a value under which likely matches sort next to
+each other: ngram's MinHash value and set digest), then by position. Every path links a
+group from this one order, so they all make the same edges of it (issue 36: the in-memory
+ngram search once chained its frequent shingles in two orders of its own, and its clusters
+differed from the out-of-core stage's).
+
 Candidates are verified afterwards and only joins matter for connected components, so
 edges between documents already joined are skipped without a check.
 
 Every path that groups documents by key uses this rule: the corpus stage on each engine
 (:mod:`neardup.engine.corpus`, :mod:`neardup.engine.ray`), the in-memory LSH
-banding (:func:`neardup.methods.lsh.bucket_pairs`: all pairs, else the chain alone) and
-the index's incremental adds (:func:`neardup.index._link.keyed_candidates`).
+banding (:func:`neardup.methods.lsh.bucket_pairs`: all pairs, else the chain alone), the
+in-memory ngram search's shingles over ``max_df`` (:class:`neardup.methods.ngram.NGramOverlap`:
+the chain alone) and the index's incremental adds
+(:func:`neardup.index._link.keyed_candidates`).
 """
 
 from __future__ import annotations
@@ -28,7 +37,45 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["bucket_edge_counts", "bucket_edges"]
+__all__ = ["bucket_edge_counts", "bucket_edges", "group_runs", "key_groups"]
+
+
+def group_runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and sizes (int64) of the runs of equal values in ``sorted_keys`` (all runs)."""
+    n = sorted_keys.shape[0]
+    if n == 0:
+        empty = np.empty(0, np.int64)
+        return empty, empty
+    boundary = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+    starts = np.concatenate(([0], boundary)).astype(np.int64)
+    sizes = np.diff(np.append(starts, n)).astype(np.int64)
+    return starts, sizes
+
+
+def key_groups(keys: np.ndarray, docs: np.ndarray, payload: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Key rows grouped by key, each group in the chain order :func:`bucket_edges` links.
+
+    Parameters
+    ----------
+    keys : ndarray, shape (m,)
+        Each row's key (any integer dtype).
+    docs : ndarray of int64, shape (m,)
+        Each row's document position.
+    payload : ndarray of uint64, shape (m,), or None
+        Each row's chain order inside its group (a method's ``CandidateKeys.payload``);
+        None: positions ascending.
+
+    Returns
+    -------
+    order : ndarray of int64, shape (m,)
+        Rows sorted by key, then payload, then document (a stable, deterministic order).
+    starts, sizes : ndarray of int64
+        The groups: ``order[starts[g] : starts[g] + sizes[g]]``.
+    """
+    order = np.lexsort((docs, keys) if payload is None else (docs, payload, keys))
+    starts, sizes = group_runs(keys[order])
+    return order.astype(np.int64, copy=False), starts, sizes
 
 
 @njit(cache=True)

@@ -38,9 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neardup.engine.buckets import group_runs
 from neardup.engine.unionfind import UnionFind
-from neardup.graph.buckets import bucket_edges
+from neardup.graph.buckets import bucket_edges, key_groups
 
 __all__ = ["keyed_candidates", "link_edges", "simhash_candidates", "unique_edges"]
 
@@ -78,9 +77,10 @@ def keyed_candidates(
     left, right : ndarray of int64
         Edges (earlier member, new document); may repeat.
     """
-    order = np.lexsort((docs, keys))
+    # The key groups in dedup's order (graph.buckets.key_groups; the keyed methods the
+    # index holds have no payload, so positions ascending).
+    order, starts, sizes = key_groups(keys, docs)
     keys, docs = keys[order], docs[order]
-    starts, sizes = group_runs(keys)
     known = np.fromiter(stored.keys(), np.int64, len(stored))
     known = np.concatenate((known, np.fromiter(big.keys(), np.int64, len(big))))
     has_stored = np.isin(keys[starts], known)

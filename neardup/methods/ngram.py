@@ -34,13 +34,18 @@ arrays (no Python object per shingle or per document):
    and the merge is skipped), then their exact similarity; pairs at or above the threshold
    are kept. Similarities are compared with the threshold in float64 and stored as float32.
 
-6. Each frequent shingle's posting list is sorted by two keys of its documents (the smallest
-   shingle hash under two hash orders, i.e. two one-permutation MinHash values, then a hash of
-   the whole shingle set) and each document is paired with its successor in both orders: at
-   most two candidates per frequent posting, so the work stays linear. Identical shingle
-   sets sort next to each other in every list, so exact copies (after normalization) are
-   linked however many there are; near-copies usually share a MinHash value with them and
-   sort next to them too. These candidates get their exact similarity as in step 5.
+6. Each frequent shingle's posting list is *chained*: sorted by a value of each document
+   (:func:`chain_payload`: one of eight MinHash values, picked by the shingle, then a digest
+   of the whole shingle set) and each document paired with its successor, at most one
+   candidate per frequent posting, so the work stays linear. It is the one key-group rule
+   (:func:`~neardup.graph.buckets.key_groups` and
+   :func:`~neardup.graph.buckets.bucket_edges`, chain alone) that the out-of-core stage
+   applies to the same shingles, so both find the same pairs. Identical shingle sets sort
+   next to each other in every list, so exact copies (after normalization) are linked
+   however many there are; a near-copy shares the picked MinHash value with probability
+   its Jaccard similarity, a different value in each list, so one sharing several
+   frequent shingles usually sorts next to its original in some of them. These candidates
+   get their exact similarity as in step 5.
 
 Consequently the result is every pair whose similarity is ``>= threshold`` *and* that shares
 at least one shingle with ``df <= max_df``, plus the chained pairs of step 6 at or above the
@@ -66,6 +71,7 @@ import numpy as np
 from numba import njit, prange
 
 from neardup.errors import check_choice, check_float, check_int
+from neardup.graph.buckets import bucket_edges, group_runs, key_groups
 from neardup.graph.edges import Pairs
 from neardup.methods.base import CandidateKeys, CandidateRows, Method, SetKeyedMixin, Sketch
 from neardup.methods.capabilities import Capabilities
@@ -194,52 +200,93 @@ def _mix(values: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def chain_keys(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-document sort keys of the frequent-shingle chains (uint64, shape (n_docs,) each).
-
-    ``first``: the smallest shingle hash (sets are sorted, so the first one); ``second``:
-    the smallest mixed hash (a second, independent MinHash value); ``content``: the sum of
-    the mixed hashes, equal for equal sets. Empty documents get 0 (they have no postings).
-    """
-    n = offsets.shape[0] - 1
+def _set_digests(hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """A digest of each document's whole set (uint64, shape (n_docs,)): the sum of its
+    mixed hashes, equal for equal sets; 0 for an empty set."""
     sizes = np.diff(offsets)
-    first = np.zeros(n, np.uint64)
-    second = np.zeros(n, np.uint64)
-    content = np.zeros(n, np.uint64)
+    digests = np.zeros(sizes.size, np.uint64)
     filled = sizes > 0
     if filled.any():
-        starts = offsets[:-1][filled]
-        mixed = _mix(hashes)
-        first[filled] = hashes[starts]
-        second[filled] = np.minimum.reduceat(mixed, starts)
-        content[filled] = np.add.reduceat(mixed, starts)
-    return first, second, content
+        digests[filled] = np.add.reduceat(_mix(hashes), offsets[:-1][filled])
+    return digests
 
 
-def _chained_candidates(
-    sorted_hashes: np.ndarray, sorted_docs: np.ndarray, max_df: int, keys: tuple, n: int
-) -> np.ndarray:
-    """Distinct pair codes ``lo * n + hi`` of documents adjacent in a frequent shingle's
-    posting list sorted by ``(first, content, doc)`` or ``(second, content, doc)``."""
-    total = sorted_hashes.shape[0]
-    starts = np.flatnonzero(np.r_[True, sorted_hashes[1:] != sorted_hashes[:-1]])
-    df = np.diff(np.r_[starts, total])
-    frequent_runs = np.flatnonzero(df > max_df)
-    if frequent_runs.size == 0:
+#: MinHash orders a key group's chain may follow (one per group, picked by its key).
+CHAIN_ORDERS = 8
+#: Each order's hash: the SplitMix64 finalizer of the shingle hash XOR its salt.
+_ORDER_SALTS = np.array([0x5851F42D4C957F2D * (k + 1) % (1 << 64) for k in range(CHAIN_ORDERS)],
+                        np.uint64)
+
+
+@njit(parallel=True, cache=True)
+def _order_minima(hashes, offsets, salts):
+    """Each document's smallest hash under each order (uint64, n_docs x orders; 0 for an
+    empty set): one pass over the sets, no array per order."""
+    n = offsets.shape[0] - 1
+    out = np.zeros((n, salts.shape[0]), np.uint64)
+    for d in prange(n):
+        if offsets[d + 1] == offsets[d]:
+            continue
+        for k in range(salts.shape[0]):
+            best = np.uint64(0xFFFFFFFFFFFFFFFF)
+            for p in range(offsets[d], offsets[d + 1]):
+                z = (hashes[p] ^ salts[k]) + np.uint64(0x9E3779B97F4A7C15)
+                z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+                z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+                z = z ^ (z >> np.uint64(31))
+                if z < best:
+                    best = z
+            out[d, k] = best
+    return out
+
+
+def chain_payload(hashes: np.ndarray, offsets: np.ndarray, docs: np.ndarray,
+                  keys: np.ndarray) -> np.ndarray:
+    """Each (shingle key, document) row's place in its key group's chain (uint64, shape
+    (m,)), the payload of :meth:`NGramOverlap.candidate_keys`.
+
+    High 32 bits: one of :data:`CHAIN_ORDERS` MinHash values of the document, picked by
+    the key, so that a near-duplicate pair (equal minimum with probability its Jaccard)
+    sits next to each other in some of the groups it shares, like LSH bands; low 32 bits:
+    a digest of the whole set, so that identical sets are next to each other in every
+    group.
+
+    Parameters
+    ----------
+    hashes, offsets : ndarray
+        The corpus's shingle sets (:class:`~neardup.text.shingle.ShingleSets` arrays).
+    docs : ndarray of int64, shape (m,)
+        Each row's document.
+    keys : ndarray of uint64, shape (m,)
+        Each row's key (the mixed shingle hash).
+    """
+    minima = _order_minima(np.ascontiguousarray(hashes, np.uint64),
+                           np.ascontiguousarray(offsets, np.int64), _ORDER_SALTS)
+    content = _set_digests(hashes, offsets)
+    pick = (keys % np.uint64(CHAIN_ORDERS)).astype(np.int64)
+    high = minima[docs, pick] & np.uint64(0xFFFFFFFF00000000)
+    return high | (content[docs] >> np.uint64(32))
+
+
+def _chained_candidates(sorted_hashes: np.ndarray, sorted_docs: np.ndarray, max_df: int,
+                        sets: ShingleSets) -> np.ndarray:
+    """Distinct pair codes ``lo * n + hi`` of the frequent shingles' chains: each posting
+    list over ``max_df`` linked by the chain alone of the one key-group rule
+    (:func:`~neardup.graph.buckets.bucket_edges` in the order of
+    :func:`~neardup.graph.buckets.key_groups`, the payload :func:`chain_payload`), as the
+    out-of-core stage links the same key group."""
+    n = len(sets)
+    starts, df = group_runs(sorted_hashes)
+    frequent = df > max_df
+    if not frequent.any():
         return np.zeros(0, np.int64)
-    run_of = np.repeat(np.arange(starts.size), df)
-    chosen = np.repeat(df > max_df, df)
+    chosen = np.repeat(frequent, df)
     docs = sorted_docs[chosen]
-    runs = run_of[chosen]
-    first, second, content = keys
-    codes = []
-    for key in (first, second):
-        order = np.lexsort((docs, content[docs], key[docs], runs))
-        a, b = docs[order][:-1], docs[order][1:]
-        same = runs[order][1:] == runs[order][:-1]
-        a, b = a[same], b[same]
-        codes.append(np.minimum(a, b) * n + np.maximum(a, b))
-    return np.unique(np.concatenate(codes))
+    keys = _mix(sorted_hashes[chosen])
+    payload = chain_payload(sets.hashes, sets.offsets, docs, keys)
+    order, starts, sizes = key_groups(keys, docs, payload)
+    a, b = bucket_edges(docs[order], starts, sizes, all_pairs_upto=0, star_upto=0)
+    return np.unique(np.minimum(a, b) * n + np.maximum(a, b))
 
 
 # --------------------------------------------------------------------------- public API
@@ -359,8 +406,8 @@ class NGramOverlap(SetKeyedMixin, Method):
     max_df : int >= 2, default 1000
         Shingles present in more documents than this (templates, datelines, boilerplate,
         or a text copied more than ``max_df`` times) are not paired all-to-all, which keeps
-        the work near-linear: each of their documents is compared with its neighbours in
-        two MinHash orders only (see the module docstring), so exact copies are always
+        the work near-linear: each of their documents is compared with its neighbour in a
+        MinHash order only (see the module docstring), so exact copies are always
         linked, while near-copies linked only by such shingles can be missed (counted in
         :attr:`pruning_`). They still count in the exact similarity of every compared pair.
         Raise it (up to ``n_docs``) for completeness on small corpora; 1000 suits corpora of
@@ -451,15 +498,11 @@ class NGramOverlap(SetKeyedMixin, Method):
     # in-memory clusters, docs/decisions/0003-ngram-pair-count-exchange.md): the stage
     # counts each pair's shared keys in compiled code and drops pairs whose count bound
     # (overlap_bound, step 4 of the module docstring) cannot reach the threshold. A larger
-    # group gets a star plus a chain, and one over max_df the chain alone, ordered by a
-    # MinHash value and a digest of the whole set (the payload), so identical sets sit
-    # next to each other and are always linked, as in step 6. Edges are verified with the
-    # exact similarity of the stored sets.
+    # group gets a star plus a chain, and one over max_df the chain alone, in the order of
+    # the payload (chain_payload), the order find_pairs chains the same group in (step 6).
+    # Edges are verified with the exact similarity of the stored sets.
 
     # (KEYED_ALL_PAIRS_UPTO comes from SetKeyedMixin.)
-
-    #: MinHash orders a key group's chain may follow (one per group, picked by its key).
-    CHAIN_ORDERS = 8
 
     @property
     def capabilities(self) -> Capabilities:
@@ -485,21 +528,9 @@ class NGramOverlap(SetKeyedMixin, Method):
         starts = np.cumsum(prefix) - prefix
         rank = np.arange(docs.size, dtype=np.int64) - np.repeat(starts, prefix)
         keys = _mix(hashes[offsets[:-1][docs] + rank])
-        # Chain order inside a key group: one of CHAIN_ORDERS MinHash values of the
-        # document, picked by the key, so that a near-duplicate pair (equal minimum with
-        # probability = its Jaccard) gets adjacent in some of the groups it shares, like
-        # LSH bands; then a digest of the whole set, so that identical sets are adjacent
-        # in every group.
-        minima = np.zeros((sizes.size, self.CHAIN_ORDERS), np.uint64)
-        filled = sizes > 0
-        if filled.any():
-            for k in range(self.CHAIN_ORDERS):
-                mixed = _mix(hashes ^ np.uint64(0x5851F42D4C957F2D * (k + 1) % (1 << 64)))
-                minima[filled, k] = np.minimum.reduceat(mixed, offsets[:-1][filled])
-        _, _, content = chain_keys(hashes, offsets)
-        pick = (keys % np.uint64(self.CHAIN_ORDERS)).astype(np.int64)
-        high = minima[docs, pick] & np.uint64(0xFFFFFFFF00000000)
-        return CandidateKeys(docs, keys, high | (content[docs] >> np.uint64(32)))
+        # Chain order inside a key group: the one find_pairs chains its frequent shingles
+        # in (chain_payload).
+        return CandidateKeys(docs, keys, chain_payload(hashes, offsets, docs, keys))
 
     def overlap_bound(self, shared, known_left, known_right, size_left, size_right):
         # Every shingle is a key: a common shingle not counted in ``shared`` sits in a key
@@ -598,8 +629,7 @@ class NGramOverlap(SetKeyedMixin, Method):
         n = sizes.shape[0]
         if self.stats_["frequent_shingles"] == 0:
             return Pairs.empty()
-        keys = chain_keys(sets.hashes, sets.offsets)
-        codes = _chained_candidates(sorted_hashes, sorted_docs, self.max_df, keys, n)
+        codes = _chained_candidates(sorted_hashes, sorted_docs, self.max_df, sets)
         self.stats_["chained_candidates"] = int(codes.size)
         left, right = codes // n, codes % n
         # Size bound first (the intersection is at most the smaller set), as in step 4.

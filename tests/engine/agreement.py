@@ -5,6 +5,32 @@ from __future__ import annotations
 import numpy as np
 
 import neardup
+from neardup.text import ShingleConfig
+
+#: ngram with character 5-grams and a max_df that a few hundred demo documents exceed in
+#: thousands of key groups, linked by chains alone (issue 36), with containment 0.8 (where
+#: the chain rule mattered: a text of a few characters is inside many others) and Jaccard.
+CHAINED_NGRAM_PARAMS = [
+    {"similarity": "containment", "threshold": 0.8, "shingle": ShingleConfig(unit="char", n=5),
+     "max_df": 10},
+    {"threshold": 0.3, "shingle": ShingleConfig(unit="char", n=5), "max_df": 10},
+]
+
+
+def contained_behind_capped_keys() -> tuple[list[str], dict]:
+    """Texts and ngram params where A (5 words, next to last) lies wholly inside B (last),
+    but 4 of A's words are in more than ``max_df`` documents, so the pair-count exchange
+    counts only the fifth: scored from that count (1/5) the pair would be dropped, and
+    only a reduce that knows both sides hold capped keys verifies and joins it. (Seed 1:
+    A and B are neither neighbours in a chain nor matched early, so the pair reaches the
+    reduce.)"""
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(400)]
+    common = "alpha beta gamma delta"
+    texts = [f"{common} {' '.join(rng.choice(words, 12, replace=False))}" for _ in range(30)]
+    texts += [f"{common} rare", f"{common} rare {' '.join(rng.choice(words, 15, replace=False))}"]
+    return texts, {"similarity": "containment", "threshold": 0.9, "max_df": 5,
+                   "shingle": ShingleConfig(unit="word", n=1)}
 
 
 def assert_exact_verification_matches_memory(method: str, texts: list[str], params: dict,

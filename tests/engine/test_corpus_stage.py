@@ -16,11 +16,15 @@ import neardup
 from neardup.engine import CorpusStageConfig, UnionFind, WorkDirError, run_corpus_stage
 from neardup.engine import corpus as corpus_module
 from neardup.engine.buckets import group_runs
-from neardup.graph.buckets import bucket_edges
+from neardup.graph.buckets import bucket_edges, key_groups
 from neardup.io.batch import DocumentBatch
 from neardup.methods import make_method
 from neardup.text import ShingleConfig
-from tests.engine.agreement import assert_exact_verification_matches_memory
+from tests.engine.agreement import (
+    CHAINED_NGRAM_PARAMS,
+    assert_exact_verification_matches_memory,
+    contained_behind_capped_keys,
+)
 from tests.engine.fakes import Killed, die_at_call
 
 
@@ -253,6 +257,21 @@ def test_bucket_edges_all_pairs_small_star_chain_large():
     assert len(left) == 3 + 2 * 6 - 3
 
 
+def test_key_groups_order_members_by_payload_then_position():
+    keys = np.array([9, 2, 9, 2, 9, 9], np.uint64)
+    docs = np.array([0, 1, 2, 3, 4, 5], np.int64)
+    payload = np.array([7, 5, 3, 5, 7, 1], np.uint64)
+    order, starts, sizes = key_groups(keys, docs, payload)
+    assert starts.tolist() == [0, 2] and sizes.tolist() == [2, 4]
+    # Key 2: equal payloads, positions ascending; key 9: payload, ties by position.
+    assert docs[order].tolist() == [1, 3, 5, 2, 0, 4]
+    # Chained in that order (the chain alone, as for a group over max_df).
+    left, right = bucket_edges(docs[order], starts, sizes, all_pairs_upto=0, star_upto=0)
+    assert list(zip(left.tolist(), right.tolist())) == [(1, 3), (5, 2), (2, 0), (0, 4)]
+    order, _, _ = key_groups(keys, docs)  # no payload: positions ascending
+    assert docs[order].tolist() == [1, 3, 0, 2, 4, 5]
+
+
 def test_union_find_roots_are_smallest_members():
     uf = UnionFind(6)
     merged = uf.union(np.array([5, 3, 4]), np.array([3, 1, 5]))
@@ -334,6 +353,40 @@ def test_ngram_out_of_core_matches_in_memory(demo, params, tmp_path):
     assert spilled.clusters.size == len(texts) == len(set(spilled.ids.tolist()))
     assert len(spilled.pairs) == len(texts) - spilled.n_clusters
     assert (tmp_path / "w" / "sketch" / "arrays" / "sets.values.bin").exists()
+
+
+@pytest.mark.parametrize("algorithm", ["components", "leiden"])
+@pytest.mark.parametrize("params", CHAINED_NGRAM_PARAMS)
+@pytest.mark.slow
+def test_ngram_chains_groups_over_max_df_as_in_memory(demo, params, algorithm, tmp_path):
+    # Issue 36: key groups over max_df are linked by a chain alone; the in-memory search
+    # chained them in orders of its own, and with containment (a text of a few characters
+    # is inside many others) its clusters differed from the out-of-core stage's on this
+    # slice. Both now follow one rule (neardup.graph.buckets), so with every accepted pair
+    # kept (leiden) the pairs are the same too.
+    texts = _texts(demo[:300])
+    memory = neardup.dedup(texts, "ngram", engine="memory", pair_types=False, cluster=algorithm,
+                           **params)
+    spilled = neardup.dedup(texts, "ngram", engine="local", pair_types=False, cluster=algorithm,
+                            work_dir=tmp_path / "w", memory_limit="1MB", partitions=16,
+                            batch_size=100, **params)
+    assert memory.summary()["max_df_shingles"] > 1000  # many groups linked by chains
+    assert spilled.summary()["max_df_shingles"] == memory.summary()["max_df_shingles"]
+    np.testing.assert_array_equal(spilled.clusters, memory.clusters)
+    assert memory.n_clusters < len(texts) - 10  # duplicates found
+    if algorithm == "leiden":
+        assert spilled.pairs.canonical().left.tolist() == memory.pairs.canonical().left.tolist()
+        assert spilled.pairs.canonical().right.tolist() == memory.pairs.canonical().right.tolist()
+
+
+def test_exchange_does_not_score_from_counts_a_pair_sharing_capped_keys(tmp_path):
+    texts, params = contained_behind_capped_keys()
+    memory = neardup.dedup(texts, "ngram", engine="memory", pair_types=False, **params)
+    spilled = neardup.dedup(texts, "ngram", engine="local", pair_types=False,
+                            work_dir=tmp_path / "w", memory_limit="1MB", partitions=4, **params)
+    assert memory.clusters[-1] == memory.clusters[-2] and memory.n_clusters == len(texts) - 1
+    np.testing.assert_array_equal(spilled.clusters, memory.clusters)
+    assert spilled.params["corpus_stage"]["verified_edges"] > 0
 
 
 @pytest.mark.parametrize("max_df", [50, 100_000])

@@ -36,6 +36,7 @@ from neardup.engine.ray import (  # noqa: E402
     plan_shards,
     write_outputs,
 )
+from tests.engine.agreement import CHAINED_NGRAM_PARAMS, contained_behind_capped_keys  # noqa: E402
 from tests.engine.fakes import FakeBiEncoder, FakeRETSim, FakeRETSimPartial  # noqa: E402
 
 pytestmark = pytest.mark.ray
@@ -425,8 +426,8 @@ def test_embedding_method_on_batches_with_empty_and_identical_documents(cluster)
 @pytest.mark.parametrize("method, params, date_field", [
     ("ngram", {"threshold": 0.3}, None),
     # Shingles over max_df are not compared all-to-all: documents holding them have unseen
-    # keys, which the exchange's reduce must bound (since the link stage's early joins, the
-    # copies here are joined before the reduce, so it scores every pair from counts).
+    # keys, which the exchange's reduce must bound (a pair it cannot score from counts is
+    # verified: test_exchange_does_not_score_from_counts_a_pair_sharing_capped_keys).
     ("ngram", {"threshold": 0.3, "max_df": 3}, None),
     ("spotsigs", {}, None),
     ("minhash", {"verify": "exact", "threshold": 0.3}, None),  # band keys, verified on shipped shingle sets
@@ -455,6 +456,33 @@ def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, met
     if method in ("ngram", "spotsigs"):  # through the pair-count exchange
         exchange = stats["exchange"]
         assert exchange["ranges"] == 8 and exchange["scored_from_counts"] > 0
+
+
+@pytest.mark.parametrize("params", CHAINED_NGRAM_PARAMS)
+def test_ngram_chains_groups_over_max_df_as_in_memory(cluster, params):
+    # Issue 36 (tests/engine/test_corpus_stage.py has the local engine's): groups over
+    # max_df are chained by the one key-group rule, and the exchange's reduce knows which
+    # documents hold keys of such groups.
+    with gzip.open(demo_corpus_path(), "rt") as handle:
+        texts = [json.loads(line)["text"] for _, line in zip(range(300), handle)]
+    memory = neardup.dedup(texts, "ngram", engine="memory", pair_types=False, **params)
+    distributed = neardup.dedup(texts, "ngram", engine="ray", pair_types=False,
+                                ray_address=cluster["address"], partitions=8, batch_size=100,
+                                **params)
+    assert distributed.params["engine"] == "ray"
+    assert memory.summary()["max_df_shingles"] > 1000  # many groups linked by chains
+    np.testing.assert_array_equal(distributed.clusters, memory.clusters)
+    assert len(distributed.pairs) == len(texts) - distributed.n_clusters
+
+
+def test_exchange_does_not_score_from_counts_a_pair_sharing_capped_keys(cluster):
+    texts, params = contained_behind_capped_keys()
+    memory = neardup.dedup(texts, "ngram", engine="memory", pair_types=False, **params)
+    distributed = neardup.dedup(texts, "ngram", engine="ray", pair_types=False,
+                                ray_address=cluster["address"], partitions=4, **params)
+    assert memory.clusters[-1] == memory.clusters[-2] and memory.n_clusters == len(texts) - 1
+    np.testing.assert_array_equal(distributed.clusters, memory.clusters)
+    assert distributed.params["corpus_stage"]["exchange"]["verified_edges"] > 0
 
 
 def _assert_same_pairs(got, expected) -> None:

@@ -66,23 +66,24 @@ def _similarity(a: set[int], b: set[int], kind: str) -> float:
 
 
 def chained(docs: list[set[int]], max_df: int) -> set[tuple[int, int]]:
-    """Pairs adjacent in a frequent shingle's posting list sorted by (key, content, doc),
-    for both MinHash keys (step 6 of the ngram module docstring), in plain Python."""
+    """Pairs adjacent in a frequent shingle's posting list sorted by (chain payload, doc):
+    the one key-group rule's chain (step 6 of the ngram module docstring), in plain Python
+    over the rows ``candidate_keys`` gives (key, document, payload)."""
     hashes = np.array([h for d in docs for h in sorted(d)], dtype=np.uint64)
     offsets = np.zeros(len(docs) + 1, np.int64)
     np.cumsum([len(d) for d in docs], out=offsets[1:])
-    first, second, content = (k.tolist() for k in ngram_module.chain_keys(hashes, offsets))
-    postings: dict[int, list[int]] = {}
-    for i, d in enumerate(docs):
-        for h in d:
-            postings.setdefault(h, []).append(i)
+    sets = ShingleSets(hashes, offsets)
+    rows = NGramOverlap().candidate_keys(Sketch(sets.counts(), sets=sets))
+    postings: dict[int, list[tuple[int, int]]] = {}
+    for doc, key, payload in zip(rows.docs.tolist(), rows.keys.tolist(), rows.payload.tolist(),
+                                 strict=True):
+        postings.setdefault(key, []).append((payload, doc))
     out = set()
     for members in postings.values():
         if len(members) <= max_df:
             continue
-        for key in (first, second):
-            ranked = sorted(members, key=lambda i: (key[i], content[i], i))
-            out.update((min(a, b), max(a, b)) for a, b in itertools.pairwise(ranked))
+        ranked = [doc for _, doc in sorted(members)]
+        out.update((min(a, b), max(a, b)) for a, b in itertools.pairwise(ranked))
     return out
 
 

@@ -122,6 +122,11 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
     if exchange is None:
         return counts, result
     counts["exchange_records"] = exchange.records
+    # A document's keys in groups not compared all-to-all: a pair may share some of them
+    # besides its count, so the reduce scores it from its count only when one side has
+    # none (overlap.decide_pairs), else bounds and verifies it.
+    _, group, df = np.unique(columns["key"], return_inverse=True, return_counts=True)
+    exchange.set_unseen(columns["doc"][df[group] > method.capabilities.keyed.all_pairs_upto])
     pair_bounds, shard_starts = options["exchange"]
     return (counts, result, *exchange.by_range(pair_bounds), *exchange.unseen_by_shard(shard_starts))
 
