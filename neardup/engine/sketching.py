@@ -1,5 +1,5 @@
 """The sketch step of one batch, written once for every executor that keys documents:
-the local out-of-core stage (:mod:`neardup.engine.corpus`), the Ray executor's sketch task
+the local out-of-core executor (:mod:`neardup.engine.local`), the Ray executor's sketch task
 (:mod:`neardup.engine.ray.keyed`) and the persistent index (its
 adds, queries and bulk load)."""
 
