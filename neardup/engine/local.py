@@ -77,12 +77,15 @@ from neardup.engine.link import (
 from neardup.engine.overlap import DF_CLASS_UPPER, add_key_classes, pair_ranges, prefix_cuts
 from neardup.engine.pairmemory import PairMemory
 from neardup.engine.retrieval import retrieval_stages
-from neardup.engine.sketching import sketch_batch
+from neardup.engine.sketching import (
+    SET_SIZES,
+    SET_VALUES,
+    sketch_batch,
+    verification_names,
+    verification_rows,
+)
 from neardup.engine.statistics import statistics_stage
 from neardup.engine.stores import (
-    SET_SIZES_FILE,
-    SET_VALUES_FILE,
-    SET_WEIGHTS_FILE,
     TEXTS_FILE,
     ArrayStore,
     KeySpill,
@@ -95,9 +98,8 @@ from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, stage
 from neardup.errors import check_int
 from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
 from neardup.io.batch import DocumentBatch
-from neardup.methods.base import SET_WEIGHTS, Method
+from neardup.methods.base import Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
-from neardup.text.shingle import ShingleSets
 
 __all__ = ["EXCHANGE_BYTES_PER_RECORD", "CorpusStageConfig", "run_corpus_stage",
            "supports_corpus_stage"]
@@ -185,16 +187,11 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
     (directory / "keys").mkdir()
     (directory / "arrays").mkdir()
     reads = method.capabilities.reads
-    names = reads.arrays
     spill = KeySpill(directory / "keys", config.partitions, config.budget // 4)
-    array_files = {name: open(directory / "arrays" / f"{name}.bin", "wb") for name in names}
-    if reads.sets:
-        # Ragged: one size per document and the concatenated values; offsets are rebuilt
-        # from the sizes when read.
-        array_files[SET_SIZES_FILE] = open(directory / "arrays" / f"{SET_SIZES_FILE}.bin", "wb")
-        array_files[SET_VALUES_FILE] = open(directory / "arrays" / f"{SET_VALUES_FILE}.bin", "wb")
-        if reads.set_weights:  # float64, aligned with the values
-            array_files[SET_WEIGHTS_FILE] = open(directory / "arrays" / f"{SET_WEIGHTS_FILE}.bin", "wb")
+    # One raw file per verification row (verification_rows); ragged sets as their sizes
+    # and concatenated values, offsets rebuilt from the sizes when read.
+    array_files = {name: open(directory / "arrays" / f"{name}.bin", "wb")
+                   for name in verification_names(method)}
     array_layout: dict[str, list] = {}
     text_writer = (TextWriter(directory / TEXTS_FILE, reads.text_chars)
                    if reads.text_chars is not None else None)
@@ -207,28 +204,10 @@ def _sketch_stage(wd: WorkDir, batches: Iterable[DocumentBatch], method: Method,
             with timer.stage("sketch"):
                 sketch, candidates = sketch_batch(method, batch.texts, n_docs)
                 spill.add(candidates.docs, candidates.keys, candidates.payload)
-            for name in names:
-                values = np.ascontiguousarray(sketch.arrays[name])
-                array_layout.setdefault(name, [values.dtype.str, list(values.shape[1:])])
+            for name, values in verification_rows(method, sketch, "run_corpus_stage").items():
+                if name in reads.arrays:
+                    array_layout.setdefault(name, [values.dtype.str, list(values.shape[1:])])
                 array_files[name].write(values.tobytes())
-            if reads.sets:
-                if reads.multisets:  # term multisets: repeats are counts
-                    sets = ShingleSets(np.ascontiguousarray(sketch.sets.hashes, np.uint64),
-                                       np.ascontiguousarray(sketch.sets.offsets, np.int64))
-                else:
-                    sets = sketch.require_sets("run_corpus_stage", "shingle",
-                                               f"{method.name}.sketch")
-                array_files[SET_SIZES_FILE].write(sets.counts().astype(np.int64).tobytes())
-                array_files[SET_VALUES_FILE].write(sets.hashes.tobytes())
-                if reads.set_weights:
-                    weights = np.ascontiguousarray(sketch.ragged[SET_WEIGHTS], np.float64)
-                    if weights.shape != sets.hashes.shape:
-                        raise ValueError(
-                            f"{method.name}.keyed_sketch: ragged[{SET_WEIGHTS!r}] must hold one "
-                            f"weight per set element; got {weights.shape[0]} weights for "
-                            f"{sets.hashes.shape[0]} elements."
-                        )
-                    array_files[SET_WEIGHTS_FILE].write(weights.tobytes())
             if text_writer is not None:
                 text_writer.write(batch.texts)
             has_dates = has_dates or batch.dates is not None
@@ -391,7 +370,7 @@ def _prefix_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str,
                 add_key_classes(counts, unseen, docs[order], np.repeat(df, df), upto)
                 del order, docs
             advance(1)
-        sizes = np.fromfile(wd.stage_dir("sketch") / "arrays" / f"{SET_SIZES_FILE}.bin", np.int64)
+        sizes = np.fromfile(wd.stage_dir("sketch") / "arrays" / f"{SET_SIZES}.bin", np.int64)
         compared = counts.sum(axis=1, dtype=np.int64)
         overlap = method.capabilities.overlap
         cut, suffix = prefix_cuts(counts, unseen, method.overlap_min_shared(sizes)
@@ -578,7 +557,7 @@ def run_corpus_stage(
             arrays = wd.stage_dir("sketch") / "arrays"
             edge_file, link_facts = retrieval_stages(
                 wd, link_key, method, sketch_facts["n_docs"],
-                (arrays / f"{SET_SIZES_FILE}.bin", arrays / f"{SET_VALUES_FILE}.bin"), dates,
+                (arrays / f"{SET_SIZES}.bin", arrays / f"{SET_VALUES}.bin"), dates,
                 time_window_hours, config.budget, timer, progress, identity=identity)
             edge_files = [edge_file]
         else:

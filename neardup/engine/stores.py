@@ -17,18 +17,16 @@ import pyarrow as pa
 
 from neardup.engine.overlap import pair_codes
 from neardup.engine.rows import LazyTexts, RowSource, TextSource
+from neardup.engine.sketching import SET_SIZES, SET_VALUES, SET_WEIGHT_VALUES
 from neardup.engine.workdir import WorkDir, write_arrow
 from neardup.io.rowfile import read_rows, read_spans
 from neardup.methods.base import CandidateRows
 from neardup.text.shingle import ShingleSets
 
-__all__ = ["SET_SIZES_FILE", "SET_VALUES_FILE", "SET_WEIGHTS_FILE", "TEXTS_FILE", "ArrayStore",
-           "KeySpill", "PairSpill", "TextReader", "TextWriter", "read_raw"]
+__all__ = ["TEXTS_FILE", "ArrayStore", "KeySpill", "PairSpill", "TextReader", "TextWriter",
+           "read_raw"]
 
 
-#: The ragged shingle sets under the sketch step's ``arrays/`` (``NAME.bin``): each
-#: document's set size (int64), the concatenated values (uint64) and their weights (float64).
-SET_SIZES_FILE, SET_VALUES_FILE, SET_WEIGHTS_FILE = "sets.sizes", "sets.values", "sets.weights"
 #: The texts a scorer reads, in a stage's directory (:class:`TextWriter`).
 TEXTS_FILE = "texts.bin"
 _TEXT_OFFSETS = "texts.offsets.bin"
@@ -179,14 +177,14 @@ class ArrayStore(RowSource):
         self.row_bytes = sum(d.itemsize * int(np.prod(t or (1,))) for d, t in self.layout.values())
         self.set_offsets = None
         if facts.get("sets"):
-            sizes = np.fromfile(directory / "arrays" / f"{SET_SIZES_FILE}.bin", np.int64)
+            sizes = np.fromfile(directory / "arrays" / f"{SET_SIZES}.bin", np.int64)
             self.set_offsets = np.zeros(n_docs + 1, np.int64)
             np.cumsum(sizes, out=self.set_offsets[1:])
-            self.set_path = directory / "arrays" / f"{SET_VALUES_FILE}.bin"
+            self.set_path = directory / "arrays" / f"{SET_VALUES}.bin"
             self.row_bytes += 8 * int(self.set_offsets[-1] // max(n_docs, 1))
         self.weight_path = None
         if facts.get("set_weights"):
-            self.weight_path = directory / "arrays" / f"{SET_WEIGHTS_FILE}.bin"
+            self.weight_path = directory / "arrays" / f"{SET_WEIGHT_VALUES}.bin"
             self.row_bytes += 8 * int(self.set_offsets[-1] // max(n_docs, 1))
         self.texts = TextReader(directory / TEXTS_FILE, n_docs) if facts.get("texts") else None
         if self.texts is not None:

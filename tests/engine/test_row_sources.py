@@ -16,7 +16,8 @@ import neardup.engine.stores as stores
 import neardup.engine.ray.rows as ray_rows
 import neardup.engine.ray.vectors as ray_vectors
 import neardup.engine.vectors as vectors
-from neardup.engine.ray.shards import SET_SIZES, SET_VALUES, TEXTS
+from neardup.engine.ray.shards import TEXTS
+from neardup.engine.sketching import SET_SIZES, SET_VALUES
 from neardup.engine.rows import ArrayRows, LazyTexts, RowSource, TextSource, VectorShards
 from neardup.index._rerank import IndexTexts, compress_texts
 from neardup.index._schema import TEXT_SCHEMA, TEXT_TABLE

@@ -11,7 +11,8 @@ from neardup.engine.link import PartitionLinker
 from neardup.engine.overlap import code_pairs, decide_pairs, pair_codes, sum_pair_counts
 from neardup.engine.ray.positions import range_of, split_by, unique_positions
 from neardup.engine.ray.rows import shipped_rows, gather_task, verify_step
-from neardup.engine.ray.shards import IDENTITY, SET_SIZES
+from neardup.engine.ray.shards import IDENTITY
+from neardup.engine.sketching import SET_SIZES
 from neardup.graph.edges import TimeWindow
 from neardup.methods.base import Method
 
