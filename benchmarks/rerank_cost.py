@@ -59,7 +59,7 @@ SECTIONS = {
     "tree ensemble": [("neardup/methods/rerank.py", "_predict"),
                       ("neardup/methods/tree_bound.py", "upper_proba")],
     "template guard": [("neardup/methods/rerank.py", "_template_pairs")],
-    "corpus stage": [("neardup/engine/corpus.py", "run_corpus_stage")],
+    "corpus stage": [("neardup/engine/local.py", "run_corpus_stage")],
     "clustering": [("neardup/graph/community.py", "detect_communities"),
                    ("neardup/graph/cluster.py", "connected_components")],
 }

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from neardup.engine.corpus import CandidateRows
+from neardup.methods.base import CandidateRows
 from neardup.methods import make_method
 from neardup.methods.rerank import RerankMethod
 

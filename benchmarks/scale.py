@@ -78,7 +78,7 @@ def recorded_usage(extra: list[str]) -> dict | None:
     complete in ``--work-dir`` (given in ``extra`` with ``--resume``), so that a run
     resumed over several invocations (say, across machine sessions) is reported whole:
     the sketch stage's and each finished link partition's ``cpu_seconds``/``peak_rss_mb``
-    (neardup.engine.corpus). None: not a resumed run, or nothing done yet."""
+    (neardup.engine.local). None: not a resumed run, or nothing done yet."""
     if "--resume" not in extra or "--work-dir" not in extra:
         return None
     work = Path(extra[extra.index("--work-dir") + 1])

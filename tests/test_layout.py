@@ -148,7 +148,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_modules_found():
     assert "neardup.graph.cluster" in MODULES
-    assert "neardup.engine.corpus" in MODULES
+    assert "neardup.engine.local" in MODULES
     graph = _graph()
     assert "neardup.graph.labels" in graph["neardup.graph.cluster"]
 

@@ -158,7 +158,7 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
     from neardup import faults
     from neardup.cli._checks import output_set
     from neardup.cli.engine import InputWatch, input_bytes, input_identity
-    from neardup.engine.corpus import default_memory_limit
+    from neardup.engine.budget import default_memory_limit
     from neardup.engine.workdir import stage_key
     from neardup.io import iter_records, read_corpus
     from neardup.progress import progress_bar

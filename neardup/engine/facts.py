@@ -20,7 +20,8 @@ from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Sketch
 from neardup.text.identity import text_identity
 
-__all__ = ["DOC_SCHEMA", "batch_dates", "batch_identity", "document_facts", "identity_pairs"]
+__all__ = ["DOC_SCHEMA", "batch_dates", "batch_identity", "document_facts", "identity_pairs",
+           "require_dates", "time_window_without_dates"]
 
 DOC_SCHEMA = pa.schema([
     ("id", pa.string()),
@@ -76,3 +77,24 @@ def identity_pairs(identity: np.ndarray, docs: np.ndarray | None = None) -> Pair
     same = identity[1:] == identity[:-1]
     left, right = docs[:-1][same], docs[1:][same]
     return Pairs(left, right, np.ones(left.size, np.float32))
+
+
+def require_dates(time_window_hours: float | None, has_dates: bool) -> None:
+    """ValueError when a time window is asked for and the input has no dates."""
+    if time_window_hours is not None and not has_dates:
+        raise ValueError(time_window_without_dates(time_window_hours))
+
+
+def time_window_without_dates(hours: float) -> str:
+    """The message for a time window over an input without dates, in the front end's
+    words (the CLI's flags inside :func:`neardup.errors.spelled_as`)."""
+    from neardup.errors import setting
+
+    flag = setting("time_window_hours", "")
+    if flag:
+        return (f"{flag} {hours:g} needs document dates, and the input has none. Give the "
+                f"documents' dates with {setting('date_field', '--date-field')} (Reuters SGML "
+                f"inputs have them), or drop {flag}.")
+    return (f"run: a time window (time_window_hours={hours!r}) needs document dates, and "
+            "the input has none. Give the documents' dates (date_field= in neardup.dedup) "
+            "or drop the window (time_window_hours=None).")

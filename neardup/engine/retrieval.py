@@ -270,7 +270,7 @@ def retrieval_stages(wd: WorkDir, key: str, method: Method, n_docs: int, sets_pa
                      timer, progress, identity: np.ndarray | None = None) -> tuple[Path, dict[str, Any]]:
     """Run the postings and retrieval stages (see the module docstring); ``identity``: the
     documents' text identities, which the time window lets through. Returns the
-    edge file for :func:`~neardup.engine.corpus.merge_forests` (left, right, score,
+    edge file for :func:`~neardup.engine.components.merge_forests` (left, right, score,
     outside_window) and the stages' counts."""
 
     sets = _TokenSets(*sets_paths, n_docs)

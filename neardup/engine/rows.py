@@ -8,7 +8,7 @@ The sources differ only in storage:
 
 - :class:`ArrayRows`: arrays held in memory (the index's add and query, and what Ray
   ships each link task, see :func:`neardup.engine.ray.rows.shipped_rows`);
-- ``engine.corpus._ArrayStore``: the sketch stage's spill, read with ``pread``;
+- ``engine.stores.ArrayStore``: the sketch step's spill, read with ``pread``;
 - ``engine.vectors.PairScoring``: texts and dates of the vector stage's candidates;
 - ``index._scratch.ScratchRows``: the bulk build's raw row file;
 - ``index._rows.LocalRows``: rows read from the index's SQLite tables.

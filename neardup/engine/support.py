@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from neardup.engine.corpus import supports_corpus_stage
+from neardup.engine.local import supports_corpus_stage
 from neardup.engine.vectors import supports_vector_stage
 from neardup.methods.base import Method
 

@@ -42,7 +42,7 @@ shards of rows:
 
 Leiden, Louvain and HAC (``every_edge``, :data:`EVERY_EDGE_CLUSTERINGS`) read every
 accepted pair, not a forest: the search's union-find is then replaced by the keyed stage's
-:class:`~neardup.engine.corpus.NoJoins` (nothing counts as joined, nothing is skipped),
+:class:`~neardup.engine.link.NoJoins` (nothing counts as joined, nothing is skipped),
 each query shard's file holds its accepted pairs, and the components stage merges them
 once each (a pair found from both ends, or by several chunk pairs, keeps its best score)
 into ``components/edges.arrow``, which the pipeline clusters with
@@ -54,7 +54,7 @@ above the threshold with range search.
 A method that scores its candidate pairs from texts (a verification spec with
 ``text_chars`` beside its vectors: rerank over RETSim or bi-encoder candidates) also has its texts
 written at the embed stage (``embed/texts.bin``, the keyed stage's
-:class:`~neardup.engine.corpus.TextWriter`); in the search, the pairs above the vector
+:class:`~neardup.engine.stores.TextWriter`); in the search, the pairs above the vector
 threshold (not yet joined, not rejected before) go to
 :meth:`Method.score_candidate_rows` in batches whose texts take at most an eighth of the
 budget (:class:`PairScoring`), and only the accepted pairs join. The scorer's parameters
@@ -93,24 +93,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.engine.corpus import (
-    TEXTS_FILE,
-    CorpusStageConfig,
-    CorpusStageOutput,
-    NoJoins,
-    PartitionLinker,
-    TextReader,
-    TextWriter,
-    merge_forests,
-    read_stage_output,
-    require_dates,
-    stage_key,
-)
-from neardup.engine.facts import DOC_SCHEMA, document_facts
+from neardup.engine.components import CorpusStageOutput, merge_forests, read_stage_output
+from neardup.engine.facts import DOC_SCHEMA, document_facts, require_dates
+from neardup.engine.link import NoJoins, PartitionLinker
+from neardup.engine.local import CorpusStageConfig
 from neardup.engine.pairmemory import PairMemory
 from neardup.engine.rows import LazyTexts, RowSource, VectorShards
+from neardup.engine.stores import TEXTS_FILE, TextReader, TextWriter
 from neardup.engine.unionfind import UnionFind
-from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, write_arrow
+from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, stage_key, write_arrow
 from neardup.errors import check_choice, check_int
 from neardup.graph.edges import Pairs, TimeWindow
 from neardup.graph.similarity import (

@@ -25,7 +25,7 @@ Candidates are verified afterwards and only joins matter for connected component
 edges between documents already joined are skipped without a check.
 
 Every path that groups documents by key uses this rule: the corpus stage on each engine
-(:mod:`neardup.engine.corpus`, :mod:`neardup.engine.ray`), the in-memory LSH
+(:mod:`neardup.engine.link`, :mod:`neardup.engine.ray`), the in-memory LSH
 banding (:func:`neardup.methods.lsh.bucket_pairs`: all pairs, else the chain alone), the
 in-memory ngram search's shingles over ``max_df`` (:class:`neardup.methods.ngram.NGramOverlap`:
 the chain alone) and the index's incremental adds

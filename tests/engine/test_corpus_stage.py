@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 import neardup
 from neardup.engine import CorpusStageConfig, UnionFind, WorkDirError, run_corpus_stage
-from neardup.engine import corpus as corpus_module
+from neardup.engine import components as components_module
+from neardup.engine import local as local_module
+from neardup.engine.stores import KeySpill
 from neardup.engine.buckets import group_runs
 from neardup.graph.buckets import bucket_edges, key_groups
 from neardup.io.batch import DocumentBatch
@@ -157,32 +159,32 @@ def clean_runs(tmp_path_factory):
 def test_resume_after_kill_gives_identical_output(demo, tmp_path, monkeypatch, clean_runs, stage, name,
                                                 params):
     method = make_method(name, **params)
-    if stage in ("prefix", "exchange") and not corpus_module.exchanges_pair_counts(method):
+    if stage in ("prefix", "exchange") and not local_module.exchanges_pair_counts(method):
         pytest.skip(f"{name} has no pair-count exchange")
     texts = _texts(demo)
     # Small exchange ranges (about a thousand records each): the exchange has several.
-    monkeypatch.setattr(corpus_module, "EXCHANGE_BYTES_PER_RECORD", 1024)
+    monkeypatch.setattr(local_module, "EXCHANGE_BYTES_PER_RECORD", 1024)
     clean_dir, clean = clean_runs(name, params, method, texts)
 
     # Die half-way through a stage, leaving its partial files behind.
     calls = None
     if stage == "sketch":
-        calls = die_at_call(monkeypatch, corpus_module._KeySpill, "flush", 2)
+        calls = die_at_call(monkeypatch, KeySpill, "flush", 2)
     elif stage == "prefix":  # its third key partition
-        calls = die_at_call(monkeypatch, corpus_module, "add_key_classes", 3)
+        calls = die_at_call(monkeypatch, local_module, "add_key_classes", 3)
     elif stage == "link":
-        calls = die_at_call(monkeypatch, corpus_module, "link_partition", 4)
+        calls = die_at_call(monkeypatch, local_module, "link_partition", 4)
     elif stage == "exchange":
-        calls = die_at_call(monkeypatch, corpus_module, "_reduce_pair_range", 2)
+        calls = die_at_call(monkeypatch, local_module, "reduce_pair_range", 2)
     else:
-        monkeypatch.setattr(corpus_module, "write_arrow", _die_on("roots", corpus_module.write_arrow))
+        monkeypatch.setattr(components_module, "write_arrow", _die_on("roots", components_module.write_arrow))
         monkeypatch.setattr(np, "save", _die_on("roots", np.save))
     work = tmp_path / "killed"
     config = CorpusStageConfig(work_dir=str(work), memory_limit="1MB", partitions=8)
     with pytest.raises(Killed):
         run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
     monkeypatch.undo()
-    monkeypatch.setattr(corpus_module, "EXCHANGE_BYTES_PER_RECORD", 1024)
+    monkeypatch.setattr(local_module, "EXCHANGE_BYTES_PER_RECORD", 1024)
     with pytest.raises(WorkDirError, match="resume"):
         run_corpus_stage(_batches(texts), method, config=config, total=len(texts))
     resumed = run_corpus_stage(_batches(texts), method, total=len(texts),
@@ -534,7 +536,7 @@ def test_rerank_scores_a_rejected_pair_once(demo, tmp_path, monkeypatch):
 
 
 def test_ragged_and_text_rows_are_fetched_as_stored(tmp_path):
-    from neardup.engine.corpus import _ArrayStore
+    from neardup.engine.stores import ArrayStore
 
     texts = ["alpha beta gamma delta epsilon", "", "one two three four five six", "x y z w"] * 5
     method = make_method("ngram")
@@ -545,7 +547,7 @@ def test_ragged_and_text_rows_are_fetched_as_stored(tmp_path):
         def stage_dir(self, name):
             return tmp_path / name
 
-    store = _ArrayStore(Dir(), {"arrays": {}, "n_docs": len(texts), "sets": True, "texts": False})
+    store = ArrayStore(Dir(), {"arrays": {}, "n_docs": len(texts), "sets": True, "texts": False})
     docs = np.array([0, 1, 6, 19])
     rows = store.rows(docs)
     expected = method.sketch([texts[d] for d in docs]).sets
@@ -554,7 +556,7 @@ def test_ragged_and_text_rows_are_fetched_as_stored(tmp_path):
 
 
 def test_texts_are_read_back_by_document_without_mapping_the_file(tmp_path):
-    from neardup.engine.corpus import TextReader, TextWriter
+    from neardup.engine.stores import TextReader, TextWriter
     from neardup.engine.rows import LazyTexts
 
     texts = [f"story {i} " + "wörd " * (i % 50) + "\ud800" * (i % 7 == 0) for i in range(3000)]

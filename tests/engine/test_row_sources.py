@@ -12,11 +12,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import neardup.engine.corpus as corpus
+import neardup.engine.stores as stores
 import neardup.engine.ray.rows as ray_rows
 import neardup.engine.ray.vectors as ray_vectors
 import neardup.engine.vectors as vectors
-from neardup.engine.ray.shards import SET_SIZES, SET_VALUES, TEXTS
+from neardup.engine.ray.shards import TEXTS
+from neardup.engine.sketching import SET_SIZES, SET_VALUES
 from neardup.engine.rows import ArrayRows, LazyTexts, RowSource, TextSource, VectorShards
 from neardup.index._rerank import IndexTexts, compress_texts
 from neardup.index._schema import TEXT_SCHEMA, TEXT_TABLE
@@ -68,7 +69,7 @@ def _spill(tmp_path):
     SIZES.tofile(arrays / "sets.sizes.bin")
     HASHES.tofile(arrays / "sets.values.bin")
     WEIGHTS.tofile(arrays / "sets.weights.bin")
-    writer = corpus.TextWriter(tmp_path / "sketch" / corpus.TEXTS_FILE, CHARS)
+    writer = stores.TextWriter(tmp_path / "sketch" / stores.TEXTS_FILE, CHARS)
     writer.write(TEXTS_[:5])
     writer.write(TEXTS_[5:])
     writer.close()
@@ -79,7 +80,7 @@ def _spill(tmp_path):
 
     facts = {"arrays": {"signature": ("uint64", [4]), "length": ("int32", [])}, "n_docs": N,
              "sets": True, "set_weights": True, "texts": True}
-    return corpus._ArrayStore(Dir(), facts, DATES), {"arrays", "sets", "set_weights", "texts", "dates"}
+    return stores.ArrayStore(Dir(), facts, DATES), {"arrays", "sets", "set_weights", "texts", "dates"}
 
 
 def _shipped(tmp_path):
@@ -93,10 +94,10 @@ def _shipped(tmp_path):
 
 
 def _vector_scoring(tmp_path):
-    writer = corpus.TextWriter(tmp_path / corpus.TEXTS_FILE, CHARS)
+    writer = stores.TextWriter(tmp_path / stores.TEXTS_FILE, CHARS)
     writer.write(TEXTS_)
     writer.close()
-    reader = corpus.TextReader(tmp_path / corpus.TEXTS_FILE, N)
+    reader = stores.TextReader(tmp_path / stores.TEXTS_FILE, N)
     return vectors.PairScoring(reader, DATES.view("datetime64[s]"), 1 << 20), {"texts", "dates"}
 
 

@@ -67,7 +67,7 @@ def test_wminhash_exact_verification_out_of_core_matches_in_memory(demo, params,
 
 @pytest.mark.slow
 def test_wminhash_exact_weighted_sets_are_fetched_as_stored(demo, tmp_path):
-    from neardup.engine.corpus import _ArrayStore
+    from neardup.engine.stores import ArrayStore
     from neardup.methods.base import SET_WEIGHTS
 
     texts = _texts(demo)[:600]
@@ -80,7 +80,7 @@ def test_wminhash_exact_weighted_sets_are_fetched_as_stored(demo, tmp_path):
         def stage_dir(self, name):
             return tmp_path / name
 
-    store = _ArrayStore(Dir(), {"arrays": {}, "n_docs": len(texts), "sets": True,
+    store = ArrayStore(Dir(), {"arrays": {}, "n_docs": len(texts), "sets": True,
                                 "set_weights": True, "texts": False})
     docs = np.array([0, 7, 250, 251, 599])
     rows = store.rows(docs)

@@ -7,18 +7,19 @@ import time
 
 import numpy as np
 
-from neardup.engine.corpus import PartitionLinker
+from neardup.engine.link import PartitionLinker
 from neardup.engine.overlap import code_pairs, decide_pairs, pair_codes, sum_pair_counts
 from neardup.engine.ray.positions import range_of, split_by, unique_positions
 from neardup.engine.ray.rows import shipped_rows, gather_task, verify_step
-from neardup.engine.ray.shards import IDENTITY, SET_SIZES
+from neardup.engine.ray.shards import IDENTITY
+from neardup.engine.sketching import SET_SIZES
 from neardup.graph.edges import TimeWindow
 from neardup.methods.base import Method
 
 # -- the pair-count exchange (ngram, spotsigs: neardup.engine.overlap) on Ray -------------
 #
 # Map: each link task of a set-overlap method spills the counted pairs it did not settle
-# (the local stage's _PairSpill interface, collected in memory in global positions), cut
+# (the local stage's PairSpill interface, collected in memory in global positions), cut
 # by range of left document, and its unseen keys per document, cut by shard. Reduce, per
 # range of left documents: sum the records by pair (overlap.sum_pair_counts), ask the
 # shards for the set sizes, unseen counts (summed per shard) and dates of the pairs'

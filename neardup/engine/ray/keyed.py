@@ -13,13 +13,11 @@ import pyarrow as pa
 
 from neardup.engine.buckets import group_runs
 from neardup.engine.facts import batch_identity
-from neardup.engine.sketching import sketch_batch
+from neardup.engine.sketching import sketch_batch, verification_rows
 from neardup.engine.ray.positions import range_of, requests_of, roots_of, split_by, unique_positions
 from neardup.engine.ray.shards import (
     FACTS,
     IDENTITY,
-    SET_SIZES,
-    SET_VALUES,
     TEXTS,
     Shard,
     batch_facts,
@@ -48,14 +46,10 @@ def sketch_task(index: int, shard: Shard, method: Method, reader: ReaderConfig, 
         sketch, found = sketch_batch(method, batch.texts, offset)
         dates, table = batch_facts(index, offset, batch, sketch.n_features)
         facts.append(table)
-        for name in reads.arrays:
-            arrays.setdefault(name, []).append(np.ascontiguousarray(sketch.arrays[name]))
+        for name, values in verification_rows(method, sketch, "engine='ray'").items():
+            arrays.setdefault(name, []).append(values)
         arrays.setdefault("date", []).append(dates)
         arrays.setdefault(IDENTITY, []).append(batch_identity(batch, sketch))
-        if reads.sets:  # ragged: sizes and the concatenated hashes
-            sets = sketch.require_sets("engine='ray'", "shingle", f"{method.name}.sketch")
-            arrays.setdefault(SET_SIZES, []).append(sets.counts().astype(np.int64))
-            arrays.setdefault(SET_VALUES, []).append(np.asarray(sets.hashes, np.uint64))
         if reads.text_chars is not None:
             arrays.setdefault(TEXTS, []).append(cut_texts(method, batch.texts))
         keys.append(np.asarray(found.keys, np.uint64))

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup import faults
-from neardup.engine.corpus import PartitionLinker
+from neardup.engine.link import PartitionLinker
 from neardup.engine.overlap import pair_codes
 from neardup.engine.ray.exchange import RecordCollector
 from neardup.engine.ray.positions import roots_of, unique_positions
@@ -73,7 +73,8 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
     local stage's own partition linker over the partition's key rows and the rows its
     shards shipped (a union-find over the partition's documents, seeded in later waves with
     the earlier waves' components: their documents' edges are skipped, not verified)."""
-    from neardup.engine.corpus import NoJoins, default_memory_limit, link_partition
+    from neardup.engine.budget import default_memory_limit
+    from neardup.engine.link import NoJoins, link_partition
 
     cpu = time.process_time()
     keys = edges["rows"]

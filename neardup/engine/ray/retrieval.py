@@ -22,13 +22,12 @@ from neardup.engine.ray.tasks import completed
 from neardup.engine.ray.shards import (
     FACTS,
     IDENTITY,
-    SET_SIZES,
-    SET_VALUES,
     Shard,
     batch_facts,
     shard_batches,
 )
 from neardup.engine.facts import batch_identity
+from neardup.engine.sketching import SET_SIZES, SET_VALUES
 from neardup.engine.retrieval import (
     block_tokens,
     mutual_edges,

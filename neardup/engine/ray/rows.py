@@ -10,10 +10,11 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.engine.buckets import concat_ranges
-from neardup.engine.corpus import default_memory_limit
-from neardup.engine.corpus import verify_step as corpus_verify_step
+from neardup.engine.budget import default_memory_limit
+from neardup.engine.link import verify_step as corpus_verify_step
 from neardup.engine.rows import ArrayRows, TextSource
-from neardup.engine.ray.shards import IDENTITY, SET_SIZES, SET_VALUES, TEXTS
+from neardup.engine.ray.shards import IDENTITY, TEXTS
+from neardup.engine.sketching import SET_SIZES, SET_VALUES
 from neardup.methods.base import Method
 from neardup.text.shingle import ShingleSets
 

@@ -8,11 +8,9 @@ from collections.abc import Iterable
 import numpy as np
 import pyarrow as pa
 
-from neardup.engine.corpus import (
-    CorpusStageOutput,
-    exchanges_pair_counts,
-    supports_corpus_stage,
-)
+from neardup.engine.components import CorpusStageOutput
+from neardup.engine.link import exchanges_pair_counts
+from neardup.engine.local import supports_corpus_stage
 from neardup.engine.ray.components import COMPONENTS_MEMORY, identity_links, join_components
 from neardup.engine.ray.connection import RayConfig, connect, import_ray
 from neardup.engine.ray.exchange import pair_bounds, reduce_exchange
@@ -143,7 +141,7 @@ class RayRun:
             shards, memory, self.has_dates = memory_shards(self.source)
             reader = ReaderConfig()
         if self.window is not None and not self.has_dates:
-            from neardup.engine.corpus import time_window_without_dates
+            from neardup.engine.facts import time_window_without_dates
 
             raise ValueError(time_window_without_dates(self.window))
         self.n_shards = len(shards)
@@ -278,7 +276,7 @@ class RayRun:
         in all), the shards (``arrays``) shipping each the texts of its documents.
         Returns the link tasks' results (forests, pairs the time window kept apart) and
         their counts."""
-        from neardup.engine.corpus import default_memory_limit
+        from neardup.engine.budget import default_memory_limit
 
         budget = self.config.memory_limit or default_memory_limit()
         parts = self.partitions = verify_partitions(n_pairs, text_bytes / max(self.n_docs, 1), budget)
@@ -324,7 +322,7 @@ class RayRun:
         keep each shard's token multisets and posting rows, the inverted index by range of
         term, a retrieve task per shard, one mutual task; then identity links and the
         distributed components over its pairs."""
-        from neardup.engine.corpus import default_memory_limit
+        from neardup.engine.budget import default_memory_limit
 
         budget = self.config.memory_limit or default_memory_limit()
         method_ref = ray.put(self.method)
@@ -355,7 +353,7 @@ class RayRun:
         keyed stage's distributed components over their forests. A method that scores its
         candidates has them verified by the keyed stage's link tasks between the search
         and the components (:meth:`_verify_candidates`)."""
-        from neardup.engine.corpus import default_memory_limit
+        from neardup.engine.budget import default_memory_limit
         from neardup.engine.vectors import resolve_index
         from neardup.graph.similarity import ivf_nlist, search_margin
 

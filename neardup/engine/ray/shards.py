@@ -18,9 +18,9 @@ from neardup.methods.base import Method
 #: The shipped per-document array of text identities (the time window's).
 IDENTITY = "identity"
 SHARDED = ("parquet",)  # formats cut into row ranges; others are one shard per file
-#: Names of the ragged per-document data in a shard's arrays (methods whose verification
-#: reads shingle sets or texts).
-SET_SIZES, SET_VALUES, TEXTS = "sets.sizes", "sets.values", "texts"
+#: The texts a scorer reads in a shard's arrays (the shingle sets are named by
+#: :func:`~neardup.engine.sketching.verification_rows`).
+TEXTS = "texts"
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,7 @@ def vector_search_task(i: int, shards: list[tuple[int, int]], row_refs: list, ow
     every accepted pair the shard's search meets, as the local stage's ``every_edge``."""
     import ray
 
-    from neardup.engine.corpus import NoJoins
+    from neardup.engine.link import NoJoins
     from neardup.engine.vectors import QueryBatchSize, ShardLinker, search_shard
     from neardup.graph.similarity import import_faiss, omp_threads
 
