@@ -12,7 +12,6 @@ exchange's reduce side: one range of left documents' summed counts, scored or ve
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +29,7 @@ from neardup.engine.overlap import (
 )
 from neardup.engine.pairmemory import PairMemory
 from neardup.engine.rows import RowSource
-from neardup.engine.stores import PairSpill, read_raw
+from neardup.engine.stores import PairSpill
 from neardup.engine.unionfind import UnionFind
 from neardup.graph.buckets import bucket_edge_counts, bucket_edges, key_groups
 from neardup.graph.edges import Pairs, TimeWindow
@@ -445,21 +444,21 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
     return forest
 
 
-def reduce_pair_range(method: Method, code_paths: list[Path], shared_paths: list[Path], lo: int,
-                       hi: int, sizes: np.ndarray, prefix: tuple[np.ndarray, ...],
+def reduce_pair_range(method: Method, code_files: list[np.ndarray], shared_files: list[np.ndarray],
+                       lo: int, hi: int, sizes: np.ndarray, prefix: tuple[np.ndarray, ...],
                        store: RowSource, window: TimeWindow | None, uf: UnionFind | NoJoins,
                        step: int) -> tuple[Pairs, Pairs, dict[str, int]]:
     """One range of left documents of the exchange: its forest, outside-window pairs and
-    counts. ``prefix``: each document's prefix cut, suffix and unseen keys (the prefix
-    stage's), which bound the keys a pair shares outside its count."""
+    counts. ``code_files``, ``shared_files``: each partition's sorted pair codes and shared
+    counts (memory-mapped once for all ranges: only the range's records are read).
+    ``prefix``: each document's prefix cut, suffix and unseen keys (the prefix stage's),
+    which bound the keys a pair shares outside its count."""
     codes, shared = [], []
-    for code_path, shared_path in zip(code_paths, shared_paths):
-        file_codes = read_raw(code_path, np.uint64)
-        start, stop = records_below([file_codes], lo)[0], records_below([file_codes], hi)[0]
+    starts, stops = records_below(code_files, lo), records_below(code_files, hi)
+    for file_codes, file_shared, start, stop in zip(code_files, shared_files, starts, stops):
         if stop > start:
             codes.append(np.array(file_codes[start:stop]))
-            shared.append(np.array(read_raw(shared_path, np.uint32)[start:stop]))
-        del file_codes
+            shared.append(np.array(file_shared[start:stop]))
     records = sum(c.size for c in codes)
     codes, total = sum_pair_counts(np.concatenate(codes) if codes else np.zeros(0, np.uint64),
                                    np.concatenate(shared) if shared else np.zeros(0, np.uint32))

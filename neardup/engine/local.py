@@ -443,7 +443,10 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
     code_paths = [link_dir / f"p-{p:04d}.codes.bin" for p in range(partitions)]
     shared_paths = [link_dir / f"p-{p:04d}.shared.bin" for p in range(partitions)]
     max_records = max(config.budget // 2 // EXCHANGE_BYTES_PER_RECORD, 1 << 10)
-    ranges = pair_ranges([read_raw(path, np.uint64) for path in code_paths], n_docs, max_records)
+    # Mapped once for every range (a range reads only its records of each file).
+    code_files = [read_raw(path, np.uint64) for path in code_paths]
+    shared_files = [read_raw(path, np.uint32) for path in shared_paths]
+    ranges = pair_ranges(code_files, n_docs, max_records)
     totals = {"exchange_pairs": 0, "scored_from_counts": 0, "candidate_edges": 0,
               "verified_edges": 0, "pruned_edges": 0}
     resuming = True
@@ -458,7 +461,7 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
                     _replay_forest(uf, out)
             else:
                 forest, outside, counts = reduce_pair_range(
-                    method, code_paths, shared_paths, lo, hi, sizes, prefix, store, window,
+                    method, code_files, shared_files, lo, hi, sizes, prefix, store, window,
                     uf, step)
                 _write_edges(out, forest, outside)
                 atomic_write_text(done, json.dumps(counts))
