@@ -108,6 +108,12 @@ def test_ray_refusals_name_the_parameter_and_the_fix():
     culprits, fixable = responsible_parameters(make_method("sanderson"), "components", "ray")
     assert culprits == {} and not fixable  # the method itself, not a parameter
     assert responsible_parameters(make_method("minhash"), "components", "ray") == ({}, False)
+    # An HNSW index is searched in memory only: Ray refuses it by the option, and the
+    # default index runs.
+    assert responsible_parameters(make_method("retsim", index="hnsw"), "components", "ray") == (
+        {"index": "hnsw"}, True)
+    # Weighted-set verification runs on Ray (its shards ship the weights): nothing to name.
+    assert responsible_parameters(make_method("wminhash", verify="exact"), "components", "ray") == ({}, False)
 
 
 def test_cluster_config_is_resolved_before_placement():

@@ -97,6 +97,8 @@ class ArrayRows(RowSource):
         held = sum(a.nbytes for a in arrays.values()) + text_bytes
         if sets is not None:
             held += sets.hashes.nbytes
+        if set_weights is not None:
+            held += set_weights.nbytes
         #: Mean bytes per document held (to size the steps whose rows are read).
         self.row_bytes = held // max(self.docs.size, 1)
 

@@ -82,12 +82,9 @@ def _memory_reason(method: Method, algorithm: str) -> str:
 def _ray_refusal(method: Method, algorithm: str) -> str | None:
     """Why the Ray executor cannot run ``method`` clustered by ``algorithm``, or None.
 
-    Ray runs the local executor's statistics, keyed, retrieval and vector stages as tasks,
-    less what its shards do not carry: weighted sets."""
-    caps = method.capabilities
-    if caps.reads.set_weights:
-        return ("its verification reads weighted sets, which the Ray executor's shards do "
-                "not ship")
+    Ray runs the local executor's statistics, keyed, retrieval and vector stages as tasks
+    (its shards ship whatever the verification reads, weighted sets included), so it
+    refuses only what the local executor would run in memory."""
     if _local_stage(method, algorithm) is None:
         if algorithm == "components":
             return "it has no keyed or vector stage, and the Ray executor runs nothing in memory"

@@ -625,23 +625,21 @@ def test_wminhash_counts_its_statistics_on_ray(cluster, shards):
     assert local.n_clusters < local.n_docs - 10
 
 
-def test_weighted_set_verification_is_refused_by_name(tmp_path):
-    # wminhash's verify="exact" reads weighted phrase sets, which the shards do not ship:
-    # refused before any Ray work, naming the option, even when fitted (no statistics pass).
-    texts = ["the cat sat on the mat today", "the cat sat on the mat today", "dogs bark"]
-    fitted = make_method("wminhash", verify="exact", phrase_length=3).fit(texts)
-    assert fitted.capabilities.statistics is None and not placement(fitted, "components", "ray").supported
-    for method in (fitted, make_method("wminhash", verify="exact")):
-        with pytest.raises(ValueError, match="engine='ray' cannot run method 'wminhash' with "
-                                             "verify='exact'"):
-            run(iter([]), method, engine="ray")
-    path = tmp_path / "in.jsonl"
-    path.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)))
-    result = CliRunner().invoke(main, ["dedup", str(path), "--method", "wminhash", "--verify", "exact",
-                                       "--engine", "ray"])
-    assert result.exit_code == 2
-    assert "--engine ray cannot run --method wminhash --verify exact" in result.output
-    assert "weighted sets" in result.output
+def test_wminhash_exact_verification_runs_on_ray(cluster, shards):
+    # verify="exact" reads weighted phrase sets: the shards ship each set's weights beside
+    # its elements, and a link task verifies the exact weighted Jaccard from them as the
+    # local store's files give it, so Ray gives the local clusters (unfitted: the
+    # statistics stage runs as tasks first).
+    reader = ReaderConfig(id_field="id")
+    method = make_method("wminhash", verify="exact", phrase_length=3)
+    assert method.capabilities.reads.set_weights and placement(method, "components", "ray").supported
+    local = run(read_corpus(shards[:2], reader), method)
+    distributed = run(RayInputs(tuple(shards[:2]), reader), method, engine="ray",
+                      ray=RayConfig(shard_rows=_SHARD_ROWS, partitions=4))
+    assert local.params["engine"] == "local" and distributed.params["engine"] == "ray"
+    np.testing.assert_array_equal(distributed.clusters, local.clusters)
+    np.testing.assert_array_equal(distributed.representative, local.representative)
+    assert local.n_clusters < local.n_docs - 10  # the corpus has duplicates to find
 
 
 def test_rerank_over_embedding_candidates_runs(cluster, tiny_verifier, tmp_path):
