@@ -586,20 +586,26 @@ def test_write_outputs_refuses_a_clustering_the_run_did_not_keep_pairs_for(clust
     assert not (tmp_path / "c").exists()
 
 
-def test_wminhash_fitted_in_advance_runs_on_ray(cluster, shards):
-    # Fitted with fit(): no statistics pass is needed, so Ray takes it; its shards must
-    # key and store the samples of the keyed sketch (the plain sketch has none).
+def _ray_gives_the_local_clusters(method, paths: list[str]) -> None:
+    """``method`` run on Ray over ``paths`` (read by the workers) gives the clusters and
+    representatives the local engine gives, on a corpus with duplicates to find."""
     reader = ReaderConfig(id_field="id")
-    texts = [t for batch in read_corpus(shards[:1], reader) for t in batch.texts]
-    fitted = make_method("wminhash", phrase_length=3).fit(texts)
-    assert fitted.capabilities.statistics is None and placement(fitted, "components", "ray").supported
-    local = run(read_corpus(shards[:1], reader), fitted)
-    distributed = run(RayInputs(tuple(shards[:1]), reader), fitted, engine="ray",
+    local = run(read_corpus(paths, reader), method)
+    distributed = run(RayInputs(tuple(paths), reader), method, engine="ray",
                       ray=RayConfig(shard_rows=_SHARD_ROWS, partitions=4))
     assert local.params["engine"] == "local" and distributed.params["engine"] == "ray"
     np.testing.assert_array_equal(distributed.clusters, local.clusters)
     np.testing.assert_array_equal(distributed.representative, local.representative)
     assert local.n_clusters < local.n_docs - 10  # the corpus has duplicates to find
+
+
+def test_wminhash_fitted_in_advance_runs_on_ray(cluster, shards):
+    # Fitted with fit(): no statistics pass is needed, so Ray takes it; its shards must
+    # key and store the samples of the keyed sketch (the plain sketch has none).
+    texts = [t for batch in read_corpus(shards[:1], ReaderConfig(id_field="id")) for t in batch.texts]
+    fitted = make_method("wminhash", phrase_length=3).fit(texts)
+    assert fitted.capabilities.statistics is None and placement(fitted, "components", "ray").supported
+    _ray_gives_the_local_clusters(fitted, shards[:1])
 
 
 def test_unsupported_method_is_refused(cluster):
@@ -610,36 +616,17 @@ def test_unsupported_method_is_refused(cluster):
             engine="ray")
 
 
-def test_wminhash_counts_its_statistics_on_ray(cluster, shards):
+@pytest.mark.parametrize("verify", ["estimate", "exact"])
+def test_wminhash_counts_its_statistics_on_ray(cluster, shards, verify):
     # Unfitted: the statistics stage runs as tasks (shards count by hash range, a task per
     # range sums them) and the fitted method keys the sketch stage, as the local engine does.
-    reader = ReaderConfig(id_field="id")
-    method = make_method("wminhash", phrase_length=3)
-    assert method.capabilities.statistics is not None and placement(method, "components", "ray").supported
-    local = run(read_corpus(shards[:2], reader), method)
-    distributed = run(RayInputs(tuple(shards[:2]), reader), method, engine="ray",
-                      ray=RayConfig(shard_rows=_SHARD_ROWS, partitions=4))
-    assert local.params["engine"] == "local" and distributed.params["engine"] == "ray"
-    np.testing.assert_array_equal(distributed.clusters, local.clusters)
-    np.testing.assert_array_equal(distributed.representative, local.representative)
-    assert local.n_clusters < local.n_docs - 10
-
-
-def test_wminhash_exact_verification_runs_on_ray(cluster, shards):
     # verify="exact" reads weighted phrase sets: the shards ship each set's weights beside
     # its elements, and a link task verifies the exact weighted Jaccard from them as the
-    # local store's files give it, so Ray gives the local clusters (unfitted: the
-    # statistics stage runs as tasks first).
-    reader = ReaderConfig(id_field="id")
-    method = make_method("wminhash", verify="exact", phrase_length=3)
-    assert method.capabilities.reads.set_weights and placement(method, "components", "ray").supported
-    local = run(read_corpus(shards[:2], reader), method)
-    distributed = run(RayInputs(tuple(shards[:2]), reader), method, engine="ray",
-                      ray=RayConfig(shard_rows=_SHARD_ROWS, partitions=4))
-    assert local.params["engine"] == "local" and distributed.params["engine"] == "ray"
-    np.testing.assert_array_equal(distributed.clusters, local.clusters)
-    np.testing.assert_array_equal(distributed.representative, local.representative)
-    assert local.n_clusters < local.n_docs - 10  # the corpus has duplicates to find
+    # local store's files give it.
+    method = make_method("wminhash", verify=verify, phrase_length=3)
+    assert method.capabilities.statistics is not None and placement(method, "components", "ray").supported
+    assert method.capabilities.reads.set_weights == (verify == "exact")
+    _ray_gives_the_local_clusters(method, shards[:2])
 
 
 def test_rerank_over_embedding_candidates_runs(cluster, tiny_verifier, tmp_path):
