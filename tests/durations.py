@@ -4,7 +4,8 @@
 Under ``--dist worksteal`` each xdist worker takes one half of the collected tests in
 order and, once idle, steals from the end of the other's: longest files first means the
 tests left to steal at the end are the short ones, so no worker finishes a long file
-alone while the other idles. Tests keep their order within a file (module fixtures are
+alone while the other idles. The Ray lane's files come before all others, so that they
+fall in one worker's half and only that worker starts a Ray cluster. Tests keep their order within a file (module fixtures are
 set up once). Files the recording does not know (new ones) count as a median file.
 
 Record after adding or reshaping slow tests (the whole suite, as ``make test`` runs it;
@@ -53,10 +54,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if not recorded:
         return
     unknown = statistics.median(recorded.values())
-    first_seen = {}
+    first_seen, on_ray = {}, set()
     for position, item in enumerate(items):
         first_seen.setdefault(_file_of(item.nodeid), position)
-    items.sort(key=lambda item: (-recorded.get(_file_of(item.nodeid), unknown),
+        if item.get_closest_marker("ray") is not None:
+            on_ray.add(_file_of(item.nodeid))
+    # The Ray lane's files first: they all fall in the first worker's half, so one worker
+    # starts a Ray cluster (tests/conftest.py's ray_cluster, ~9 s and its processes'
+    # CPU), not both.
+    items.sort(key=lambda item: (_file_of(item.nodeid) not in on_ray,
+                                 -recorded.get(_file_of(item.nodeid), unknown),
                                  first_seen[_file_of(item.nodeid)]))
 
 

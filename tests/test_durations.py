@@ -1,6 +1,6 @@
-"""The suite's ordering (tests/durations.py): longest recorded files first, each file's
-tests together and in their order, unknown files as a median one; the recording is a
-flat map of test files to seconds."""
+"""The suite's ordering (tests/durations.py): the Ray lane's files first, then longest
+recorded files first, each file's tests together and in their order, unknown files as a
+median one; the recording is a flat map of test files to seconds."""
 
 from __future__ import annotations
 
@@ -11,8 +11,13 @@ from types import SimpleNamespace
 from tests import durations
 
 
-def _items(*nodeids: str) -> list[SimpleNamespace]:
-    return [SimpleNamespace(nodeid=n) for n in nodeids]
+def _items(*nodeids: str, ray: tuple[str, ...] = ()) -> list[SimpleNamespace]:
+    """Stand-ins of collected tests; those of the files in ``ray`` carry the ray marker."""
+    def item(nodeid: str) -> SimpleNamespace:
+        marked = nodeid.split("::")[0] in ray
+        return SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda name: (
+            SimpleNamespace(name=name) if marked and name == "ray" else None))
+    return [item(n) for n in nodeids]
 
 
 def test_longest_files_first_each_file_kept_together_in_order(tmp_path, monkeypatch):
@@ -27,6 +32,18 @@ def test_longest_files_first_each_file_kept_together_in_order(tmp_path, monkeypa
     assert [i.nodeid for i in items] == [
         "tests/b.py::t1", "tests/b.py::t2", "tests/c.py::t[2]", "tests/c.py::t[1]",
         "tests/new.py::t1", "tests/a.py::t1", "tests/a.py::t2"]
+
+
+def test_ray_files_first_so_one_worker_starts_a_cluster(tmp_path, monkeypatch):
+    recorded = tmp_path / "durations.json"
+    recorded.write_text(json.dumps({"tests/a.py": 1.0, "tests/b.py": 50.0, "tests/r.py": 0.5,
+                                    "tests/s.py": 9.0}))
+    monkeypatch.setattr(durations, "DURATIONS_FILE", recorded)
+    items = _items("tests/a.py::t1", "tests/r.py::t1", "tests/b.py::t1", "tests/s.py::t1",
+                   ray=("tests/r.py", "tests/s.py"))
+    durations.pytest_collection_modifyitems(items)
+    assert [i.nodeid for i in items] == ["tests/s.py::t1", "tests/r.py::t1", "tests/b.py::t1",
+                                         "tests/a.py::t1"]
 
 
 def test_without_a_recording_the_collected_order_stays(tmp_path, monkeypatch):
