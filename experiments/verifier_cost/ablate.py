@@ -55,11 +55,27 @@ VARIANTS: dict[str, list[str]] = {
     "no alignments, no word2/word5/char8": without("align_", "word2", "word5", "char8"),
     "no align_partial, no word2/word5/char8": without("align_partial", "word2", "word5", "char8"),
     "no align_partial, no word2/word5": without("align_partial", "word2", "word5"),
+    # ``align_ratio@N``: align_ratio over the first N normalized characters (shipped: 4,000).
+    "no align_partial, align_ratio@1000": [f if f != "align_ratio" else "align_ratio@1000"
+                                           for f in without("align_partial")],
+    "no align_partial, align_ratio@500": [f if f != "align_ratio" else "align_ratio@500"
+                                          for f in without("align_partial")],
+    "align_ratio@1000 + align_partial": [f if f != "align_ratio" else "align_ratio@1000"
+                                         for f in SHIPPED],
 }
 
 
 def load(cache: Path) -> dict[str, dict]:
-    return {s: dict(np.load(cache / f"{s}.npz", allow_pickle=False)) for s in SETS}
+    """Each set's cached pairs; ``align_ratio`` over N characters, where computed
+    (``pairs --align-chars N``), joins them as column ``align_ratio@N``."""
+    data = {s: dict(np.load(cache / f"{s}.npz", allow_pickle=False)) for s in SETS}
+    for s, d in data.items():
+        for path in sorted(cache.glob(f"{s}-align_ratio-*.npz")):
+            extra = np.load(path, allow_pickle=False)
+            d["features"] = np.append(d["features"], f"align_ratio@{path.stem.rsplit('-', 1)[1]}")
+            for key in extra.files:
+                d[key] = np.hstack([d[key], extra[key]])
+    return data
 
 
 def columns(data: dict, names: list[str]) -> list[int]:
@@ -164,16 +180,21 @@ def main() -> None:
     parser.add_argument("--methods", nargs="*", default=["leiden", "components"])
     parser.add_argument("--save-models", type=Path, default=None,
                         help="write each variant's model folder under this directory")
+    parser.add_argument("--seed", type=int, default=0, help="the classifiers' seed")
+    parser.add_argument("--no-shipped", action="store_true", help="skip scoring the shipped model")
+    parser.add_argument("--ship", type=Path, default=None,
+                        help="write the first variant's model, with its full model.json, here")
     parser.add_argument("--name", default="ablation")
     args = parser.parse_args()
     data = load(args.cache)
     results: dict = {"sets": SETS, "thresholds": THRESHOLDS, "variants": {}}
     shipped_dir = resolve_model("verifier-news", "verifier")
     shipped = joblib.load(shipped_dir / "model.joblib")
-    entries = [("shipped verifier-news", SHIPPED, shipped)]
+    entries = [] if args.no_shipped else [("shipped verifier-news", SHIPPED, shipped)]
+    results["seed"] = args.seed
     for label in args.variants:
         t0 = time.process_time()
-        model = fit(data, VARIANTS[label])
+        model = fit(data, VARIANTS[label], args.seed)
         print(f"fitted [{label}] in {time.process_time() - t0:.0f} CPU s", flush=True)
         entries.append((label, VARIANTS[label], model))
     for label, names, model in entries:
@@ -189,6 +210,8 @@ def main() -> None:
         results["variants"][label] = row
         if args.save_models is not None and label != "shipped verifier-news":
             save_model(model, names, row, args.save_models / slug(label))
+        if args.ship is not None and label == args.variants[0]:
+            save_model(model, names, row, args.ship, shipped=(label, args.seed, data))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(results, indent=1) + "\n")
     print(f"wrote {RESULTS / args.name}.json")
@@ -198,19 +221,45 @@ def slug(label: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in label).strip("-").replace("--", "-")
 
 
-def save_model(model, names: list[str], row: dict, out: Path) -> None:
-    """A model folder ``VerifierScorer`` loads (threshold: the Leiden maximin one)."""
+def save_model(model, names: list[str], row: dict, out: Path,
+               shipped: tuple[str, int, dict] | None = None) -> None:
+    """A model folder ``VerifierScorer`` loads (threshold: the Leiden maximin one over
+    every validation split); ``shipped`` (variant, seed, data): also what a shipped
+    model's ``model.json`` records of its training."""
     import joblib
     import sklearn
 
     out.mkdir(parents=True, exist_ok=True)
     joblib.dump(model, out / "model.joblib", compress=3)
     t = row["leiden"]["maximin_threshold"] if "leiden" in row else DEFAULT_THRESHOLD
-    meta = {"kind": "verifier", "file": "model.joblib", "classifier": "hgb", "features": names,
-            "threshold": t, "tuned_thresholds": {"minhash": t}, "candidates": "minhash",
+    chars = {int(f.split("@")[1]) for f in names if "@" in f}
+    meta = {"kind": "verifier", "file": "model.joblib", "classifier": "hgb",
+            "features": [f.split("@")[0] for f in names], "threshold": t,
+            **({"align_chars": chars.pop()} if chars else {}),
+            "tuned_thresholds": {"minhash": t}, "candidates": "minhash",
             "candidate_params": None, "sklearn": sklearn.__version__,
             "recommended_cluster": {"algorithm": "leiden", "resolution": 0.4},
             "files": ["model.joblib", "model.json"]}
+    if shipped is not None:
+        label, seed, data = shipped
+        meta.update({
+            "validation_ari": round(row["leiden"]["worst_at_maximin"], 4),
+            "validation_ari_is": "worst validation ARI over every set and language, Leiden "
+                                 "at resolution 0.4 (maximin threshold)",
+            "candidates_described": "rerank's default MinHash candidates: character 5-grams, "
+                                    "Jaccard 0.1 (neardup.methods.rerank.CANDIDATE_DEFAULTS)",
+            "tuned_thresholds_source": "maximin over the validation splits of every set in "
+                                       "experiments/verifier_cost/ablate.py (MinHash candidates)",
+            "trained_on": {s: int(len(d["train_y"])) for s, d in data.items() if "train_y" in d},
+            "training": {"variant": label, "seed": seed, "date_dropout": DATE_DROPOUT,
+                         "command": "python -m experiments.verifier_cost.pairs --align-chars 1000 && "
+                                    f"python -m experiments.verifier_cost.ablate --variants '{label}' "
+                                    f"--seed {seed} --ship {out.as_posix()} --name ship"},
+        })
+        meta["recommended_cluster"]["measured"] = (
+            "experiments/verifier_cost/ablate.py (validation splits only): worst validation "
+            f"ARI {row['leiden']['worst_at_maximin']:.4f} with Leiden at resolution 0.4 at "
+            f"threshold {t}")
     (out / "model.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 

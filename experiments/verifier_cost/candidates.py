@@ -59,6 +59,7 @@ def verifier_ari(corpus, pairs, scorer) -> float:
 
 
 def main() -> None:
+    from neardup.methods.lsh import optimal_bands
     from neardup.methods.rerank import VerifierScorer
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -72,8 +73,7 @@ def main() -> None:
                      "sets": {}}
     texts, dates = load("reuters", args.docs)
     for p in args.perms:
-        m = method(p)
-        results["banding"][p] = [int(m.bands or 0), int(m.rows or 0)]
+        results["banding"][p] = list(optimal_bands(0.1, p))
         results["sketch_ms_per_document"][p] = 1e3 * cpu(
             lambda p=p: find(texts, dates, p), 3) / len(texts)
         print(f"{p} permutations: bands x rows {results['banding'][p]}, "

@@ -13,7 +13,8 @@ scale corpus, with rerank's default candidates among them (char-5 MinHash at 0.1
   ``--repeats``);
 * ``models``: for each verifier model folder, what rerank's corpus stage does with it:
   its profiles (CPU per document) and ``VerifierScorer.decide_profiles`` (features, the
-  tree bound that defers ``align_partial``, prediction: CPU per pair).
+  tree bound that defers ``align_partial``, or the ``--defer`` features, prediction: CPU
+  per pair).
 
 Raw output: experiments/verifier_cost/results/cost-*.json.
 """
@@ -112,12 +113,15 @@ def components(texts, dates, left, right, repeats: int) -> dict:
     return out
 
 
-def models(texts, dates, left, right, directories: list[str], repeats: int) -> dict:
+def models(texts, dates, left, right, directories: list[str], repeats: int,
+           defer: tuple[str, ...] | None = None) -> dict:
     from neardup.methods.rerank import VerifierScorer
 
-    out = {"documents": len(texts), "pairs": int(left.size), "models": {}}
+    out = {"documents": len(texts), "pairs": int(left.size), "models": {}, "deferred": defer}
     for directory in directories:
         scorer = VerifierScorer(directory, threads=1)
+        if defer is not None:
+            scorer.deferred_features = defer  # features the tree bound leaves for later
         threshold = float(scorer.meta["threshold"])
         profiles = scorer.document_profiles(texts)
         scorer.decide_profiles(profiles, left, right, dates, threshold=threshold)  # load, compile
@@ -148,6 +152,8 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=4000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--name", default=None)
+    parser.add_argument("--defer", nargs="*", default=None,
+                        help="features the tree bound defers (default: the scorer's, align_partial)")
     args = parser.parse_args()
     texts, dates = load(args.data, args.docs)
     left, right = rerank_candidates(texts, dates)
@@ -155,7 +161,8 @@ def main() -> None:
     if args.step == "components":
         result = components(texts, dates, left, right, args.repeats)
     else:
-        result = models(texts, dates, left, right, args.models, args.repeats)
+        result = models(texts, dates, left, right, args.models, args.repeats,
+                        None if args.defer is None else tuple(args.defer))
     result.update(data=args.data, step=args.step)
     name = args.name or f"cost-{args.step}-{args.data.replace(':', '-').replace('/', '_')}"
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ shipped model's procedure, experiments/verifier_transfer) and rerank's candidate
 *validation* split and language-balanced validation split. The test splits are not read.
 Each pair's positions are kept (so that a new feature kind can be computed later from
 the texts) with every lexical feature of :data:`neardup.methods.pair_features.LEXICAL_FEATURES`.
+``--align-chars N``: also ``align_ratio`` over the first N normalized characters.
 """
 
 from __future__ import annotations
@@ -100,13 +101,36 @@ def compute(name: str, cache: Path, seed: int = 0) -> None:
           f"{time.process_time() - cpu0:.0f} CPU s", flush=True)
 
 
+def shorter_alignment(name: str, cache: Path, align_chars: int) -> None:
+    """``align_ratio`` of the cached pairs over the first ``align_chars`` normalized
+    characters of each text (the shipped model aligns 4,000), as ``NAME-align_ratio-N.npz``."""
+    from neardup.methods.pair_features import pair_features
+
+    cached = np.load(cache / f"{name}.npz", allow_pickle=False)
+    out: dict[str, np.ndarray] = {}
+    for split in ("train", *VALIDATION_SPLITS):
+        if f"{split}_left" not in cached:
+            continue
+        corpus = split_corpus(name, split)[0]
+        out[f"{split}_x"] = pair_features(corpus.texts, cached[f"{split}_left"],
+                                          cached[f"{split}_right"], features=["align_ratio"],
+                                          align_chars=align_chars, threads=1)
+    np.savez_compressed(cache / f"{name}-align_ratio-{align_chars}.npz", **out)
+    print(f"{name}: align_ratio over {align_chars} characters", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="*", default=SETS)
     parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument("--align-chars", type=int, nargs="*", default=[],
+                        help="after the pairs: align_ratio over this many characters too")
     args = parser.parse_args()
     for name in args.sets:
-        compute(name, args.cache)
+        if not (args.cache / f"{name}.npz").exists():
+            compute(name, args.cache)
+        for n in args.align_chars:
+            shorter_alignment(name, args.cache, n)
 
 
 if __name__ == "__main__":
