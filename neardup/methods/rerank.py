@@ -550,8 +550,12 @@ def _template_pairs(texts: Sequence[str], left: np.ndarray, right: np.ndarray) -
 
 def _text_source(texts: Any) -> Any:
     """What stands for the corpus behind a step's texts, for the profile cache: the
-    work directory's text reader; None (nothing kept) for texts given as a sequence."""
-    return getattr(texts, "reader", None)
+    :class:`~neardup.engine.rows.TextSource` a ``LazyTexts`` reads from (its ``source``;
+    the cache keys positions by it); None (nothing kept) for texts given as a sequence.
+    The attribute was named ``reader`` until the engine's row sources were unified
+    (77fc0e9), and the cache silently kept nothing from then on: 18 profiles a document on
+    Reuters-21578 (docs/rerank-cost.md, "Fourth round")."""
+    return getattr(texts, "source", None)
 
 
 def _take_texts(texts: Any, positions: np.ndarray) -> list[str]:
