@@ -84,18 +84,16 @@ def columns(data: dict, names: list[str]) -> list[int]:
 
 
 def fit(data: dict[str, dict], names: list[str], seed: int = 0):
-    from threadpoolctl import threadpool_limits
-
-    from neardup.train.verifier import drop_dates, make_classifier
+    """A verifier on every set's train pairs (``verifier_transfer.fit_model``: the shipped
+    model's classifier, one thread, 25% of the dates dropped)."""
+    from experiments.verifier_transfer.verifier_transfer import fit_model
 
     sets = [s for s in SETS if "train_x" in data[s]]
-    x = np.concatenate([data[s]["train_x"][:, columns(data[s], names)] for s in sets])
-    y = np.concatenate([data[s]["train_y"] for s in sets]).astype(np.int64)
-    drop_dates(x, names, DATE_DROPOUT, seed)
-    model = make_classifier("hgb", seed=seed)
-    with threadpool_limits(limits=1):
-        model.fit(x, y)
-    return model
+    first = data[sets[0]]
+    if any([str(f) for f in data[s]["features"]] != [str(f) for f in first["features"]] for s in sets):
+        raise SystemExit("the cached sets hold different feature columns; recompute them")
+    return fit_model([data[s]["train_x"] for s in sets], [data[s]["train_y"] for s in sets],
+                     columns(first, names), names, seed=seed)
 
 
 def probabilities(model, x: np.ndarray) -> np.ndarray:

@@ -36,14 +36,9 @@ VALIDATION_SPLITS = ("validation", LANGUAGE_SPLIT)
 
 def candidates(corpus):
     """rerank's candidate pairs of a labelled corpus (canonical order)."""
-    from neardup.io import DocumentBatch
-    from neardup.methods.rerank import candidate_method
-    from neardup.pipeline import sketch_corpus
+    from experiments.verifier_transfer.verifier_transfer import candidates as of_kind
 
-    method = candidate_method("minhash", CANDIDATES)
-    batch = DocumentBatch(ids=corpus.ids.tolist(), texts=corpus.texts, dates=corpus.dates,
-                          source="<labeled>", rows=np.arange(len(corpus), dtype=np.int64))
-    return method.find_pairs(sketch_corpus([batch], method, progress=False).sketch).canonical()
+    return of_kind(corpus, "char5")  # rerank's default, CANDIDATES here
 
 
 def languages(path: Path) -> np.ndarray:
