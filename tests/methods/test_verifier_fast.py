@@ -87,3 +87,15 @@ def test_rerank_with_the_fast_verifier_finds_the_stories(corpus):
     # Both split the stories' "t" variants (other figures) from their copies alike.
     assert adjusted_rand_index(truth, fast.clusters) > max(
         0.8, adjusted_rand_index(truth, default.clusters) - 0.05)
+
+
+# Two companies' dividend notices, and the first damaged by OCR (as test_rerank.py's).
+_NOTICE = "Qtly div five cts vs five cts prior\n    Pay July 15\n    Record June 30\n Reuter"
+_OTHER_COMPANY = "Qtly div five cts vs five cts prior\n    Pay July 28\n    Record June 30\n Reuter"
+_OCR_COPY = "Qtly dlv five cts vs flve cts pri0r\n    Pay Ju1y 15\n    Rec0rd June 3O\n Reuter"
+
+
+def test_the_template_guard_works_with_the_fast_verifier():
+    result = neardup.dedup([_NOTICE, _OTHER_COMPANY, _OCR_COPY], "rerank", model="verifier-fast",
+                           pair_types=False)
+    assert result.clusters[0] == result.clusters[2] != result.clusters[1]
