@@ -72,7 +72,8 @@ CANDIDATES = {"word": {"shingle": ShingleConfig("word", 3)},
               "char5": {"shingle": ShingleConfig("char", 5)}}
 
 
-def _candidates(corpus, kind: str):
+def candidates(corpus, kind: str):
+    """The candidate pairs of ``CANDIDATES[kind]`` over a labelled corpus (canonical order)."""
     from neardup.io import DocumentBatch
     from neardup.methods.rerank import candidate_method
     from neardup.pipeline import sketch_corpus
@@ -116,7 +117,7 @@ def compute_features(name: str, kind: str, cache: Path, max_pairs: int, seed: in
         if split == LANGUAGE_SPLIT and not path.exists():
             continue  # sets of one language have none
         corpus = load_labeled(path)
-        pairs = _candidates(corpus, kind)
+        pairs = candidates(corpus, kind)
         out[f"{split}_x"] = pair_features(corpus.texts, pairs.left, pairs.right,
                                           dates=corpus.dates, features=features, threads=1,
                                           fold_diacritics=fold_diacritics)

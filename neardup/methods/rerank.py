@@ -369,13 +369,22 @@ class VerifierScorer:
 
         return not set(self.features) & set(RETSIM_FEATURES)
 
+    @property
+    def feature_options(self) -> dict[str, Any]:
+        """How the model's features were computed in training, from ``model.json``:
+        ``fold_diacritics``, and ``align_chars`` (characters ``align_ratio`` aligns) when
+        the model records one."""
+        options: dict[str, Any] = {"fold_diacritics": bool(self.meta.get("fold_diacritics", False))}
+        if "align_chars" in self.meta:
+            options["align_chars"] = int(self.meta["align_chars"])
+        return options
+
     def document_profiles(self, texts: Sequence[str]):
         """:class:`~neardup.methods.pair_features.DocumentProfiles` of raw ``texts`` for
         this model's features (see :meth:`decide_profiles`)."""
         from neardup.methods.pair_features import document_profiles
 
-        return document_profiles(texts, features=self.features,
-                                 fold_diacritics=bool(self.meta.get("fold_diacritics", False)))
+        return document_profiles(texts, features=self.features, **self.feature_options)
 
     def decide_positions(self, texts: Sequence[str], left: np.ndarray, right: np.ndarray,
                          dates: np.ndarray | None = None, *,
@@ -470,8 +479,7 @@ class VerifierScorer:
         from neardup.methods.pair_features import pair_features
 
         return pair_features(texts, left, right, dates=dates, features=names,
-                             fold_diacritics=bool(self.meta.get("fold_diacritics", False)),
-                             threads=self.threads)
+                             threads=self.threads, **self.feature_options)
 
     def _predict(self, x: np.ndarray) -> np.ndarray:
         # One thread: the trees cost little next to the features, and OpenMP threads on
@@ -542,8 +550,12 @@ def _template_pairs(texts: Sequence[str], left: np.ndarray, right: np.ndarray) -
 
 def _text_source(texts: Any) -> Any:
     """What stands for the corpus behind a step's texts, for the profile cache: the
-    work directory's text reader; None (nothing kept) for texts given as a sequence."""
-    return getattr(texts, "reader", None)
+    :class:`~neardup.engine.rows.TextSource` a ``LazyTexts`` reads from (its ``source``;
+    the cache keys positions by it); None (nothing kept) for texts given as a sequence.
+    The attribute was named ``reader`` until the engine's row sources were unified
+    (77fc0e9), and the cache silently kept nothing from then on: 18 profiles a document on
+    Reuters-21578 (docs/rerank-cost.md, "Fourth round")."""
+    return getattr(texts, "source", None)
 
 
 def _take_texts(texts: Any, positions: np.ndarray) -> list[str]:

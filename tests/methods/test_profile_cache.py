@@ -116,7 +116,7 @@ def test_cached_scoring_decides_as_the_texts_do(texts):
 
     class _Texts:
         def __init__(self, docs):
-            self.reader, self.docs = source, docs
+            self.source, self.docs = source, docs
 
         def take(self, positions):
             return [texts[i] for i in self.docs[np.asarray(positions)].tolist()]
@@ -138,3 +138,28 @@ def test_cached_scoring_decides_as_the_texts_do(texts):
         np.testing.assert_array_equal(score[accept], expected[part][accept])
     assert scorer.profile_cache.hits > 0
     assert (expected >= 0.5).any() and (expected < 0.5).any()
+
+
+def test_the_engines_row_sources_reach_the_cache(texts):
+    """The cache keys documents by the engine's text source (``LazyTexts.source``): rows
+    served by :class:`~neardup.engine.rows.ArrayRows`, as every engine serves them, are
+    profiled once across overlapping batches (a renamed attribute once left the cache
+    keeping nothing, silently)."""
+    from neardup.engine.rows import ArrayRows
+    from neardup.methods.rerank import RerankMethod
+
+    class _Texts:
+        def texts(self, docs):
+            return [texts[i] for i in np.asarray(docs).tolist()]
+
+    n = len(texts)
+    store = ArrayRows(np.arange(n), {}, texts=_Texts())
+    method = RerankMethod(threshold=0.5)
+    cache = method._get_scorer().profile_cache
+    left, right = np.triu_indices(n, 1)
+    for part in (slice(0, 150), slice(100, None)):
+        docs = np.unique(np.concatenate((left[part], right[part])))
+        rows = store.rows(docs)
+        a, b = np.searchsorted(docs, left[part]), np.searchsorted(docs, right[part])
+        method._score_verified(rows, a, b, np.ones(a.size, bool))
+    assert cache.misses == n and cache.hits > 0  # each document profiled once
