@@ -255,8 +255,12 @@ def count(args: argparse.Namespace) -> dict:
                 if stop.code not in (0, None):
                     raise
             cpu = time.process_time() - start
+        # The process's peak so far: the run's own with one --data (each later one's
+        # is at least the earlier ones').
+        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
         rows[data] = {"documents": n_docs, "profile_cache_bytes":
-                      rerank.VerifierScorer.PROFILE_CACHE_BYTES, "cpu_s": cpu, **tally}
+                      rerank.VerifierScorer.PROFILE_CACHE_BYTES, "cpu_s": cpu,
+                      "peak_rss_mb": peak_mb, **tally}
         print(data, rows[data], flush=True)
     return rows
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -224,9 +225,9 @@ class DocumentProfiles:
         return int(self.lengths.shape[0])
 
     def nbytes(self) -> int:
-        """Approximate memory held (arrays, and strings at one byte a character plus
-        Python's overhead)."""
-        strings = sum(sum(map(len, part)) + 50 * len(part)
+        """Memory held: the arrays, and each string's own size (``sys.getsizeof``: one,
+        two or four bytes a character by its widest one, plus Python's header)."""
+        strings = sum(sum(map(sys.getsizeof, part))
                       for part in (self.aligned, self.short_heads, self.long_heads) if part)
         return (self.lengths.nbytes + strings
                 + sum(s.hashes.nbytes + s.offsets.nbytes for s in self.sets.values()))

@@ -163,3 +163,20 @@ def test_the_engines_row_sources_reach_the_cache(texts):
         a, b = np.searchsorted(docs, left[part]), np.searchsorted(docs, right[part])
         method._score_verified(rows, a, b, np.ones(a.size, bool))
     assert cache.misses == n and cache.hits > 0  # each document profiled once
+
+
+def test_profiles_count_their_strings_at_their_real_size():
+    # The cache evicts by this count: a Greek text's characters take 2 bytes each in
+    # Python, a CJK one's up to 4, not one byte a character.
+    import sys
+
+    ascii_text, greek_text = "grain prices rose " * 40, "οι τιμές των σιτηρών " * 40
+    ascii_profiles, greek_profiles = document_profiles([ascii_text]), document_profiles([greek_text])
+    assert greek_profiles.aligned is not None
+    strings = sum(sys.getsizeof(s) for part in (greek_profiles.aligned, greek_profiles.short_heads,
+                                                greek_profiles.long_heads) if part for s in part)
+    arrays = greek_profiles.lengths.nbytes + sum(s.hashes.nbytes + s.offsets.nbytes
+                                                 for s in greek_profiles.sets.values())
+    assert greek_profiles.nbytes() == arrays + strings
+    assert strings > 2 * len(greek_profiles.aligned[0])  # two bytes a character at least
+    assert ascii_profiles.nbytes() > 0
