@@ -20,30 +20,31 @@ def _items(*nodeids: str, ray: tuple[str, ...] = ()) -> list[SimpleNamespace]:
     return [item(n) for n in nodeids]
 
 
+def _ordered(tmp_path, monkeypatch, recorded: dict[str, float], items: list) -> list[str]:
+    """The nodeids of ``items`` in the order the suite runs them under ``recorded``."""
+    path = tmp_path / "durations.json"
+    path.write_text(json.dumps(recorded))
+    monkeypatch.setattr(durations, "DURATIONS_FILE", path)
+    durations.pytest_collection_modifyitems(items)
+    return [i.nodeid for i in items]
+
+
 def test_longest_files_first_each_file_kept_together_in_order(tmp_path, monkeypatch):
-    recorded = tmp_path / "durations.json"
-    recorded.write_text(json.dumps({"tests/a.py": 1.0, "tests/b.py": 50.0, "tests/c.py": 5.0,
-                                    "tests/d.py": 3.0}))
-    monkeypatch.setattr(durations, "DURATIONS_FILE", recorded)
     items = _items("tests/a.py::t1", "tests/b.py::t1", "tests/a.py::t2", "tests/new.py::t1",
                    "tests/c.py::t[2]", "tests/c.py::t[1]", "tests/b.py::t2")
-    durations.pytest_collection_modifyitems(items)
+    recorded = {"tests/a.py": 1.0, "tests/b.py": 50.0, "tests/c.py": 5.0, "tests/d.py": 3.0}
     # new.py counts as the median file (4.0 s): after c (5.0), before a (1.0).
-    assert [i.nodeid for i in items] == [
+    assert _ordered(tmp_path, monkeypatch, recorded, items) == [
         "tests/b.py::t1", "tests/b.py::t2", "tests/c.py::t[2]", "tests/c.py::t[1]",
         "tests/new.py::t1", "tests/a.py::t1", "tests/a.py::t2"]
 
 
 def test_ray_files_first_so_one_worker_starts_a_cluster(tmp_path, monkeypatch):
-    recorded = tmp_path / "durations.json"
-    recorded.write_text(json.dumps({"tests/a.py": 1.0, "tests/b.py": 50.0, "tests/r.py": 0.5,
-                                    "tests/s.py": 9.0}))
-    monkeypatch.setattr(durations, "DURATIONS_FILE", recorded)
     items = _items("tests/a.py::t1", "tests/r.py::t1", "tests/b.py::t1", "tests/s.py::t1",
                    ray=("tests/r.py", "tests/s.py"))
-    durations.pytest_collection_modifyitems(items)
-    assert [i.nodeid for i in items] == ["tests/s.py::t1", "tests/r.py::t1", "tests/b.py::t1",
-                                         "tests/a.py::t1"]
+    recorded = {"tests/a.py": 1.0, "tests/b.py": 50.0, "tests/r.py": 0.5, "tests/s.py": 9.0}
+    assert _ordered(tmp_path, monkeypatch, recorded, items) == [
+        "tests/s.py::t1", "tests/r.py::t1", "tests/b.py::t1", "tests/a.py::t1"]
 
 
 def test_without_a_recording_the_collected_order_stays(tmp_path, monkeypatch):
