@@ -57,8 +57,8 @@ def encode_codepoints(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
 def readonly(array: np.ndarray) -> np.ndarray:
     """A read-only view of ``array`` (no copy). Compiled kernels take their inputs through
     it: numba compiles one specialization per writeable flag, and inputs arrive both ways
-    (``np.frombuffer`` and Ray's shared memory give read-only arrays), so one flag halves
-    what a fresh install compiles."""
+    (``np.frombuffer`` and Ray's shared memory give read-only arrays): one flag, and each
+    kernel is compiled once for its dtypes, not once more for the other flag."""
     view = array.view()
     view.flags.writeable = False
     return view
