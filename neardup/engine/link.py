@@ -18,11 +18,9 @@ import pyarrow as pa
 
 from neardup.engine.buckets import concat_ranges, overlap_pairs
 from neardup.engine.overlap import (
-    code_pairs,
     decide_pairs,
     df_classes,
     likely_pairs,
-    pair_codes,
     records_below,
     sum_pair_counts,
     uncounted_keys,
@@ -32,12 +30,13 @@ from neardup.engine.rows import RowSource
 from neardup.engine.stores import PairSpill
 from neardup.engine.unionfind import UnionFind
 from neardup.graph.buckets import bucket_edge_counts, bucket_edges, key_groups
-from neardup.graph.edges import Pairs, TimeWindow
+from neardup.graph.edges import Pairs, TimeWindow, code_pairs, pair_codes
+from neardup.graph.partners import PartnerTable, low_pairs, selected_pairs
 from neardup.methods.base import Method
 
-__all__ = ["LIKELY_MIN_SHARED", "NoJoins", "PartitionLinker", "concat_pairs",
+__all__ = ["LIKELY_MIN_SHARED", "NoJoins", "PartitionLinker", "PartitionScreener", "concat_pairs",
            "exchanges_pair_counts", "link_key_rows", "link_partition", "reduce_pair_range",
-           "verify_step"]
+           "screen_partition", "selected_codes", "verify_step"]
 
 
 def verify_step(budget: int, row_bytes: int) -> int:
@@ -81,8 +80,13 @@ class PartitionLinker:
 
     def __init__(self, method: Method, docs: np.ndarray, store: RowSource, window: TimeWindow | None,
                  uf: UnionFind | NoJoins | None = None,
-                 rejected: PairMemory | None = None, every_edge: bool = False) -> None:
+                 rejected: PairMemory | None = None, every_edge: bool = False,
+                 selected: np.ndarray | None = None) -> None:
         self.method, self.store = method, store
+        # A screening method's pairs to check below its estimate floor (the Screen step's
+        # pair codes, global positions); None: every candidate is checked.
+        self.screening = method.capabilities.screening if selected is not None else None
+        self.selected = selected
         # Pairs the method rejected (only for a costly check): met again under another
         # key, they are not scored again.
         self.rejected = rejected if method.capabilities.reads.costly else None
@@ -101,6 +105,8 @@ class PartitionLinker:
         self.counts = {"candidate_edges": 0, "verified_edges": 0}
         if self.rejected is not None:
             self.counts["rescoring_skipped"] = 0
+        if self.screening is not None:
+            self.counts["screened_out_edges"] = 0
 
     #: Edges checked per step: after each step's joins, later edges between documents
     #: already joined are skipped, so a bucket of m copies costs about m checks, not the
@@ -142,9 +148,8 @@ class PartitionLinker:
             # pages of a file larger than the page cache share) grow faster than the corpus.
             need = np.unique(np.concatenate((left, right)))
             rows = self.store.rows(need)
-            score, accept = self.method.score_candidate_rows(
-                rows, np.searchsorted(need, left), np.searchsorted(need, right))
-            score, accept = np.asarray(score, np.float32), np.asarray(accept, bool)
+            score, accept = self._verify(rows, left, right, np.searchsorted(need, left),
+                                         np.searchsorted(need, right))
             self.counts["verified_edges"] += int(left.size)
             if self.rejected is not None:
                 self.rejected.add(codes if self.remember_accepted else codes[~accept])
@@ -159,6 +164,25 @@ class PartitionLinker:
         merged = self.uf.union(ll, rl, accept)
         self.forest.append((left[merged], right[merged], score[merged]))
 
+    def _verify(self, rows, left, right, left_rows, right_rows) -> tuple[np.ndarray, np.ndarray]:
+        """Scores and acceptance of edges (global positions, and their rows' positions):
+        the method's check, or for a screening method its estimate, then its costly check
+        on the edges the Screen step selected (the others score 0, rejected)."""
+        if self.screening is None:
+            score, accept = self.method.score_candidate_rows(rows, left_rows, right_rows)
+            return np.asarray(score, np.float32), np.asarray(accept, bool)
+        estimate, passed = self.method.screen_candidate_rows(rows, left_rows, right_rows)
+        check = np.flatnonzero(selected_pairs(left, right, estimate, passed,
+                                              self.screening.below, self.selected))
+        self.counts["screened_out_edges"] += int(np.count_nonzero(passed)) - int(check.size)
+        score = np.zeros(left.size, np.float32)
+        accept = np.zeros(left.size, bool)
+        if check.size:
+            checked, accepted = self.method.verify_screened_rows(rows, left_rows[check],
+                                                                  right_rows[check])
+            score[check], accept[check] = checked, accepted
+        return score, accept
+
     def forest_pairs(self) -> Pairs:
         """The joins so far (in the order they were made)."""
         return concat_pairs(self.forest)
@@ -167,6 +191,38 @@ class PartitionLinker:
         """The accepted pairs the time window kept apart so far."""
         return concat_pairs(self.outside)
 
+
+
+class PartitionScreener(PartitionLinker):
+    """The Screen step's stand-in for the linker (:mod:`neardup.graph.partners`): every
+    candidate edge of the partition gets the method's cheap estimate, whatever is joined,
+    so that the selection does not depend on the order partitions come in; the
+    low-estimate pairs that pass are collected (:meth:`low_pairs`) and nothing is
+    joined or checked."""
+
+    def __init__(self, method: Method, docs: np.ndarray, store: RowSource) -> None:
+        super().__init__(method, docs, store, None, every_edge=True)
+        self.screening = method.capabilities.screening
+        self.low: list[Pairs] = []
+        self.counts = {"candidate_edges": 0, "screened_edges": 0}
+
+    def _consider(self, left, right, score) -> None:
+        if score is not None:
+            raise ValueError(f"{self.method.name}: a screening method links its own key groups")
+        _, first = np.unique(pair_codes(np.minimum(left, right), np.maximum(left, right)),
+                             return_index=True)
+        left, right = left[first], right[first]
+        need = np.unique(np.concatenate((left, right)))
+        estimate, passed = self.method.screen_candidate_rows(
+            self.store.rows(need), np.searchsorted(need, left), np.searchsorted(need, right))
+        self.counts["screened_edges"] += int(left.size)
+        self.low.append(low_pairs(left, right, estimate, passed, self.screening.below))
+
+    def low_pairs(self) -> Pairs:
+        """The partition's low-estimate pairs that passed the screen, each once."""
+        pairs = Pairs.concat(self.low)
+        _, first = np.unique(pair_codes(pairs.left, pairs.right), return_index=True)
+        return pairs.select(first)
 
 
 def _link_overlap_groups(method: Method, linker: PartitionLinker, store, docs: np.ndarray,
@@ -280,6 +336,7 @@ def link_partition(method: Method, tables: list[pa.Table], store: RowSource,
                     window: TimeWindow | None, chunk_edges: int, uf: UnionFind | None = None, step: int | None = None,
                     exchange: PairSpill | None = None, prefix_cut: np.ndarray | None = None,
                     checked: PairMemory | None = None, rejected: PairMemory | None = None,
+                    selected: np.ndarray | None = None, linker: PartitionLinker | None = None,
                     ) -> tuple[Pairs, Pairs, dict[str, int], np.ndarray]:
     """One key partition's forest, outside-window pairs, counts (``capped_keys``: key
     groups over the bucket rule's ``star_upto``, linked by their chain alone, or over
@@ -290,7 +347,9 @@ def link_partition(method: Method, tables: list[pa.Table], store: RowSource,
     are linked; ``prefix_cut`` (the prefix stage's) restricts them to prefix members, and
     ``checked`` (the stage's) holds the neighbour pairs verified in earlier partitions;
     ``rejected`` (the stage's, or one for this partition) the pairs a costly check
-    rejected (``Verification.costly``)."""
+    rejected (``Verification.costly``). ``selected``: a screening method's low-estimate
+    pairs to check (the Screen step's, :func:`screen_partition`). ``linker``: one to use
+    instead of a new :class:`PartitionLinker` (the Screen step's screener)."""
     capped_docs = np.zeros(0, np.int64)
     if not tables:
         return Pairs.empty(), Pairs.empty(), {"candidate_edges": 0, "verified_edges": 0,
@@ -300,9 +359,10 @@ def link_partition(method: Method, tables: list[pa.Table], store: RowSource,
     docs = table.column("doc").to_numpy()
     payload = table.column("payload").to_numpy() if "payload" in table.column_names else None
     del table
-    if rejected is None:  # used only for a costly check (PartitionLinker decides)
-        rejected = PairMemory(2 * chunk_edges)  # the bytes of one chunk's edges
-    linker = PartitionLinker(method, docs, store, window, uf, rejected)
+    if linker is None:
+        if rejected is None:  # used only for a costly check (PartitionLinker decides)
+            rejected = PairMemory(2 * chunk_edges)  # the bytes of one chunk's edges
+        linker = PartitionLinker(method, docs, store, window, uf, rejected, selected=selected)
     linker.counts["capped_keys"] = 0
     if step is not None:
         linker.step = step
@@ -358,6 +418,20 @@ def link_partition(method: Method, tables: list[pa.Table], store: RowSource,
         if exchange is None:
             _link_chained_groups(linker, docs, starts, sizes, upto, star_upto, chunk_edges)
     return linker.forest_pairs(), linker.outside_pairs().canonical(), linker.counts, capped_docs
+
+
+def screen_partition(method: Method, tables: list[pa.Table], store: RowSource,
+                     chunk_edges: int) -> tuple[Pairs, dict[str, int]]:
+    """The Screen step over one key partition (a method declaring
+    :class:`~neardup.methods.capabilities.Screening`): the candidate edges the Link step
+    would build from its key rows, each pair's estimate, and the low-estimate pairs that
+    passed (each once) for the run's :class:`~neardup.graph.partners.PartnerTable`; and
+    the step's counts."""
+    docs = np.concatenate([t.column("doc").to_numpy() for t in tables]) if tables else np.zeros(0, np.int64)
+    screener = PartitionScreener(method, docs, store)
+    if tables:
+        link_partition(method, tables, store, None, chunk_edges, linker=screener)
+    return screener.low_pairs(), dict(screener.counts)
 
 
 def _link_adjacent_matches(linker: PartitionLinker, docs: np.ndarray, payload: np.ndarray,
@@ -439,9 +513,26 @@ def link_key_rows(method: Method, keys: np.ndarray, docs: np.ndarray,
     columns = {"key": keys, "doc": docs}
     if payload is not None:
         columns["payload"] = payload
-    forest, _, _, _ = link_partition(method, [pa.table(columns)], store, None,
-                                     max(int(chunk_rows), 1024), uf)
+    tables, chunk_edges = [pa.table(columns)], max(int(chunk_rows), 1024)
+    selected = None
+    if method.capabilities.screening is not None:
+        # The Screen step over these rows alone (they hold every row of their keys).
+        low, _ = screen_partition(method, tables, store, chunk_edges)
+        selected = selected_codes(low, method.capabilities.screening.keep)
+    forest, _, _, _ = link_partition(method, tables, store, None, chunk_edges, uf,
+                                     selected=selected)
     return forest
+
+
+def selected_codes(low: Pairs, keep: int) -> np.ndarray:
+    """The Screen step's selection among low-estimate pairs all in hand (global
+    positions): a :class:`~neardup.graph.partners.PartnerTable` over their documents
+    alone, its pair codes in global positions."""
+    local = np.unique(np.concatenate((low.left, low.right)))
+    table = PartnerTable(local.size, keep)
+    table.offer(np.searchsorted(local, low.left), np.searchsorted(local, low.right), low.score)
+    left, right = code_pairs(table.selected_codes())
+    return pair_codes(local[left], local[right])  # renumbering keeps the order
 
 
 def reduce_pair_range(method: Method, code_files: list[np.ndarray], shared_files: list[np.ndarray],

@@ -72,6 +72,7 @@ from neardup.engine.link import (
     exchanges_pair_counts,
     link_partition,
     reduce_pair_range,
+    screen_partition,
     verify_step,
 )
 from neardup.engine.overlap import DF_CLASS_UPPER, add_key_classes, pair_ranges, prefix_cuts
@@ -97,6 +98,7 @@ from neardup.engine.unionfind import UnionFind
 from neardup.engine.workdir import WorkDir, atomic_write_text, read_arrow, stage_key, write_arrow
 from neardup.errors import check_int
 from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
+from neardup.graph.partners import PartnerTable
 from neardup.io.batch import DocumentBatch
 from neardup.methods.base import Method
 from neardup.progress import StageTimer, progress_bar, timed_batches
@@ -237,9 +239,46 @@ def _process_usage(cpu_start: float) -> dict[str, float]:
             "peak_rss_mb": round(peak, 1)}
 
 
+def _screen_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, Any],
+                  config: CorpusStageConfig, timer, progress) -> tuple[np.ndarray, dict[str, Any]]:
+    """The Screen step over every key partition (a method declaring
+    :class:`~neardup.methods.capabilities.Screening`): each partition's low-estimate pairs
+    offered to one :class:`~neardup.graph.partners.PartnerTable` (12 bytes a partner a
+    document), then the selected pairs' codes, written to ``selected.npy`` (8 bytes a
+    pair, at most ``keep`` a document) for the Link step. A stage of its own: a resumed
+    run reads the file back."""
+    facts = wd.done("screen", key)
+    if facts is not None:
+        return np.load(wd.stage_dir("screen") / "selected.npy"), facts
+    directory = wd.start("screen")
+    screening = method.capabilities.screening
+    store, _ = _open_store(wd, method, sketch_facts, None)
+    keys_dir = wd.stage_dir("sketch") / "keys"
+    by_part = _key_files(keys_dir)
+    chunk_edges = int(max(config.budget // 4 // 64, 1 << 14))
+    table = PartnerTable(sketch_facts["n_docs"], screening.keep)
+    facts = {"screened_edges": 0, "low_estimate_pairs": 0}
+    with progress_bar("screening", total=config.partitions, unit="partitions",
+                      enabled=progress) as advance, timer.stage("pairs"):
+        for p in range(config.partitions):
+            tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
+            low, counts = screen_partition(method, tables, store, chunk_edges)
+            del tables
+            table.offer(low.left, low.right, low.score)
+            facts["screened_edges"] += counts["screened_edges"]
+            facts["low_estimate_pairs"] += len(low)
+            advance(1)
+    selected = table.selected_codes()
+    facts["selected_low_pairs"] = int(selected.size)
+    np.save(directory / "selected.npy", selected)
+    wd.finish("screen", key, facts)
+    return selected, facts
+
+
 def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, Any],
                 config: CorpusStageConfig, window_hours: float | None, timer,
-                progress, every_edge: bool = False) -> dict[str, Any]:
+                progress, every_edge: bool = False,
+                selected: np.ndarray | None = None) -> dict[str, Any]:
     """Per key partition: verified edges that join documents (a partition-local
     spanning forest) and the verified pairs the time window keeps apart. One file per
     partition, written atomically, so an interrupted stage resumes at the first missing
@@ -260,6 +299,8 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     step = _verify_step(config, store)
     exchange = exchanges_pair_counts(method)
     totals = {"candidate_edges": 0, "verified_edges": 0, "capped_keys": 0, "pruned_edges": 0}
+    if selected is not None:
+        totals["screened_out_edges"] = 0
     prefix_cut = checked = None
     # Pairs a costly check rejected (8 bytes each, up to 1/16 of the budget), across
     # partitions: the keys two documents share land in different partitions.
@@ -300,7 +341,8 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                 spill = PairSpill(directory, p) if exchange else None
                 forest, outside, counts, capped_docs = link_partition(
                     method, tables, store, window, chunk_edges, uf, step=step,
-                    exchange=spill, prefix_cut=prefix_cut, checked=checked, rejected=rejected)
+                    exchange=spill, prefix_cut=prefix_cut, checked=checked, rejected=rejected,
+                    selected=selected)
                 if spill is not None:
                     spill.commit()
                     counts["exchange_records"] = spill.records
@@ -544,9 +586,14 @@ def run_corpus_stage(
                              "exchange-prefix" if exchange else "verify",
                              *(("every-edge",) if every_edge else ()))
         last_key = link_key
-        prefix_facts = {}
+        # The facts of the stages before the Link step (Screen, or the exchange's prefix).
+        before_link = {}
+        selected = None
+        if method.capabilities.screening is not None:
+            selected, before_link = _screen_stage(wd, stage_key("screen", link_key), method,
+                                                   sketch_facts, config, timer, progress)
         if exchange:
-            prefix_facts = _prefix_stage(wd, stage_key("prefix", link_key), method, sketch_facts,
+            before_link = _prefix_stage(wd, stage_key("prefix", link_key), method, sketch_facts,
                                          config, timer, progress)
         if method.capabilities.keyed.query_retrieval:
             # Mutual retrieval ranks each query's whole result list: an inverted index
@@ -565,7 +612,8 @@ def run_corpus_stage(
             edge_files = [edge_file]
         else:
             link_facts = _link_stage(wd, link_key, method, sketch_facts, config,
-                                     time_window_hours, timer, progress, every_edge)
+                                     time_window_hours, timer, progress, every_edge, selected)
+            link_facts = dict(link_facts, **before_link)
             edge_files = [wd.stage_dir("link") / f"p-{p:04d}.arrow"
                           for p in range(config.partitions)]
             if exchange:
@@ -575,7 +623,6 @@ def run_corpus_stage(
                 exchange_facts = _exchange_stage(wd, last_key, method, sketch_facts, config,
                                                  time_window_hours, timer, progress, every_edge)
                 edge_files += sorted(wd.stage_dir("exchange").glob("r-*.arrow"))
-                link_facts = dict(link_facts, **prefix_facts)
                 for name, value in exchange_facts.items():
                     link_facts[name] = link_facts.get(name, 0) + value
         comp_facts = merge_forests(wd, last_key, sketch_facts["n_docs"], edge_files, timer,

@@ -61,15 +61,15 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numba import njit
 
+from neardup.graph.edges import pair_codes
+
 __all__ = [
     "DF_CLASS_UPPER",
     "RECORD_BYTES",
     "add_key_classes",
-    "code_pairs",
     "decide_pairs",
     "df_classes",
     "likely_pairs",
-    "pair_codes",
     "pair_ranges",
     "prefix_cuts",
     "records_below",
@@ -79,23 +79,6 @@ __all__ = [
 
 #: Bytes of one spilled record: the pair's code (uint64) and its shared count (uint32).
 RECORD_BYTES = 12
-
-#: Documents are positions below 2**32 in a pair code.
-_SHIFT = np.uint64(32)
-_LOW = np.uint64(0xFFFFFFFF)
-
-
-def pair_codes(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """``left << 32 | right`` as uint64 (positions below 2**32): codes sort like the pairs
-    (by left, then right)."""
-    return (np.asarray(left).astype(np.uint64) << _SHIFT) | np.asarray(right).astype(np.uint64)
-
-
-def code_pairs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The (left, right) int64 positions of pair codes."""
-    codes = np.asarray(codes, np.uint64)
-    return (codes >> _SHIFT).astype(np.int64), (codes & _LOW).astype(np.int64)
-
 
 def sum_pair_counts(codes: np.ndarray, shared: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct pair codes (ascending) and the sum of ``shared`` over each one's records.
@@ -116,7 +99,7 @@ def sum_pair_counts(codes: np.ndarray, shared: np.ndarray) -> tuple[np.ndarray, 
 def records_below(code_files: Sequence[np.ndarray], doc: int) -> np.ndarray:
     """How many records of each file (codes ordered by left document) have a left
     document below ``doc``."""
-    bound = np.uint64(doc) << _SHIFT
+    bound = pair_codes(np.int64(doc), np.int64(0))
     return np.array([int(np.searchsorted(codes, bound)) for codes in code_files], np.int64)
 
 

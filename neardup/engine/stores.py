@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from neardup.engine.overlap import pair_codes
+from neardup.graph.edges import pair_codes
 from neardup.engine.rows import LazyTexts, RowSource, TextSource
 from neardup.engine.sketching import SET_SIZES, SET_VALUES, SET_WEIGHT_VALUES
 from neardup.engine.workdir import WorkDir, write_arrow

@@ -14,7 +14,8 @@ import numpy as np
 
 from neardup.errors import ParameterError, check_float, spelled
 
-__all__ = ["NO_DATE", "Pairs", "TimeWindow", "check_time_window", "outside_time_window"]
+__all__ = ["NO_DATE", "Pairs", "TimeWindow", "check_time_window", "code_pairs", "outside_time_window",
+           "pair_codes"]
 
 
 @dataclass(frozen=True)
@@ -186,3 +187,20 @@ def outside_time_window(pairs: Pairs, dates: np.ndarray | None, hours: float | N
     if window is None or not len(pairs):
         return np.zeros(len(pairs), dtype=bool)
     return window.apart(pairs.left, pairs.right)
+
+
+#: Documents are positions below 2**32 in a pair code.
+_SHIFT = np.uint64(32)
+_LOW = np.uint64(0xFFFFFFFF)
+
+
+def pair_codes(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``left << 32 | right`` as uint64 (positions below 2**32): codes sort like the pairs
+    (by left, then right)."""
+    return (np.asarray(left).astype(np.uint64) << _SHIFT) | np.asarray(right).astype(np.uint64)
+
+
+def code_pairs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (left, right) int64 positions of pair codes."""
+    codes = np.asarray(codes, np.uint64)
+    return (codes >> _SHIFT).astype(np.int64), (codes & _LOW).astype(np.int64)

@@ -8,10 +8,12 @@ check, then the pair classifier (the light verifier or the cross-encoder) on the
 that pass, then the template guard (short notices whose figures differ both ways are
 kept apart: docs/decisions/0011-rerank-template-guard.md). An edge is accepted when its
 duplicate probability reaches the rerank threshold, and its score is that probability.
-The index links key groups as the corpus stage does, so its clusters are those of
-one-shot ``dedup --method rerank --param candidates=minhash --param
-'candidate_params={...the index's parameters...}'`` (tested; no dates: the index keeps
-none), as long as no key group exceeds the method's bucket cap (above it the index,
+The index links key groups as the corpus stage does, and scores every candidate edge
+that passes the MinHash check (rerank's ``low_partners`` cap ranks a document's partners
+over a whole corpus, which an index that grows by batches never holds), so its clusters
+are those of one-shot ``dedup --method rerank --param candidates=minhash --param
+'candidate_params={...the index's parameters...}' --param low_partners=null`` (tested; no
+dates: the index keeps none), as long as no key group exceeds the method's bucket cap (above it the index,
 like the corpus stage, chains the group where in-memory ``dedup`` pairs LSH candidates
 its own way).
 
@@ -108,10 +110,13 @@ def rerank_method(config: dict[str, Any], method: Method):
     the index's ``method`` as its candidate method: what verifies the index's edges."""
     from neardup.methods.rerank import RerankMethod
 
+    # Every candidate that passes the MinHash check is scored: rerank's low_partners
+    # ranks a document's partners over a whole corpus, which an index that grows by
+    # batches never holds.
     reranked = RerankMethod(scorer=config["scorer"], model=config["model"],
                             threshold=config["threshold"], candidates="minhash",
                             candidate_params=method.get_params(), max_chars=config["max_chars"],
-                            template_guard=config["template_guard"])
+                            template_guard=config["template_guard"], low_partners=None)
     if reranked.candidate.get_params() != method.get_params():
         raise ValueError(f"Index: rerank cannot take the index's {method.name!r} "
                          f"{method.get_params()} as its candidate method.")

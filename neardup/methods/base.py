@@ -401,6 +401,21 @@ class Method(ParamsMixin, ABC):
         return self.score_candidates({k: v[left] for k, v in rows.arrays.items()},
                                      {k: v[right] for k, v in rows.arrays.items()})
 
+    def screen_candidate_rows(
+        self, rows: CandidateRows, left: np.ndarray, right: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Screening: the cheap estimate (float32) of candidate edges and whether each
+        passes it; the edges the stage selects then go to :meth:`verify_screened_rows`.
+        :meth:`score_candidate_rows` must equal the two in turn."""
+        raise NotImplementedError(f"{type(self).__name__} declares no screening")
+
+    def verify_screened_rows(
+        self, rows: CandidateRows, left: np.ndarray, right: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Screening: scores (float32) and acceptance of edges that passed
+        :meth:`screen_candidate_rows`."""
+        raise NotImplementedError(f"{type(self).__name__} declares no screening")
+
     def statistics_partial(self, sketch: Sketch) -> StatisticsPartial:
         """Statistics: one batch sketch's share of the declared tables."""
         raise NotImplementedError(f"{type(self).__name__} needs no corpus statistics")

@@ -18,6 +18,8 @@ what to run from these specs alone, then call the computing functions a spec pro
 * :class:`OverlapScoring` — set-overlap keys whose pairs are scored from shared-key
   counts; ``overlap_bound``, ``overlap_scores`` and, with :attr:`OverlapScoring.prefix_filter`,
   ``overlap_min_shared``.
+* :class:`Screening` — a cheap estimate that bounds each document's low-estimate pairs
+  before a costly check; ``screen_candidate_rows`` and ``verify_screened_rows``.
 
 Specs are values (equal when the declarations are equal), so they can be compared,
 printed and tested; they hold no arrays, models or callables.
@@ -28,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["Capabilities", "CorpusStatistics", "KeyedCandidates", "OverlapScoring",
-           "VectorCandidates", "VectorSearch", "Verification"]
+           "Screening", "VectorCandidates", "VectorSearch", "Verification"]
 
 
 @dataclass(frozen=True)
@@ -200,12 +202,38 @@ class OverlapScoring:
 
 
 @dataclass(frozen=True)
+class Screening:
+    """Keyed candidates screened by a cheap estimate (``screen_candidate_rows``) before a
+    costly check (``verify_screened_rows``): the pairs estimated at ``below`` or more are
+    all checked; of those under it, each document keeps its ``keep`` highest, and a pair
+    is checked when it is among the ``keep`` of either document. Low-estimate pairs, the
+    ones whose number a document grows with the corpus, are then bounded at ``keep`` a
+    document. The selection needs every partition's pairs before any is checked: the
+    stage screens all key partitions first (:mod:`neardup.engine.screen`).
+
+    Attributes
+    ----------
+    below : float
+        Estimates under it are capped per document.
+    keep : int
+        Low-estimate partners kept a document (at least 1).
+    """
+
+    below: float
+    keep: int
+
+    def __post_init__(self) -> None:
+        if self.keep < 1:
+            raise ValueError(f"Screening: keep must be at least 1; got {self.keep}.")
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """Everything a method declares, one spec (or None) per contract.
 
     Invariants (checked): keyed candidates and overlap scoring come with a verification
-    (what the stage stores per document); overlap scoring and corpus statistics with keyed
-    candidates.
+    (what the stage stores per document); overlap scoring, corpus statistics and
+    screening with keyed candidates.
     """
 
     keyed: KeyedCandidates | None = None
@@ -213,12 +241,15 @@ class Capabilities:
     statistics: CorpusStatistics | None = None
     overlap: OverlapScoring | None = None
     verification: Verification | None = None
+    screening: Screening | None = None
 
     def __post_init__(self) -> None:
         if self.keyed is not None and self.verification is None:
             raise ValueError("Capabilities: keyed candidates need a verification spec.")
-        if (self.overlap is not None or self.statistics is not None) and self.keyed is None:
-            raise ValueError("Capabilities: overlap scoring and corpus statistics need keyed candidates.")
+        if (self.overlap is not None or self.statistics is not None
+                or self.screening is not None) and self.keyed is None:
+            raise ValueError("Capabilities: overlap scoring, corpus statistics and screening "
+                             "need keyed candidates.")
 
     @property
     def reads(self) -> Verification:

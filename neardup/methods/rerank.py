@@ -61,6 +61,7 @@ import numpy as np
 
 from neardup.errors import check_choice, check_float, check_int, parameter_error, spelled
 from neardup.graph.edges import Pairs
+from neardup.graph.partners import screened_mask
 from neardup.methods.base import (
     CandidateKeys,
     CandidateRows,
@@ -70,7 +71,7 @@ from neardup.methods.base import (
     build_method,
     init_parameters,
 )
-from neardup.methods.capabilities import Capabilities, KeyedCandidates, Verification
+from neardup.methods.capabilities import Capabilities, KeyedCandidates, Screening, Verification
 from neardup.methods.embedding import BiEncoderMethod, RETSimMethod
 from neardup.methods.static import StaticMethod
 from neardup.methods.minhash import MinHashLSH
@@ -611,6 +612,16 @@ class RerankMethod(Method):
         docs/decisions/0011-rerank-template-guard.md, 0029-template-guard-compares-names.md,
         0036-template-guard-opening-names.md. Recommended: True. False: the
         scorer alone decides.
+    low_partners : int or None, default 3
+        Over keyed candidates (MinHash): of the candidate pairs estimated below
+        ``low_estimate``, each document keeps its ``low_partners`` highest for the scorer
+        (a pair is scored when it is among those of either document); pairs at
+        ``low_estimate`` or more are all scored. Those low-estimate pairs are mostly false
+        and their number a document grows with the corpus; the cap bounds them
+        (docs/decisions/0041-rerank-screens-low-estimate-pairs.md). None: every candidate
+        pair is scored.
+    low_estimate : float in (0, 1], default 0.3
+        The estimate under which ``low_partners`` applies.
 
     Examples
     --------
@@ -634,6 +645,8 @@ class RerankMethod(Method):
         batch_size: int = 32,
         threads: int | None = None,
         template_guard: bool = True,
+        low_partners: int | None = 3,
+        low_estimate: float = 0.3,
     ) -> None:
         caller = "RerankMethod"
         self.scorer = check_choice(caller, "scorer", scorer, SCORERS)
@@ -661,6 +674,9 @@ class RerankMethod(Method):
             raise parameter_error(caller, "template_guard", spelled("True or False", "true or false"),
                                   template_guard)
         self.template_guard = template_guard
+        self.low_partners = None if low_partners is None else check_int(
+            caller, "low_partners", low_partners, low=1)
+        self.low_estimate = check_float(caller, "low_estimate", low_estimate, low=0.0, high=1.0)
         # Built now so that bad candidate parameters fail here, not after sketching.
         params = dict(self.candidate_params or {})
         if "threads" in init_parameters(CANDIDATE_CLASSES[effective]) and self.threads is not None:
@@ -754,6 +770,11 @@ class RerankMethod(Method):
 
     def _score_candidates(self, sketch: Sketch, dates: np.ndarray | None) -> Pairs:
         candidates = self._candidate.find_pairs(sketch).canonical()
+        screening = self.capabilities.screening
+        if screening is not None and len(candidates):
+            # The Screen step over the pairs in memory; their score is the estimate.
+            candidates = candidates.select(screened_mask(len(sketch), candidates,
+                                                         screening.below, screening.keep))
         if len(candidates) == 0:
             scored = Pairs.empty()
         else:
@@ -797,10 +818,14 @@ class RerankMethod(Method):
             keyed, arrays = None, ()
         else:
             return Capabilities()
+        screening = None
+        if keyed is not None and self.low_partners is not None:
+            screening = Screening(below=self.low_estimate, keep=self.low_partners)
         return Capabilities(keyed=keyed, vectors=None if keyed else base.vectors,
                             verification=Verification(arrays=arrays, text_chars=self.max_chars,
                                                       dates=self.scorer == "verifier",
-                                                      costly=True))
+                                                      costly=True),
+                            screening=screening)
 
     def vector_rows(self, sketch: Sketch) -> tuple[np.ndarray, np.ndarray]:
         return self._candidate.vector_rows(sketch)
@@ -823,6 +848,14 @@ class RerankMethod(Method):
         else:
             passed = np.ones(len(left), bool)
         return self._score_verified(rows, left, right, passed)
+
+    def screen_candidate_rows(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray):
+        """The candidate method's estimate and check (keyed candidates only)."""
+        return self._candidate.score_candidate_rows(rows, left, right)
+
+    def verify_screened_rows(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray):
+        """The scorer on edges that passed :meth:`screen_candidate_rows`."""
+        return self._score_verified(rows, left, right, np.ones(len(left), bool))
 
     def _score_verified(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray,
                         passed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

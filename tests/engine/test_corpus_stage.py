@@ -691,7 +691,8 @@ def test_exchange_totals_are_the_shared_rare_keys():
     from collections import Counter
 
     from neardup.engine.buckets import group_runs, overlap_pairs
-    from neardup.engine.overlap import code_pairs, pair_codes, pair_ranges, sum_pair_counts
+    from neardup.engine.overlap import pair_ranges, sum_pair_counts
+    from neardup.graph.edges import code_pairs, pair_codes
 
     rng = np.random.default_rng(7)
     n_docs, upto = 60, 6

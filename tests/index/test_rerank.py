@@ -34,9 +34,11 @@ def expected(texts):
     """One-shot dedup --method rerank with the index's method (MinHash defaults: word
     3-grams, not rerank's own character 5-gram candidates) as the candidates, clustered
     by connected components as the index links (not rerank's default Leiden), with
-    rerank's template guard, which the index's verification applies too."""
+    rerank's template guard, which the index's verification applies too, and every
+    candidate scored (no low_partners cap), as the index scores them."""
     return neardup.dedup(texts, "rerank", pair_types=False, scorer="verifier", candidates="minhash",
-                         candidate_params=INDEX_CANDIDATES, cluster="components").clusters
+                         candidate_params=INDEX_CANDIDATES, cluster="components",
+                         low_partners=None).clusters
 
 
 def _labels(index: Index, n: int) -> np.ndarray:
@@ -111,7 +113,8 @@ def test_delete_relinks_with_the_verifier(texts, expected, tmp_path):
     keep[::7] = False
     rest = [t for t, k in zip(texts, keep) if k]
     want = neardup.dedup(rest, "rerank", pair_types=False, scorer="verifier", candidates="minhash",
-                         candidate_params=INDEX_CANDIDATES, cluster="components").clusters
+                         candidate_params=INDEX_CANDIDATES, cluster="components",
+                         low_partners=None).clusters
     with Index.create(tmp_path / "idx", "minhash", rerank="verifier", threshold=THRESHOLD) as index:
         index.add(texts)
         index.delete([str(i) for i in np.flatnonzero(~keep).tolist()])

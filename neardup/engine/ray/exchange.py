@@ -8,7 +8,8 @@ import time
 import numpy as np
 
 from neardup.engine.link import PartitionLinker
-from neardup.engine.overlap import code_pairs, decide_pairs, pair_codes, sum_pair_counts
+from neardup.engine.overlap import decide_pairs, sum_pair_counts
+from neardup.graph.edges import code_pairs, pair_codes
 from neardup.engine.ray.positions import range_of, split_by, unique_positions
 from neardup.engine.ray.rows import shipped_rows, gather_task, verify_step
 from neardup.engine.ray.shards import IDENTITY

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from neardup import faults
 from neardup.engine.link import PartitionLinker
-from neardup.engine.overlap import pair_codes
+from neardup.graph.edges import pair_codes
 from neardup.engine.ray.exchange import RecordCollector
 from neardup.engine.ray.positions import roots_of, unique_positions
 from neardup.engine.ray.rows import shipped_rows, shipped_bytes, verify_step

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.engine.facts import batch_identity
-from neardup.engine.overlap import code_pairs, pair_codes
+from neardup.graph.edges import code_pairs, pair_codes
 from neardup.engine.ray.positions import requests_of, split_by, unique_positions
 from neardup.engine.rows import VectorShards
 from neardup.engine.ray.shards import FACTS, IDENTITY, TEXTS, Shard, batch_facts, cut_texts, shard_batches

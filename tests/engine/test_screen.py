@@ -1,0 +1,50 @@
+"""The Screen step (rerank's ``low_partners``): every executor selects the same
+low-estimate pairs, so the out-of-core run gives the in-memory clusters and pairs, and
+the cap changes what is scored."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neardup
+from tests.engine_contract import canonical, contract_corpus, skip_unavailable
+
+#: A cap that binds on the 300-document contract corpus: every pair estimated below 0.95
+#: is low, and each document keeps one.
+CAPPED = {"low_partners": 1, "low_estimate": 0.95}
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    skip_unavailable("rerank")
+    return contract_corpus(300)
+
+
+@pytest.fixture(scope="module")
+def in_memory(corpus):
+    return {lp: neardup.dedup(corpus, "rerank", id_field="id", cluster="leiden", pair_types=False,
+                              progress=False, **dict(CAPPED, low_partners=lp))
+            for lp in (1, None)}
+
+
+def test_the_cap_changes_what_is_scored(in_memory):
+    capped, every = in_memory[1], in_memory[None]
+    assert len(capped.pairs) < len(every.pairs)
+    kept = set(zip(capped.pairs.left.tolist(), capped.pairs.right.tolist()))
+    assert kept <= set(zip(every.pairs.left.tolist(), every.pairs.right.tolist()))
+
+
+@pytest.mark.parametrize("algorithm", ["leiden", "components"])
+def test_out_of_core_selects_the_in_memory_pairs(corpus, in_memory, algorithm, tmp_path):
+    memory = in_memory[1] if algorithm == "leiden" else neardup.dedup(
+        corpus, "rerank", id_field="id", cluster=algorithm, pair_types=False, progress=False, **CAPPED)
+    # Many partitions and a small budget: the screen's table gathers every partition's
+    # pairs before the first is linked.
+    local = neardup.dedup(corpus, "rerank", id_field="id", engine="local", cluster=algorithm,
+                          pair_types=False, progress=False, partitions=16, memory_limit="1MB",
+                          work_dir=str(tmp_path / "work"), **CAPPED)
+    np.testing.assert_array_equal(canonical(local.clusters), canonical(memory.clusters))
+    if algorithm == "leiden":  # every accepted pair, the same ones
+        assert sorted(zip(local.pairs.left.tolist(), local.pairs.right.tolist())) == \
+            sorted(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()))
