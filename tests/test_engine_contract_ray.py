@@ -64,3 +64,17 @@ def test_ray_gives_the_in_memory_clusters(corpora, embeddings, ray_address, one_
                            pair_types=False, batch_size=BATCH_SIZE, **params)
     check_executor(corpus, name, algorithm, "ray", memory, params, ray_address=ray_address,
                    batch_size=BATCH_SIZE)
+
+
+@pytest.mark.parametrize("algorithm", ["leiden", "components"])
+def test_ray_screens_as_in_memory(corpora, ray_address, one_stage_per_mode, algorithm):
+    # rerank's Screen step with a cap that binds on this corpus (tests/engine/test_screen.py
+    # holds it to the uncapped run): the screen tasks' pairs, gathered on the driver,
+    # select the in-memory pairs.
+    skip_unavailable("rerank")
+    corpus = corpus_for("rerank", corpora)
+    params = {"low_partners": 1, "low_estimate": 0.95}
+    memory = neardup.dedup(corpus, "rerank", id_field="id", engine="memory", cluster=algorithm,
+                           pair_types=False, batch_size=BATCH_SIZE, **params)
+    check_executor(corpus, "rerank", algorithm, "ray", memory, params, ray_address=ray_address,
+                   batch_size=BATCH_SIZE)

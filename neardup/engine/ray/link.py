@@ -10,13 +10,12 @@ import pyarrow as pa
 
 from neardup import faults
 from neardup.engine.link import PartitionLinker
-from neardup.graph.edges import pair_codes
 from neardup.engine.ray.exchange import RecordCollector
 from neardup.engine.ray.positions import roots_of, unique_positions
 from neardup.engine.ray.rows import shipped_rows, shipped_bytes, verify_step
 from neardup.engine.ray.shards import IDENTITY
 from neardup.engine.unionfind import UnionFind
-from neardup.graph.edges import NO_DATE, Pairs, TimeWindow
+from neardup.graph.edges import NO_DATE, Pairs, TimeWindow, code_pairs, pair_codes
 from neardup.methods.base import Method
 
 
@@ -68,26 +67,68 @@ def link_task(edges: dict, method: Method, window_hours: float | None, options: 
                     "outside": (outside.left, outside.right, outside.score)}
 
 
+def _partition_rows(edges: dict, method: Method, options: dict, rows: tuple) -> tuple:
+    """A key partition's documents (global positions, ascending), its key rows as a table
+    over their local positions 0..m-1 (in position order, so the order the linker's
+    chains and overlap groups follow is unchanged), and the rows its shards shipped."""
+    keys = edges["rows"]
+    local = np.unique(keys["doc"])
+    columns = {"key": keys["key"], "doc": np.searchsorted(local, keys["doc"])}
+    if keys["payload"] is not None:
+        columns["payload"] = keys["payload"]
+    store = shipped_rows(np.searchsorted(local, edges["need"]), rows,
+                         dates=method.capabilities.reads.dates and options["has_dates"])
+    return local, columns, store
+
+
+def _chunk_edges(options: dict) -> int:
+    from neardup.engine.budget import default_memory_limit
+
+    budget = options["memory_limit"] or default_memory_limit()
+    return int(max(budget // 4 // 64, 1 << 14))
+
+
+def screen_task(edges: dict, method: Method, window_hours: float | None, options: dict, *rows: dict) -> tuple:
+    """The Screen step over one key partition (:func:`~neardup.engine.link.screen_partition`,
+    the local engine's own): its counts, then its low-estimate pairs that passed the
+    screen (global positions), for the driver's
+    :class:`~neardup.graph.partners.PartnerTable`."""
+    from neardup.engine.link import screen_partition
+
+    faults.checkpoint("ray-link")
+    cpu = time.process_time()
+    local, columns, store = _partition_rows(edges, method, options, rows)
+    low, counts = screen_partition(method, [pa.table(columns)], store, _chunk_edges(options))
+    counts = dict(counts, bucket_cpu_s=edges["cpu_s"], screen_cpu_s=time.process_time() - cpu,
+                  low_estimate_pairs=len(low))
+    return counts, (local[low.left], local[low.right], low.score)
+
+
+def _local_selection(selected: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """The Screen step's selected pair codes (global positions) whose documents are both
+    in ``local`` (ascending), in local positions (renumbering keeps their order)."""
+    left, right = code_pairs(selected)
+    inside = np.isin(left, local) & np.isin(right, local)
+    return pair_codes(np.searchsorted(local, left[inside]), np.searchsorted(local, right[inside]))
+
+
 def _link_rows(edges: dict, method: Method, window_hours: float | None, options: dict, *rows: dict) -> tuple:
     """A key partition of a method that verifies from shingle sets or texts, linked by the
     local stage's own partition linker over the partition's key rows and the rows its
     shards shipped (a union-find over the partition's documents, seeded in later waves with
     the earlier waves' components: their documents' edges are skipped, not verified)."""
-    from neardup.engine.budget import default_memory_limit
     from neardup.engine.link import NoJoins, link_partition
 
     cpu = time.process_time()
-    keys = edges["rows"]
-    # Documents renumbered 0..m-1 in position order (the order the linker's chains and
-    # overlap groups follow is unchanged), so the linker's union-find is the partition's,
-    # seeded with the earlier wave's components: it skips what they already joined.
-    local = np.unique(keys["doc"])
-    columns = {"key": keys["key"], "doc": np.searchsorted(local, keys["doc"])}
-    if keys["payload"] is not None:
-        columns["payload"] = keys["payload"]
+    # The linker's union-find is the partition's, over its local positions, seeded with
+    # the earlier wave's components: it skips what they already joined.
+    local, columns, store = _partition_rows(edges, method, options, rows)
     need = edges["need"]
-    store = shipped_rows(np.searchsorted(local, need), rows,
-                         dates=method.capabilities.reads.dates and options["has_dates"])
+    selected = None
+    if options.get("selected") is not None:  # a screening method: the Screen step's pairs
+        import ray
+
+        selected = _local_selection(ray.get(options["selected"]), local)
     uf = NoJoins() if options.get("every_edge", False) else UnionFind(local.size)
     seed = edges["seed"]
     if seed is not None and local.size:
@@ -104,17 +145,17 @@ def _link_rows(edges: dict, method: Method, window_hours: float | None, options:
         dates[at] = np.concatenate([np.zeros(0, np.int64)] + [r["date"] for r in rows])
         identity[at] = np.concatenate([np.zeros(0, np.uint64)] + [r[IDENTITY] for r in rows])
         window = TimeWindow(float(window_hours), dates, identity)
-    budget = options["memory_limit"] or default_memory_limit()
-    chunk_edges = int(max(budget // 4 // 64, 1 << 14))
     step = verify_step(options, store.row_bytes)
     exchange = RecordCollector(local) if options.get("exchange") is not None else None
     forest, outside, counts, _capped = link_partition(method, [pa.table(columns)], store, window,
-                                                       chunk_edges, uf, step=step, exchange=exchange)
+                                                       _chunk_edges(options), uf, step=step,
+                                                       exchange=exchange, selected=selected)
     forest = Pairs(local[forest.left], local[forest.right], forest.score)
     outside = Pairs(local[outside.left], local[outside.right], outside.score)
     counts = {"bucket_cpu_s": edges["cpu_s"], "link_cpu_s": time.process_time() - cpu,
               "candidate_edges": counts["candidate_edges"], "edges_after_seed": counts["candidate_edges"],
               "verified_edges": counts["verified_edges"], "capped_keys": counts.get("capped_keys", 0),
+              "screened_out_edges": counts.get("screened_out_edges", 0),
               "pruned_edges": counts.get("pruned_edges", 0), "shared_key_rows": edges["shared_rows"],
               "linked_documents": int(need.size), "partition_forest_edges": len(forest),
               "outside_edges": len(outside), "gathered_row_bytes": shipped_bytes(rows)}

@@ -23,7 +23,7 @@ from neardup.engine.ray.keyed import (
     sketch_task,
     wave_plan,
 )
-from neardup.engine.ray.link import link_task, merge_link_results
+from neardup.engine.ray.link import link_task, merge_link_results, screen_task
 from neardup.engine.ray.positions import sum_count_dicts
 from neardup.engine.ray.retrieval import mutual_retrieval, token_sketch_task
 from neardup.engine.ray.rows import gather_task, gathered_names
@@ -40,6 +40,7 @@ from neardup.engine.ray.vectors import (
 )
 from neardup.engine.vectors import supports_vector_stage
 from neardup.graph.edges import NO_DATE
+from neardup.graph.partners import PartnerTable
 from neardup.io.batch import DocumentBatch
 from neardup.io.readers import ReaderConfig
 from neardup.methods.base import Method
@@ -185,6 +186,11 @@ class RayRun:
         n_ranges = partitions if exchange else 0
         if exchange:
             options["exchange"] = (pair_bounds(self.n_docs, n_ranges), np.append(self.offsets, self.n_docs))
+        if method.capabilities.screening is not None and self.n_docs:
+            # Every partition screened before any is linked: the selection needs each
+            # document's pairs from all of them. The link tasks read the selection from
+            # the object store.
+            options["selected"] = ray.put(self._screen(ray, keys, arrays, names, method_ref, options))
         record_parts, unseen_parts = [], []
         link = ray.remote(link_task).options(num_returns=2 + (n_ranges + len(shards) if exchange else 0))
         waves = [list(range(partitions))] if self.every_edge else wave_plan(partitions, self.config.first_wave)
@@ -254,6 +260,26 @@ class RayRun:
                 labels = self._components(ray, [], 0, no_progress)
             self.bounds, self.label_refs = labels
             self._finish(totals, partitions)
+
+    def _screen(self, ray, keys: list, arrays: list, names: tuple, method_ref, options: dict) -> np.ndarray:
+        """The Screen step (:mod:`neardup.graph.partners`): a bucket task and a screen task
+        per key partition (``keys``: per shard, its key rows' refs by partition), their
+        low-estimate pairs offered to one
+        :class:`~neardup.graph.partners.PartnerTable` on the driver (12 bytes a partner
+        a document) as the tasks finish; the selected pair codes."""
+        shards, partitions = len(keys), len(keys[0]) if keys else 0
+        bucket = ray.remote(bucket_task).options(num_returns=shards + 1)
+        screen = ray.remote(screen_task).options(num_returns=2)
+        buckets = [bucket.remote(self.offsets, method_ref, None, *[keys[s][p] for s in range(shards)])
+                   for p in range(partitions)]
+        screened = self._gather_and_link(ray, screen, arrays, names, buckets, method_ref, options)
+        del buckets
+        table = PartnerTable(self.n_docs, self.method.capabilities.screening.keep)
+        with self.bar("screening", partitions, "partitions") as advance:
+            self.screen_stats = sum_count_dicts(completed(ray, [c for c, _ in screened], advance))
+            for _, low in screened:
+                table.offer(*ray.get(low))
+        return table.selected_codes()
 
     def _gather_and_link(self, ray, link, arrays: list, names: tuple, buckets: list, method_ref,
                          options: dict) -> list:
@@ -474,6 +500,8 @@ class RayRun:
             # summary), summed over partitions as the local stage sums them.
             **({name: int(counts[name]) for name in ("capped_keys", "pruned_edges") if name in counts}),
             **({"exchange": self.exchange_stats} if getattr(self, "exchange_stats", None) else {}),
+            **({"screen": {k: round(v, 3) for k, v in self.screen_stats.items()}}
+               if getattr(self, "screen_stats", None) else {}),
             # CPU seconds inside the tasks (not their start-up, transfers or Ray's daemons).
             "task_cpu_s": {"sketch": round(self.sketch_cpu, 2),
                            "bucket": round(counts.get("bucket_cpu_s", 0.0), 2),
