@@ -518,14 +518,18 @@ def test_rerank_scores_a_rejected_pair_once(demo, tmp_path, monkeypatch):
         return score, accept
 
     monkeypatch.setattr(RerankMethod, "score_candidate_rows", logging)
+    # Every candidate scored (no Screen step, tests/engine/test_screen.py): each edge the
+    # linker verifies goes through score_candidate_rows.
     local = neardup.dedup(records, "rerank", engine="local", pair_types=False, cluster="components",
-                          work_dir=tmp_path / "w", memory_limit="4MB", partitions=8)
+                          work_dir=tmp_path / "w", memory_limit="4MB", partitions=8,
+                          low_partners=None)
     left, right, accept = (np.concatenate(column) for column in zip(*scored))
     costly = RerankMethod.capabilities
     monkeypatch.setattr(RerankMethod, "capabilities", property(lambda self: replace(
         costly.fget(self), verification=replace(costly.fget(self).verification, costly=False))))
     again = neardup.dedup(records, "rerank", engine="local", pair_types=False, cluster="components",
-                          work_dir=tmp_path / "again", memory_limit="4MB", partitions=8)
+                          work_dir=tmp_path / "again", memory_limit="4MB", partitions=8,
+                          low_partners=None)
     np.testing.assert_array_equal(local.clusters, again.clusters)
     stats, plain = local.params["corpus_stage"], again.params["corpus_stage"]
     assert stats["rescoring_skipped"] > 0 and "rescoring_skipped" not in plain
