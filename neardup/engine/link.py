@@ -148,11 +148,14 @@ class PartitionLinker:
             # pages of a file larger than the page cache share) grow faster than the corpus.
             need = np.unique(np.concatenate((left, right)))
             rows = self.store.rows(need)
-            score, accept = self._verify(rows, left, right, np.searchsorted(need, left),
-                                         np.searchsorted(need, right))
+            score, accept, costly = self._verify(rows, left, right, np.searchsorted(need, left),
+                                                 np.searchsorted(need, right))
             self.counts["verified_edges"] += int(left.size)
             if self.rejected is not None:
-                self.rejected.add(codes if self.remember_accepted else codes[~accept])
+                # Only the verdicts of the costly check: a pair the screen left out is
+                # cheap to screen again and would take the memory's room.
+                remembered = costly if self.remember_accepted else costly & ~accept
+                self.rejected.add(codes[remembered])
         else:
             score, accept = score[todo], np.ones(left.size, dtype=bool)
         if self.window is not None:
@@ -164,24 +167,27 @@ class PartitionLinker:
         merged = self.uf.union(ll, rl, accept)
         self.forest.append((left[merged], right[merged], score[merged]))
 
-    def _verify(self, rows, left, right, left_rows, right_rows) -> tuple[np.ndarray, np.ndarray]:
-        """Scores and acceptance of edges (global positions, and their rows' positions):
-        the method's check, or for a screening method its estimate, then its costly check
-        on the edges the Screen step selected (the others score 0, rejected)."""
+    def _verify(self, rows, left, right, left_rows, right_rows) -> tuple[np.ndarray, ...]:
+        """Scores and acceptance of edges (global positions, and their rows' positions),
+        and which of them the method's check decided: the method's check, or for a
+        screening method its estimate, then its costly check on the edges the Screen
+        step selected (the others score 0, rejected, undecided)."""
         if self.screening is None:
             score, accept = self.method.score_candidate_rows(rows, left_rows, right_rows)
-            return np.asarray(score, np.float32), np.asarray(accept, bool)
+            return (np.asarray(score, np.float32), np.asarray(accept, bool),
+                    np.ones(left.size, bool))
         estimate, passed = self.method.screen_candidate_rows(rows, left_rows, right_rows)
         check = np.flatnonzero(selected_pairs(left, right, estimate, passed,
                                               self.screening.below, self.selected))
         self.counts["screened_out_edges"] += int(np.count_nonzero(passed)) - int(check.size)
         score = np.zeros(left.size, np.float32)
         accept = np.zeros(left.size, bool)
+        decided = np.zeros(left.size, bool)
         if check.size:
             checked, accepted = self.method.verify_screened_rows(rows, left_rows[check],
                                                                   right_rows[check])
-            score[check], accept[check] = checked, accepted
-        return score, accept
+            score[check], accept[check], decided[check] = checked, accepted, True
+        return score, accept, decided
 
     def forest_pairs(self) -> Pairs:
         """The joins so far (in the order they were made)."""
