@@ -48,3 +48,25 @@ def test_out_of_core_selects_the_in_memory_pairs(corpus, in_memory, algorithm, t
     if algorithm == "leiden":  # every accepted pair, the same ones
         assert sorted(zip(local.pairs.left.tolist(), local.pairs.right.tolist())) == \
             sorted(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()))
+
+
+def test_each_selected_pair_is_scored_once_out_of_core(corpus, in_memory, tmp_path, monkeypatch):
+    # A pair shares several LSH bands, whose keys fall in different partitions: the link
+    # step remembers the costly check's verdicts (and only those), so no pair reaches the
+    # scorer twice, and the scorer sees exactly the pairs the screen selected.
+    from neardup.methods.rerank import RerankMethod
+
+    scored = []
+    real = RerankMethod.verify_screened_rows
+
+    def logging(self, rows, left, right):
+        scored.append(rows.docs[left] * len(corpus) + rows.docs[right])
+        return real(self, rows, left, right)
+
+    monkeypatch.setattr(RerankMethod, "verify_screened_rows", logging)
+    local = neardup.dedup(corpus, "rerank", id_field="id", engine="local", cluster="leiden",
+                          pair_types=False, progress=False, partitions=16, memory_limit="1MB",
+                          work_dir=str(tmp_path / "work"), **CAPPED)
+    pairs = np.concatenate(scored)
+    assert np.unique(pairs).size == pairs.size
+    assert len(local.pairs) == len(in_memory[1].pairs) < pairs.size
