@@ -77,15 +77,16 @@ def recorded_usage(extra: list[str]) -> dict | None:
     """CPU seconds and peak RSS that earlier invocations recorded with the stages already
     complete in ``--work-dir`` (given in ``extra`` with ``--resume``), so that a run
     resumed over several invocations (say, across machine sessions) is reported whole:
-    the sketch stage's and each finished link partition's ``cpu_seconds``/``peak_rss_mb``
+    the sketch and screen stages' and each finished link partition's ``cpu_seconds``/``peak_rss_mb``
     (neardup.engine.local). None: not a resumed run, or nothing done yet."""
     if "--resume" not in extra or "--work-dir" not in extra:
         return None
     work = Path(extra[extra.index("--work-dir") + 1])
     records = []
-    sketch = work / "sketch" / "_DONE.json"
-    if sketch.exists():
-        records.append(json.loads(sketch.read_text())["facts"])
+    for stage in ("sketch", "screen"):  # screen: rerank's Screen step
+        done = work / stage / "_DONE.json"
+        if done.exists():
+            records.append(json.loads(done.read_text())["facts"])
     link = sorted((work / "link").glob("p-*.json")) if (work / "link").is_dir() else []
     records += [json.loads(p.read_text()) for p in link]
     if not records:
@@ -95,7 +96,7 @@ def recorded_usage(extra: list[str]) -> dict | None:
                          "their CPU; start the run in a new work directory")
     return {"cpu_s": round(sum(r["cpu_seconds"] for r in records), 1),
             "peak_rss_mb": max(r["peak_rss_mb"] for r in records),
-            "sketch_done": sketch.exists(), "link_partitions_done": len(link)}
+            "sketch_done": (work / "sketch" / "_DONE.json").exists(), "link_partitions_done": len(link)}
 
 
 def run(argv: list[str]) -> dict:

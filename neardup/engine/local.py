@@ -248,7 +248,8 @@ def _screen_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str,
     pair, at most ``keep`` a document) for the Link step. A stage of its own: a resumed
     run reads the file back."""
     facts = wd.done("screen", key)
-    if facts is not None:
+    if facts is not None:  # without the usage recorded beside them
+        facts = {k: v for k, v in facts.items() if k not in ("cpu_seconds", "peak_rss_mb")}
         return np.load(wd.stage_dir("screen") / "selected.npy"), facts
     directory = wd.start("screen")
     screening = method.capabilities.screening
@@ -258,6 +259,7 @@ def _screen_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str,
     chunk_edges = int(max(config.budget // 4 // 64, 1 << 14))
     table = PartnerTable(sketch_facts["n_docs"], screening.keep)
     facts = {"screened_edges": 0, "low_estimate_pairs": 0}
+    cpu_start = time.process_time()
     with progress_bar("screening", total=config.partitions, unit="partitions",
                       enabled=progress) as advance, timer.stage("pairs"):
         for p in range(config.partitions):
@@ -271,7 +273,10 @@ def _screen_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str,
     selected = table.selected_codes()
     facts["selected_low_pairs"] = int(selected.size)
     np.save(directory / "selected.npy", selected)
-    wd.finish("screen", key, facts)
+    # Recorded as the sketch stage's and each link partition's are (benchmarks/scale.py
+    # adds them up for a run resumed over several invocations).
+    screen_usage = _process_usage(cpu_start)
+    wd.finish("screen", key, dict(facts, **screen_usage))
     return selected, facts
 
 

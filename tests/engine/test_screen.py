@@ -70,3 +70,21 @@ def test_each_selected_pair_is_scored_once_out_of_core(corpus, in_memory, tmp_pa
     pairs = np.concatenate(scored)
     assert np.unique(pairs).size == pairs.size
     assert len(local.pairs) == len(in_memory[1].pairs) < pairs.size
+
+
+def test_a_resumed_run_reads_the_screen_back(corpus, in_memory, tmp_path):
+    # The Screen step is a stage of its own: a run resumed after it links with the
+    # selection it wrote, and gives the same pairs.
+    import shutil
+
+    options = dict(id_field="id", engine="local", cluster="leiden", pair_types=False, progress=False,
+                   partitions=4, work_dir=str(tmp_path / "work"), resume=True, **CAPPED)
+    first = neardup.dedup(corpus, "rerank", **options)
+    work = tmp_path / "work"
+    assert (work / "screen" / "selected.npy").exists()
+    for later in ("link", "components"):
+        shutil.rmtree(work / later, ignore_errors=True)
+    again = neardup.dedup(corpus, "rerank", **options)
+    assert sorted(zip(again.pairs.left.tolist(), again.pairs.right.tolist())) == \
+        sorted(zip(first.pairs.left.tolist(), first.pairs.right.tolist()))
+    assert len(first.pairs) == len(in_memory[1].pairs)
