@@ -622,6 +622,10 @@ class RerankMethod(Method):
         pair is scored.
     low_estimate : float in (0, 1], default 0.3
         The estimate under which ``low_partners`` applies.
+    accept_estimate : float in (0, 1] or None, default None
+        Over MinHash candidates: pairs whose estimate reaches it are accepted without the
+        scorer, with probability 1 (the template guard still applies), so near-identical
+        copies cost no classifier call. None: every pair is scored.
 
     Examples
     --------
@@ -647,6 +651,7 @@ class RerankMethod(Method):
         template_guard: bool = True,
         low_partners: int | None = 3,
         low_estimate: float = 0.3,
+        accept_estimate: float | None = None,
     ) -> None:
         caller = "RerankMethod"
         self.scorer = check_choice(caller, "scorer", scorer, SCORERS)
@@ -677,6 +682,8 @@ class RerankMethod(Method):
         self.low_partners = None if low_partners is None else check_int(
             caller, "low_partners", low_partners, low=1)
         self.low_estimate = check_float(caller, "low_estimate", low_estimate, low=0.0, high=1.0)
+        self.accept_estimate = None if accept_estimate is None else check_float(
+            caller, "accept_estimate", accept_estimate, low=0.0, high=1.0)
         # Built now so that bad candidate parameters fail here, not after sketching.
         params = dict(self.candidate_params or {})
         if "threads" in init_parameters(CANDIDATE_CLASSES[effective]) and self.threads is not None:
@@ -778,20 +785,34 @@ class RerankMethod(Method):
         if len(candidates) == 0:
             scored = Pairs.empty()
         else:
-            docs = np.unique(np.concatenate([candidates.left, candidates.right]))
-            texts = self._texts(sketch, docs)
-            scorer = self._get_scorer()
-            if isinstance(scorer, VerifierScorer):
-                local = np.searchsorted(docs, np.concatenate([candidates.left, candidates.right]))
-                m = len(candidates)
-                doc_dates = None if dates is None else np.asarray(dates)[docs]
-                prob = scorer.score_positions([texts[d] for d in docs.tolist()], local[:m],
-                                              local[m:], doc_dates)
-            else:
-                prob = scorer.score([texts[d] for d in candidates.left.tolist()],
-                                    [texts[d] for d in candidates.right.tolist()])
+            # Near-identical pairs (their score is the estimate) skip the scorer.
+            certain = self._certain(candidates.score)
+            prob = np.ones(len(candidates), np.float32)
+            rest = candidates.select(~certain)
+            if len(rest):
+                prob[~certain] = self._score_pairs(sketch, rest, dates)
             scored = Pairs(candidates.left, candidates.right, prob)
         return scored
+
+    def _certain(self, estimate: np.ndarray) -> np.ndarray:
+        """Pairs accepted without the scorer: estimate at ``accept_estimate`` or more."""
+        if self.accept_estimate is None or not self._keyed:
+            return np.zeros(np.shape(estimate)[0], bool)
+        return np.asarray(estimate) >= self.accept_estimate
+
+    def _score_pairs(self, sketch: Sketch, pairs: Pairs, dates: np.ndarray | None) -> np.ndarray:
+        """The scorer's probability of ``pairs`` (positions in ``sketch``)."""
+        docs = np.unique(np.concatenate([pairs.left, pairs.right]))
+        texts = self._texts(sketch, docs)
+        scorer = self._get_scorer()
+        if isinstance(scorer, VerifierScorer):
+            local = np.searchsorted(docs, np.concatenate([pairs.left, pairs.right]))
+            m = len(pairs)
+            doc_dates = None if dates is None else np.asarray(dates)[docs]
+            return scorer.score_positions([texts[d] for d in docs.tolist()], local[:m],
+                                          local[m:], doc_dates)
+        return scorer.score([texts[d] for d in pairs.left.tolist()],
+                            [texts[d] for d in pairs.right.tolist()])
 
     # -- keyed contract: the candidate method's keys, then the scorer on its edges --------
 
@@ -843,11 +864,12 @@ class RerankMethod(Method):
         rejects, possibly an upper bound below the threshold:
         :meth:`VerifierScorer.decide_positions`). Over embedding candidates the vector
         stage has applied the candidate threshold already: every edge is scored."""
+        estimate = None
         if self._keyed:
-            _, passed = self._candidate.score_candidate_rows(rows, left, right)
+            estimate, passed = self._candidate.score_candidate_rows(rows, left, right)
         else:
             passed = np.ones(len(left), bool)
-        return self._score_verified(rows, left, right, passed)
+        return self._score_verified(rows, left, right, passed, estimate)
 
     def screen_candidate_rows(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray):
         """The candidate method's estimate and check (keyed candidates only)."""
@@ -855,12 +877,18 @@ class RerankMethod(Method):
 
     def verify_screened_rows(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray):
         """The scorer on edges that passed :meth:`screen_candidate_rows`."""
-        return self._score_verified(rows, left, right, np.ones(len(left), bool))
+        estimate = None
+        if self.accept_estimate is not None:  # the estimate again: a cheap lookup
+            estimate, _ = self._candidate.score_candidate_rows(rows, left, right)
+        return self._score_verified(rows, left, right, np.ones(len(left), bool), estimate)
 
     def _score_verified(self, rows: CandidateRows, left: np.ndarray, right: np.ndarray,
-                        passed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`score_candidate_rows` after the candidate check (``passed``)."""
-        passing = np.flatnonzero(passed)
+                        passed: np.ndarray, estimate: np.ndarray | None = None,
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`score_candidate_rows` after the candidate check (``passed``, and the
+        candidate method's ``estimate`` for ``accept_estimate``)."""
+        certain = passed & self._certain(estimate) if estimate is not None else np.zeros(len(left), bool)
+        passing = np.flatnonzero(passed & ~certain)
         prob = np.zeros(len(left), np.float32)
         # The scorer's working memory grows with the pairs it is given (the verifier's
         # shingle arrays: 660 MB for a step of 8,192 news-story pairs,
@@ -909,6 +937,14 @@ class RerankMethod(Method):
                     else:
                         guarded = _template_pairs(texts, pa, pb)
                     prob[keep[accepted[guarded]]] = 0.0
+        sure = np.flatnonzero(certain)
+        if sure.size:
+            prob[sure] = 1.0
+            if self.template_guard:  # the guard reads their texts (no profile needed)
+                used, where = np.unique(np.concatenate((left[sure], right[sure])), return_inverse=True)
+                guarded = _template_pairs(_take_texts(rows.texts, used), where[:sure.size],
+                                          where[sure.size:])
+                prob[sure[guarded]] = 0.0
         return prob, passed & (prob >= self.threshold)
 
     def find_pairs(self, sketch: Sketch, dates: np.ndarray | None = None) -> Pairs:

@@ -88,3 +88,48 @@ def test_a_resumed_run_reads_the_screen_back(corpus, in_memory, tmp_path):
     assert sorted(zip(again.pairs.left.tolist(), again.pairs.right.tolist())) == \
         sorted(zip(first.pairs.left.tolist(), first.pairs.right.tolist()))
     assert len(first.pairs) == len(in_memory[1].pairs)
+
+
+def test_near_identical_pairs_skip_the_scorer_on_every_executor(corpus, tmp_path, monkeypatch):
+    # accept_estimate: pairs estimated at it or more are accepted with probability 1
+    # without the scorer, in memory and out of core alike.
+    from neardup.methods.rerank import VerifierScorer
+
+    calls = []
+    real = VerifierScorer.decide_profiles
+
+    def counting(self, profiles, left, right, *args, **kwargs):
+        calls.append(len(left))
+        return real(self, profiles, left, right, *args, **kwargs)
+
+    monkeypatch.setattr(VerifierScorer, "decide_profiles", counting)
+    options = dict(id_field="id", cluster="leiden", pair_types=False, progress=False)
+    every = neardup.dedup(corpus, "rerank", engine="local", partitions=4,
+                          work_dir=str(tmp_path / "every"), **options)
+    scored_every, calls[:] = sum(calls), []
+    sure = neardup.dedup(corpus, "rerank", engine="local", partitions=4, accept_estimate=0.7,
+                         work_dir=str(tmp_path / "sure"), **options)
+    assert sum(calls) < scored_every
+    memory = neardup.dedup(corpus, "rerank", accept_estimate=0.7, **options)
+    np.testing.assert_array_equal(canonical(sure.clusters), canonical(memory.clusters))
+    by_pair = dict(zip(zip(memory.pairs.left.tolist(), memory.pairs.right.tolist()),
+                       memory.pairs.score.tolist()))
+    assert dict(zip(zip(sure.pairs.left.tolist(), sure.pairs.right.tolist()),
+                    sure.pairs.score.tolist())) == by_pair
+    assert (sure.pairs.score == 1).sum() > (every.pairs.score == 1).sum()
+
+
+def test_the_template_guard_still_rejects_a_near_identical_notice():
+    from neardup.methods.rerank import RerankMethod
+
+    texts = ["Qtly div 25 cts vs 25 cts prior Pay July 10 Record June 15",
+             "Qtly div 26 cts vs 26 cts prior Pay July 10 Record June 15",
+             "Qtly div 25 cts vs 25 cts prior Pay July 10 Record June 15."]
+    method = RerankMethod(accept_estimate=0.3)
+    sketch = method.sketch(texts)
+    estimate = method.candidate.find_pairs(method.candidate.sketch(texts))
+    assert (estimate.score >= 0.3).all() and len(estimate) == 3  # every pair is near-identical
+    pairs = method.find_pairs(sketch)
+    # The copy (a full stop added) is accepted without the scorer; the other company's
+    # figures keep both of its pairs apart.
+    assert list(zip(pairs.left.tolist(), pairs.right.tolist(), pairs.score.tolist())) == [(0, 2, 1.0)]
