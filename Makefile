@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 # The installer: uv (from PyPI, put into the venv by pip at the version constraints.txt
-# pins) installs the same pinned set as pip in about a third of the time and compiles no
+# pins) installs the same pinned set as pip in a fraction of its time and compiles no
 # bytecode up front (each module is compiled when first imported); INSTALLER=pip for pip.
 # uv reads none of pip's settings: where pip is told to find wheels (PIP_FIND_LINKS, as
 # this project's machines hold the CPU build of torch) is passed on to uv.
