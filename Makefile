@@ -10,21 +10,18 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 # The installer: uv (from PyPI, put into the venv by pip at the version constraints.txt
 # pins) installs the same pinned set as pip in a fraction of its time and compiles no
 # bytecode up front (each module is compiled when first imported); INSTALLER=pip for pip.
-# uv reads none of pip's settings: where pip is told to find wheels (PIP_FIND_LINKS, as
-# this project's machines hold the CPU build of torch) is passed on to uv.
-# Decision 0041, docs/testing.md.
+# uv reads none of pip's settings: unless UV_FIND_LINKS is set, it gets pip's find-links
+# (PIP_FIND_LINKS, else pip's configuration; this project's machines keep the CPU build
+# of torch there). Decision 0041, docs/testing.md.
 INSTALLER ?= uv
 ifeq ($(INSTALLER),uv)
-INSTALL := $(VENV)/bin/uv pip install -q --python $(PY)
+FIND_LINKS = $${UV_FIND_LINKS:-$$(echo $${PIP_FIND_LINKS:-$$($(PY) -m pip config get global.find-links 2>/dev/null)} | xargs | tr ' ' ',')}
+INSTALL = UV_FIND_LINKS="$(FIND_LINKS)" $(VENV)/bin/uv pip install -q --python $(PY)
 INSTALLER_BIN := $(VENV)/bin/uv
 else
-INSTALL := $(PIP) install
+INSTALL = $(PIP) install
 INSTALLER_BIN :=
 endif
-ifneq ($(strip $(PIP_FIND_LINKS)),)
-export UV_FIND_LINKS ?= $(subst $(eval) ,$(comma),$(strip $(PIP_FIND_LINKS)))
-endif
-comma := ,
 OUT ?= out
 # pytest-xdist workers: one per logical CPU. worksteal: each worker takes half the tests,
 # longest files first (tests/durations.py), and an idle one takes the other's last ones.
