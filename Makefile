@@ -7,6 +7,21 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
+# The installer: uv (from PyPI, put into the venv by pip at the version constraints.txt
+# pins) installs the same pinned set as pip in a fraction of its time and compiles no
+# bytecode up front (each module is compiled when first imported); INSTALLER=pip for pip.
+# uv reads none of pip's settings: unless UV_FIND_LINKS is set, it gets pip's find-links
+# (PIP_FIND_LINKS, else pip's configuration; this project's machines keep the CPU build
+# of torch there). Decision 0041, docs/testing.md.
+INSTALLER ?= uv
+ifeq ($(INSTALLER),uv)
+FIND_LINKS = $${UV_FIND_LINKS:-$$(echo $${PIP_FIND_LINKS:-$$($(PY) -m pip config get global.find-links 2>/dev/null)} | xargs | tr ' ' ',')}
+INSTALL = UV_FIND_LINKS="$(FIND_LINKS)" $(VENV)/bin/uv pip install -q --python $(PY)
+INSTALLER_BIN := $(VENV)/bin/uv
+else
+INSTALL = $(PIP) install
+INSTALLER_BIN :=
+endif
 OUT ?= out
 # pytest-xdist workers: one per logical CPU. worksteal: each worker takes half the tests,
 # longest files first (tests/durations.py), and an idle one takes the other's last ones.
@@ -22,12 +37,15 @@ LANES := slow or ray or neural or train or browser or faults
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: pyproject.toml constraints.txt | $(VENV)/bin/python
-	$(PIP) install -c constraints.txt -e .
+$(VENV)/bin/uv: | $(VENV)/bin/python
+	$(PIP) install -c constraints.txt uv
+
+$(VENV)/.installed: pyproject.toml constraints.txt | $(VENV)/bin/python $(INSTALLER_BIN)
+	$(INSTALL) -c constraints.txt -e .
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -c constraints.txt -e '.[test,bench,neural,train,ray,serve,llm,docs]'
+	$(INSTALL) -c constraints.txt -e '.[test,bench,neural,train,ray,serve,llm,docs]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -157,9 +157,13 @@ class EmbeddingMethod(Method):
         return self._scatter(len(texts), valid, arrays, lengths)
 
     def _scatter(self, n: int, valid: np.ndarray, arrays: dict, lengths: np.ndarray) -> Sketch:
-        embedding = np.zeros((n, self.embedder.dim), dtype=np.float32)
+        # The width from the embeddings when there are any: a batch read from cache_dir
+        # then never loads the model (a bi-encoder's torch import and weights).
         if valid.size:
+            embedding = np.zeros((n, arrays[self.embedding_key].shape[1]), dtype=np.float32)
             embedding[valid] = arrays[self.embedding_key]
+        else:
+            embedding = np.zeros((n, self.embedder.dim), dtype=np.float32)
         return Sketch((lengths > 0).astype(np.int64), {self.embedding_key: embedding})
 
     def _search_options(self) -> dict[str, Any]:
@@ -315,10 +319,11 @@ class RETSimPartialMethod(RETSimMethod):
         # Chunk rows are ragged: "n_chunks" is row-aligned with the documents, "chunks"
         # holds every chunk in document order (Sketch.concat stacks both correctly).
         n_chunks = np.zeros(n, dtype=np.int64)
-        chunks = np.zeros((0, self.embedder.dim), dtype=np.float32)
         if valid.size:
             n_chunks[valid] = arrays["n_chunks"]
             chunks = arrays["chunks"]
+        else:
+            chunks = np.zeros((0, self.embedder.dim), dtype=np.float32)
         return Sketch(n_chunks, {"n_chunks": n_chunks}, ragged={"chunks": chunks})
 
     one_row_per_document = False

@@ -281,3 +281,18 @@ def test_threads_apply_during_encode_and_are_restored():
     one = _loaded(threads=1)
     assert one.encode(["Oil rose."]).shape == (1, DIM)
     assert torch.get_num_threads() == before
+
+
+def test_embeddings_read_from_cache_dir_never_load_the_model(encoder, tmp_path):
+    """A batch found in the method's cache_dir is read without loading the model (its
+    torch weights), as a Ray worker or a rerun reads the batches already embedded."""
+    from neardup.methods import make_method
+
+    texts = [OIL, OIL + "Shares fell.", "", FOOTBALL]
+    first = make_method("biencoder", cache_dir=str(tmp_path), threads=1).sketch(texts)
+    again = make_method("biencoder", cache_dir=str(tmp_path), threads=1)
+    read = again.sketch(texts)
+    assert again._embedder is None or again._embedder._model is None
+    np.testing.assert_array_equal(read.arrays["embedding"], first.arrays["embedding"])
+    np.testing.assert_array_equal(read.n_features, first.n_features)
+    assert read.arrays["embedding"].shape == (4, DIM) and not read.arrays["embedding"][2].any()
