@@ -12,7 +12,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 # bytecode up front (each module is compiled when first imported); INSTALLER=pip for pip.
 # uv reads none of pip's settings: unless UV_FIND_LINKS is set, it gets pip's find-links
 # (PIP_FIND_LINKS, else pip's configuration; this project's machines keep the CPU build
-# of torch there). Decision 0041, docs/testing.md.
+# of torch there). Decision 0042, docs/testing.md.
 INSTALLER ?= uv
 ifeq ($(INSTALLER),uv)
 FIND_LINKS = $${UV_FIND_LINKS:-$$(echo $${PIP_FIND_LINKS:-$$($(PY) -m pip config get global.find-links 2>/dev/null)} | xargs | tr ' ' ',')}
