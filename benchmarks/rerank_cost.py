@@ -52,7 +52,11 @@ RESULTS = ROOT / "benchmarks" / "results" / "rerank"
 #: Nested entries are subtracted from their parents below, so the sections add up.
 SECTIONS = {
     "verifier": [("neardup/methods/rerank.py", "score_candidate_rows"),
-                 ("neardup/methods/rerank.py", "scored_candidates")],
+                 ("neardup/methods/rerank.py", "scored_candidates"),
+                 ("neardup/methods/rerank.py", "verify_screened_rows")],
+    # The Screen step's own stage (estimates of every candidate, the partner table):
+    # inside the candidates' section, reported as a part of it.
+    "screen stage": [("neardup/engine/local.py", "_screen_stage")],
     "document profiles": [("neardup/methods/pair_features.py", "document_profiles")],
     "pair features": [("neardup/methods/pair_features.py", "profile_pair_features")],
     # Before document profiles: the one function computing both.
@@ -210,6 +214,7 @@ def profile(args: argparse.Namespace) -> dict:
             "clustering": cum["clustering"],
         }
         sections["rest (start-up, input, output)"] = total - sum(sections.values())
+        sections["of which the Screen stage (in candidates)"] = cum["screen stage"]
         top = sorted(((v[3], f"{Path(k[0]).name}:{k[2]}") for k, v in stats.stats.items()),
                      reverse=True)
         own = sorted(((v[2], f"{Path(k[0]).name}:{k[2]}") for k, v in stats.stats.items()),
