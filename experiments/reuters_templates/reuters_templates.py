@@ -167,11 +167,13 @@ GUARD_VARIANTS = {"guard=False": {"template_guard": False}, "guard=True": {"temp
 
 def labelled_sets(split: str, variants: dict[str, dict] | None = None) -> dict:
     """ARI of ``--method rerank`` at its defaults with and without the template guard on
-    ``split`` of every labelled set that has it, and the guard's firings
+    ``split`` of every labelled set that has it (per language where the set has
+    several), and the guard's firings
     (:func:`guard_firings`); or, with ``variants`` (label: parameters), those variants
     instead of the guard's (``change``: the last one's ARI minus the first one's)."""
     from pathlib import Path
 
+    from experiments.verifier_cost.pairs import languages
     from neardup.eval import load_labeled
     from neardup.eval.evaluate import evaluate
 
@@ -184,16 +186,23 @@ def labelled_sets(split: str, variants: dict[str, dict] | None = None) -> dict:
         if not path.exists():  # language_validation: the multilingual sets only
             continue
         corpus = load_labeled([path])
+        # Per language too, where the set says (the multilingual sets).
+        lang = languages(path)
+        groups = lang if (lang != "").all() and len(set(lang)) > 1 else None
         sketches: dict = {}
         row = {"documents": len(corpus)}
         for label, params in variants.items():
             cpu = time.process_time()
-            report = evaluate(corpus, "rerank", params=params, sketch_cache=sketches)
+            report = evaluate(corpus, "rerank", params=params, sketch_cache=sketches,
+                              groups=groups)
             row[label] = {"params": params, "ari": round(report["ari"], 4),
                           "precision": round(report["precision"], 4),
                           "recall": round(report["recall"], 4),
                           "clusters": report["n_pred_clusters"],
                           "cpu_seconds": round(time.process_time() - cpu, 1)}
+            if groups is not None:
+                row[label]["ari_by_language"] = {
+                    name: round(m["ari"], 4) for name, m in report["groups"].items()}
         first, last = list(variants)[0], list(variants)[-1]
         row["change"] = round(row[last]["ari"] - row[first]["ari"], 4)
         if guard:
