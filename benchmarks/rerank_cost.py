@@ -7,7 +7,8 @@ Jaccard 0.1, clustered as ``--cluster auto`` says, Leiden at resolution 0.4):
 * ``compare``: each method as its own process, alternated ``--repeats`` times; CPU is the
   child's user + system time (``resource.getrusage(RUSAGE_CHILDREN)``), so interpreter
   start-up and imports count for both, as they do for a user. Reports CPU per document and
-  rerank's ratio to MinHash, with the median of the repeats.
+  rerank's ratio to MinHash, with the median of the repeats. ``--rerank-variant`` adds
+  more rerank runs (other parameters) to the same alternation.
 * ``profile``: rerank in this process under cProfile with a CPU clock
   (``time.process_time``: every thread of the process, so rapidfuzz's and numba's
   threads count), split into candidates (sketching, band keys, MinHash's permissive
@@ -51,7 +52,11 @@ RESULTS = ROOT / "benchmarks" / "results" / "rerank"
 #: Nested entries are subtracted from their parents below, so the sections add up.
 SECTIONS = {
     "verifier": [("neardup/methods/rerank.py", "score_candidate_rows"),
-                 ("neardup/methods/rerank.py", "scored_candidates")],
+                 ("neardup/methods/rerank.py", "scored_candidates"),
+                 ("neardup/methods/rerank.py", "verify_screened_rows")],
+    # The Screen step's own stage (estimates of every candidate, the partner table):
+    # inside the candidates' section, reported as a part of it.
+    "screen stage": [("neardup/engine/local.py", "_screen_stage")],
     "document profiles": [("neardup/methods/pair_features.py", "document_profiles")],
     "pair features": [("neardup/methods/pair_features.py", "profile_pair_features")],
     # Before document profiles: the one function computing both.
@@ -103,13 +108,23 @@ def _child_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _runs(args: argparse.Namespace) -> dict[str, tuple[str, list[str]]]:
+    """compare's runs: label -> (method, rerank's own --param flags). MinHash, rerank with
+    ``--rerank-param``, and each ``--rerank-variant`` on top of those."""
+    runs = {"minhash": ("minhash", []), "rerank": ("rerank", list(args.rerank_extra))}
+    for label, params in args.variants:
+        runs[f"rerank-{label}"] = ("rerank", [*args.rerank_extra, *params])
+    return runs
+
+
 def compare(args: argparse.Namespace) -> dict:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    runs = _runs(args)
     rows = {}
     for data in args.data:
         files, flags, n_docs = _inputs(data, args.reuters)
-        cpu: dict[str, list[float]] = {"minhash": [], "rerank": []}
-        wall: dict[str, list[float]] = {"minhash": [], "rerank": []}
+        cpu: dict[str, list[float]] = {label: [] for label in runs}
+        wall: dict[str, list[float]] = {label: [] for label in runs}
         # Largest resident set of any child so far (getrusage keeps only the maximum):
         # after rerank's runs, rerank's peak, which is above MinHash's.
         peak: dict[str, float] = {}
@@ -121,16 +136,16 @@ def compare(args: argparse.Namespace) -> dict:
                         args.rerank_extra)],
                         check=True, env=env, cwd=ROOT)
             for _ in range(args.repeats):
-                for method in ("minhash", "rerank"):
-                    out = (args.clusters_dir or Path(tmp)) / f"{data.replace(':', '_').replace('/', '_')}-{method}.parquet"
+                # Alternated, so that a change in the machine's load falls on every run.
+                for label, (method, own) in runs.items():
+                    out = (args.clusters_dir or Path(tmp)) / f"{data.replace(':', '_').replace('/', '_')}-{label}.parquet"
                     before, start = _child_cpu(), time.perf_counter()
                     subprocess.run([sys.executable, "-m", "neardup",
-                                    *_command(method, files, flags, out, args.extra,
-                                              args.rerank_extra)],
+                                    *_command(method, files, flags, out, args.extra, own)],
                                    check=True, env=env, cwd=ROOT)
-                    cpu[method].append(_child_cpu() - before)
-                    wall[method].append(time.perf_counter() - start)
-                    peak[method] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+                    cpu[label].append(_child_cpu() - before)
+                    wall[label].append(time.perf_counter() - start)
+                    peak[label] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         med = {m: statistics.median(v) for m, v in cpu.items()}
         rows[data] = {
             "documents": n_docs,
@@ -138,10 +153,14 @@ def compare(args: argparse.Namespace) -> dict:
             "cpu_ms_per_doc": {m: 1000 * v / n_docs for m, v in med.items()},
             "rerank_over_minhash": med["rerank"] / med["minhash"],
         }
-        print(f"{data}: {n_docs} docs; CPU s minhash {med['minhash']:.2f}, rerank "
-              f"{med['rerank']:.2f}; per doc {1000 * med['minhash'] / n_docs:.3f} / "
-              f"{1000 * med['rerank'] / n_docs:.3f} ms; ratio {rows[data]['rerank_over_minhash']:.1f}x",
-              flush=True)
+        for label in runs:
+            if label.startswith("rerank-"):
+                rows[data][f"{label}_over_minhash"] = med[label] / med["minhash"]
+        print(f"{data}: {n_docs} docs; CPU s " + ", ".join(
+            f"{m} {v:.2f} ({1000 * v / n_docs:.3f} ms a doc)" for m, v in med.items())
+            + "; over minhash " + ", ".join(
+            f"{m} {v / med['minhash']:.1f}x" for m, v in med.items() if m != "minhash"),
+            flush=True)
     return rows
 
 
@@ -195,6 +214,7 @@ def profile(args: argparse.Namespace) -> dict:
             "clustering": cum["clustering"],
         }
         sections["rest (start-up, input, output)"] = total - sum(sections.values())
+        sections["of which the Screen stage (in candidates)"] = cum["screen stage"]
         top = sorted(((v[3], f"{Path(k[0]).name}:{k[2]}") for k, v in stats.stats.items()),
                      reverse=True)
         own = sorted(((v[2], f"{Path(k[0]).name}:{k[2]}") for k, v in stats.stats.items()),
@@ -265,6 +285,14 @@ def count(args: argparse.Namespace) -> dict:
     return rows
 
 
+def _variant(value: str) -> tuple[str, list[str]]:
+    """``LABEL:NAME=VALUE[;NAME=VALUE]`` -> (label, rerank's --param flags)."""
+    label, sep, params = value.partition(":")
+    if not sep or not label or not params:
+        raise argparse.ArgumentTypeError(f"expected LABEL:NAME=VALUE[;NAME=VALUE]; got {value!r}")
+    return label, [f"--param={p}" for p in params.split(";")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=("compare", "profile", "count"))
@@ -278,6 +306,11 @@ def main() -> None:
                         type=lambda v: f"--param={v}",
                         help="a --param NAME=VALUE for rerank only (repeatable), e.g. "
                              "'candidate_params={\"threshold\": 0.2}'")
+    parser.add_argument("--rerank-variant", dest="variants", action="append", default=[],
+                        type=_variant,
+                        help="compare: one more rerank run, LABEL:NAME=VALUE[;NAME=VALUE] "
+                             "(repeatable; on top of --rerank-param), e.g. "
+                             "'all:low_partners=null'")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                         help="more dedup flags for both methods (last on the line)")
     parser.add_argument("--clusters-dir", type=Path, default=None,

@@ -30,6 +30,7 @@ Usage::
     python -m experiments.reuters_templates.reuters_templates --months 1987-06      # a subset, for iterating
     python -m experiments.reuters_templates.reuters_templates --runs rerank --param template_guard=false
     python -m experiments.reuters_templates.reuters_templates --sets validation     # labelled sets, guard on and off
+    python -m experiments.reuters_templates.reuters_templates --sets validation --variant 'default:' --variant 'all:low_partners=null' --suffix screen
 
 Raw results: ``experiments/reuters_templates/results/reuters_templates[_<suffix>].json`` and
 ``experiments/reuters_templates/results/reuters_templates_sets_<split>.json``.
@@ -160,31 +161,52 @@ def run_one(records: list[dict], method: str, params: dict) -> tuple[np.ndarray,
     return np.asarray(result.clusters), _cpu() - cpu
 
 
-def labelled_sets(split: str) -> dict:
+#: The variants :func:`labelled_sets` compares by default: the template guard off and on.
+GUARD_VARIANTS = {"guard=False": {"template_guard": False}, "guard=True": {"template_guard": True}}
+
+
+def labelled_sets(split: str, variants: dict[str, dict] | None = None) -> dict:
     """ARI of ``--method rerank`` at its defaults with and without the template guard on
-    ``split`` of every labelled set, and the guard's firings (:func:`guard_firings`)."""
+    ``split`` of every labelled set that has it (per language where the set has
+    several), and the guard's firings
+    (:func:`guard_firings`); or, with ``variants`` (label: parameters), those variants
+    instead of the guard's (``change``: the last one's ARI minus the first one's)."""
     from pathlib import Path
 
+    from experiments.verifier_cost.pairs import languages
     from neardup.eval import load_labeled
     from neardup.eval.evaluate import evaluate
 
     root = Path(__file__).resolve().parents[2] / "data"
+    guard = variants is None
+    variants = GUARD_VARIANTS if guard else variants
     rows = {}
     for name in SETS:
-        corpus = load_labeled([root / name / f"{split}.jsonl.gz"])
+        path = root / name / f"{split}.jsonl.gz"
+        if not path.exists():  # language_validation: the multilingual sets only
+            continue
+        corpus = load_labeled([path])
+        # Per language too, where the set says (the multilingual sets).
+        lang = languages(path)
+        groups = lang if (lang != "").all() and len(set(lang)) > 1 else None
         sketches: dict = {}
         row = {"documents": len(corpus)}
-        for guard in (False, True):
+        for label, params in variants.items():
             cpu = time.process_time()
-            report = evaluate(corpus, "rerank", params={"template_guard": guard},
-                              sketch_cache=sketches)
-            row[f"guard={guard}"] = {"ari": round(report["ari"], 4),
-                                     "precision": round(report["precision"], 4),
-                                     "recall": round(report["recall"], 4),
-                                     "clusters": report["n_pred_clusters"],
-                                     "cpu_seconds": round(time.process_time() - cpu, 1)}
-        row["change"] = round(row["guard=True"]["ari"] - row["guard=False"]["ari"], 4)
-        row["guard_firings"] = guard_firings(next(iter(sketches.values())), corpus.clusters)
+            report = evaluate(corpus, "rerank", params=params, sketch_cache=sketches,
+                              groups=groups)
+            row[label] = {"params": params, "ari": round(report["ari"], 4),
+                          "precision": round(report["precision"], 4),
+                          "recall": round(report["recall"], 4),
+                          "clusters": report["n_pred_clusters"],
+                          "cpu_seconds": round(time.process_time() - cpu, 1)}
+            if groups is not None:
+                row[label]["ari_by_language"] = {
+                    name: round(m["ari"], 4) for name, m in report["groups"].items()}
+        first, last = list(variants)[0], list(variants)[-1]
+        row["change"] = round(row[last]["ari"] - row[first]["ari"], 4)
+        if guard:
+            row["guard_firings"] = guard_firings(next(iter(sketches.values())), corpus.clusters)
         rows[name] = row
         print(name, row, flush=True)
     return rows
@@ -226,12 +248,18 @@ def main() -> None:
     parser.add_argument("--param", action="append", default=[],
                         help="extra method parameter for every run, key=value (JSON value)")
     parser.add_argument("--suffix", default="", help="results file suffix")
-    parser.add_argument("--sets", choices=["validation", "test"],
+    parser.add_argument("--sets", choices=["validation", "language_validation", "test"],
                         help="instead: ARI on this split of every labelled set, guard on and off")
+    parser.add_argument("--variant", action="append", default=[],
+                        help="--sets: compare these rerank variants instead of the guard's, "
+                             "LABEL:key=value[;key=value] (JSON values; LABEL: alone = defaults)")
     args = parser.parse_args()
     if args.sets:
+        variants = {label: _parse([v for v in params.split(";") if v])
+                    for label, _, params in (v.partition(":") for v in args.variant)} or None
         path = save(f"reuters_templates_sets_{args.sets}" + (f"_{args.suffix}" if args.suffix else ""),
-                    {"machine": machine(), "split": args.sets, "rows": labelled_sets(args.sets)})
+                    {"machine": machine(), "split": args.sets,
+                     "rows": labelled_sets(args.sets, variants)})
         print(f"wrote {path}")
         return
     records = load_records(args.months)

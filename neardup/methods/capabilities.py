@@ -209,7 +209,7 @@ class Screening:
     is checked when it is among the ``keep`` of either document. Low-estimate pairs, the
     ones whose number a document grows with the corpus, are then bounded at ``keep`` a
     document. The selection needs every partition's pairs before any is checked: the
-    stage screens all key partitions first (:mod:`neardup.engine.screen`).
+    stage screens all key partitions first (:mod:`neardup.graph.partners`, :func:`neardup.engine.link.screen_partition`).
 
     Attributes
     ----------
