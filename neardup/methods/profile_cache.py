@@ -61,6 +61,15 @@ class ProfileCache:
         cache has them from the same ``source`` (any weak-referenceable object that
         stands for the corpus the positions index; None: keep nothing), the others from
         ``compute(where)``, ``where`` being the positions in ``ids`` still missing."""
+        found, rows = self.lookup(ids, source, compute)
+        return found if np.array_equal(rows, np.arange(rows.size)) else found.take(np.argsort(rows))
+
+    def lookup(self, ids: np.ndarray, source: Any,
+               compute: Callable[[np.ndarray], DocumentProfiles]) -> tuple[DocumentProfiles, np.ndarray]:
+        """:meth:`profiles` without aligning them: the profiles in the order they were
+        found, and the row of each of ``ids`` among them. Aligning would copy every
+        shingle set of the batch once more: a caller that indexes pairs through the rows
+        saves it."""
         ids = np.asarray(ids, np.int64)
         self._same_source(source)
         missing = np.ones(ids.size, bool)
@@ -82,10 +91,10 @@ class ProfileCache:
             order.append(where)
             if source is not None:
                 self._keep(ids[where], fresh)
-        if len(parts) == 1 and order[0].size == ids.size:
-            return parts[0] if np.array_equal(order[0], np.arange(ids.size)) \
-                else parts[0].take(np.argsort(order[0]))
-        return DocumentProfiles.concat(parts).take(np.argsort(np.concatenate(order)))
+        found = parts[0] if len(parts) == 1 else DocumentProfiles.concat(parts)
+        rows = np.empty(ids.size, np.int64)
+        rows[np.concatenate(order)] = np.arange(ids.size)
+        return found, rows
 
     def _keep(self, ids: np.ndarray, profiles: DocumentProfiles) -> None:
         size = profiles.nbytes()

@@ -904,14 +904,19 @@ class RerankMethod(Method):
             if isinstance(scorer, VerifierScorer) and scorer.profiled:
                 # Documents met in earlier batches keep their profiles: their texts are
                 # neither read nor normalized and shingled again.
-                profiles = scorer.profile_cache.profiles(
+                # Pairs index the profiles through ``at`` (each used document's row among
+                # them), so the batch's profiles are not copied into ``used`` order.
+                profiles, at = scorer.profile_cache.lookup(
                     rows.docs[used], _text_source(rows.texts),
                     lambda missing: scorer.document_profiles(_take_texts(rows.texts, used[missing])))
-                dates = None if rows.dates is None else rows.dates[used]
-                prob[keep] = scorer.decide_profiles(profiles, a, b, dates,
+                dates = None
+                if rows.dates is not None:
+                    dates = np.empty(at.size, rows.dates.dtype)
+                    dates[at] = rows.dates[used]
+                prob[keep] = scorer.decide_profiles(profiles, at[a], at[b], dates,
                                                     threshold=self.threshold)[0]
                 if not scorer.meta.get("fold_diacritics", False):
-                    lengths = profiles.lengths  # as the guard's normalization measures them
+                    lengths = profiles.lengths[at]  # as the guard's normalization measures them
                 texts = None
             elif isinstance(scorer, VerifierScorer):
                 # Only the decision counts here: rejected pairs may get an upper bound.
