@@ -131,12 +131,12 @@ def run(argv: list[str]) -> dict:
         for method in args.methods:
             out = Path(tmp) / f"{method}.parquet"
             report = Path(tmp) / f"{method}-report.json"
+            # Components unless --extra names a clustering: the published runs' (rerank's
+            # default became --cluster auto, Leiden, after them). The row's command says so.
+            flags = [*(() if "--cluster" in args.extra else ("--cluster", "components")), *args.extra]
             cmd = [sys.executable, "-m", "neardup", "dedup", *files, "--method", method,
                    "--text-field", "text", "--id-field", "id", "--clusters-out", str(out),
-                   "--report", str(report), "--quiet",
-                   # Components unless --extra names a clustering: the published runs'
-                   # (rerank's default became --cluster auto, Leiden, after them).
-                   *(() if "--cluster" in args.extra else ("--cluster", "components")), *args.extra]
+                   "--report", str(report), "--quiet", *flags]
             earlier = recorded_usage(args.extra)
             row = {"tool": "neardup", "method": method, "docs": int(truth.size), **measure_command(cmd)}
             if earlier is not None:
@@ -148,7 +148,7 @@ def run(argv: list[str]) -> dict:
                 row["peak_rss_mb"] = max(row["peak_rss_mb"], earlier["peak_rss_mb"])
             row["command"] = (f"neardup dedup {source} --method {method} "
                               f"--text-field text --id-field id --clusters-out OUT --quiet "
-                              + " ".join(args.extra)).strip()
+                              + " ".join(flags)).strip()
             saved = json.loads(report.read_text())
             row["stage_seconds"] = saved.get("timings_seconds")
             row["corpus_stage"] = (saved.get("params") or {}).get("corpus_stage")

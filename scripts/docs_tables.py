@@ -68,7 +68,7 @@ SOURCES: dict[str, Source] = {
     ),
     "scale-100k-rerank": Source(
         "benchmarks/results/rerank/scale-100k-rerank.json",
-        "python -m benchmarks one scale --corpus /tmp/neardup-scale/100k --methods rerank (its default clustering, Leiden 0.4; copied from benchmarks/results/adhoc/scale.json)",
+        "python -m benchmarks one scale --corpus /tmp/neardup-scale/100k --methods rerank --extra --cluster auto (its default clustering, Leiden 0.4; copied from benchmarks/results/adhoc/scale.json)",
     ),
     "scale-1M": Source(
         "benchmarks/results/archive/scale-1M-minhash-pread.json",
