@@ -22,7 +22,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.fault_plugin import KILL_ENV, with_plugin
+from tests.fault_plugin import KILL_ENV, PAUSE_ENV, with_plugin
 
 pytestmark = pytest.mark.faults
 
@@ -138,17 +138,21 @@ def test_signal_cleans_up_and_exits_without_traceback(tmp_path, signum, code, wo
     # A test run started in the background by a non-interactive shell ignores SIGINT, and
     # children inherit that (Python then installs no KeyboardInterrupt handler): give the
     # run the default disposition, as a terminal would.
-    process = subprocess.Popen(_command(big, outputs, "--method", "ngram"), env=_env(),
+    # The run pauses once its outputs are checked and their temporary files exist (the
+    # "checked" checkpoint): a run this small could otherwise finish between the test
+    # seeing those files and its signal, and exit 0.
+    paused = tmp_path / "paused"
+    process = subprocess.Popen(_command(big, outputs, "--method", "ngram"),
+                               env=_env(**{PAUSE_ENV: f"checked:{paused}"}),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
-        # Wait until the outputs are checked and their temporary files exist: the run is
-        # then reading its input.
-        while not any(".neardup-" in p.name for p in (tmp_path / "out").iterdir()):
+        while not paused.exists():
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline
             time.sleep(0.02)
+        assert any(".neardup-" in p.name for p in (tmp_path / "out").iterdir())
         process.send_signal(signum)
         _, stderr = process.communicate(timeout=120)
     finally:

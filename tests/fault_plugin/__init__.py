@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.fault_plugin.sitecustomize import KILL_ENV, RAY_FAULT_ENV
+from tests.fault_plugin.sitecustomize import KILL_ENV, PAUSE_ENV, RAY_FAULT_ENV
 
-__all__ = ["KILL_ENV", "PLUGIN_DIR", "RAY_FAULT_ENV", "plugin_env", "with_plugin"]
+__all__ = ["KILL_ENV", "PAUSE_ENV", "PLUGIN_DIR", "RAY_FAULT_ENV", "plugin_env", "with_plugin"]
 
 #: The folder to put on a process's PYTHONPATH to load the plugin.
 PLUGIN_DIR = Path(__file__).resolve().parent
