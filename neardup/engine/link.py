@@ -34,7 +34,8 @@ from neardup.graph.edges import Pairs, TimeWindow, code_pairs, pair_codes
 from neardup.graph.partners import PartnerTable, low_pairs, selected_pairs
 from neardup.methods.base import Method
 
-__all__ = ["LIKELY_MIN_SHARED", "NoJoins", "PartitionLinker", "PartitionScreener", "concat_pairs",
+__all__ = ["LIKELY_MIN_SHARED", "NoJoins", "PartitionLinker", "PartitionScreener", "chunk_edges",
+           "concat_pairs",
            "exchanges_pair_counts", "link_key_rows", "link_partition", "reduce_pair_range",
            "screen_partition", "selected_codes", "verify_step"]
 
@@ -44,6 +45,13 @@ def verify_step(budget: int, row_bytes: int) -> int:
     ``row_bytes`` each) must fit in a quarter of ``budget`` (texts and long sets make a
     row large); every executor's linker steps by it."""
     return int(min(max(budget // 4 // (2 * row_bytes + 64), 64), PartitionLinker.step))
+
+
+def chunk_edges(budget: int) -> int:
+    """Candidate edges built at once from whole key groups: their edges (16 bytes each,
+    plus masks) must fit in a quarter of ``budget``; every executor's Screen and Link
+    steps chunk by it."""
+    return int(max(budget // 4 // 64, 1 << 14))
 
 
 def exchanges_pair_counts(method: Method) -> bool:
@@ -206,8 +214,9 @@ class PartitionScreener(PartitionLinker):
     low-estimate pairs that pass are collected (:meth:`low_pairs`) and nothing is
     joined or checked."""
 
-    def __init__(self, method: Method, docs: np.ndarray, store: RowSource) -> None:
-        super().__init__(method, docs, store, None, every_edge=True)
+    def __init__(self, method: Method, store: RowSource) -> None:
+        # No union-find: nothing is joined, so the partition's documents are not needed.
+        super().__init__(method, np.zeros(0, np.int64), store, None, every_edge=True)
         self.screening = method.capabilities.screening
         self.low: list[Pairs] = []
         self.counts = {"candidate_edges": 0, "screened_edges": 0}
@@ -433,8 +442,7 @@ def screen_partition(method: Method, tables: list[pa.Table], store: RowSource,
     would build from its key rows, each pair's estimate, and the low-estimate pairs that
     passed (each once) for the run's :class:`~neardup.graph.partners.PartnerTable`; and
     the step's counts."""
-    docs = np.concatenate([t.column("doc").to_numpy() for t in tables]) if tables else np.zeros(0, np.int64)
-    screener = PartitionScreener(method, docs, store)
+    screener = PartitionScreener(method, store)
     if tables:
         link_partition(method, tables, store, None, chunk_edges, linker=screener)
     return screener.low_pairs(), dict(screener.counts)

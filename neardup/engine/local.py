@@ -69,6 +69,7 @@ from neardup.engine.components import CorpusStageOutput, merge_forests, read_sta
 from neardup.engine.facts import DOC_SCHEMA, document_facts, require_dates
 from neardup.engine.link import (
     NoJoins,
+    chunk_edges,
     exchanges_pair_counts,
     link_partition,
     reduce_pair_range,
@@ -256,7 +257,6 @@ def _screen_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str,
     store, _ = _open_store(wd, method, sketch_facts, None)
     keys_dir = wd.stage_dir("sketch") / "keys"
     by_part = _key_files(keys_dir)
-    chunk_edges = int(max(config.budget // 4 // 64, 1 << 14))
     table = PartnerTable(sketch_facts["n_docs"], screening.keep)
     facts = {"screened_edges": 0, "low_estimate_pairs": 0}
     cpu_start = time.process_time()
@@ -264,7 +264,7 @@ def _screen_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str,
                       enabled=progress) as advance, timer.stage("pairs"):
         for p in range(config.partitions):
             tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
-            low, counts = screen_partition(method, tables, store, chunk_edges)
+            low, counts = screen_partition(method, tables, store, chunk_edges(config.budget))
             del tables
             table.offer(low.left, low.right, low.score)
             facts["screened_edges"] += counts["screened_edges"]
@@ -298,9 +298,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
     store, window = _open_store(wd, method, sketch_facts, window_hours)
     keys_dir = wd.stage_dir("sketch") / "keys"
     by_part = _key_files(keys_dir)
-    # The edges of one chunk of buckets must fit in a quarter of the budget (16 bytes
-    # each, plus masks): whole buckets are taken until their edge count reaches it.
-    chunk_edges = int(max(config.budget // 4 // 64, 1 << 14))
+    chunk = chunk_edges(config.budget)
     step = _verify_step(config, store)
     exchange = exchanges_pair_counts(method)
     totals = {"candidate_edges": 0, "verified_edges": 0, "capped_keys": 0, "pruned_edges": 0}
@@ -345,7 +343,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
                 tables = [read_arrow(keys_dir / name) for name in by_part.get(p, [])]
                 spill = PairSpill(directory, p) if exchange else None
                 forest, outside, counts, capped_docs = link_partition(
-                    method, tables, store, window, chunk_edges, uf, step=step,
+                    method, tables, store, window, chunk, uf, step=step,
                     exchange=spill, prefix_cut=prefix_cut, checked=checked, rejected=rejected,
                     selected=selected)
                 if spill is not None:

@@ -786,7 +786,7 @@ class RerankMethod(Method):
             scored = Pairs.empty()
         else:
             # Near-identical pairs (their score is the estimate) skip the scorer.
-            certain = self._certain(candidates.score)
+            certain = self._certain(candidates.score, len(candidates))
             prob = np.ones(len(candidates), np.float32)
             rest = candidates.select(~certain)
             if len(rest):
@@ -794,10 +794,11 @@ class RerankMethod(Method):
             scored = Pairs(candidates.left, candidates.right, prob)
         return scored
 
-    def _certain(self, estimate: np.ndarray) -> np.ndarray:
-        """Pairs accepted without the scorer: estimate at ``accept_estimate`` or more."""
-        if self.accept_estimate is None or not self._keyed:
-            return np.zeros(np.shape(estimate)[0], bool)
+    def _certain(self, estimate: np.ndarray | None, n_pairs: int) -> np.ndarray:
+        """Pairs accepted without the scorer: estimate at ``accept_estimate`` or more
+        (none without an estimate)."""
+        if self.accept_estimate is None or estimate is None or not self._keyed:
+            return np.zeros(n_pairs, bool)
         return np.asarray(estimate) >= self.accept_estimate
 
     def _score_pairs(self, sketch: Sketch, pairs: Pairs, dates: np.ndarray | None) -> np.ndarray:
@@ -887,7 +888,7 @@ class RerankMethod(Method):
                         ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`score_candidate_rows` after the candidate check (``passed``, and the
         candidate method's ``estimate`` for ``accept_estimate``)."""
-        certain = passed & self._certain(estimate) if estimate is not None else np.zeros(len(left), bool)
+        certain = passed & self._certain(estimate, len(left))
         passing = np.flatnonzero(passed & ~certain)
         prob = np.zeros(len(left), np.float32)
         # The scorer's working memory grows with the pairs it is given (the verifier's

@@ -83,9 +83,9 @@ def _partition_rows(edges: dict, method: Method, options: dict, rows: tuple) -> 
 
 def _chunk_edges(options: dict) -> int:
     from neardup.engine.budget import default_memory_limit
+    from neardup.engine.link import chunk_edges
 
-    budget = options["memory_limit"] or default_memory_limit()
-    return int(max(budget // 4 // 64, 1 << 14))
+    return chunk_edges(options["memory_limit"] or default_memory_limit())
 
 
 def screen_task(edges: dict, method: Method, window_hours: float | None, options: dict, *rows: dict) -> tuple:
