@@ -244,11 +244,12 @@ def count(args: argparse.Namespace) -> dict:
     if args.cache_mib is not None:
         rerank.VerifierScorer.PROFILE_CACHE_BYTES = args.cache_mib << 20
     tally = {"candidate_edges": 0, "verified_edges": 0, "accepted_edges": 0,
-             "profiles_computed": 0}
+             "profiles_computed": 0, "guard_pairs": 0, "guard_rejected": 0}
     score_verified, profiles = rerank.RerankMethod._score_verified, pair_features.document_profiles
+    template_pairs = rerank._template_pairs
 
-    def counted_score(self, rows, left, right, passed):
-        prob, accept = score_verified(self, rows, left, right, passed)
+    def counted_score(self, rows, left, right, passed, estimate=None):
+        prob, accept = score_verified(self, rows, left, right, passed, estimate)
         tally["candidate_edges"] += int(left.size)
         tally["verified_edges"] += int(passed.sum())
         tally["accepted_edges"] += int(accept.sum())
@@ -258,7 +259,14 @@ def count(args: argparse.Namespace) -> dict:
         tally["profiles_computed"] += len(texts)
         return profiles(texts, **kwargs)
 
+    def counted_guard(texts, left, right):
+        guarded = template_pairs(texts, left, right)
+        tally["guard_pairs"] += int(left.size)
+        tally["guard_rejected"] += int(guarded.sum())
+        return guarded
+
     rerank.RerankMethod._score_verified = counted_score
+    rerank._template_pairs = counted_guard
     pair_features.document_profiles = counted_profiles
     rows = {}
     for data in args.data:

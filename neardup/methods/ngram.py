@@ -302,7 +302,7 @@ def exact_similarity(
 
 def exact_similarities(
     sets: ShingleSets, left: np.ndarray, right: np.ndarray,
-    kinds: Sequence[str] = ("jaccard", "containment"),
+    kinds: Sequence[str] = ("jaccard", "containment"), *, check_sets: bool = True,
 ) -> tuple[np.ndarray, ...]:
     """Exact similarities of the shingle sets of given document pairs, one array per
     name in ``kinds``.
@@ -321,6 +321,10 @@ def exact_similarities(
         ``"jaccard"``: ``|A ∩ B| / |A ∪ B|``. ``"containment"``: ``|A ∩ B| / min(|A|, |B|)``,
         which scores 1.0 when the smaller document is wholly inside the larger (excerpts,
         abridged reprints). A pair involving an empty set scores 0.
+    check_sets : bool, default True
+        Check that ``sets`` holds sets. A caller whose sets came from
+        :meth:`ShingleSets.unique` and that scores a few pairs of many documents at a time
+        (rerank's kept profiles) skips the check, which reads every hash.
 
     Returns
     -------
@@ -355,7 +359,8 @@ def exact_similarities(
         )
     hashes = np.ascontiguousarray(sets.hashes, dtype=np.uint64)
     offsets = np.ascontiguousarray(sets.offsets, dtype=np.int64)
-    ShingleSets(hashes, offsets).require_sets(caller)
+    if check_sets:
+        ShingleSets(hashes, offsets).require_sets(caller)
     inter = _pair_intersections(hashes, offsets, left, right)
     sizes = np.diff(offsets)
     return tuple(_similarity_of_counts(inter, sizes[left], sizes[right], kind).astype(np.float32)

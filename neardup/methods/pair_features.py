@@ -47,7 +47,7 @@ import numpy as np
 from numba import njit, prange
 
 from neardup.errors import check_int
-from neardup.methods.ngram import exact_similarities, exact_similarity
+from neardup.methods.ngram import exact_similarities
 from neardup.text import NormalizeConfig, ShingleConfig, hash_shingles, normalize_batch
 from neardup.text.shingle import ShingleSets
 
@@ -328,13 +328,15 @@ def profile_pair_features(profiles: DocumentProfiles, a: np.ndarray, b: np.ndarr
             continue
         if name in ("numbers", "numerals"):
             has = np.diff(sets.offsets) > 0
-            sim = exact_similarity(sets, a, b, "jaccard")
+            sim = exact_similarities(sets, a, b, ("jaccard",), check_sets=False)[0]
             # Two texts without numbers do not disagree on figures.
             cols[f"{name}_jaccard"] = np.where(~has[a] & ~has[b], 1.0, sim).astype(np.float32)
         elif name == "masked3":
-            cols["masked3_jaccard"] = exact_similarity(sets, a, b, "jaccard")
+            cols["masked3_jaccard"] = exact_similarities(sets, a, b, ("jaccard",),
+                                                         check_sets=False)[0]
         else:
-            cols[f"{name}_jaccard"], cols[f"{name}_containment"] = exact_similarities(sets, a, b)
+            cols[f"{name}_jaccard"], cols[f"{name}_containment"] = exact_similarities(
+                sets, a, b, check_sets=False)
 
     lengths = profiles.lengths
     lo, hi = np.minimum(lengths[a], lengths[b]), np.maximum(lengths[a], lengths[b])

@@ -905,14 +905,14 @@ class RerankMethod(Method):
             if isinstance(scorer, VerifierScorer) and scorer.profiled:
                 # Documents met in earlier batches keep their profiles: their texts are
                 # neither read nor normalized and shingled again.
-                # Pairs index the profiles through ``at`` (each used document's row among
-                # them), so the batch's profiles are not copied into ``used`` order.
+                # Pairs index the cache's profiles through ``at`` (each used document's
+                # row among them), so no profile is copied for the batch.
                 profiles, at = scorer.profile_cache.lookup(
                     rows.docs[used], _text_source(rows.texts),
                     lambda missing: scorer.document_profiles(_take_texts(rows.texts, used[missing])))
                 dates = None
-                if rows.dates is not None:
-                    dates = np.empty(at.size, rows.dates.dtype)
+                if rows.dates is not None:  # only the batch's rows are read
+                    dates = np.zeros(len(profiles), rows.dates.dtype)
                     dates[at] = rows.dates[used]
                 prob[keep] = scorer.decide_profiles(profiles, at[a], at[b], dates,
                                                     threshold=self.threshold)[0]

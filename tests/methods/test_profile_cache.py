@@ -102,7 +102,8 @@ def test_cache_stays_within_its_budget(texts):
         cache.profiles(ids, source, lambda where, ids=ids: document_profiles(
             [texts[i] for i in ids[where].tolist()]))
         assert cache._bytes <= cache.max_bytes
-    assert len(cache._batches) == 1  # the oldest batches were dropped
+    # The oldest documents were dropped; the newest batch's are kept.
+    assert cache._ids.size < 12 and set(range(8, 12)) <= set(cache._ids.tolist())
 
 
 def test_cached_scoring_decides_as_the_texts_do(texts):
@@ -180,3 +181,27 @@ def test_profiles_count_their_strings_at_their_real_size():
     assert greek_profiles.nbytes() == arrays + strings
     assert strings > 2 * len(greek_profiles.aligned[0])  # two bytes a character at least
     assert ascii_profiles.nbytes() > 0
+
+
+def test_profiles_handed_out_stay_whole_when_the_cache_grows_or_drops(texts):
+    """A caller indexes the cache's own profiles through the rows it was given; later
+    lookups append to the arena or drop its oldest documents, and must leave those
+    profiles as they were."""
+    features = list(LEXICAL_FEATURES)
+    cache = ProfileCache(max_bytes=document_profiles(texts[:6]).nbytes())
+    source = _Source()
+
+    def compute(ids):
+        return lambda where: document_profiles([texts[i] for i in ids[where].tolist()])
+
+    first = np.arange(0, 6)
+    found, rows = cache.lookup(first, source, compute(first))
+    left, right = np.triu_indices(first.size, 1)
+    expected = pair_features([texts[i] for i in first], left, right, features=features, threads=1)
+    for start in (4, 10, 14, 18):  # overlapping batches: hits, appends and drops
+        ids = np.arange(start, min(start + 6, len(texts)))
+        got, at = cache.lookup(ids, source, compute(ids))
+        assert np.array_equal(got.lengths[at], document_profiles([texts[i] for i in ids]).lengths)
+        np.testing.assert_array_equal(
+            _profile_columns(found, rows[left], rows[right], features), expected)
+    assert cache._bytes <= cache.max_bytes and 0 not in cache._ids.tolist()
