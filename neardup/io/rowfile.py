@@ -8,7 +8,8 @@ with large folios (an 8 MB read-ahead, a file just written) 2,048 scattered rows
 1.9 GB file mapped 1.7 GB (measured on this machine's kernel, 6.18); the 10M bulk index
 build peaked at 2.7 GB, 2 GB of it file pages of its row file. ``pread`` copies only the
 bytes asked for: resident memory is the rows read, whatever the kernel's folio sizes.
-Adjacent rows (copies of a cluster are often neighbours) are read with one call.
+Adjacent rows (copies of a cluster are often neighbours) are read with one call, and so
+are fixed-width rows a few kilobytes apart (:data:`GAP_BYTES`).
 """
 
 from __future__ import annotations
@@ -68,9 +69,32 @@ def read_spans(path: str | os.PathLike, starts: np.ndarray, lengths: np.ndarray)
     return out
 
 
+#: Rows at most this many bytes apart are read with one call, the rows between them
+#: included: a call costs about as much as copying 16 KB, and a step's rows are often a
+#: few rows apart (rerank's signature rows on Reuters-21578: 2.8x less CPU per read).
+#: The extra bytes are at most this much per call saved.
+GAP_BYTES = 16 << 10
+
+
 def read_rows(path: str | os.PathLike, rows: np.ndarray, row_bytes: int) -> np.ndarray:
     """Rows ``rows`` of a file of fixed-width ``row_bytes``-byte rows, as a
-    ``(len(rows), row_bytes)`` uint8 array (view it as the rows' dtype)."""
+    ``(len(rows), row_bytes)`` uint8 array (view it as the rows' dtype), in the order
+    given (repeats allowed)."""
     rows = np.asarray(rows, np.int64)
-    data = read_spans(path, rows * row_bytes, np.full(rows.size, row_bytes, np.int64))
-    return data.reshape(rows.size, row_bytes)
+    if rows.size == 0:
+        return np.zeros((0, row_bytes), np.uint8)
+    order = np.argsort(rows, kind="stable")
+    ranked = rows[order]
+    # Runs of rows close enough to read whole (GAP_BYTES); each run's rows, the gaps
+    # included, are whole rows of the buffer read.
+    opens = np.ones(ranked.size, bool)
+    opens[1:] = np.diff(ranked) > 1 + GAP_BYTES // max(row_bytes, 1)
+    run = np.cumsum(opens) - 1
+    first = ranked[opens]
+    last = np.append(ranked[np.flatnonzero(opens)[1:] - 1], ranked[-1])
+    counts = last - first + 1
+    before = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    data = read_spans(path, first * row_bytes, counts * row_bytes).reshape(-1, row_bytes)
+    at = np.empty(rows.size, np.int64)
+    at[order] = before[run] + (ranked - first[run])
+    return data[at]

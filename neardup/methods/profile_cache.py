@@ -30,8 +30,8 @@ from neardup.text.shingle import ShingleSets
 __all__ = ["ProfileCache"]
 
 #: Share of the budget the oldest documents are dropped down to when it is exceeded: the
-#: arena is copied once per quarter budget of new profiles, not once per batch.
-_LOW_WATER = 0.75
+#: arena is copied once per half budget of new profiles, not once per batch.
+_LOW_WATER = 0.5
 #: Strings a profile may hold, in :class:`DocumentProfiles`' field order.
 _STRINGS = ("aligned", "short_heads", "long_heads")
 
@@ -127,7 +127,7 @@ class ProfileCache:
     ----------
     max_bytes : int, default 64 MiB
         Memory kept (:meth:`DocumentProfiles.nbytes` of the kept documents). Past it, the
-        oldest documents are dropped down to three quarters of it.
+        oldest documents are dropped down to half of it.
     """
 
     def __init__(self, max_bytes: int = 64 << 20) -> None:

@@ -32,3 +32,18 @@ def test_a_truncated_file_is_an_error_not_short_rows(row_file):
     path, _ = row_file
     with pytest.raises(OSError, match="shorter than the rows asked for"):
         read_rows(path, np.array([999, 1000]), 16)
+
+
+def test_rows_near_and_far_apart_read_as_runs_give_the_rows_asked_for(tmp_path):
+    from neardup.io.rowfile import GAP_BYTES
+
+    row_bytes = 64
+    gap_rows = GAP_BYTES // row_bytes
+    rows = np.random.default_rng(0).integers(0, 255, (40 * gap_rows, row_bytes), dtype=np.uint8)
+    path = tmp_path / "rows.bin"
+    rows.tofile(path)
+    # Runs of one row, neighbours, rows just within and just beyond the gap, repeats.
+    wanted = np.array([5 * gap_rows, 0, 1, 2 + gap_rows, 3 + 3 * gap_rows, 5 * gap_rows,
+                       40 * gap_rows - 1, 1], np.int64)
+    np.testing.assert_array_equal(read_rows(path, wanted, row_bytes), rows[wanted])
+    assert read_rows(path, np.zeros(0, np.int64), row_bytes).shape == (0, row_bytes)
