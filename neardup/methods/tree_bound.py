@@ -20,6 +20,7 @@ score; probabilities come from the same logistic function.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -88,19 +89,47 @@ class TreeEnsembleBound:
         The ensemble's initial raw score.
     """
 
+    #: The node arrays :meth:`save` writes, and their types.
+    _ARRAYS = {"value": np.float64, "feature": np.int64, "threshold": np.float64,
+               "missing_left": np.bool_, "left": np.int64, "right": np.int64,
+               "leaf": np.bool_, "starts": np.int64}
+
     def __init__(self, nodes: list[np.ndarray], baseline: float) -> None:
         sizes = [len(n) for n in nodes]
-        self._starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
         table = np.concatenate(nodes)
-        self._value = np.ascontiguousarray(table["value"], np.float64)
-        self._feature = np.ascontiguousarray(table["feature_idx"], np.int64)
-        self._threshold = np.ascontiguousarray(table["num_threshold"], np.float64)
-        self._missing_left = np.ascontiguousarray(table["missing_go_to_left"], np.bool_)
-        self._left = np.ascontiguousarray(table["left"], np.int64)
-        self._right = np.ascontiguousarray(table["right"], np.int64)
-        self._leaf = np.ascontiguousarray(table["is_leaf"], np.bool_)
+        self._set_arrays({
+            "value": table["value"], "feature": table["feature_idx"],
+            "threshold": table["num_threshold"], "missing_left": table["missing_go_to_left"],
+            "left": table["left"], "right": table["right"], "leaf": table["is_leaf"],
+            "starts": np.concatenate(([0], np.cumsum(sizes)))}, baseline)
+
+    def _set_arrays(self, arrays: dict[str, np.ndarray], baseline: float) -> None:
+        for name, dtype in self._ARRAYS.items():
+            setattr(self, f"_{name}", np.ascontiguousarray(arrays[name], dtype))
         self.baseline = float(baseline)
         self.n_features = int(self._feature[~self._leaf].max() + 1) if (~self._leaf).any() else 0
+
+    def save(self, path: str | Path) -> None:
+        """Write the ensemble to ``path`` (a ``.npz`` of plain arrays: loading it needs
+        neither scikit-learn nor pickle)."""
+        np.savez_compressed(path, baseline=np.float64(self.baseline),
+                 **{name: getattr(self, f"_{name}") for name in self._ARRAYS})
+
+    @classmethod
+    def load(cls, path: str | Path) -> TreeEnsembleBound:
+        """An ensemble written by :meth:`save`."""
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in cls._ARRAYS}
+            baseline = float(data["baseline"])
+        out = cls.__new__(cls)
+        out._set_arrays(arrays, baseline)
+        return out
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        """The classifier's probability of the positive class (float64): the bound with
+        no free feature, which adds the same leaf values in the same order as
+        scikit-learn's prediction, so the two are equal bit for bit."""
+        return self.upper_proba(x, np.zeros(np.shape(x)[1], np.bool_))
 
     @classmethod
     def from_classifier(cls, classifier: Any) -> TreeEnsembleBound | None:

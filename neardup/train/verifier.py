@@ -43,6 +43,20 @@ CLASSIFIERS = ("hgb", "logistic")
 _MODEL_FILE = "model.joblib"
 
 
+def save_trees(model: Any, out: Path) -> list[str]:
+    """Write a gradient-boosted ``model``'s trees as plain arrays into folder ``out``
+    (``VerifierScorer.TREES_FILE``: rerank scores with them without loading
+    scikit-learn); the file names written, none for another kind of model."""
+    from neardup.methods.rerank import VerifierScorer
+    from neardup.methods.tree_bound import TreeEnsembleBound
+
+    trees = TreeEnsembleBound.from_classifier(model)
+    if trees is None:
+        return []
+    trees.save(out / VerifierScorer.TREES_FILE)
+    return [VerifierScorer.TREES_FILE]
+
+
 def make_classifier(classifier: str, *, seed: int = 0) -> Any:
     """An unfitted scikit-learn classifier: ``"hgb"`` (histogram gradient boosting, which
     handles unscaled features and their interactions) or ``"logistic"`` (standardized
@@ -200,6 +214,7 @@ def train_verifier(
                         threshold=float(score.threshold),
                         seconds=round(time.perf_counter() - wall0, 1), cpu_seconds=round(cpu, 1)))
     joblib.dump(model, out / _MODEL_FILE, compress=3)
+    files = [_MODEL_FILE, *save_trees(model, out), "model.json", "training.json"]
     meta = {
         "kind": "verifier", "file": _MODEL_FILE, "classifier": classifier,
         "features": list(features), "threshold": float(score.threshold),
@@ -209,7 +224,7 @@ def train_verifier(
         # With its default candidates, --method rerank starts from this threshold.
         "tuned_thresholds": {} if candidate_params else {candidates: float(score.threshold)},
         "sklearn": __import__("sklearn").__version__,
-        "files": [_MODEL_FILE, "model.json", "training.json"],
+        "files": files,
     }
     tmp = out / "model.json.tmp"
     tmp.write_text(json.dumps(meta, indent=2) + "\n")

@@ -55,6 +55,22 @@ def test_bound_holds_for_every_value_of_the_free_features(fitted, free):
         assert np.unique(upper).size == 1  # nothing known: one bound for every row
 
 
+@pytest.mark.slow
+def test_saved_trees_load_without_scikit_learn_and_predict_as_the_classifier(fitted, tmp_path):
+    import subprocess
+    import sys
+
+    model, x = fitted
+    TreeEnsembleBound.from_classifier(model).save(tmp_path / "trees.npz")
+    np.save(tmp_path / "x.npy", x)
+    script = ("import sys, numpy as np; from neardup.methods.tree_bound import TreeEnsembleBound; "
+              f"t = TreeEnsembleBound.load({str(tmp_path / 'trees.npz')!r}); "
+              f"np.save({str(tmp_path / 'p.npy')!r}, t.predict_proba(np.load({str(tmp_path / 'x.npy')!r}))); "
+              "assert 'sklearn' not in sys.modules")
+    subprocess.run([sys.executable, "-c", script], check=True)
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), model.predict_proba(x)[:, 1])
+
+
 def test_other_models_have_no_bound():
     x = np.random.default_rng(0).normal(size=(100, 3))
     y = x[:, 0] > 0

@@ -117,10 +117,17 @@ def test_train_verifier(tmp_path, classifier):
     assert (tmp_path / "model.joblib").is_file() and (tmp_path / "training.json").is_file()
     assert report["best_validation_ari"] > 0.8
     assert report["pair_counts"]["candidate"] > 0 and report["pair_counts"]["positive"] > 0
+    # Tree ensembles are saved as plain arrays too, and score as the pickle does.
+    assert (VerifierScorer.TREES_FILE in meta["files"]) == (classifier == "hgb")
+    assert (tmp_path / VerifierScorer.TREES_FILE).is_file() == (classifier == "hgb")
     scorer = VerifierScorer(tmp_path)
     copy = validation.texts[0]
     prob = scorer.score([copy, copy], [validation.texts[1], validation.texts[-1]])
     assert prob.dtype == np.float32 and np.all((prob >= 0) & (prob <= 1))
+    if classifier == "hgb":
+        x = scorer.features_of([copy, validation.texts[1]], [0], [1])
+        np.testing.assert_array_equal(
+            scorer._predict(x), scorer.classifier.predict_proba(x)[:, 1].astype(np.float32))
 
 
 def test_train_verifier_refuses_test_split_and_bad_params(tmp_path):
