@@ -437,9 +437,9 @@ def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, met
                                                            request):
     config = RayConfig(shard_rows=_SHARD_ROWS, partitions=8)
     if method == "rerank":
-        # A small verifier (logistic regression on lexical features: tests/conftest.py's
-        # tiny_verifier); the first file's 567 documents in three Ray shards.
-        params = {"scorer": "verifier", "model": str(request.getfixturevalue("tiny_verifier"))}
+        # A small verifier (logistic regression on shingle overlaps: tests/conftest.py's
+        # tiny_overlap_verifier); the first file's 567 documents in three Ray shards.
+        params = {"scorer": "verifier", "model": str(request.getfixturevalue("tiny_overlap_verifier"))}
         shards = shards[:1]
     local, distributed = _local_and_ray(shards, method, params, ReaderConfig(id_field="id", date_field=date_field),
                                         ray_config=config)
@@ -518,19 +518,19 @@ def test_community_detection_same_clusters_as_local_engine(cluster, shards, meth
         assert len(distributed.pairs) > distributed.n_docs - components.n_clusters
 
 
-def test_rerank_leiden_on_ray_as_locally(cluster, shards, tiny_verifier, tmp_path):
+def test_rerank_leiden_on_ray_as_locally(cluster, shards, tiny_overlap_verifier, tmp_path):
     # The verifier's recommended clustering (Leiden), through the CLI's distributed
     # outputs: the local engine's clusters and pairs.
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
     reader = ReaderConfig(id_field="id", date_field="date")
-    method = make_method("rerank", scorer="verifier", model=str(tiny_verifier))
+    method = make_method("rerank", scorer="verifier", model=str(tiny_overlap_verifier))
     # Resolution 1: on these documents Leiden cuts components (at 0.4 it would not).
     local = run(read_corpus(shards[:1], reader), method,
                 cluster=ClusterConfig(algorithm="leiden", resolution=1.0))
     args = ["dedup", shards[0], "--method", "rerank", "--param", "scorer=verifier", "--param",
-            f"model={tiny_verifier}", "--id-field", "id", "--date-field", "date", "--cluster", "leiden",
+            f"model={tiny_overlap_verifier}", "--id-field", "id", "--date-field", "date", "--cluster", "leiden",
             "--resolution", "1.0", "--quiet"]
     result = CliRunner().invoke(main, [*args, "--engine", "ray", "--ray-address", cluster["address"],
                                        "--ray-shard-rows", str(_SHARD_ROWS), "--partitions", "8",
@@ -939,9 +939,9 @@ def _rerank_over(verifier, candidate) -> RerankMethod:
     (FakeRETSimPartial(threshold=0.7, k=10, threads=1), None),  # several rows a document
     (FakeBiEncoder(threshold=0.95, threads=1), None),  # range search (no k)
 ], ids=["retsim", "retsim-window", "retsim-partial", "biencoder"])
-def test_rerank_over_vector_candidates_same_clusters_as_local_engine(cluster, rerank_corpus, tiny_verifier,
+def test_rerank_over_vector_candidates_same_clusters_as_local_engine(cluster, rerank_corpus, tiny_overlap_verifier,
                                                                      candidate, window):
-    method = _rerank_over(tiny_verifier, candidate)
+    method = _rerank_over(tiny_overlap_verifier, candidate)
     assert placement(method, "components", "ray").stage == "vector"
     reader = ReaderConfig(id_field="id", date_field="date")
     config = ClusterConfig(time_window_hours=window)
@@ -973,11 +973,11 @@ def test_rerank_over_vector_candidates_same_clusters_as_local_engine(cluster, re
 
 
 def test_rerank_over_vector_candidates_keeps_every_accepted_pair_for_leiden(cluster, rerank_corpus,
-                                                                            tiny_verifier, tmp_path):
+                                                                            tiny_overlap_verifier, tmp_path):
     # Every accepted pair, verified once (kNN finds a pair from both ends) in Ray's verify
     # partitions: the in-memory pairs and communities (the local vector stage's:
     # tests/engine/test_vector_stage.py).
-    method = _rerank_over(tiny_verifier, FakeRETSim(threshold=0.7, k=10, threads=1))
+    method = _rerank_over(tiny_overlap_verifier, FakeRETSim(threshold=0.7, k=10, threads=1))
     reader = ReaderConfig(id_field="id", date_field="date")
     config = ClusterConfig(algorithm="leiden", resolution=1.0, time_window_hours=24)
     corpus = str(tmp_path / "corpus.parquet")  # the first half: the verifier costs most
