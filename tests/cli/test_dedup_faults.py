@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.fault_plugin import KILL_ENV, PAUSE_ENV, with_plugin
+from tests.in_process import invoke
 
 pytestmark = pytest.mark.faults
 
@@ -106,12 +107,7 @@ def _rerun(corpus: Path, outputs: dict[str, Path], stage: str) -> tuple[int, str
     if stage == "written":
         done = _run(corpus, outputs)
         return done.returncode, done.stderr
-    from click.testing import CliRunner
-
-    from neardup.cli import main
-
-    result = CliRunner().invoke(main, _command(corpus, outputs)[3:])  # without python -m neardup
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    result = invoke(*_command(corpus, outputs)[3:])  # without python -m neardup
     return result.exit_code, result.output
 
 

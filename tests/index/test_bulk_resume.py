@@ -13,12 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from neardup.cli import main
 from neardup.errors import InputError
 from neardup.index import Index
 from tests.fault_plugin import KILL_ENV, with_plugin
+from tests.in_process import invoke
 from tests.index.corpora import synthetic_texts
 
 pytestmark = pytest.mark.faults
@@ -137,7 +136,7 @@ def test_cli_resume(setup, tmp_path):
     killed = subprocess.run(command, env=_env(**{KILL_ENV: "bulk-link"}), capture_output=True,
                             text=True, timeout=600)
     assert killed.returncode == -signal.SIGKILL
-    usage = CliRunner().invoke(main, ["index", "add", str(directory), str(jsonl), "--resume"])
+    usage = invoke("index", "add", directory, jsonl, "--resume")  # tests/in_process.py
     assert usage.exit_code == 2 and "--bulk" in usage.stderr
     resumed = subprocess.run(command + ["--resume"], env=_env(), capture_output=True, text=True,
                              timeout=600)

@@ -22,6 +22,7 @@ import pytest
 
 from neardup.index import Index
 from neardup.index._errors import database_path
+from tests.in_process import invoke
 from tests.index.corpora import synthetic_texts
 
 pytest.importorskip("fastapi", reason="the serve extra (fastapi) is not installed")
@@ -305,17 +306,12 @@ def _refused(monkeypatch, *args: str):
     words for the same guarantee are checked by the port test above. uvicorn's run is
     replaced, so that a command that would serve fails instead of hanging the test."""
     import uvicorn
-    from click.testing import CliRunner
-
-    from neardup.cli import main
 
     def served(self, *args, **kwargs):
         raise AssertionError("neardup serve started serving")
 
     monkeypatch.setattr(uvicorn.Server, "run", served)
-    result = CliRunner().invoke(main, ["serve", *args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    return result
+    return invoke("serve", *args)
 
 
 def test_bad_host_is_a_cli_error_naming_the_flag(index_dir, monkeypatch):

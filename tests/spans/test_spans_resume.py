@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from neardup.cli import main
 from tests.fault_plugin import KILL_ENV, plugin_env
+from tests.in_process import invoke
 
 pytestmark = pytest.mark.faults
 
@@ -61,15 +62,6 @@ def _run(args: list[str], kill_at: str | None = None) -> subprocess.CompletedPro
         env = plugin_env({**env, KILL_ENV: kill_at})
     return subprocess.run([sys.executable, "-m", "neardup", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
-
-
-def _run_here(args: list[str]):
-    """The command in this process (CliRunner), for a run nothing kills: a subprocess's
-    start-up (seconds: Python, neardup, numba's cache) saved. Killed runs, and a run whose
-    check is that a kill is not reached, stay real processes."""
-    result = CliRunner().invoke(main, args)
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    return result
 
 
 def _outputs(out: Path) -> dict[str, object]:
@@ -117,7 +109,7 @@ def test_killed_run_resumes_to_the_same_bytes(data, uninterrupted, tmp_path, com
         refused = _run(args)
         code, stderr = refused.returncode, refused.stderr
     else:
-        refused = _run_here(args)
+        refused = invoke(*args)  # tests/in_process.py
         code, stderr = refused.exit_code, refused.stderr
     assert code != 0 and "--resume" in stderr, stderr
     assert "Traceback" not in stderr
@@ -127,7 +119,7 @@ def test_killed_run_resumes_to_the_same_bytes(data, uninterrupted, tmp_path, com
         resumed = _run([*args, "--resume"], kill_at=f"{command}-counting")
         assert resumed.returncode == 0, resumed.stderr
     else:
-        resumed = _run_here([*args, "--resume"])
+        resumed = invoke(*args, "--resume")
         assert resumed.exit_code == 0, resumed.output
     assert _outputs(out) == uninterrupted[command]
 
