@@ -20,6 +20,7 @@ from neardup.cli import main
 from neardup.data import demo_corpus_path
 from neardup.engine.support import placement
 from neardup.errors import InputError
+from neardup.graph.cluster import canonical_labels
 from neardup.graph.edges import Pairs
 from neardup.io import ReaderConfig, read_corpus
 from neardup.methods import make_method
@@ -690,22 +691,24 @@ def test_distributed_components_long_chain_and_big_bucket(cluster, chain_and_buc
     reader, method = ReaderConfig(id_field="id"), make_method("minhash", threshold=0.7)
     local = run(read_corpus([chain_and_bucket], reader), method)
     assert local.summary()["largest_cluster"] >= 2000
-    # The chain is one component of ~400 documents whose positions are shuffled.
+    # The chain is one component of ~400 documents whose positions are shuffled. One run:
+    # the CLI's path first (outputs written per range and per shard, nothing fetched),
+    # then the Python API's (the stage output collected to the driver) from the same run;
+    # representatives through the API on Ray: the tests above.
     config = RayConfig(shard_rows=400, partitions=8, components_memory=1 << 16)
-    distributed = run(RayInputs((chain_and_bucket,), reader), method, engine="ray", ray=config)
-    np.testing.assert_array_equal(distributed.clusters, local.clusters)
-    np.testing.assert_array_equal(distributed.representative, local.representative)
-    assert len(distributed.pairs) == local.n_docs - local.n_clusters
-    components = distributed.params["corpus_stage"]["components"]
-    # After each wave (1, 1, 2, 4 partitions), then with the identity links.
-    assert len(components) == 5
-    assert components[-2]["ranges"] >= 8 and components[0]["rounds"] >= 3
-    # The CLI's path: outputs written per range and per shard, the same clusters.
     run_ = RayRun(RayInputs((chain_and_bucket,), reader), method, config=config)
     run_.execute()
     summary = write_outputs(run_, clusters_out=tmp_path / "c", pairs_out=tmp_path / "p", out=tmp_path / "o",
                             max_cluster_size=1600)
     assert run_._fetched is None
+    stage = run_.stage_output()
+    assert stage.ids.tolist() == local.ids.tolist()
+    np.testing.assert_array_equal(canonical_labels(stage.roots), local.clusters)
+    assert len(stage.pairs) == local.n_docs - local.n_clusters
+    components = stage.stats["components"]
+    # After each wave (1, 1, 2, 4 partitions), then with the identity links.
+    assert len(components) == 5
+    assert components[-2]["ranges"] >= 8 and components[0]["rounds"] >= 3
     got, expected = _clusters_table(tmp_path / "c"), local.clusters_table().to_pandas().set_index("id")
     assert sorted(got.index) == sorted(expected.index)
     got = got.loc[expected.index]
