@@ -77,11 +77,7 @@ def ray_cluster(tmp_path_factory):
         yield {"address": address, "marker": marker}
 
 
-@pytest.fixture(scope="session")
-def tiny_verifier(tmp_path_factory):
-    """A small logistic verifier over the lexical pair features (trained in seconds on
-    tests/train/rerank_fixtures.py's stories), with MinHash candidates at Jaccard 0.05."""
-    pytest.importorskip("rapidfuzz")
+def _train_tiny_verifier(out: Path, *, overlaps_only: bool) -> None:
     from neardup.methods.pair_features import LEXICAL_FEATURES
     from neardup.train.verifier import train_verifier
 
@@ -89,9 +85,46 @@ def tiny_verifier(tmp_path_factory):
         "rerank_fixtures", Path(__file__).resolve().parent / "train" / "rerank_fixtures.py")
     fixtures = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fixtures)
-    out = tmp_path_factory.mktemp("verifier")
+    features = tuple(f for f in LEXICAL_FEATURES
+                     if not overlaps_only or not f.startswith("align_"))
     train_verifier(fixtures.make_corpus(seed=0, split="train"),
                    fixtures.make_corpus(seed=1, split="validation"), output_dir=out,
-                   classifier="logistic", features=LEXICAL_FEATURES, threads=1,
+                   classifier="logistic", features=features, threads=1,
                    candidates="minhash", candidate_params={"threshold": 0.05})
+
+
+def _trained_once(tmp_path_factory, name: str, *, overlaps_only: bool) -> Path:
+    """A tiny verifier trained once per run, not once per xdist worker: the workers share
+    their base temporary directory's parent, the first to ask trains under a file lock
+    while the other waits, then both read the same directory (tests only read it)."""
+    pytest.importorskip("rapidfuzz")
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        out = tmp_path_factory.mktemp(name)
+        _train_tiny_verifier(out, overlaps_only=overlaps_only)
+        return out
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent
+    out, done = shared / name, shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            _train_tiny_verifier(out, overlaps_only=overlaps_only)
+            done.touch()
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_verifier(tmp_path_factory):
+    """A small logistic verifier over the lexical pair features (trained in seconds on
+    tests/train/rerank_fixtures.py's stories), with MinHash candidates at Jaccard 0.05."""
+    return _trained_once(tmp_path_factory, "tiny-verifier", overlaps_only=False)
+
+
+@pytest.fixture(scope="session")
+def tiny_overlap_verifier(tmp_path_factory):
+    """tiny_verifier without the two alignment features (shingle overlaps, lengths and
+    dates only), for tests that hold one executor's rerank to another's: the texts still
+    travel and every pair is still scored from them, at a fraction of the cost (the
+    alignments were most of a verifier's time on news texts)."""
+    return _trained_once(tmp_path_factory, "tiny-overlap-verifier", overlaps_only=True)

@@ -20,6 +20,7 @@ from neardup.cli import main
 from neardup.data import demo_corpus_path
 from neardup.engine.support import placement
 from neardup.errors import InputError
+from neardup.graph.cluster import canonical_labels
 from neardup.graph.edges import Pairs
 from neardup.io import ReaderConfig, read_corpus
 from neardup.methods import make_method
@@ -104,9 +105,11 @@ def _local_and_ray(paths, method, params, reader, window=None, ray_config=None):
     return local, distributed
 
 
+# MinHash's default on the shards is held to the local engine, with every check below, by
+# test_worker_killed_while_linking_is_retried (the same run, a linking task killed once).
 @pytest.mark.parametrize(
     "method, params",
-    [("exact", {}), ("minhash", {}), ("minhash", {"threshold": 0.3}), ("simhash", {"threshold": 5})],
+    [("exact", {}), ("minhash", {"threshold": 0.3}), ("simhash", {"threshold": 5})],
 )
 def test_same_clusters_as_local_engine(cluster, shards, method, params):
     local, distributed = _local_and_ray(shards, method, params, ReaderConfig(id_field="id"))
@@ -226,8 +229,13 @@ def test_worker_killed_while_linking_is_retried(cluster, shards):
         armed.unlink()
     assert marker.exists(), "no linking task killed its worker: the drill did not run"
     assert sorted(distributed.ids.tolist()) == sorted(set(local.ids.tolist()))  # each once
+    assert distributed.params["engine"] == "ray"
+    assert distributed.ids.tolist() == local.ids.tolist()
     np.testing.assert_array_equal(distributed.clusters, local.clusters)
     np.testing.assert_array_equal(distributed.representative, local.representative)
+    np.testing.assert_array_equal(distributed.status, local.status)
+    assert local.n_clusters < local.n_docs  # the corpus has duplicates to find
+    assert len(distributed.pairs) == distributed.n_docs - distributed.n_clusters  # a forest
 
 
 def test_bad_record_names_file_and_line_and_writes_nothing(cluster, shards, tmp_path):
@@ -437,9 +445,9 @@ def test_set_and_text_methods_same_clusters_as_local_engine(cluster, shards, met
                                                            request):
     config = RayConfig(shard_rows=_SHARD_ROWS, partitions=8)
     if method == "rerank":
-        # A small verifier (logistic regression on lexical features: tests/conftest.py's
-        # tiny_verifier); the first file's 567 documents in three Ray shards.
-        params = {"scorer": "verifier", "model": str(request.getfixturevalue("tiny_verifier"))}
+        # A small verifier (logistic regression on shingle overlaps: tests/conftest.py's
+        # tiny_overlap_verifier); the first file's 567 documents in three Ray shards.
+        params = {"scorer": "verifier", "model": str(request.getfixturevalue("tiny_overlap_verifier"))}
         shards = shards[:1]
     local, distributed = _local_and_ray(shards, method, params, ReaderConfig(id_field="id", date_field=date_field),
                                         ray_config=config)
@@ -518,19 +526,19 @@ def test_community_detection_same_clusters_as_local_engine(cluster, shards, meth
         assert len(distributed.pairs) > distributed.n_docs - components.n_clusters
 
 
-def test_rerank_leiden_on_ray_as_locally(cluster, shards, tiny_verifier, tmp_path):
+def test_rerank_leiden_on_ray_as_locally(cluster, shards, tiny_overlap_verifier, tmp_path):
     # The verifier's recommended clustering (Leiden), through the CLI's distributed
     # outputs: the local engine's clusters and pairs.
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
     reader = ReaderConfig(id_field="id", date_field="date")
-    method = make_method("rerank", scorer="verifier", model=str(tiny_verifier))
+    method = make_method("rerank", scorer="verifier", model=str(tiny_overlap_verifier))
     # Resolution 1: on these documents Leiden cuts components (at 0.4 it would not).
     local = run(read_corpus(shards[:1], reader), method,
                 cluster=ClusterConfig(algorithm="leiden", resolution=1.0))
     args = ["dedup", shards[0], "--method", "rerank", "--param", "scorer=verifier", "--param",
-            f"model={tiny_verifier}", "--id-field", "id", "--date-field", "date", "--cluster", "leiden",
+            f"model={tiny_overlap_verifier}", "--id-field", "id", "--date-field", "date", "--cluster", "leiden",
             "--resolution", "1.0", "--quiet"]
     result = CliRunner().invoke(main, [*args, "--engine", "ray", "--ray-address", cluster["address"],
                                        "--ray-shard-rows", str(_SHARD_ROWS), "--partitions", "8",
@@ -683,22 +691,24 @@ def test_distributed_components_long_chain_and_big_bucket(cluster, chain_and_buc
     reader, method = ReaderConfig(id_field="id"), make_method("minhash", threshold=0.7)
     local = run(read_corpus([chain_and_bucket], reader), method)
     assert local.summary()["largest_cluster"] >= 2000
-    # The chain is one component of ~400 documents whose positions are shuffled.
+    # The chain is one component of ~400 documents whose positions are shuffled. One run:
+    # the CLI's path first (outputs written per range and per shard, nothing fetched),
+    # then the Python API's (the stage output collected to the driver) from the same run;
+    # representatives through the API on Ray: the tests above.
     config = RayConfig(shard_rows=400, partitions=8, components_memory=1 << 16)
-    distributed = run(RayInputs((chain_and_bucket,), reader), method, engine="ray", ray=config)
-    np.testing.assert_array_equal(distributed.clusters, local.clusters)
-    np.testing.assert_array_equal(distributed.representative, local.representative)
-    assert len(distributed.pairs) == local.n_docs - local.n_clusters
-    components = distributed.params["corpus_stage"]["components"]
-    # After each wave (1, 1, 2, 4 partitions), then with the identity links.
-    assert len(components) == 5
-    assert components[-2]["ranges"] >= 8 and components[0]["rounds"] >= 3
-    # The CLI's path: outputs written per range and per shard, the same clusters.
     run_ = RayRun(RayInputs((chain_and_bucket,), reader), method, config=config)
     run_.execute()
     summary = write_outputs(run_, clusters_out=tmp_path / "c", pairs_out=tmp_path / "p", out=tmp_path / "o",
                             max_cluster_size=1600)
     assert run_._fetched is None
+    stage = run_.stage_output()
+    assert stage.ids.tolist() == local.ids.tolist()
+    np.testing.assert_array_equal(canonical_labels(stage.roots), local.clusters)
+    assert len(stage.pairs) == local.n_docs - local.n_clusters
+    components = stage.stats["components"]
+    # After each wave (1, 1, 2, 4 partitions), then with the identity links.
+    assert len(components) == 5
+    assert components[-2]["ranges"] >= 8 and components[0]["rounds"] >= 3
     got, expected = _clusters_table(tmp_path / "c"), local.clusters_table().to_pandas().set_index("id")
     assert sorted(got.index) == sorted(expected.index)
     got = got.loc[expected.index]
@@ -939,9 +949,9 @@ def _rerank_over(verifier, candidate) -> RerankMethod:
     (FakeRETSimPartial(threshold=0.7, k=10, threads=1), None),  # several rows a document
     (FakeBiEncoder(threshold=0.95, threads=1), None),  # range search (no k)
 ], ids=["retsim", "retsim-window", "retsim-partial", "biencoder"])
-def test_rerank_over_vector_candidates_same_clusters_as_local_engine(cluster, rerank_corpus, tiny_verifier,
+def test_rerank_over_vector_candidates_same_clusters_as_local_engine(cluster, rerank_corpus, tiny_overlap_verifier,
                                                                      candidate, window):
-    method = _rerank_over(tiny_verifier, candidate)
+    method = _rerank_over(tiny_overlap_verifier, candidate)
     assert placement(method, "components", "ray").stage == "vector"
     reader = ReaderConfig(id_field="id", date_field="date")
     config = ClusterConfig(time_window_hours=window)
@@ -973,11 +983,11 @@ def test_rerank_over_vector_candidates_same_clusters_as_local_engine(cluster, re
 
 
 def test_rerank_over_vector_candidates_keeps_every_accepted_pair_for_leiden(cluster, rerank_corpus,
-                                                                            tiny_verifier, tmp_path):
+                                                                            tiny_overlap_verifier, tmp_path):
     # Every accepted pair, verified once (kNN finds a pair from both ends) in Ray's verify
     # partitions: the in-memory pairs and communities (the local vector stage's:
     # tests/engine/test_vector_stage.py).
-    method = _rerank_over(tiny_verifier, FakeRETSim(threshold=0.7, k=10, threads=1))
+    method = _rerank_over(tiny_overlap_verifier, FakeRETSim(threshold=0.7, k=10, threads=1))
     reader = ReaderConfig(id_field="id", date_field="date")
     config = ClusterConfig(algorithm="leiden", resolution=1.0, time_window_hours=24)
     corpus = str(tmp_path / "corpus.parquet")  # the first half: the verifier costs most

@@ -369,13 +369,13 @@ def _rerank(verifier, threshold=0.5):
 
 
 @pytest.mark.slow
-def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, tiny_verifier,
+def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, tiny_overlap_verifier,
                                                                 trigram_retsim, monkeypatch):
     from neardup.engine.vectors import PairScoring
     from neardup.methods.rerank import VerifierScorer
 
     records = demo[:200]  # the verifier's pair scoring costs most: 200 documents in 7 shards
-    method = _rerank(tiny_verifier)
+    method = _rerank(tiny_overlap_verifier)
     assert supports_vector_stage(method, "components")
     reads = method.capabilities.reads
     assert reads.text_chars == method.max_chars and reads.dates
@@ -390,7 +390,7 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
 
     monkeypatch.setattr(VerifierScorer, "decide_profiles", counting)
     work = tmp_path / "w"
-    local = run(_batches(records, dates=True), _rerank(tiny_verifier), engine="local",
+    local = run(_batches(records, dates=True), _rerank(tiny_overlap_verifier), engine="local",
                 total=len(records),
                 corpus_stage=CorpusStageConfig(memory_limit="1MB", work_dir=str(work)))
     assert "engine_fallback" not in local.params
@@ -398,7 +398,7 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
     assert local.ids.tolist() == [str(i) for i in range(len(records))]
     # Several shards (the smallest memory limit still holds these 200 rows in one).
     calls.clear()
-    sharded = run_vector_stage(_batches(records, dates=True), _rerank(tiny_verifier), shard_rows=30,
+    sharded = run_vector_stage(_batches(records, dates=True), _rerank(tiny_overlap_verifier), shard_rows=30,
                                config=CorpusStageConfig(memory_limit="1MB",
                                                         work_dir=str(tmp_path / "s")))
     stats = sharded.stats
@@ -417,14 +417,14 @@ def test_rerank_over_retsim_candidates_runs_on_the_vector_stage(demo, tmp_path, 
 
 
 @pytest.mark.slow
-def test_rerank_over_retsim_candidates_keeps_every_accepted_pair(demo, tmp_path, tiny_verifier,
+def test_rerank_over_retsim_candidates_keeps_every_accepted_pair(demo, tmp_path, tiny_overlap_verifier,
                                                                  trigram_retsim):
     # Leiden over every accepted pair: each candidate verified once per shard that meets
     # it (accepted pairs remembered as rejected ones are), the in-memory pairs and scores.
     records = demo[:150]
     cluster = ClusterConfig(algorithm="leiden", resolution=1.0, time_window_hours=24)
-    memory = run(_batches(records, dates=True), _rerank(tiny_verifier), engine="memory", cluster=cluster)
-    local = run(_batches(records, dates=True), _rerank(tiny_verifier), engine="local", cluster=cluster,
+    memory = run(_batches(records, dates=True), _rerank(tiny_overlap_verifier), engine="memory", cluster=cluster)
+    local = run(_batches(records, dates=True), _rerank(tiny_overlap_verifier), engine="local", cluster=cluster,
                 total=len(records), corpus_stage=CorpusStageConfig(work_dir=str(tmp_path / "w"),
                                                                    memory_limit="1MB"))
     assert "engine_fallback" not in local.params
@@ -436,10 +436,10 @@ def test_rerank_over_retsim_candidates_keeps_every_accepted_pair(demo, tmp_path,
 
 
 @pytest.mark.slow
-def test_rerank_vector_stage_resumes_after_kill(demo, tmp_path, tiny_verifier, trigram_retsim,
+def test_rerank_vector_stage_resumes_after_kill(demo, tmp_path, tiny_overlap_verifier, trigram_retsim,
                                                 monkeypatch):
     records = demo[:150]  # five shards of 30 rows: killed at the third's search
-    method = _rerank(tiny_verifier)
+    method = _rerank(tiny_overlap_verifier)
     clean = run_vector_stage(_batches(records), method, shard_rows=30,
                              config=CorpusStageConfig(work_dir=str(tmp_path / "clean")))
     die_at_call(monkeypatch, vectors_module, "search_shard", 3)
@@ -454,14 +454,14 @@ def test_rerank_vector_stage_resumes_after_kill(demo, tmp_path, tiny_verifier, t
     np.testing.assert_array_equal(resumed.roots, clean.roots)
     np.testing.assert_array_equal(resumed.pairs.score, clean.pairs.score)
     # Another rerank threshold re-runs the search (the scorer decides), not the embedding.
-    stricter = run_vector_stage(_batches(records), _rerank(tiny_verifier, 0.9), shard_rows=30,
+    stricter = run_vector_stage(_batches(records), _rerank(tiny_overlap_verifier, 0.9), shard_rows=30,
                                 config=CorpusStageConfig(work_dir=str(work), resume=True))
-    memory = run(_batches(records), _rerank(tiny_verifier, 0.9), engine="memory")
+    memory = run(_batches(records), _rerank(tiny_overlap_verifier, 0.9), engine="memory")
     np.testing.assert_array_equal(canonical_labels(stricter.roots), memory.clusters)
 
 
-def test_ray_runs_rerank_over_vector_candidates_on_its_vector_stage(tiny_verifier):
+def test_ray_runs_rerank_over_vector_candidates_on_its_vector_stage(tiny_overlap_verifier):
     from neardup.engine.support import placement
 
     for algorithm in ("components", "leiden", "hac"):
-        assert placement(_rerank(tiny_verifier), algorithm, "ray").stage == "vector"
+        assert placement(_rerank(tiny_overlap_verifier), algorithm, "ray").stage == "vector"

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from neardup.errors import InputError
 from neardup.index import Index
 from tests.fault_plugin import KILL_ENV, with_plugin
+from tests.in_process import invoke
 from tests.index.corpora import synthetic_texts
 
 pytestmark = pytest.mark.faults
@@ -51,6 +53,20 @@ def _build(directory: Path, corpus: Path, resume: bool, **env: str) -> subproces
                           text=True, timeout=600)
 
 
+def _build_here(directory: Path, corpus: Path, resume: bool, *, key: str | None = None) -> str:
+    """_SCRIPT's bulk add in this process, for a run nothing kills (a subprocess's start-up
+    saved; the kills stay real processes); its log, a message a line. ``key``: the input
+    key, if not the corpus's path (as _SCRIPT gives it)."""
+    texts = json.loads(corpus.read_text())
+    batches = ((texts[a:a + 250], [str(i) for i in range(a, min(a + 250, len(texts)))])
+               for a in range(0, len(texts), 250))
+    log: list[str] = []
+    with Index(directory) as index:
+        index.bulk_add(batches, partitions=8, resume=resume, checkpoint_docs=1000,
+                       input_key={"corpus": str(corpus) if key is None else key}, log=log.append)
+    return "\n".join(log)
+
+
 def _content(directory: Path):
     with Index(directory) as index:
         con = index._store.reader()
@@ -67,8 +83,7 @@ def setup(tmp_path_factory):
     corpus = base / "corpus.json"
     corpus.write_text(json.dumps(synthetic_texts(N, seed=11)))
     Index.create(base / "whole", "minhash", store_text=True).close()
-    done = _build(base / "whole", corpus, False)
-    assert done.returncode == 0, done.stderr
+    _build_here(base / "whole", corpus, False)
     return base, corpus, _content(base / "whole")
 
 
@@ -82,17 +97,16 @@ def test_killed_at_each_step_then_resumed_gives_the_same_index(setup, stage):
     assert list(directory.glob(".bulk-*"))  # the scratch is left for a resume
     with Index(directory) as index:
         assert len(index) == 0  # all or nothing: the index itself is untouched
-    resumed = _build(directory, corpus, True)
-    assert resumed.returncode == 0, resumed.stderr
-    assert "resuming an interrupted bulk add" in resumed.stderr
+    log = _build_here(directory, corpus, True)
+    assert "resuming an interrupted bulk add" in log
     if stage == "bulk-sketch":  # work was reused, not redone
-        assert "sketch resumes after 1000 documents" in resumed.stderr
+        assert "sketch resumes after 1000 documents" in log
     else:
-        assert "sketch stage already complete" in resumed.stderr
+        assert "sketch stage already complete" in log
     if stage == "bulk-link":
-        assert "linking key partitions from 2" in resumed.stderr
+        assert "linking key partitions from 2" in log
     if stage == "bulk-documents":
-        assert "linking key partitions from 8" in resumed.stderr
+        assert "linking key partitions from 8" in log
     assert _content(directory) == expected
     assert not list(directory.glob(".bulk-*"))
 
@@ -104,12 +118,9 @@ def test_resume_refuses_another_input_and_without_resume_starts_afresh(setup):
     assert _build(directory, corpus, False, **{KILL_ENV: "bulk-link"}).returncode == -signal.SIGKILL
     other = base / "other.json"
     other.write_text(corpus.read_text())
-    refused = subprocess.run([sys.executable, "-c", _SCRIPT.replace("corpus}", "corpus + 'x'}"),
-                              str(directory), str(other), "1"], env=_env(), capture_output=True,
-                             text=True, timeout=600)
-    assert refused.returncode != 0 and "another input" in refused.stderr
-    fresh = _build(directory, corpus, False)
-    assert fresh.returncode == 0 and "discarding the scratch" in fresh.stderr
+    with pytest.raises(InputError, match="another input"):
+        _build_here(directory, other, True, key=str(other) + "x")
+    assert "discarding the scratch" in _build_here(directory, corpus, False)
     assert _content(directory) == expected
 
 
@@ -125,9 +136,8 @@ def test_cli_resume(setup, tmp_path):
     killed = subprocess.run(command, env=_env(**{KILL_ENV: "bulk-link"}), capture_output=True,
                             text=True, timeout=600)
     assert killed.returncode == -signal.SIGKILL
-    usage = subprocess.run([sys.executable, "-m", "neardup", "index", "add", str(directory),
-                            str(jsonl), "--resume"], env=_env(), capture_output=True, text=True)
-    assert usage.returncode == 2 and "--bulk" in usage.stderr
+    usage = invoke("index", "add", directory, jsonl, "--resume")  # tests/in_process.py
+    assert usage.exit_code == 2 and "--bulk" in usage.stderr
     resumed = subprocess.run(command + ["--resume"], env=_env(), capture_output=True, text=True,
                              timeout=600)
     assert resumed.returncode == 0, resumed.stderr

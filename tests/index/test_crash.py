@@ -15,6 +15,7 @@ import pytest
 
 import neardup
 from neardup.index import Index
+from tests.in_process import invoke
 from tests.index.corpora import partition_equal, synthetic_texts
 
 pytestmark = pytest.mark.faults
@@ -58,10 +59,9 @@ def test_sigkill_during_add_keeps_acknowledged_batches(tmp_path):
     assert ids == [f"d{i}" for i in range(len(ids))]
 
     # Resuming with --skip-existing completes the index: the clusters of a one-shot dedup.
-    resumed = _cli("index", "add", str(tmp_path / "idx"), str(corpus), "--id-field", "id",
+    again = invoke("index", "add", str(tmp_path / "idx"), str(corpus), "--id-field", "id",
                    "--batch-size", str(batch), "--skip-existing", "-q")
-    _, err = resumed.communicate(timeout=600)
-    assert resumed.returncode == 0, err
+    assert again.exit_code == 0, again.output  # in this process: tests/in_process.py
     with Index(tmp_path / "idx") as index:
         table = index.clusters()
     assert table.num_rows == n

@@ -22,6 +22,7 @@ import pytest
 
 from neardup.index import Index
 from neardup.index._errors import database_path
+from tests.in_process import invoke
 from tests.index.corpora import synthetic_texts
 
 pytest.importorskip("fastapi", reason="the serve extra (fastapi) is not installed")
@@ -299,14 +300,28 @@ def test_port_in_use_is_a_cli_error_naming_the_flag(index_dir):
     assert f"port {port}" in result.stderr and "--port" in result.stderr
 
 
-def test_bad_host_is_a_cli_error_naming_the_flag(index_dir):
-    result = _neardup("serve", str(index_dir), "--host", "no.such.host.invalid", "--port", "0")
-    assert result.returncode == 2
+def _refused(monkeypatch, *args: str):
+    """``neardup serve ARGS`` run in this process, for a refusal that comes before any
+    socket is served: a real process costs seconds of start-up, and the real process's
+    words for the same guarantee are checked by the port test above. uvicorn's run is
+    replaced, so that a command that would serve fails instead of hanging the test."""
+    import uvicorn
+
+    def served(self, *args, **kwargs):
+        raise AssertionError("neardup serve started serving")
+
+    monkeypatch.setattr(uvicorn.Server, "run", served)
+    return invoke("serve", *args)
+
+
+def test_bad_host_is_a_cli_error_naming_the_flag(index_dir, monkeypatch):
+    result = _refused(monkeypatch, str(index_dir), "--host", "no.such.host.invalid", "--port", "0")
+    assert result.exit_code == 2
     assert "Traceback" not in result.stderr and "--host" in result.stderr
 
 
 @pytest.mark.parametrize("make", ["missing", "foreign", "damaged"])
-def test_unusable_index_is_refused_before_serving(tmp_path, make):
+def test_unusable_index_is_refused_before_serving(tmp_path, monkeypatch, make):
     directory = tmp_path / "idx"
     if make == "foreign":
         directory.mkdir()
@@ -317,8 +332,8 @@ def test_unusable_index_is_refused_before_serving(tmp_path, make):
             if db.is_file():
                 db.write_bytes(b"\0garbage" * 512)
     before = {p.name: p.read_bytes() for p in directory.iterdir()} if directory.exists() else None
-    result = _neardup("serve", str(directory), "--port", "0")
-    assert result.returncode == 1
+    result = _refused(monkeypatch, str(directory), "--port", "0")
+    assert result.exit_code == 1
     assert "Traceback" not in result.stderr and str(directory) in result.stderr
     assert "on http://" not in result.stderr  # never started serving
     assert "Index." not in result.stderr  # the CLI's words, not Python callers
