@@ -1,12 +1,15 @@
 """Run the longest test files first, from the durations the last recording measured
 (tests/durations.json), and record them again on request.
 
-Under ``--dist worksteal`` each xdist worker takes one half of the collected tests in
-order and, once idle, steals from the end of the other's: longest files first means the
-tests left to steal at the end are the short ones, so no worker finishes a long file
-alone while the other idles. The Ray lane's files come before all others, so that they
-fall in one worker's half and only that worker starts a Ray cluster. Tests keep their order within a file (module fixtures are
-set up once). Files the recording does not know (new ones) count as a median file.
+Under ``--dist worksteal`` each xdist worker first takes an equal run of the collected
+tests, by count, and once idle steals from the end of another's. The order gives each
+run an equal share of the recorded seconds (the long files dealt out, the short tests
+filling each run up to its count), long files first within a run: a worker then rarely
+steals, and what it steals are short tests, not the tail of a long file whose module
+fixtures would be set up twice. The Ray lane's files all go to the first run, so that
+only that worker starts a Ray cluster. Tests keep their order within a file (module
+fixtures are set up once). Files the recording does not know (new ones) count as a
+median file.
 
 Record after adding or reshaping slow tests (the whole suite, as ``make test`` runs it;
 a run of one lane, with ``-m``, updates only that lane's files)::
@@ -46,25 +49,65 @@ def _file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+#: Files recorded at fewer seconds than this fill the workers' shares up to their number
+#: of tests (and may be split between two workers); longer ones are placed whole.
+FILLER_SECONDS = 2.0
+
+
 @pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item], config: pytest.Config) -> None:
     # trylast: order what is left once every other hook (markers, -m) has run. The order
-    # must be the same in every xdist worker: it depends only on the file and the nodeids.
+    # must be the same in every xdist worker: it depends only on the recording, the
+    # nodeids and the number of workers.
     recorded = _recorded()
     if not recorded:
         return
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    items[:] = _ordered(items, recorded, workers)
+
+
+def _ordered(items: list, recorded: dict[str, float], workers: int) -> list:
+    """``items`` in the order the workers take them: under ``--dist worksteal`` worker
+    ``i`` first takes the ``i``-th of ``workers`` equal runs of tests, by count. Each run
+    gets an equal share of the recorded seconds: the long files are dealt out, longest
+    first, to the run with the fewest seconds so far, and the short tests fill each run
+    up to its number of tests. Within a run the long files come first, longest first,
+    so the tests a worker steals from another's end are short ones. The Ray lane's
+    files all go to the first run, so one worker starts a Ray cluster."""
     unknown = statistics.median(recorded.values())
-    first_seen, on_ray = {}, set()
-    for position, item in enumerate(items):
-        first_seen.setdefault(_file_of(item.nodeid), position)
+    by_file: dict[str, list] = {}
+    on_ray = set()
+    for item in items:
+        name = _file_of(item.nodeid)
+        by_file.setdefault(name, []).append(item)
         if item.get_closest_marker("ray") is not None:
-            on_ray.add(_file_of(item.nodeid))
-    # The Ray lane's files first: they all fall in the first worker's half, so one worker
-    # starts a Ray cluster (tests/conftest.py's ray_cluster, ~9 s and its processes'
-    # CPU), not both.
-    items.sort(key=lambda item: (_file_of(item.nodeid) not in on_ray,
-                                 -recorded.get(_file_of(item.nodeid), unknown),
-                                 first_seen[_file_of(item.nodeid)]))
+            on_ray.add(name)
+    seconds = {name: recorded.get(name, unknown) for name in by_file}
+    # Longest first; the collected order breaks ties (dicts keep it).
+    ranked = sorted(by_file, key=lambda name: (name not in on_ray, -seconds[name]))
+    runs: list[list] = [[] for _ in range(workers)]
+    load = [0.0] * workers
+    filler: list = []
+    for name in ranked:
+        if name in on_ray:
+            target = 0
+        elif seconds[name] >= FILLER_SECONDS and workers > 1:
+            target = min(range(workers), key=lambda k: (load[k], k))
+        else:
+            filler.extend(by_file[name])
+            continue
+        runs[target].extend(by_file[name])
+        load[target] += seconds[name]
+    # xdist hands worker i len(pending) // (workers - i) of the tests still pending.
+    sizes, left = [], len(items)
+    for k in range(workers):
+        sizes.append(left // (workers - k))
+        left -= sizes[-1]
+    for k in range(workers):
+        room = max(0, sizes[k] - len(runs[k])) if k < workers - 1 else len(filler)
+        runs[k].extend(filler[:room])
+        del filler[:room]
+    return [item for run in runs for item in run]
 
 
 class DurationRecorder:
