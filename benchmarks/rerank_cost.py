@@ -8,7 +8,9 @@ Jaccard 0.1, clustered as ``--cluster auto`` says, Leiden at resolution 0.4):
   child's user + system time (``resource.getrusage(RUSAGE_CHILDREN)``), so interpreter
   start-up and imports count for both, as they do for a user. Reports CPU per document and
   rerank's ratio to MinHash, with the median of the repeats. ``--rerank-variant`` adds
-  more rerank runs (other parameters) to the same alternation.
+  more rerank runs (other parameters) to the same alternation, ``--env-variant`` a
+  MinHash and a rerank run with more environment variables (``OMP_WAIT_POLICY=ACTIVE``:
+  numba's threads spinning as before decision 0044).
 * ``profile``: rerank in this process under cProfile with a CPU clock
   (``time.process_time``: every thread of the process, so rapidfuzz's and numba's
   threads count), split into candidates (sketching, band keys, MinHash's permissive
@@ -108,13 +110,26 @@ def _child_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _runs(args: argparse.Namespace) -> dict[str, tuple[str, list[str]]]:
-    """compare's runs: label -> (method, rerank's own --param flags). MinHash, rerank with
-    ``--rerank-param``, and each ``--rerank-variant`` on top of those."""
-    runs = {"minhash": ("minhash", []), "rerank": ("rerank", list(args.rerank_extra))}
+def _runs(args: argparse.Namespace) -> dict[str, tuple[str, list[str], dict[str, str]]]:
+    """compare's runs: label -> (method, rerank's own --param flags, more environment).
+    MinHash, rerank with ``--rerank-param``, each ``--rerank-variant`` on top of those,
+    and for each ``--env-variant`` both methods with that environment."""
+    runs = {"minhash": ("minhash", [], {}), "rerank": ("rerank", list(args.rerank_extra), {})}
     for label, params in args.variants:
-        runs[f"rerank-{label}"] = ("rerank", [*args.rerank_extra, *params])
+        runs[f"rerank-{label}"] = ("rerank", [*args.rerank_extra, *params], {})
+    for label, env in args.env_variants:
+        runs[f"minhash-{label}"] = ("minhash", [], env)
+        runs[f"rerank-{label}"] = ("rerank", list(args.rerank_extra), env)
     return runs
+
+
+def _env_variant(value: str) -> tuple[str, dict[str, str]]:
+    """``LABEL:NAME=VALUE[;NAME=VALUE]`` -> (label, environment variables)."""
+    label, sep, pairs = value.partition(":")
+    env = dict(p.split("=", 1) for p in pairs.split(";") if "=" in p)
+    if not sep or not label or not env:
+        raise argparse.ArgumentTypeError(f"expected LABEL:NAME=VALUE[;NAME=VALUE]; got {value!r}")
+    return label, env
 
 
 def compare(args: argparse.Namespace) -> dict:
@@ -137,12 +152,12 @@ def compare(args: argparse.Namespace) -> dict:
                         check=True, env=env, cwd=ROOT)
             for _ in range(args.repeats):
                 # Alternated, so that a change in the machine's load falls on every run.
-                for label, (method, own) in runs.items():
+                for label, (method, own, more_env) in runs.items():
                     out = (args.clusters_dir or Path(tmp)) / f"{data.replace(':', '_').replace('/', '_')}-{label}.parquet"
                     before, start = _child_cpu(), time.perf_counter()
                     subprocess.run([sys.executable, "-m", "neardup",
                                     *_command(method, files, flags, out, args.extra, own)],
-                                   check=True, env=env, cwd=ROOT)
+                                   check=True, env={**env, **more_env}, cwd=ROOT)
                     cpu[label].append(_child_cpu() - before)
                     wall[label].append(time.perf_counter() - start)
                     peak[label] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -314,6 +329,11 @@ def main() -> None:
                         type=lambda v: f"--param={v}",
                         help="a --param NAME=VALUE for rerank only (repeatable), e.g. "
                              "'candidate_params={\"threshold\": 0.2}'")
+    parser.add_argument("--env-variant", dest="env_variants", action="append", default=[],
+                        type=_env_variant,
+                        help="compare: MinHash and rerank once more with these environment "
+                             "variables, LABEL:NAME=VALUE[;NAME=VALUE] (repeatable), e.g. "
+                             "'spin:OMP_WAIT_POLICY=ACTIVE'")
     parser.add_argument("--rerank-variant", dest="variants", action="append", default=[],
                         type=_variant,
                         help="compare: one more rerank run, LABEL:NAME=VALUE[;NAME=VALUE] "
