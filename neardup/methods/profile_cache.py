@@ -41,7 +41,9 @@ class _Growing:
 
     def __init__(self, dtype: Any, values: np.ndarray | None = None) -> None:
         values = np.zeros(0, dtype) if values is None else np.asarray(values, dtype)
-        self.data = np.empty(max(1024, values.size), dtype)
+        # Room to grow into: pages not yet written cost no memory, and the arena grows
+        # right after its oldest documents are dropped.
+        self.data = np.empty(max(1024, 2 * values.size), dtype)
         self.data[: values.size] = values
         self.size = values.size
 
