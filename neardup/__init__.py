@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 # numba's parallel kernels run on OpenMP threads, which by default spin between parallel
 # regions waiting for more work. rerank calls short kernels thousands of times, and the
-# spinning cost about 40% of its CPU on Reuters-21578 with no gain in wall time
+# spinning took almost half of its CPU, with no gain in wall time
 # (docs/decisions/0044-openmp-threads-sleep-when-idle.md). Threads that sleep when idle
 # cost nothing; a value already set wins. Read when the OpenMP runtime loads, so it is
 # set before numba (or torch) is imported.

@@ -357,7 +357,8 @@ class VerifierScorer:
 
     #: The tree ensemble's nodes as plain arrays, beside a gradient-boosted model's pickle
     #: (:meth:`TreeEnsembleBound.save`): scoring with them loads no scikit-learn, whose
-    #: import and unpickling cost 1.4 s of CPU a run (6% of rerank's on Reuters-21578).
+    #: import and unpickling cost a run more than the trees' predictions
+    #: (docs/decisions/0044-openmp-threads-sleep-when-idle.md).
     TREES_FILE = "trees.npz"
 
     def _trees(self):
