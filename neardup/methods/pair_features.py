@@ -244,20 +244,6 @@ class DocumentProfiles:
                                 {k: _take_sets(v, positions) for k, v in self.sets.items()},
                                 pick(self.aligned), pick(self.short_heads), pick(self.long_heads))
 
-    @staticmethod
-    def concat(parts: Sequence[DocumentProfiles]) -> DocumentProfiles:
-        """The documents of ``parts`` one after another (parts built for the same features)."""
-        first = parts[0]
-
-        def join(name: str) -> list[str] | None:
-            if getattr(first, name) is None:
-                return None
-            return [t for p in parts for t in getattr(p, name)]
-
-        return DocumentProfiles(np.concatenate([p.lengths for p in parts]),
-                                {k: ShingleSets.concat([p.sets[k] for p in parts]) for k in first.sets},
-                                join("aligned"), join("short_heads"), join("long_heads"))
-
 
 def document_profiles(texts: Sequence[str], *, features: Sequence[str] = LEXICAL_FEATURES,
                       align_chars: int = _ALIGN_CHARS,
