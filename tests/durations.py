@@ -38,14 +38,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "(which orders the files, longest first, on later runs)")
 
 
-def _recorded() -> dict[str, float]:
+def recorded_seconds() -> dict[str, float]:
     try:
         return json.loads(DURATIONS_FILE.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
 
 
-def _file_of(nodeid: str) -> str:
+def file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
@@ -59,14 +59,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item], config: pytest.Confi
     # trylast: order what is left once every other hook (markers, -m) has run. The order
     # must be the same in every xdist worker: it depends only on the recording, the
     # nodeids and the number of workers.
-    recorded = _recorded()
+    recorded = recorded_seconds()
     if not recorded:
         return
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    items[:] = _ordered(items, recorded, workers)
+    items[:] = ordered(items, recorded, workers)
 
 
-def _ordered(items: list, recorded: dict[str, float], workers: int) -> list:
+def ordered(items: list, recorded: dict[str, float], workers: int) -> list:
     """``items`` in the order the workers take them: under ``--dist worksteal`` worker
     ``i`` first takes the ``i``-th of ``workers`` equal runs of tests, by count. Each run
     gets an equal share of the recorded seconds: the long files are dealt out, longest
@@ -78,7 +78,7 @@ def _ordered(items: list, recorded: dict[str, float], workers: int) -> list:
     by_file: dict[str, list] = {}
     on_ray = set()
     for item in items:
-        name = _file_of(item.nodeid)
+        name = file_of(item.nodeid)
         by_file.setdefault(name, []).append(item)
         if item.get_closest_marker("ray") is not None:
             on_ray.add(name)
@@ -118,7 +118,7 @@ class DurationRecorder:
         self.failed = False
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.seconds[_file_of(report.nodeid)] += report.duration
+        self.seconds[file_of(report.nodeid)] += report.duration
         self.failed |= report.failed
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -128,7 +128,7 @@ class DurationRecorder:
             return
         # A lane's run (-m ray) updates its files and keeps the others' recordings.
         root = DURATIONS_FILE.parents[1]
-        merged = {name: s for name, s in _recorded().items() if (root / name).exists()}
+        merged = {name: s for name, s in recorded_seconds().items() if (root / name).exists()}
         merged.update((name, round(s, 1)) for name, s in self.seconds.items())
         ranked = dict(sorted(merged.items(), key=lambda pair: (-pair[1], pair[0])))
         DURATIONS_FILE.write_text(json.dumps(ranked, indent=1) + "\n", encoding="utf-8")
