@@ -254,7 +254,7 @@ def _screen_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str,
         return np.load(wd.stage_dir("screen") / "selected.npy"), facts
     directory = wd.start("screen")
     screening = method.capabilities.screening
-    store, _ = _open_store(wd, method, sketch_facts, None)
+    store, _ = _open_store(wd, method, sketch_facts, None, config.budget)
     keys_dir = wd.stage_dir("sketch") / "keys"
     by_part = _key_files(keys_dir)
     table = PartnerTable(sketch_facts["n_docs"], screening.keep)
@@ -295,7 +295,7 @@ def _link_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str, A
         return facts
     directory = wd.start_keyed("link", key)
     n_docs = sketch_facts["n_docs"]
-    store, window = _open_store(wd, method, sketch_facts, window_hours)
+    store, window = _open_store(wd, method, sketch_facts, window_hours, config.budget)
     keys_dir = wd.stage_dir("sketch") / "keys"
     by_part = _key_files(keys_dir)
     chunk = chunk_edges(config.budget)
@@ -431,8 +431,10 @@ def _prefix_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[str,
 
 
 def _open_store(wd: WorkDir, method: Method, sketch_facts: dict[str, Any],
-                window_hours: float | None) -> tuple[ArrayStore, TimeWindow | None]:
-    """The sketch stage's per-document data, and the time window (None without one)."""
+                window_hours: float | None, budget: int) -> tuple[ArrayStore, TimeWindow | None]:
+    """The sketch stage's per-document data, and the time window (None without one).
+    Fixed-width rows are read into memory whole when they fit in an eighth of the
+    ``budget``."""
     dates = None
     read_dates = method.capabilities.reads.dates
     if window_hours is not None or read_dates:
@@ -441,7 +443,8 @@ def _open_store(wd: WorkDir, method: Method, sketch_facts: dict[str, Any],
     # Dates reach the scorer only when the input has some (None means "no dates", as in
     # the in-memory stage).
     store = ArrayStore(wd, sketch_facts,
-                        dates if read_dates and sketch_facts["has_dates"] else None)
+                        dates if read_dates and sketch_facts["has_dates"] else None,
+                        resident_bytes=budget // 8)
     window = None
     if window_hours is not None:
         identity = pq.read_table(wd.stage_dir("sketch") / "docs.parquet",
@@ -474,7 +477,7 @@ def _exchange_stage(wd: WorkDir, key: str, method: Method, sketch_facts: dict[st
         return facts
     directory = wd.start_keyed("exchange", key)
     n_docs = sketch_facts["n_docs"]
-    store, window = _open_store(wd, method, sketch_facts, window_hours)
+    store, window = _open_store(wd, method, sketch_facts, window_hours, config.budget)
     step = _verify_step(config, store)
     link_dir = wd.stage_dir("link")
     partitions = config.partitions

@@ -166,9 +166,14 @@ class ArrayStore(RowSource):
     page-cache folios around each row in the process's RSS), so resident memory is the
     rows read, not the corpus. Set offsets (8 bytes per document) stay in memory; texts
     are read the same way (:class:`TextReader`), when the scorer takes them.
+
+    Fixed-width files that together fit in ``resident_bytes`` are read whole, once, at
+    the first :meth:`rows`, and rows are then taken from memory: a small corpus's steps
+    read their rows thousands of times, a call each, for a file of a few megabytes.
     """
 
-    def __init__(self, wd: WorkDir, facts: dict[str, Any], dates: np.ndarray | None = None) -> None:
+    def __init__(self, wd: WorkDir, facts: dict[str, Any], dates: np.ndarray | None = None,
+                 *, resident_bytes: int = 0) -> None:
         layout, n_docs = facts["arrays"], facts["n_docs"]
         directory = wd.stage_dir("sketch")
         self.layout = {name: (np.dtype(d), tuple(tail)) for name, (d, tail) in layout.items()}
@@ -190,15 +195,30 @@ class ArrayStore(RowSource):
         if self.texts is not None:
             self.row_bytes += self.texts.doc_bytes
         self.dates = dates
+        fixed = sum(n_docs * dtype.itemsize * int(np.prod(tail or (1,)))
+                    for dtype, tail in self.layout.values())
+        self._resident: dict[str, np.ndarray] | None = None
+        self._hold = 0 < fixed <= resident_bytes
+
+    def _resident_arrays(self) -> dict[str, np.ndarray]:
+        if self._resident is None:
+            self._resident = {
+                name: np.fromfile(self.paths[name], np.uint8).view(dtype)
+                .reshape(self.n_docs, *tail)
+                for name, (dtype, tail) in self.layout.items()}
+        return self._resident
 
     def rows(self, docs: np.ndarray) -> CandidateRows:
         """The stored data of ``docs`` (corpus positions; ascending reads best)."""
         docs = np.asarray(docs, np.int64)
         out = CandidateRows(docs)
-        for name, (dtype, tail) in self.layout.items():
-            width = dtype.itemsize * int(np.prod(tail or (1,)))
-            out.arrays[name] = read_rows(self.paths[name], docs, width).view(dtype) \
-                .reshape(docs.shape[0], *tail)
+        if self._hold:
+            out.arrays = {name: whole[docs] for name, whole in self._resident_arrays().items()}
+        else:
+            for name, (dtype, tail) in self.layout.items():
+                width = dtype.itemsize * int(np.prod(tail or (1,)))
+                out.arrays[name] = read_rows(self.paths[name], docs, width).view(dtype) \
+                    .reshape(docs.shape[0], *tail)
         if self.set_offsets is not None:
             sizes = self.set_offsets[docs + 1] - self.set_offsets[docs]
             offsets = np.zeros(docs.shape[0] + 1, np.int64)

@@ -579,7 +579,11 @@ class MinHashLSH(Method):
     def score_candidate_rows(self, rows: CandidateRows, left: np.ndarray,
                              right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.verify != "exact":
-            return super().score_candidate_rows(rows, left, right)
+            # score_candidates' estimate, read in place: gathering each pair's two
+            # signature rows first copied 2 x num_perm values a pair.
+            score = jaccard_from_signatures(rows.arrays["signature"], left, right)
+            accept = np.ones(score.shape[0], bool) if self.verify == "none" else score >= self.threshold
+            return score, accept
         from neardup.methods.ngram import exact_similarity
 
         # find_pairs' score (float32) and cut-off (Pairs.above on that float32 score).

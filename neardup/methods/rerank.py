@@ -341,11 +341,10 @@ class VerifierScorer:
         return self._profile_cache
 
     #: Memory kept for document profiles between batches (a news story's profile is
-    #: about 60 KB: its shingle sets and heads), on top of a batch's working memory.
-    #: 64 MiB held less than one batch's documents on the 20k scale corpus (59,829
-    #: profiles computed for 20,000 documents); with 256 MiB half as many (29,443), and
-    #: rerank spends 10% less CPU there, 4% on Reuters-21578 (docs/rerank-cost.md).
-    PROFILE_CACHE_BYTES = 256 << 20
+    #: tens of KB: its shingle sets and heads), on top of a batch's working memory. Enough
+    #: to profile each document of a news collection about once; a smaller cache profiles
+    #: documents again as they meet later partners (docs/rerank-cost.md, "Eighth round").
+    PROFILE_CACHE_BYTES = 512 << 20
 
     @property
     def classifier(self) -> Any:

@@ -122,19 +122,72 @@ class ShingleSets:
 _FNV_INIT = uint64(0xCBF29CE484222325)
 
 
+#: Buckets of at most this many hashes are insertion-sorted, larger ones by np.sort, so
+#: hashes that are not uniform (a caller's own) cost O(n log n), never O(n^2).
+_SMALL_BUCKET = 16
+
+
 @njit(cache=True)
 def _unique_segments(hashes, offsets, out, sizes):
     """Each document's hashes sorted and deduplicated into ``out``; its set size into
-    ``sizes``. Returns the number written."""
+    ``sizes``. Returns the number written.
+
+    Shingle hashes are uniform over 64 bits, so a bucket sort on their top bits (about
+    one bucket per hash) leaves a few hashes a bucket to insertion-sort: linear time,
+    against a comparison sort's n log n for each document's array.
+    """
+    n = offsets.shape[0] - 1
+    longest = 1
+    for d in range(n):
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    bits = 1
+    while (1 << bits) < longest:
+        bits += 1
+    starts = np.zeros((1 << bits) + 1, np.int64)
+    buf = np.empty(longest, np.uint64)
     written = 0
-    for d in range(offsets.shape[0] - 1):
-        segment = np.sort(hashes[offsets[d]:offsets[d + 1]])
-        start = written
-        for i in range(segment.shape[0]):
-            if i == 0 or segment[i] != segment[i - 1]:
-                out[written] = segment[i]
+    for d in range(n):
+        lo, hi = offsets[d], offsets[d + 1]
+        m = hi - lo
+        b = 0
+        while (1 << b) < m:
+            b += 1
+        buckets = 1 << b
+        starts[: buckets + 1] = 0
+        if b > 0:
+            shift = uint64(64 - b)
+            for i in range(lo, hi):
+                starts[(hashes[i] >> shift) + 1] += 1
+            for k in range(buckets):
+                starts[k + 1] += starts[k]
+            for i in range(lo, hi):
+                k = hashes[i] >> shift
+                buf[starts[k]] = hashes[i]
+                starts[k] += 1
+        else:
+            for i in range(m):
+                buf[i] = hashes[lo + i]
+            starts[0] = m
+        begin = 0
+        for k in range(buckets):  # starts[k] is now the end of bucket k
+            end = starts[k]
+            if end - begin > _SMALL_BUCKET:
+                buf[begin:end].sort()
+            else:
+                for i in range(begin + 1, end):
+                    x = buf[i]
+                    j = i - 1
+                    while j >= begin and buf[j] > x:
+                        buf[j + 1] = buf[j]
+                        j -= 1
+                    buf[j + 1] = x
+            begin = end
+        first = written
+        for i in range(m):
+            if i == 0 or buf[i] != buf[i - 1]:
+                out[written] = buf[i]
                 written += 1
-        sizes[d] = written - start
+        sizes[d] = written - first
     return written
 
 

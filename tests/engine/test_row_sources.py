@@ -60,7 +60,7 @@ def _memory(tmp_path):
         {"arrays", "sets", "set_weights", "texts", "dates"}
 
 
-def _spill(tmp_path):
+def _spill(tmp_path, resident_bytes=0):
     """The sketch stage's spill, written in its file layout (one file per array)."""
     arrays = tmp_path / "sketch" / "arrays"
     arrays.mkdir(parents=True)
@@ -80,7 +80,15 @@ def _spill(tmp_path):
 
     facts = {"arrays": {"signature": ("uint64", [4]), "length": ("int32", [])}, "n_docs": N,
              "sets": True, "set_weights": True, "texts": True}
-    return stores.ArrayStore(Dir(), facts, DATES), {"arrays", "sets", "set_weights", "texts", "dates"}
+    return stores.ArrayStore(Dir(), facts, DATES, resident_bytes=resident_bytes), \
+        {"arrays", "sets", "set_weights", "texts", "dates"}
+
+
+def _spill_resident(tmp_path):
+    """The spill with its fixed-width files small enough to be read whole into memory."""
+    store, fields = _spill(tmp_path, resident_bytes=1 << 20)
+    assert store._hold
+    return store, fields
 
 
 def _shipped(tmp_path):
@@ -129,7 +137,8 @@ def _sqlite(tmp_path):
     return LocalRows(ARRAYS, ALL + 100, _sqlite_texts(first=100)), {"arrays", "texts"}
 
 
-ROW_SOURCES = {"memory": _memory, "spill": _spill, "shipped": _shipped,
+ROW_SOURCES = {"memory": _memory, "spill": _spill, "spill_resident": _spill_resident,
+               "shipped": _shipped,
                "vector_scoring": _vector_scoring, "bulk_scratch": _bulk_scratch, "sqlite": _sqlite}
 
 TEXT_SOURCES = {

@@ -245,3 +245,27 @@ def test_text_identity_digests_unchanged_by_the_fused_pass():
     assert text_identity(texts).tolist() == recorded
     assert MinHashLSH().sketch(texts).identity.tolist() == recorded
     assert text_identity(texts, seed=7).tolist()[:2] == [13150604507679311473, 9631443453314900]
+
+
+@pytest.mark.parametrize("verify", ["signature", "none"])
+@pytest.mark.parametrize("hash_bits", [32, 64])
+def test_score_candidate_rows_reads_signatures_in_place_as_score_candidates(verify, hash_bits):
+    """The corpus stage's check (signatures indexed in place) gives score_candidates'
+    scores bit for bit, and the same acceptance."""
+    from neardup.methods.base import CandidateRows
+
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(40)]
+    texts = [" ".join(rng.choice(words, 30)) for _ in range(25)]
+    method = MinHashLSH(threshold=0.3, verify=verify, hash_bits=hash_bits)
+    signature = method.sketch(texts).arrays["signature"]
+    left = rng.integers(0, 25, 300)
+    right = rng.integers(0, 25, 300)
+    rows = CandidateRows(np.arange(25), {"signature": signature})
+    score, accept = method.score_candidate_rows(rows, left, right)
+    want_score, want_accept = method.score_candidates({"signature": signature[left]},
+                                                      {"signature": signature[right]})
+    assert score.dtype == want_score.dtype == np.float32
+    np.testing.assert_array_equal(score, want_score)
+    np.testing.assert_array_equal(accept, want_accept)
+    assert 0 < accept.sum() < accept.size or verify == "none"

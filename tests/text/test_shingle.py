@@ -67,6 +67,32 @@ def test_is_sets_checks_each_document():
     assert hash_shingles(["b a c a"], ShingleConfig(n=1)).unique().is_sets()
 
 
+def _unique_by_numpy(sets):
+    return [np.unique(sets.doc(i)) for i in range(len(sets))]
+
+
+@pytest.mark.parametrize("kind", ["uniform", "one_top_bucket", "repeats", "sizes"])
+def test_unique_equals_numpy_for_any_hashes(kind):
+    """The bucket sort is exact for uniform shingle hashes and for a caller's own hashes
+    that crowd one bucket (those take the comparison sort: never quadratic)."""
+    rng = np.random.default_rng(7)
+    sizes = {"sizes": [0, 1, 2, 3, 16, 17, 33, 1000, 4097]}.get(kind, [500, 300, 64])
+    parts = []
+    for size in sizes:
+        h = rng.integers(0, 2**64, size, dtype=np.uint64)
+        if kind == "one_top_bucket":
+            h >>= np.uint64(20)  # every hash's top 20 bits zero
+        elif kind == "repeats":
+            h = h[rng.integers(0, max(size // 10, 1), size)]
+        parts.append(h)
+    offsets = np.concatenate(([0], np.cumsum([p.size for p in parts]))).astype(np.int64)
+    sets = ShingleSets(np.concatenate(parts).astype(np.uint64), offsets)
+    got = sets.unique()
+    assert got.is_sets()
+    expected = _unique_by_numpy(sets)
+    assert [got.doc(i).tolist() for i in range(len(sets))] == [e.tolist() for e in expected]
+
+
 _MASK = (1 << 64) - 1
 
 
