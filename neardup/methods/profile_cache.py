@@ -32,6 +32,8 @@ __all__ = ["ProfileCache"]
 #: Share of the budget the oldest documents are dropped down to when it is exceeded: the
 #: arena is copied once per half budget of new profiles, not once per batch.
 _LOW_WATER = 0.5
+#: Most address space reserved up front for one shingle kind's hashes.
+_RESERVE_BYTES = 1 << 30
 #: Strings a profile may hold, in :class:`DocumentProfiles`' field order.
 _STRINGS = ("aligned", "short_heads", "long_heads")
 
@@ -39,11 +41,12 @@ _STRINGS = ("aligned", "short_heads", "long_heads")
 class _Growing:
     """A numpy array appended to in place, its capacity doubled when full."""
 
-    def __init__(self, dtype: Any, values: np.ndarray | None = None) -> None:
+    def __init__(self, dtype: Any, values: np.ndarray | None = None, reserve: int = 0) -> None:
         values = np.zeros(0, dtype) if values is None else np.asarray(values, dtype)
         # Room to grow into: pages not yet written cost no memory, and the arena grows
-        # right after its oldest documents are dropped.
-        self.data = np.empty(max(1024, 2 * values.size), dtype)
+        # right after its oldest documents are dropped. ``reserve`` elements up front
+        # spare the copies and page faults of growing by doubling.
+        self.data = np.empty(max(1024, 2 * values.size, reserve), dtype)
         self.data[: values.size] = values
         self.size = values.size
 
@@ -76,11 +79,15 @@ def _document_bytes(profiles: DocumentProfiles) -> np.ndarray:
 class _Arena:
     """The kept documents' profiles in insertion order ("slots"), in growing arrays."""
 
-    def __init__(self, first: DocumentProfiles) -> None:
+    def __init__(self, first: DocumentProfiles, max_bytes: int) -> None:
         self.count = 0
         self.lengths = _Growing(np.float64)
         self.bytes = _Growing(np.int64)
-        self.hashes = {k: _Growing(np.uint64) for k in first.sets}
+        # Each kind's hashes may take up to the whole budget: reserved as address space
+        # (at most _RESERVE_BYTES a kind, within what the kernel lends unasked), backed by
+        # memory only as profiles are written.
+        self.reserve = min(max_bytes, _RESERVE_BYTES) // 8
+        self.hashes = {k: _Growing(np.uint64, reserve=self.reserve) for k in first.sets}
         self.offsets = {k: _Growing(np.int64, np.zeros(1, np.int64)) for k in first.sets}
         self.strings: dict[str, list[str] | None] = {
             name: None if getattr(first, name) is None else [] for name in _STRINGS}
@@ -115,7 +122,8 @@ class _Arena:
         self.bytes = _Growing(np.int64, self.bytes.view()[k:])
         for kind in self.hashes:
             offsets = self.offsets[kind].view()
-            self.hashes[kind] = _Growing(np.uint64, self.hashes[kind].view()[offsets[k]:])
+            self.hashes[kind] = _Growing(np.uint64, self.hashes[kind].view()[offsets[k]:],
+                                         self.reserve)
             self.offsets[kind] = _Growing(np.int64, offsets[k:] - offsets[k])
         for name, part in self.strings.items():
             if part is not None:
@@ -187,7 +195,7 @@ class ProfileCache:
         if where.size:
             fresh = compute(where)
             if self._arena is None:
-                self._arena = _Arena(fresh)
+                self._arena = _Arena(fresh, self.max_bytes)
             rows[where] = self._remember(ids[where], self._arena.append(fresh))
             self._bytes = int(self._arena.bytes.view().sum())
         found = self._arena.profiles() if self._arena is not None else compute(where)
