@@ -1,3 +1,3 @@
-from neardup.cli import main
+from neardup.cli import run
 
-main()
+run()

@@ -7,6 +7,7 @@ Command modules are imported only when their command runs (or its help is shown)
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,6 +94,17 @@ def main() -> None:
     """
     _shown.clear()
     warnings.showwarning = _show_warning
+
+
+def run() -> None:
+    """The ``neardup`` program (its console script and ``python -m neardup``): :func:`main`
+    in a process of its own."""
+    # The program draws nothing, and python-igraph (Leiden, Louvain) imports matplotlib
+    # and pyplot at its own import when they are installed: half a second or more of a
+    # run (python-igraph issue 762). Hidden here, for this process only; a program that
+    # imports neardup as a library keeps its matplotlib.
+    sys.modules.setdefault("matplotlib", None)
+    main()
 
 
 #: Warnings already printed by this invocation (each is printed once, whichever read of

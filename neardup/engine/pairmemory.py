@@ -59,7 +59,8 @@ class PairMemory:
         codes = codes[~self.contains(codes)][: max(self.capacity - len(self), 0)]
         if codes.size == 0:
             return
-        self._recent = np.sort(np.concatenate((self._recent, codes)))
+        # Two sorted runs: the stable sort (timsort) finds them and merges in linear time.
+        self._recent = np.sort(np.concatenate((self._recent, codes)), kind="stable")
         if self._recent.size >= max(self.merge_floor, self._main.size // 4):
-            self._main = np.sort(np.concatenate((self._main, self._recent)))
+            self._main = np.sort(np.concatenate((self._main, self._recent)), kind="stable")
             self._recent = np.zeros(0, np.uint64)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import click
+import pytest
 from click.testing import CliRunner
 
 import neardup
@@ -49,3 +50,35 @@ def test_lazy_package_attributes():
     assert neardup.MinHash.__name__ == "MinHash"
     assert "dedup" in dir(neardup) and callable(neardup.dedup)
     from neardup import ClusterConfig, MinHashLSH, Pairs  # noqa: F401
+
+
+def test_the_program_clusters_with_igraph_without_importing_matplotlib(tmp_path):
+    """``neardup`` as a program hides matplotlib, which python-igraph imports at its own
+    import when installed: a Leiden run imports igraph and no matplotlib. A program that
+    imports neardup keeps its matplotlib (``main`` itself hides nothing)."""
+    import importlib.util
+    import json
+
+    if importlib.util.find_spec("igraph") is None:
+        pytest.skip("python-igraph is not installed")
+    path = tmp_path / "docs.jsonl"
+    story = "oil prices rose sharply in london on tuesday as traders weighed the supply outlook "
+    texts = [story * 3 + end for end in ("today", "again today", "today too", "once more")]
+    texts += ["a dog ran in the park", "x y"]
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    code = (
+        "import sys\n"
+        "from neardup.cli import run\n"
+        f"sys.argv = ['neardup', 'dedup', {str(path)!r}, '--cluster', 'leiden', '-q',\n"
+        f"            '--clusters-out', {str(tmp_path / 'c.parquet')!r}]\n"
+        "try:\n"
+        "    run()\n"
+        "except SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        "assert 'igraph' in sys.modules\n"
+        "assert sys.modules.get('matplotlib') is None\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert (tmp_path / "c.parquet").exists()
+    assert CliRunner().invoke(main, ["--help"]).exit_code == 0
+    assert "matplotlib" not in sys.modules or sys.modules["matplotlib"] is not None
