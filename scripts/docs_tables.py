@@ -19,6 +19,7 @@ file is missing: a published figure always comes from a file in the repository.
 from __future__ import annotations
 
 import argparse
+import decimal
 import functools
 import json
 import re
@@ -237,7 +238,8 @@ def _provenance(names: Iterable[str]) -> str:
     """The line under every table: files read and the commands that rewrite them."""
     seen = list(dict.fromkeys(names))
     files = ", ".join(f"`{SOURCES[n].path}`" for n in seen)
-    commands = "; ".join(f"`{SOURCES[n].command}`" for n in seen)
+    # Files one run writes together share its command: name it once.
+    commands = "; ".join(f"`{c}`" for c in dict.fromkeys(SOURCES[n].command for n in seen))
     return f"Raw results: {files}. Rewritten by: {commands}. Table: `python scripts/docs_tables.py`."
 
 
@@ -543,6 +545,524 @@ RENDERERS: dict[str, Callable[[], tuple[str, list[str]]]] = {
     "noisy-profile-cost": _noisy_profile_cost,
     "demo-accuracy": _demo_accuracy,
 }
+
+# --- The figure tables of the pages on spans, decontamination, storage, neural speed, static
+# embeddings, real OCR and the benchmark log (issue 39). A block of its own: its sources and
+# renderers are added here so that other blocks merge beside it.
+
+_SPANS_CMD = ("python benchmarks/peers_spans.py --corpus /tmp/neardup-scale/{n} --results "
+              "benchmarks/results/spans/{n} --scratch /tmp/spans-bench-{n}{extra}")
+_DECON_CMD = "python benchmarks/peers_decontaminate.py --train-docs {docs} --eval-items 10000 --planted 400{extra}"
+_RERANK_CMD = "python benchmarks/rerank_cost.py compare --data DATA --clusters-dir DIR --name {name}"
+_TEMPLATES_MIXING_CMD = "python -m experiments.reuters_templates.mixing_clusters OUT"
+_SPINE_CMD = ("python -m benchmarks one before_after --before EXPORT_OF_5cf0f87 --input GLOB --method {m} "
+              "--warmup /tmp/neardup-scale/5k/part-00000.parquet{extra}")
+
+SOURCES.update({
+    "spans-100k": Source("benchmarks/results/spans/100k/results.json", _SPANS_CMD.format(n="100k", extra="")),
+    "spans-100k-spans": Source("benchmarks/results/spans/100k/neardup_spans_report.json",
+                               _SPANS_CMD.format(n="100k", extra="")),
+    "spans-100k-substrings": Source("benchmarks/results/spans/100k/neardup_substrings_report.json",
+                                    _SPANS_CMD.format(n="100k", extra="")),
+    "spans-100k-substrings-chunked": Source("benchmarks/results/spans/100k/neardup_substrings_chunked_report.json",
+                                            _SPANS_CMD.format(n="100k", extra="")),
+    "spans-1M": Source("benchmarks/results/spans/1M/results.json",
+                       _SPANS_CMD.format(n="1M", extra=" --skip-peers --skip-chunked")),
+    "spans-1M-spans": Source("benchmarks/results/spans/1M/neardup_spans_report.json",
+                             _SPANS_CMD.format(n="1M", extra=" --skip-peers --skip-chunked")),
+    "spans-1M-substrings": Source("benchmarks/results/spans/1M/neardup_substrings_report.json",
+                                  _SPANS_CMD.format(n="1M", extra=" --skip-peers --skip-chunked")),
+    "spans-engines": Source("benchmarks/results/spans/engines-reuters-workers-read.txt",
+                            "the loop in the file's header: neardup spans and substrings with --engine local "
+                            "and --engine ray under /usr/bin/time"),
+    "decontaminate-100k": Source("benchmarks/results/decontaminate/100000-10000.json",
+                                 _DECON_CMD.format(docs=100000, extra="")),
+    "decontaminate-1M": Source("benchmarks/results/decontaminate/1000000-10000-neardup-reader-fix.json",
+                               _DECON_CMD.format(docs=1000000, extra=" --tools neardup")),
+    "decontaminate-1M-report": Source("benchmarks/results/decontaminate/1000000-10000-neardup-reader-fix-report.json",
+                                      _DECON_CMD.format(docs=1000000, extra=" --tools neardup")),
+    "decontaminate-1M-rss": Source("benchmarks/results/decontaminate/1000000-10000-neardup-reader-fix-rss.txt",
+                                   "ps sampling the run's neardup process once a minute (the file's header)"),
+    "decontaminate-trace-before": Source(
+        "benchmarks/results/decontaminate/trace-200000-before.json",
+        "python -m benchmarks.decontaminate_trace --docs 200000 --every 10 --label before (at 5733573)"),
+    "decontaminate-trace-after": Source(
+        "benchmarks/results/decontaminate/trace-200000-after.json",
+        "python -m benchmarks.decontaminate_trace --docs 200000 --every 10 --label after"),
+    "storage": Source("benchmarks/results/storage/storage.json", "HF_HUB_OFFLINE=1 python benchmarks/bench_storage.py"),
+    "neural-retsim": Source("benchmarks/results/neural/neural_speed_retsim.json",
+                            "python benchmarks/neural_speed.py retsim --docs 200 --repeat 2"),
+    "neural-biencoder": Source("benchmarks/results/neural/neural_speed_biencoder.json",
+                               "python benchmarks/neural_speed.py biencoder --docs 150 --repeat 1 --tokens 32,64,128"),
+    "neural-biencoder-accuracy": Source(
+        "benchmarks/results/neural/neural_speed_biencoder-accuracy.json",
+        "python benchmarks/neural_speed.py biencoder-accuracy --tokens 32,64,128 --sets reuters-news,indep-noisocr"),
+    "neural-static": Source("benchmarks/results/neural/neural_speed_static.json",
+                            "python benchmarks/neural_speed.py static --docs 3000 --repeat 2"),
+    "static-peers": Source("benchmarks/results/neural/peers_static_peers.json",
+                           "python benchmarks/peers_static.py peers --sets indep-noisocr,reuters-news"),
+    "static-rerank": Source("benchmarks/results/neural/peers_static_rerank.json",
+                            "python benchmarks/peers_static.py rerank --sets indep-noisocr"),
+    "static-rerank-candidates": Source(
+        "benchmarks/results/neural/peers_static_rerank_candidates.json",
+        "python benchmarks/peers_static.py rerank --candidates-only --sets reuters-news,indep-nlpaug,multi-latin"),
+    "rerank-cost-base-reuters": Source("benchmarks/results/rerank/base-reuters.json",
+                                       "cd EXPORT_OF_da29ed7 && " + _RERANK_CMD.format(name="base-reuters")),
+    "rerank-cost-new-reuters": Source("benchmarks/results/rerank/new-reuters.json",
+                                      _RERANK_CMD.format(name="new-reuters")),
+    "rerank-cost-base-scale-20k": Source("benchmarks/results/rerank/base-scale-20k.json",
+                                         "cd EXPORT_OF_da29ed7 && " + _RERANK_CMD.format(name="base-scale-20k")),
+    "rerank-cost-new-scale-20k": Source("benchmarks/results/rerank/new-scale-20k.json",
+                                        _RERANK_CMD.format(name="new-scale-20k")),
+    "rerank-cache-base-scale-20k": Source(
+        "benchmarks/results/rerank/base-c087433-scale-20k.json",
+        "cd EXPORT_OF_c087433 && " + _RERANK_CMD.format(name="base-c087433-scale-20k")),
+    "rerank-cache-new-scale-20k": Source("benchmarks/results/rerank/cache256-scale-20k.json",
+                                         _RERANK_CMD.format(name="cache256-scale-20k")),
+    "rerank-cache-base-reuters": Source(
+        "benchmarks/results/rerank/base-c087433-reuters-body.json",
+        "cd EXPORT_OF_c087433 && " + _RERANK_CMD.format(name="base-c087433-reuters-body")
+        + " --extra --text-field body"),
+    "rerank-cache-new-reuters": Source("benchmarks/results/rerank/cache256-reuters-body.json",
+                                       _RERANK_CMD.format(name="cache256-reuters-body") + " --extra --text-field body"),
+    "templates": Source("experiments/reuters_templates/results/reuters_templates.json",
+                        "python -m experiments.reuters_templates.reuters_templates"),
+    "templates-8fc84d2c": Source(
+        "experiments/reuters_templates/results/reuters_templates_8fc84d2c.json",
+        "python -m experiments.reuters_templates.reuters_templates at 8fc84d2c (the file as that commit "
+        "holds it: git show 8fc84d2c:experiments/reuters_templates/results/reuters_templates.json)"),
+    "templates-40b919e": Source("experiments/reuters_templates/results/mixing_clusters_40b919e.json",
+                                _TEMPLATES_MIXING_CMD + " at 40b919e"),
+    "templates-name-test": Source("experiments/reuters_templates/results/mixing_clusters_name_test.json",
+                                  _TEMPLATES_MIXING_CMD + " at 390fe46"),
+    "templates-opening-names": Source("experiments/reuters_templates/results/mixing_clusters_opening_names.json",
+                                      _TEMPLATES_MIXING_CMD),
+    "spine-minhash-10M": Source("benchmarks/results/spine/minhash-10M.json",
+                                _SPINE_CMD.format(m="minhash", extra="")),
+    "spine-rerank-20k": Source("benchmarks/results/spine/rerank-20k-guard-off.json",
+                               _SPINE_CMD.format(m="rerank", extra=" --extra --param template_guard=false")),
+    "spine-rerank-100k": Source("benchmarks/results/spine/rerank-100k-guard-off.json",
+                                _SPINE_CMD.format(m="rerank", extra=" --extra --param template_guard=false")),
+    "ocr-validation": Source("experiments/ocr_languages/results/validation.json",
+                             "python -m experiments.ocr_languages.per_language --split validation"),
+    "ocr-test": Source("experiments/ocr_languages/results/test.json",
+                       "python -m experiments.ocr_languages.per_language --split test --entries rerank minhash "
+                       "ngram \"minhash --profile noisy\" \"ngram --profile noisy\" retsim static"),
+})
+
+
+def _half_up(value: float, digits: int = 0) -> str:
+    """``value`` rounded half up, with thousands separators: 14.25 -> 14.3, 36.25 -> 36.3.
+
+    The figures these tables took over were rounded by hand, half up; ``format`` rounds the
+    binary value (14.25 -> 14.2), which would move them for no reason in the data.
+    """
+    quantum = decimal.Decimal(1).scaleb(-digits)
+    rounded = decimal.Decimal(repr(float(value))).quantize(quantum, rounding=decimal.ROUND_HALF_UP)
+    return f"{rounded:,}"
+
+
+def _pct(share: float, digits: int = 0) -> str:
+    return _half_up(100 * share, digits) + "%"
+
+
+def _text(name: str) -> str:
+    path = ROOT / SOURCES[name].path
+    if not path.is_file():
+        raise SystemExit(f"docs_tables: result file {SOURCES[name].path} (source {name!r}) is missing")
+    return path.read_text(encoding="utf-8")
+
+
+def _spans_100k() -> tuple[str, list[str]]:
+    data = _load("spans-100k")
+    runs, agree = data["runs"], data["agreement"]  # type: ignore[index]
+    spans, sub, chunked = (_load(n)["summary"] for n in  # type: ignore[index]
+                           ("spans-100k-spans", "spans-100k-substrings", "spans-100k-substrings-chunked"))
+    docs = _int(data["documents"])  # type: ignore[index]
+
+    def identical(key: str, whom: str) -> str:
+        return f"{_int(agree[key]['identical_output_documents'])} of {docs} identical to {whom}"
+
+    rows = []
+    for key, label, changed, letters, fraction, same in (
+        ("neardup_spans", "`neardup spans --unit sentences:3 --memory-limit 1GB`",
+         spans["documents_changed"], agree["spans_vs_datatrove"]["letters_removed"]["neardup"],
+         spans["bytes_removed_fraction"], identical("spans_vs_datatrove", "datatrove's")),
+        ("datatrove_sentence_dedup", "datatrove sentence dedup (3 steps, `n_sentences=3`)",
+         agree["spans_vs_datatrove"]["documents_changed"]["peer"],
+         agree["spans_vs_datatrove"]["letters_removed"]["peer"], None, ""),
+        ("neardup_substrings", f"`neardup substrings --min-tokens 50 --memory-limit 1GB` ({sub['chunks']} chunks)",
+         sub["documents_changed"], agree["substrings_vs_reference"]["letters_removed"]["neardup"],
+         sub["bytes_removed_fraction"], identical("substrings_vs_reference", "the reference's")),
+        ("neardup_substrings_chunked",
+         f"`neardup substrings --min-tokens 50 --memory-limit 128MB` ({chunked['chunks']} chunks)",
+         chunked["documents_changed"], agree["substrings_chunked_vs_one_chunk"]["letters_removed"]["neardup"],
+         None, identical("substrings_chunked_vs_one_chunk", "the 1GB run's")),
+        ("reference_suffix_array", "reference suffix-array script (whole corpus in memory)",
+         agree["substrings_vs_reference"]["documents_changed"]["peer"],
+         agree["substrings_vs_reference"]["letters_removed"]["peer"], None, ""),
+    ):
+        removed = _int(letters) + (f" ({_pct(fraction, 1)} of bytes)" if fraction is not None else "")
+        rows.append([label, f"{_half_up(runs[key]['seconds'])} s", f"{_half_up(runs[key]['peak_rss_mb'])} MB",
+                     _int(changed), removed, same])
+    header = ["run", "wall time", "peak RSS", "documents changed", "non-space characters removed",
+              "outputs"]
+    return _table(header, ["l", "r", "r", "r", "r", "l"], rows), [
+        "spans-100k", "spans-100k-spans", "spans-100k-substrings", "spans-100k-substrings-chunked"]
+
+
+def _spans_1m() -> tuple[str, list[str]]:
+    runs = _load("spans-1M")["runs"]  # type: ignore[index]
+    spans, sub = (_load(n) for n in ("spans-1M-spans", "spans-1M-substrings"))
+    s, t = spans["summary"], sub["summary"]  # type: ignore[index]
+
+    def timed(key: str, report: dict) -> str:
+        times = report["timings_seconds"]
+        return (f"{_half_up(runs[key]['seconds'])} s (count {_half_up(times['count'])} s, "
+                f"rewrite {_half_up(times['rewrite'])} s)")
+
+    def millions(n: int, digits: int) -> str:
+        return f"{_half_up(n / 1e6, digits)} M"
+
+    spilled = f"{s['partitions']} partitions spilled to disk" if s["spilled_to_disk"] else "in memory"
+    rows = [
+        ["`neardup spans --unit sentences:3`", timed("neardup_spans", spans),  # type: ignore[arg-type]
+         f"{_half_up(runs['neardup_spans']['peak_rss_mb'])} MB",
+         f"{millions(s['spans'], 2)} windows, {spilled}; {_int(s['repeated_spans'])} repeated windows; "
+         f"{_int(s['documents_changed'])} documents changed; {_pct(s['bytes_removed_fraction'], 1)} of bytes removed"],
+        ["`neardup substrings --min-tokens 50`", timed("neardup_substrings", sub),  # type: ignore[arg-type]
+         f"{_half_up(runs['neardup_substrings']['peak_rss_mb'])} MB",
+         f"{millions(t['tokens'], 0)} tokens in {t['chunks']} chunks; {millions(t['windows_removed_within_chunks'], 1)} "
+         f"windows removed within chunks, {millions(t['window_hashes_shared_across_chunks'], 2)} window hashes "
+         f"shared across chunks; {_int(t['documents_changed'])} documents changed; "
+         f"{_pct(t['bytes_removed_fraction'], 1)} of bytes removed"],
+    ]
+    return _table(["run", "wall time", "peak RSS", "what it did"], ["l", "r", "r", "l"], rows), [
+        "spans-1M", "spans-1M-spans", "spans-1M-substrings"]
+
+
+def _spans_engines() -> tuple[str, list[str]]:
+    text = _text("spans-engines")
+    commands = dict(re.findall(r'"((\w+) [^"]*)"', text.split("for cmd in", 1)[1].splitlines()[0]))
+    commands = {name: command for command, name in commands.items()}
+    runs = {(m["name"], m["engine"]): (float(m["wall"]), int(m["kb"]))
+            for m in re.finditer(r"^(?P<name>\w+) (?P<engine>local|ray) wall=(?P<wall>[\d.]+) s maxrss=(?P<kb>\d+) KB$",
+                                 text, re.MULTILINE)}
+    rows = []
+    for name, command in commands.items():
+        (local_s, local_kb), (ray_s, ray_kb) = runs[name, "local"], runs[name, "ray"]
+        same = all(f"{name}: {out} identical" in text for out in ("--out", "--removed-out"))
+        rows.append([f"`{command}`", f"{_half_up(local_s, 1)} s", f"{_half_up(ray_s, 1)} s",
+                     f"{_half_up(local_kb / 1024)} / {_half_up(ray_kb / 1024)} MiB",
+                     "byte-identical" if same else "differ"])
+    header = ["run", "local", "`--engine ray` (new local cluster)", "driver's peak memory, local / Ray",
+              "`--out` and `--removed-out`"]
+    return _table(header, ["l", "r", "r", "r", "l"], rows), ["spans-engines"]
+
+
+_RECALL_KINDS = (("exact_inside", "exact copy inside a longer document"),
+                 ("paraphrased", "paraphrased (10% word edits)"),
+                 ("ocr", "OCR-noised (severity 0.03)"),
+                 ("ocr_inside", "OCR-noised inside a longer document"))
+
+
+def _decontaminate_100k() -> tuple[str, list[str]]:
+    data = _load("decontaminate-100k")
+    ours, theirs, agree = data["neardup"], data["semhash"], data["agreement_on_items"]  # type: ignore[index]
+    planted = data["data"]["planted"]  # type: ignore[index]
+    rows = [
+        ["wall time", f"{_half_up(ours['seconds'])} s", f"{_half_up(theirs['seconds'])} s"],
+        ["peak memory", f"{_half_up(ours['peak_rss_mib'])} MiB", f"{_half_up(theirs['peak_rss_mib'])} MiB"],
+        [f"planted items found (of {planted})", _pct(ours["item_side"]["planted_recall"], 1),
+         _pct(theirs["item_side"]["planted_recall"], 1)],
+        *([label, _pct(ours["item_side"]["recall_by_kind"][kind]), _pct(theirs["item_side"]["recall_by_kind"][kind])]
+          for kind, label in _RECALL_KINDS),
+        ["items flagged that were not planted", _int(ours["item_side"]["flagged_not_planted"]),
+         _int(theirs["item_side"]["flagged_not_planted"])],
+        ["agreement on leaked items", f"{_int(agree['both'])} flagged by both; {_int(agree['only_neardup'])} by "
+         f"neardup only; {_int(agree['only_semhash'])} by semhash only", ""],
+    ]
+    return _table(["", "neardup decontaminate", "semhash (train against test)"], ["l", "l", "l"], rows), [
+        "decontaminate-100k"]
+
+
+def _decontaminate_1m() -> tuple[str, list[str]]:
+    data = _load("decontaminate-1M")
+    ours = data["neardup"]  # type: ignore[index]
+    times = _load("decontaminate-1M-report")["timings_seconds"]  # type: ignore[index]
+    rss = re.findall(r"^\S+ rss_kb=(\d+) elapsed=(\d+):(\d+)$", _text("decontaminate-1M-rss"), re.MULTILINE)
+    kb, minutes, seconds = rss[-1]
+    items = ours["item_side"]
+    rows = [
+        ["wall time", f"{_half_up(ours['seconds'])} s ({_half_up(ours['seconds'] / 60)} min): near-duplicate "
+         f"matching {_half_up(times['near'])} s, 13-grams {_half_up(times['ngrams'])} s, reading "
+         f"{_half_up(times['read'])} s"],
+        ["peak memory", f"{_half_up(ours['peak_rss_mib'])} MiB (`ru_maxrss`), a brief peak not yet traced; "
+         f"{_half_up(int(kb) / 1000)} MB resident at {int(minutes)} min {int(seconds)} s (the last sample)"],
+        [f"planted items found (of {data['data']['planted']})", _pct(items["planted_recall"], 2)],  # type: ignore[index]
+        *([label, _pct(items["recall_by_kind"][kind])] for kind, label in _RECALL_KINDS),
+        ["items leaked / flagged that were not planted",
+         f"{_int(ours['items_leaked'])} / {_int(items['flagged_not_planted'])}"],
+        ["training documents flagged", f"{_int(ours['train_flagged'])} "
+         f"({_int(ours['train_side']['flagged_not_planted'])} of them not planted)"],
+    ]
+    docs = data["data"]  # type: ignore[index]
+    header = ["", f"neardup decontaminate, {docs['train_docs'] // 10**6}M x {docs['eval_items'] // 1000}k"]
+    return _table(header, ["l", "l"], rows), ["decontaminate-1M", "decontaminate-1M-report", "decontaminate-1M-rss"]
+
+
+def _decontaminate_trace() -> tuple[str, list[str]]:
+    before, after = _load("decontaminate-trace-before"), _load("decontaminate-trace-after")
+    docs = before["samples"][-1]["documents"]  # type: ignore[index]
+
+    def both(fn: Callable[[dict], str]) -> list[str]:
+        return [fn(before), fn(after)]  # type: ignore[arg-type]
+
+    rows = [
+        ["resident memory, KiB per document", *both(lambda d: f"{d['rss_kib_per_document']:.3f}")],
+        ["Arrow's pool, KiB per document", *both(lambda d: f"{d['arrow_pool_kib_per_document']:.3f}")],
+        ["Arrow's pool at the end", *both(lambda d: f"{_half_up(d['samples'][-1]['arrow_pool_kib'] / 1024)} MiB")],
+        ["highest resident memory sampled",
+         *both(lambda d: f"{_half_up(max(s['rss_kib'] for s in d['samples']) / 1024)} MiB")],
+    ]
+    return _table([f"{docs:,} training documents", "before", "after"], ["l", "r", "r"], rows), [
+        "decontaminate-trace-before", "decontaminate-trace-after"]
+
+
+def _storage() -> tuple[str, list[str]]:
+    data = _load("storage")
+    runs, same = data["runs"], data["identical_clusters"]  # type: ignore[index]
+    labels = {"local file -> local outputs": ("local JSON Lines -> local files", None),
+              "s3 -> s3 outputs": ("`s3://` JSON Lines -> `s3://` outputs", "s3"),
+              "saved dataset -> local outputs": ("saved Hugging Face dataset (Arrow) -> local files", "saved dataset")}
+    rows = []
+    for key, run in runs.items():
+        label, check = labels[key]
+        clusters = "reference" if check is None else ("identical" if same[check] else "differ")
+        rows.append([label, f"{_half_up(run['seconds'], 1)} s", f"{_half_up(run['peak_rss_mib'])} MiB", clusters])
+    return _table(["input -> outputs", "wall time", "peak memory", "clusters"], ["l", "r", "r", "l"], rows), [
+        "storage"]
+
+
+_RETSIM_ROWS = (("unisim", "unisim 1.0.1 `TextSim.embed` (batch 128)"),
+                ("neardup float32", "neardup RETSim float32 (batch 16, I/O binding)"),
+                ("neardup int8", "neardup RETSim int8 (dense weights)"),
+                ("neardup int8 + attention int8",
+                 "int8 + attention products int8 (`MatMulConstBOnly=False`; not offered)"))
+
+
+def _neural_retsim() -> tuple[str, list[str]]:
+    rows_in = _load("neural-retsim")["rows"]  # type: ignore[index]
+    rows = []
+    for key, label in _RETSIM_ROWS:
+        r = rows_in[key]
+        # unisim is the reference the cosines are taken against: 1 by definition, not a measurement.
+        mean, low = ("1", "1") if key == "unisim" else (f"{r['cosine_to_unisim_mean']:.4f}",
+                                                        f"{r['cosine_to_unisim_min']:.4f}")
+        rows.append([label, _half_up(r["docs_per_cpu_second"], 1), f"{r['speedup_vs_unisim']:.2f}x", mean, low])
+    header = ["encoder", "docs / CPU s", "vs unisim", "cosine to unisim: mean", "min"]
+    return _table(header, ["l", *"r" * 4], rows), ["neural-retsim"]
+
+
+_BIENCODER_ROWS = (("before: biencoder-news, 128 tokens (base commit's default)", 128,
+                    "before: biencoder-news, 128 tokens (default)"),
+                   ("biencoder-news, 64 tokens", 64, "biencoder-news, 64 tokens"),
+                   ("biencoder-news, 32 tokens", 32, "biencoder-news, 32 tokens"),
+                   ("all-MiniLM-L6-v2 (torch), 256 tokens", None, "all-MiniLM-L6-v2 (torch, float32), 256 tokens"))
+
+
+def _neural_biencoder() -> tuple[str, list[str]]:
+    speed = _load("neural-biencoder")["rows"]  # type: ignore[index]
+    ari = {(r["set"], r["max_tokens"]): r["ari"] for r in _load("neural-biencoder-accuracy")["rows"]}  # type: ignore[index]
+    rows = []
+    for key, tokens, label in _BIENCODER_ROWS:
+        rows.append([label, _half_up(speed[key]["docs_per_cpu_second"], 1),
+                     *("" if tokens is None else _half_up(ari[s, tokens], 3) for s in ("reuters-news", "indep-noisocr"))])
+    static = _load("neural-static")
+    static_key = "static-minilm, normalized text (the method's default)"
+    static_ari = {r["set"]: r["validation_ari"] for r in _load("static-peers")["rows"]  # type: ignore[index]
+                  if r["tool"] == "neardup static"}
+    rows.append([f"`--method static` embedding (static-minilm, normalized text; {static['docs']:,} stories, "  # type: ignore[index]
+                 "`neural_speed.py static --docs 3000 --repeat 2`; validation ARI from `peers_static.py peers`)",
+                 _half_up(static["rows"][static_key]["docs_per_cpu_second"]),  # type: ignore[index]
+                 *(_half_up(static_ari[s], 3) for s in ("reuters-news", "indep-noisocr"))])
+    header = ["encoder", "docs / CPU s", "reuters-news validation ARI", "indep-noisocr validation ARI"]
+    return _table(header, ["l", "r", "r", "r"], rows), [
+        "neural-biencoder", "neural-biencoder-accuracy", "neural-static", "static-peers"]
+
+
+def _neural_summary() -> tuple[str, list[str]]:
+    retsim = _load("neural-retsim")["rows"]  # type: ignore[index]
+    bienc = _load("neural-biencoder")["rows"]  # type: ignore[index]
+    static = _load("neural-static")["rows"]  # type: ignore[index]
+    peers = {(r["tool"], r["set"]): r["test_ari"] for r in _load("static-peers")["rows"]}  # type: ignore[index]
+
+    def per_cpu(value: float) -> str:
+        return _half_up(value, 1) if value < 100 else _half_up(value)
+
+    int8 = retsim["neardup int8"]
+    rows = [
+        ["RETSim: unisim / ours float32 / ours int8",
+         " / ".join(per_cpu(retsim[k]["docs_per_cpu_second"]) for k in ("unisim", "neardup float32", "neardup int8"))
+         + f" ({int8['speedup_vs_unisim']:.2f}x unisim)", f"`{SOURCES['neural-retsim'].command}`"],
+        ["bi-encoder at 128 / 64 / 32 tokens",
+         " / ".join(per_cpu(bienc[k]["docs_per_cpu_second"]) for k, _, _ in _BIENCODER_ROWS[:3]),
+         f"`{SOURCES['neural-biencoder'].command}`"],
+        ["static (model2vec)", per_cpu(static["static-minilm, normalized text (the method's default)"]
+                                       ["docs_per_cpu_second"]), f"`{SOURCES['neural-static'].command}`"],
+        ["static vs semhash, same model, test ARI on reuters-news / indep-noisocr",
+         " / ".join(f"{_half_up(peers['neardup static', s], 3)} vs {_half_up(peers['semhash', s], 3)}"
+                    for s in ("reuters-news", "indep-noisocr")), f"`{SOURCES['static-peers'].command}`"],
+    ]
+    return _table(["what", "figure", "command"], ["l", "l", "l"], rows), [
+        "neural-retsim", "neural-biencoder", "neural-static", "static-peers"]
+
+
+_STATIC_TOOLS = {"semhash": "semhash 0.5.0 `self_deduplicate`", "neardup static": "neardup `--method static`"}
+_STATIC_CANDIDATES = {"minhash (char-5, Jaccard 0.1; default)": "MinHash, char 5-grams, Jaccard 0.1 (default)",
+                      "static (static-minilm, cosine 0.8, k 20)": "static-minilm, cosine 0.8, k 20"}
+
+
+def _static_peers() -> tuple[str, list[str]]:
+    rows = [[f"{r['set']} ({r['docs']:,})", _STATIC_TOOLS[r["tool"]], f"{r['threshold']:.2f}",
+             _half_up(r["validation_ari"], 3), _half_up(r["test_ari"], 3), _half_up(r["docs_per_cpu_second"]),
+             f"{_half_up(r['peak_rss_mb'])} MB"]
+            for r in _load("static-peers")["rows"]]  # type: ignore[index]
+    header = ["set (test docs)", "tool", "threshold", "validation ARI", "test ARI", "docs / CPU s", "peak RSS"]
+    return _table(header, ["l", "l", *"r" * 5], rows), ["static-peers"]
+
+
+def _static_rerank() -> tuple[str, list[str]]:
+    rows = [[_STATIC_CANDIDATES[r["candidates"]], _half_up(r["candidate_pairs_per_doc"], 1),
+             _pct(r["true_pairs_among_candidates"], 1).replace(".0%", "%"), f"{r['candidate_cpu_seconds']:.2f}",
+             _half_up(r["validation_ari"], 3), _half_up(r["test_ari"], 3)]
+            for r in _load("static-rerank")["rows"]]  # type: ignore[index]
+    header = ["candidates", "pairs per doc", "true pairs among them", "candidate CPU s (1,179 docs)",
+              "validation ARI", "test ARI"]
+    return _table(header, ["l", *"r" * 5], rows), ["static-rerank"]
+
+
+def _static_candidates() -> tuple[str, list[str]]:
+    short = {"minhash (char-5, Jaccard 0.1; default)": "MinHash (default)",
+             "static (static-minilm, cosine 0.8, k 20)": "static, cosine 0.8, k 20"}
+    rows = [[r["set"], short[r["candidates"]], _half_up(r["candidate_pairs_per_doc"], 1),
+             _pct(r["true_pairs_among_candidates"], 1)]
+            for r in _load("static-rerank-candidates")["rows"]]  # type: ignore[index]
+    return _table(["set", "candidates", "pairs per doc", "true pairs among them"], ["l", "l", "r", "r"], rows), [
+        "static-rerank-candidates"]
+
+
+def _rerank_run(source: str) -> dict:
+    """The one data set of a ``rerank_cost.py compare`` file, with its name and documents."""
+    data = _load(source)
+    (key, result), = data["results"].items()  # type: ignore[index]
+    name = "Reuters-21578" if key == "reuters" else "scale corpus"
+    body = " (`--text-field body`)" if "--text-field" in data["argv"] else ""  # type: ignore[index]
+    return {**result, "label": f"{name}, {result['documents']:,} documents{body}",
+            "minhash": min(result["cpu_s"]["minhash"]), "rerank": min(result["cpu_s"]["rerank"])}
+
+
+def _rerank_cost_first() -> tuple[str, list[str]]:
+    rows, names = [], []
+    for data in ("reuters", "scale-20k"):
+        base, new = f"rerank-cost-base-{data}", f"rerank-cost-new-{data}"
+        names += [base, new]
+        b, n = _rerank_run(base), _rerank_run(new)
+        rows.append([b["label"], f"{_half_up(b['rerank'], 1)} s", f"{_half_up(n['rerank'], 1)} s",
+                     f"{_half_up(n['rerank_over_minhash'])}x"])
+    header = ["data", "rerank CPU before", "after", "rerank / MinHash after"]
+    return _table(header, ["l", "r", "r", "r"], rows), names
+
+
+def _rerank_cost_cache() -> tuple[str, list[str]]:
+    rows, names = [], []
+    for data in ("scale-20k", "reuters"):
+        base, new = f"rerank-cache-base-{data}", f"rerank-cache-new-{data}"
+        names += [base, new]
+        b, n = _rerank_run(base), _rerank_run(new)
+        rows.append([n["label"], f"{_half_up(b['rerank'], 1)} s (MinHash {b['minhash']:.2f} s)",
+                     f"{_half_up(n['rerank'], 1)} s (MinHash {n['minhash']:.2f} s)",
+                     f"{_half_up(b['rerank_over_minhash'], 1)}x",
+                     # MinHash's CPU moved with the load between the two runs (Reuters: 5.07 and
+                     # 9.34 s), so the after ratio is also given against the before run's MinHash.
+                     f"{_half_up(n['rerank_over_minhash'], 1)}x in its run; "
+                     f"{_half_up(n['rerank'] / b['minhash'])}x against the before run's MinHash"])
+    header = ["data", "rerank CPU before", "after", "rerank / MinHash before", "after"]
+    return _table(header, ["l", *"r" * 4], rows), names
+
+
+_TEMPLATE_ROWS = (
+    ("templates", "minhash", "`minhash`"),
+    ("templates-8fc84d2c", "rerank", "`rerank`, figures counted as sets (before, commit 8fc84d2c)"),
+    ("templates-40b919e", None, "`rerank`, figures counted with their repeats (commit 40b919e)"),
+    ("templates-name-test", None, "`rerank`, figures and names (the name test)"),
+    ("templates-opening-names", None, "`rerank`, figures, names and the opening name (commit after 195ba66)"),
+)
+
+
+def _templates() -> tuple[str, list[str]]:
+    rows = []
+    for source, method, label in _TEMPLATE_ROWS:
+        data = _load(source)
+        r = data if method is None else data["rows"][method]  # type: ignore[index]
+        rows.append([label, f"{r['ticker_mixing_clusters']} ({r['ticker_mixing_documents']})",
+                     str(r["mixing_beyond_identical_clusters"]), str(r["largest_clusters"][0]),
+                     f"{r['identical_body_groups_split']} of {r['identical_body_groups']}"])
+    header = ["run", "clusters mixing tickers (stories)", "beyond identical bodies", "largest cluster",
+              "identical-body groups split"]
+    return _table(header, ["l", *"r" * 4], rows), [s for s, _, _ in _TEMPLATE_ROWS]
+
+
+def _spine() -> tuple[str, list[str]]:
+    rows, names = [], ["spine-minhash-10M", "spine-rerank-20k", "spine-rerank-100k"]
+    for name in names:
+        r = _load(name)
+        before, after = (next(x for x in r["runs"] if x["checkout"] == c) for c in ("before", "after"))  # type: ignore[index]
+        setting = " ".join([r["method"], *r["extra"]])  # type: ignore[index]
+        label = f"`{setting}`{'' if r['extra'] else ' (defaults)'}, scale corpus (`{Path(SOURCES[name].path).name}`)"  # type: ignore[index]
+        same = r["identical_clusters"] and before["clusters"] == after["clusters"]  # type: ignore[index]
+        rows.append([label, _int(r["docs"]),  # type: ignore[index]
+                     f"identical ({after['clusters']:,})" if same
+                     else f"{before['clusters']:,} / {after['clusters']:,}",
+                     f"{before['cpu_s']:.1f} / {after['cpu_s']:.1f}", f"{before['wall_s']:.1f} / {after['wall_s']:.1f}",
+                     f"{_int(before['peak_rss_mb'])} / {_int(after['peak_rss_mb'])}"])
+    header = ["run", "documents", "clusters", "CPU s before / after", "wall s before / after",
+              "peak RSS MB before / after"]
+    return _table(header, ["l", "r", "l", "r", "r", "r"], rows), names
+
+
+_OCR_LANGUAGES = ("pl", "nl", "de", "cs", "fr", "en")
+
+
+def _ocr(source: str) -> tuple[str, list[str]]:
+    rows = [[method, _half_up(r["ari"], 3), *(_half_up(r["ari_by_language"][lang], 3) for lang in _OCR_LANGUAGES)]
+            for method, r in _load(source).items()  # type: ignore[union-attr]
+            if isinstance(r, dict) and "ari_by_language" in r]
+    return _table(["method", "all", *_OCR_LANGUAGES], ["l", *"r" * (1 + len(_OCR_LANGUAGES))], rows), [source]
+
+
+RENDERERS.update({
+    "spans-100k": _spans_100k,
+    "spans-1M": _spans_1m,
+    "spans-engines": _spans_engines,
+    "decontaminate-100k": _decontaminate_100k,
+    "decontaminate-1M": _decontaminate_1m,
+    "decontaminate-trace": _decontaminate_trace,
+    "storage": _storage,
+    "neural-retsim": _neural_retsim,
+    "neural-biencoder": _neural_biencoder,
+    "neural-summary": _neural_summary,
+    "static-peers": _static_peers,
+    "static-rerank": _static_rerank,
+    "static-rerank-candidates": _static_candidates,
+    "rerank-cost-first-round": _rerank_cost_first,
+    "rerank-cost-cache": _rerank_cost_cache,
+    "reuters-templates": _templates,
+    "spine-before-after": _spine,
+    "ocr-validation": lambda: _ocr("ocr-validation"),
+    "ocr-test": lambda: _ocr("ocr-test"),
+})
+
 
 _BLOCK = re.compile(r"(<!-- BEGIN table:(?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- END table:(?P=name) -->)",
                     re.DOTALL)

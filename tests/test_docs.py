@@ -55,6 +55,27 @@ def test_unknown_table_and_missing_result_file_are_refused(monkeypatch):
         docs_tables.render("minhash-signatures")
 
 
+def test_missing_text_result_file_is_refused(monkeypatch):
+    missing = docs_tables.Source("benchmarks/results/spans/does-not-exist.txt", "true")
+    monkeypatch.setitem(docs_tables.SOURCES, "spans-engines", missing)
+    with pytest.raises(SystemExit, match="does-not-exist.txt"):
+        docs_tables.render("spans-engines")
+
+
+def test_figures_round_half_up_as_the_pages_did():
+    # format() rounds the binary value: f"{14.25:.1f}" is "14.2", f"{36.25:.1f}" is "36.2".
+    assert docs_tables._half_up(14.25, 1) == "14.3"
+    assert docs_tables._half_up(4033.5) == "4,034"
+    assert docs_tables._pct(0.3625, 1) == "36.3%"
+    assert docs_tables._half_up(0.1234, 3) == "0.123"
+
+
+def test_a_command_shared_by_several_files_is_named_once():
+    text = docs_tables.render("spans-1M")
+    assert text.count("--skip-peers --skip-chunked") == 1
+    assert text.count("benchmarks/results/spans/1M/") == 3
+
+
 def test_every_table_cites_its_raw_results_and_command():
     for name in docs_tables.RENDERERS:
         text = docs_tables.render(name)
