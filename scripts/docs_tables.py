@@ -743,8 +743,9 @@ def _spans_1m() -> tuple[str, list[str]]:
 
 def _spans_engines() -> tuple[str, list[str]]:
     text = _text("spans-engines")
-    commands = dict(re.findall(r'"((\w+) [^"]*)"', text.split("for cmd in", 1)[1].splitlines()[0]))
-    commands = {name: command for command, name in commands.items()}
+    # The header's loop names each command in full: for cmd in "spans --unit ..." "substrings ...".
+    loop = text.split("for cmd in", 1)[1].splitlines()[0]
+    commands = {name: command for command, name in re.findall(r'"((\w+) [^"]*)"', loop)}
     runs = {(m["name"], m["engine"]): (float(m["wall"]), int(m["kb"]))
             for m in re.finditer(r"^(?P<name>\w+) (?P<engine>local|ray) wall=(?P<wall>[\d.]+) s maxrss=(?P<kb>\d+) KB$",
                                  text, re.MULTILINE)}
