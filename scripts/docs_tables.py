@@ -23,6 +23,7 @@ import decimal
 import functools
 import json
 import re
+import statistics
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -151,6 +152,70 @@ SOURCES: dict[str, Source] = {
     "demo-accuracy": Source(
         "experiments/demo_accuracy/results/demo_accuracy.json",
         "python -m experiments.demo_accuracy.run",
+    ),
+    # --- rerank's cost per document (docs/rerank-cost.md) ---
+    # A rerank_cost.py compare file: results -> data -> cpu_s -> label -> [seconds].
+    "rerank-compare": Source(
+        "benchmarks/results/rerank/s49-final-compare.json",
+        "python benchmarks/rerank_cost.py compare --warmup --data reuters --data scale:/tmp/neardup-scale/20k --data scale:/tmp/neardup-scale/100k --env-variant 'spin:OMP_WAIT_POLICY=ACTIVE' --name s49-final-compare",
+    ),
+    # A rerank_cost.py profile file: results -> data -> sections_cpu_s.
+    "rerank-profile": Source(
+        "benchmarks/results/rerank/s49-profile-reuters-trees.json",
+        "python benchmarks/rerank_cost.py profile --data reuters --name s49-profile-reuters-trees",
+    ),
+    "rerank-every-candidate": Source(
+        "benchmarks/results/rerank/final-compare.json",
+        "python benchmarks/rerank_cost.py compare --warmup --data reuters --data scale:/tmp/neardup-scale/20k --data scale:/tmp/neardup-scale/100k --rerank-variant 'all:low_partners=null' --name final-compare",
+    ),
+    "rerank-every-candidate-validation": Source(
+        "experiments/reuters_templates/results/reuters_templates_sets_validation_screen.json",
+        "python -m experiments.reuters_templates.reuters_templates --sets validation --variant 'default:' --variant 'all:low_partners=null' --suffix screen",
+    ),
+    "rerank-every-candidate-language-validation": Source(
+        "experiments/reuters_templates/results/reuters_templates_sets_language_validation_screen.json",
+        "python -m experiments.reuters_templates.reuters_templates --sets language_validation --variant 'default:' --variant 'all:low_partners=null' --suffix screen",
+    ),
+    "rerank-accept-20k": Source(
+        "benchmarks/results/rerank/accept-estimate-0.8-scale20k.json",
+        "python benchmarks/rerank_cost.py compare --data scale:/tmp/neardup-scale/20k --rerank-param accept_estimate=0.8 --name accept-estimate-0.8-scale20k",
+    ),
+    "rerank-accept-100k": Source(
+        "benchmarks/results/rerank/accept-estimate-0.8-scale100k.json",
+        "python benchmarks/rerank_cost.py compare --data scale:/tmp/neardup-scale/100k --rerank-param accept_estimate=0.8 --name accept-estimate-0.8-scale100k",
+    ),
+    "rerank-accept-validation": Source(
+        "experiments/reuters_templates/results/reuters_templates_sets_validation_accept.json",
+        "python -m experiments.reuters_templates.reuters_templates --sets validation --variant 'default:' --variant 'accept0.8:accept_estimate=0.8' --suffix accept",
+    ),
+    "rerank-accept-language-validation": Source(
+        "experiments/reuters_templates/results/reuters_templates_sets_language_validation_accept.json",
+        "python -m experiments.reuters_templates.reuters_templates --sets language_validation --variant 'default:' --variant 'accept0.8:accept_estimate=0.8' --suffix accept",
+    ),
+    "rerank-fast-reuters": Source(
+        "benchmarks/results/rerank/screen-compare-reuters-warm.json",
+        "python benchmarks/rerank_cost.py compare --warmup --data reuters --rerank-variant 'all:low_partners=null' --rerank-variant 'fast:model=verifier-fast' --rerank-variant 'fast-all:model=verifier-fast;low_partners=null' --clusters-dir DIR --name screen-compare-reuters-warm",
+    ),
+    "rerank-fast-scale": Source(
+        "benchmarks/results/rerank/screen-compare.json",
+        "python benchmarks/rerank_cost.py compare --data reuters --data scale:/tmp/neardup-scale/20k --rerank-variant 'all:low_partners=null' --rerank-variant 'fast:model=verifier-fast' --rerank-variant 'fast-all:model=verifier-fast;low_partners=null' --clusters-dir DIR --name screen-compare",
+    ),
+    "rerank-verifier-ablation": Source(
+        "experiments/verifier_cost/results/ablation.json",
+        "python -m experiments.verifier_cost.ablate --save-models /tmp/vc-models --name ablation",
+    ),
+    "rerank-verifier-fast-ship": Source(
+        "experiments/verifier_cost/results/ship.json",
+        "python -m experiments.verifier_cost.ablate --variants 'no align_partial, align_ratio@1000' --seed 0 --ship neardup/models/verifier-fast --name ship",
+    ),
+    # A directory of `neardup eval --json` outputs named SET-THRESHOLD.json.
+    "rerank-candidate-threshold": Source(
+        "benchmarks/results/rerank/candidate-threshold-eval",
+        "sh benchmarks/results/rerank/candidate-threshold-eval/command.sh (neardup eval data/SET/validation.jsonl.gz --method rerank --date-field date --param 'candidate_params={\"threshold\": T}' --json)",
+    ),
+    "rerank-components-100k": Source(
+        "benchmarks/results/rerank/scale-100k-rerank-components.json",
+        "python -m benchmarks one scale --corpus /tmp/neardup-scale/100k --methods rerank (at commit 41fcaca, when the scale benchmark clustered rerank by connected components: the row's command ends --cluster components)",
     ),
 }
 
@@ -525,6 +590,165 @@ def _demo_accuracy() -> tuple[str, list[str]]:
     return _table(header, ["l", *"r" * 4], rows), ["demo-accuracy"]
 
 
+# --- rerank's cost per document (docs/rerank-cost.md) ----------------------------------
+
+def _rerank_data_label(data: str, documents: int) -> str:
+    """A rerank_cost.py data name as the reader knows it."""
+    if data == "reuters":
+        return "Reuters-21578"
+    if data.startswith("scale:"):
+        return f"scale corpus, {documents:,} documents"
+    return f"{data} validation" if data.startswith("indep-") else data
+
+
+def _rerank_cpu(source: str) -> dict[str, tuple[int, dict[str, float]]]:
+    """Each data set's documents and its median CPU seconds per run label."""
+    results = _load(source)["results"]  # type: ignore[index]
+    return {data: (row["documents"], {label: statistics.median(seconds)
+                                      for label, seconds in row["cpu_s"].items()})
+            for data, row in results.items()}
+
+
+def _rerank_stands() -> tuple[str, list[str]]:
+    rows = []
+    for data, (documents, cpu) in _rerank_cpu("rerank-compare").items():
+        if "minhash" not in cpu or "rerank" not in cpu:
+            raise SystemExit(f"docs_tables: no minhash and rerank runs for {data!r} in "
+                             f"{SOURCES['rerank-compare'].path}")
+        rows.append([_rerank_data_label(data, documents), _int(documents), _num(cpu["minhash"], 2),
+                     _num(cpu["rerank"], 2), _num(1000 * cpu["rerank"] / documents, 2),
+                     f"{cpu['rerank'] / cpu['minhash']:.1f}x"])
+    header = ["data", "documents", "MinHash CPU s", "rerank CPU s", "rerank CPU ms a document",
+              "rerank / MinHash"]
+    return _table(header, ["l", *"r" * 5], rows), ["rerank-compare"]
+
+
+def _rerank_profile() -> tuple[str, list[str]]:
+    results = _load("rerank-profile")["results"]  # type: ignore[index]
+    sections: list[str] = []
+    for row in results.values():
+        # A sub-section ("of which ...") goes under the section before it.
+        for name in row["sections_cpu_s"]:
+            if name not in sections:
+                sections.insert(1 if name.startswith("of which") else len(sections), name)
+    rows = []
+    for name in sections:
+        cells = [f"&nbsp;&nbsp;{name}" if name.startswith("of which") else name]
+        for row in results.values():
+            seconds = row["sections_cpu_s"].get(name)
+            cells += [_num(seconds, 1), "" if seconds is None else f"{100 * seconds / row['cpu_s']:.0f}%"]
+        rows.append(cells)
+    rows.append(["**whole command, under the profiler**",
+                 *(c for row in results.values() for c in (f"**{_num(row['cpu_s'], 1)}**", "100%"))])
+    header = ["section"]
+    for data, row in results.items():
+        label = _rerank_data_label(data, row["documents"])
+        header += [f"{label}: CPU s", "share"]
+    return _table(header, ["l", *"r" * (len(header) - 1)], rows), ["rerank-profile"]
+
+
+def _rerank_ratios(default: str, option: str, option_label: str) -> str:
+    """'data: default -> option' as rerank / MinHash CPU, each ratio within its own invocation
+    (the default's from source ``default``, the option's from source ``option``)."""
+    base = _rerank_cpu(default)
+    cells = []
+    for data, (documents, cpu) in _rerank_cpu(option).items():
+        if option_label not in cpu or data not in base:
+            continue
+        before = base[data][1]
+        cells.append(f"{_rerank_data_label(data, documents)}: {before['rerank'] / before['minhash']:.1f}x"
+                     f" → {cpu[option_label] / cpu['minhash']:.1f}x")
+    return "; ".join(cells)
+
+
+def _rerank_ari_changes(changes: dict[str, float]) -> str:
+    """The lowest and highest change of ARI over the splits measured."""
+    low = min(changes, key=changes.__getitem__)
+    high = max(changes, key=changes.__getitem__)
+    return (f"{changes[low]:+.4f} ({low}) to {changes[high]:+.4f} ({high}); "
+            f"{len(changes)} splits")
+
+
+def _rerank_variant_changes(sources: list[str], variant: str) -> dict[str, float]:
+    changes = {}
+    for source in sources:
+        suffix = " (language-balanced)" if "language" in source else ""
+        for name, row in _load(source)["rows"].items():  # type: ignore[index]
+            changes[name + suffix] = row[variant]["ari"] - row["default"]["ari"]
+    return changes
+
+
+def _rerank_eval_dir(name: str) -> dict[str, dict]:
+    path = ROOT / SOURCES[name].path
+    if not path.is_dir():
+        raise SystemExit(f"docs_tables: result directory {SOURCES[name].path} (source {name!r}) is missing")
+    return {f.stem: json.loads(f.read_text(encoding="utf-8")) for f in sorted(path.glob("*.json"))}
+
+
+def _rerank_options() -> tuple[str, list[str]]:
+    rows = []
+    names: list[str] = []
+
+    every = ["rerank-every-candidate-validation", "rerank-every-candidate-language-validation"]
+    names += ["rerank-every-candidate", *every]
+    rows.append(["`--param low_partners=null`", "scores every candidate: no Screen step",
+                 _rerank_ratios("rerank-every-candidate", "rerank-every-candidate", "rerank-all"),
+                 _rerank_ari_changes(_rerank_variant_changes(every, "all")),
+                 "[0041](decisions/0041-rerank-screens-low-estimate-pairs.md)"])
+
+    accept = ["rerank-accept-validation", "rerank-accept-language-validation"]
+    names += ["rerank-accept-20k", "rerank-accept-100k", *accept]
+    ratios = "; ".join(_rerank_ratios("rerank-every-candidate", s, "rerank")
+                       for s in ("rerank-accept-20k", "rerank-accept-100k"))
+    rows.append(["`--param accept_estimate=0.8`",
+                 "accepts pairs estimated at 0.8 or more without the classifier (the template guard still runs)",
+                 ratios + " (the default's ratio from `final-compare.json`)",
+                 _rerank_ari_changes(_rerank_variant_changes(accept, "accept0.8")),
+                 "[0043](decisions/0043-rerank-accept-estimate-option.md)"])
+
+    names += ["rerank-fast-reuters", "rerank-fast-scale", "rerank-verifier-ablation",
+              "rerank-verifier-fast-ship"]
+    ratios = _rerank_ratios("rerank-fast-reuters", "rerank-fast-reuters", "rerank-fast")
+    # screen-compare.json's Reuters runs compiled numba's kernels (no --warmup): its scale rows only.
+    scale = {d: v for d, v in _rerank_cpu("rerank-fast-scale").items() if d.startswith("scale:")}
+    for data, (documents, cpu) in scale.items():
+        ratios += (f"; {_rerank_data_label(data, documents)}: {cpu['rerank'] / cpu['minhash']:.1f}x"
+                   f" → {cpu['rerank-fast'] / cpu['minhash']:.1f}x")
+    shipped = _load("rerank-verifier-ablation")["variants"]["shipped verifier-news"]["leiden"]  # type: ignore[index]
+    fast = next(iter(_load("rerank-verifier-fast-ship")["variants"].values()))["leiden"]  # type: ignore[index]
+    changes = {s: fast["at_maximin"][s] - shipped["at_default"][s] for s in SETS}
+    rows.append(["`--param model=verifier-fast`",
+                 f"a verifier without `align_partial`, `align_ratio` over 1,000 characters, threshold {fast['maximin_threshold']}",
+                 ratios, _rerank_ari_changes(changes), "[0040](decisions/0040-verifier-fast-option.md)"])
+
+    names.append("rerank-candidate-threshold")
+    evals = _rerank_eval_dir("rerank-candidate-threshold")
+    changes = {stem.removesuffix("-0.15"): evals[stem]["ari"] - evals[stem.replace("-0.15", "-0.1")]["ari"]
+               for stem in evals if stem.endswith("-0.15")}
+    rows.append(["`--param 'candidate_params={\"threshold\": 0.15}'`",
+                 "a stricter candidate check (0.15 instead of 0.1), with its banding",
+                 "not measured as a whole command", _rerank_ari_changes(changes),
+                 "[0026](decisions/0026-rerank-cost-routes.md)"])
+
+    names += ["scale-100k-rerank", "rerank-components-100k", "transfer"]
+    leiden = _scale_row("scale-100k-rerank", "rerank")
+    components = _scale_row("rerank-components-100k", "rerank")
+    changes = {}
+    for s in SETS:
+        c, l = _transfer_cell("rerank (verifier)", s), _transfer_cell("rerank (verifier), Leiden 0.4", s)
+        if c is not None and l is not None:
+            changes[s] = c["default"]["validation_ari"] - l["default"]["validation_ari"]
+    rows.append(["`--cluster components`",
+                 "connected components instead of Leiden: edges between documents already joined are not scored",
+                 f"scale corpus, {leiden['docs']:,} documents: {_num(leiden['cpu_s'], 1)} → "
+                 f"{_num(components['cpu_s'], 1)} CPU s (two runs, not one invocation)",
+                 _rerank_ari_changes(changes), "[0007](decisions/0007-leiden-for-the-verifier.md)"])
+
+    header = ["option", "what it changes", "rerank / MinHash CPU, default → option",
+              "validation ARI, option − default: lowest to highest", "record"]
+    return _table(header, ["l", "l", "l", "l", "l"], rows), names
+
+
 RENDERERS: dict[str, Callable[[], tuple[str, list[str]]]] = {
     "methods": lambda: _methods_table(full=True),
     "methods-summary": lambda: _methods_table(full=False),
@@ -544,6 +768,10 @@ RENDERERS: dict[str, Callable[[], tuple[str, list[str]]]] = {
     "noisy-profile": _noisy_profile,
     "noisy-profile-cost": _noisy_profile_cost,
     "demo-accuracy": _demo_accuracy,
+    # --- rerank's cost per document (docs/rerank-cost.md) ---
+    "rerank-stands": _rerank_stands,
+    "rerank-profile": _rerank_profile,
+    "rerank-options": _rerank_options,
 }
 
 # --- The figure tables of the pages on spans, decontamination, storage, neural speed, static

@@ -71,7 +71,7 @@ def read_spans(path: str | os.PathLike, starts: np.ndarray, lengths: np.ndarray)
 
 #: Rows at most this many bytes apart are read with one call, the rows between them
 #: included: a call costs about as much as copying 16 KB, and a step's rows are often a
-#: few rows apart (rerank's signature rows: docs/rerank-cost.md, "Seventh round"). The
+#: few rows apart (rerank's signature rows: experiments/rerank_cost/README.md, "Seventh round"). The
 #: extra bytes are at most this much per call saved.
 GAP_BYTES = 16 << 10
 

@@ -11,7 +11,7 @@ text only, so a kept one gives the features exactly as a fresh one would.
 The kept profiles live in one arena: each shingle kind's hashes in one growing array, so
 a batch's pairs index the arena directly. Gathering a batch's kept profiles into a copy
 of their own cost more than the features computed from them (a few small array copies
-per document and kind: docs/rerank-cost.md, "Seventh round").
+per document and kind: experiments/rerank_cost/README.md, "Seventh round").
 """
 
 from __future__ import annotations

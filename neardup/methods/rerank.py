@@ -343,7 +343,7 @@ class VerifierScorer:
     #: Memory kept for document profiles between batches (a news story's profile is
     #: tens of KB: its shingle sets and heads), on top of a batch's working memory. Enough
     #: to profile each document of a news collection about once; a smaller cache profiles
-    #: documents again as they meet later partners (docs/rerank-cost.md, "Eighth round").
+    #: documents again as they meet later partners (experiments/rerank_cost/README.md, "Eighth round").
     PROFILE_CACHE_BYTES = 512 << 20
 
     @property
@@ -577,7 +577,7 @@ def _text_source(texts: Any) -> Any:
     the cache keys positions by it); None (nothing kept) for texts given as a sequence.
     The attribute was named ``reader`` until the engine's row sources were unified
     (77fc0e9), and the cache silently kept nothing from then on: 18 profiles a document on
-    Reuters-21578 (docs/rerank-cost.md, "Fourth round")."""
+    Reuters-21578 (experiments/rerank_cost/README.md, "Fourth round")."""
     return getattr(texts, "source", None)
 
 

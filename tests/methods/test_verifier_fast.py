@@ -1,6 +1,6 @@
 """The shipped ``verifier-fast`` (``--method rerank --param model=verifier-fast``): the
 verifier without ``align_partial``, its ``align_ratio`` over 1,000 characters
-(experiments/verifier_cost, docs/rerank-cost.md "Fourth round")."""
+(experiments/verifier_cost, experiments/rerank_cost/README.md "Fourth round")."""
 
 from __future__ import annotations
 
