@@ -609,18 +609,25 @@ def _rerank_cpu(source: str) -> dict[str, tuple[int, dict[str, float]]]:
             for data, row in results.items()}
 
 
+#: The compare runs of the "where rerank stands" table, in row order (each a whole
+#: invocation: MinHash and rerank side by side on each of its data sets).
+RERANK_STANDS = ("rerank-compare",)
+
+
 def _rerank_stands() -> tuple[str, list[str]]:
     rows = []
-    for data, (documents, cpu) in _rerank_cpu("rerank-compare").items():
-        if "minhash" not in cpu or "rerank" not in cpu:
-            raise SystemExit(f"docs_tables: no minhash and rerank runs for {data!r} in "
-                             f"{SOURCES['rerank-compare'].path}")
-        rows.append([_rerank_data_label(data, documents), _int(documents), _num(cpu["minhash"], 2),
-                     _num(cpu["rerank"], 2), _num(1000 * cpu["rerank"] / documents, 2),
-                     f"{cpu['rerank'] / cpu['minhash']:.1f}x"])
+    for source in RERANK_STANDS:
+        for data, (documents, cpu) in _rerank_cpu(source).items():
+            if "minhash" not in cpu or "rerank" not in cpu:
+                raise SystemExit(f"docs_tables: no minhash and rerank runs for {data!r} in "
+                                 f"{SOURCES[source].path}")
+            rows.append([_rerank_data_label(data, documents), _int(documents),
+                         _num(cpu["minhash"], 2), _num(cpu["rerank"], 2),
+                         _num(1000 * cpu["rerank"] / documents, 2),
+                         f"{cpu['rerank'] / cpu['minhash']:.1f}x"])
     header = ["data", "documents", "MinHash CPU s", "rerank CPU s", "rerank CPU ms a document",
               "rerank / MinHash"]
-    return _table(header, ["l", *"r" * 5], rows), ["rerank-compare"]
+    return _table(header, ["l", *"r" * 5], rows), list(RERANK_STANDS)
 
 
 def _rerank_profile() -> tuple[str, list[str]]:
@@ -1270,6 +1277,41 @@ def _ocr(source: str) -> tuple[str, list[str]]:
     return _table(["method", "all", *_OCR_LANGUAGES], ["l", *"r" * (1 + len(_OCR_LANGUAGES))], rows), [source]
 
 
+# -- the test suite: make test timed in fresh clones (scripts/time_make_test.py) ---------
+
+#: The timed runs of the test-suite table, in row order (SOURCES names).
+MAKE_TEST_RUNS: tuple[str, ...] = ()
+_MAKE_TEST_HEADER = "# neardup make-test timing v1"
+_MAKE_TEST_COUNTS = re.compile(r"(\d+) (passed|failed|skipped|errors?)")
+
+
+def _minutes(seconds: float) -> str:
+    whole = int(round(seconds))
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+def _make_test_runs() -> tuple[str, list[str]]:
+    rows = []
+    for name in MAKE_TEST_RUNS:
+        lines = _text(name).splitlines()
+        if not lines or lines[0] != _MAKE_TEST_HEADER:
+            raise SystemExit(f"docs_tables: {SOURCES[name].path} was not written by "
+                             "scripts/time_make_test.py")
+        about = lines[1].lstrip("# ").split("; ")
+        commit = about[0].removeprefix("commit ")
+        target = about[1].split(" in a fresh clone")[0].removeprefix("make ")
+        shared = about[2].removeprefix("../shared ")
+        figures = dict(line.split(" ", 1) for line in lines[-2:])
+        summary = next((line for line in reversed(lines) if " in " in line and "passed" in line), "")
+        counts = ", ".join(f"{int(n):,} {word}" for n, word in _MAKE_TEST_COUNTS.findall(summary.split(" in ")[0]))
+        pytest_seconds = figures["pytest"]
+        rows.append([f"`make {target}`", f"`{commit}`", shared, counts or "—",
+                     "—" if pytest_seconds == "none" else _minutes(float(pytest_seconds)),
+                     _minutes(float(figures["whole"]))])
+    header = ["command", "commit", "`../shared`", "tests", "pytest (m:ss)", "whole command (m:ss)"]
+    return _table(header, ["l", "l", "l", "l", "r", "r"], rows), list(MAKE_TEST_RUNS)
+
+
 RENDERERS.update({
     "spans-100k": _spans_100k,
     "spans-1M": _spans_1m,
@@ -1290,6 +1332,7 @@ RENDERERS.update({
     "spine-before-after": _spine,
     "ocr-validation": lambda: _ocr("ocr-validation"),
     "ocr-test": lambda: _ocr("ocr-test"),
+    "make-test-runs": _make_test_runs,
 })
 
 
