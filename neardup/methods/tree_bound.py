@@ -34,16 +34,35 @@ __all__ = ["TreeEnsembleBound"]
 def _upper_raw(x, free, value, feature, threshold, missing_left, left, right, leaf, starts,
                baseline):  # pragma: no cover - compiled
     n = x.shape[0]
-    out = np.empty(n, np.float64)
+    n_trees = starts.shape[0] - 1
+    out = np.full(n, baseline, np.float64)
     # Nodes still to visit: never more than a tree's node count.
     size = 1
-    for t in range(starts.shape[0] - 1):
+    for t in range(n_trees):
         size = max(size, starts[t + 1] - starts[t])
     stack = np.empty(size + 1, np.int64)
-    for i in range(n):
-        total = baseline
-        for t in range(starts.shape[0] - 1):
-            base = starts[t]
+    # Tree by tree, every row in turn: a tree's nodes stay in cache while the rows pass
+    # (the ensemble as a whole does not fit). Each row still adds its trees' values in
+    # tree order, as scikit-learn does.
+    for t in range(n_trees):
+        base = starts[t]
+        splits_free = False
+        for k in range(base, starts[t + 1]):
+            if not leaf[k] and free[feature[k]]:
+                splits_free = True
+        for i in range(n):
+            if not splits_free:  # one path to one leaf
+                k = base
+                while not leaf[k]:
+                    v = x[i, feature[k]]
+                    if np.isnan(v):
+                        k = base + (left[k] if missing_left[k] else right[k])
+                    elif v <= threshold[k]:
+                        k = base + left[k]
+                    else:
+                        k = base + right[k]
+                out[i] += value[k]
+                continue
             best = -np.inf
             stack[0] = 0
             top = 1
@@ -68,8 +87,7 @@ def _upper_raw(x, free, value, feature, threshold, missing_left, left, right, le
                 else:
                     stack[top] = right[k]
                 top += 1
-            total += best
-        out[i] = total
+            out[i] += best
     return out
 
 
