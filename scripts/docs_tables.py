@@ -1332,7 +1332,6 @@ RENDERERS.update({
     "spine-before-after": _spine,
     "ocr-validation": lambda: _ocr("ocr-validation"),
     "ocr-test": lambda: _ocr("ocr-test"),
-    "make-test-runs": _make_test_runs,
 })
 
 
