@@ -123,6 +123,13 @@ def _runs(args: argparse.Namespace) -> dict[str, tuple[str, list[str], dict[str,
     return runs
 
 
+def _checkout(env: dict[str, str]) -> Path:
+    """Where a run starts: ``python -m neardup`` imports neardup from its working
+    directory before ``PYTHONPATH``, so a variant naming another checkout in
+    ``PYTHONPATH`` (``'before:PYTHONPATH=DIR'``) runs from DIR."""
+    return Path(env["PYTHONPATH"]) if "PYTHONPATH" in env else ROOT
+
+
 def _env_variant(value: str) -> tuple[str, dict[str, str]]:
     """``LABEL:NAME=VALUE[;NAME=VALUE]`` -> (label, environment variables)."""
     label, sep, pairs = value.partition(":")
@@ -144,12 +151,11 @@ def compare(args: argparse.Namespace) -> dict:
         # after rerank's runs, rerank's peak, which is above MinHash's.
         peak: dict[str, float] = {}
         with tempfile.TemporaryDirectory() as tmp:
-            if args.warmup:  # compiled kernels cached, files in the page cache
-                for method in ("minhash", "rerank"):
+            if args.warmup:  # compiled kernels cached (each checkout's), files in the page cache
+                for method, own, more_env in runs.values():
                     subprocess.run([sys.executable, "-m", "neardup", *_command(
-                        method, files, flags, Path(tmp) / "w.parquet", args.extra,
-                        args.rerank_extra)],
-                        check=True, env=env, cwd=ROOT)
+                        method, files, flags, Path(tmp) / "w.parquet", args.extra, own)],
+                        check=True, env={**env, **more_env}, cwd=_checkout(more_env))
             for _ in range(args.repeats):
                 # Alternated, so that a change in the machine's load falls on every run.
                 for label, (method, own, more_env) in runs.items():
@@ -157,7 +163,7 @@ def compare(args: argparse.Namespace) -> dict:
                     before, start = _child_cpu(), time.perf_counter()
                     subprocess.run([sys.executable, "-m", "neardup",
                                     *_command(method, files, flags, out, args.extra, own)],
-                                   check=True, env={**env, **more_env}, cwd=ROOT)
+                                   check=True, env={**env, **more_env}, cwd=_checkout(more_env))
                     cpu[label].append(_child_cpu() - before)
                     wall[label].append(time.perf_counter() - start)
                     peak[label] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -333,7 +339,8 @@ def main() -> None:
                         type=_env_variant,
                         help="compare: MinHash and rerank once more with these environment "
                              "variables, LABEL:NAME=VALUE[;NAME=VALUE] (repeatable), e.g. "
-                             "'spin:OMP_WAIT_POLICY=ACTIVE'")
+                             "'spin:OMP_WAIT_POLICY=ACTIVE', or another checkout's code, run "
+                             "from that directory: 'before:PYTHONPATH=DIR'")
     parser.add_argument("--rerank-variant", dest="variants", action="append", default=[],
                         type=_variant,
                         help="compare: one more rerank run, LABEL:NAME=VALUE[;NAME=VALUE] "
