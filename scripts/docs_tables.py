@@ -155,9 +155,13 @@ SOURCES: dict[str, Source] = {
     ),
     # --- rerank's cost per document (docs/rerank-cost.md) ---
     # A rerank_cost.py compare file: results -> data -> cpu_s -> label -> [seconds].
+    "rerank-before-after": Source(
+        "benchmarks/results/rerank/s50-compare.json",
+        "python benchmarks/rerank_cost.py compare --warmup --repeats 2 --data reuters --data scale:/tmp/neardup-scale/20k --env-variant 'before:PYTHONPATH=CHECKOUT_OF_ca3e8e1' --name s50-compare",
+    ),
     "rerank-compare": Source(
-        "benchmarks/results/rerank/s49-final-compare.json",
-        "python benchmarks/rerank_cost.py compare --warmup --data reuters --data scale:/tmp/neardup-scale/20k --data scale:/tmp/neardup-scale/100k --env-variant 'spin:OMP_WAIT_POLICY=ACTIVE' --name s49-final-compare",
+        "benchmarks/results/rerank/s50-compare.json",
+        "python benchmarks/rerank_cost.py compare --warmup --repeats 2 --data reuters --data scale:/tmp/neardup-scale/20k --env-variant 'before:PYTHONPATH=CHECKOUT_OF_ca3e8e1' --name s50-compare",
     ),
     # A rerank_cost.py profile file: results -> data -> sections_cpu_s.
     "rerank-profile": Source(
@@ -609,6 +613,25 @@ def _rerank_cpu(source: str) -> dict[str, tuple[int, dict[str, float]]]:
             for data, row in results.items()}
 
 
+def _rerank_before_after() -> tuple[str, list[str]]:
+    """rerank and MinHash from the current code and from an earlier checkout (the
+    ``before`` variant) in one invocation."""
+    rows = []
+    for data, (documents, cpu) in _rerank_cpu("rerank-before-after").items():
+        if not {"minhash", "rerank", "minhash-before", "rerank-before"} <= set(cpu):
+            raise SystemExit(f"docs_tables: {SOURCES['rerank-before-after'].path} has no "
+                             f"before and after runs for {data!r}")
+        rows.append([_rerank_data_label(data, documents),
+                     _num(1000 * cpu["rerank-before"] / documents, 2),
+                     _num(1000 * cpu["rerank"] / documents, 2),
+                     f"{cpu['rerank-before'] / cpu['rerank']:.1f}x",
+                     f"{cpu['rerank-before'] / cpu['minhash-before']:.1f}x",
+                     f"{cpu['rerank'] / cpu['minhash']:.1f}x"])
+    header = ["data", "rerank CPU ms a document, before", "after", "less CPU",
+              "rerank / MinHash, before", "after"]
+    return _table(header, ["l", *"r" * 5], rows), ["rerank-before-after"]
+
+
 #: The compare runs of the "where rerank stands" table, in row order (each a whole
 #: invocation: MinHash and rerank side by side on each of its data sets).
 RERANK_STANDS = ("rerank-compare",)
@@ -777,6 +800,7 @@ RENDERERS: dict[str, Callable[[], tuple[str, list[str]]]] = {
     "demo-accuracy": _demo_accuracy,
     # --- rerank's cost per document (docs/rerank-cost.md) ---
     "rerank-stands": _rerank_stands,
+    "rerank-before-after": _rerank_before_after,
     "rerank-profile": _rerank_profile,
     "rerank-options": _rerank_options,
 }
