@@ -128,37 +128,3 @@ def tiny_overlap_verifier(tmp_path_factory):
     travel and every pair is still scored from them, at a fraction of the cost (the
     alignments were most of a verifier's time on news texts)."""
     return _trained_once(tmp_path_factory, "tiny-overlap-verifier", overlaps_only=True)
-
-
-# neardup's numba kernels compile on first use and are cached on disk in the checkout,
-# where every test process reads them. In a fresh clone the cache is empty, and both xdist
-# workers would compile the same common kernels side by side (most of `make test-fast`'s
-# first run there). Each worker first compiles its share of them instead, by small runs
-# of the methods, so that the other finds them cached. A method's own tests still check it.
-_WARM_RUNS = (  # taken in turn by the workers: about equal compile time each way
-    ("minhash", {"signature_scheme": "perm32"}),
-    ("minhash", {"signature_scheme": "perm64", "hash_bits": 32}),
-    ("simhash", {}),
-    ("minhash", {"signature_scheme": "perm64", "hash_bits": 64}),
-    ("sanderson", {}),
-    ("ngram", {}),
-    ("minhash", {"profile": "noisy"}),
-    ("wminhash", {}),
-    ("exact", {}),
-    ("spotsigs", {}),
-)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _kernels_compiled_by_one_worker_each():
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if not worker.startswith("gw") or workers < 2:
-        return
-    import neardup
-
-    texts = [f"the {w} story of day {i} told again by the wire, Ölpreis {i % 3}"
-             for i in range(12) for w in ("first", "second")] + list(_VARIED_TEXTS[:14])
-    for method, params in _WARM_RUNS[int(worker[2:]) % workers::workers]:
-        for engine in ("memory", "local"):
-            neardup.dedup(texts, method, engine=engine, **params)
