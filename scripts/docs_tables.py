@@ -155,6 +155,14 @@ SOURCES: dict[str, Source] = {
     ),
     # --- rerank's cost per document (docs/rerank-cost.md) ---
     # A rerank_cost.py compare file: results -> data -> cpu_s -> label -> [seconds].
+    "make-test-1": Source("benchmarks/results/tests/make-test-466b326.txt",
+                          "python scripts/time_make_test.py [--beside-shared] [--target test-fast]"),
+    "make-test-2": Source("benchmarks/results/tests/make-test-60c2829.txt",
+                          "python scripts/time_make_test.py [--beside-shared] [--target test-fast]"),
+    "make-test-3": Source("benchmarks/results/tests/make-test-cd69171.txt",
+                          "python scripts/time_make_test.py [--beside-shared] [--target test-fast]"),
+    "make-test-fast-1": Source("benchmarks/results/tests/make-test-fast-3028850.txt",
+                               "python scripts/time_make_test.py [--beside-shared] [--target test-fast]"),
     "rerank-before-after": Source(
         "benchmarks/results/rerank/s50-compare.json",
         "python benchmarks/rerank_cost.py compare --warmup --repeats 2 --data reuters --data scale:/tmp/neardup-scale/20k --env-variant 'before:PYTHONPATH=CHECKOUT_OF_ca3e8e1' --name s50-compare",
@@ -1304,7 +1312,7 @@ def _ocr(source: str) -> tuple[str, list[str]]:
 # -- the test suite: make test timed in fresh clones (scripts/time_make_test.py) ---------
 
 #: The timed runs of the test-suite table, in row order (SOURCES names).
-MAKE_TEST_RUNS: tuple[str, ...] = ()
+MAKE_TEST_RUNS: tuple[str, ...] = ("make-test-1", "make-test-2", "make-test-3", "make-test-fast-1")
 _MAKE_TEST_HEADER = "# neardup make-test timing v1"
 _MAKE_TEST_COUNTS = re.compile(r"(\d+) (passed|failed|skipped|errors?)")
 
@@ -1324,7 +1332,7 @@ def _make_test_runs() -> tuple[str, list[str]]:
         about = lines[1].lstrip("# ").split("; ")
         commit = about[0].removeprefix("commit ")
         target = about[1].split(" in a fresh clone")[0].removeprefix("make ")
-        shared = about[2].removeprefix("../shared ")
+        shared = about[2].removeprefix("../shared ").split(" ")[0]
         figures = dict(line.split(" ", 1) for line in lines[-2:])
         summary = next((line for line in reversed(lines) if " in " in line and "passed" in line), "")
         counts = ", ".join(f"{int(n):,} {word}" for n, word in _MAKE_TEST_COUNTS.findall(summary.split(" in ")[0]))
@@ -1356,6 +1364,7 @@ RENDERERS.update({
     "spine-before-after": _spine,
     "ocr-validation": lambda: _ocr("ocr-validation"),
     "ocr-test": lambda: _ocr("ocr-test"),
+    "make-test-runs": _make_test_runs,
 })
 
 

@@ -60,10 +60,15 @@ def main(argv: list[str] | None = None) -> int:
               "hold them. Commit first.", file=sys.stderr)
         return 2
     commit = _commit()
-    parent = Path(tempfile.mkdtemp(prefix="neardup-make-", dir=ROOT.parent if args.beside_shared else None))
-    clone = parent / "fresh"
+    if args.beside_shared:  # the clone itself next to ../shared, as the tests look for it
+        parent = None
+        clone = Path(tempfile.mkdtemp(prefix="neardup-make-", dir=ROOT.parent))
+        clone.rmdir()
+    else:
+        parent = Path(tempfile.mkdtemp(prefix="neardup-make-"))
+        clone = parent / "fresh"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
-    shared = (clone.parent / "shared").exists() or (clone.parent.parent / "shared").exists()
+    shared = (clone.parent / "shared").exists()
     load = os.getloadavg()
     start = time.perf_counter()
     run = subprocess.run(["make", args.target], cwd=clone, capture_output=True, text=True)
@@ -89,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     footer = [f"pytest {pytest_seconds:.2f}" if pytest_seconds is not None else "pytest none",
               f"whole {whole:.2f}"]
     out.write_text("\n".join(header + lines[-KEEP_LINES:] + footer) + "\n", encoding="utf-8")
-    shutil.rmtree(parent, ignore_errors=True)
+    shutil.rmtree(parent or clone, ignore_errors=True)
     print(f"{out.relative_to(ROOT)}: exit {run.returncode}, pytest {pytest_seconds} s, "
           f"whole {whole:.1f} s")
     return run.returncode
