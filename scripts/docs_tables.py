@@ -40,6 +40,8 @@ class Source:
     command: str
 
 
+_MAKE_TEST_CMD = "python scripts/time_make_test.py [--beside-shared] [--target test-fast]"
+
 # Every raw result file a table reads, by name. Paths are relative to the repository root.
 # This is the only place that names them: when result files move, remap them here.
 SOURCES: dict[str, Source] = {
@@ -155,14 +157,9 @@ SOURCES: dict[str, Source] = {
     ),
     # --- rerank's cost per document (docs/rerank-cost.md) ---
     # A rerank_cost.py compare file: results -> data -> cpu_s -> label -> [seconds].
-    "make-test-1": Source("benchmarks/results/tests/make-test-466b326.txt",
-                          "python scripts/time_make_test.py [--beside-shared] [--target test-fast]"),
-    "make-test-2": Source("benchmarks/results/tests/make-test-60c2829.txt",
-                          "python scripts/time_make_test.py [--beside-shared] [--target test-fast]"),
-    "make-test-3": Source("benchmarks/results/tests/make-test-cd69171.txt",
-                          "python scripts/time_make_test.py [--beside-shared] [--target test-fast]"),
-    "make-test-fast-1": Source("benchmarks/results/tests/make-test-fast-3028850.txt",
-                               "python scripts/time_make_test.py [--beside-shared] [--target test-fast]"),
+    **{name: Source(f"benchmarks/results/tests/{file}", _MAKE_TEST_CMD) for name, file in (
+        ("make-test-1", "make-test-466b326.txt"), ("make-test-2", "make-test-60c2829.txt"),
+        ("make-test-3", "make-test-cd69171.txt"), ("make-test-fast-1", "make-test-fast-3028850.txt"))},
     "rerank-before-after": Source(
         "benchmarks/results/rerank/s50-compare.json",
         "python benchmarks/rerank_cost.py compare --warmup --repeats 2 --data reuters --data scale:/tmp/neardup-scale/20k --env-variant 'before:PYTHONPATH=CHECKOUT_OF_ca3e8e1' --name s50-compare",
