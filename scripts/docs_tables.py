@@ -164,6 +164,10 @@ SOURCES: dict[str, Source] = {
         "benchmarks/results/rerank/s50-compare.json",
         "python benchmarks/rerank_cost.py compare --warmup --repeats 2 --data reuters --data scale:/tmp/neardup-scale/20k --env-variant 'before:PYTHONPATH=CHECKOUT_OF_ca3e8e1' --name s50-compare",
     ),
+    "rerank-compare-1M": Source(
+        "benchmarks/results/rerank/s50-compare-1M.json",
+        "python benchmarks/rerank_cost.py compare --data scale:/tmp/neardup-scale/1M --name s50-compare-1M  (at 07952ae)",
+    ),
     "rerank-compare": Source(
         "benchmarks/results/rerank/s50-compare.json",
         "python benchmarks/rerank_cost.py compare --warmup --repeats 2 --data reuters --data scale:/tmp/neardup-scale/20k --env-variant 'before:PYTHONPATH=CHECKOUT_OF_ca3e8e1' --name s50-compare",
@@ -639,7 +643,7 @@ def _rerank_before_after() -> tuple[str, list[str]]:
 
 #: The compare runs of the "where rerank stands" table, in row order (each a whole
 #: invocation: MinHash and rerank side by side on each of its data sets).
-RERANK_STANDS = ("rerank-compare",)
+RERANK_STANDS = ("rerank-compare", "rerank-compare-1M")
 
 
 def _rerank_stands() -> tuple[str, list[str]]:
