@@ -159,6 +159,11 @@ class TextReader(TextSource):
         return [texts[i] for i in inverse.tolist()]
 
 
+def _row_width(dtype: np.dtype, tail: tuple) -> int:
+    """Bytes of one document's row of a fixed-width array of ``dtype`` and row shape ``tail``."""
+    return dtype.itemsize * int(np.prod(tail or (1,)))
+
+
 class ArrayStore(RowSource):
     """The per-document data of the sketch stage, read back by row: fixed-width arrays,
     ragged shingle sets (with their element weights), texts and dates (each only when the
@@ -179,7 +184,7 @@ class ArrayStore(RowSource):
         self.layout = {name: (np.dtype(d), tuple(tail)) for name, (d, tail) in layout.items()}
         self.paths = {name: directory / "arrays" / f"{name}.bin" for name in layout}
         self.n_docs = n_docs
-        self.row_bytes = sum(d.itemsize * int(np.prod(t or (1,))) for d, t in self.layout.values())
+        self.row_bytes = sum(_row_width(d, t) for d, t in self.layout.values())
         self.set_offsets = None
         if facts.get("sets"):
             sizes = np.fromfile(directory / "arrays" / f"{SET_SIZES}.bin", np.int64)
@@ -195,8 +200,7 @@ class ArrayStore(RowSource):
         if self.texts is not None:
             self.row_bytes += self.texts.doc_bytes
         self.dates = dates
-        fixed = sum(n_docs * dtype.itemsize * int(np.prod(tail or (1,)))
-                    for dtype, tail in self.layout.values())
+        fixed = n_docs * sum(_row_width(dtype, tail) for dtype, tail in self.layout.values())
         self._resident: dict[str, np.ndarray] | None = None
         self._hold = 0 < fixed <= resident_bytes
 
@@ -216,8 +220,7 @@ class ArrayStore(RowSource):
             out.arrays = {name: whole[docs] for name, whole in self._resident_arrays().items()}
         else:
             for name, (dtype, tail) in self.layout.items():
-                width = dtype.itemsize * int(np.prod(tail or (1,)))
-                out.arrays[name] = read_rows(self.paths[name], docs, width).view(dtype) \
+                out.arrays[name] = read_rows(self.paths[name], docs, _row_width(dtype, tail)).view(dtype) \
                     .reshape(docs.shape[0], *tail)
         if self.set_offsets is not None:
             sizes = self.set_offsets[docs + 1] - self.set_offsets[docs]

@@ -582,8 +582,7 @@ class MinHashLSH(Method):
             # score_candidates' estimate, read in place: gathering each pair's two
             # signature rows first copied 2 x num_perm values a pair.
             score = jaccard_from_signatures(rows.arrays["signature"], left, right)
-            accept = np.ones(score.shape[0], bool) if self.verify == "none" else score >= self.threshold
-            return score, accept
+            return score, self._accepted(score)
         from neardup.methods.ngram import exact_similarity
 
         # find_pairs' score (float32) and cut-off (Pairs.above on that float32 score).
@@ -593,5 +592,9 @@ class MinHashLSH(Method):
     def score_candidates(self, left, right):
         a, b = left["signature"], right["signature"]
         score = (a == b).mean(axis=1, dtype=np.float64).astype(np.float32)
-        accept = np.ones(score.shape[0], bool) if self.verify == "none" else score >= self.threshold
-        return score, accept
+        return score, self._accepted(score)
+
+    def _accepted(self, score: np.ndarray) -> np.ndarray:
+        """The signature check's verdicts on estimates ``score``: every pair under
+        ``verify="none"``."""
+        return np.ones(score.shape[0], bool) if self.verify == "none" else score >= self.threshold
