@@ -96,7 +96,10 @@ def _permute(a, b, h):
     return v ^ (v >> uint64(29))
 
 
-@njit(inline="always", cache=True)
+# The per-document bodies below are plain compiled calls, not ``inline="always"``: numba's
+# IR inlining into each parallel kernel specialization cost seconds of compile apiece, and
+# the kernels run as fast without it (decision 0048). Only one-line helpers are inlined.
+@njit(cache=True)
 def _doc_minhash64(hashes, start, end, a, b, out, d, shift, row):
     """``out[d]`` = the minimum of every 64-bit permutation over ``hashes[start:end]``,
     shifted right by ``shift`` (0 for uint64 output, 32 for the legacy uint32 scheme);
@@ -139,7 +142,7 @@ def _affine32(a, b, h):
     return uint32(a * h + b)
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def _doc_minhash32(hashes, start, end, a, b, out, d):
     """``out[d, k]`` = min over ``hashes[start:end]`` of ``a[k] * fold32(h) + b[k]``
     (modulo 2**32), accumulated in place in the output row: no scratch allocation."""
@@ -192,7 +195,7 @@ def _signatures32(hashes, offsets, a, b, out, block):
             _doc_minhash32(hashes, offsets[d], offsets[d + 1], a, b, out, d)
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def _block_scratch(offsets, first, last):
     """Token and shingle buffers large enough for every document in ``first:last``."""
     longest = 0
@@ -202,7 +205,7 @@ def _block_scratch(offsets, first, last):
     return np.empty(max_tokens, dtype=np.uint64), np.empty(max_tokens + 1, dtype=np.uint64)
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def _doc_word_shingles(cps, offsets, d, n, key_unit, key_shingle, tokens, shingles):
     """Word n-gram hashes of document ``d`` into ``shingles``; returns their number."""
     t = doc_word_tokens(cps, offsets[d], offsets[d + 1], key_unit, tokens, 0)

@@ -99,7 +99,7 @@ def text_digests(cps, offsets, key_a, key_b):
     return out
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def doc_digest64(cps, start, end, key, narrow):
     """The :func:`text_digest64` of the text ``cps[start:end]``, for a compiled pass
     that reads the text anyway (MinHash's shingling hashes the identity in the same

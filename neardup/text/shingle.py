@@ -191,7 +191,7 @@ def _unique_segments(hashes, offsets, out, sizes):
     return written
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def doc_word_tokens(cps, start, end, seed, out, t):
     """Hash the word tokens of ``cps[start:end]`` into ``out[t:]``; returns the new end.
 
@@ -222,7 +222,7 @@ def shingle_count(m, n):
     return m - n + 1 if m >= n else (1 if m > 0 else 0)
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def doc_rolling_shingles(units, start, end, n, seed, out, k):
     """n-gram hashes of ``units[start:end]`` into ``out[k:]``; returns the new end."""
     m = end - start
