@@ -25,6 +25,8 @@ def _load(name: str, path: Path):
 
 
 docs_tables = _load("docs_tables", ROOT / "scripts" / "docs_tables.py")
+# Loading the entry point put scripts/ on sys.path: its table modules import by name.
+formatting = importlib.import_module("doc_tables.formatting")
 cli_reference = _load("cli_reference", ROOT / "docs" / "_hooks" / "cli_reference.py")
 
 
@@ -64,10 +66,10 @@ def test_missing_text_result_file_is_refused(monkeypatch):
 
 def test_figures_round_half_up_as_the_pages_did():
     # format() rounds the binary value: f"{14.25:.1f}" is "14.2", f"{36.25:.1f}" is "36.2".
-    assert docs_tables._half_up(14.25, 1) == "14.3"
-    assert docs_tables._half_up(4033.5) == "4,034"
-    assert docs_tables._pct(0.3625, 1) == "36.3%"
-    assert docs_tables._half_up(0.1234, 3) == "0.123"
+    assert formatting.half_up(14.25, 1) == "14.3"
+    assert formatting.half_up(4033.5) == "4,034"
+    assert formatting.percent(0.3625, 1) == "36.3%"
+    assert formatting.half_up(0.1234, 3) == "0.123"
 
 
 def test_a_command_shared_by_several_files_is_named_once():

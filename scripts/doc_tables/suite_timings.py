@@ -1,0 +1,48 @@
+"""The test suite: `make test` timed in fresh clones by scripts/time_make_test.py
+(docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import re
+
+from doc_tables.formatting import Renderer, table
+from doc_tables.results import load_text
+from doc_tables.sources import SOURCES
+
+
+#: The timed runs of the test-suite table, in row order (SOURCES names).
+MAKE_TEST_RUNS: tuple[str, ...] = ("make-test-1", "make-test-2", "make-test-3", "make-test-fast-1")
+_MAKE_TEST_HEADER = "# neardup make-test timing v1"
+_MAKE_TEST_COUNTS = re.compile(r"(\d+) (passed|failed|skipped|errors?)")
+
+
+def _minutes(seconds: float) -> str:
+    whole = int(round(seconds))
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+def _make_test_runs() -> tuple[str, list[str]]:
+    rows = []
+    for name in MAKE_TEST_RUNS:
+        lines = load_text(name).splitlines()
+        if not lines or lines[0] != _MAKE_TEST_HEADER:
+            raise SystemExit(f"docs_tables: {SOURCES[name].path} was not written by "
+                             "scripts/time_make_test.py")
+        about = lines[1].lstrip("# ").split("; ")
+        commit = about[0].removeprefix("commit ")
+        target = about[1].split(" in a fresh clone")[0].removeprefix("make ")
+        shared = about[2].removeprefix("../shared ").split(" ")[0]
+        figures = dict(line.split(" ", 1) for line in lines[-2:])
+        summary = next((line for line in reversed(lines) if " in " in line and "passed" in line), "")
+        counts = ", ".join(f"{int(n):,} {word}" for n, word in _MAKE_TEST_COUNTS.findall(summary.split(" in ")[0]))
+        pytest_seconds = figures["pytest"]
+        rows.append([f"`make {target}`", f"`{commit}`", shared, counts or "—",
+                     "—" if pytest_seconds == "none" else _minutes(float(pytest_seconds)),
+                     _minutes(float(figures["whole"]))])
+    header = ["command", "commit", "`../shared`", "tests", "pytest (m:ss)", "whole command (m:ss)"]
+    return table(header, ["l", "l", "l", "l", "r", "r"], rows), list(MAKE_TEST_RUNS)
+
+
+TABLES: dict[str, Renderer] = {
+    "make-test-runs": _make_test_runs,
+}
