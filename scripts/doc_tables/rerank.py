@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from doc_tables.formatting import Renderer, fixed, half_up, table, whole
+from doc_tables.formatting import Renderer, fixed, table, whole
 from doc_tables.results import SETS, load_json, load_json_dir, scale_row, transfer_cell
 from doc_tables.sources import SOURCES
 
@@ -186,45 +186,6 @@ def _rerank_options() -> tuple[str, list[str]]:
     return table(header, ["l", "l", "l", "l", "l"], rows), names
 
 
-def _rerank_run(source: str) -> dict:
-    """The one data set of a ``rerank_cost.py compare`` file, with its name and documents."""
-    data = load_json(source)
-    (key, result), = data["results"].items()  # type: ignore[index]
-    name = "Reuters-21578" if key == "reuters" else "scale corpus"
-    body = " (`--text-field body`)" if "--text-field" in data["argv"] else ""  # type: ignore[index]
-    return {**result, "label": f"{name}, {result['documents']:,} documents{body}",
-            "minhash": min(result["cpu_s"]["minhash"]), "rerank": min(result["cpu_s"]["rerank"])}
-
-
-def _rerank_cost_first() -> tuple[str, list[str]]:
-    rows, names = [], []
-    for data in ("reuters", "scale-20k"):
-        base, new = f"rerank-cost-base-{data}", f"rerank-cost-new-{data}"
-        names += [base, new]
-        b, n = _rerank_run(base), _rerank_run(new)
-        rows.append([b["label"], f"{half_up(b['rerank'], 1)} s", f"{half_up(n['rerank'], 1)} s",
-                     f"{half_up(n['rerank_over_minhash'])}x"])
-    header = ["data", "rerank CPU before", "after", "rerank / MinHash after"]
-    return table(header, ["l", "r", "r", "r"], rows), names
-
-
-def _rerank_cost_cache() -> tuple[str, list[str]]:
-    rows, names = [], []
-    for data in ("scale-20k", "reuters"):
-        base, new = f"rerank-cache-base-{data}", f"rerank-cache-new-{data}"
-        names += [base, new]
-        b, n = _rerank_run(base), _rerank_run(new)
-        rows.append([n["label"], f"{half_up(b['rerank'], 1)} s (MinHash {b['minhash']:.2f} s)",
-                     f"{half_up(n['rerank'], 1)} s (MinHash {n['minhash']:.2f} s)",
-                     f"{half_up(b['rerank_over_minhash'], 1)}x",
-                     # MinHash's CPU moved with the load between the two runs (Reuters: 5.07 and
-                     # 9.34 s), so the after ratio is also given against the before run's MinHash.
-                     f"{half_up(n['rerank_over_minhash'], 1)}x in its run; "
-                     f"{half_up(n['rerank'] / b['minhash'])}x against the before run's MinHash"])
-    header = ["data", "rerank CPU before", "after", "rerank / MinHash before", "after"]
-    return table(header, ["l", *"r" * 4], rows), names
-
-
 _TEMPLATE_ROWS = (
     ("templates", "minhash", "`minhash`"),
     ("templates-8fc84d2c", "rerank", "`rerank`, figures counted as sets (before, commit 8fc84d2c)"),
@@ -252,7 +213,5 @@ TABLES: dict[str, Renderer] = {
     "rerank-before-after": _rerank_before_after,
     "rerank-profile": _rerank_profile,
     "rerank-options": _rerank_options,
-    "rerank-cost-first-round": _rerank_cost_first,
-    "rerank-cost-cache": _rerank_cost_cache,
     "reuters-templates": _templates,
 }

@@ -24,7 +24,6 @@ _MAKE_TEST_CMD = "python scripts/time_make_test.py [--beside-shared] [--target t
 _SPANS_CMD = ("python benchmarks/peers_spans.py --corpus /tmp/neardup-scale/{n} --results "
               "benchmarks/results/spans/{n} --scratch /tmp/spans-bench-{n}{extra}")
 _DECON_CMD = "python benchmarks/peers_decontaminate.py --train-docs {docs} --eval-items 10000 --planted 400{extra}"
-_RERANK_CMD = "python benchmarks/rerank_cost.py compare --data DATA --clusters-dir DIR --name {name}"
 _TEMPLATES_MIXING_CMD = "python -m experiments.reuters_templates.mixing_clusters OUT"
 _SPINE_CMD = ("python -m benchmarks one before_after --before EXPORT_OF_5cf0f87 --input GLOB --method {m} "
               "--warmup /tmp/neardup-scale/5k/part-00000.parquet{extra}")
@@ -265,25 +264,6 @@ SOURCES: dict[str, Source] = {
     "static-rerank-candidates": Source(
         "benchmarks/results/neural/peers_static_rerank_candidates.json",
         "python benchmarks/peers_static.py rerank --candidates-only --sets reuters-news,indep-nlpaug,multi-latin"),
-    "rerank-cost-base-reuters": Source("benchmarks/results/rerank/base-reuters.json",
-                                       "cd EXPORT_OF_da29ed7 && " + _RERANK_CMD.format(name="base-reuters")),
-    "rerank-cost-new-reuters": Source("benchmarks/results/rerank/new-reuters.json",
-                                      _RERANK_CMD.format(name="new-reuters")),
-    "rerank-cost-base-scale-20k": Source("benchmarks/results/rerank/base-scale-20k.json",
-                                         "cd EXPORT_OF_da29ed7 && " + _RERANK_CMD.format(name="base-scale-20k")),
-    "rerank-cost-new-scale-20k": Source("benchmarks/results/rerank/new-scale-20k.json",
-                                        _RERANK_CMD.format(name="new-scale-20k")),
-    "rerank-cache-base-scale-20k": Source(
-        "benchmarks/results/rerank/base-c087433-scale-20k.json",
-        "cd EXPORT_OF_c087433 && " + _RERANK_CMD.format(name="base-c087433-scale-20k")),
-    "rerank-cache-new-scale-20k": Source("benchmarks/results/rerank/cache256-scale-20k.json",
-                                         _RERANK_CMD.format(name="cache256-scale-20k")),
-    "rerank-cache-base-reuters": Source(
-        "benchmarks/results/rerank/base-c087433-reuters-body.json",
-        "cd EXPORT_OF_c087433 && " + _RERANK_CMD.format(name="base-c087433-reuters-body")
-        + " --extra --text-field body"),
-    "rerank-cache-new-reuters": Source("benchmarks/results/rerank/cache256-reuters-body.json",
-                                       _RERANK_CMD.format(name="cache256-reuters-body") + " --extra --text-field body"),
     "templates": Source("experiments/reuters_templates/results/reuters_templates.json",
                         "python -m experiments.reuters_templates.reuters_templates"),
     "templates-8fc84d2c": Source(
