@@ -108,3 +108,25 @@ def test_site_builds_strictly(tmp_path):
     assert (site / "cli" / "index.html").read_text(encoding="utf-8").count("neardup dedup") > 1
     assert "neardup.dedup" in (site / "api" / "index.html").read_text(encoding="utf-8")
     shutil.rmtree(site)
+
+
+code_lines = _load("code_lines", ROOT / "scripts" / "code_lines.py")
+
+
+def test_code_lines_count_code_only():
+    source = '''"""Module docstring,
+over two lines."""
+
+import os  # a trailing comment keeps its line
+
+
+# a comment line
+def f(x):
+    """Docstring."""
+    y = (x +
+         1)
+    return "not a docstring"
+'''
+    # import, def, the two lines of the bracketed expression, return
+    assert code_lines.code_lines(source) == 5
+    assert code_lines.docstring_lines(code_lines.ast.parse(source)) == {1, 2, 9}

@@ -138,6 +138,24 @@ def _spine() -> tuple[str, list[str]]:
     return table(header, ["l", "r", "l", "r", "r", "r"], rows), names
 
 
+def _spine_code_lines() -> tuple[str, list[str]]:
+    data = load_json("spine-code-lines")
+    before, after = data["results"]  # type: ignore[index]
+
+    def largest(files: dict[str, int]) -> str:
+        if len(files) < 2:
+            return ""
+        name, lines = max(files.items(), key=lambda kv: kv[1])
+        return f"`{name.removeprefix('neardup/')}` {whole(lines)}"
+
+    rows = [[group, whole(before["groups"][group]["lines"]), whole(counted["lines"]),
+             largest(before["groups"][group]["files"]), largest(counted["files"])]
+            for group, counted in after["groups"].items()]
+    rows.append(["total", whole(before["total"]), whole(after["total"]), "", ""])
+    header = ["modules", f"`{before['commit']}`", f"`{after['commit']}`", "largest module before", "after"]
+    return table(header, ["l", "r", "r", "l", "l"], rows), ["spine-code-lines"]
+
+
 TABLES: dict[str, Renderer] = {
     "scale-local": _scale,
     "peers-100k": _peers,
@@ -148,4 +166,5 @@ TABLES: dict[str, Renderer] = {
     "report-1M": _report,
     "storage": _storage,
     "spine-before-after": _spine,
+    "spine-code-lines": _spine_code_lines,
 }

@@ -282,6 +282,8 @@ SOURCES: dict[str, Source] = {
                                _SPINE_CMD.format(m="rerank", extra=" --extra --param template_guard=false")),
     "spine-rerank-100k": Source("benchmarks/results/spine/rerank-100k-guard-off.json",
                                 _SPINE_CMD.format(m="rerank", extra=" --extra --param template_guard=false")),
+    "spine-code-lines": Source("benchmarks/results/spine/code-lines.json",
+                               "python scripts/code_lines.py 5cf0f87 HEAD --out benchmarks/results/spine/code-lines.json"),
     "ocr-validation": Source("experiments/ocr_languages/results/validation.json",
                              "python -m experiments.ocr_languages.per_language --split validation"),
     "ocr-test": Source("experiments/ocr_languages/results/test.json",
