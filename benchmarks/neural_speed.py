@@ -251,7 +251,7 @@ def biencoder_accuracy_mode(args: argparse.Namespace) -> dict:
     runs += [(model, trained_max_tokens(model)) for model in args.model]
     rows = []
     for name in args.sets.split(","):
-        corpus = load_labeled(HERE / name / "validation.jsonl.gz")
+        corpus = load_labeled(HERE.parent / "data" / name / "validation.jsonl.gz")
         for model, tokens in runs:
             start = time.process_time()
             result = tune(corpus, "biencoder", split="validation",
