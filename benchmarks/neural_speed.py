@@ -22,13 +22,15 @@ Modes
     mixed scripts) in one batch, batches of 16 and one chunk at a time.
 ``biencoder``
     ``biencoder-news`` as the base commit runs it (``BiEncoder(model="biencoder-news")``:
-    128 tokens) against the token limits ``--tokens``; docs per CPU second.
+    128 tokens) against the token limits ``--tokens``, and each ``--model`` at the token
+    limit it was trained with; docs per CPU second.
 ``static``
     ``StaticEmbedder`` with the shipped ``static-minilm`` on the same stories, on raw and
     on normalized text (what ``--method static`` embeds).
 ``biencoder-accuracy``
-    For each token limit: the threshold tuned on each set's validation split (``neardup
-    tune``'s default grid) and its ARI. No test split is read.
+    For each token limit of ``biencoder-news`` and each ``--model``: the threshold tuned
+    on each set's validation split (``neardup tune``'s default grid) and its ARI. No test
+    split is read.
 
     python benchmarks/neural_speed.py retsim --docs 300
     python benchmarks/neural_speed.py retsim-profile
@@ -136,8 +138,18 @@ def retsim_mode(args: argparse.Namespace) -> dict:
             "rows": rows}
 
 
+def _model_name(model: str) -> str:
+    """A ``--model`` value as the results name it: a shipped name, or a directory's
+    name (a trainer's ``onnx/`` export is named by its run directory)."""
+    path = Path(model)
+    if not path.is_dir():
+        return model
+    path = path.resolve()
+    return path.parent.name if path.name == "onnx" else path.name
+
+
 def biencoder_mode(args: argparse.Namespace) -> dict:
-    from neardup.embed.biencoder import BiEncoder
+    from neardup.embed.biencoder import BiEncoder, trained_max_tokens
 
     texts = reuters_stories(args.docs, skip=args.skip)
     encoders = {"before: biencoder-news, 128 tokens (base commit's default)":
@@ -146,6 +158,9 @@ def biencoder_mode(args: argparse.Namespace) -> dict:
         encoders[f"biencoder-news, {tokens} tokens"] = BiEncoder(
             model="biencoder-news", max_tokens=tokens, threads=1).encode
     encoders["all-MiniLM-L6-v2 (torch), 256 tokens"] = BiEncoder(threads=1).encode
+    for model in args.model:
+        name, tokens = _model_name(model), trained_max_tokens(model)
+        encoders[f"{name}, {tokens} tokens"] = BiEncoder(model=model, max_tokens=tokens, threads=1).encode
     best = timed(encoders, texts, args.repeat)
     for row in best.values():
         row.pop("embeddings")
@@ -230,15 +245,19 @@ def biencoder_accuracy_mode(args: argparse.Namespace) -> dict:
     from neardup.eval.labeled import load_labeled
     from neardup.eval.tuning import tune
 
+    from neardup.embed.biencoder import trained_max_tokens
+
+    runs = [("biencoder-news", int(t)) for t in args.tokens.split(",")]
+    runs += [(model, trained_max_tokens(model)) for model in args.model]
     rows = []
     for name in args.sets.split(","):
-        corpus = load_labeled(HERE / name / "validation.jsonl.gz")
-        for tokens in (int(t) for t in args.tokens.split(",")):
+        corpus = load_labeled(HERE.parent / "data" / name / "validation.jsonl.gz")
+        for model, tokens in runs:
             start = time.process_time()
             result = tune(corpus, "biencoder", split="validation",
-                          base_params={"model": "biencoder-news", "max_tokens": tokens})
-            rows.append({"set": name, "split": "validation", "max_tokens": tokens,
-                         "ari": round(result.best_score, 4),
+                          base_params={"model": model, "max_tokens": tokens})
+            rows.append({"set": name, "split": "validation", "model": _model_name(model),
+                         "max_tokens": tokens, "ari": round(result.best_score, 4),
                          "threshold": result.params["threshold"],
                          "cpu_seconds": round(time.process_time() - start, 1)})
             print(json.dumps(rows[-1]), flush=True)
@@ -257,6 +276,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--tokens", default="32,64,128")
     parser.add_argument("--sets", default="reuters-news,indep-noisocr")
+    parser.add_argument("--model", action="append", default=[],
+                        help="biencoder, biencoder-accuracy: another bi-encoder (shipped name or "
+                             "directory) beside biencoder-news, at the token limit it was trained "
+                             "with; repeatable")
     args = parser.parse_args()
     payload = MODES[args.mode](args)
     payload["command"] = "python benchmarks/neural_speed.py " + " ".join(

@@ -32,16 +32,26 @@ _BIENCODER_ROWS = (("before: biencoder-news, 128 tokens (base commit's default)"
                     "before: biencoder-news, 128 tokens (default)"),
                    ("biencoder-news, 64 tokens", 64, "biencoder-news, 64 tokens"),
                    ("biencoder-news, 32 tokens", 32, "biencoder-news, 32 tokens"),
-                   ("all-MiniLM-L6-v2 (torch), 256 tokens", None, "all-MiniLM-L6-v2 (torch, float32), 256 tokens"))
+                   ("all-MiniLM-L6-v2 (torch), 256 tokens", None, "all-MiniLM-L6-v2 (torch, float32), 256 tokens"),
+                   ("student-2L-64, 64 tokens", ("student-2L-64", 64),
+                    "student: all-MiniLM-L6-v2 cut to layers 3, 5, fine-tuned at 64 tokens (not shipped)"),
+                   ("student-3L-64, 64 tokens", ("student-3L-64", 64),
+                    "student: all-MiniLM-L6-v2 cut to layers 1, 3, 5, fine-tuned at 64 tokens (not shipped)"),
+                   ("student-3L-128, 128 tokens", ("student-3L-128", 128),
+                    "student: all-MiniLM-L6-v2 cut to layers 1, 3, 5, fine-tuned at 128 tokens (not shipped)"))
 
 
 def _neural_biencoder() -> tuple[str, list[str]]:
     speed = load_json("neural-biencoder")["rows"]  # type: ignore[index]
-    ari = {(r["set"], r["max_tokens"]): r["ari"] for r in load_json("neural-biencoder-accuracy")["rows"]}  # type: ignore[index]
+    ari = {(r["set"], r.get("model", "biencoder-news"), r["max_tokens"]): r["ari"]
+           for r in load_json("neural-biencoder-accuracy")["rows"]}  # type: ignore[index]
     rows = []
     for key, tokens, label in _BIENCODER_ROWS:
+        # tokens: biencoder-news's limit, or (another model's name, its limit); None: no ARI.
+        model, limit = tokens if isinstance(tokens, tuple) else ("biencoder-news", tokens)
         rows.append([label, half_up(speed[key]["docs_per_cpu_second"], 1),
-                     *("" if tokens is None else half_up(ari[s, tokens], 3) for s in ("reuters-news", "indep-noisocr"))])
+                     *("" if tokens is None else half_up(ari[s, model, limit], 3)
+                       for s in ("reuters-news", "indep-noisocr"))])
     static = load_json("neural-static")
     static_key = "static-minilm, normalized text (the method's default)"
     static_ari = {r["set"]: r["validation_ari"] for r in load_json("static-peers")["rows"]  # type: ignore[index]

@@ -25,6 +25,8 @@ _SPANS_CMD = ("python benchmarks/peers_spans.py --corpus /tmp/neardup-scale/{n} 
               "benchmarks/results/spans/{n} --scratch /tmp/spans-bench-{n}{extra}")
 _DECON_CMD = "python benchmarks/peers_decontaminate.py --train-docs {docs} --eval-items 10000 --planted 400{extra}"
 _TEMPLATES_MIXING_CMD = "python -m experiments.reuters_templates.mixing_clusters OUT"
+# The students of experiments/student_biencoder (not shipped; its README rebuilds them into STUDENTS).
+_STUDENTS = "".join(f" --model STUDENTS/{name}" for name in ("student-2L-64", "student-3L-64", "student-3L-128"))
 _SPINE_CMD = ("python -m benchmarks one before_after --before EXPORT_OF_5cf0f87 --input GLOB --method {m} "
               "--warmup /tmp/neardup-scale/5k/part-00000.parquet{extra}")
 
@@ -251,10 +253,12 @@ SOURCES: dict[str, Source] = {
     "neural-retsim": Source("benchmarks/results/neural/neural_speed_retsim.json",
                             "python benchmarks/neural_speed.py retsim --docs 200 --repeat 2"),
     "neural-biencoder": Source("benchmarks/results/neural/neural_speed_biencoder.json",
-                               "python benchmarks/neural_speed.py biencoder --docs 150 --repeat 1 --tokens 32,64,128"),
+                               "python benchmarks/neural_speed.py biencoder --docs 150 --repeat 1 --tokens 32,64,128"
+                               + _STUDENTS),
     "neural-biencoder-accuracy": Source(
         "benchmarks/results/neural/neural_speed_biencoder-accuracy.json",
-        "python benchmarks/neural_speed.py biencoder-accuracy --tokens 32,64,128 --sets reuters-news,indep-noisocr"),
+        "python benchmarks/neural_speed.py biencoder-accuracy --tokens 32,64,128 --sets reuters-news,indep-noisocr"
+        + _STUDENTS),
     "neural-static": Source("benchmarks/results/neural/neural_speed_static.json",
                             "python benchmarks/neural_speed.py static --docs 3000 --repeat 2"),
     "static-peers": Source("benchmarks/results/neural/peers_static_peers.json",
