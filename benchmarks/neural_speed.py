@@ -104,7 +104,7 @@ def retsim_mode(args: argparse.Namespace) -> dict:
     import tempfile
 
     attention_int8 = Path(tempfile.mkdtemp()) / "retsim-int8-attention.onnx"
-    quantize_dynamic(str(default_model_path()), str(attention_int8), per_channel=True,
+    quantize_dynamic(str(default_model_path()), str(attention_int8), per_channel=True, reduce_range=True,
                      weight_type=QuantType.QInt8, extra_options={"MatMulConstBOnly": False})
     from unisim import TextSim
 

@@ -46,9 +46,9 @@ are collapsed with ``np.unique`` and run through the model once, then the origin
 is restored. Model input is built one batch at a time into a reused buffer, and ONNX
 Runtime writes each batch's output straight into the result through an I/O binding.
 ONNX Runtime runs on every core the process may use unless ``threads`` says otherwise.
-``precision="int8"`` quantizes the dense layers' weights (about 1.3x on CPU); the
-attention products between activations, about a third of the float32 time, stay float32,
-which is why int8 alone cannot double the speed (docs/neural-speed.md).
+``precision="int8"`` quantizes the dense layers' weights; the attention products between
+activations stay float32, which is why int8 alone cannot double the speed (figures:
+docs/neural-speed.md).
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ _DIM = 256
 _DEDUP_BLOCK = 8192
 PRECISIONS = ("float32", "int8")
 #: How the int8 model is made from the float32 one (recorded in the docs and tests).
-INT8_RECIPE = "onnxruntime quantize_dynamic: QInt8 weights, one scale per output channel, MatMul with constant weights"
+INT8_RECIPE = ("onnxruntime quantize_dynamic: QInt8 weights in a 7-bit range, one scale per output channel, "
+               "MatMul with constant weights")
 
 
 def _require(module: str, purpose: str) -> Any:
@@ -173,8 +174,8 @@ def int8_model_file(model: Path) -> Path:
     """The int8 (dynamically quantized) version of the ONNX file ``model``, made on first
     use in the temporary directory and reused while the float32 file is unchanged.
 
-    Weights of the MatMuls with constant weights (the dense layers) become int8 with one
-    scale per output channel; activations are quantized on the fly. The attention
+    Weights of the MatMuls with constant weights (the dense layers) become int8 in a 7-bit
+    range with one scale per output channel; activations are quantized on the fly. The attention
     products (two activations) stay float32: quantizing them too loses more (embedding
     cosine to float32 below 0.98 on some Reuters texts; docs/neural-speed.md).
     """
@@ -182,13 +183,18 @@ def int8_model_file(model: Path) -> Path:
     import tempfile
 
     digest = hashlib.sha256(model.read_bytes()).hexdigest()[:16]
-    target = Path(tempfile.gettempdir()) / "neardup-models" / f"retsim-{digest}-int8.onnx"
+    # "w7" names the recipe: a file made by the earlier 8-bit recipe is never reused.
+    target = Path(tempfile.gettempdir()) / "neardup-models" / f"retsim-{digest}-int8w7.onnx"
     if target.is_file():
         return target
     quantization = _require("onnxruntime.quantization", "to quantize the model to int8")
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.tmp")
-    quantization.quantize_dynamic(str(model), str(partial), per_channel=True, reduce_range=False,
+    # 7-bit weights (reduce_range): x86 CPUs without VNNI (AVX2 only) multiply u8 x s8 with
+    # int16 intermediates that saturate; with 8-bit weights such a CPU put prose embeddings
+    # outside the cosine bound of tests/embed/test_retsim.py, as the bi-encoder's exports
+    # found (neardup.embed.onnx_encoder).
+    quantization.quantize_dynamic(str(model), str(partial), per_channel=True, reduce_range=True,
                                   weight_type=quantization.QuantType.QInt8)
     os.replace(partial, target)  # atomic: concurrent workers never read half a file
     return target
@@ -231,11 +237,10 @@ class RETSim(Embedder):
         package.
     precision : {"float32", "int8"}, default "float32"
         "int8": the model's dense layers quantized to int8 on first use
-        (:func:`int8_model_file`); about 1.3x the chunks per CPU second, embeddings within
-        cosine 0.99 of float32 on average on news prose. Activations are scaled per
-        batch, so an exotic chunk (emoji, control characters, mixed scripts) in a batch
-        pulls the whole batch off (mean cosine 0.66 on the tests' varied texts): use it
-        on clean prose only (docs/neural-speed.md). "float32": the model as shipped,
+        (:func:`int8_model_file`): faster, with embeddings close to float32 on news
+        prose. Activations are scaled per batch, so an exotic chunk (emoji, control
+        characters, mixed scripts) in a batch pulls the whole batch off: use it on clean
+        prose only (figures: docs/neural-speed.md). "float32": the model as shipped,
         identical to unisim's.
 
     Notes

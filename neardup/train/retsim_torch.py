@@ -149,8 +149,8 @@ class RETSimTorch(nn.Module):
         self.encoder_start = nn.Linear(CODE_BITS, HIDDEN)
         self.blocks = nn.ModuleList(GAUBlock(seq_len) for _ in range(N_BLOCKS))
         self.projection = nn.Linear(HIDDEN, EMBEDDING)
-        #: Run the GAU blocks under bfloat16 autocast (training speed-up, about 1.7x on
-        #: CPUs with native bf16). Only the blocks: the input layer (a 0.027 position signal
+        #: Run the GAU blocks under bfloat16 autocast (a training speed-up on CPUs with
+        #: native bf16). Only the blocks: the input layer (a 0.027 position signal
         #: on 0/1 bits) and the shifted GeM pooling (a difference of large numbers) lose
         #: everything in bf16, while the blocks' output stays within 1e-4 cosine.
         self.bf16_blocks = False
