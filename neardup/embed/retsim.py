@@ -176,8 +176,8 @@ def int8_model_file(model: Path) -> Path:
 
     Weights of the MatMuls with constant weights (the dense layers) become int8 in a 7-bit
     range with one scale per output channel; activations are quantized on the fly. The attention
-    products (two activations) stay float32: quantizing them too loses more (embedding
-    cosine to float32 below 0.98 on some Reuters texts; docs/neural-speed.md).
+    products (two activations) stay float32: quantizing them too moves the embeddings
+    further from float32 (figures: docs/neural-speed.md).
     """
     import hashlib
     import tempfile
