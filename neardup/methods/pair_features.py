@@ -48,8 +48,10 @@ from numba import njit, prange
 
 from neardup.errors import check_int
 from neardup.methods.ngram import exact_similarities
-from neardup.text import NormalizeConfig, ShingleConfig, hash_shingles, normalize_batch
-from neardup.text.shingle import ShingleSets
+from neardup.text import NormalizeConfig, ShingleConfig, normalize_batch
+from neardup.text.char_classes import digit_tokens, drop_spaces, mask_digits
+from neardup.text.hashing import encode_codepoints
+from neardup.text.shingle import ShingleSets, shingle_codes, shingle_lengths
 
 __all__ = [
     "DocumentProfiles",
@@ -92,15 +94,6 @@ _ALIGN_CHARS = 4000
 #: Head lengths for ``align_partial`` (the shorter head is slid along the longer one).
 _PARTIAL_SHORT, _PARTIAL_LONG = 300, 1500
 _DATE_CAP_DAYS = 365.0
-_DIGITS = re.compile(r"\d")
-_SPACE = re.compile(r"\s+")
-#: Whitespace-delimited tokens holding a digit. The look-behind starts matches at token
-#: starts only (where they start anyway): without it a long digit-free token is rescanned
-#: from each of its characters (half the cost on news text).
-_NUMBER_TOKEN = re.compile(r"(?<!\S)\S*\d\S*")
-#: Tokens made of digits only (normalization has turned number punctuation into spaces):
-#: OCR and typing noise that puts a digit inside a word ("0f", "8ec0nd") does not make one.
-_NUMERAL_TOKEN = re.compile(r"(?<!\S)\d+(?!\S)")
 #: Combining marks left by NFKD (diacritics, Greek tonos, ...), removed by ``fold_marks``.
 _MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 
@@ -254,20 +247,26 @@ def document_profiles(texts: Sequence[str], *, features: Sequence[str] = LEXICAL
     if fold_diacritics:
         norm = fold_marks(norm)
     wanted = set(features)
+    names = _set_names(wanted)
     sets: dict[str, ShingleSets] = {}
-    for name in _set_names(wanted):
-        if name.startswith(("word", "char")):
-            unit = "word" if name.startswith("word") else "char"
-            source, config = norm, ShingleConfig(unit, int(name[4:]))
-        elif name == "nospace5":
-            source, config = [_SPACE.sub("", t) for t in norm], ShingleConfig("char", 5)
-        elif name == "masked3":
-            source, config = [_DIGITS.sub("0", t) for t in norm], ShingleConfig("word", 3)
-        else:
-            pattern = _NUMBER_TOKEN if name == "numbers" else _NUMERAL_TOKEN
-            source = [" ".join(pattern.findall(t)) for t in norm]
-            config = ShingleConfig("word", 1)
-        sets[name] = hash_shingles(source, config).unique()
+    if names:
+        # One encoding of the batch; each kind's text is derived from its code points
+        # (char_classes applies re's \s and \d), and the word n-grams share one tokenization.
+        cps, offsets = encode_codepoints(norm)
+        for unit in ("word", "char"):
+            ns = [int(name[4:]) for name in names if name.startswith(unit)]
+            for n, found in zip(ns, shingle_lengths(cps, offsets, unit, ns)):
+                sets[f"{unit}{n}"] = found
+        if "nospace5" in names:
+            sets["nospace5"] = shingle_codes(*drop_spaces(cps, offsets), ShingleConfig("char", 5))
+        if "masked3" in names:
+            sets["masked3"] = shingle_codes(mask_digits(cps), offsets, ShingleConfig("word", 3))
+        for name, whole in (("numbers", False), ("numerals", True)):
+            if name in names:
+                sets[name] = shingle_codes(*digit_tokens(cps, offsets, whole=whole), ShingleConfig("word", 1))
+        # Not compacted: the profile cache copies the sets into its own arrays, and a
+        # batch's profiles live only as long as the batch.
+        sets = {name: sets[name].unique(compact=False) for name in names}
     lengths = np.fromiter(map(len, norm), np.float64, len(norm))
     return DocumentProfiles(
         lengths, sets,

@@ -22,7 +22,7 @@ from numba import njit, uint64
 from neardup.errors import check_choice, check_int
 from neardup.text.hashing import encode_codepoints, mix64, readonly, seed_words
 
-__all__ = ["ShingleConfig", "ShingleSets", "hash_shingles", "shingle_codes"]
+__all__ = ["ShingleConfig", "ShingleSets", "hash_shingles", "shingle_codes", "shingle_lengths"]
 
 _BASE = uint64(0x100000001B3)  # odd multiplier of the rolling hash
 
@@ -76,8 +76,11 @@ class ShingleSets:
     def doc(self, i: int) -> np.ndarray:
         return self.hashes[self.offsets[i] : self.offsets[i + 1]]
 
-    def unique(self) -> ShingleSets:
-        """Per-document sets: duplicates removed, hashes sorted within each document."""
+    def unique(self, *, compact: bool = True) -> ShingleSets:
+        """Per-document sets: duplicates removed, hashes sorted within each document.
+
+        With ``compact=False`` the hashes are a view of a work array as long as the input
+        (no copy), for a caller that copies them or drops them soon."""
         n = len(self)
         if self.hashes.size == 0:
             return self
@@ -89,7 +92,7 @@ class ShingleSets:
                                  np.ascontiguousarray(self.offsets, np.int64), hashes, sizes)
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
-        return ShingleSets(hashes[:total].copy(), offsets)
+        return ShingleSets(hashes[:total].copy() if compact else hashes[:total], offsets)
 
     def is_sets(self) -> bool:
         """True when every document's hashes are strictly increasing (sorted, no repeats),
@@ -301,11 +304,21 @@ def shingle_codes(
 ) -> ShingleSets:
     """:func:`hash_shingles` of texts given as code points (uint8 or uint32) with offsets,
     as :func:`neardup.text.normalize.normalize_codes` returns them."""
+    return shingle_lengths(cps, offsets, config.unit, (config.n,), seed=seed)[0]
+
+
+def shingle_lengths(
+    cps: np.ndarray, offsets: np.ndarray, unit: str, ns: Sequence[int], *, seed: int = 0
+) -> list[ShingleSets]:
+    """:func:`shingle_codes` for each shingle length in ``ns`` (same ``unit``), the texts
+    tokenized once for all of them."""
+    for n in ns:
+        ShingleConfig(unit, n)  # validates unit and n
     key_unit, key_shingle = seed_words(seed, 2, salt=0x5EED)
     cps = readonly(cps)
-    if config.unit == "word":
+    if unit == "word":
         units, unit_offsets = _word_tokens(cps, offsets, key_unit)
+        units = readonly(units)
     else:
         units, unit_offsets = cps, offsets
-    hashes, shingle_offsets = _rolling_shingles(readonly(units), unit_offsets, config.n, key_shingle)
-    return ShingleSets(hashes, shingle_offsets)
+    return [ShingleSets(*_rolling_shingles(units, unit_offsets, n, key_shingle)) for n in ns]
