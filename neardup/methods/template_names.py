@@ -44,36 +44,47 @@ _SUFFIX_LETTERS = 4
 
 
 class _Words(NamedTuple):
-    """One case-kept normalized text's words, case folded, and what each looks like."""
+    """One case-kept normalized text's words, and the same words case folded. What a word
+    looks like (:func:`_title`, :func:`_capitals`, :func:`_initial`) is read only for
+    the words a test reaches: the gaps of an alignment, which are short."""
 
+    raw: list[str]
     folded: list[str]
-    title: list[bool]  # title case, three letters or more: ``Bancorp``
-    capitals: list[bool]  # capitals alone, two letters or more: ``NMR``
-    lower: list[bool]  # lower case: the template's own words (``said``, ``is``)
-    initial: list[bool]  # opens with a capital: ``Co``, ``NMR``, ``Bancorp``
 
 
 def _words(text: str) -> _Words:
-    words = text.split()
-    return _Words([w.casefold() for w in words],
-                  [len(w) >= 3 and w[0].isupper() and w[1:].islower() and w.isalpha()
-                   for w in words],
-                  [len(w) >= 2 and w.isupper() and w.isalpha() for w in words],
-                  [w.islower() for w in words],
-                  [w[0].isupper() for w in words])
+    # Case folding maps no character to whitespace or from it, so the folded text splits
+    # into the folded words (tests/methods/test_template_names.py checks every character).
+    return _Words(text.split(), text.casefold().split())
+
+
+def _title(word: str) -> bool:
+    """Title case, three letters or more: ``Bancorp``."""
+    return len(word) >= 3 and word[0].isupper() and word[1:].islower() and word.isalpha()
+
+
+def _capitals(word: str) -> bool:
+    """Capitals alone, two letters or more: ``NMR``."""
+    return len(word) >= 2 and word.isupper() and word.isalpha()
+
+
+def _initial(word: str) -> bool:
+    """Opens with a capital: ``Co``, ``NMR``, ``Bancorp``."""
+    return word[0].isupper()
 
 
 def _names(words: _Words, start: int, end: int, max_capitals: int) -> bool:
     """Whether words ``start:end`` hold a name: a title-case word, or at most
     ``max_capitals`` words in capitals alone (``NMR Centers``; more are a headline)."""
-    return any(words.title[start:end]) or 0 < sum(words.capitals[start:end]) <= max_capitals
+    span = words.raw[start:end]
+    return any(map(_title, span)) or 0 < sum(map(_capitals, span)) <= max_capitals
 
 
 def _subject(words: _Words, start: int, end: int) -> bool:
     """Whether words ``start:end`` read as a company named as a subject: at least half
     open with a capital (``Chemical Bank, the main bank subsidiary of Chemical New York
     Corp``), not a sentence (a cropped or reordered copy's opening)."""
-    return 2 * sum(words.initial[start:end]) >= end - start
+    return 2 * sum(map(_initial, words.raw[start:end])) >= end - start
 
 
 def _subject_name(words: _Words, start: int, end: int) -> list[str]:
@@ -81,10 +92,10 @@ def _subject_name(words: _Words, start: int, end: int) -> list[str]:
     sentence's verb (``Chemical New York Corp``), past words OCR broke (``Continental
     Airlines aid``)."""
     stop = end
-    while stop > start and not words.initial[stop - 1]:
+    while stop > start and not _initial(words.raw[stop - 1]):
         stop -= 1
     k = stop
-    while k > start and words.initial[k - 1]:
+    while k > start and _initial(words.raw[k - 1]):
         k -= 1
     return words.folded[k:stop]
 
@@ -108,10 +119,13 @@ def _opens_template(a: _Words, b: _Words, start_a: int, start_b: int, length: in
 
 
 def _verb_at(words: _Words, k: int) -> bool:
-    if words.lower[k]:
+    """A lower-case word (the template's own: ``said``, ``is``), or a short suffix
+    before one."""
+    raw = words.raw
+    if raw[k].islower():
         return True
-    return (words.initial[k] and len(words.folded[k]) <= _SUFFIX_LETTERS
-            and k + 1 < len(words.lower) and words.lower[k + 1]
+    return (_initial(raw[k]) and len(words.folded[k]) <= _SUFFIX_LETTERS
+            and k + 1 < len(raw) and raw[k + 1].islower()
             and len(words.folded[k + 1]) > 1)  # not ``Corp s`` (``Corp's``)
 
 

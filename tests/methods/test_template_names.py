@@ -172,3 +172,13 @@ def test_invalid_params_name_the_parameter(kwargs, name):
 def test_docstring_example():
     result = doctest.testmod(template_names_module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_folded_text_splits_into_the_folded_words():
+    """``_words`` folds the whole text, then splits it: equal to folding each word,
+    because case folding maps no character to whitespace or from it (every code point)."""
+    from neardup.methods.template_names import _words
+
+    every = "".join(map(chr, range(0x110000)))
+    assert _words(every).folded == [w.casefold() for w in every.split()]
+    assert all(chr(c).casefold() == chr(c) for c in range(0x110000) if chr(c).isspace())
