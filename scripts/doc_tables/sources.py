@@ -158,13 +158,13 @@ SOURCES: dict[str, Source] = {
         "python benchmarks/rerank_cost.py compare --data scale:/tmp/neardup-scale/1M --name s50-compare-1M  (at 07952ae)",
     ),
     "rerank-compare": Source(
-        "benchmarks/results/rerank/s50-compare.json",
-        "python benchmarks/rerank_cost.py compare --warmup --repeats 2 --data reuters --data scale:/tmp/neardup-scale/20k --env-variant 'before:PYTHONPATH=CHECKOUT_OF_ca3e8e1' --name s50-compare",
+        "benchmarks/results/rerank/s52-compare.json",
+        "python benchmarks/rerank_cost.py compare --warmup --repeats 2 --data reuters --data scale:/tmp/neardup-scale/20k --env-variant 'before:PYTHONPATH=CHECKOUT_OF_b64a08d' --clusters-dir DIR --name s52-compare",
     ),
     # A rerank_cost.py profile file: results -> data -> sections_cpu_s.
     "rerank-profile": Source(
-        "benchmarks/results/rerank/s49-profile-reuters-trees.json",
-        "python benchmarks/rerank_cost.py profile --data reuters --name s49-profile-reuters-trees",
+        "benchmarks/results/rerank/s52-profile-reuters.json",
+        "python benchmarks/rerank_cost.py profile --data reuters --name s52-profile-reuters",
     ),
     "rerank-every-candidate": Source(
         "benchmarks/results/rerank/final-compare.json",
