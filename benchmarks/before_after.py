@@ -8,7 +8,10 @@ and whether the clusters are identical (issue #36's "behaviour unchanged" record
 Each run is a child process started in its checkout's root, so ``python -m neardup``
 imports that checkout's package (the current directory comes first on ``sys.path``);
 ``--after`` defaults to this repository. Runs alternate before, after, before, after, so
-that a change in the machine's load falls on both. The clusters of every run are compared
+that a change in the machine's load falls on both; with ``--side-by-side`` the two run at
+once instead (each repeat starts both and waits for both), for commands too long to run
+one after the other in a session. Each process's CPU and peak memory are its own
+(``wait4``); its wall time ends when it exits. The clusters of every run are compared
 as partitions of the document ids (the engines may number clusters differently).
 """
 
@@ -42,16 +45,29 @@ def _partition(path: Path) -> np.ndarray:
     return rank[inverse]
 
 
+def _measure_together(jobs: list[tuple[str, Path, list[str]]]) -> dict[str, dict]:
+    """Start every ``(label, tree, cmd)`` at once; each one's wall, CPU and peak RSS."""
+    started = {}
+    for label, tree, cmd in jobs:
+        proc = subprocess.Popen(cmd, cwd=tree, stdout=subprocess.DEVNULL,
+                                env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": ""})
+        started[proc.pid] = (label, tree, cmd, time.perf_counter())
+    rows = {}
+    while started:
+        pid, status, usage = os.wait4(-1, 0)
+        if pid not in started:
+            continue
+        label, tree, cmd, start = started.pop(pid)
+        if status != 0:
+            raise SystemExit(f"command failed ({status}) in {tree}: {' '.join(cmd)}")
+        rows[label] = {"wall_s": round(time.perf_counter() - start, 1),
+                       "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+                       "peak_rss_mb": round(usage.ru_maxrss / 1024.0)}
+    return rows
+
+
 def _measure(tree: Path, cmd: list[str]) -> dict:
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=tree, stdout=subprocess.DEVNULL,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": ""})
-    _, status, usage = os.wait4(proc.pid, 0)
-    if status != 0:
-        raise SystemExit(f"command failed ({status}) in {tree}: {' '.join(cmd)}")
-    return {"wall_s": round(time.perf_counter() - start, 1),
-            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024.0)}
+    return _measure_together([("run", tree, cmd)])["run"]
 
 
 def run(argv: list[str]) -> dict:
@@ -65,6 +81,8 @@ def run(argv: list[str]) -> dict:
     parser.add_argument("--warmup", default=None,
                         help="a small input (a glob) each checkout runs once first, unmeasured: "
                              "numba compiles and caches its kernels on a checkout's first run")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="run the two checkouts at once in each repeat, not one after the other")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                         help="further options for neardup dedup, given to both")
     args = parser.parse_args(argv)
@@ -80,12 +98,18 @@ def run(argv: list[str]) -> dict:
                                       "--method", args.method, "--text-field", "text",
                                       "--quiet", *args.extra])
         for repeat in range(args.repeats):
+            jobs = []
             for label, tree in (("before", args.before), ("after", args.after)):
                 out = Path(tmp) / f"{label}-{repeat}.parquet"
-                cmd = [python, "-m", "neardup", "dedup", *files, "--method", args.method,
-                       "--text-field", "text", "--id-field", "id", "--clusters-out", str(out),
-                       "--quiet", *args.extra]
-                row = {"checkout": label, "repeat": repeat, **_measure(tree.resolve(), cmd)}
+                jobs.append((label, tree.resolve(), [
+                    python, "-m", "neardup", "dedup", *files, "--method", args.method,
+                    "--text-field", "text", "--id-field", "id", "--clusters-out", str(out),
+                    "--quiet", *args.extra]))
+            measured = (_measure_together(jobs) if args.side_by_side
+                        else {label: _measure(tree, cmd) for label, tree, cmd in jobs})
+            for label, _, _ in jobs:
+                out = Path(tmp) / f"{label}-{repeat}.parquet"
+                row = {"checkout": label, "repeat": repeat, **measured[label]}
                 labels = _partition(out)
                 row["clusters"] = int(labels.max()) + 1 if labels.size else 0
                 row["identical_to_first_before"] = (
@@ -99,7 +123,7 @@ def run(argv: list[str]) -> dict:
     def mean(label: str, key: str) -> float:
         return float(np.mean([r[key] for r in runs if r["checkout"] == label]))
 
-    return {"machine": machine(), "input": args.input, "warmup": args.warmup, "docs": int(partitions["after"].size),
+    return {"machine": machine(), "side_by_side": args.side_by_side, "input": args.input, "warmup": args.warmup, "docs": int(partitions["after"].size),
             "method": args.method, "extra": args.extra, "before": str(args.before),
             "after": str(args.after), "runs": runs,
             "identical_clusters": all(r["identical_to_first_before"] in (None, True) for r in runs),
