@@ -42,14 +42,6 @@ __all__ = ["partial_ratios"]
 MAX_SCORED_WINDOWS = 48
 
 
-@njit(inline="always", cache=True)
-def _popcount64(x):
-    x = x - ((x >> uint64(1)) & uint64(0x5555555555555555))
-    x = (x & uint64(0x3333333333333333)) + ((x >> uint64(2)) & uint64(0x3333333333333333))
-    x = (x + (x >> uint64(4))) & uint64(0x0F0F0F0F0F0F0F0F)
-    return (x * uint64(0x0101010101010101)) >> uint64(56)
-
-
 @njit(cache=True)
 def _lcs(match, m, codes, start, end, v):
     """LCS length of the pattern whose match vectors are ``match`` (alphabet x words;
@@ -78,7 +70,9 @@ def _lcs(match, m, codes, start, end, v):
         bits = v[w]
         if w == words - 1 and m % 64:
             bits &= (uint64(1) << uint64(m % 64)) - uint64(1)
-        ones += _popcount64(bits)
+        while bits:  # one set bit at a time (a few words a window)
+            bits &= bits - uint64(1)
+            ones += 1
     return m - ones
 
 
