@@ -63,6 +63,8 @@ def _measure_together(jobs: list[tuple[str, Path, list[str]]]) -> dict[str, dict
         rows[label] = {"wall_s": round(time.perf_counter() - start, 1),
                        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
                        "peak_rss_mb": round(usage.ru_maxrss / 1024.0)}
+        if len(jobs) > 1:  # said as each ends: a long run stopped early keeps what finished
+            print(f"{label} finished: {rows[label]}", flush=True)
     return rows
 
 
