@@ -255,6 +255,8 @@ def document_profiles(texts: Sequence[str], *, features: Sequence[str] = LEXICAL
         cps, offsets = encode_codepoints(norm)
         for unit in ("word", "char"):
             ns = [int(name[4:]) for name in names if name.startswith(unit)]
+            if not ns:
+                continue
             for n, found in zip(ns, shingle_lengths(cps, offsets, unit, ns)):
                 sets[f"{unit}{n}"] = found
         if "nospace5" in names:

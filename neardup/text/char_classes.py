@@ -57,13 +57,13 @@ def _digit_tokens(cps, offsets, classes, whole, out, out_offsets):
         first = True
         i, end = offsets[d], offsets[d + 1]
         while i < end:
-            if classes[cps[i]] & 1:
+            if classes[cps[i]] & SPACE:
                 i += 1
                 continue
             start = i
             digits = 0
-            while i < end and not classes[cps[i]] & 1:
-                if classes[cps[i]] & 2:
+            while i < end and not classes[cps[i]] & SPACE:
+                if classes[cps[i]] & DIGIT:
                     digits += 1
                 i += 1
             if digits > 0 and (not whole or digits == i - start):
