@@ -20,8 +20,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS"):
         os.environ.setdefault(_name, "1")
 
-# Longest test files first, and `--record-durations` (tests/durations.py).
-pytest_plugins = ["tests.durations"]
+# Longest test files first, and `--record-durations` (tests/durations.py); files that -m
+# deselects as a whole are not imported (tests/lanes.py).
+pytest_plugins = ["tests.durations", "tests.lanes"]
 
 # Texts that stress the binarizer and the model: scripts, sizes around the chunk rules
 # (512 per chunk, a last partial chunk of <= 256 characters dropped), odd code points.

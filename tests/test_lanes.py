@@ -4,10 +4,16 @@ exactly the lanes pyproject.toml registers. Reads source only; imports no test m
 
 from __future__ import annotations
 
-import ast
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
+
+import pytest
+
+from tests.lanes import deselected_whole, module_marks
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
@@ -30,20 +36,6 @@ def _registered() -> set[str]:
     return {line.split(":")[0].strip() for line in config["tool"]["pytest"]["ini_options"]["markers"]}
 
 
-def _module_marks(path: Path) -> set[str]:
-    """Marker names in the module-level ``pytestmark`` (``pytest.mark.NAME`` or
-    ``pytest.mark.NAME(...)``, alone or in a list)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "pytestmark" for t in node.targets):
-            for sub in ast.walk(node.value):
-                if (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Attribute)
-                        and sub.value.attr == "mark"):
-                    names.add(sub.attr)
-    return names
-
-
 def _test_files() -> list[Path]:
     return sorted(TESTS.rglob("test_*.py"))
 
@@ -58,7 +50,7 @@ def test_every_file_of_a_lane_carries_its_marker():
         files = sorted({p for g in globs for p in TESTS.glob(g)})
         assert files, f"lane {lane!r}: no file matches {globs}"
         missing += [f"{p.relative_to(ROOT)} lacks pytest.mark.{lane}" for p in files
-                    if lane not in _module_marks(p)]
+                    if lane not in module_marks(p)]
     assert not missing, "\n".join(missing)
 
 
@@ -72,7 +64,7 @@ def test_modules_that_use_ray_are_in_the_ray_lane_and_share_its_cluster():
         source = path.read_text(encoding="utf-8")
         if uses_ray.search(source):
             where = path.relative_to(ROOT)
-            assert "ray" in _module_marks(path), f"{where} uses Ray: pytestmark needs ray"
+            assert "ray" in module_marks(path), f"{where} uses Ray: pytestmark needs ray"
             assert not starts_ray.search(source), f"{where}: take the ray_cluster fixture, start no cluster"
             assert "ray_cluster" in source, f"{where}: take the ray_cluster fixture"
 
@@ -83,3 +75,49 @@ def test_make_test_fast_leaves_out_every_lane():
     assert lanes, "Makefile: no LANES := line"
     assert set(lanes.group(1).split(" or ")) == _registered()
     assert re.search(r"^test-fast:.*\n\t.*-m \"not \(\$\(LANES\)\)\"", makefile, re.M)
+
+
+@pytest.mark.parametrize(("expression", "marks", "expected"), [
+    ("not (slow or ray or neural)", {"neural"}, True),
+    ("not (slow or ray or neural)", {"faults"}, False),  # its tests may still be selected
+    ("not (slow or ray or neural)", set(), False),
+    ("ray", {"neural"}, False),  # a test in it may carry ray itself
+    ("ray", set(), False),
+    ("not ray and not neural", {"ray", "slow"}, True),
+    ("neural and not train", {"train"}, True),
+    ("(neural)", {"slow"}, False),
+    ("slow or not slow", {"slow"}, False),
+])
+def test_a_file_is_left_out_only_when_every_test_in_it_would_be_deselected(expression, marks, expected):
+    assert deselected_whole(expression, marks) is expected
+
+
+@pytest.mark.parametrize("expression", ["device(serial='1')", "not ray-x", "not True", "not (ray"])
+def test_expressions_it_cannot_read_leave_every_file_collected(expression):
+    assert deselected_whole(expression, {"ray"}) is None
+
+
+def test_files_left_out_are_not_imported_and_the_same_tests_are_selected(tmp_path):
+    """A small tree of marked and unmarked files, collected with ``-m 'not (neural or
+    train)'`` with tests/lanes.py as a plugin and without it: the same test ids, and the
+    file the expression deselects whole is imported only without the plugin."""
+    (tmp_path / "test_plain.py").write_text(
+        "import pytest\n\ndef test_a():\n    pass\n\n@pytest.mark.neural\ndef test_b():\n    pass\n")
+    (tmp_path / "test_neural.py").write_text(
+        "import pathlib\nimport pytest\n\npathlib.Path(__file__).with_suffix('.imported').touch()\n"
+        "pytestmark = pytest.mark.neural\n\ndef test_c():\n    pass\n")
+    (tmp_path / "test_faults.py").write_text(
+        "import pytest\n\npytestmark = [pytest.mark.faults]\n\ndef test_d():\n    pass\n\n"
+        "@pytest.mark.train\ndef test_e():\n    pass\n")
+    imported = tmp_path / "test_neural.imported"
+    selected = {}
+    for name, plugin in (("with", ["-p", "tests.lanes"]), ("without", [])):
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+             "-c", os.devnull, "--rootdir", str(tmp_path), "-m", "not (neural or train)", *plugin,
+             str(tmp_path)],
+            capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert run.returncode == 0, run.stdout + run.stderr
+        selected[name] = sorted(line.rsplit("/", 1)[-1] for line in run.stdout.splitlines() if "::" in line)
+        assert imported.exists() is (name == "without")
+    assert selected["with"] == selected["without"] == ["test_faults.py::test_d", "test_plain.py::test_a"]
