@@ -263,7 +263,8 @@ PARAMS: tuple[Param, ...] = (
     _p("memory_limit", _E, "Memory for the out-of-core stages' buffers, e.g. 2GB or 512MB "
        "(default: an eighth of physical memory, at most 1GB).", kind="memory", metavar="SIZE"),
     _p("partitions", _E, "Key partitions of the out-of-core stage (default: from the corpus "
-       "size, 256 when it is unknown).", kind="int", low=1, high=65536),
+       "size, counted when the input is a single batch; 256 when it is unknown).", kind="int",
+       low=1, high=65536),
     _p("resume", _E, "Continue a killed run from the completed stages in --work-dir (same "
        "input and options give the same outputs).", default=False, kind="flag"),
 )

@@ -49,6 +49,7 @@ the files they read and write are :mod:`neardup.engine.stores`'.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import resource
@@ -544,6 +545,19 @@ def _count_capped(per_doc: np.ndarray, docs: np.ndarray) -> None:
         per_doc[found] += counts.astype(np.int32)
 
 
+def _total_of_one_batch(batches: Iterable[DocumentBatch]) -> tuple[Iterable[DocumentBatch], int | None]:
+    """``batches`` unchanged, and their number of documents when they are a single batch.
+
+    Partitions are sized from the number of documents; an input of unknown length (a JSONL
+    file read as a stream) gets 256, whose hundreds of spill files cost a small input more
+    than its own work. One batch read ahead tells a small input by its end."""
+    iterator = iter(batches)
+    ahead = list(itertools.islice(iterator, 2))
+    if len(ahead) == 1:
+        return ahead, len(ahead[0])
+    return itertools.chain(ahead, iterator), None
+
+
 def run_corpus_stage(
     batches: Iterable[DocumentBatch],
     method: Method,
@@ -570,6 +584,8 @@ def run_corpus_stage(
             "corpus stage; run it through neardup.pipeline.run"
         )
     timer = timer or StageTimer()
+    if total is None and config.partitions is None and config.expected_docs is None:
+        batches, total = _total_of_one_batch(batches)
     config = config.resolve(total, method.capabilities.keyed.keys_per_doc)
     _remove_stale_scratch()
     with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH}{os.getpid()}-") as scratch:

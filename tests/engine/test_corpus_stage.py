@@ -771,3 +771,24 @@ def test_time_window_through_the_exchange_matches_in_memory(demo, name):
     assert len(local.outside_window) > 0
     assert set(zip(local.outside_window.left.tolist(), local.outside_window.right.tolist())) <= set(
         zip(memory.outside_window.left.tolist(), memory.outside_window.right.tolist()))
+
+
+def test_an_input_of_one_batch_and_unknown_length_is_sized_by_its_documents(tmp_path):
+    """A stream whose length nobody gave (a JSONL file) is sized at 256 partitions unless
+    it ends within its first batch: then its documents are counted, and a two-story
+    input no longer writes hundreds of spill files. Same clusters either way."""
+    rng = np.random.default_rng(0)
+    stories = [" ".join(rng.choice([f"w{i}" for i in range(500)], 30)) for _ in range(15)]
+    texts = [stories[i // 2] for i in range(30)]  # each story twice
+    method = make_method("minhash")
+    results, files = {}, {}
+    for size in (len(texts), 10):  # one batch; three batches
+        work = tmp_path / str(size)
+        results[size] = run_corpus_stage(_batches(texts, size), method,
+                                         config=CorpusStageConfig(work_dir=str(work)))
+        files[size] = sum(1 for p in work.rglob("*") if p.is_file())
+    one, three = results[len(texts)], results[10]
+    assert one.ids.size == three.ids.size == len(texts)
+    np.testing.assert_array_equal(one.roots, three.roots)
+    assert len(set(one.roots.tolist())) == 15  # the pairs were found
+    assert files[len(texts)] < 40 < 256 < files[10]
