@@ -112,6 +112,22 @@ def test_cli_keep_by_and_annotate(corpus, tmp_path, engine):
     assert ids == EXPECTED["by-score"] | {"s0", "s1"}
 
 
+def test_annotations_table_is_what_annotate_writes(corpus, tmp_path):
+    """``Result.annotations_table()`` (docs/policies.md): the id and the four columns
+    ``--annotate`` adds, one row per input document in input order."""
+    result = neardup.dedup(corpus, method="minhash", id_field="id", threshold=0.5, engine="memory",
+                           date_field="date", keep="latest")
+    table = result.annotations_table()
+    assert table.column_names == ["id", "cluster", "cluster_size", "is_representative", "duplicate_of"]
+    source, out = _write(tmp_path, corpus), tmp_path / "annotated.jsonl"
+    run = CliRunner().invoke(main, ["dedup", str(source), "--method", "minhash", "--threshold", "0.5",
+                                    "--id-field", "id", "--date-field", "date", "--engine", "memory",
+                                    "--keep", "latest", "--annotate", "--out", str(out), "--quiet"])
+    assert run.exit_code == 0, run.output
+    marked = [json.loads(line) for line in out.read_text().splitlines()]
+    assert table.to_pylist() == [{k: r[k] for k in table.column_names} for r in marked]
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--keep", "first", "--keep-by", "score"], "give one of them"),
     (["--keep", "earliest"], "--keep earliest chooses by date: give --date-field"),
