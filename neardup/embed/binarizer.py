@@ -87,10 +87,6 @@ class Chunks:
     def __len__(self) -> int:
         return int(self.starts.shape[0])
 
-    @property
-    def n_texts(self) -> int:
-        return int(self.offsets.shape[0] - 1)
-
     def codes(self, rows: np.ndarray | None = None) -> np.ndarray:
         """Code points of chunks ``rows`` (default: all), zero-padded.
 

@@ -454,9 +454,3 @@ def _native_bf16() -> bool:
     except (AttributeError, RuntimeError):
         return False
 
-
-def _atomic(path: Path) -> Any:
-    from neardup.io.writers import atomic_path
-
-    return atomic_path(path)
-
