@@ -5,7 +5,7 @@ import pytest
 
 import neardup
 from neardup.eval.metrics import adjusted_rand_index
-from neardup.methods import METHODS
+from neardup.methods import METHODS, NEURAL_METHODS
 
 HOSTILE = [
     "",
@@ -53,7 +53,9 @@ def _skip_unavailable(name):
             pytest.skip("the shipped verifier model is missing")
 
 
-@pytest.fixture(params=sorted(METHODS))
+# The methods that load a model run in the neural lane (pyproject.toml's markers).
+@pytest.fixture(params=[pytest.param(name, marks=pytest.mark.neural) if name in NEURAL_METHODS else name
+                        for name in sorted(METHODS)])
 def method(request):
     _skip_unavailable(request.param)
     return request.param
