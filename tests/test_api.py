@@ -52,6 +52,7 @@ def test_single_string_rejected():
         neardup.dedup("just a string")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(set(neardup.METHODS) - NEURAL_METHODS))
 def test_five_megabyte_document(method):
     # The neural embedders' 5 MB case is in tests/embed (it costs a model run there).

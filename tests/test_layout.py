@@ -12,6 +12,7 @@ still do both.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -64,16 +65,22 @@ class _Imports(ast.NodeVisitor):
             self.found.append((target, alias.name, node.lineno))
 
 
-def _imports(module: str) -> list[tuple[str, str | None, int]]:
+@cache
+def _tree(module: str) -> ast.Module:
+    # Each test reads every module: parsing the package once saves most of their time.
     path = MODULES[module]
-    visitor = _Imports(module, path.name == "__init__.py")
-    visitor.visit(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+@cache
+def _imports(module: str) -> list[tuple[str, str | None, int]]:
+    visitor = _Imports(module, MODULES[module].name == "__init__.py")
+    visitor.visit(_tree(module))
     return visitor.found
 
 
 def _private_uses(module: str) -> list[str]:
     """``"module:line: target._name"`` for each private name ``module`` takes from another."""
-    path = MODULES[module]
     found = []
     aliases: dict[str, str] = {}
     for target, name, line in _imports(module):
@@ -83,7 +90,7 @@ def _private_uses(module: str) -> list[str]:
             aliases[name] = f"{target}.{name}"
         elif name.startswith("_") and not name.startswith("__") and target != module:
             found.append(f"{module}:{line}: {target}.{name}")
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = _tree(module)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:

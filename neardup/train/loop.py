@@ -13,6 +13,7 @@ import json
 import os
 import random
 import resource
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -30,14 +31,14 @@ __all__ = [
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python, numpy and torch (when installed) so runs repeat."""
+    """Seed Python, numpy and torch (when it is loaded) so runs repeat."""
     random.seed(seed)
     np.random.seed(seed % 2**32)
-    try:
-        import torch
-    except ImportError:
-        return
-    torch.manual_seed(seed)
+    # Code that uses torch has imported it by now; importing it here only to seed it
+    # would cost a run that never uses it (the verifier's trainer) seconds of start-up.
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
 
 
 def cpu_seconds() -> float:

@@ -62,6 +62,7 @@ def test_roff_paragraphs():
     assert all("\\f" not in p and not p.startswith(".") for p in paragraphs)
 
 
+@pytest.mark.slow
 def test_multilingual_sets_drop_paragraphs_shared_across_pages(tmp_path):
     import gzip
 
@@ -82,6 +83,7 @@ def test_multilingual_sets_drop_paragraphs_shared_across_pages(tmp_path):
     assert sum(split["pages"] for split in info["splits"].values()) <= 12
 
 
+@pytest.mark.slow
 def test_multilingual_train_split_leaves_test_and_validation_unchanged():
     pytest.importorskip("faker")
     from neardup.datasets.independent import make_multilingual_set
@@ -97,6 +99,7 @@ def test_multilingual_train_split_leaves_test_and_validation_unchanged():
         make_multilingual_set("greek", splits=("dev",))
 
 
+@pytest.mark.slow
 def test_multilingual_language_validation_split_balances_languages(tmp_path):
     import gzip
 

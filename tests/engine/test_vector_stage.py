@@ -105,6 +105,7 @@ def test_pipeline_local_engine_uses_vector_stage(demo, tmp_path):
     assert supports_vector_stage(FakeRETSim(threshold=0.85, index="flat"), "components", None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method_class, k, shard_rows", [
     (FakeRETSim, None, 37), (FakeRETSim, 3, 37), (FakeRETSimPartial, None, 37), (FakeRETSim, None, None)])
 def test_every_edge_keeps_the_in_memory_pairs(demo, tmp_path, method_class, k, shard_rows):
@@ -175,6 +176,7 @@ def test_auto_index_switches_to_ivf_above_exact_limit(demo_all, tmp_path):
     np.testing.assert_array_equal(ivf.clusters, run(_batches(docs, 1000), large, engine="memory").clusters)
 
 
+@pytest.mark.slow
 def test_ivf_training_sample_is_seeded_and_bounded(demo_all, tmp_path, monkeypatch):
     # Fewer training rows than rows: a seeded sample trains the centroids; two runs give
     # identical outputs, and the clusters stay close to the in-memory IVF's.

@@ -42,7 +42,10 @@ def _store(index: Index):
 
 
 @pytest.mark.parametrize("method, params", [
-    ("exact", {}), ("minhash", {}), ("simhash", {}), ("minhash", {"max_bucket_pairs": 2}),
+    ("exact", {}),
+    pytest.param("minhash", {}, marks=pytest.mark.slow),
+    pytest.param("simhash", {}, marks=pytest.mark.slow),
+    pytest.param("minhash", {"max_bucket_pairs": 2}, marks=pytest.mark.slow),
 ])
 def test_bulk_gives_dedup_clusters_and_the_store_of_an_add(demo_texts, tmp_path, method, params):
     texts = demo_texts
@@ -66,6 +69,7 @@ def test_bulk_gives_dedup_clusters_and_the_store_of_an_add(demo_texts, tmp_path,
     assert all(s == "joined" for s, d in zip(status, dup) if d is not None)
 
 
+@pytest.mark.slow
 def test_adds_after_a_bulk_add_give_dedup_clusters(demo_texts, tmp_path):
     texts = demo_texts
     expected = neardup.dedup(texts, "minhash", pair_types=False, profile="clean").clusters

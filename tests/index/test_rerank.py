@@ -53,6 +53,7 @@ def _batches(texts, size):
             for a in range(0, len(texts), size)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["add in 3 batches", "bulk"])
 def test_rerank_index_gives_dedup_rerank_clusters(texts, expected, tmp_path, how):
     plain = neardup.dedup(texts, "minhash", pair_types=False, threshold=THRESHOLD).clusters
@@ -73,6 +74,7 @@ def test_rerank_index_gives_dedup_rerank_clusters(texts, expected, tmp_path, how
         assert stored < sum(len(t.encode()) for t in texts)  # compressed
 
 
+@pytest.mark.slow
 def test_query_matches_are_minhash_matches_the_verifier_confirms(texts, tmp_path):
     stored, probe = texts[:2500], texts[2500:]
     with Index.create(tmp_path / "plain", "minhash", threshold=THRESHOLD) as plain, \

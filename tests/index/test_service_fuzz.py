@@ -9,6 +9,9 @@ import json
 
 import pytest
 
+# Each search sends a few hundred requests through the service: the slow lane.
+pytestmark = pytest.mark.slow
+
 hypothesis = pytest.importorskip("hypothesis")
 pytest.importorskip("fastapi", reason="the serve extra (fastapi) is not installed")
 pytest.importorskip("httpx", reason="the serve extra (httpx) is not installed")

@@ -114,8 +114,12 @@ def assert_round_trip(store, scheme: str, records, local_clusters, engine: str, 
     assert fs.cat_file(f"{bucket}/in/corpus.{fmt}") == data  # the input untouched
 
 
-@pytest.mark.parametrize("engine", ["memory", "local"])
-@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+@pytest.mark.parametrize(("fmt", "engine"), [
+    ("jsonl", "memory"),
+    pytest.param("parquet", "memory", marks=pytest.mark.slow),
+    pytest.param("jsonl", "local", marks=pytest.mark.slow),
+    pytest.param("parquet", "local", marks=pytest.mark.slow),
+])
 def test_s3_round_trip(s3, records, local_clusters, engine, fmt, tmp_path):
     assert_round_trip(s3, "s3", records, local_clusters, engine, fmt, tmp_path)
 
@@ -170,6 +174,7 @@ def test_parquet_shard_directory_on_s3_and_on_disk(s3, records, local_clusters, 
         assert clusters.equals(local_clusters["memory"])
 
 
+@pytest.mark.slow
 def test_saved_hugging_face_dataset_directory(s3, records, local_clusters, tmp_path):
     datasets = pytest.importorskip("datasets")
     dataset = datasets.Dataset.from_list(records)
@@ -326,6 +331,7 @@ def test_failed_run_leaves_no_final_key_and_the_previous_object(s3):
     assert hidden_keys(fs, bucket) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["memory", "local"])
 def test_hugging_face_datasets_in_the_api_give_the_list_clusters(records, engine):
     datasets = pytest.importorskip("datasets")
@@ -348,6 +354,7 @@ def test_hugging_face_datasets_in_the_api_give_the_list_clusters(records, engine
     assert np.array_equal(shuffled.clusters, again.clusters)
 
 
+@pytest.mark.slow
 def test_streamed_dataset_ids_are_checked_across_batches(records):
     datasets = pytest.importorskip("datasets")
     repeated = datasets.Dataset.from_list(records[:50] + [records[0]]).to_iterable_dataset()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -78,3 +81,19 @@ def test_whole_days_falls_back_to_clusters_then_cuts():
     assert len(keep) == 4 and set(np.asarray(corpus.clusters)[keep]) == {"c0", "c1"}
     undated = LabeledCorpus(ids=corpus.ids, texts=corpus.texts, clusters=np.array(["a"] * 12))
     assert len(whole_days(undated, 5)) == 5  # one group bigger than the budget: cut
+
+
+def test_seeding_imports_no_torch_and_seeds_it_once_loaded():
+    # The verifier's trainer seeds the process but never uses torch: importing torch only
+    # to seed it cost each of its runs seconds of start-up.
+    code = (
+        "import sys\n"
+        "from neardup.train.loop import seed_everything\n"
+        "seed_everything(3)\n"
+        "assert 'torch' not in sys.modules\n"
+        "import torch\n"
+        "seed_everything(3); first = torch.rand(2)\n"
+        "seed_everything(3); assert torch.equal(torch.rand(2), first)\n"
+    )
+    pytest.importorskip("torch")
+    subprocess.run([sys.executable, "-c", code], check=True)
