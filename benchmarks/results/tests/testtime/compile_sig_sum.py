@@ -1,4 +1,4 @@
-"""Sum compile_sig_timer.py's output: top-level compiles by kernel and signature.
+"""Sum compile_timer_cpu.py's rows: top-level compiles by kernel and signature.
 
     python benchmarks/results/tests/testtime/compile_sig_sum.py FILE
 """

@@ -1,27 +1,26 @@
-"""pytest plugin: thread CPU seconds numba spends compiling each kernel, appended per process to $COMPILE_TIMER_OUT."""
+"""pytest plugin: thread CPU seconds numba spends compiling, appended per process to
+$COMPILE_TIMER_OUT: per kernel ("totals", "counts"; "<top-level total>" sums the compiles
+not nested in another) and per compile ("rows": kernel, signature, seconds, nesting depth)."""
 import atexit, collections, json, os, time
 from numba.core import event
 
 _totals = collections.defaultdict(float)
 _counts = collections.Counter()
-_depth = [0]
+_rows = []
+_starts = []  # a stack: a kernel compiled inside another's compile ends first
 
 class _Listener(event.Listener):
     def on_start(self, ev):
-        self._t = getattr(self, "_t", {})
-        self._t[id(ev.data.get("dispatcher"))] = (time.thread_time(), _depth[0])
-        _depth[0] += 1
+        _starts.append(time.thread_time())
     def on_end(self, ev):
-        _depth[0] -= 1
+        dt = time.thread_time() - _starts.pop()
         d = ev.data.get("dispatcher")
-        start = self._t.pop(id(d), None)
-        if start is not None:
-            name = f"{d.py_func.__module__}.{d.py_func.__name__}"
-            dt = time.thread_time() - start[0]
-            _totals[name] += dt
-            _counts[name] += 1
-            if start[1] == 0:
-                _totals["<top-level total>"] += dt
+        name = f"{d.py_func.__module__}.{d.py_func.__name__}"
+        _totals[name] += dt
+        _counts[name] += 1
+        if not _starts:
+            _totals["<top-level total>"] += dt
+        _rows.append([name, str(ev.data.get("args")), dt, len(_starts)])
 
 event.register("numba:compile", _Listener())
 
@@ -30,4 +29,4 @@ def _report():
     out = os.environ.get("COMPILE_TIMER_OUT")
     if out:
         with open(out, "a") as f:
-            f.write(json.dumps({"pid": os.getpid(), "totals": _totals, "counts": _counts}) + "\n")
+            f.write(json.dumps({"pid": os.getpid(), "totals": _totals, "counts": _counts, "rows": _rows}) + "\n")
