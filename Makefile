@@ -58,7 +58,7 @@ demo: install
 		--out $(OUT)/demo-deduped.jsonl \
 		--report $(OUT)/demo-report.json
 	@echo "The default's accuracy against the demo corpus's labels (ARI: 1 is perfect)."
-	@echo "--method rerank is more accurate at more CPU per document: docs/choosing-a-method.md"
+	@echo "The default (--method auto) runs rerank up to 10,000 documents, minhash above: docs/choosing-a-method.md"
 	HF_HUB_OFFLINE=1 $(VENV)/bin/neardup eval \
 		"$$($(PY) -c 'from neardup.data import demo_corpus_path; print(demo_corpus_path())')"
 

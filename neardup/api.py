@@ -23,6 +23,8 @@ from neardup.params import (
 )
 from neardup.pipeline import ClusterConfig, Result, run
 from neardup.plan import Budget, RunSpec, plan, require
+from neardup.method_choice import AUTO, planning_method
+from neardup.method_choice import choose_from_batches as choose_method_from_batches
 from neardup.profiles import choose_from_batches, profile_settings
 
 __all__ = ["dedup"]
@@ -257,7 +259,7 @@ def _refuse_renamed(params: dict[str, Any], own: list[str]) -> None:
 
 def dedup(
     texts_or_records: Sequence[str] | Sequence[Mapping[str, Any]] | Any,
-    method: str = "minhash",
+    method: str = "auto",
     *,
     text_field: str = "text",
     id_field: str | None = None,
@@ -290,9 +292,12 @@ def dedup(
         iterated a second time for the pair types). Nothing is downloaded: load or
         stream the dataset first (docs/storage.md). Files and URLs are read with
         :func:`neardup.io.read_corpus` (``ReaderConfig(storage_options=...)``).
-    method : str, default "minhash"
-        One of ``neardup.METHODS``: "exact", "ngram", "minhash", "simhash", "sanderson",
-        "spotsigs", "wminhash".
+    method : str, default "auto"
+        "auto", or one of ``neardup.METHODS`` ("exact", "ngram", "minhash", "simhash",
+        "rerank", ...). "auto" runs "rerank" (the most accurate) when the input holds at
+        most 10,000 documents and 50 million characters, "minhash" otherwise
+        (:mod:`neardup.method_choice`; ``Result.params["method_auto"]`` records the
+        choice). A method parameter (``threshold=``, ...) needs the method named.
     text_field : str, default "text"
         Field holding the text, for mappings.
     id_field : str or None, default None
@@ -393,7 +398,8 @@ def dedup(
                              "('longest', 'first', 'last' or 'most-complete')", keep,
                              "Pass date_field (the field holding each record's date).")
     check_value("dedup", "method", method)
-    own = method_parameters(method)  # a method's own parameter wins (sanderson's window)
+    # A method's own parameter wins (sanderson's window); "auto" takes none (below).
+    own: list[str] = [] if method == AUTO else list(method_parameters(method))
     _refuse_renamed(params, own)
     cluster_kwargs = {
         k: params.pop(k) for k in list(params) if k in CLUSTER_OPTION_NAMES and k not in own
@@ -414,15 +420,23 @@ def dedup(
     given = {k for k in named if known[k] not in (None, False)} | set(cluster_kwargs) | set(params)
     if profile == "auto":  # the default, whatever the method
         given.discard("profile")
+    auto_seed = params.get("seed") if method == AUTO else None
     if "seed" in params and "seed" not in own:
         params.pop("seed")
     check_rules("dedup", known, given)
+    if method == AUTO and params:
+        name = sorted(params)[0]
+        raise ParameterError("dedup", name, "a parameter of a named method", params[name],
+                             "method='auto' (the default) chooses rerank or minhash by the "
+                             "input's size; name the method this parameter is for, e.g. "
+                             "method='minhash'.")
     cluster = ClusterConfig(algorithm=cluster_kwargs.pop("cluster", "auto"), seed=seed,
                             **cluster_kwargs)
     # The profile's settings under the parameters given (a given one wins); "auto" is
     # planned as "clean" until the first documents are read (below).
     first = "clean" if profile == "auto" else profile
-    method_obj = make_method(method, **{**profile_settings(first, method), **params})
+    planned_method = planning_method(method)
+    method_obj = make_method(planned_method, **_method_kwargs(planned_method, first, params, auto_seed))
     budget = Budget(work_dir=None if work_dir is None else str(work_dir),
                     memory_limit=None if memory_limit is None else parse_memory(memory_limit),
                     partitions=partitions, resume=resume, ray_address=ray_address)
@@ -454,9 +468,11 @@ def dedup(
         total = len(items)
     # "auto" reads the first documents (of the batches the run reads: a stream once),
     # after every check; the placement does not depend on the profile.
-    choice, batches = choose_from_batches(profile, method, batches)
-    if choice.name != first:
-        method_obj = make_method(method, **{**profile_settings(choice.name, method), **params})
+    method_choice, batches = choose_method_from_batches(method, batches)
+    choice, batches = choose_from_batches(profile, method_choice.name, batches)
+    if choice.name != first or method_choice.name != planned_method:
+        method_obj = make_method(method_choice.name,
+                                 **_method_kwargs(method_choice.name, choice.name, params, auto_seed))
         planned = require(plan(RunSpec(method_obj, cluster, engine, budget, policy, outputs)),
                           "dedup")
     result = run(batches, method_obj, cluster=cluster, keep=policy, keep_values=values,
@@ -464,5 +480,16 @@ def dedup(
                  reread=again if "pair_types" in planned.spec.outputs else None,
                  engine=engine, corpus_stage=budget.corpus_stage(),
                  ray=budget.ray_config() if engine == "ray" else None)
-    result.params.update(choice.run_params())
+    result.params.update({**method_choice.run_params(), **choice.run_params()})
     return result
+
+
+def _method_kwargs(method: str, profile: str, params: dict[str, Any],
+                   seed: int | None) -> dict[str, Any]:
+    """The constructor keywords of ``method``: the resolved ``profile``'s settings under
+    the parameters given (a given one wins), and ``seed`` (the one given to a run whose
+    method "auto" chose; None: none) when the method takes one."""
+    kwargs = {**profile_settings(profile, method), **params}
+    if seed is not None and "seed" in method_parameters(method):
+        kwargs["seed"] = seed
+    return kwargs

@@ -75,8 +75,12 @@ ENGINES = ("local", "memory", "ray")
 #: Every run parameter, grouped as the command line lists them.
 PARAMS: tuple[Param, ...] = (
     # ---- method and its parameters
-    _p("method", _M, "Near-duplicate detection method.", default="minhash", kind="choice",
-       show_default=True),  # choices: neardup.METHODS, filled in by choices_of
+    _p("method", _M, "Near-duplicate detection method. auto: rerank (the most accurate) when "
+       "the input holds at most 10,000 documents and 50 million characters, minhash (the "
+       "fast one) otherwise; the summary and the report say which ran "
+       "(docs/choosing-a-method.md). A method parameter (--threshold, --param, ...) needs "
+       "the method named.", default="auto", kind="choice",
+       show_default=True),  # choices: "auto" and neardup.METHODS, filled in by choices_of
     _p("profile", _M, "Settings of the lexical methods (minhash, ngram) for the kind of "
        "text. auto: reads the first 2,000 documents and takes noisy when they look noisy "
        "(broken words, punctuation stuck between letters), clean otherwise; the summary "
@@ -286,9 +290,10 @@ def choices_of(param: Param) -> tuple[Any, ...]:
     """The valid values of a choice parameter (the method and keep names are read from
     their registries, so that a method added later is offered)."""
     if param.name == "method":
+        from neardup.method_choice import AUTO
         from neardup.methods import METHODS
 
-        return tuple(METHODS)
+        return (AUTO, *METHODS)
     if param.name == "keep":
         from neardup.graph.keep import KEEP_RULES
 
@@ -473,10 +478,31 @@ def _methods_taking(parameter: str, w: Wording) -> str:
     return w.one_of("method", [m for m in METHODS if parameter in method_parameters(m)])
 
 
+def _method_named(s: Situation, w: Wording) -> str:
+    """The method setting, as a rule's "with ..." (``auto`` says what it means)."""
+    from neardup.method_choice import AUTO
+
+    named = w.set("method", s.method_name)
+    return named + (" (the default: rerank or minhash by the input's size)"
+                    if s.method_name == AUTO else "")
+
+
+def _chooses_method(s: Situation) -> bool:
+    from neardup.method_choice import AUTO
+
+    return s.method_name == AUTO
+
+
 def _method_rule(name: str, parameter: str) -> Rule:
     return Rule(name, lambda w: _methods_taking(parameter, w),
                 lambda s: None if s.accepted() is None else parameter in s.accepted(),
                 lambda s, w: w.set("method", s.method_name))
+
+
+def _named_method_rule(name: str, **kw: Any) -> Rule:
+    # A method parameter is one method's setting: with "auto" it needs the method named.
+    return Rule(name, lambda w: "a named method", lambda s: not _chooses_method(s), _method_named,
+                add=lambda w: w.set("method", _ANY, "NAME"), **kw)
 
 
 def _hac(s: Situation) -> bool:
@@ -531,6 +557,9 @@ def _engine_is(name: str) -> Callable[[Situation], bool]:
 
 #: Every parameter that some setting of another parameter makes the run ignore.
 RULES: tuple[Rule, ...] = (
+    *(_named_method_rule(name) for name in (*DIRECT_METHOD_PARAMS, "shingle_unit", "ngram_n",
+                                             *NORMALIZE_FLAGS, "extra_params")),
+    _named_method_rule("profile", counts=lambda value: value not in ("auto", "clean")),
     *(_method_rule(name, name) for name in DIRECT_METHOD_PARAMS),
     # A profile other than "auto" or "clean" changes the methods it has settings for only.
     Rule("profile", lambda w: w.one_of("method", PROFILED_METHODS),

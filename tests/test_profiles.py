@@ -208,10 +208,10 @@ def test_cli_eval_and_index_resolve_auto(tmp_path):
 
 
 def test_hint_on_noisy_input_with_the_clean_profile_named(tmp_path):
-    noisy, output = _cli_report(tmp_path, NOISY_TEXTS, "--profile", "clean")
+    noisy, output = _cli_report(tmp_path, NOISY_TEXTS, "--method", "minhash", "--profile", "clean")
     assert any("--profile noisy" in hint for hint in noisy["hints"])
     assert "--profile noisy" in output
-    clean, output = _cli_report(tmp_path, CLEAN, "--profile", "clean")
+    clean, output = _cli_report(tmp_path, CLEAN, "--method", "minhash", "--profile", "clean")
     assert not any("--profile" in hint for hint in clean["hints"])
     assert "--profile" not in output
     # Real OCR has no broken tokens; the stuck punctuation it makes is enough.
@@ -219,7 +219,8 @@ def test_hint_on_noisy_input_with_the_clean_profile_named(tmp_path):
     assert any("--profile noisy" in hint for hint in ocr["hints"])
     assert "punctuation stuck between letters" in output and "--profile noisy" in output
     # Named already, chosen by auto, or the method is not one it changes: no hint.
-    for args in (["--profile", "noisy"], [], ["--method", "exact"]):
+    for args in (["--method", "minhash", "--profile", "noisy"], ["--method", "minhash"],
+                 ["--method", "exact"]):
         record, output = _cli_report(tmp_path, NOISY_TEXTS, *args)
         assert not any("--profile noisy (" in hint for hint in record["hints"]), args
 

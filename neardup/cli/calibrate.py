@@ -18,7 +18,7 @@ import click
 import numpy as np
 
 from neardup.cli.options import (
-    method_options,
+    named_method_options,
     method_params_from_options,
     profile_from_inputs,
     reader_config_from_options,
@@ -103,7 +103,7 @@ def _show_pair(console, k: int, n: int, score: float, ids: tuple[str, str],
 
 @click.command("calibrate")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@method_options
+@named_method_options
 @reader_options
 @click.option("--labels", "labels_path", type=click.Path(path_type=Path), default=None,
               help="Labelled pairs to fit to instead of asking (.csv/.tsv with columns id_a, "

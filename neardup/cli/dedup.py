@@ -54,6 +54,8 @@ from neardup.cli.engine import (
     non_seekable_inputs,
 )
 from neardup.pipeline import Result, result_from_stage, run, template_clusters
+from neardup.method_choice import MethodChoice, planning_method
+from neardup.method_choice import choose_from_batches as choose_method_from_batches
 from neardup.profiles import PROFILED_METHODS, ProfileChoice, choose_from_batches
 from neardup.text.noise_signal import (BROKEN_TOKEN_SHARE, SAMPLE_DOCS, STUCK_PUNCTUATION_SHARE,
                                        NoiseShares, noise_shares)
@@ -94,20 +96,22 @@ def _sampling(batches, sample: list[str]):
         yield batch
 
 
-def _reads_profile(opts: dict[str, Any]) -> bool:
-    """Whether the run chooses its profile from the input (``--profile auto`` with a
-    method a profile changes)."""
-    return opts["profile"] == "auto" and opts["method"] in PROFILED_METHODS
+def _reads_profile(opts: dict[str, Any], method: str) -> bool:
+    """Whether a run of ``method`` chooses its profile from the input (``--profile auto``
+    with a method a profile changes)."""
+    return opts["profile"] == "auto" and method in PROFILED_METHODS
 
 
 def _chosen(inputs: tuple[Path, ...], opts: dict[str, Any], planned: Plan, batches):
-    """The profile ``--profile`` gives for the first documents of ``batches``, the plan
-    (rebuilt when that is not the "clean" it was made with) and every batch from the
-    first."""
-    choice, batches = choose_from_batches(opts["profile"], opts["method"], batches)
-    if _reads_profile(opts) and choice.name != "clean":
-        planned = _plan(inputs, opts, choice.name)
-    return choice, planned, batches
+    """The method ``--method`` gives and the profile ``--profile`` gives for the first
+    documents of ``batches``, the plan (rebuilt when either is not the one it was made
+    with: the planning method, the "clean" profile) and every batch from the first."""
+    method, batches = choose_method_from_batches(opts["method"], batches)
+    choice, batches = choose_from_batches(opts["profile"], method.name, batches)
+    if method.name != planned.spec.method.name or (
+            _reads_profile(opts, method.name) and choice.name != "clean"):
+        planned = _plan(inputs, {**opts, "method": method.name}, choice.name)
+    return method, choice, planned, batches
 
 
 def _hints(cluster: dict[str, Any], has_dates: bool, method: Method,
@@ -157,17 +161,19 @@ def _summary_value(value: Any) -> str:
 
 
 def _print_summary(result: Result | dict[str, Any], hints: list[str], console: Any,
-                   extra_timings: dict[str, float], method: str, engine: str = "local") -> None:
+                   extra_timings: dict[str, float], engine: str = "local") -> None:
     """The run's summary table: a Result's, or the summary a Ray run's workers counted
-    (with its timings under ``_timings``)."""
+    (with its timings under ``_timings`` and its method under ``_method``)."""
     from rich.table import Table
 
     if isinstance(result, dict):
         summary = dict(result)
         timings = {**summary.pop("_timings"), **extra_timings}
         summary.pop("_params", None)
+        method = summary.pop("_method")
     else:
         summary, timings = result.summary(), {**result.timings, **extra_timings}
+        method = result.method
     title = f"neardup dedup --method {method}"
     if engine == "ray":
         title += " --engine ray"
@@ -182,6 +188,8 @@ def _print_summary(result: Result | dict[str, Any], hints: list[str], console: A
     table.add_row("time: total", f"{total:.2f} s")
     console.print(table)
     params = result.get("_params", {}) if isinstance(result, dict) else result.params
+    if "method_auto" in params:
+        console.print(f"[dim]{MethodChoice.from_record(params['method_auto']).describe()}[/dim]")
     if "profile_auto" in params:
         console.print(f"[dim]{ProfileChoice(**params['profile_auto']).describe()}[/dim]")
     for hint in hints:
@@ -239,6 +247,8 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
     directory of Parquet or JSONL shards, a Hugging Face dataset saved with save_to_disk,
     or Reuters-21578 SGML (.sgm); several may be given, as paths or URLs (s3://, gs://,
     memory://; see --storage-option). Without INPUT, runs on the bundled demo corpus.
+    Without --method, runs rerank on an input of at most 10,000 documents and minhash on
+    a larger one (--method auto; the summary says which).
 
     Outputs are checked before the input is read (format from the extension, directory
     writable, enough free space, no output on an input or on another output), written to
@@ -262,7 +272,9 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
             check_option_rules({**opts, "inputs": inputs})
             # Placement does not depend on the profile: plan with "clean" until the input
             # has been read (the run's own read, after the outputs are checked).
-            planned = _plan(inputs, opts, "clean" if _reads_profile(opts) else opts["profile"])
+            method = planning_method(opts["method"])
+            planned = _plan(inputs, {**opts, "method": method},
+                            "clean" if _reads_profile(opts, method) else opts["profile"])
             if planned.executor == "ray":
                 result, write_seconds, hints = _dedup_ray(inputs, opts, planned)
             else:
@@ -285,7 +297,7 @@ def dedup_command(inputs: tuple[Path, ...], **opts: Any) -> None:
         ) from exc
     if not opts["quiet"]:
         _print_summary(result, hints, Console(), {"write": write_seconds} if write_seconds else {},
-                       opts["method"], opts["engine"])
+                       opts["engine"])
 
 
 # Output options' destinations -> the plan's output names.
@@ -348,8 +360,8 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
         if watch is not None:
             batches = watch.first_read(batches)
         batches = _killing_after_first(batches)
-        choice, planned, batches = _chosen(inputs, opts, planned, batches)
-        method_obj = planned.spec.method
+        method_choice, choice, planned, batches = _chosen(inputs, opts, planned, batches)
+        method_obj, cluster = planned.spec.method, planned.cluster
         sample: list[str] = []
         batches = _sampling(batches, sample)
         result = run(batches, method_obj, cluster=cluster, keep=keep,
@@ -359,7 +371,7 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
                      input_identity=input_identity(inputs, reader.params(),
                                                    reader.storage_options))
         faults.checkpoint("clustered")
-        result.params.update(choice.run_params())
+        result.params.update({**method_choice.run_params(), **choice.run_params()})
         noise = noise_shares(sample) if _clean_default(method_obj) and not choice.chosen else None
         hints = _hints(result.params.get("cluster", {}), result.has_dates, method_obj, noise)
         start = time.perf_counter()
@@ -401,8 +413,9 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
     # The workers read the input; the driver reads the first documents to choose.
     from neardup.io import read_corpus
 
-    choice, planned, _ = _chosen(inputs, opts, planned, read_corpus(list(inputs), reader))
-    method_obj = planned.spec.method
+    method_choice, choice, planned, _ = _chosen(inputs, opts, planned,
+                                                read_corpus(list(inputs), reader))
+    method_obj, cluster, keep = planned.spec.method, planned.cluster, planned.spec.keep
     run = RayRun(RayInputs(tuple(str(p) for p in inputs), reader), method_obj,
                  config=planned.spec.budget.ray_config(), time_window_hours=cluster.time_window_hours,
                  progress=progress, every_edge=planned.every_edge)
@@ -427,7 +440,7 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
         timings = {**run.timer.seconds, "write": time.perf_counter() - start}
         params = {"method": method_obj.get_params(), "cluster": cluster.get_params(),
                   "keep": keep.name, "engine": "ray", "corpus_stage": run.stats}
-        params.update(choice.run_params())
+        params.update({**method_choice.run_params(), **choice.run_params()})
         record = _run_record(method_obj.name, params, method_obj)
         hints = _hints(cluster.get_params(), run.has_dates, method_obj)
         if "--report" in outputs:
@@ -441,7 +454,8 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
 
             write_report(outputs.temporary("--html"), result, list(inputs), reader)
         outputs.commit()
-    return ({**summary, "_timings": timings, "_params": params}, 0.0, hints)
+    return ({**summary, "_timings": timings, "_params": params, "_method": method_obj.name},
+            0.0, hints)
 
 
 def _refuse_files_for_directories(opts: dict[str, Any]) -> None:

@@ -16,12 +16,14 @@ import click
 from click.core import ParameterSource
 
 from neardup.params import RENAMED
+from neardup.method_choice import choose_method, planning_method
 from neardup.profiles import choose_profile
 from neardup.cli.options import (
     CLUSTER_OPTION_NAMES,
     DECODE_ERRORS_OPTION,
     METHOD_OPTION_NAMES,
     apply_options,
+    check_option_rules,
     cluster_config_from_options,
     cluster_options,
     method_options,
@@ -242,13 +244,18 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
         else:
             method = opts["method"]
             # The options checked before the corpus is read; built below, once the
-            # profile is known.
-            method_params_from_options(method, {**opts, "profile": "clean"}, seed=opts["seed"])
+            # method and the profile are known.
+            check_option_rules(opts)  # a method parameter with --method auto
+            method_params_from_options(planning_method(method), {**opts, "profile": "clean"},
+                                       seed=opts["seed"])
             cluster = cluster_config_from_options(opts, seed=opts["seed"])
         corpus = _load(opts)
         groups = None if opts["group_field"] is None else _read_groups(corpus, opts)
         data = corpus if opts["split"] is None else corpus.select_split(opts["split"])
-        if tuning is None:  # --profile auto reads the evaluated documents, as dedup does
+        if tuning is None:  # --method and --profile auto read the evaluated documents, as dedup does
+            method_choice = choose_method(method, data.texts)
+            method = method_choice.name
+            _print_choice(err, method_choice, opts["as_json"])
             choice = choose_profile(opts["profile"], method, data.texts)
             _print_choice(err, choice, opts["as_json"])
             params = method_params_from_options(method, {**opts, "profile": choice.name},
@@ -268,7 +275,8 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
         "inputs": [str(p) for p in opts["labeled"]],
         "pairs_file": None if opts["pairs_path"] is None else str(opts["pairs_path"]),
         "from_tuning": None if tuning is None else str(opts["from_tuning"]),
-        **({} if tuning is not None else {"profile": choice.record()}),
+        **({} if tuning is not None else {"profile": choice.record(),
+                                          **method_choice.run_params()}),
         **report,
     }
     if opts["as_json"]:
@@ -451,28 +459,18 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
     """
     from rich.console import Console
 
-    from neardup.eval.tuning import default_grid, tune
+    from neardup.eval.tuning import tune
 
     from neardup.cli._checks import command_errors, output_set, tuning_text
 
-    method = opts["method"]
     grid = _parse_grid(opts["grid"])
     # A swept value out of range is named by the --grid entry that gave it.
     flags = {**_CLI_FLAGS, **{name.rpartition(".")[2]: f"--grid {name}" for name in grid or {}}}
     with command_errors(flags, words=_CLI_WORDS):
-        sweep = default_grid(method) if grid is None else grid
-        base = method_params_from_options(method, {**opts, "profile": "clean"}, seed=opts["seed"])
-        for name in sweep:
-            dest = _GRID_OPTION.get(name, RENAMED.get(name, name))
-            given = dest in opts and _explicit(ctx, (dest,))
-            if given:
-                raise click.UsageError(
-                    f"{given[0]} fixes {name!r}, which tune sweeps; choose its values with "
-                    f"--grid {name}=V1,V2,... instead."
-                )
-            if name in base:  # a default filled in by the options, not the user's choice
-                del base[name]
-        cluster = cluster_config_from_options(opts, seed=opts["seed"], sweep=sweep)
+        # Planned with the method "auto" stands for until the tuning split is read (below).
+        check_option_rules(opts)  # a method parameter with --method auto
+        method = planning_method(opts["method"])
+        sweep, base, cluster = _tune_settings(ctx, opts, method, grid)
         split = None if opts["split"].strip().casefold() == "none" else opts["split"]
         if split is not None and split.strip().casefold() == "test":
             raise click.UsageError(
@@ -487,8 +485,13 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
             corpus = _load(opts)
             # --profile auto reads the tuning split's documents, as dedup reads its input.
             tuned = corpus if split is None else corpus.select_split(split)
+            method_choice = choose_method(opts["method"], tuned.texts)
+            if method_choice.name != method:
+                method = method_choice.name
+                sweep, base, cluster = _tune_settings(ctx, opts, method, grid)
             choice = choose_profile(opts["profile"], method, tuned.texts)
             del tuned
+            _print_choice(Console(stderr=True), method_choice, opts["as_json"])
             _print_choice(Console(stderr=True), choice, opts["as_json"])
             if choice.name != "clean":
                 profiled = method_params_from_options(
@@ -513,8 +516,29 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
     )
 
 
+def _tune_settings(ctx: click.Context, opts: dict[str, Any], method: str, grid):
+    """What ``tune`` sweeps for ``method`` (``--grid``, else the method's default grid),
+    the method's other parameters from the options (a swept one left out) and the
+    clustering; a usage error for an option that fixes a swept parameter."""
+    from neardup.eval.tuning import default_grid
+
+    sweep = default_grid(method) if grid is None else grid
+    base = method_params_from_options(method, {**opts, "profile": "clean"}, seed=opts["seed"])
+    for name in sweep:
+        dest = _GRID_OPTION.get(name, RENAMED.get(name, name))
+        given = dest in opts and _explicit(ctx, (dest,))
+        if given:
+            raise click.UsageError(
+                f"{given[0]} fixes {name!r}, which tune sweeps; choose its values with "
+                f"--grid {name}=V1,V2,... instead."
+            )
+        if name in base:  # a default filled in by the options, not the user's choice
+            del base[name]
+    return sweep, base, cluster_config_from_options(opts, seed=opts["seed"], sweep=sweep)
+
+
 def _print_choice(console, choice, quiet: bool) -> None:
-    """What --profile auto chose, on stderr (not with --json)."""
+    """What --method auto or --profile auto chose, on stderr (not with --json)."""
     if choice.chosen and not quiet:
         console.print(f"[dim]{choice.describe()}[/dim]")
 

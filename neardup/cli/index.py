@@ -29,7 +29,7 @@ from neardup.cli.options import (
     DECODE_ERRORS_OPTION,
     PATH_OR_URL,
     STORAGE_OPTION,
-    method_options,
+    named_method_options,
     method_params_from_options,
 )
 from neardup.errors import InputError, NeardupError, OutputError, spelled_as
@@ -212,7 +212,7 @@ def index_command() -> None:
 
 @index_command.command("create")
 @_DIR
-@method_options
+@named_method_options
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seeds hashing and permutations.")
 @click.option("--store-text", is_flag=True,

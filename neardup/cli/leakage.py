@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from neardup.cli.options import (
-    method_options,
+    named_method_options,
     method_params_from_options,
     profile_from_inputs,
     reader_config_from_options,
@@ -24,7 +24,7 @@ from neardup.methods import make_method
               help="Training corpus input (repeatable; any format `dedup` reads).")
 @click.option("--test", "test", multiple=True, required=True, type=click.Path(path_type=Path),
               help="Test corpus input (repeatable); reported per file.")
-@method_options
+@named_method_options
 @reader_options
 @click.option("--pairs-out", type=click.Path(path_type=Path), default=None,
               help="Write the flagged (test_id, train_id, score, kind, test_file, "

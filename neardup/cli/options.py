@@ -59,6 +59,7 @@ __all__ = [
     "memory_size",
     "method_options",
     "method_params_from_options",
+    "named_method_options",
     "output_options",
     "reader_config_from_options",
     "reader_options",
@@ -359,9 +360,22 @@ DECODE_ERRORS_OPTION = schema_option("decode_errors")
 
 
 def method_options(function: F) -> F:
-    """Add ``--method``, the method parameters, ``--shingle``/``--ngram`` and the
-    normalization flags to a click command (in that order in ``--help``)."""
+    """Add ``--method`` (default ``auto``, chosen by the input's size:
+    :mod:`neardup.method_choice`), the method parameters, ``--shingle``/``--ngram`` and
+    the normalization flags to a click command (in that order in ``--help``)."""
     return apply_options(_group_options("method"), function)
+
+
+def named_method_options(function: F) -> F:
+    """:func:`method_options` for a command whose input's size cannot choose the method
+    (an index grows batch by batch; calibrate and leakage fit or compare one method's
+    scores): ``--method`` takes a method's name, ``minhash`` by default."""
+    from neardup.method_choice import LARGE_INPUT_METHOD
+    from neardup.methods import METHODS
+
+    method = schema_option("method", default=LARGE_INPUT_METHOD, type=click.Choice(list(METHODS)),
+                           help="Near-duplicate detection method.")
+    return apply_options((method, *_group_options("method")[1:]), function)
 
 
 def cluster_options(function: F) -> F:

@@ -31,11 +31,12 @@ class MethodRow:
 
 METHOD_ROWS = (
     MethodRow("`rerank`", "rerank (verifier), Leiden 0.4", Speed("scale-100k-rerank", "rerank"),
-              "best accuracy on every set: noisy copies (OCR, abridged), every language tried"),
-    MethodRow("`minhash` (the default: `--profile auto`)", "auto:minhash",
+              "best accuracy on every set: noisy copies (OCR, abridged), every language tried; "
+              "what the default, `--method auto`, runs on inputs of up to 10,000 documents"),
+    MethodRow("`minhash` (`--profile auto`)", "auto:minhash",
               Speed("scale-100k", "minhash"),
-              "the default: fast, word or character shingles as the input's first documents "
-              "look clean or noisy (the scale corpus looks clean)"),
+              "fast: word or character shingles as the input's first documents look clean or "
+              "noisy (the scale corpus looks clean); what `--method auto` runs on larger inputs"),
     MethodRow("`minhash --profile clean`", "minhash", Speed("scale-100k", "minhash"),
               "fastest; copies sharing most words (web, LM data); tune the threshold"),
     MethodRow("`minhash --shingle char --ngram 5`", "minhash char-5", None,

@@ -67,6 +67,21 @@ def _rerank_stands() -> tuple[str, list[str]]:
     return table(header, ["l", *"r" * 5], rows), list(RERANK_STANDS)
 
 
+def _rerank_by_size() -> tuple[str, list[str]]:
+    """rerank against MinHash on the scale corpus at growing sizes, and what the default
+    method (``auto``) runs at each size."""
+    from neardup.method_choice import LARGE_INPUT_METHOD, RERANK_MAX_DOCS, SMALL_INPUT_METHOD
+
+    rows = []
+    for _, (documents, cpu) in sorted(_rerank_cpu("rerank-by-size").items(), key=lambda x: x[1][0]):
+        rows.append([whole(documents), fixed(cpu["minhash"], 2), fixed(cpu["rerank"], 2),
+                     f"{cpu['rerank'] / cpu['minhash']:.1f}x",
+                     f"`{SMALL_INPUT_METHOD if documents <= RERANK_MAX_DOCS else LARGE_INPUT_METHOD}`"])
+    header = ["scale corpus documents", "MinHash CPU s", "rerank CPU s", "rerank / MinHash",
+              "`--method auto` runs"]
+    return table(header, [*"r" * 4, "l"], rows), ["rerank-by-size"]
+
+
 def _rerank_profile() -> tuple[str, list[str]]:
     results = load_json("rerank-profile")["results"]  # type: ignore[index]
     sections: list[str] = []
@@ -210,6 +225,7 @@ def _templates() -> tuple[str, list[str]]:
 
 TABLES: dict[str, Renderer] = {
     "rerank-stands": _rerank_stands,
+    "rerank-by-size": _rerank_by_size,
     "rerank-before-after": _rerank_before_after,
     "rerank-profile": _rerank_profile,
     "rerank-options": _rerank_options,

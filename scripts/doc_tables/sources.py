@@ -162,6 +162,10 @@ SOURCES: dict[str, Source] = {
         "benchmarks/results/rerank/s52-compare.json",
         "python benchmarks/rerank_cost.py compare --warmup --repeats 2 --data reuters --data scale:/tmp/neardup-scale/20k --env-variant 'before:PYTHONPATH=CHECKOUT_OF_b64a08d' --clusters-dir DIR --name s52-compare",
     ),
+    "rerank-by-size": Source(
+        "benchmarks/results/rerank/s55-compare-sizes.json",
+        "python benchmarks/rerank_cost.py compare --warmup --repeats 2 --data scale:/tmp/neardup-scale/2k --data scale:/tmp/neardup-scale/5k --data scale:/tmp/neardup-scale/10k --data scale:/tmp/neardup-scale/20k --name s55-compare-sizes",
+    ),
     # A rerank_cost.py profile file: results -> data -> sections_cpu_s.
     "rerank-profile": Source(
         "benchmarks/results/rerank/s52-profile-reuters.json",

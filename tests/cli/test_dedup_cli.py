@@ -154,7 +154,8 @@ def test_summary_of_in_memory_fallback(tmp_path, corpus, cluster):
 def test_param_passes_any_method_parameter(tmp_path, corpus):
     path, rows = corpus
     out = tmp_path / "c.jsonl"
-    result = _run(["dedup", str(path), "--text-field", "body", "--param", "max_bucket_pairs=7",
+    result = _run(["dedup", str(path), "--method", "minhash", "--text-field", "body",
+                   "--param", "max_bucket_pairs=7",
                    "--param", "verify=\"exact\"", "--clusters-out", str(out), "--report",
                    str(tmp_path / "r.json"), "-q"])
     assert result.exit_code == 0, result.output
@@ -173,7 +174,8 @@ def test_param_passes_any_method_parameter(tmp_path, corpus):
 )
 def test_param_errors(corpus, args, message):
     path, _ = corpus
-    result = CliRunner().invoke(main, ["dedup", str(path), "--text-field", "body", *args])
+    result = CliRunner().invoke(main, ["dedup", str(path), "--method", "minhash", "--text-field",
+                                       "body", *args])
     assert result.exit_code == 2 and message in result.output
 
 
@@ -181,7 +183,8 @@ def test_param_errors(corpus, args, message):
 def test_spell_correct_flag(tmp_path, corpus):
     pytest.importorskip("symspellpy")
     path, _ = corpus
-    result = _run(["dedup", str(path), "--text-field", "body", "--spell-correct", "--report",
+    result = _run(["dedup", str(path), "--method", "minhash", "--text-field", "body",
+                   "--spell-correct", "--report",
                    str(tmp_path / "r.json"), "-q"])
     assert result.exit_code == 0, result.output
     normalize = json.loads((tmp_path / "r.json").read_text())["params"]["method"]["normalize"]

@@ -44,8 +44,12 @@ def _partition(table) -> set[frozenset[str]]:
     return {frozenset(g) for g in groups.values()}
 
 
-def test_ray_cli_writes_the_local_engines_clusters_report_and_html(address, corpus, tmp_path):
-    base = ["dedup", str(corpus), "--method", "minhash", "--id-field", "id", "--quiet"]
+def test_ray_cli_writes_the_local_engines_clusters_report_and_html(address, corpus, tmp_path,
+                                                                   monkeypatch):
+    # --method auto (the default) chooses on the driver as locally: minhash, as the 400
+    # documents exceed a limit lowered to 100 (rerank's Ray runs: test_ray_engine.py).
+    monkeypatch.setattr("neardup.method_choice.RERANK_MAX_DOCS", 100)
+    base = ["dedup", str(corpus), "--id-field", "id", "--quiet"]
     local = CliRunner().invoke(main, [*base, "--clusters-out", str(tmp_path / "local.parquet"),
                                       "--report", str(tmp_path / "local.json"),
                                       "--html", str(tmp_path / "local.html")])
@@ -69,6 +73,9 @@ def test_ray_cli_writes_the_local_engines_clusters_report_and_html(address, corp
     # look on Ray, the run's own read locally. The demo corpus looks noisy.
     assert ray_report["params"]["profile"] == local_report["params"]["profile"] == "noisy"
     assert ray_report["params"]["profile_auto"] == local_report["params"]["profile_auto"]
+    assert ray_report["method"] == local_report["method"] == "minhash"
+    assert ray_report["params"]["method_auto"] == local_report["params"]["method_auto"]
+    assert not ray_report["params"]["method_auto"]["within_limits"]
     assert set(ray_report["params"]) == set(local_report["params"])
     page = (tmp_path / "ray.html").read_text(encoding="utf-8")
     assert page.lstrip().lower().startswith("<!doctype html") and "minhash" in page

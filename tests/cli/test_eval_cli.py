@@ -159,7 +159,8 @@ def test_tune_refuses_the_test_split(labeled, tmp_path):
 
 
 def test_tune_option_conflicts(labeled, tmp_path):
-    fixed = run("tune", labeled, "--threshold", "0.4", "--out", tmp_path / "x.json")
+    fixed = run("tune", labeled, "--method", "minhash", "--threshold", "0.4", "--out",
+                tmp_path / "x.json")
     assert fixed.exit_code == 2 and "--grid threshold=" in fixed.output
     bad = run("tune", labeled, "--grid", "threshold", "--out", tmp_path / "x.json")
     assert bad.exit_code == 2 and "NAME=V1,V2" in bad.output
@@ -169,7 +170,8 @@ def test_tune_option_conflicts(labeled, tmp_path):
 
 def test_from_tuning_refuses_another_method_and_overrides(labeled, tmp_path):
     out = tmp_path / "tuning.json"
-    assert run("tune", labeled, "--grid", "threshold=0.5", "--out", out).exit_code == 0
+    assert run("tune", labeled, "--method", "minhash", "--grid", "threshold=0.5", "--out",
+               out).exit_code == 0
     other = run("eval", labeled, "--split", "test", "--from-tuning", out, "--method", "ngram")
     assert other.exit_code == 2 and "differs from the tuned method 'minhash'" in other.output
     same = run("eval", labeled, "--split", "test", "--from-tuning", out, "--method", "minhash",

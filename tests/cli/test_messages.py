@@ -177,6 +177,12 @@ def _rule_cases():
         param = names[rule.name]
         value = [] if getattr(param, "is_flag", False) else [VALID.get(rule.name, "3")]
         given = [rule.flag, *value]
+        if rule.scope(CLI) == "a named method":  # a method parameter with --method auto
+            if rule.name == "extra_params":
+                given = [rule.flag, "max_df=3"]
+            cases.append(pytest.param(rule.flag, ["--method auto", "--method NAME"], given,
+                                      id=f"{rule.flag}-auto"))
+            continue
         if rule.name == "progress":
             cases.append(pytest.param(rule.flag, ["-q"], [*given, "-q"], id="progress-with-q"))
             continue

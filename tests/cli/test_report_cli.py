@@ -45,7 +45,8 @@ READ = ["--text-field", "body", "--id-field", "doc", "--date-field", "when"]
 
 def test_report_from_run_outputs_in_any_order(corpus, tmp_path):
     out = tmp_path / "out"
-    run = _invoke(["dedup", str(corpus), *READ, "--clusters-out", str(out / "c.parquet"),
+    run = _invoke(["dedup", str(corpus), "--method", "minhash", *READ,
+                   "--clusters-out", str(out / "c.parquet"),
                    "--pairs-out", str(out / "p.jsonl"), "--report", str(out / "r.json"),
                    "--html", str(out / "direct.html"), "--quiet"])
     assert run.exit_code == 0, run.output

@@ -1,0 +1,129 @@
+"""The default method, ``auto``: rerank when the input is small enough for its cost,
+MinHash when it is not (decision 0053).
+
+rerank is the most accurate method on every labelled set, but its CPU per document grows
+with the corpus, while MinHash's stays flat (docs/rerank-cost.md). ``auto`` reads ahead at
+most :data:`RERANK_MAX_DOCS` + 1 documents and :data:`RERANK_MAX_CHARS` characters of
+text, from the run's own read (a stream is read once): an input that ends within both
+runs ``rerank``, a larger one ``minhash`` (whose ``--profile auto`` then reads the same
+first documents). The run records the choice (``params.method_auto``) and the summary
+says which ran and why. A method parameter (``--threshold``, ``--param``, ...) means one
+method's setting, so it needs the method named: with ``auto`` it is an error
+(:data:`neardup.params.RULES`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["AUTO", "LARGE_INPUT_METHOD", "RERANK_MAX_CHARS", "RERANK_MAX_DOCS",
+           "SMALL_INPUT_METHOD", "MethodChoice", "choose_from_batches", "choose_method",
+           "planning_method"]
+
+#: The default value of ``method``.
+AUTO = "auto"
+#: The method ``auto`` runs on an input within both limits, and the one above them.
+SMALL_INPUT_METHOD, LARGE_INPUT_METHOD = "rerank", "minhash"
+#: The most documents on which ``auto`` runs rerank: the largest size of the scale corpus
+#: at which rerank stayed within ten times MinHash's CPU per document (issue 37's bound;
+#: the measurement is in docs/rerank-cost.md).
+RERANK_MAX_DOCS = 10_000
+#: The most characters of text on which ``auto`` runs rerank (10,000 documents of 5,000
+#: characters): it bounds the look-ahead's memory and rerank's cost on long documents.
+RERANK_MAX_CHARS = 50_000_000
+
+
+@dataclass(frozen=True)
+class MethodChoice:
+    """The method a run uses: ``name``, the ``requested`` one, and for ``auto`` what it
+    read: ``docs`` and ``chars`` (up to just past a limit) and whether the input ended
+    within the limits (``small``)."""
+
+    name: str
+    requested: str
+    docs: int = 0
+    chars: int = 0
+    small: bool = False
+
+    @property
+    def chosen(self) -> bool:
+        """Whether ``auto`` chose the method."""
+        return self.requested == AUTO
+
+    def record(self) -> dict[str, Any]:
+        """The run record's ``method_auto`` entry."""
+        return {"name": self.name, "requested": self.requested, "docs_read": self.docs,
+                "chars_read": self.chars, "within_limits": self.small,
+                "rerank_max_docs": RERANK_MAX_DOCS, "rerank_max_chars": RERANK_MAX_CHARS}
+
+    def run_params(self) -> dict[str, Any]:
+        """The entries a run's ``params`` record: ``method_auto`` when ``auto`` chose."""
+        return {"method_auto": self.record()} if self.chosen else {}
+
+    def describe(self) -> str:
+        """One line for a summary: what ``auto`` chose and why; empty otherwise."""
+        if not self.chosen:
+            return ""
+        if self.small:
+            return (f"method auto chose rerank, the most accurate method: the input holds "
+                    f"{self.docs:,} documents (rerank up to {RERANK_MAX_DOCS:,} documents and "
+                    f"{RERANK_MAX_CHARS:,} characters). --method minhash is the fast one.")
+        return (f"method auto chose minhash, the fast method: the input holds more than "
+                f"{RERANK_MAX_DOCS:,} documents or {RERANK_MAX_CHARS:,} characters, where "
+                f"rerank costs many times MinHash's CPU per document. --method rerank is the "
+                f"most accurate (docs/rerank-cost.md).")
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> MethodChoice:
+        """The choice a run record's ``method_auto`` entry describes."""
+        return cls(record["name"], record["requested"], record["docs_read"],
+                   record["chars_read"], record["within_limits"])
+
+
+def planning_method(method: str) -> str:
+    """The method to plan with before the input is read: ``method`` itself, or for
+    ``auto`` the large-input method (both methods run on every executor)."""
+    return LARGE_INPUT_METHOD if method == AUTO else method
+
+
+def _text_chars(texts: Iterable[Any]) -> int:
+    return sum(len(t) for t in texts if isinstance(t, str))
+
+
+def choose_method(method: str, texts: Iterable[Any]) -> MethodChoice:
+    """The method a run on ``texts`` uses: ``method`` itself unless it is ``auto``; for
+    ``auto``, rerank when ``texts`` ends within the limits, minhash otherwise. At most
+    :data:`RERANK_MAX_DOCS` + 1 of ``texts`` are read."""
+    if method != AUTO:
+        return MethodChoice(method, method)
+    docs = chars = 0
+    for text in texts:
+        docs += 1
+        chars += len(text) if isinstance(text, str) else 0
+        if docs > RERANK_MAX_DOCS or chars > RERANK_MAX_CHARS:
+            return MethodChoice(LARGE_INPUT_METHOD, AUTO, docs, chars, False)
+    return MethodChoice(SMALL_INPUT_METHOD, AUTO, docs, chars, True)
+
+
+def choose_from_batches(method: str, batches: Iterable[Any]) -> tuple[MethodChoice, Iterator[Any]]:
+    """:func:`choose_method` over the first documents of ``batches`` (DocumentBatch
+    objects), and an iterator over every batch from the first: a stream is read once.
+    Nothing is read unless ``method`` is ``auto``."""
+    if method != AUTO:
+        return MethodChoice(method, method), iter(batches)
+    batches = iter(batches)
+    head = []
+    docs = chars = 0
+    small = True
+    for batch in batches:
+        head.append(batch)
+        docs += len(batch)
+        chars += _text_chars(batch.texts)
+        if docs > RERANK_MAX_DOCS or chars > RERANK_MAX_CHARS:
+            small = False
+            break
+    name = SMALL_INPUT_METHOD if small else LARGE_INPUT_METHOD
+    return MethodChoice(name, AUTO, docs, chars, small), itertools.chain(head, batches)
