@@ -52,7 +52,7 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
 demo: install
-	$(VENV)/bin/neardup dedup \
+	$(VENV)/bin/neardup dedup --id-field id --date-field date \
 		--clusters-out $(OUT)/demo-clusters.parquet \
 		--pairs-out $(OUT)/demo-pairs.parquet \
 		--out $(OUT)/demo-deduped.jsonl \
