@@ -120,8 +120,10 @@ def render_explanation(console: Any, ids: tuple[str, str], docs: dict, result: d
 @click.argument("id_a")
 @click.argument("id_b")
 @click.option("--method", type=click.Choice(list(METHODS)), default=None,
-              help="Single out one method; a neural method (retsim, biencoder, rerank) is "
-                   "scored only when named here (needs the neural extra; loads its model).")
+              help="Single out one method; an embedding method (retsim, biencoder, static) is "
+                   "scored only when named here (it loads its model; retsim and biencoder "
+                   "need the neural extra). rerank, which the default --method auto runs on "
+                   "small inputs, is always scored.")
 @click.option("--threshold", type=float, default=None,
               help="Threshold of --method instead of its default (simhash: bits).")
 @click.option("--time-window", "time_window_hours",

@@ -8,7 +8,9 @@ Jaccard and containment, the MinHash estimate and LSH band collisions, SimHash H
 distance, SpotSigs signature Jaccard), gives the pair its duplicate type
 (:mod:`neardup.methods.pair_types`), and checks the time window. Methods whose score depends
 on the whole corpus (``sanderson``: BM25 mutual retrieval; ``wminhash``: IDF weights) are
-listed as such; a neural method is scored only when named, since it loads a model.
+listed as such. rerank, which the default method runs on small inputs
+(:mod:`neardup.method_choice`), is always scored with its shipped verifier; an embedding
+method only when named, since it loads a model.
 """
 
 from __future__ import annotations
@@ -249,8 +251,8 @@ def explain_pair(
         Raw texts (normalized here, with the methods' default normalization).
     date_a, date_b : numpy.datetime64 or None
     method : str or None, default None
-        A method in ``neardup.METHODS`` to single out; a neural method is scored only
-        when named here (it loads its model).
+        A method in ``neardup.METHODS`` to single out; an embedding method is scored only
+        when named here (it loads its model). rerank is always scored.
     method_params : dict or None
         Parameters for ``method`` (e.g. ``{"threshold": 0.6}``); the other methods keep
         their defaults.
@@ -271,6 +273,7 @@ def explain_pair(
     """
     from neardup.graph.edges import Pairs, outside_time_window
     from neardup.methods.pair_types import classify_pairs, pair_features
+    from neardup.method_choice import SMALL_INPUT_METHOD
     from neardup.methods import METHODS, NEURAL_METHODS
     from neardup.report.align import align_words
     from neardup.text import normalize_batch
@@ -284,8 +287,9 @@ def explain_pair(
     if method is not None and method_params:
         params[method] = dict(method_params)
     scores = _lexical_rows(texts, params)
-    if method in NEURAL_METHODS:
-        scores.append(_neural_row(method, texts, params.get(method, {})))
+    # rerank is what the default method runs on small inputs: its verdict is always shown.
+    for scored in dict.fromkeys(m for m in (SMALL_INPUT_METHOD, method) if m in NEURAL_METHODS):
+        scores.append(_neural_row(scored, texts, params.get(scored, {})))
     for row in scores:
         row["selected"] = row["method"] == method
 

@@ -56,6 +56,18 @@ def test_unrelated_texts_are_not_linked():
     assert result["shingles"]["shared"] == 0
 
 
+def test_rerank_the_default_on_small_inputs_is_always_scored():
+    copy = STORY.replace("half a point", "a quarter point")
+    rows = [r for r in explain_pair(STORY, copy)["scores"] if r["method"] == "rerank"]
+    assert len(rows) == 1 and rows[0]["duplicate"] is True and not rows[0]["selected"]
+    assert rows[0]["threshold"] == pytest.approx(0.9)
+    named = [r for r in explain_pair(STORY, copy, method="rerank")["scores"]
+             if r["method"] == "rerank"]
+    assert len(named) == 1 and named[0]["selected"]
+    unrelated = explain_pair(STORY, "Wheat futures fell sharply in Chicago on Monday.")
+    assert [r["duplicate"] for r in unrelated["scores"] if r["method"] == "rerank"] == [False]
+
+
 def test_method_parameters_change_its_verdict():
     copy = STORY.replace("half a point", "a quarter point")
     loose = _scores(explain_pair(STORY, copy, method="ngram", method_params={"threshold": 0.1}))
