@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 from pathlib import Path
@@ -57,25 +58,67 @@ def varied_texts() -> list[str]:
     return list(_VARIED_TEXTS)
 
 
+class _RayNodes:
+    """This test process's Ray cluster: started by the first test that asks, shared by
+    the tests after it, and stopped once the next test does not ask (an idle cluster
+    keeps using CPU: its daemons took 4.6 CPU seconds a minute here). The Ray files run
+    one after another (tests/durations.py deals them to one run), so a process usually
+    starts one cluster; a Ray test after a gap starts it again."""
+
+    def __init__(self) -> None:
+        self._stack: contextlib.ExitStack | None = None
+        self.info: dict | None = None
+
+    def start(self, marker: Path) -> dict:
+        if self.info is None:
+            from neardup.engine.ray import worker_runtime_env
+            from tests.fault_plugin import RAY_FAULT_ENV, with_plugin
+            from tests.ray_nodes import two_ray_nodes
+
+            env = worker_runtime_env()
+            env["env_vars"]["PYTHONPATH"] = with_plugin(env["env_vars"]["PYTHONPATH"])
+            env["env_vars"][RAY_FAULT_ENV] = str(marker)
+            stack = contextlib.ExitStack()
+            address = stack.enter_context(two_ray_nodes(env))
+            self._stack, self.info = stack, {"address": address, "marker": marker}
+        return self.info
+
+    def stop(self) -> None:
+        if self._stack is not None:
+            stack, self._stack, self.info = self._stack, None, None
+            stack.close()
+
+
+_RAY_NODES = _RayNodes()
+
+
 @pytest.fixture(scope="session")
-def ray_cluster(tmp_path_factory):
+def _ray_fault_marker(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("fault") / "killed"
+
+
+@pytest.fixture
+def ray_cluster(_ray_fault_marker):
     """The Ray lane's cluster: two nodes of one CPU each (tests/ray_nodes.py), started by
-    the first test of a process that asks and shared by every later one, so that each
-    xdist worker starts one cluster (not one per module) and the Ray tests spread over
-    the workers. Its workers import this checkout and load the fault-injection plugin
+    the first test of a process that asks and shared by the Ray tests that follow it
+    (:class:`_RayNodes`), so that each xdist worker starts one cluster, not one per
+    module. Its workers import this checkout and load the fault-injection plugin
     (tests/fault_plugin), idle until a test arms it: ``{"address", "marker"}``, the
     cluster's address and the kill-once marker (RAY_FAULT_ENV, neardup.faults.kill_once)."""
     pytest.importorskip("ray", reason="the Ray engine needs pip install 'neardup[ray]'")
-    from neardup.engine.ray import worker_runtime_env
-    from tests.fault_plugin import RAY_FAULT_ENV, with_plugin
-    from tests.ray_nodes import two_ray_nodes
+    return _RAY_NODES.start(_ray_fault_marker)
 
-    marker = tmp_path_factory.mktemp("fault") / "killed"
-    env = worker_runtime_env()
-    env["env_vars"]["PYTHONPATH"] = with_plugin(env["env_vars"]["PYTHONPATH"])
-    env["env_vars"][RAY_FAULT_ENV] = str(marker)
-    with two_ray_nodes(env) as address:
-        yield {"address": address, "marker": marker}
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Stop the Ray cluster after the last of a run of tests that use it."""
+    if "ray_cluster" in getattr(item, "fixturenames", ()) and (
+            nextitem is None or "ray_cluster" not in getattr(nextitem, "fixturenames", ())):
+        _RAY_NODES.stop()
+
+
+def pytest_sessionfinish(session):
+    _RAY_NODES.stop()
 
 
 def _train_tiny_verifier(out: Path, *, overlaps_only: bool) -> None:
