@@ -61,7 +61,7 @@ def varied_texts() -> list[str]:
 class _RayNodes:
     """This test process's Ray cluster: started by the first test that asks, shared by
     the tests after it, and stopped once the next test does not ask (an idle cluster
-    keeps using CPU: its daemons took 4.6 CPU seconds a minute here). The Ray files run
+    keeps using CPU: its daemons took 4.7 CPU seconds a minute here). The Ray files run
     one after another (tests/durations.py deals them to one run), so a process usually
     starts one cluster; a Ray test after a gap starts it again."""
 
