@@ -468,7 +468,8 @@ def dedup(
         total = len(items)
     # "auto" reads the first documents (of the batches the run reads: a stream once),
     # after every check; the placement does not depend on the profile.
-    method_choice, batches = choose_method_from_batches(method, batches)
+    method_choice, batches = choose_method_from_batches(method, batches,
+                                                        memory_limit=budget.memory_limit)
     choice, batches = choose_from_batches(profile, method_choice.name, batches)
     if choice.name != first or method_choice.name != planned_method:
         method_obj = make_method(method_choice.name,

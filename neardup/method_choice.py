@@ -4,8 +4,8 @@ MinHash when it is not (decision 0053).
 rerank is the most accurate method on every labelled set, but its CPU per document grows
 with the corpus, while MinHash's stays flat (docs/rerank-cost.md). ``auto`` reads ahead at
 most :data:`RERANK_MAX_DOCS` + 1 documents and :data:`RERANK_MAX_CHARS` characters of
-text, from the run's own read (a stream is read once): an input that ends within both
-runs ``rerank``, a larger one ``minhash`` (whose ``--profile auto`` then reads the same
+text (at most a quarter of a memory limit the user sets), from the run's own read (a
+stream is read once): an input that ends within both runs ``rerank``, a larger one ``minhash`` (whose ``--profile auto`` then reads the same
 first documents). The run records the choice (``params.method_auto``) and the summary
 says which ran and why. A method parameter (``--threshold``, ``--param``, ...) means one
 method's setting, so it needs the method named: with ``auto`` it is an error
@@ -21,7 +21,7 @@ from typing import Any
 
 __all__ = ["AUTO", "LARGE_INPUT_METHOD", "RERANK_MAX_CHARS", "RERANK_MAX_DOCS",
            "SMALL_INPUT_METHOD", "MethodChoice", "choose_from_batches", "choose_method",
-           "planning_method"]
+           "max_chars", "planning_method"]
 
 #: The default value of ``method``.
 AUTO = "auto"
@@ -47,6 +47,7 @@ class MethodChoice:
     docs: int = 0
     chars: int = 0
     small: bool = False
+    max_chars: int = RERANK_MAX_CHARS
 
     @property
     def chosen(self) -> bool:
@@ -57,7 +58,7 @@ class MethodChoice:
         """The run record's ``method_auto`` entry."""
         return {"name": self.name, "requested": self.requested, "docs_read": self.docs,
                 "chars_read": self.chars, "within_limits": self.small,
-                "rerank_max_docs": RERANK_MAX_DOCS, "rerank_max_chars": RERANK_MAX_CHARS}
+                "rerank_max_docs": RERANK_MAX_DOCS, "rerank_max_chars": self.max_chars}
 
     def run_params(self) -> dict[str, Any]:
         """The entries a run's ``params`` record: ``method_auto`` when ``auto`` chose."""
@@ -70,9 +71,9 @@ class MethodChoice:
         if self.small:
             return (f"method auto chose rerank, the most accurate method: the input holds "
                     f"{self.docs:,} documents (rerank up to {RERANK_MAX_DOCS:,} documents and "
-                    f"{RERANK_MAX_CHARS:,} characters). --method minhash is the fast one.")
+                    f"{self.max_chars:,} characters). --method minhash is the fast one.")
         return (f"method auto chose minhash, the fast method: the input holds more than "
-                f"{RERANK_MAX_DOCS:,} documents or {RERANK_MAX_CHARS:,} characters, where "
+                f"{RERANK_MAX_DOCS:,} documents or {self.max_chars:,} characters, where "
                 f"rerank costs many times MinHash's CPU per document. --method rerank is the "
                 f"most accurate (docs/rerank-cost.md).")
 
@@ -80,7 +81,7 @@ class MethodChoice:
     def from_record(cls, record: dict[str, Any]) -> MethodChoice:
         """The choice a run record's ``method_auto`` entry describes."""
         return cls(record["name"], record["requested"], record["docs_read"],
-                   record["chars_read"], record["within_limits"])
+                   record["chars_read"], record["within_limits"], record["rerank_max_chars"])
 
 
 def planning_method(method: str) -> str:
@@ -93,27 +94,38 @@ def _text_chars(texts: Iterable[Any]) -> int:
     return sum(len(t) for t in texts if isinstance(t, str))
 
 
-def choose_method(method: str, texts: Iterable[Any]) -> MethodChoice:
+def max_chars(memory_limit: int | None = None) -> int:
+    """The character limit: :data:`RERANK_MAX_CHARS`, or a quarter of ``memory_limit``
+    (bytes; the user's budget, which the look-ahead's texts must not outgrow) when less."""
+    return RERANK_MAX_CHARS if memory_limit is None else min(RERANK_MAX_CHARS, memory_limit // 4)
+
+
+def choose_method(method: str, texts: Iterable[Any], *, memory_limit: int | None = None
+                  ) -> MethodChoice:
     """The method a run on ``texts`` uses: ``method`` itself unless it is ``auto``; for
-    ``auto``, rerank when ``texts`` ends within the limits, minhash otherwise. At most
-    :data:`RERANK_MAX_DOCS` + 1 of ``texts`` are read."""
+    ``auto``, rerank when ``texts`` ends within the limits (:func:`max_chars` of
+    ``memory_limit``), minhash otherwise. At most :data:`RERANK_MAX_DOCS` + 1 of
+    ``texts`` are read."""
     if method != AUTO:
         return MethodChoice(method, method)
+    limit = max_chars(memory_limit)
     docs = chars = 0
     for text in texts:
         docs += 1
         chars += len(text) if isinstance(text, str) else 0
-        if docs > RERANK_MAX_DOCS or chars > RERANK_MAX_CHARS:
-            return MethodChoice(LARGE_INPUT_METHOD, AUTO, docs, chars, False)
-    return MethodChoice(SMALL_INPUT_METHOD, AUTO, docs, chars, True)
+        if docs > RERANK_MAX_DOCS or chars > limit:
+            return MethodChoice(LARGE_INPUT_METHOD, AUTO, docs, chars, False, limit)
+    return MethodChoice(SMALL_INPUT_METHOD, AUTO, docs, chars, True, limit)
 
 
-def choose_from_batches(method: str, batches: Iterable[Any]) -> tuple[MethodChoice, Iterator[Any]]:
+def choose_from_batches(method: str, batches: Iterable[Any], *, memory_limit: int | None = None
+                        ) -> tuple[MethodChoice, Iterator[Any]]:
     """:func:`choose_method` over the first documents of ``batches`` (DocumentBatch
     objects), and an iterator over every batch from the first: a stream is read once.
     Nothing is read unless ``method`` is ``auto``."""
     if method != AUTO:
         return MethodChoice(method, method), iter(batches)
+    limit = max_chars(memory_limit)
     batches = iter(batches)
     head = []
     docs = chars = 0
@@ -122,8 +134,8 @@ def choose_from_batches(method: str, batches: Iterable[Any]) -> tuple[MethodChoi
         head.append(batch)
         docs += len(batch)
         chars += _text_chars(batch.texts)
-        if docs > RERANK_MAX_DOCS or chars > RERANK_MAX_CHARS:
+        if docs > RERANK_MAX_DOCS or chars > limit:
             small = False
             break
     name = SMALL_INPUT_METHOD if small else LARGE_INPUT_METHOD
-    return MethodChoice(name, AUTO, docs, chars, small), itertools.chain(head, batches)
+    return MethodChoice(name, AUTO, docs, chars, small, limit), itertools.chain(head, batches)

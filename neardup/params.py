@@ -76,8 +76,8 @@ ENGINES = ("local", "memory", "ray")
 PARAMS: tuple[Param, ...] = (
     # ---- method and its parameters
     _p("method", _M, "Near-duplicate detection method. auto: rerank (the most accurate) when "
-       "the input holds at most 10,000 documents and 50 million characters, minhash (the "
-       "fast one) otherwise; the summary and the report say which ran "
+       "the input holds at most 10,000 documents and 50 million characters (or a quarter of "
+       "--memory-limit when less), minhash (the fast one) otherwise; the summary and the report say which ran "
        "(docs/choosing-a-method.md). A method parameter (--threshold, --param, ...) needs "
        "the method named.", default="auto", kind="choice",
        show_default=True),  # choices: "auto" and neardup.METHODS, filled in by choices_of

@@ -66,6 +66,16 @@ def test_the_character_limit(limit):
     assert (choice.name, choice.docs, choice.chars) == ("minhash", 2, 12_000)
 
 
+def test_a_memory_limit_bounds_the_look_ahead():
+    texts = ["x" * 100_000] * 3  # 300,000 characters
+    assert choose_method(AUTO, texts).name == "rerank"
+    choice = choose_method(AUTO, texts, memory_limit=1 << 20)  # a quarter: 262,144
+    assert (choice.name, choice.max_chars) == ("minhash", 262_144)
+    assert choice.record()["rerank_max_chars"] == 262_144
+    result = neardup.dedup(texts, memory_limit="1MB")
+    assert result.method == "minhash" and result.params["method_auto"]["docs_read"] == 3
+
+
 def test_the_look_ahead_stops_past_the_limit(limit):
     read = []
 

@@ -106,7 +106,8 @@ def _chosen(inputs: tuple[Path, ...], opts: dict[str, Any], planned: Plan, batch
     """The method ``--method`` gives and the profile ``--profile`` gives for the first
     documents of ``batches``, the plan (rebuilt when either is not the one it was made
     with: the planning method, the "clean" profile) and every batch from the first."""
-    method, batches = choose_method_from_batches(opts["method"], batches)
+    method, batches = choose_method_from_batches(opts["method"], batches,
+                                                 memory_limit=opts.get("memory_limit"))
     choice, batches = choose_from_batches(opts["profile"], method.name, batches)
     if method.name != planned.spec.method.name or (
             _reads_profile(opts, method.name) and choice.name != "clean"):
