@@ -100,6 +100,19 @@ def max_chars(memory_limit: int | None = None) -> int:
     return RERANK_MAX_CHARS if memory_limit is None else min(RERANK_MAX_CHARS, memory_limit // 4)
 
 
+def _read_ahead(sizes: Iterable[tuple[int, int]], memory_limit: int | None) -> MethodChoice:
+    """``auto``'s choice from ``sizes`` (documents and characters of each piece read),
+    read until the input ends or passes a limit."""
+    limit = max_chars(memory_limit)
+    docs = chars = 0
+    for n_docs, n_chars in sizes:
+        docs += n_docs
+        chars += n_chars
+        if docs > RERANK_MAX_DOCS or chars > limit:
+            return MethodChoice(LARGE_INPUT_METHOD, AUTO, docs, chars, False, limit)
+    return MethodChoice(SMALL_INPUT_METHOD, AUTO, docs, chars, True, limit)
+
+
 def choose_method(method: str, texts: Iterable[Any], *, memory_limit: int | None = None
                   ) -> MethodChoice:
     """The method a run on ``texts`` uses: ``method`` itself unless it is ``auto``; for
@@ -108,14 +121,7 @@ def choose_method(method: str, texts: Iterable[Any], *, memory_limit: int | None
     ``texts`` are read."""
     if method != AUTO:
         return MethodChoice(method, method)
-    limit = max_chars(memory_limit)
-    docs = chars = 0
-    for text in texts:
-        docs += 1
-        chars += len(text) if isinstance(text, str) else 0
-        if docs > RERANK_MAX_DOCS or chars > limit:
-            return MethodChoice(LARGE_INPUT_METHOD, AUTO, docs, chars, False, limit)
-    return MethodChoice(SMALL_INPUT_METHOD, AUTO, docs, chars, True, limit)
+    return _read_ahead(((1, _text_chars((text,))) for text in texts), memory_limit)
 
 
 def choose_from_batches(method: str, batches: Iterable[Any], *, memory_limit: int | None = None
@@ -125,17 +131,12 @@ def choose_from_batches(method: str, batches: Iterable[Any], *, memory_limit: in
     Nothing is read unless ``method`` is ``auto``."""
     if method != AUTO:
         return MethodChoice(method, method), iter(batches)
-    limit = max_chars(memory_limit)
     batches = iter(batches)
-    head = []
-    docs = chars = 0
-    small = True
-    for batch in batches:
-        head.append(batch)
-        docs += len(batch)
-        chars += _text_chars(batch.texts)
-        if docs > RERANK_MAX_DOCS or chars > limit:
-            small = False
-            break
-    name = SMALL_INPUT_METHOD if small else LARGE_INPUT_METHOD
-    return MethodChoice(name, AUTO, docs, chars, small, limit), itertools.chain(head, batches)
+    head: list[Any] = []
+
+    def sizes():
+        for batch in batches:
+            head.append(batch)
+            yield len(batch), _text_chars(batch.texts)
+
+    return _read_ahead(sizes(), memory_limit), itertools.chain(head, batches)

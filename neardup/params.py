@@ -20,6 +20,7 @@ from typing import Any
 
 from neardup.errors import ParameterError, check_choice, check_float, check_int
 from neardup.graph.config import CLUSTER_ALGORITHMS
+from neardup.method_choice import AUTO
 from neardup.profiles import PROFILED_METHODS, PROFILES
 
 __all__ = ["CLI", "CLUSTERINGS", "DIRECT_METHOD_PARAMS", "ENGINES", "NORMALIZE_FLAGS", "PARAM", "PARAMS", "PYTHON", "RULES", "Param", "Rule", "RuleError",
@@ -77,9 +78,9 @@ PARAMS: tuple[Param, ...] = (
     # ---- method and its parameters
     _p("method", _M, "Near-duplicate detection method. auto: rerank (the most accurate) when "
        "the input holds at most 10,000 documents and 50 million characters (or a quarter of "
-       "--memory-limit when less), minhash (the fast one) otherwise; the summary and the report say which ran "
-       "(docs/choosing-a-method.md). A method parameter (--threshold, --param, ...) needs "
-       "the method named.", default="auto", kind="choice",
+       "--memory-limit when less), minhash (the fast one) otherwise; the summary and the "
+       "report say which ran (docs/choosing-a-method.md). A method parameter (--threshold, "
+       "--param, ...) needs the method named.", default=AUTO, kind="choice",
        show_default=True),  # choices: "auto" and neardup.METHODS, filled in by choices_of
     _p("profile", _M, "Settings of the lexical methods (minhash, ngram) for the kind of "
        "text. auto: reads the first 2,000 documents and takes noisy when they look noisy "
@@ -290,7 +291,6 @@ def choices_of(param: Param) -> tuple[Any, ...]:
     """The valid values of a choice parameter (the method and keep names are read from
     their registries, so that a method added later is offered)."""
     if param.name == "method":
-        from neardup.method_choice import AUTO
         from neardup.methods import METHODS
 
         return (AUTO, *METHODS)
@@ -480,16 +480,12 @@ def _methods_taking(parameter: str, w: Wording) -> str:
 
 def _method_named(s: Situation, w: Wording) -> str:
     """The method setting, as a rule's "with ..." (``auto`` says what it means)."""
-    from neardup.method_choice import AUTO
-
     named = w.set("method", s.method_name)
     return named + (" (the default: rerank or minhash by the input's size)"
                     if s.method_name == AUTO else "")
 
 
 def _chooses_method(s: Situation) -> bool:
-    from neardup.method_choice import AUTO
-
     return s.method_name == AUTO
 
 
