@@ -209,7 +209,8 @@ PARAMS: tuple[Param, ...] = (
        "expanded / corrected / template / near, outside_window); same formats.",
        kind="path_or_url", python=False),
     _p("out", _O, "Write the de-duplicated corpus (one representative per cluster, all fields "
-       "kept): .jsonl, .jsonl.gz, .parquet, .csv or .tsv. A binary text column stays binary "
+       "kept): .jsonl, .jsonl.gz, .parquet, .csv or .tsv. From Parquet inputs of one schema, "
+       ".parquet keeps every column's type. A binary text column stays binary "
        "in .parquet and becomes UTF-8 text otherwise; a field of mixed types becomes strings "
        "in .parquet (with a warning); NaN and Infinity are kept. CSV quotes values as needed; "
        "TSV has no quoting and refuses values with tabs or line breaks. The input is read "

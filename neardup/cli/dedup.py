@@ -580,11 +580,33 @@ def _refuse_work_dir_files(opts: dict[str, Any]) -> None:
             )
 
 
+def _kept_batches(inputs, reader, keep, watch):
+    """The second read's Arrow batches (every input Parquet), each cut to its kept rows."""
+    import numpy as np
+    import pyarrow as pa
+
+    from neardup.io import iter_record_batches
+
+    batches = iter_record_batches(list(inputs), reader)
+    if watch is not None:
+        watch.check("--out")
+        batches = watch.second_read_batches(batches, "--out", len(keep))
+    keep = np.asarray(keep, dtype=bool)
+    start = 0
+    for _source, batch in batches:
+        mask = keep[start:start + batch.num_rows]
+        start += batch.num_rows
+        if mask.all():
+            yield batch.replace_schema_metadata(None)
+        elif mask.any():
+            yield batch.filter(pa.array(mask)).replace_schema_metadata(None)
+
+
 def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch,
                    hints) -> None:
     """Write every requested output to its temporary file (renamed later by commit);
     ``hints``: the run's advice, for --report."""
-    from neardup.io import iter_records
+    from neardup.io import iter_records, parquet_inputs_schema
     from neardup.io.writers import annotated_records, annotation_columns
 
     record = _run_record(result.method, result.params, method_obj)
@@ -593,7 +615,13 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch,
         outputs.write_table("--clusters-out", result.clusters_table().replace_schema_metadata(meta))
     if "--pairs-out" in outputs:
         outputs.write_table("--pairs-out", result.pairs_table().replace_schema_metadata(meta))
-    if "--out" in outputs:
+    if "--out" in outputs and not opts.get("annotate") and outputs.kind("--out") == "parquet" \
+            and (schema := parquet_inputs_schema(list(inputs), reader)) is not None:
+        # Parquet in, Parquet out: the kept rows are taken from Arrow batches, never made
+        # Python objects, and keep their column types.
+        outputs.write_batches("--out", schema, _kept_batches(inputs, reader, result.representative,
+                                                             watch))
+    elif "--out" in outputs:
         keep = result.representative
         source = iter_records(list(inputs), reader)
         if watch is not None:

@@ -224,9 +224,13 @@ class InputWatch:
                 digest = self.digests[source] = hashlib.blake2b(digest_size=16)
                 self.counts[source] = 0
             own = hashlib.blake2b(digest_size=16)
-            for text in batch.texts:
-                self._update(digest, text)
-                self._update(own, text)
+            for text in batch.texts:  # as _update does, each text encoded once for both
+                data = text.encode("utf-8", "surrogatepass")
+                size = len(data).to_bytes(8, "little")
+                digest.update(size)
+                digest.update(data)
+                own.update(size)
+                own.update(data)
             self.counts[source] += len(batch.texts)
             self.batch_digests.append((source, own.digest()))
             yield batch
@@ -309,55 +313,110 @@ class InputWatch:
             self.check(during)
             raise
 
-    def _counted(self, records, during: str, total: int):
+    def _counted(self, items, during: str, total: int, size=lambda item: 1):
+        """Pass ``items`` (records, or batches of ``size(item)`` records) through, checking
+        that they hold ``total`` records."""
         listed = ", ".join(os.fspath(p) for p in self.inputs)
         seen = 0
-        for record in records:
-            if seen == total:
+        for item in items:
+            seen += size(item)
+            if seen > total:
                 self.check(during)
                 raise self._changed(listed, "it holds more documents than the run clustered",
                                     during)
-            seen += 1
-            yield record
+            yield item
         if seen != total:
             self.check(during)
             raise self._changed(listed, f"the second read found {seen:,} documents where the "
                                 f"run clustered {total:,}", during)
 
+    def second_read_batches(self, batches, during: str, total: int):
+        """:meth:`second_read` for a second read as Arrow record batches
+        (:func:`neardup.io.iter_record_batches`, ``(source, batch)`` pairs): the same
+        checks, the texts taken from each batch's text column."""
+        if sum(self.counts.values()) != total:
+            yield from self._counted(batches, during, total, size=lambda item: item[1].num_rows)
+            return
+        texts = _SecondReadTexts(self, during)
+        try:
+            for source, batch in batches:
+                field = self.reader.text_field
+                values = (batch.column(field).to_pylist() if field in batch.schema.names
+                          else [None] * batch.num_rows)
+                for value in values:
+                    texts.add(value if value is None or isinstance(value, str)
+                              else self._text_of({field: value}, "parquet"))
+                yield source, batch
+        except InputError:
+            self.check(during)
+            raise
+        texts.finish()
+
     def _compared(self, records, during: str):
-        import hashlib
-
-        sources = [s for s in self.counts]
-        index, seen, digest = 0, 0, hashlib.blake2b(digest_size=16)
-
-        def compare(source: str) -> None:
-            if digest.digest() != self.digests[source].digest():
-                self.check(during)
-                raise self._changed(source, "the texts read a second time differ from the "
-                                    "first read's", during)
-
+        texts = _SecondReadTexts(self, during)
         try:
             for record in records:
-                while index < len(sources) and seen == self.counts[sources[index]]:
-                    compare(sources[index])
-                    index, seen, digest = index + 1, 0, hashlib.blake2b(digest_size=16)
-                if index == len(sources):
-                    self.check(during)
-                    raise self._changed(sources[-1] if sources else os.fspath(self.inputs[0]),
-                                        "it holds more documents than the first read found",
-                                        during)
-                text = self._text_of(record, self.kinds.get(sources[index]))
-                self._update(digest, "" if text is None else text)
-                seen += 1
+                texts.add(self._text_of(record, texts.kind()))
                 yield record
         except InputError:
             self.check(during)  # an input rewritten mid-read: say so, not its symptom
             raise
-        while index < len(sources):
-            if seen != self.counts[sources[index]]:
-                self.check(during)
-                raise self._changed(
-                    sources[index], f"the second read found {seen:,} documents where the "
-                    f"first found {self.counts[sources[index]]:,}", during)
-            compare(sources[index])
-            index, seen, digest = index + 1, 0, hashlib.blake2b(digest_size=16)
+        texts.finish()
+
+
+class _SecondReadTexts:
+    """The texts of a second read, one by one, held to the first read's (its inputs'
+    document counts and digests in :class:`InputWatch`): InputError naming the input
+    whose texts or number of documents differ."""
+
+    def __init__(self, watch: InputWatch, during: str) -> None:
+        import hashlib
+
+        self._new = lambda: hashlib.blake2b(digest_size=16)
+        self.watch, self.during = watch, during
+        self.sources = list(watch.counts)
+        self.index, self.seen, self.digest = 0, 0, self._new()
+
+    def _advance(self) -> None:
+        """Move past every input whose documents were all seen, checking each."""
+        while self.index < len(self.sources) and \
+                self.seen == self.watch.counts[self.sources[self.index]]:
+            self._compare()
+
+    def kind(self) -> str | None:
+        """The format of the input the next text belongs to."""
+        self._advance()
+        if self.index < len(self.sources):
+            return self.watch.kinds.get(self.sources[self.index])
+        return None
+
+    def _compare(self) -> None:
+        source = self.sources[self.index]
+        if self.digest.digest() != self.watch.digests[source].digest():
+            self.watch.check(self.during)
+            raise self.watch._changed(source, "the texts read a second time differ from the "
+                                      "first read's", self.during)
+        self.index, self.seen, self.digest = self.index + 1, 0, self._new()
+
+    def add(self, text: str | None) -> None:
+        """Count the next document's text in (None: it has none)."""
+        watch = self.watch
+        self._advance()
+        if self.index == len(self.sources):
+            watch.check(self.during)
+            raise watch._changed(self.sources[-1] if self.sources else os.fspath(watch.inputs[0]),
+                                 "it holds more documents than the first read found", self.during)
+        watch._update(self.digest, "" if text is None else text)
+        self.seen += 1
+
+    def finish(self) -> None:
+        """Check that the second read held every input's documents, no fewer."""
+        watch = self.watch
+        while self.index < len(self.sources):
+            expected = watch.counts[self.sources[self.index]]
+            if self.seen != expected:
+                watch.check(self.during)
+                raise watch._changed(
+                    self.sources[self.index], f"the second read found {self.seen:,} documents "
+                    f"where the first found {expected:,}", self.during)
+            self._compare()

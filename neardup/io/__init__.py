@@ -10,7 +10,9 @@ from neardup.io.readers import (
     ReaderConfig,
     detect_format,
     input_files,
+    iter_record_batches,
     iter_records,
+    parquet_inputs_schema,
     read_corpus,
 )
 from neardup.io.reuters import find_reuters_dir
@@ -31,7 +33,9 @@ __all__ = [
     "find_reuters_dir",
     "input_files",
     "locate",
+    "iter_record_batches",
     "iter_records",
+    "parquet_inputs_schema",
     "read_corpus",
     "write_records",
     "write_table",

@@ -48,9 +48,11 @@ __all__ = [
     "delimited_records",
     "escape_surrogates",
     "jsonl_records",
+    "parquet_batches",
     "parquet_columns",
     "parquet_num_rows",
     "parquet_records",
+    "parquet_schema",
     "csv_records",
     "tsv_records",
     "txtdir_records",
@@ -636,6 +638,50 @@ def _table_records(path: str, source, names: list[str], require: tuple[str, ...]
     ``names``) as records numbered from ``start``; ``source`` is closed at the end."""
     import pyarrow as pa
 
+    for row, batch in _checked_batches(path, source, names, require, batches, start):
+        try:
+            records = batch.to_pylist()
+        except (ValueError, OverflowError, ArithmeticError) as exc:
+            # e.g. a timestamp or date outside the years 1-9999 Python can represent
+            rows = (f"row {row}" if batch.num_rows == 1
+                    else f"rows {row}-{row + batch.num_rows - 1}")
+            raise InputError(
+                f"{path}, {rows} (0-based): a value cannot "
+                f"be converted ({exc}); for example a timestamp outside the years 1-9999."
+            ) from None
+        except pa.ArrowException as exc:
+            raise InputError(f"{path}, row {row} (0-based): cannot read the data ({exc}).") from None
+        for record in records:
+            yield row, None, record
+            row += 1
+
+
+def parquet_batches(path: str, batch_size: int, *,
+                    options: Mapping[str, Any] | None = None) -> Iterator[Any]:
+    """The record batches of a Parquet file, every column, in the order (and with the
+    checks) of :func:`parquet_records`: the rows as Arrow, never as Python objects."""
+    parquet = _parquet_file(path, options)
+    for _row, batch in _checked_batches(path, parquet, parquet.schema_arrow.names, (),
+                                        _parquet_batches(parquet, None, batch_size, 0, None), 0):
+        yield batch
+
+
+def parquet_schema(path: str, options: Mapping[str, Any] | None = None) -> Any:
+    """The Arrow schema of a Parquet file, from its footer."""
+    parquet = _parquet_file(path, options)
+    try:
+        return parquet.schema_arrow
+    finally:
+        _close(parquet)
+
+
+def _checked_batches(path: str, source, names: list[str], require: tuple[str, ...], batches,
+                     start: int) -> Iterator[tuple[int, Any]]:
+    """``(first row, batch)`` for each of ``batches`` (of a Parquet or Arrow file with
+    columns ``names``), rows numbered from ``start``, after checking the columns;
+    ``source`` is closed at the end."""
+    import pyarrow as pa
+
     twice = [name for name in dict.fromkeys(names) if names.count(name) > 1]
     if twice:
         _close(source)
@@ -653,19 +699,8 @@ def _table_records(path: str, source, names: list[str], require: tuple[str, ...]
     row = start
     try:
         for batch in batches:
-            try:
-                records = batch.to_pylist()
-            except (ValueError, OverflowError, ArithmeticError) as exc:
-                # e.g. a timestamp or date outside the years 1-9999 Python can represent
-                rows = (f"row {row}" if batch.num_rows == 1
-                        else f"rows {row}-{row + batch.num_rows - 1}")
-                raise InputError(
-                    f"{path}, {rows} (0-based): a value cannot "
-                    f"be converted ({exc}); for example a timestamp outside the years 1-9999."
-                ) from None
-            for record in records:
-                yield row, None, record
-                row += 1
+            yield row, batch
+            row += batch.num_rows
     except pa.ArrowException as exc:
         raise InputError(
             f"{path}, row {row} (0-based): cannot read the data ({exc})."

@@ -58,7 +58,7 @@ import pyarrow as pa
 
 from neardup.errors import OutputError
 from neardup.io.locations import Location, check_location, is_url, locate, storage_error
-from neardup.io.writers import OUTPUT_EXTENSIONS, output_kind, records_to_file, table_to_file
+from neardup.io.writers import OUTPUT_EXTENSIONS, batches_to_file, output_kind, records_to_file, table_to_file
 
 __all__ = ["OutputDirectory", "OutputSet", "is_output_temporary", "write_part"]
 
@@ -398,6 +398,11 @@ class OutputSet:
     def write_records(self, name: str, records: Iterable[dict]) -> int:
         """Write dict records to output ``name``'s temporary file; returns their number."""
         return records_to_file(self.temporary(name), self._outputs[name].kind, records, name=name)
+
+    def write_batches(self, name: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> int:
+        """Write Arrow record batches of ``schema`` to Parquet output ``name``'s temporary
+        file; returns their rows."""
+        return batches_to_file(self.temporary(name), self._outputs[name].kind, schema, batches)
 
     def write_text(self, name: str, text: str) -> None:
         """Write ``text`` (UTF-8) to output ``name``'s temporary file."""

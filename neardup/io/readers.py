@@ -41,6 +41,8 @@ from neardup.io._dates import as_datetime64, field_epoch_seconds, to_epoch_secon
 from neardup.io._formats import (
     Utf8Decoder,
     arrow_records,
+    parquet_batches,
+    parquet_schema,
     csv_records,
     escape_surrogates,
     jsonl_records,
@@ -53,7 +55,7 @@ from neardup.io.locations import Location, check_location, is_url, locate, stora
 from neardup.io.reuters import reuters_records
 
 __all__ = ["SUPPORTED_FORMATS", "InputFile", "ReaderConfig", "detect_format", "input_files",
-           "iter_records",
+           "iter_record_batches", "iter_records", "parquet_inputs_schema",
            "part_records", "read_corpus", "read_part"]
 
 #: Format names returned by :func:`detect_format` and :func:`input_files`.
@@ -470,6 +472,73 @@ def iter_records(
     config = _check_config("iter_records", config)
     sources = _sources(paths, "iter_records", config.storage_options)
     return _guarded(_records(sources, config), None)
+
+
+def parquet_inputs_schema(paths: Sequence[str | os.PathLike],
+                          config: ReaderConfig = ReaderConfig()) -> Any:
+    """The Arrow schema every input shares when each is a Parquet file and all have the
+    same columns and types (read from their footers), else None: the inputs
+    :func:`iter_record_batches` reads."""
+    config = _check_config("parquet_inputs_schema", config)
+    sources = _sources(paths, "parquet_inputs_schema", config.storage_options)
+    if not sources or any(kind != "parquet" for _, kind in sources):
+        return None
+    schemas = [parquet_schema(path, config.storage_options) for path, _ in sources]
+    first = schemas[0].remove_metadata()
+    return first if all(s.remove_metadata().equals(first) for s in schemas[1:]) else None
+
+
+def iter_record_batches(
+    paths: Sequence[str | os.PathLike], config: ReaderConfig = ReaderConfig()
+) -> Iterator[tuple[str, Any]]:
+    """Stream Parquet inputs' full records as Arrow, in :func:`iter_records` order.
+
+    The rows of each batch are the records :func:`iter_records` yields one by one, with
+    every column, but they stay Arrow data: a second pass that writes the kept records to
+    Parquet never makes a Python object of a row.
+
+    Parameters
+    ----------
+    paths : sequence of str or os.PathLike
+        The same inputs given to :func:`read_corpus`; each must be a Parquet file
+        (:func:`parquet_inputs_schema` says whether they are).
+    config : ReaderConfig, default ReaderConfig()
+        The same configuration; only ``batch_size`` and ``limit`` matter here.
+
+    Returns
+    -------
+    iterator of (str, pyarrow.RecordBatch)
+        Each batch with the input it comes from.
+
+    Raises
+    ------
+    InputError
+        As :func:`iter_records`.
+    ValueError
+        For an input that is not a Parquet file.
+    """
+    config = _check_config("iter_record_batches", config)
+    sources = _sources(paths, "iter_record_batches", config.storage_options)
+    for path, kind in sources:
+        if kind != "parquet":
+            raise ValueError(f"iter_record_batches: {path!r} is {kind}, not Parquet; use iter_records.")
+    return _guarded(_record_batches(sources, config), None)
+
+
+def _record_batches(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[tuple[str, Any]]:
+    remaining = config.limit
+    for path, _kind in sources:
+        if remaining == 0:
+            return
+        with closing(_guarded(parquet_batches(path, config.batch_size,
+                                              options=config.storage_options), path)) as stream:
+            for batch in stream:
+                if remaining is not None and batch.num_rows >= remaining:
+                    yield path, batch.slice(0, remaining)
+                    return
+                if remaining is not None:
+                    remaining -= batch.num_rows
+                yield path, batch
 
 
 def _records(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[dict]:

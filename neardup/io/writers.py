@@ -271,6 +271,21 @@ def records_to_file(temporary: Path, kind: str, records: Iterable[dict], *,
     return count
 
 
+def batches_to_file(temporary: Path, kind: str, schema: pa.Schema,
+                    batches: Iterable[pa.RecordBatch]) -> int:
+    """Write Arrow record ``batches`` of ``schema`` as ``kind`` (Parquet only) to
+    ``temporary``, in place; returns the number of rows. The columns keep their Arrow
+    types: no row becomes a Python object."""
+    if kind != "parquet":
+        raise ValueError(f"batches_to_file: writes Parquet, not {kind}")
+    count = 0
+    with pq.ParquetWriter(temporary, schema, compression=_PARQUET_COMPRESSION) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+            count += batch.num_rows
+    return count
+
+
 def _check_table(table: Any) -> None:
     if not isinstance(table, pa.Table):
         raise TypeError(

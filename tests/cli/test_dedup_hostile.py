@@ -16,6 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -142,6 +143,39 @@ def test_input_rewritten_during_the_run_is_refused(tmp_path, monkeypatch, change
     assert_clean(result, f"{corpus}: the input changed during the run", reader,
                  "No output was written", code=1)
     assert unchanged(previous) and leftovers(tmp_path) == []
+
+
+def _write_parquet(path: Path, n: int, edit=lambda text: text) -> Path:
+    table = pa.Table.from_pylist([dict(r, text=edit(r["text"])) for r in rows(n)])
+    pq.write_table(table, path, compression="none")
+    return path
+
+
+@pytest.mark.parametrize("change", ["shorter", "same-size-mtime-restored"])
+def test_parquet_input_rewritten_before_a_parquet_out_is_refused(tmp_path, monkeypatch, change):
+    # --out from Parquet to Parquet reads the kept rows as Arrow batches
+    # (tests/cli/test_dedup_parquet_out.py), held to the first read as records are. The
+    # file is uncompressed so that a same-length edit keeps its size; with its time
+    # restored too, only the texts' digest can tell.
+    corpus = _write_parquet(tmp_path / "a.parquet", 10)
+    stat = os.stat(corpus)
+
+    def rewrite():
+        if change == "shorter":
+            _write_parquet(corpus, 6)
+            return
+        _write_parquet(corpus, 10, edit=lambda text: text.replace("wheat", "maize"))
+        assert os.stat(corpus).st_size == stat.st_size
+        os.utime(corpus, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+    _rewrite_after_clustering(monkeypatch, rewrite)
+    target = tmp_path / "out.parquet"
+    target.write_bytes(b"previous output\n")
+    result = invoke(corpus, "--id-field", "id", "--method", "minhash", "--out", target, "-q")
+    assert_clean(result, f"{corpus}: the input changed during the run", "No output was written",
+                 *(["the texts read a second time differ"] if change != "shorter" else []), code=1)
+    assert target.read_bytes() == b"previous output\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet", "out.parquet"]
 
 
 def test_rewritten_directory_input_is_refused(tmp_path, monkeypatch):
