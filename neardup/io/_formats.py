@@ -656,13 +656,15 @@ def _table_records(path: str, source, names: list[str], require: tuple[str, ...]
             row += 1
 
 
-def parquet_batches(path: str, batch_size: int, *,
+def parquet_batches(path: str, batch_size: int, *, start: int = 0, stop: int | None = None,
                     options: Mapping[str, Any] | None = None) -> Iterator[Any]:
-    """The record batches of a Parquet file, every column, in the order (and with the
-    checks) of :func:`parquet_records`: the rows as Arrow, never as Python objects."""
+    """The record batches of a Parquet file (rows ``start:stop``), every column, in the
+    order (and with the checks) of :func:`parquet_records`: the rows as Arrow, never as
+    Python objects."""
     parquet = _parquet_file(path, options)
     for _row, batch in _checked_batches(path, parquet, parquet.schema_arrow.names, (),
-                                        _parquet_batches(parquet, None, batch_size, 0, None), 0):
+                                        _parquet_batches(parquet, None, batch_size, start, stop),
+                                        start):
         yield batch
 
 

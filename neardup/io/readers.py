@@ -56,7 +56,7 @@ from neardup.io.reuters import reuters_records
 
 __all__ = ["SUPPORTED_FORMATS", "InputFile", "ReaderConfig", "detect_format", "input_files",
            "iter_record_batches", "iter_records", "parquet_inputs_schema",
-           "part_records", "read_corpus", "read_part"]
+           "part_record_batches", "part_records", "read_corpus", "read_part"]
 
 #: Format names returned by :func:`detect_format` and :func:`input_files`.
 SUPPORTED_FORMATS = ("jsonl", "parquet", "csv", "tsv", "txtdir", "reuters", "arrow")
@@ -815,6 +815,14 @@ def part_records(path: str, kind: str, config: ReaderConfig, *, start: int = 0,
     require = () if full else tuple(dict.fromkeys(f for f in fields if f is not None))
     return _guarded(parquet_records(path, None if full else list(require), config.batch_size,
                                     require, start=start, stop=stop,
+                                    options=config.storage_options), path)
+
+
+def part_record_batches(path: str, config: ReaderConfig, *, start: int = 0,
+                        stop: int | None = None) -> Iterator[Any]:
+    """:func:`part_records` of a Parquet file as Arrow record batches, every column: rows
+    ``start:stop``, none made a Python object."""
+    return _guarded(parquet_batches(path, config.batch_size, start=start, stop=stop,
                                     options=config.storage_options), path)
 
 

@@ -82,3 +82,38 @@ def test_ray_cli_writes_the_local_engines_clusters_report_and_html(address, corp
     # Written as a set: no temporary file left beside the outputs.
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["clusters", "local.html", "local.json", "local.parquet", "ray.html", "ray.json"])
+
+
+def test_ray_out_keeps_the_parquet_column_types_as_locally(address, corpus, tmp_path):
+    # Parquet shards into --out: each worker copies its shard's kept rows as Arrow, so the
+    # parts hold the local --out's rows with the input's types (32-bit integers, a
+    # dictionary, a millisecond timestamp; tests/cli/test_dedup_parquet_out.py locally).
+    import datetime as dt
+
+    import pyarrow as pa
+
+    records = [json.loads(line) for line in corpus.read_text().splitlines()]
+    start = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
+    table = pa.table({
+        "id": [str(r["id"]) for r in records], "text": [r["text"] for r in records],
+        "n": pa.array(range(len(records)), pa.int32()),
+        "source": pa.array(["wire" if i % 3 else "paper" for i in range(len(records))]).dictionary_encode(),
+        "when": pa.array([start + dt.timedelta(hours=i) for i in range(len(records))],
+                         pa.timestamp("ms", tz="UTC")),
+    })
+    inputs = []
+    for part, rows in enumerate((slice(0, 250), slice(250, None))):
+        path = tmp_path / f"part-{part}.parquet"
+        pq.write_table(table[rows], path, row_group_size=60)  # several shards a file
+        inputs.append(str(path))
+    base = ["dedup", *inputs, "--method", "minhash", "--id-field", "id", "--quiet"]
+    local = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "local.parquet")])
+    assert local.exit_code == 0, local.output
+    on_ray = CliRunner().invoke(main, [*base, "--engine", "ray", "--ray-address", address,
+                                       "--ray-shard-rows", "60", "--out", str(tmp_path / "kept")])
+    assert on_ray.exit_code == 0, on_ray.output
+    expected = pq.read_table(tmp_path / "local.parquet")
+    assert expected.schema.equals(table.schema) and 0 < expected.num_rows < table.num_rows
+    written = pq.read_table(tmp_path / "kept")
+    assert written.schema.equals(table.schema)
+    assert written.sort_by("id").equals(expected.sort_by("id"))
