@@ -151,28 +151,41 @@ def _config(opts: dict[str, Any]):
 def _decontaminate(train: tuple[Path, ...], opts: dict[str, Any], output_set):
     import os
 
+    import numpy as np
+
+    from neardup.cli.engine import InputWatch, refuse_single_read_inputs
     from neardup.decontaminate import EvalSets, find_contamination
-    from neardup.io import iter_records, read_corpus
+    from neardup.io import read_corpus
 
     config = _config(opts)
     reader = reader_config_from_options(opts)
+    rereads = [flag for flag, key in (("--out", "out"), ("--removed-out", "removed_out"))
+               if opts[key] is not None]
+    if rereads:
+        refuse_single_read_inputs(train, "TRAIN", f"{' and '.join(rereads)} read"
+                                  f"{'s' if len(rereads) == 1 else ''} the training data a "
+                                  "second time", rereads)
     outputs = output_set((*train, *opts["against"]), [
         ("--out", opts["out"], None), ("--removed-out", opts["removed_out"], None),
         ("--leaks-out", opts["leaks_out"], None), ("--report", opts["report"], ("json",))])
     progress = False if opts["quiet"] else opts["progress"]
     with outputs:
+        # The records written are taken by position from a second read of the training
+        # data: the first read's digests make sure it reads the same texts.
+        watch = InputWatch(train, reader) if rereads else None
         evals = EvalSets.from_batches((os.fspath(p), read_corpus([p], reader)) for p in opts["against"])
-        result = find_contamination(read_corpus(list(train), reader), evals, config,
-                                    progress=progress)
-        flags = result.contaminated
+        batches = read_corpus(list(train), reader)
+        result = find_contamination(batches if watch is None else watch.first_read(batches), evals,
+                                    config, progress=progress)
+        flags = np.asarray(result.contaminated, dtype=bool)
         if "--out" in outputs:
-            records = iter_records(list(train), reader)
             if opts["mark"]:
-                outputs.write_records("--out", _marked(records, flags, result))
+                outputs.write_records("--out", _marked(_second_read(train, reader, watch, "--out", flags),
+                                                       flags, result))
             else:
-                outputs.write_records("--out", _chosen(records, flags, False))
+                _write_chosen(outputs, "--out", train, reader, watch, ~flags)
         if "--removed-out" in outputs:
-            outputs.write_records("--removed-out", _chosen(iter_records(list(train), reader), flags, True))
+            _write_chosen(outputs, "--removed-out", train, reader, watch, flags)
         if "--leaks-out" in outputs:
             outputs.write_table("--leaks-out", result.leaks)
         if "--report" in outputs:
@@ -183,11 +196,30 @@ def _decontaminate(train: tuple[Path, ...], opts: dict[str, Any], output_set):
     return result
 
 
-def _chosen(records, flags, contaminated: bool):
-    """The records whose flag is ``contaminated`` (the second read must hold as many)."""
-    for record, flag in zip(records, flags, strict=True):
-        if bool(flag) == contaminated:
-            yield record
+def _second_read(train, reader, watch, flag: str, flags):
+    """The training records read again for output ``flag``, held to the first read."""
+    from neardup.io import iter_records
+
+    records = iter_records(list(train), reader)
+    if watch is None:
+        return records
+    watch.check(flag)
+    return watch.second_read(records, flag, len(flags))
+
+
+def _write_chosen(outputs, flag: str, train, reader, watch, chosen) -> None:
+    """Write the training records whose ``chosen`` is true to output ``flag``: from Parquet
+    training data of one schema into Parquet as Arrow batches (every column's type kept),
+    else as records."""
+    from neardup.cli.engine import kept_parquet_batches
+    from neardup.io import parquet_inputs_schema
+
+    schema = parquet_inputs_schema(list(train), reader) if outputs.kind(flag) == "parquet" else None
+    if schema is not None:
+        outputs.write_batches(flag, schema, kept_parquet_batches(train, reader, chosen, watch, flag))
+        return
+    records = _second_read(train, reader, watch, flag, chosen)
+    outputs.write_records(flag, (record for record, kept in zip(records, chosen, strict=True) if kept))
 
 
 def _marked(records, flags, result):

@@ -51,7 +51,8 @@ from neardup.cli.engine import (
     engine_options,
     input_bytes,
     input_identity,
-    non_seekable_inputs,
+    kept_parquet_batches,
+    refuse_single_read_inputs,
 )
 from neardup.pipeline import Result, result_from_stage, run, template_clusters
 from neardup.method_choice import MethodChoice, planning_method
@@ -536,26 +537,18 @@ def _as_text(records: Iterator[dict], field: str, warned: list[bool]) -> Iterato
         yield record
 
 
+def _refuse_single_read_inputs(inputs: tuple[Path, ...], rereads: list[str]) -> None:
+    """refuse_single_read_inputs when an output (``rereads``: its flags) reads INPUT again."""
+    if rereads:
+        refuse_single_read_inputs(inputs, "INPUT", f"{' and '.join(rereads)} "
+                                  f"read{'s' if len(rereads) == 1 else ''} the input a second time",
+                                  rereads)
+
+
 def _second_readers(opts: dict[str, Any]) -> list[str]:
     """The outputs that read the input a second time (flags)."""
     return [flag for flag, key in (("--out", "out"), ("--pairs-out", "pairs_out"),
                                    ("--html", "html")) if opts.get(key) is not None]
-
-
-def _refuse_single_read_inputs(inputs: tuple[Path, ...], rereads: list[str]) -> None:
-    """UsageError, before any work, for an input that can be read only once (a named
-    pipe, a device) when an output reads the input again: the second read would wait
-    forever for data the first one consumed."""
-    if not rereads:
-        return
-    for path, what in non_seekable_inputs(inputs):
-        flags = " and ".join(rereads)
-        raise click.UsageError(
-            f"INPUT {os.fspath(path)} is {what}, which can be read only once, and {flags} "
-            f"read{'s' if len(rereads) == 1 else ''} the input a second time. Save it to a "
-            f"file first (cat {os.fspath(path)} > corpus.jsonl) and give that file, or drop "
-            f"{flags}."
-        )
 
 
 def _refuse_work_dir_files(opts: dict[str, Any]) -> None:
@@ -580,28 +573,6 @@ def _refuse_work_dir_files(opts: dict[str, Any]) -> None:
             )
 
 
-def _kept_batches(inputs, reader, keep, watch):
-    """The second read's Arrow batches (every input Parquet), each cut to its kept rows."""
-    import numpy as np
-    import pyarrow as pa
-
-    from neardup.io import iter_record_batches
-
-    batches = iter_record_batches(list(inputs), reader)
-    if watch is not None:
-        watch.check("--out")
-        batches = watch.second_read_batches(batches, "--out", len(keep))
-    keep = np.asarray(keep, dtype=bool)
-    start = 0
-    for _source, batch in batches:
-        mask = keep[start:start + batch.num_rows]
-        start += batch.num_rows
-        if mask.all():
-            yield batch.replace_schema_metadata(None)
-        elif mask.any():
-            yield batch.filter(pa.array(mask)).replace_schema_metadata(None)
-
-
 def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch,
                    hints) -> None:
     """Write every requested output to its temporary file (renamed later by commit);
@@ -619,8 +590,8 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch,
             and (schema := parquet_inputs_schema(list(inputs), reader)) is not None:
         # Parquet in, Parquet out: the kept rows are taken from Arrow batches, never made
         # Python objects, and keep their column types.
-        outputs.write_batches("--out", schema, _kept_batches(inputs, reader, result.representative,
-                                                             watch))
+        outputs.write_batches("--out", schema, kept_parquet_batches(
+            inputs, reader, result.representative, watch, "--out"))
     elif "--out" in outputs:
         keep = result.representative
         source = iter_records(list(inputs), reader)

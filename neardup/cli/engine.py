@@ -15,8 +15,8 @@ from neardup.errors import InputError
 from neardup.params import group
 
 __all__ = ["InputWatch", "check_engine_options", "corpus_stage_from_options", "engine_options",
-           "estimated_documents", "input_bytes", "input_identity", "memory_size",
-           "non_seekable_inputs"]
+           "estimated_documents", "input_bytes", "input_identity", "kept_parquet_batches",
+           "memory_size", "non_seekable_inputs", "refuse_single_read_inputs"]
 
 _COMPRESSED_INPUT = (".gz", ".parquet")
 
@@ -152,6 +152,46 @@ def non_seekable_inputs(inputs) -> list[tuple[Path, str]]:
     return found
 
 
+def refuse_single_read_inputs(inputs, argument: str, why: str, drop: list[str] | None = None) -> None:
+    """UsageError, before any work, for an input that can be read only once (a named pipe,
+    a device) when the command reads its inputs a second time (``why``: which part does,
+    in the user's words; ``drop``: the flags that ask for it, if dropping them avoids
+    it): the second read would wait forever for data the first one consumed."""
+    import click
+
+    for path, what in non_seekable_inputs(inputs):
+        name = os.fspath(path)
+        raise click.UsageError(
+            f"{argument} {name} is {what}, which can be read only once, and {why}. Save it to "
+            f"a file first (cat {name} > corpus.jsonl) and give that file"
+            + (f", or drop {' and '.join(drop)}." if drop else ".")
+        )
+
+
+def kept_parquet_batches(inputs, reader, keep, watch: InputWatch | None, during: str):
+    """A second read of Parquet ``inputs`` as Arrow batches, each cut to the rows whose
+    ``keep`` is true (one flag per document, in input order), held to the first read by
+    ``watch`` (:meth:`InputWatch.second_read_batches`)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from neardup.io import iter_record_batches
+
+    batches = iter_record_batches(list(inputs), reader)
+    if watch is not None:
+        watch.check(during)
+        batches = watch.second_read_batches(batches, during, len(keep))
+    keep = np.asarray(keep, dtype=bool)
+    start = 0
+    for _source, batch in batches:
+        mask = keep[start:start + batch.num_rows]
+        start += batch.num_rows
+        if mask.all():
+            yield batch.replace_schema_metadata(None)
+        elif mask.any():
+            yield batch.filter(pa.array(mask)).replace_schema_metadata(None)
+
+
 def _file_state(path: Path) -> tuple[int, int, int, int]:
     st = os.stat(path)
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
@@ -238,8 +278,8 @@ class InputWatch:
     def _changed(self, path: str, what: str, during: str) -> InputError:
         return InputError(
             f"{path}: the input changed during the run ({what}). {during} reads it a second "
-            "time and takes its documents by position, so it would write records that are "
-            "not the ones clustered. No output was written; previous files are as they were. "
+            "time and takes its documents by position, so it would write records other than "
+            "the ones the run examined. No output was written; previous files are as they were. "
             "Run again when nothing else is writing the file (or on a copy of it)."
         )
 

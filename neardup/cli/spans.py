@@ -157,7 +157,7 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
     input shards in both passes (``sharded``: the command's :class:`_ShardedPasses`)."""
     from neardup import faults
     from neardup.cli._checks import output_set
-    from neardup.cli.engine import InputWatch, input_bytes, input_identity
+    from neardup.cli.engine import InputWatch, input_bytes, input_identity, refuse_single_read_inputs
     from neardup.engine.budget import default_memory_limit
     from neardup.engine.workdir import stage_key
     from neardup.io import iter_records, read_corpus
@@ -173,6 +173,8 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
         raise click.UsageError("--drop-empty is ignored with --mark (it removes nothing); "
                                "drop one of them.")
     _check_engine(opts)
+    refuse_single_read_inputs(inputs, "INPUT", f"neardup {command} reads its input twice (to "
+                              "count, then to rewrite)")
     reader = reader_config_from_options(opts)
     progress = False if opts["quiet"] else opts["progress"]
     memory_limit = opts["memory_limit"] or default_memory_limit()

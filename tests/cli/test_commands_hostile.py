@@ -718,3 +718,73 @@ def test_labels_file_reader_fails_only_with_input_error(tmp_path):
                    for a, b, label in rows)
 
     check()
+
+
+# --------------------------------------------------------------------------- read twice
+
+
+@pytest.fixture
+def pipe(tmp_path):
+    """A named pipe nothing writes to. A regression that opens it anyway is not left
+    waiting forever: after 30 s a thread keeps opening and closing its writing end, so
+    each read ends (empty) and the test fails instead of hanging."""
+    import threading
+    import time
+
+    fifo = tmp_path / "train.jsonl"
+    os.mkfifo(fifo)
+    done = threading.Event()
+
+    def release():
+        if done.wait(30):
+            return
+        while not done.is_set():
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # no reader right now
+                pass
+            time.sleep(0.2)
+
+    threading.Thread(target=release, daemon=True).start()
+    yield fifo
+    done.set()
+
+
+@pytest.mark.parametrize("command, why", [
+    (["spans"], "neardup spans reads its input twice"),
+    (["substrings"], "neardup substrings reads its input twice"),
+    (["decontaminate", "--against", "EVAL"], "--out reads the training data a second time"),
+])
+def test_named_pipe_that_would_be_read_twice_is_refused(tmp_path, corpus, pipe, command, why):
+    args = [str(corpus) if a == "EVAL" else a for a in command]
+    result = invoke(*args[:1], pipe, *args[1:], "--out", tmp_path / "out.jsonl", "-q")
+    argument = "TRAIN" if args[0] == "decontaminate" else "INPUT"
+    assert_failed(result, 2, f"{argument} {pipe} is a named pipe", why, "Save it to a file first")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_decontaminate_refuses_training_data_rewritten_during_the_run(tmp_path, corpus,
+                                                                       monkeypatch):
+    # --out and --removed-out take records by position from a second read of the
+    # training data: one rewritten meanwhile, even to the same size and time, is refused.
+    import neardup.decontaminate
+
+    train = tmp_path / "train.jsonl"
+    train.write_text(corpus.read_text())
+    stat = os.stat(train)
+    real = neardup.decontaminate.find_contamination
+
+    def find_then_rewrite(*args, **kwargs):
+        result = real(*args, **kwargs)
+        train.write_text(train.read_text().replace("wheat", "maize"))  # the same size
+        os.utime(train, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        return result
+
+    monkeypatch.setattr(neardup.decontaminate, "find_contamination", find_then_rewrite)
+    before = snapshot(tmp_path)
+    result = invoke("decontaminate", train, "--against", corpus, "--id-field", "id",
+                    "--out", tmp_path / "clean.jsonl", "--removed-out", tmp_path / "removed.jsonl", "-q")
+    assert_failed(result, 1, f"{train}: the input changed during the run",
+                  "the texts read a second time differ", "No output was written")
+    after = snapshot(tmp_path)
+    assert sorted(after) == sorted(before)  # no output, no temporary file

@@ -138,3 +138,26 @@ def test_memory_engine_with_any_method(files, tmp_path):
     assert sorted(kept + list(gone)) == sorted(files["ids"])
     # The 13-gram rule alone finds the exact copies; ngram (word 3-grams) adds noisy ones.
     assert len(gone & files["dirty"]) >= 25 and not gone - files["dirty"]
+
+
+def test_parquet_training_data_into_parquet_keeps_its_column_types(files, tmp_path):
+    # Parquet in, Parquet out: the kept and the removed rows are copied as Arrow batches,
+    # so a 32-bit integer column stays one (a trip through Python values widens it).
+    import pyarrow as pa
+
+    train = []
+    for path in files["train"]:
+        table = pa.Table.from_pylist([json.loads(line) for line in path.read_text().splitlines()])
+        table = table.set_column(2, "n", table.column("n").cast(pa.int32()))
+        train.append(tmp_path / path.name.replace(".jsonl", ".parquet"))
+        pq.write_table(table, train[-1], row_group_size=25)
+    out, removed = tmp_path / "clean.parquet", tmp_path / "removed.parquet"
+    result = _run({**files, "train": train}, "--out", out, "--removed-out", removed, "--quiet")
+    assert result.exit_code == 0, result.output
+    schema = pq.read_schema(train[0]).remove_metadata()
+    kept, gone = pq.read_table(out), pq.read_table(removed)
+    assert kept.schema.equals(schema) and gone.schema.equals(schema)
+    assert set(gone.column("id").to_pylist()) == files["dirty"]
+    everything = pa.concat_tables([pq.read_table(p) for p in train])
+    dirty = pa.array([i in files["dirty"] for i in everything.column("id").to_pylist()])
+    assert kept.equals(everything.filter(pa.compute.invert(dirty)).replace_schema_metadata(None))
