@@ -343,7 +343,7 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
     reader = reader_config_from_options(opts)
     progress = False if opts["quiet"] else opts["progress"]
     rereads = _second_readers(opts)
-    _refuse_single_read_inputs(inputs, rereads)
+    _refuse_single_read_inputs(inputs, rereads + _keep_readers(opts))
     outputs = _output_set(inputs, opts)
     _refuse_work_dir_files(opts)
     with outputs:  # every output checked and its temporary file created, or an error
@@ -401,7 +401,8 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
 
     method_obj, cluster, keep = planned.spec.method, planned.cluster, planned.spec.keep
     _refuse_files_for_directories(opts)
-    _refuse_single_read_inputs(inputs, ["--html"] if opts["html"] is not None else [])
+    _refuse_single_read_inputs(inputs, (["--html"] if opts["html"] is not None else [])
+                               + _keep_readers(opts))
     reader = reader_config_from_options(opts)
     progress = False if opts["quiet"] else opts["progress"]
     # Outputs on object stores: the bucket and the credential checked before any work.
@@ -543,6 +544,13 @@ def _refuse_single_read_inputs(inputs: tuple[Path, ...], rereads: list[str]) -> 
         refuse_single_read_inputs(inputs, "INPUT", f"{' and '.join(rereads)} "
                                   f"read{'s' if len(rereads) == 1 else ''} the input a second time",
                                   rereads)
+
+
+def _keep_readers(opts: dict[str, Any]) -> list[str]:
+    """The keep options that read the input's records once before the run (flags)."""
+    if opts.get("keep_by") is not None:
+        return ["--keep-by"]
+    return ["--keep most-complete"] if opts.get("keep") == "most-complete" else []
 
 
 def _second_readers(opts: dict[str, Any]) -> list[str]:

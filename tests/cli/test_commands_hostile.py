@@ -751,13 +751,16 @@ def pipe(tmp_path):
 
 
 @pytest.mark.parametrize("command, why", [
-    (["spans"], "neardup spans reads its input twice"),
-    (["substrings"], "neardup substrings reads its input twice"),
-    (["decontaminate", "--against", "EVAL"], "--out reads the training data a second time"),
+    (["spans", "--out"], "neardup spans reads its input twice"),
+    (["substrings", "--out"], "neardup substrings reads its input twice"),
+    (["decontaminate", "--against", "EVAL", "--out"], "--out reads the training data a second time"),
+    # The keep policies that read each record's value do so before the run's own read.
+    (["dedup", "--keep", "most-complete", "--clusters-out"], "--keep most-complete reads the input"),
+    (["dedup", "--keep-by", "n", "--clusters-out"], "--keep-by reads the input a second time"),
 ])
 def test_named_pipe_that_would_be_read_twice_is_refused(tmp_path, corpus, pipe, command, why):
     args = [str(corpus) if a == "EVAL" else a for a in command]
-    result = invoke(*args[:1], pipe, *args[1:], "--out", tmp_path / "out.jsonl", "-q")
+    result = invoke(args[0], pipe, *args[1:], tmp_path / "out.jsonl", "-q")
     argument = "TRAIN" if args[0] == "decontaminate" else "INPUT"
     assert_failed(result, 2, f"{argument} {pipe} is a named pipe", why, "Save it to a file first")
     assert not (tmp_path / "out.jsonl").exists()
