@@ -12,27 +12,12 @@ from ray.cluster_utils import Cluster
 
 sys.path.insert(0, ".")  # run from the repository root
 from neardup.engine.ray import worker_runtime_env  # noqa: E402
-
-_RAY_PROCESSES = ("ray", "raylet", "gcs_server", "plasma")
-
-
-def ray_cpu_seconds() -> float:
-    """User and system CPU seconds of every Ray process on the machine but this one."""
-    me = psutil.Process().pid
-    total = 0.0
-    for process in psutil.process_iter():
-        try:
-            if process.pid != me and any(k in " ".join(process.cmdline()) for k in _RAY_PROCESSES):
-                times = process.cpu_times()
-                total += times.user + times.system
-        except psutil.Error:  # ended or hidden meanwhile
-            pass
-    return total
+from ray_idle_cpu import ray_cpu_seconds  # noqa: E402 -- this script's folder is on the path
 
 
 @ray.remote
 def _warm(x):
-    import neardup  # noqa: F401 -- the workers import the package, as a test's do
+    import neardup  # noqa: F401 -- the workers import the package
 
     return x
 
