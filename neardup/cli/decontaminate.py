@@ -180,7 +180,7 @@ def _decontaminate(train: tuple[Path, ...], opts: dict[str, Any], output_set):
         flags = np.asarray(result.contaminated, dtype=bool)
         if "--out" in outputs:
             if opts["mark"]:
-                outputs.write_records("--out", _marked(_second_read(train, reader, watch, "--out", flags),
+                outputs.write_records("--out", _marked(watch.second_read_records("--out", len(flags)),
                                                        flags, result))
             else:
                 _write_chosen(outputs, "--out", train, reader, watch, ~flags)
@@ -196,17 +196,6 @@ def _decontaminate(train: tuple[Path, ...], opts: dict[str, Any], output_set):
     return result
 
 
-def _second_read(train, reader, watch, flag: str, flags):
-    """The training records read again for output ``flag``, held to the first read."""
-    from neardup.io import iter_records
-
-    records = iter_records(list(train), reader)
-    if watch is None:
-        return records
-    watch.check(flag)
-    return watch.second_read(records, flag, len(flags))
-
-
 def _write_chosen(outputs, flag: str, train, reader, watch, chosen) -> None:
     """Write the training records whose ``chosen`` is true to output ``flag``: from Parquet
     training data of one schema into Parquet as Arrow batches (every column's type kept),
@@ -216,9 +205,9 @@ def _write_chosen(outputs, flag: str, train, reader, watch, chosen) -> None:
 
     schema = parquet_inputs_schema(list(train), reader) if outputs.kind(flag) == "parquet" else None
     if schema is not None:
-        outputs.write_batches(flag, schema, kept_parquet_batches(train, reader, chosen, watch, flag))
+        outputs.write_batches(flag, schema, kept_parquet_batches(watch, chosen, flag))
         return
-    records = _second_read(train, reader, watch, flag, chosen)
+    records = watch.second_read_records(flag, len(chosen))
     outputs.write_records(flag, (record for record, kept in zip(records, chosen, strict=True) if kept))
 
 

@@ -585,7 +585,7 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch,
                    hints) -> None:
     """Write every requested output to its temporary file (renamed later by commit);
     ``hints``: the run's advice, for --report."""
-    from neardup.io import iter_records, parquet_inputs_schema
+    from neardup.io import parquet_inputs_schema
     from neardup.io.writers import annotated_records, annotation_columns
 
     record = _run_record(result.method, result.params, method_obj)
@@ -598,14 +598,11 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch,
             and (schema := parquet_inputs_schema(list(inputs), reader)) is not None:
         # Parquet in, Parquet out: the kept rows are taken from Arrow batches, never made
         # Python objects, and keep their column types.
-        outputs.write_batches("--out", schema, kept_parquet_batches(
-            inputs, reader, result.representative, watch, "--out"))
+        outputs.write_batches("--out", schema, kept_parquet_batches(watch, result.representative,
+                                                                    "--out"))
     elif "--out" in outputs:
         keep = result.representative
-        source = iter_records(list(inputs), reader)
-        if watch is not None:
-            watch.check("--out")
-            source = watch.second_read(source, "--out", len(keep))
+        source = watch.second_read_records("--out", len(keep))
         if opts.get("annotate"):  # every record, marked (dolma's way)
             columns = annotation_columns(result.clusters, result.cluster_size, keep,
                                          result.duplicate_of())

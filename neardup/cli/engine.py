@@ -168,28 +168,17 @@ def refuse_single_read_inputs(inputs, argument: str, why: str, drop: list[str] |
         )
 
 
-def kept_parquet_batches(inputs, reader, keep, watch: InputWatch | None, during: str):
-    """A second read of Parquet ``inputs`` as Arrow batches, each cut to the rows whose
-    ``keep`` is true (one flag per document, in input order), held to the first read by
-    ``watch`` (:meth:`InputWatch.second_read_batches`)."""
-    import numpy as np
-    import pyarrow as pa
+def kept_parquet_batches(watch: InputWatch, keep, during: str):
+    """The Parquet inputs of ``watch`` read again as Arrow batches for output ``during``
+    (after :meth:`InputWatch.check`, held to the first read by
+    :meth:`InputWatch.second_read_batches`), each cut to the rows whose ``keep`` is true
+    (one flag per document, in input order)."""
+    from neardup.io import iter_record_batches, kept_batches
 
-    from neardup.io import iter_record_batches
-
-    batches = iter_record_batches(list(inputs), reader)
-    if watch is not None:
-        watch.check(during)
-        batches = watch.second_read_batches(batches, during, len(keep))
-    keep = np.asarray(keep, dtype=bool)
-    start = 0
-    for _source, batch in batches:
-        mask = keep[start:start + batch.num_rows]
-        start += batch.num_rows
-        if mask.all():
-            yield batch.replace_schema_metadata(None)
-        elif mask.any():
-            yield batch.filter(pa.array(mask)).replace_schema_metadata(None)
+    batches = iter_record_batches(list(watch.inputs), watch.reader)
+    watch.check(during)
+    checked = watch.second_read_batches(batches, during, len(keep))
+    return kept_batches((batch for _source, batch in checked), keep)
 
 
 def _file_state(path: Path) -> tuple[int, int, int, int]:
@@ -248,10 +237,12 @@ class InputWatch:
         return states
 
     @staticmethod
-    def _update(digest, text: str) -> None:
+    def _update(text: str, *digests) -> None:
         data = text.encode("utf-8", "surrogatepass")
-        digest.update(len(data).to_bytes(8, "little"))
-        digest.update(data)
+        size = len(data).to_bytes(8, "little")
+        for digest in digests:
+            digest.update(size)
+            digest.update(data)
 
     def first_read(self, batches):
         """Pass the first read's batches through, recording their texts' digest."""
@@ -264,13 +255,8 @@ class InputWatch:
                 digest = self.digests[source] = hashlib.blake2b(digest_size=16)
                 self.counts[source] = 0
             own = hashlib.blake2b(digest_size=16)
-            for text in batch.texts:  # as _update does, each text encoded once for both
-                data = text.encode("utf-8", "surrogatepass")
-                size = len(data).to_bytes(8, "little")
-                digest.update(size)
-                digest.update(data)
-                own.update(size)
-                own.update(data)
+            for text in batch.texts:
+                self._update(text, digest, own)
             self.counts[source] += len(batch.texts)
             self.batch_digests.append((source, own.digest()))
             yield batch
@@ -315,6 +301,15 @@ class InputWatch:
                                        else "strict")
         return None
 
+    def second_read_records(self, during: str, total: int):
+        """The inputs' full records read again (:func:`neardup.io.iter_records`) for
+        output ``during``, after :meth:`check`, through :meth:`second_read`."""
+        from neardup.io import iter_records
+
+        records = iter_records(list(self.inputs), self.reader)
+        self.check(during)
+        return self.second_read(records, during, total)
+
     def second_read(self, records, during: str, total: int):
         """Pass a second read's full records through (``iter_records`` order), checking
         that each input gives the same number of documents with the same texts as the
@@ -339,7 +334,7 @@ class InputWatch:
             for index, batch in enumerate(batches):
                 digest = hashlib.blake2b(digest_size=16)
                 for text in batch.texts:
-                    self._update(digest, text)
+                    self._update(text, digest)
                 if index >= len(self.batch_digests):
                     self.check(during)
                     raise self._changed(batch.source, "it holds more documents than the "
@@ -446,7 +441,7 @@ class _SecondReadTexts:
             watch.check(self.during)
             raise watch._changed(self.sources[-1] if self.sources else os.fspath(watch.inputs[0]),
                                  "it holds more documents than the first read found", self.during)
-        watch._update(self.digest, "" if text is None else text)
+        watch._update("" if text is None else text, self.digest)
         self.seen += 1
 
     def finish(self) -> None:

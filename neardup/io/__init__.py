@@ -12,6 +12,7 @@ from neardup.io.readers import (
     input_files,
     iter_record_batches,
     iter_records,
+    kept_batches,
     parquet_inputs_schema,
     read_corpus,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "locate",
     "iter_record_batches",
     "iter_records",
+    "kept_batches",
     "parquet_inputs_schema",
     "read_corpus",
     "write_records",

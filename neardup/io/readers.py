@@ -28,7 +28,7 @@ a line whose field count differs from the header's is an error. CSV has RFC 4180
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -55,7 +55,7 @@ from neardup.io.locations import Location, check_location, is_url, locate, stora
 from neardup.io.reuters import reuters_records
 
 __all__ = ["SUPPORTED_FORMATS", "InputFile", "ReaderConfig", "detect_format", "input_files",
-           "iter_record_batches", "iter_records", "parquet_inputs_schema",
+           "iter_record_batches", "iter_records", "kept_batches", "parquet_inputs_schema",
            "part_record_batches", "part_records", "read_corpus", "read_part"]
 
 #: Format names returned by :func:`detect_format` and :func:`input_files`.
@@ -523,6 +523,23 @@ def iter_record_batches(
         if kind != "parquet":
             raise ValueError(f"iter_record_batches: {path!r} is {kind}, not Parquet; use iter_records.")
     return _guarded(_record_batches(sources, config), None)
+
+
+def kept_batches(batches: Iterable[Any], keep: Any) -> Iterator[Any]:
+    """Arrow record ``batches`` cut to the rows whose ``keep`` is true (one flag per row
+    of all the batches, in order), schema metadata dropped; a batch that keeps no row is
+    left out."""
+    import pyarrow as pa
+
+    keep = np.asarray(keep, dtype=bool)
+    start = 0
+    for batch in batches:
+        mask = keep[start:start + batch.num_rows]
+        start += batch.num_rows
+        if mask.all():
+            yield batch.replace_schema_metadata(None)
+        elif mask.any():
+            yield batch.filter(pa.array(mask)).replace_schema_metadata(None)
 
 
 def _record_batches(sources: list[tuple[str, str]], config: ReaderConfig) -> Iterator[tuple[str, Any]]:

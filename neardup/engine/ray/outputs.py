@@ -18,7 +18,7 @@ from neardup.graph.edges import NO_DATE, Pairs
 from neardup.graph.keep import KeepPolicy
 from neardup.io.locations import Location
 from neardup.io.outputs import OutputDirectory, write_part
-from neardup.io.readers import ReaderConfig, part_record_batches, part_records
+from neardup.io.readers import ReaderConfig, kept_batches, part_record_batches, part_records
 
 # -- distributed outputs (the CLI's --engine ray) -----------------------------------------
 
@@ -180,11 +180,12 @@ def _write_kept_task(shard: Shard, reader: ReaderConfig, base: int, path: Locati
     dropped = table["doc"][~table["representative"]]
     sharded = shard.kind in SHARDED
     if shard.kind == "parquet" and not annotate:  # Arrow in, Arrow out: the columns' types kept
-        kept = _kept_rows(part_record_batches(shard.path, reader, start=shard.start, stop=shard.stop),
-                          dropped, base)
-        if kept.num_rows:
-            write_part(path, kept)
-        return kept.num_rows
+        doc = base + np.arange(shard.stop - shard.start, dtype=np.int64)
+        kept = list(kept_batches(part_record_batches(shard.path, reader, start=shard.start,
+                                                     stop=shard.stop), ~np.isin(doc, dropped)))
+        if kept:
+            write_part(path, pa.Table.from_batches(kept))
+        return sum(batch.num_rows for batch in kept)
     stream = part_records(shard.path, shard.kind, reader, start=shard.start if sharded else 0,
                           stop=shard.stop if sharded else None, full=True)
     records, position = [], 0
@@ -210,20 +211,6 @@ def _write_kept_task(shard: Shard, reader: ReaderConfig, base: int, path: Locati
     if records:
         write_part(path, pa.Table.from_pylist(records))
     return len(records)
-
-
-def _kept_rows(batches, dropped: np.ndarray, base: int) -> pa.Table:
-    """The rows of ``batches`` (documents ``base``, ``base + 1``, ... in order) whose
-    document is not in the sorted array ``dropped``, as one table."""
-    kept, schema, position = [], None, base
-    for batch in batches:
-        doc = position + np.arange(batch.num_rows, dtype=np.int64)
-        position += batch.num_rows
-        at = np.minimum(np.searchsorted(dropped, doc), max(dropped.size - 1, 0))
-        out = dropped[at] == doc if dropped.size else np.zeros(doc.size, bool)
-        schema = batch.schema.remove_metadata()
-        kept.append(batch.filter(pa.array(~out)).replace_schema_metadata(None))
-    return pa.Table.from_batches(kept, schema=schema) if kept else pa.table({})
 
 
 def _outside_by_shard_task(shard_starts: np.ndarray, side: str, *sources: dict) -> tuple:
