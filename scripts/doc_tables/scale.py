@@ -156,7 +156,20 @@ def _spine_code_lines() -> tuple[str, list[str]]:
     return table(header, ["l", "r", "r", "l", "l"], rows), ["spine-code-lines"]
 
 
+def _parquet_out() -> tuple[str, list[str]]:
+    names = ["parquet-out-100k", "parquet-out-1M"]
+    rows = []
+    for name in names:
+        r = load_json(name)
+        rows.append([whole(r["docs"]), fixed(r["cpu_after_over_before"]), fixed(r["wall_after_over_before"]),
+                     fixed(r["peak_rss_after_over_before"]), "yes" if r["identical_clusters"] else "no"])
+    header = ["documents", "CPU after / before", "wall after / before", "peak RSS after / before",
+              "identical clusters"]
+    return table(header, ["r", "r", "r", "r", "l"], rows), names
+
+
 TABLES: dict[str, Renderer] = {
+    "parquet-out": _parquet_out,
     "scale-local": _scale,
     "peers-100k": _peers,
     "minhash-signatures": _signatures,

@@ -258,6 +258,11 @@ SOURCES: dict[str, Source] = {
         "benchmarks/results/decontaminate/trace-200000-after.json",
         "python -m benchmarks.decontaminate_trace --docs 200000 --every 10 --label after"),
     "storage": Source("benchmarks/results/storage/storage.json", "HF_HUB_OFFLINE=1 python benchmarks/bench_storage.py"),
+    **{f"parquet-out-{size}": Source(
+        f"benchmarks/results/io/parquet-out-{size}.json",
+        "python -m benchmarks one before_after --before CHECKOUT_OF_2377e15 --input "
+        f"'/tmp/neardup-scale/{size}/part-*.parquet' --warmup '/tmp/neardup-scale/2k/*.parquet' "
+        "--repeats 2 --extra --out OUT.parquet") for size in ("100k", "1M")},
     "neural-retsim": Source("benchmarks/results/neural/neural_speed_retsim.json",
                             "python benchmarks/neural_speed.py retsim --docs 200 --repeat 2"),
     "neural-biencoder": Source("benchmarks/results/neural/neural_speed_biencoder.json",
