@@ -153,7 +153,7 @@ def _decontaminate(train: tuple[Path, ...], opts: dict[str, Any], output_set):
 
     import numpy as np
 
-    from neardup.cli.engine import InputWatch, refuse_single_read_inputs
+    from neardup.cli.rereads import InputWatch, refuse_single_read_inputs
     from neardup.decontaminate import EvalSets, find_contamination
     from neardup.io import read_corpus
 
@@ -200,7 +200,7 @@ def _write_chosen(outputs, flag: str, train, reader, watch, chosen) -> None:
     """Write the training records whose ``chosen`` is true to output ``flag``: from Parquet
     training data of one schema into Parquet as Arrow batches (every column's type kept),
     else as records."""
-    from neardup.cli.engine import kept_parquet_batches
+    from neardup.cli.rereads import kept_parquet_batches
     from neardup.io import parquet_inputs_schema
 
     schema = parquet_inputs_schema(list(train), reader) if outputs.kind(flag) == "parquet" else None

@@ -46,14 +46,12 @@ from neardup.cli.options import (
 from neardup.errors import NeardupError, spelled_as
 from neardup.methods import Method, make_method
 from neardup.cli.engine import (
-    InputWatch,
     corpus_stage_from_options,
     engine_options,
     input_bytes,
     input_identity,
-    kept_parquet_batches,
-    refuse_single_read_inputs,
 )
+from neardup.cli.rereads import InputWatch, kept_parquet_batches, refuse_single_read_inputs
 from neardup.pipeline import Result, result_from_stage, run, template_clusters
 from neardup.method_choice import MethodChoice, planning_method
 from neardup.method_choice import choose_from_batches as choose_method_from_batches

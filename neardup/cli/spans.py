@@ -157,7 +157,8 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
     input shards in both passes (``sharded``: the command's :class:`_ShardedPasses`)."""
     from neardup import faults
     from neardup.cli._checks import output_set
-    from neardup.cli.engine import InputWatch, input_bytes, input_identity, refuse_single_read_inputs
+    from neardup.cli.engine import input_bytes, input_identity
+    from neardup.cli.rereads import InputWatch, refuse_single_read_inputs
     from neardup.engine.budget import default_memory_limit
     from neardup.engine.workdir import stage_key
     from neardup.io import iter_records, read_corpus
