@@ -45,12 +45,8 @@ from neardup.cli.options import (
 )
 from neardup.errors import NeardupError, spelled_as
 from neardup.methods import Method, make_method
-from neardup.cli.engine import (
-    corpus_stage_from_options,
-    engine_options,
-    input_bytes,
-    input_identity,
-)
+from neardup.cli.engine import corpus_stage_from_options, engine_options, input_bytes
+from neardup.io.identity import input_identity
 from neardup.cli.rereads import InputWatch, kept_parquet_batches, refuse_single_read_inputs
 from neardup.pipeline import Result, result_from_stage, run, template_clusters
 from neardup.method_choice import MethodChoice, planning_method
@@ -348,7 +344,8 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
         faults.checkpoint("checked")
         # The outputs that read the input again take its documents by position: the
         # inputs' identity and texts are recorded now and checked before and during.
-        watch = InputWatch(inputs, reader) if rereads else None
+        # --report records them too, for `neardup report` to check the corpus it is given.
+        watch = InputWatch(inputs, reader) if rereads or opts["report"] is not None else None
         # Pair types need a second read of the paired documents: only when pairs are written.
         reread = None
         if "pair_types" in planned.spec.outputs:
@@ -358,7 +355,7 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
                                             "--pairs-out (the pair types)")
         batches = read_corpus(list(inputs), reader)
         if watch is not None:
-            batches = watch.first_read(batches)
+            batches = watch.first_read(batches, per_batch=reread is not None)
         batches = _killing_after_first(batches)
         method_choice, choice, planned, batches = _chosen(inputs, opts, planned, batches)
         method_obj, cluster = planned.spec.method, planned.cluster
@@ -376,7 +373,7 @@ def _dedup(inputs: tuple[Path, ...], opts: dict[str, Any],
         hints = _hints(result.params.get("cluster", {}), result.has_dates, method_obj, noise)
         start = time.perf_counter()
         _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch, hints)
-        if watch is not None:
+        if rereads:
             watch.check(" and ".join(rereads))
         faults.checkpoint("written")
         outputs.commit()
@@ -449,7 +446,7 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
                          else _directory_templates(opts["clusters_out"], storage)
                          if summary["template_documents"] else [])
             outputs.write_text("--report", _report_text(summary, record, timings, inputs,
-                                                        templates, hints))
+                                                        templates, hints, reader))
         if "--html" in outputs:
             from neardup.report import write_report
 
@@ -515,11 +512,16 @@ def _metadata(record: dict[str, Any]) -> dict[bytes, bytes]:
 
 def _report_text(summary: dict[str, Any], record: dict[str, Any], timings: dict[str, float],
                  inputs: tuple[Path, ...], templates: list[dict] | None,
-                 hints: list[str]) -> str:
-    """The --report JSON of a run on any engine: one set of keys."""
+                 hints: list[str], reader: Any, watch: InputWatch | None = None) -> str:
+    """The --report JSON of a run on any engine: one set of keys. ``input_identity`` and
+    ``input_texts`` (what the first read found in each input; empty where the driver
+    does not read them all, on Ray or in a resumed run) let `neardup report` tell
+    whether the corpus it is given is the one the run read."""
     report = {"summary": summary, **record, "timings_seconds": timings,
               "inputs": [os.fspath(p) for p in inputs], "template_clusters": templates,
-              "hints": hints}
+              "hints": hints,
+              "input_identity": input_identity(inputs, reader.params(), reader.storage_options),
+              "input_texts": watch.recorded_texts() if watch is not None else []}
     return json.dumps(report, indent=2, sort_keys=True, default=str) + "\n"
 
 
@@ -613,7 +615,7 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch,
     if "--report" in outputs:
         outputs.write_text("--report", _report_text(
             result.summary(), record, result.timings, inputs, result.template_clusters(),
-            hints))
+            hints, reader, watch))
     if "--html" in outputs:
         from neardup.report import write_report
 

@@ -14,7 +14,7 @@ from neardup.engine import CorpusStageConfig
 from neardup.params import group
 
 __all__ = ["check_engine_options", "corpus_stage_from_options", "engine_options",
-           "estimated_documents", "input_bytes", "input_identity", "memory_size"]
+           "estimated_documents", "input_bytes", "memory_size"]
 
 _COMPRESSED_INPUT = (".gz", ".parquet")
 
@@ -98,30 +98,3 @@ def estimated_documents(inputs, storage_options: dict[str, Any] | None = None) -
         except (OSError, InputError):  # the reader names unreadable inputs later
             continue
     return total if measured and total else None
-
-
-def input_identity(inputs: tuple[Path, ...] | list[Path], reader_params: dict[str, Any],
-                   storage_options: dict[str, Any] | None = None) -> dict:
-    """The inputs as a resumed run must find them again: resolved paths, sizes and
-    modification times (a directory's entries too; for a URL, each file's size and its
-    ETag or modification time as the store reports it), and how they are read."""
-    from neardup.io.locations import is_url, locate
-
-    files = []
-    for path in inputs:
-        if is_url(path):
-            location = locate(path, storage_options)
-            entries = location.files() if location.is_dir() else [location]
-            for entry in entries:
-                info = entry.info()
-                files.append([entry.url, info.get("size"),
-                              str(info.get("ETag") or info.get("mtime") or info.get("created"))])
-            continue
-        path = Path(path)
-        entries = [path]
-        if path.is_dir():
-            entries = sorted(p for p in path.rglob("*") if p.is_file())
-        for entry in entries:
-            stat = os.stat(entry)
-            files.append([str(entry.resolve()), stat.st_size, stat.st_mtime_ns])
-    return {"files": files, "reader": reader_params}

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from neardup.cli.engine import input_identity
 from neardup.errors import InputError
+from neardup.io.identity import TextsDigest, input_identity
 
 __all__ = ["InputWatch", "kept_parquet_batches", "non_seekable_inputs", "refuse_single_read_inputs"]
 
@@ -75,7 +75,7 @@ class InputWatch:
 
     Recorded when the run starts: each input file's device, inode, size and modification
     time (for a directory input, those of its ``.txt`` and ``.sgm`` files); during the
-    first read, a BLAKE2b digest of every document's text and the number of documents,
+    first read, a digest of its texts (:class:`~neardup.io.identity.TextsDigest`) and the number of documents,
     per input. :meth:`check` compares the files with the record; :meth:`second_read`
     compares the texts a second read finds with the first read's, input by input. Either
     raises :class:`~neardup.errors.InputError` naming the file.
@@ -118,30 +118,30 @@ class InputWatch:
                 states[os.fspath(path)] = f"unreadable ({exc.strerror or exc})"
         return states
 
-    @staticmethod
-    def _update(text: str, *digests) -> None:
-        data = text.encode("utf-8", "surrogatepass")
-        size = len(data).to_bytes(8, "little")
-        for digest in digests:
-            digest.update(size)
-            digest.update(data)
-
-    def first_read(self, batches):
-        """Pass the first read's batches through, recording their texts' digest."""
-        import hashlib
-
+    def first_read(self, batches, per_batch: bool = False):
+        """Pass the first read's batches through, recording their texts' digest, per
+        input and (``per_batch``, for :meth:`second_batches`) per batch."""
         for batch in batches:
             source = batch.source
             digest = self.digests.get(source)
             if digest is None:
-                digest = self.digests[source] = hashlib.blake2b(digest_size=16)
+                digest = self.digests[source] = TextsDigest()
                 self.counts[source] = 0
-            own = hashlib.blake2b(digest_size=16)
-            for text in batch.texts:
-                self._update(text, digest, own)
-            self.counts[source] += len(batch.texts)
-            self.batch_digests.append((source, own.digest()))
+            parts = TextsDigest.parts(batch.texts)
+            digest.update_parts(parts)
+            self.counts[source] += parts[2]
+            if per_batch:
+                own = TextsDigest()
+                own.update_parts(parts)
+                self.batch_digests.append((source, own.hexdigest()))
             yield batch
+
+    def recorded_texts(self) -> list[dict[str, Any]]:
+        """What the first read found in each input, in reading order (``source``,
+        ``documents``, ``digest``: :class:`~neardup.io.identity.TextsDigest`), for the
+        run's report; [] when the first read was skipped (a resumed run)."""
+        return [{"source": source, "documents": self.counts[source],
+                 "digest": self.digests[source].hexdigest()} for source in self.counts]
 
     def _changed(self, path: str, what: str, during: str) -> InputError:
         return InputError(
@@ -207,21 +207,18 @@ class InputWatch:
         """Pass a second read's batches through (the pair types' read, with the first
         read's batch size), checking each against the first read's batch: the same input
         and the same texts, as far as the reader goes."""
-        import hashlib
-
         if not self.counts:  # a resumed run: the first read was skipped
             yield from batches
             return
         try:
             for index, batch in enumerate(batches):
-                digest = hashlib.blake2b(digest_size=16)
-                for text in batch.texts:
-                    self._update(text, digest)
+                digest = TextsDigest()
+                digest.update(batch.texts)
                 if index >= len(self.batch_digests):
                     self.check(during)
                     raise self._changed(batch.source, "it holds more documents than the "
                                         "first read found", during)
-                if self.batch_digests[index] != (batch.source, digest.digest()):
+                if self.batch_digests[index] != (batch.source, digest.hexdigest()):
                     self.check(during)
                     raise self._changed(batch.source, "the texts read a second time differ "
                                         "from the first read's", during)
@@ -286,13 +283,14 @@ class _SecondReadTexts:
     document counts and digests in :class:`InputWatch`): InputError naming the input
     whose texts or number of documents differ."""
 
-    def __init__(self, watch: InputWatch, during: str) -> None:
-        import hashlib
+    #: Texts gathered before each digest update: one join and encode per chunk.
+    CHUNK = 4096
 
-        self._new = lambda: hashlib.blake2b(digest_size=16)
+    def __init__(self, watch: InputWatch, during: str) -> None:
         self.watch, self.during = watch, during
         self.sources = list(watch.counts)
-        self.index, self.seen, self.digest = 0, 0, self._new()
+        self.index, self.seen, self.digest = 0, 0, TextsDigest()
+        self.pending: list[str] = []
 
     def _advance(self) -> None:
         """Move past every input whose documents were all seen, checking each."""
@@ -309,11 +307,13 @@ class _SecondReadTexts:
 
     def _compare(self) -> None:
         source = self.sources[self.index]
-        if self.digest.digest() != self.watch.digests[source].digest():
+        self.digest.update(self.pending)
+        self.pending = []
+        if self.digest.hexdigest() != self.watch.digests[source].hexdigest():
             self.watch.check(self.during)
             raise self.watch._changed(source, "the texts read a second time differ from the "
                                       "first read's", self.during)
-        self.index, self.seen, self.digest = self.index + 1, 0, self._new()
+        self.index, self.seen, self.digest = self.index + 1, 0, TextsDigest()
 
     def add(self, text: str | None) -> None:
         """Count the next document's text in (None: it has none)."""
@@ -323,7 +323,10 @@ class _SecondReadTexts:
             watch.check(self.during)
             raise watch._changed(self.sources[-1] if self.sources else os.fspath(watch.inputs[0]),
                                  "it holds more documents than the first read found", self.during)
-        watch._update("" if text is None else text, self.digest)
+        self.pending.append("" if text is None else text)
+        if len(self.pending) >= self.CHUNK:
+            self.digest.update(self.pending)
+            self.pending = []
         self.seen += 1
 
     def finish(self) -> None:

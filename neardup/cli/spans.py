@@ -157,7 +157,8 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
     input shards in both passes (``sharded``: the command's :class:`_ShardedPasses`)."""
     from neardup import faults
     from neardup.cli._checks import output_set
-    from neardup.cli.engine import input_bytes, input_identity
+    from neardup.cli.engine import input_bytes
+    from neardup.io.identity import input_identity
     from neardup.cli.rereads import InputWatch, refuse_single_read_inputs
     from neardup.engine.budget import default_memory_limit
     from neardup.engine.workdir import stage_key
@@ -201,7 +202,7 @@ def _run(command: str, inputs: tuple[Path, ...], opts: dict[str, Any], against: 
         def texts(paths, description, watched):
             with progress_bar(description, enabled=progress) as advance:
                 batches = read_corpus(list(paths), reader)
-                for batch in watch.first_read(batches) if watched else batches:
+                for batch in watch.first_read(batches, per_batch=True) if watched else batches:
                     yield batch.texts
                     advance(len(batch))
                     faults.checkpoint(f"{command}-counting")

@@ -22,6 +22,7 @@ import numpy as np
 
 from neardup.errors import InputError, check_int
 from neardup.report.align import align_words
+from neardup.report.inputs import check_corpus
 from neardup.report.labels import label_errors, read_labels
 from neardup.report.run import RunOutputs
 from neardup.report.sweep import score_histogram, score_threshold, threshold_sweep
@@ -265,6 +266,7 @@ def collect_report(
             "report: no input corpus: give --input (the files the run read), or a --report "
             "JSON that records them."
         )
+    check_corpus(outputs, inputs, reader)
     chosen, sizes = _ranked_clusters(outputs.clusters, limits.max_clusters)
     shown = _members(outputs, chosen, limits.max_members)
     rep_position = np.full(sizes.size, -1, dtype=np.int64)

@@ -58,6 +58,13 @@ class RunOutputs:
     inputs : list of str
     template_clusters : list of dict or None
         From the summary JSON (oversized clusters as found, also under ``oversized="split"``).
+    input_identity : dict or None
+        From the summary JSON: the input files as the run found them (resolved paths,
+        sizes, modification times) and the reader's options.
+    input_texts : list of dict
+        From the summary JSON: what the run's first read found in each input, in reading
+        order (``source``, ``documents``, ``digest`` of :class:`~neardup.io.identity.TextsDigest`);
+        empty when the run did not record it (on Ray, in a resumed run, in memory).
     """
 
     ids: np.ndarray
@@ -76,6 +83,8 @@ class RunOutputs:
     timings: dict[str, float] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)
     template_clusters: list[dict[str, Any]] | None = None
+    input_identity: dict[str, Any] | None = None
+    input_texts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def n_docs(self) -> int:
@@ -321,7 +330,8 @@ def _apply_summary(outputs: RunOutputs, path: str | os.PathLike) -> None:
                          "dedup wrote with --report.")
     kinds = {"summary": (dict,), "params": (dict, type(None)),
              "timings_seconds": (dict, type(None)), "inputs": (list, type(None)),
-             "template_clusters": (list, type(None)), "method": (str, type(None))}
+             "template_clusters": (list, type(None)), "method": (str, type(None)),
+             "input_identity": (dict, type(None)), "input_texts": (list, type(None))}
     for key, accepted in kinds.items():
         if not isinstance(report.get(key), accepted):
             raise InputError(f"report: {str(path)!r}: {key!r} is a "
@@ -333,6 +343,13 @@ def _apply_summary(outputs: RunOutputs, path: str | os.PathLike) -> None:
     outputs.timings = dict(report.get("timings_seconds") or {})
     outputs.inputs = [str(p) for p in report.get("inputs") or []]
     outputs.template_clusters = report.get("template_clusters")
+    outputs.input_identity = report.get("input_identity")
+    texts = report.get("input_texts") or []
+    if not all(isinstance(t, dict) and isinstance(t.get("documents"), int)
+               and isinstance(t.get("digest"), str) for t in texts):
+        raise InputError(f"report: {str(path)!r}: 'input_texts' is not what neardup dedup "
+                         "writes; pass the file it wrote with --report.")
+    outputs.input_texts = texts
 
 
 def outputs_from_result(result: Any, inputs: list[str] | None = None) -> RunOutputs:

@@ -86,6 +86,40 @@ def test_report_needs_the_clusters_table_and_an_input(corpus, tmp_path):
     assert wrong_ids.exit_code == 1 and "Pass the input the run read" in wrong_ids.output
 
 
+def test_report_refuses_a_corpus_other_than_the_one_the_run_read(corpus, tmp_path):
+    """The ids alone cannot tell: the rewrite keeps every id and changes one text."""
+    import os
+    import shutil
+
+    out = tmp_path / "out"
+    run = _invoke(["dedup", str(corpus), "--method", "minhash", *READ, "--quiet",
+                   "--clusters-out", str(out / "c.parquet"), "--report", str(out / "r.json")])
+    assert run.exit_code == 0, run.output
+    recorded = json.loads((out / "r.json").read_text())["input_texts"]
+    assert [t["documents"] for t in recorded] == [4]
+
+    def report(*extra):
+        page = tmp_path / f"page{len(list(tmp_path.glob('page*')))}.html"
+        return _invoke(["report", str(out / "c.parquet"), str(out / "r.json"), *READ, *extra,
+                        "--out", str(page)]), page
+
+    assert report()[0].exit_code == 0
+    os.utime(corpus, ns=(1, 1))  # touched: the texts decide, and they are the same
+    assert report()[0].exit_code == 0
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(corpus, copy)
+    assert report("--input", str(copy))[0].exit_code == 0
+    rows = [json.loads(line) for line in corpus.read_text().splitlines()]
+    rows[3]["body"] = rows[3]["body"].replace("Wheat", "Corn")
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    changed, page = report()
+    assert changed.exit_code == 1 and not page.exists()
+    assert "corpus.jsonl: this is not the corpus the run read (its texts differ" in changed.output
+    shorter, _ = report("--input", str(copy), "--limit", "3")
+    assert shorter.exit_code == 1
+    assert "holds 3 documents where the run read 4" in shorter.output
+
+
 def test_help_documents_every_option():
     from neardup.cli.explain import explain_command
     from neardup.cli.report import report_command
