@@ -50,6 +50,7 @@ BENCHMARKS = {
     "rerank_score_memory": "peak memory of rerank's scorer on one linking step",
     "report": "`neardup report` on a large synthetic run: build, size, load in Chromium",
     "before_after": "the same `neardup dedup` from two checkouts: time, memory, same clusters",
+    "texts_digest": "what `neardup dedup --report` pays for the digest of the input's texts",
 }
 
 

@@ -28,6 +28,7 @@ from neardup.cli.options import (
     cluster_options,
     method_options,
     method_params_from_options,
+    schema_option,
 )
 
 __all__ = ["eval_command", "tune_command"]
@@ -74,6 +75,7 @@ def _run_options(function):
                      help="Print machine-readable JSON to stdout instead of a table."),
         click.option("--progress/--no-progress", default=None,
                      help="Show progress bars (default: when stderr is a terminal)."),
+        schema_option("quiet"),
     )
     return apply_options(options, function)
 
@@ -230,7 +232,7 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
 
     from neardup.cli._checks import command_errors
 
-    err = Console(stderr=True)
+    err = Console(stderr=True, quiet=opts["quiet"])
     ks = _parse_ks(opts["ks"])
     tuning = None
     with command_errors(_CLI_FLAGS, words=_CLI_WORDS):
@@ -267,7 +269,7 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
         del corpus  # only the evaluated split goes on
         from neardup.eval.evaluate import evaluate
 
-        progress = False if opts["as_json"] else opts["progress"]
+        progress = False if opts["as_json"] or opts["quiet"] else opts["progress"]
         report = evaluate(data, method, params=params, cluster=cluster, ks=ks,
                           progress=progress, groups=groups)
     report = {
@@ -491,13 +493,14 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
                 sweep, base, cluster = _tune_settings(ctx, opts, method, grid)
             choice = choose_profile(opts["profile"], method, tuned.texts)
             del tuned
-            _print_choice(Console(stderr=True), method_choice, opts["as_json"])
-            _print_choice(Console(stderr=True), choice, opts["as_json"])
+            _print_choice(Console(stderr=True, quiet=opts["quiet"]), method_choice,
+                          opts["as_json"])
+            _print_choice(Console(stderr=True, quiet=opts["quiet"]), choice, opts["as_json"])
             if choice.name != "clean":
                 profiled = method_params_from_options(
                     method, {**opts, "profile": choice.name}, seed=opts["seed"])
                 base = {k: v for k, v in profiled.items() if k not in sweep}
-            progress = False if opts["as_json"] else opts["progress"]
+            progress = False if opts["as_json"] or opts["quiet"] else opts["progress"]
             result = tune(corpus, method, split=split, grid=grid, base_params=base,
                           cluster=cluster, progress=progress)
             outputs.write_text("--out", tuning_text(result))
@@ -506,7 +509,7 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
         click.echo(_dump(result.to_dict()))
         return
     _print_sweep(result, Console())
-    err = Console(stderr=True)
+    err = Console(stderr=True, quiet=opts["quiet"])
     values = ", ".join(f"{k}={v}" for k, v in result.best["values"].items()) or "(nothing swept)"
     err.print(
         f"chosen: {values} (ARI {result.best_score:.4f} on split {result.split!r}, "

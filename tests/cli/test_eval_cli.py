@@ -191,6 +191,20 @@ def test_eval_warns_when_scoring_the_tuning_split(labeled, tmp_path):
     assert json.loads(result.stdout)["split"] == "validation"  # the warning stays off stdout
 
 
+def test_quiet_leaves_stderr_empty_and_the_results_on_stdout(labeled, tmp_path):
+    out = tmp_path / "tuning.json"
+    loud = run("tune", labeled, "--grid", "threshold=0.5", "--out", out)
+    assert loud.exit_code == 0 and "chosen:" in loud.stderr
+    tuned = run("tune", labeled, "--grid", "threshold=0.5", "--out", out, "-q")
+    assert tuned.exit_code == 0 and tuned.stderr == "" and "ARI" in tuned.stdout
+    noted = run("eval", labeled, "--split", "validation", "--from-tuning", out)
+    assert "optimistic" in noted.stderr
+    quiet = run("eval", labeled, "--split", "validation", "--from-tuning", out, "--quiet")
+    assert quiet.exit_code == 0 and quiet.stderr == "" and "ARI" in quiet.stdout
+    both = run("eval", labeled, "--split", "validation", "-q", "--progress")
+    assert both.exit_code == 2 and "Drop --progress" in both.output
+
+
 def test_input_errors_are_reported_cleanly(labeled, tmp_path):
     missing = run("eval", tmp_path / "nope.jsonl")
     assert missing.exit_code == 1 and "no such file" in missing.output
