@@ -15,6 +15,7 @@ import click
 
 from click.core import ParameterSource
 
+from neardup.cli import warnings_shown
 from neardup.params import RENAMED
 from neardup.method_choice import choose_method, planning_method
 from neardup.profiles import choose_profile
@@ -235,7 +236,7 @@ def eval_command(ctx: click.Context, **opts: Any) -> None:
     err = Console(stderr=True, quiet=opts["quiet"])
     ks = _parse_ks(opts["ks"])
     tuning = None
-    with command_errors(_CLI_FLAGS, words=_CLI_WORDS):
+    with warnings_shown(opts["quiet"]), command_errors(_CLI_FLAGS, words=_CLI_WORDS):
         if opts["from_tuning"] is not None:
             from neardup.eval.tuning import load_tuning
 
@@ -468,7 +469,7 @@ def tune_command(ctx: click.Context, **opts: Any) -> None:
     grid = _parse_grid(opts["grid"])
     # A swept value out of range is named by the --grid entry that gave it.
     flags = {**_CLI_FLAGS, **{name.rpartition(".")[2]: f"--grid {name}" for name in grid or {}}}
-    with command_errors(flags, words=_CLI_WORDS):
+    with warnings_shown(opts["quiet"]), command_errors(flags, words=_CLI_WORDS):
         # Planned with the method "auto" stands for until the tuning split is read (below).
         check_option_rules(opts)  # a method parameter with --method auto
         method = planning_method(opts["method"])

@@ -203,6 +203,12 @@ def test_quiet_leaves_stderr_empty_and_the_results_on_stdout(labeled, tmp_path):
     assert quiet.exit_code == 0 and quiet.stderr == "" and "ARI" in quiet.stdout
     both = run("eval", labeled, "--split", "validation", "-q", "--progress")
     assert both.exit_code == 2 and "Drop --progress" in both.output
+    broken = tmp_path / "broken.jsonl"  # one text with a byte that is not UTF-8
+    broken.write_bytes(labeled.read_bytes().replace(b"wire", b"wi\xffre", 1))
+    warned = run("eval", broken, "--split", "validation", "--errors", "replace")
+    assert warned.exit_code == 0 and "warning:" in warned.stderr
+    silent = run("eval", broken, "--split", "validation", "--errors", "replace", "-q")
+    assert silent.exit_code == 0 and silent.stderr == ""
 
 
 def test_input_errors_are_reported_cleanly(labeled, tmp_path):
