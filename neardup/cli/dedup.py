@@ -446,7 +446,7 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
                          else _directory_templates(opts["clusters_out"], storage)
                          if summary["template_documents"] else [])
             outputs.write_text("--report", _report_text(summary, record, timings, inputs,
-                                                        templates, hints, reader))
+                                                        templates, hints, reader, run.input_texts))
         if "--html" in outputs:
             from neardup.report import write_report
 
@@ -512,16 +512,16 @@ def _metadata(record: dict[str, Any]) -> dict[bytes, bytes]:
 
 def _report_text(summary: dict[str, Any], record: dict[str, Any], timings: dict[str, float],
                  inputs: tuple[Path, ...], templates: list[dict] | None,
-                 hints: list[str], reader: Any, watch: InputWatch | None = None) -> str:
+                 hints: list[str], reader: Any, input_texts: list[dict]) -> str:
     """The --report JSON of a run on any engine: one set of keys. ``input_identity`` and
-    ``input_texts`` (what the first read found in each input; empty where the driver
-    does not read them all, on Ray or in a resumed run) let `neardup report` tell
-    whether the corpus it is given is the one the run read."""
+    ``input_texts`` (what the first read found in each input, or on Ray in each shard:
+    ``source``, ``first`` row, ``documents``, ``digest``; empty for a resumed run) let
+    `neardup report` tell whether the corpus it is given is the one the run read."""
     report = {"summary": summary, **record, "timings_seconds": timings,
               "inputs": [os.fspath(p) for p in inputs], "template_clusters": templates,
               "hints": hints,
               "input_identity": input_identity(inputs, reader.params(), reader.storage_options),
-              "input_texts": watch.recorded_texts() if watch is not None else []}
+              "input_texts": input_texts}
     return json.dumps(report, indent=2, sort_keys=True, default=str) + "\n"
 
 
@@ -615,7 +615,7 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch,
     if "--report" in outputs:
         outputs.write_text("--report", _report_text(
             result.summary(), record, result.timings, inputs, result.template_clusters(),
-            hints, reader, watch))
+            hints, reader, watch.recorded_texts() if watch is not None else []))
     if "--html" in outputs:
         from neardup.report import write_report
 

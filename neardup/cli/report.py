@@ -23,6 +23,13 @@ def _columns(path: Path) -> list[str]:
 
 def _read_columns(path: Path) -> list[str]:
     name = path.name.lower()
+    if path.is_dir():  # --engine ray's tables: a directory of Parquet parts
+        import pyarrow.parquet as pq
+
+        from neardup.report.run import parquet_parts
+
+        parts = parquet_parts(path)
+        return list(pq.read_schema(parts[0]).names) if parts else []
     if name.endswith(".parquet"):
         import pyarrow.parquet as pq
 
@@ -76,7 +83,7 @@ def classify_outputs(paths: tuple[Path, ...]) -> tuple[Path, Path | None, Path |
 
 @click.command("report")
 @click.argument("run_outputs", nargs=-1, required=True,
-                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+                type=click.Path(exists=True, path_type=Path))
 @click.option("--input", "inputs", multiple=True, type=click.Path(path_type=Path),
               help="The corpus the run read (repeatable, same order); texts come from it. "
                    "Default: the inputs recorded in the --report JSON.")
@@ -98,7 +105,8 @@ def report_command(run_outputs: tuple[Path, ...], **opts: Any) -> None:
 
     RUN_OUTPUTS: the files the run wrote: the clusters table (--clusters-out, required),
     the pairs table (--pairs-out: score histogram, pair types, alignments' scores) and the
-    summary JSON (--report: counts, parameters, timings, input paths), in any order.
+    summary JSON (--report: counts, parameters, timings, input paths), in any order. A
+    table written by --engine ray is a directory of Parquet parts: pass the directory.
     Give the reader options (--text-field, --id-field, --limit...) the run was given.
 
     The page is one file with inline script and style: it opens offline in any browser.

@@ -137,10 +137,10 @@ class InputWatch:
             yield batch
 
     def recorded_texts(self) -> list[dict[str, Any]]:
-        """What the first read found in each input, in reading order (``source``,
-        ``documents``, ``digest``: :class:`~neardup.io.identity.TextsDigest`), for the
+        """What the first read found in each input, in reading order (``source``, ``first``
+        row, ``documents``, ``digest``: :class:`~neardup.io.identity.TextsDigest`), for the
         run's report; [] when the first read was skipped (a resumed run)."""
-        return [{"source": source, "documents": self.counts[source],
+        return [{"source": source, "first": 0, "documents": self.counts[source],
                  "digest": self.digests[source].hexdigest()} for source in self.counts]
 
     def _changed(self, path: str, what: str, during: str) -> InputError:

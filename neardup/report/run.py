@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from neardup.errors import InputError
 
-__all__ = ["RunOutputs", "load_run", "load_table", "outputs_from_result"]
+__all__ = ["RunOutputs", "load_run", "load_table", "outputs_from_result", "parquet_parts"]
 
 CLUSTER_COLUMNS = ("id", "cluster")
 PAIR_COLUMNS = ("id_a", "id_b", "score")
@@ -95,7 +95,17 @@ class RunOutputs:
         return np.bincount(self.clusters) if self.n_docs else np.zeros(0, np.int64)
 
 
+def parquet_parts(path: Path) -> list[Path]:
+    """The Parquet files of a directory a run wrote (``--engine ray``'s tables, one part
+    per shard), in the order of their numbers (``part-00002`` before ``part-00010``, and
+    before ``part-100000``)."""
+    files = [p for p in path.iterdir() if p.name.lower().endswith(".parquet") and p.is_file()]
+    return sorted(files, key=lambda p: (len(p.name), p.name))
+
+
 def _kind(path: Path) -> str:
+    if path.is_dir():
+        return "parquet"
     name = path.name.lower()
     for suffix, kind in ((".parquet", "parquet"), (".jsonl.gz", "jsonl"), (".jsonl", "jsonl"),
                          (".json", "jsonl"), (".csv", "csv"), (".tsv", "tsv")):  # fmt: skip
@@ -108,14 +118,23 @@ def _kind(path: Path) -> str:
 
 
 def load_table(path: str | os.PathLike) -> pa.Table:
-    """Read a table neardup wrote (Parquet, JSON Lines optionally gzipped, CSV or TSV),
-    with id, type and status columns as strings."""
+    """Read a table neardup wrote (Parquet, JSON Lines optionally gzipped, CSV or TSV; or
+    a directory of Parquet parts, as ``--engine ray`` writes them), with id, type and
+    status columns as strings."""
     path = Path(path)
     kind = _kind(path)
     if not path.exists():
         raise InputError(f"report: no such file: {str(path)!r}.")
     try:
-        if kind == "parquet":
+        if kind == "parquet" and path.is_dir():
+            import pyarrow.parquet as pq
+
+            parts = parquet_parts(path)
+            if not parts:
+                raise InputError(f"report: {str(path)!r} holds no .parquet file; pass the "
+                                 "directory neardup dedup --engine ray wrote.")
+            table = pa.concat_tables([pq.read_table(p) for p in parts])
+        elif kind == "parquet":
             import pyarrow.parquet as pq
 
             table = pq.read_table(path)

@@ -117,3 +117,44 @@ def test_ray_out_keeps_the_parquet_column_types_as_locally(address, corpus, tmp_
     written = pq.read_table(tmp_path / "kept")
     assert written.schema.equals(table.schema)
     assert written.sort_by("id").equals(expected.sort_by("id"))
+
+
+def test_report_of_a_ray_run_refuses_a_shard_rewritten_after_it(address, corpus, tmp_path):
+    # Each read task records its shard's texts (a file's row range); `neardup report` reads
+    # the corpus whole when the files changed and holds each range to the run's.
+    import pyarrow as pa
+
+    records = [json.loads(line) for line in corpus.read_text().splitlines()]
+    table = pa.table({"id": [str(r["id"]) for r in records], "text": [r["text"] for r in records]})
+    inputs = []
+    for part, rows in enumerate((slice(0, 250), slice(250, None))):
+        path = tmp_path / f"part-{part}.parquet"
+        pq.write_table(table[rows], path, row_group_size=60)
+        inputs.append(path)
+    run = CliRunner().invoke(main, [
+        "dedup", *map(str, inputs), "--method", "minhash", "--id-field", "id", "--quiet",
+        "--engine", "ray", "--ray-address", address, "--ray-shard-rows", "60",
+        "--clusters-out", str(tmp_path / "clusters"), "--report", str(tmp_path / "run.json")])
+    assert run.exit_code == 0, run.output
+    recorded = json.loads((tmp_path / "run.json").read_text())["input_texts"]
+    assert [(e["source"], e["first"], e["documents"]) for e in recorded] == [
+        (str(inputs[0]), 0, 60), (str(inputs[0]), 60, 60), (str(inputs[0]), 120, 60),
+        (str(inputs[0]), 180, 60), (str(inputs[0]), 240, 10),
+        (str(inputs[1]), 0, 60), (str(inputs[1]), 60, 60), (str(inputs[1]), 120, 30)]
+
+    def report(name):
+        return CliRunner().invoke(main, ["report", str(tmp_path / "clusters"),
+                                         str(tmp_path / "run.json"), "--id-field", "id",
+                                         "--out", str(tmp_path / name)])
+
+    same = report("same.html")  # the run's directories read as its tables
+    assert same.exit_code == 0, same.output
+    assert "clusters shown" in same.output
+    texts = table.column("text").to_pylist()
+    texts[250 + 70] = texts[250 + 70] + " An added sentence."  # the second file's second shard
+    pq.write_table(table.set_column(1, "text", pa.array(texts))[250:], inputs[1],
+                   row_group_size=60)
+    changed = report("changed.html")
+    assert changed.exit_code == 1 and not (tmp_path / "changed.html").exists()
+    assert f"{inputs[1]}: this is not the corpus the run read (its texts in rows 60 to 119 " \
+           "differ" in changed.output

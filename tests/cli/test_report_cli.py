@@ -120,6 +120,33 @@ def test_report_refuses_a_corpus_other_than_the_one_the_run_read(corpus, tmp_pat
     assert "holds 3 documents where the run read 4" in shorter.output
 
 
+def test_report_reads_a_directory_of_parquet_parts_as_one_table(corpus, tmp_path):
+    """--engine ray writes its tables as directories of parts, numbered by shard."""
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "out"
+    run = _invoke(["dedup", str(corpus), "--method", "minhash", *READ, "--quiet",
+                   "--clusters-out", str(out / "c.parquet"), "--report", str(out / "r.json")])
+    assert run.exit_code == 0, run.output
+    table = pq.read_table(out / "c.parquet")
+    parts = tmp_path / "clusters"
+    parts.mkdir()
+    for number, rows in ((10, slice(2, None)), (2, slice(0, 2))):  # part-00010 after 00002
+        pq.write_table(table[rows], parts / f"part-{number:05d}.parquet")
+    whole = _invoke(["report", str(out / "c.parquet"), str(out / "r.json"), *READ,
+                     "--out", str(tmp_path / "whole.html")])
+    split = _invoke(["report", str(parts), str(out / "r.json"), *READ,
+                     "--out", str(tmp_path / "split.html")])
+    assert whole.exit_code == 0 and split.exit_code == 0, split.output
+    assert _data((tmp_path / "split.html").read_text())["clusters"] == \
+        _data((tmp_path / "whole.html").read_text())["clusters"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = _invoke(["report", str(empty), "--input", str(corpus), "--out",
+                       str(tmp_path / "e.html")])
+    assert refused.exit_code == 2 and "is not a clusters table" in refused.output
+
+
 def test_help_documents_every_option():
     from neardup.cli.explain import explain_command
     from neardup.cli.report import report_command

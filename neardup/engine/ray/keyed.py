@@ -22,26 +22,29 @@ from neardup.engine.ray.shards import (
     Shard,
     batch_facts,
     cut_texts,
+    digested,
     shard_batches,
 )
 from neardup.engine.ray.tasks import completed
 from neardup.engine.statistics import batch_statistics, hash_range_bounds, split_by_range, sum_counts, table_min_df
 from neardup.graph.buckets import bucket_edge_counts, bucket_edges
+from neardup.io.identity import TextsDigest
 from neardup.io.readers import ReaderConfig
 from neardup.methods.base import FeatureStatistics, Method
 
 
 def sketch_task(index: int, shard: Shard, method: Method, reader: ReaderConfig, memory: list | None,
                  partitions: int) -> tuple:
-    """Read and sketch one shard. Returns ``partitions + 3`` objects: a count (documents,
-    key rows), the shard's facts (Arrow, :data:`FACTS`), its per-document arrays (the
+    """Read and sketch one shard. Returns ``partitions + 3`` objects: counts (documents,
+    key rows, CPU seconds, key bytes, the digest of the shard's texts), the shard's facts (Arrow, :data:`FACTS`), its per-document arrays (the
     method's verification arrays and ``date``, numpy, shard row order), then per key
     partition ``p`` (``key % partitions == p``) the shard's key rows: ``key`` (uint64),
     ``row`` (int64 shard row), ``payload`` when the method has one."""
     cpu = time.process_time()
     facts, arrays, keys, rows, payload, offset = [], {}, [], [], [], 0
     reads = method.capabilities.reads
-    for batch in shard_batches(shard, reader, memory):
+    digest = TextsDigest()
+    for batch in digested(shard_batches(shard, reader, memory), digest):
         n = len(batch)
         sketch, found = sketch_batch(method, batch.texts, offset)
         dates, table = batch_facts(index, offset, batch, sketch.n_features)
@@ -77,7 +80,8 @@ def sketch_task(index: int, shard: Shard, method: Method, reader: ReaderConfig, 
         out.append({"key": key[s:e], "row": row[s:e], **({"payload": pay[s:e]} if pay is not None else {})})
     table = pa.concat_tables(facts) if facts else FACTS.empty_table()
     key_bytes = key.nbytes + row.nbytes + (pay.nbytes if pay is not None else 0)
-    return ((offset, int(key.size), time.process_time() - cpu, key_bytes), table, arrays, *out)
+    return ((offset, int(key.size), time.process_time() - cpu, key_bytes, digest.hexdigest()),
+            table, arrays, *out)
 
 
 def statistics_task(shard: Shard, method: Method, reader: ReaderConfig, memory: list | None,

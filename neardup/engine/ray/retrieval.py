@@ -24,10 +24,12 @@ from neardup.engine.ray.shards import (
     IDENTITY,
     Shard,
     batch_facts,
+    digested,
     shard_batches,
 )
 from neardup.engine.facts import batch_identity
 from neardup.engine.sketching import SET_SIZES, SET_VALUES
+from neardup.io.identity import TextsDigest
 from neardup.engine.retrieval import (
     block_tokens,
     mutual_edges,
@@ -58,13 +60,15 @@ def _shard_blocks(arrays: dict, budget: int):
 def token_sketch_task(index: int, shard: Shard, method: Method, reader: ReaderConfig,
                       memory: list | None, budget: int) -> tuple:
     """Read and sketch one shard as the local sketch stage does for a method of term
-    multisets. Returns four objects: counts (documents, posting rows, CPU seconds), the
+    multisets. Returns four objects: counts (documents, posting rows, CPU seconds, the
+    digest of the shard's texts), the
     shard's facts (:data:`~neardup.engine.ray.shards.FACTS`), its arrays (dates, text
     identities, token multisets) and its posting rows (term hash, shard row, weight) in
     document then term order."""
     cpu = time.process_time()
     facts, dates, identity, sizes, values, offset = [], [], [], [], [], 0
-    for batch in shard_batches(shard, reader, memory):
+    digest = TextsDigest()
+    for batch in digested(shard_batches(shard, reader, memory), digest):
         sketch = method.keyed_sketch(method.sketch(batch.texts))
         sets = ShingleSets(np.ascontiguousarray(sketch.sets.hashes, np.uint64),
                            np.ascontiguousarray(sketch.sets.offsets, np.int64))
@@ -84,7 +88,8 @@ def token_sketch_task(index: int, shard: Shard, method: Method, reader: ReaderCo
                 for i, (name, dtype) in enumerate((("hash", np.uint64), ("doc", np.int64),
                                                    ("weight", np.float64)))}
     table = pa.concat_tables(facts) if facts else FACTS.empty_table()
-    return (offset, int(postings["hash"].size), time.process_time() - cpu), table, arrays, postings
+    return ((offset, int(postings["hash"].size), time.process_time() - cpu, digest.hexdigest()),
+            table, arrays, postings)
 
 
 def _split_postings_task(postings: dict, offset: int, lows: np.ndarray):

@@ -27,7 +27,7 @@ from neardup.engine.ray.link import link_task, merge_link_results, screen_task
 from neardup.engine.ray.positions import sum_count_dicts
 from neardup.engine.ray.retrieval import mutual_retrieval, token_sketch_task
 from neardup.engine.ray.rows import gather_task, gathered_names
-from neardup.engine.ray.shards import ids_of, RayInputs, Shard, estimate_docs, memory_shards, plan_shards
+from neardup.engine.ray.shards import SHARDED, ids_of, RayInputs, Shard, estimate_docs, memory_shards, plan_shards
 from neardup.engine.ray.tasks import collect_tables, completed, no_progress, ray_error
 from neardup.engine.ray.vectors import (
     build_ivf_task,
@@ -113,6 +113,9 @@ class RayRun:
         self.timer = timer or StageTimer()
         self.progress = progress
         self.every_edge = every_edge
+        #: Per shard of an input file, in input order: ``source``, ``first`` (its first row
+        #: in the file), ``documents`` and ``digest`` (:class:`~neardup.io.identity.TextsDigest`).
+        self.input_texts: list[dict] = []
         if every_edge and not (supports_corpus_stage(method, "leiden")
                                or supports_vector_stage(method, "leiden")):
             raise ValueError(
@@ -166,12 +169,13 @@ class RayRun:
         with timer.stage("sketch"), self.bar("sketching", len(shards), "shards") as advance:
             out = [sketch.remote(i, shard, method_ref, reader, memory, partitions)
                    for i, shard in enumerate(shards)]
-            sizes = np.array(completed(ray, [o[0] for o in out], advance), np.float64).reshape(-1, 4)
+            done = completed(ray, [o[0] for o in out], advance)
+        sizes = np.array([x[:4] for x in done], np.float64).reshape(-1, 4)
         counts = sizes[:, 0].astype(np.int64)
         self.n_keys = int(sizes[:, 1].sum())
         self.sketch_cpu = float(sizes[:, 2].sum())
         self.key_row_bytes = int(sizes[:, 3].sum())
-        self._set_shards(counts, [o[1] for o in out])
+        self._set_shards(shards, counts, [o[1] for o in out], [x[4] for x in done])
         arrays = [o[2] for o in out]
         keys = [list(o[3:]) for o in out]
         del out
@@ -322,7 +326,13 @@ class RayRun:
             counts = sum_count_dicts(completed(ray, [c for c, _ in linked], advance))
         return [r for _, r in linked], counts
 
-    def _set_shards(self, counts: np.ndarray, fact_refs: list) -> None:
+    def _set_shards(self, shards: list[Shard], counts: np.ndarray, fact_refs: list,
+                    digests: list[str]) -> None:
+        # What each shard of an input file held, for the report (in-memory batches: none).
+        self.input_texts = [
+            {"source": shard.path, "first": shard.start if shard.kind in SHARDED else 0,
+             "documents": int(n), "digest": digest}
+            for shard, n, digest in zip(shards, counts, digests) if shard.kind != "memory"]
         self.shard_docs = counts
         self.offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
         self.n_docs = int(counts.sum())
@@ -355,9 +365,10 @@ class RayRun:
         sketch = ray.remote(token_sketch_task).options(num_returns=4)
         with self.timer.stage("sketch"), self.bar("sketching", len(shards), "shards") as advance:
             out = [sketch.remote(i, shard, method_ref, reader, memory, budget) for i, shard in enumerate(shards)]
-            info = np.array(completed(ray, [o[0] for o in out], advance), np.float64).reshape(-1, 3)
+            done = completed(ray, [o[0] for o in out], advance)
+        info = np.array([x[:3] for x in done], np.float64).reshape(-1, 3)
         self.sketch_cpu, self.n_keys, self.wave_stats, self.partitions = float(info[:, 2].sum()), 0, [], 0
-        self._set_shards(info[:, 0].astype(np.int64), [o[1] for o in out])
+        self._set_shards(shards, info[:, 0].astype(np.int64), [o[1] for o in out], [x[3] for x in done])
         with self.timer.stage("pairs"), self.bar("retrieving", len(shards), "shards") as advance:
             result, counts = mutual_retrieval(ray, method_ref, out, self.offsets, self.n_docs, int(info[:, 1].sum()),
                                               budget, self.window, self.has_dates, advance)
@@ -398,7 +409,7 @@ class RayRun:
         self.sketch_cpu = float(sum(x[4] for x in info))
         text_bytes = int(sum(x[5] for x in info))
         self.n_keys, self.wave_stats, self.partitions = 0, [], 0
-        self._set_shards(counts, [o[1] for o in out])
+        self._set_shards(shards, counts, [o[1] for o in out], [x[6] for x in info])
         row_starts = np.concatenate(([0], np.cumsum(row_counts))).astype(np.int64)
         live = np.flatnonzero(row_counts > 0).tolist()
         row_shards = [(int(row_starts[s]), int(row_starts[s + 1])) for s in live]

@@ -84,6 +84,15 @@ def plan_shards(inputs: RayInputs, shard_rows: int) -> list[Shard]:
 # -- workers: read and sketch ------------------------------------------------------------
 
 
+def digested(batches: Iterable[DocumentBatch], digest) -> Iterator[DocumentBatch]:
+    """Pass ``batches`` through, adding their texts to ``digest``
+    (:class:`~neardup.io.identity.TextsDigest`): a first-read task's record of what its
+    shard held, which the run's report keeps for `neardup report`."""
+    for batch in batches:
+        digest.update(batch.texts)
+        yield batch
+
+
 def shard_batches(shard: Shard, reader: ReaderConfig, memory: list | None) -> Iterator[DocumentBatch]:
     """The shard's documents in batches of ``reader.batch_size``; ids None when documents
     are numbered by global position (assigned once shard offsets are known)."""

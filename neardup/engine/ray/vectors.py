@@ -13,8 +13,10 @@ from neardup.engine.facts import batch_identity
 from neardup.graph.edges import code_pairs, pair_codes
 from neardup.engine.ray.positions import requests_of, split_by, unique_positions
 from neardup.engine.rows import VectorShards
-from neardup.engine.ray.shards import FACTS, IDENTITY, TEXTS, Shard, batch_facts, cut_texts, shard_batches
+from neardup.engine.ray.shards import (FACTS, IDENTITY, TEXTS, Shard, batch_facts, cut_texts, digested,
+                                       shard_batches)
 from neardup.engine.unionfind import UnionFind
+from neardup.io.identity import TextsDigest
 from neardup.graph.edges import TimeWindow
 from neardup.io.readers import ReaderConfig
 from neardup.methods.base import Method
@@ -25,7 +27,8 @@ from neardup.methods.base import Method
 def embed_task(index: int, shard: Shard, method: Method, reader: ReaderConfig,
                 memory: list | None) -> tuple:
     """Read and embed one shard. Returns five objects: counts (documents, rows, row
-    dimension, largest deviation of a row norm from 1, CPU seconds, bytes of texts), the
+    dimension, largest deviation of a row norm from 1, CPU seconds, bytes of texts, the
+    digest of the shard's texts), the
     shard's facts (Arrow, :data:`FACTS`), its rows (float32, document order), the rows
     each document owns (int64) and its per-document arrays: dates (``date``: int64
     seconds, NaT as int64 min) and text identities (``identity``), for the time window,
@@ -36,7 +39,8 @@ def embed_task(index: int, shard: Shard, method: Method, reader: ReaderConfig,
     cpu = time.process_time()
     facts, rows, owned, dates, identity, offset, deviation = [], [], [], [], [], 0, 0.0
     texts = [pa.array([], pa.large_binary())] if method.capabilities.reads.text_chars is not None else None
-    for batch in shard_batches(shard, reader, memory):
+    digest = TextsDigest()
+    for batch in digested(shard_batches(shard, reader, memory), digest):
         n = len(batch)
         sketch = method.sketch(batch.texts)
         found, counts = method.vector_rows(sketch)
@@ -62,7 +66,7 @@ def embed_task(index: int, shard: Shard, method: Method, reader: ReaderConfig,
         arrays[TEXTS] = pa.concat_arrays(texts)
     table = pa.concat_tables(facts) if facts else FACTS.empty_table()
     info = (offset, int(rows.shape[0]), int(rows.shape[1]), deviation, time.process_time() - cpu,
-            arrays[TEXTS].nbytes if texts is not None else 0)
+            arrays[TEXTS].nbytes if texts is not None else 0, digest.hexdigest())
     return info, table, rows, owned, arrays
 
 
