@@ -58,9 +58,10 @@ class RunOutputs:
     inputs : list of str
     template_clusters : list of dict or None
         From the summary JSON (oversized clusters as found, also under ``oversized="split"``).
-    input_identity : dict or None
-        From the summary JSON: the input files as the run found them (resolved paths,
-        sizes, modification times) and the reader's options.
+    input_identity : str or None
+        From the summary JSON: the SHA-256 of the input files as the run found them
+        (resolved paths, sizes, modification times) and the reader's options
+        (:func:`~neardup.io.identity.identity_digest`).
     input_texts : list of dict
         From the summary JSON: what the run's first read found in each input, in reading
         order (``source``, ``documents``, ``digest`` of :class:`~neardup.io.identity.TextsDigest`);
@@ -83,7 +84,7 @@ class RunOutputs:
     timings: dict[str, float] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)
     template_clusters: list[dict[str, Any]] | None = None
-    input_identity: dict[str, Any] | None = None
+    input_identity: str | None = None
     input_texts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -350,7 +351,7 @@ def _apply_summary(outputs: RunOutputs, path: str | os.PathLike) -> None:
     kinds = {"summary": (dict,), "params": (dict, type(None)),
              "timings_seconds": (dict, type(None)), "inputs": (list, type(None)),
              "template_clusters": (list, type(None)), "method": (str, type(None)),
-             "input_identity": (dict, type(None)), "input_texts": (list, type(None))}
+             "input_identity": (str, type(None)), "input_texts": (list, type(None))}
     for key, accepted in kinds.items():
         if not isinstance(report.get(key), accepted):
             raise InputError(f"report: {str(path)!r}: {key!r} is a "
