@@ -75,8 +75,8 @@ class InputWatch:
 
     Recorded when the run starts: each input file's device, inode, size and modification
     time (for a directory input, those of its ``.txt`` and ``.sgm`` files); during the
-    first read, a digest of its texts (:class:`~neardup.io.identity.TextsDigest`) and the number of documents,
-    per input. :meth:`check` compares the files with the record; :meth:`second_read`
+    first read, per input, a digest of its texts (:class:`~neardup.io.identity.TextsDigest`)
+    and its number of documents. :meth:`check` compares the files with the record; :meth:`second_read`
     compares the texts a second read finds with the first read's, input by input. Either
     raises :class:`~neardup.errors.InputError` naming the file.
     """
