@@ -46,7 +46,7 @@ from neardup.cli.options import (
 from neardup.errors import NeardupError, spelled_as
 from neardup.methods import Method, make_method
 from neardup.cli.engine import corpus_stage_from_options, engine_options, input_bytes
-from neardup.io.identity import identity_digest, input_identity
+from neardup.io.identity import input_identity, reading_digest
 from neardup.cli.rereads import InputWatch, kept_parquet_batches, refuse_single_read_inputs
 from neardup.pipeline import Result, result_from_stage, run, template_clusters
 from neardup.method_choice import MethodChoice, planning_method
@@ -513,16 +513,15 @@ def _metadata(record: dict[str, Any]) -> dict[bytes, bytes]:
 def _report_text(summary: dict[str, Any], record: dict[str, Any], timings: dict[str, float],
                  inputs: tuple[Path, ...], templates: list[dict] | None,
                  hints: list[str], reader: Any, input_texts: list[dict]) -> str:
-    """The --report JSON of a run on any engine: one set of keys. ``input_identity`` (the
-    SHA-256 of :func:`~neardup.io.identity.input_identity`) and
+    """The --report JSON of a run on any engine: one set of keys. ``input_identity``
+    (:func:`~neardup.io.identity.reading_digest`) and
     ``input_texts`` (what the first read found in each input, or on Ray in each shard:
     ``source``, ``first`` row, ``documents``, ``digest``; empty for a resumed run) let
     `neardup report` tell whether the corpus it is given is the one the run read."""
     report = {"summary": summary, **record, "timings_seconds": timings,
               "inputs": [os.fspath(p) for p in inputs], "template_clusters": templates,
               "hints": hints,
-              "input_identity": identity_digest(input_identity(inputs, reader.params(),
-                                                               reader.storage_options)),
+              "input_identity": reading_digest(inputs, reader),
               "input_texts": input_texts}
     return json.dumps(report, indent=2, sort_keys=True, default=str) + "\n"
 
@@ -617,7 +616,7 @@ def _write_outputs(result, method_obj, inputs, reader, opts, outputs, watch,
     if "--report" in outputs:
         outputs.write_text("--report", _report_text(
             result.summary(), record, result.timings, inputs, result.template_clusters(),
-            hints, reader, watch.recorded_texts() if watch is not None else []))
+            hints, reader, watch.recorded_texts(result.n_docs) if watch is not None else []))
     if "--html" in outputs:
         from neardup.report import write_report
 

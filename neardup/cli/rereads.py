@@ -136,10 +136,13 @@ class InputWatch:
                 self.batch_digests.append((source, own.hexdigest()))
             yield batch
 
-    def recorded_texts(self) -> list[dict[str, Any]]:
+    def recorded_texts(self, total: int) -> list[dict[str, Any]]:
         """What the first read found in each input, in reading order (``source``, ``first``
         row, ``documents``, ``digest``: :class:`~neardup.io.identity.TextsDigest`), for the
-        run's report; [] when the first read was skipped (a resumed run)."""
+        run's report; [] unless it saw all ``total`` documents the run clustered (a resumed
+        run skips the stages that read the input, and its choices read only the first)."""
+        if sum(self.counts.values()) != total:
+            return []
         return [{"source": source, "first": 0, "documents": self.counts[source],
                  "digest": self.digests[source].hexdigest()} for source in self.counts]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TextsDigest", "identity_digest", "input_identity"]
+__all__ = ["TextsDigest", "identity_digest", "input_identity", "reading_digest"]
 
 
 def input_identity(inputs, reader_params: dict[str, Any],
@@ -46,6 +46,13 @@ def identity_digest(identity: dict) -> str:
     the inputs are the same (a directory of a million files stays one line)."""
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def reading_digest(inputs, reader) -> str:
+    """:func:`identity_digest` of the inputs as ``reader`` (a ReaderConfig) reads them, its
+    batch size left out: it cuts the same texts into other batches."""
+    params = {k: v for k, v in reader.params().items() if k != "batch_size"}
+    return identity_digest(input_identity(inputs, params, reader.storage_options))
 
 
 class TextsDigest:

@@ -23,14 +23,13 @@ def check_corpus(outputs: RunOutputs, inputs: Sequence[str | os.PathLike], reade
     documents with the same texts' digest. A run that recorded no digest (resumed, in
     memory) is not checked here; the report still checks each shown document's id.
     """
-    from neardup.io.identity import identity_digest, input_identity
+    from neardup.io.identity import reading_digest
 
     if not outputs.input_texts:
         return
     if outputs.input_identity is not None:
         try:
-            now = identity_digest(input_identity(list(inputs), reader.params(),
-                                                 reader.storage_options))
+            now = reading_digest(list(inputs), reader)
         except OSError:
             now = None  # the reader names an unreadable input
         if now == outputs.input_identity:

@@ -120,6 +120,28 @@ def test_report_refuses_a_corpus_other_than_the_one_the_run_read(corpus, tmp_pat
     assert "holds 3 documents where the run read 4" in shorter.output
 
 
+def test_report_of_a_resumed_run_checks_ids_only(tmp_path):
+    """A resumed run reads only the first documents again (--profile auto's sample): it
+    records no digest, rather than a digest of part of its input."""
+    rows = [{"doc": f"d{i}", "body": f"story {i % 700} about grain prices in chicago"}
+            for i in range(2100)]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    args = ["dedup", str(corpus), "--method", "minhash", "--text-field", "body", "--id-field",
+            "doc", "--batch-size", "500", "--work-dir", str(tmp_path / "work"), "--quiet",
+            "--clusters-out", str(out / "c.parquet"), "--report", str(out / "r.json")]
+    assert _invoke(args).exit_code == 0
+    assert [t["documents"] for t in json.loads((out / "r.json").read_text())["input_texts"]] \
+        == [2100]
+    resumed = _invoke([*args, "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads((out / "r.json").read_text())["input_texts"] == []
+    page = _invoke(["report", str(out / "c.parquet"), str(out / "r.json"), "--text-field",
+                    "body", "--id-field", "doc", "--out", str(tmp_path / "r.html")])
+    assert page.exit_code == 0, page.output
+
+
 def test_report_reads_a_directory_of_parquet_parts_as_one_table(corpus, tmp_path):
     """--engine ray writes its tables as directories of parts, numbered by shard."""
     import pyarrow.parquet as pq
