@@ -417,8 +417,10 @@ def _dedup_ray(inputs: tuple[Path, ...], opts: dict[str, Any],
     run = RayRun(RayInputs(tuple(str(p) for p in inputs), reader), method_obj,
                  config=planned.spec.budget.ray_config(), time_window_hours=cluster.time_window_hours,
                  progress=progress, every_edge=planned.every_edge)
-    # The storage libraries' settings reach the workers with the job (gs:// on Ray).
-    connect(run.config.address, env=storage_env())
+    # The storage libraries' settings reach the workers with the job (gs:// on Ray); -q
+    # silences Ray's own warnings too (its logger's level).
+    connect(run.config.address, env=storage_env(),
+            **({"logging_level": "ERROR"} if opts["quiet"] else {}))
     with outputs:
         run.execute()
         start = time.perf_counter()

@@ -115,7 +115,8 @@ def _executor(opts: dict[str, Any]):
     from neardup.engine.ray import connect
     from neardup.io.locations import storage_env
 
-    connect(opts["ray_address"], env=storage_env())
+    connect(opts["ray_address"], env=storage_env(),
+            **({"logging_level": "ERROR"} if opts["quiet"] else {}))
     return RayExecutor()
 
 

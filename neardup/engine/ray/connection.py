@@ -65,10 +65,16 @@ def connect(address: str | None = None, *, env: dict[str, str] | None = None, **
     cluster gets them as the job's ``runtime_env`` unless :data:`RUNTIME_ENV_ENV` is
     ``0``. ``init_options`` go to ``ray.init`` (``num_cpus``, ``object_store_memory``
     for a local cluster)."""
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address is not None and os.environ.get(AUTH_MODE_ENV) is None and ray_token_available():
+        # `ray start` turns token authentication on when it finds a token (Ray's default
+        # since 2.5x), and such a cluster refuses a client without it; Ray applies the same
+        # rule to the clusters it starts itself. A token sent to a cluster without
+        # authentication is ignored. Set before Ray is imported, which reads it then.
+        os.environ[AUTH_MODE_ENV] = "token"
     ray = import_ray()
     if ray.is_initialized():
         return
-    address = address or os.environ.get("RAY_ADDRESS")
     options = {"include_dashboard": False, "logging_level": "WARNING", "log_to_driver": False, **init_options}
     if address is None:
         # Set in os.environ for the block only: the processes ray.init starts inherit them.
@@ -77,7 +83,44 @@ def connect(address: str | None = None, *, env: dict[str, str] | None = None, **
         return
     if os.environ.get(RUNTIME_ENV_ENV, "1") != "0":
         options["runtime_env"] = worker_runtime_env(env)
-    ray.init(address=address, **options)
+    _check_reachable(address)
+    try:
+        ray.init(address=address, **options)
+    except ConnectionError as exc:
+        raise ConnectionError(
+            f"{str(exc).rstrip('.')}. A cluster that uses token authentication needs its "
+            "token here: in ~/.ray/auth_token, or RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH, with "
+            f"{AUTH_MODE_ENV}=token") from None
+
+
+def _check_reachable(address: str, timeout: float = 10.0) -> None:
+    """ConnectionError, at once, when nothing answers at a ``host:port`` address (Ray
+    itself retries for minutes); other forms (``auto``, ``ray://``) are left to Ray."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit() or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(
+            f"Cannot reach a Ray cluster at {address} ({exc.strerror or exc}). Check the "
+            "address (`ray status` on the head node prints it), or start a cluster there "
+            "with `ray start --head`; without --ray-address neardup starts a local one") from None
+
+
+#: Ray's switch for token authentication (``token`` or ``disabled``).
+AUTH_MODE_ENV = "RAY_AUTH_MODE"
+
+
+def ray_token_available() -> bool:
+    """Whether this process has a Ray authentication token where Ray looks for one:
+    ``RAY_AUTH_TOKEN``, the file ``RAY_AUTH_TOKEN_PATH`` names, or ``~/.ray/auth_token``."""
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return True
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token"
+    return Path(path).is_file()
 
 
 @contextlib.contextmanager
