@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -766,6 +767,9 @@ def test_connect_passes_worker_settings_by_environment_or_runtime_env(monkeypatc
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", fake_init)
+    # No cluster answers at host:6379, and no token question: tests/engine/test_ray_connect.py.
+    monkeypatch.setattr("socket.create_connection", lambda *a, **k: types.SimpleNamespace(close=lambda: None))
+    monkeypatch.setattr(ray_engine, "ray_token_available", lambda: False)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.delenv("NEARDUP_X", raising=False)
     monkeypatch.setenv("NUMBA_NUM_THREADS", "7")

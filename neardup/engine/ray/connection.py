@@ -66,12 +66,6 @@ def connect(address: str | None = None, *, env: dict[str, str] | None = None, **
     ``0``. ``init_options`` go to ``ray.init`` (``num_cpus``, ``object_store_memory``
     for a local cluster)."""
     address = address or os.environ.get("RAY_ADDRESS")
-    if address is not None and os.environ.get(AUTH_MODE_ENV) is None and ray_token_available():
-        # `ray start` turns token authentication on when it finds a token (Ray's default
-        # since 2.5x), and such a cluster refuses a client without it; Ray applies the same
-        # rule to the clusters it starts itself. A token sent to a cluster without
-        # authentication is ignored. Set before Ray is imported, which reads it then.
-        os.environ[AUTH_MODE_ENV] = "token"
     ray = import_ray()
     if ray.is_initialized():
         return
@@ -84,6 +78,8 @@ def connect(address: str | None = None, *, env: dict[str, str] | None = None, **
     if os.environ.get(RUNTIME_ENV_ENV, "1") != "0":
         options["runtime_env"] = worker_runtime_env(env)
     _check_reachable(address)
+    if os.environ.get(AUTH_MODE_ENV) is None and ray_token_available():
+        _use_token_authentication()
     try:
         ray.init(address=address, **options)
     except ConnectionError as exc:
@@ -91,6 +87,22 @@ def connect(address: str | None = None, *, env: dict[str, str] | None = None, **
             f"{str(exc).rstrip('.')}. A cluster that uses token authentication needs its "
             "token here: in ~/.ray/auth_token, or RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH, with "
             f"{AUTH_MODE_ENV}=token") from None
+
+
+def _use_token_authentication() -> None:
+    """Send this machine's token when joining a cluster. `ray start` turns token
+    authentication on when it finds a token (Ray's default since 2.5x), and such a
+    cluster refuses a client without it; Ray applies the same rule to the clusters it
+    starts itself, and a cluster without authentication ignores the token. Ray reads the
+    mode once, so it is refreshed as Ray's own start does; without that refresh a later
+    local cluster of this process would start in one mode and be joined in the other."""
+    os.environ[AUTH_MODE_ENV] = "token"
+    try:
+        from ray._raylet import Config
+
+        Config.initialize("")
+    except (ImportError, AttributeError):  # another Ray: the variable alone
+        pass
 
 
 def _check_reachable(address: str, timeout: float = 10.0) -> None:
