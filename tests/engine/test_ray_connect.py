@@ -55,6 +55,13 @@ def _dedup(corpus: Path, address: str, out: Path, env: dict[str, str], timeout: 
         env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.fixture(autouse=True)
+def _keeps_the_lane_cluster(ray_cluster):
+    """These tests join clusters of their own (in processes of their own); taking the
+    session's cluster keeps it up for the Ray modules after them (tests/conftest.py)."""
+    return ray_cluster
+
+
 def test_an_address_nobody_answers_at_is_refused_at_once(tmp_path):
     address = f"127.0.0.1:{_free_port()}"
     start = time.monotonic()
