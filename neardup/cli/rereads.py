@@ -75,9 +75,10 @@ class InputWatch:
 
     Recorded when the run starts: each input file's device, inode, size and modification
     time (for a directory input, those of its ``.txt`` and ``.sgm`` files); during the
-    first read, per input, a digest of its texts (:class:`~neardup.io.identity.TextsDigest`)
-    and its number of documents. :meth:`check` compares the files with the record; :meth:`second_read`
-    compares the texts a second read finds with the first read's, input by input. Either
+    first read, per input, a digest of its texts and their number
+    (:class:`~neardup.io.identity.TextsDigest`). :meth:`check` compares the files with the
+    record; :meth:`second_read` compares the texts a second read finds with the first
+    read's, input by input. Either
     raises :class:`~neardup.errors.InputError` naming the file.
     """
 
@@ -94,7 +95,6 @@ class InputWatch:
             except Exception:  # noqa: BLE001 - the reader names bad inputs
                 self.kinds[os.fspath(path)] = None
         self.states = self._states()
-        self.counts: dict[str, int] = {}
         self.digests: dict[str, Any] = {}
         self.batch_digests: list[tuple[str, bytes]] = []  # (source, digest), batch by batch
 
@@ -126,15 +126,18 @@ class InputWatch:
             digest = self.digests.get(source)
             if digest is None:
                 digest = self.digests[source] = TextsDigest()
-                self.counts[source] = 0
             parts = TextsDigest.parts(batch.texts)
             digest.update_parts(parts)
-            self.counts[source] += parts[2]
             if per_batch:
                 own = TextsDigest()
                 own.update_parts(parts)
                 self.batch_digests.append((source, own.hexdigest()))
             yield batch
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """The documents the first read found in each input, in reading order."""
+        return {source: digest.count for source, digest in self.digests.items()}
 
     def recorded_texts(self, total: int) -> list[dict[str, Any]]:
         """What the first read found in each input, in reading order (``source``, ``first``
@@ -143,8 +146,8 @@ class InputWatch:
         run skips the stages that read the input, and its choices read only the first)."""
         if sum(self.counts.values()) != total:
             return []
-        return [{"source": source, "first": 0, "documents": self.counts[source],
-                 "digest": self.digests[source].hexdigest()} for source in self.counts]
+        return [{"source": source, "first": 0, "documents": digest.count,
+                 "digest": digest.hexdigest()} for source, digest in self.digests.items()]
 
     def _changed(self, path: str, what: str, during: str) -> InputError:
         return InputError(
@@ -291,14 +294,15 @@ class _SecondReadTexts:
 
     def __init__(self, watch: InputWatch, during: str) -> None:
         self.watch, self.during = watch, during
-        self.sources = list(watch.counts)
+        self.counts = watch.counts
+        self.sources = list(self.counts)
         self.index, self.seen, self.digest = 0, 0, TextsDigest()
         self.pending: list[str] = []
 
     def _advance(self) -> None:
         """Move past every input whose documents were all seen, checking each."""
         while self.index < len(self.sources) and \
-                self.seen == self.watch.counts[self.sources[self.index]]:
+                self.seen == self.counts[self.sources[self.index]]:
             self._compare()
 
     def kind(self) -> str | None:
@@ -336,7 +340,7 @@ class _SecondReadTexts:
         """Check that the second read held every input's documents, no fewer."""
         watch = self.watch
         while self.index < len(self.sources):
-            expected = watch.counts[self.sources[self.index]]
+            expected = self.counts[self.sources[self.index]]
             if self.seen != expected:
                 watch.check(self.during)
                 raise watch._changed(

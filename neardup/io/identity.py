@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TextsDigest", "identity_digest", "input_identity", "reading_digest"]
+__all__ = ["TextsDigest", "input_identity", "reading_digest"]
 
 
 def input_identity(inputs, reader_params: dict[str, Any],
@@ -41,18 +41,14 @@ def input_identity(inputs, reader_params: dict[str, Any],
     return {"files": files, "reader": reader_params}
 
 
-def identity_digest(identity: dict) -> str:
-    """SHA-256 of an :func:`input_identity`, for a record that only needs to tell whether
-    the inputs are the same (a directory of a million files stays one line)."""
+def reading_digest(inputs, reader) -> str:
+    """SHA-256 of :func:`input_identity` as ``reader`` (a ReaderConfig) reads the inputs,
+    its batch size left out (it cuts the same texts into other batches): one line that
+    tells whether the inputs are the same, however many files a directory holds."""
+    params = {k: v for k, v in reader.params().items() if k != "batch_size"}
+    identity = input_identity(inputs, params, reader.storage_options)
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def reading_digest(inputs, reader) -> str:
-    """:func:`identity_digest` of the inputs as ``reader`` (a ReaderConfig) reads them, its
-    batch size left out: it cuts the same texts into other batches."""
-    params = {k: v for k, v in reader.params().items() if k != "batch_size"}
-    return identity_digest(input_identity(inputs, params, reader.storage_options))
 
 
 class TextsDigest:

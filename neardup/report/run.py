@@ -61,7 +61,7 @@ class RunOutputs:
     input_identity : str or None
         From the summary JSON: the SHA-256 of the input files as the run found them
         (resolved paths, sizes, modification times) and the reader's options
-        (:func:`~neardup.io.identity.identity_digest`).
+        (:func:`~neardup.io.identity.reading_digest`).
     input_texts : list of dict
         From the summary JSON: what the run's first read found in each input, in reading
         order (``source``, ``documents``, ``digest`` of :class:`~neardup.io.identity.TextsDigest`);

@@ -36,7 +36,8 @@ from neardup.methods.base import FeatureStatistics, Method
 def sketch_task(index: int, shard: Shard, method: Method, reader: ReaderConfig, memory: list | None,
                  partitions: int) -> tuple:
     """Read and sketch one shard. Returns ``partitions + 3`` objects: counts (documents,
-    key rows, CPU seconds, key bytes, the digest of the shard's texts), the shard's facts (Arrow, :data:`FACTS`), its per-document arrays (the
+    key rows, CPU seconds, key bytes, the digest of the shard's texts), the shard's facts
+    (Arrow, :data:`FACTS`), its per-document arrays (the
     method's verification arrays and ``date``, numpy, shard row order), then per key
     partition ``p`` (``key % partitions == p``) the shard's key rows: ``key`` (uint64),
     ``row`` (int64 shard row), ``payload`` when the method has one."""
