@@ -67,14 +67,12 @@ def _cpu_s() -> float:
     return round(usage.ru_utime + usage.ru_stime, 1)
 
 
-def _every(k: int):
-    """A log callback printing every k-th message (and every non-sketch one), timed."""
-    start, count = time.perf_counter(), [0]
+def _timed_log():
+    """A log callback printing each stage message with the seconds since the build began."""
+    start = time.perf_counter()
 
     def log(message: str) -> None:
-        count[0] += 1
-        if not message.startswith("bulk: sketched") or count[0] % k == 0:
-            print(f"{time.perf_counter() - start:7.0f} s  {message}", flush=True)
+        print(f"{time.perf_counter() - start:7.0f} s  {message}", flush=True)
 
     return log
 
@@ -94,7 +92,7 @@ def phase_build(args) -> dict:
         with Index.create(args.work, args.method) as index:
             batches = ((texts, ids) for ids, texts in
                        shard_batches(args.corpus, n_build, args.batch_size))
-            result = index.bulk_add(batches, log=_every(20))
+            result = index.bulk_add(batches, log=_timed_log())
             seconds = time.perf_counter() - start
             stats = index.stats()
         return {"docs": n_build, "path": "bulk_add", "seconds": round(seconds, 1),

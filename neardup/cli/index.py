@@ -29,8 +29,9 @@ from neardup.cli.options import (
     DECODE_ERRORS_OPTION,
     PATH_OR_URL,
     STORAGE_OPTION,
-    named_method_options,
     method_params_from_options,
+    named_method_options,
+    schema_option,
 )
 from neardup.errors import InputError, NeardupError, OutputError, spelled_as
 from neardup.profiles import choose_profile
@@ -181,13 +182,18 @@ def _input_options(function):
     return function
 
 
-def _batches(inputs: tuple[Path, ...], opts: dict[str, Any]):
-    from neardup.io import ReaderConfig, read_corpus
+def _reader(opts: dict[str, Any]):
+    from neardup.io import ReaderConfig
 
-    config = ReaderConfig(text_field=opts["text_field"], id_field=opts["id_field"],
-                          errors=opts["decode_errors"], batch_size=opts["batch_size"],
-                          limit=opts["limit"], storage_options=opts.get("storage_options"))
-    return read_corpus(list(inputs), config)
+    return ReaderConfig(text_field=opts["text_field"], id_field=opts["id_field"],
+                        errors=opts["decode_errors"], batch_size=opts["batch_size"],
+                        limit=opts["limit"], storage_options=opts.get("storage_options"))
+
+
+def _batches(inputs: tuple[Path, ...], opts: dict[str, Any]):
+    from neardup.io import read_corpus
+
+    return read_corpus(list(inputs), _reader(opts))
 
 
 def _open(directory: Path, rerank: dict[str, Any] | None = None):
@@ -273,7 +279,8 @@ def create_command(directory: Path, **opts: Any) -> None:
                    "partition, the documents table, the indexes) instead of starting over. "
                    "Without it a killed bulk add's scratch is discarded.")
 @_rerank_options
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@schema_option("progress")
+@schema_option("quiet")
 def add_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
     """Add the documents of INPUT files to the index in DIRECTORY.
 
@@ -407,20 +414,9 @@ def _empty_add_table():
     return AddResult([], np.empty(0, np.int64), [], [], np.empty(0, np.float32)).table()
 
 
-def _input_key(inputs: tuple[Path, ...], opts: dict[str, Any]) -> dict[str, Any]:
-    """What identifies a bulk add's input for --resume: the files and the reader options."""
-    files = []
-    for path in inputs:
-        try:
-            st = Path(path).stat()
-            files.append([str(Path(path).resolve()), st.st_size, st.st_mtime_ns])
-        except OSError:
-            files.append([str(path), None, None])
-    return {"files": files, **{k: opts[k] for k in ("text_field", "id_field", "decode_errors",
-                                                    "batch_size", "limit")}}
-
-
 def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -> None:
+    from neardup.io.identity import reading_digest
+
     def log(message: str) -> None:
         if not opts["quiet"]:
             click.echo(message, err=True)
@@ -437,8 +433,12 @@ def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -
     with _cli_errors(done, own_account=False):
         outputs = _output_set(directory, inputs, {"--clusters-out": opts["clusters_out"]})
         with _open(directory, opts["rerank"]) as index, outputs:
+            # What --resume must find again: the files (a directory's entries, a URL's
+            # size and ETag) and the reader options, as every out-of-core run records them.
+            input_key = reading_digest(inputs, _reader(opts))
             result = index.bulk_add(batches, table=opts["clusters_out"] is not None, log=log,
-                                    resume=opts["resume"], input_key=_input_key(inputs, opts))
+                                    progress=False if opts["quiet"] else opts["progress"],
+                                    resume=opts["resume"], input_key=input_key)
             state["swapped"] = True
             if opts["clusters_out"] is not None:
                 outputs.write_table("--clusters-out", result.table)
@@ -461,18 +461,23 @@ def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -
 @click.option("--top-k", type=click.IntRange(min=1), default=10, show_default=True,
               help="At most this many matches per query document, best first.")
 @_rerank_options
+@schema_option("progress")
 def query_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> None:
     """Find the stored near-duplicates of the documents in INPUT files (read only)."""
     import pyarrow as pa
+
+    from neardup.progress import progress_bar
 
     tables = []
     rerank = _rerank_spec(opts)
     with _cli_errors(lambda: "--pairs-out was not written." if opts["pairs_out"] else ""):
         outputs = _output_set(directory, inputs, {"--pairs-out": opts["pairs_out"]})
-        with _open(directory, rerank) as index, outputs:
+        with _open(directory, rerank) as index, outputs, \
+                progress_bar("querying", enabled=opts["progress"]) as advance:
             for batch in _batches(inputs, opts):
                 result = index.query(batch.texts, batch.ids, top_k=opts["top_k"])
                 tables.append(result.table())
+                advance(len(batch))
             table = pa.concat_tables(tables) if tables else None
             if opts["pairs_out"] is not None:
                 if table is None:

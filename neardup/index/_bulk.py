@@ -72,6 +72,7 @@ from neardup.index._store import (
     repeated_ids,
     set_bulk_progress,
 )
+from neardup.progress import progress_bar
 from neardup.text.identity import text_identity
 
 __all__ = ["BulkBuilder"]
@@ -103,6 +104,9 @@ class BulkBuilder:
         (about 25 rows of 16-24 bytes per MinHash document: 256 partitions keep one
         partition of a 10M-document corpus near 25 MB).
     log : callable str -> None
+        Stage messages (a few per build, whatever the corpus size).
+    progress : bool or None
+        Progress bars for the sketch and link stages (None: when stderr is a terminal).
     rerank : RerankMethod or None
         Rerank verification: the method that verifies the edges (over ``method``); the
         texts are kept in the scratch for it, then stored.
@@ -113,8 +117,8 @@ class BulkBuilder:
 
     def __init__(self, directory: Path, method, layout: RowLayout, meta: dict[str, Any],
                  sketch: Callable, cap: int, *, store_text: bool, partitions: int = 256,
-                 log: Callable[[str], None] | None = None, rerank=None,
-                 checkpoint_docs: int = 1_000_000) -> None:
+                 log: Callable[[str], None] | None = None, progress: bool | None = False,
+                 rerank=None, checkpoint_docs: int = 1_000_000) -> None:
         if partitions < 1 or partitions & (partitions - 1):
             raise ValueError(f"Index.bulk_add: partitions must be a power of two; got {partitions}.")
         self.directory = Path(directory)
@@ -124,6 +128,7 @@ class BulkBuilder:
         self.rerank = rerank
         self.checkpoint_docs = checkpoint_docs
         self.log = log or (lambda message: None)
+        self.progress = progress
         self.row_bytes = layout.row_bytes
         self.scratch = self.directory / f"{_SCRATCH}{os.getpid()}"
         self.seconds: dict[str, float] = {}
@@ -238,62 +243,64 @@ class BulkBuilder:
                                              "id_mode": id_mode})
 
         try:
-            for texts, ids in skip_documents(batches, n):
-                sketch, ck, digest, normalized = self.sketch(texts)
-                m = len(sketch)
-                if m == 0:
-                    continue
-                mode = "positions" if ids is None else "given"
-                if id_mode is not None and mode != id_mode:
-                    raise InputError(
-                        "Index.bulk_add: some batches come with ids and others without; "
-                        "name every document by an id or none (positions could collide "
-                        "with the ids).")
-                id_mode = mode
-                if ids is None:
-                    ids = [str(n + i) for i in range(m)]
-                else:
-                    ids = check_ids("Index.bulk_add", ids, m)
-                if self.rerank is not None:
-                    blobs = compress_texts(texts, self.rerank.max_chars)
-                    files["rerank.bin"].write(b"".join(blobs))
-                    ends = text_end + np.cumsum([len(b) for b in blobs], dtype=np.int64)
-                    files["rerank.end"].write(ends.tobytes())
-                    text_end = int(ends[-1])
-                files["rows.bin"].write(self.layout.pack(sketch).tobytes())
-                files["digest.bin"].write(np.ascontiguousarray(digest).tobytes())
-                files["nf.bin"].write(np.asarray(sketch.n_features, np.int64).tobytes())
-                files["identity.bin"].write(text_identity(texts).tobytes())
-                columns = [pa.array([str(i) for i in ids], pa.string())]
-                if self.store_text:
-                    columns.append(pa.array(
-                        [zlib.compress(t.encode("utf-8", "surrogatepass")) for t in normalized],
-                        pa.binary()))
-                ids_writer().write_batch(pa.record_batch(columns, schema=names))
-                keys = np.ascontiguousarray(ck.keys).view(np.uint64) if ck.keys.dtype.itemsize == 8 \
-                    else ck.keys.astype(np.uint64)
-                cols = [keys.view(np.int64), n + ck.docs]
-                if ck.payload is not None:
-                    cols.append(i64(ck.payload))
-                table = np.stack(cols, axis=1)
-                # Top bits of the key with the sign bit flipped: partition order is the
-                # signed-integer order in which SQLite keeps the keys.
-                part = ((keys ^ _SIGN) >> np.uint64(64 - bits)).astype(np.int64) if bits else \
-                    np.zeros(keys.size, np.int64)
-                order = np.argsort(part, kind="stable")
-                bounds = np.searchsorted(part[order], np.arange(self.partitions + 1))
-                table = table[order]
-                for p in np.flatnonzero(np.diff(bounds)).tolist():
-                    buffers[p].append(table[bounds[p]:bounds[p + 1]])
-                buffered += table.nbytes
-                n += m
-                since += m
-                if buffered >= flush_bytes or since >= self.checkpoint_docs:
-                    checkpoint(False)
-                    buffered = since = 0
-                    faults.checkpoint("bulk-sketch")
-                self.log(f"bulk: sketched {n} documents")
-            checkpoint(True)
+            with progress_bar("sketching", unit="docs", enabled=self.progress) as advance:
+                for texts, ids in skip_documents(batches, n):
+                    sketch, ck, digest, normalized = self.sketch(texts)
+                    m = len(sketch)
+                    if m == 0:
+                        continue
+                    advance(m)
+                    mode = "positions" if ids is None else "given"
+                    if id_mode is not None and mode != id_mode:
+                        raise InputError(
+                            "Index.bulk_add: some batches come with ids and others without; "
+                            "name every document by an id or none (positions could collide "
+                            "with the ids).")
+                    id_mode = mode
+                    if ids is None:
+                        ids = [str(n + i) for i in range(m)]
+                    else:
+                        ids = check_ids("Index.bulk_add", ids, m)
+                    if self.rerank is not None:
+                        blobs = compress_texts(texts, self.rerank.max_chars)
+                        files["rerank.bin"].write(b"".join(blobs))
+                        ends = text_end + np.cumsum([len(b) for b in blobs], dtype=np.int64)
+                        files["rerank.end"].write(ends.tobytes())
+                        text_end = int(ends[-1])
+                    files["rows.bin"].write(self.layout.pack(sketch).tobytes())
+                    files["digest.bin"].write(np.ascontiguousarray(digest).tobytes())
+                    files["nf.bin"].write(np.asarray(sketch.n_features, np.int64).tobytes())
+                    files["identity.bin"].write(text_identity(texts).tobytes())
+                    columns = [pa.array([str(i) for i in ids], pa.string())]
+                    if self.store_text:
+                        columns.append(pa.array(
+                            [zlib.compress(t.encode("utf-8", "surrogatepass")) for t in normalized],
+                            pa.binary()))
+                    ids_writer().write_batch(pa.record_batch(columns, schema=names))
+                    keys = np.ascontiguousarray(ck.keys).view(np.uint64) if ck.keys.dtype.itemsize == 8 \
+                        else ck.keys.astype(np.uint64)
+                    cols = [keys.view(np.int64), n + ck.docs]
+                    if ck.payload is not None:
+                        cols.append(i64(ck.payload))
+                    table = np.stack(cols, axis=1)
+                    # Top bits of the key with the sign bit flipped: partition order is the
+                    # signed-integer order in which SQLite keeps the keys.
+                    part = ((keys ^ _SIGN) >> np.uint64(64 - bits)).astype(np.int64) if bits else \
+                        np.zeros(keys.size, np.int64)
+                    order = np.argsort(part, kind="stable")
+                    bounds = np.searchsorted(part[order], np.arange(self.partitions + 1))
+                    table = table[order]
+                    for p in np.flatnonzero(np.diff(bounds)).tolist():
+                        buffers[p].append(table[bounds[p]:bounds[p + 1]])
+                    buffered += table.nbytes
+                    n += m
+                    since += m
+                    if buffered >= flush_bytes or since >= self.checkpoint_docs:
+                        checkpoint(False)
+                        buffered = since = 0
+                        faults.checkpoint("bulk-sketch")
+                checkpoint(True)
+            self.log(f"bulk: sketched {n} documents")
         finally:
             if ids_w[0] is not None:
                 ids_w[0][1].close()
@@ -354,7 +361,9 @@ class BulkBuilder:
         chunk_rows = 1 << 16
         self.log("bulk: linking key partitions" + (f" from {done}" if done else ""))
         committed = 0
-        with open(self.scratch / "forest.bin", "ab") as forest_f:
+        with open(self.scratch / "forest.bin", "ab") as forest_f, \
+                progress_bar("linking", total=self.partitions - done, unit="partitions",
+                             enabled=self.progress) as advance:
             for p in range(done, self.partitions):
                 path = self.scratch / f"p-{p:05d}.bin"
                 if path.exists():
@@ -386,10 +395,9 @@ class BulkBuilder:
                 commit_step(con)
                 path.unlink(missing_ok=True)
                 committed += 1
+                advance(1)
                 if committed == 2:
                     faults.checkpoint("bulk-link")
-                if p % 16 == 15:
-                    self.log(f"bulk: linked and stored key partition {p + 1}/{self.partitions}")
         self.seconds["link"], self.seconds["postings"] = t_link, t_post
 
     # -- 3. documents ----------------------------------------------------------------------

@@ -283,8 +283,9 @@ class Index:
         "continues it from its last completed step, and one without discards it."))
     def bulk_add(self, batches: Iterable[tuple[Sequence[str], Sequence[str] | None]], *,
                  table: bool = False, partitions: int = 256,
-                 log: Callable[[str], None] | None = None, resume: bool = False,
-                 input_key: Any = None, checkpoint_docs: int = 1_000_000) -> BulkResult:
+                 log: Callable[[str], None] | None = None, progress: bool | None = False,
+                 resume: bool = False, input_key: Any = None,
+                 checkpoint_docs: int = 1_000_000) -> BulkResult:
         """Add a whole corpus to an **empty** index in one go: much faster than
         :meth:`add` for a large corpus (no per-document lookups; postings written in key
         order; indexes built after the load). See :mod:`neardup.index._bulk`.
@@ -298,7 +299,10 @@ class Index:
         partitions : int, default 256
             Key-range partitions (power of two) linked and sorted one at a time.
         log : callable str -> None, optional
-            Progress messages.
+            Stage messages: a few per bulk add, whatever the corpus size.
+        progress : bool or None, default False
+            Progress bars on stderr for the sketch and link stages (None: when stderr is a
+            terminal).
         resume : bool, default False
             Continue the interrupted (killed, interrupted, failed on I/O) bulk add of the
             same input into this index from its last completed step: the sketch stage
@@ -341,8 +345,9 @@ class Index:
         result, self.meta = bulk_load(
             self._store, self.meta, self.method, self._layout, self._linker.cap, batches,
             store_text=self.store_text, rerank=self._verifying if self.rerank else None,
-            scoring=self._scoring, table=table, partitions=partitions, log=log, resume=resume,
-            input_key=input_key, checkpoint_docs=checkpoint_docs, identity=identity)
+            scoring=self._scoring, table=table, partitions=partitions, log=log, progress=progress,
+            resume=resume, input_key=input_key, checkpoint_docs=checkpoint_docs,
+            identity=identity)
         return result
 
     # -- query ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import pyarrow.csv as pacsv
 from click.testing import CliRunner
 
 from neardup.cli import main
+from tests.in_process import invoke
 
 STORIES = [
     "The central bank raised its key interest rate by half a point on Tuesday, citing "
@@ -50,6 +51,8 @@ def test_create_add_query_delete_compact_stats(tmp_path):
     assert {(p["query_id"], p["match_id"]) for p in pairs} >= {("copy", "s0"), ("copy", "copy")}
     r = runner.invoke(main, ["index", "query", idx, str(day1)])  # JSON lines on stdout
     assert [json.loads(line)["match_id"] for line in r.output.splitlines()][:1] == ["s0"]
+    shown = invoke("index", "query", idx, day1, "--progress")  # a bar on stderr only
+    assert shown.exit_code == 0 and shown.stdout == r.output, shown.stderr
 
     (tmp_path / "ids.txt").write_text("copy\nmissing\n")
     r = runner.invoke(main, ["index", "delete", idx, "--ids", str(tmp_path / "ids.txt")])

@@ -125,19 +125,35 @@ def test_resume_refuses_another_input_and_without_resume_starts_afresh(setup):
 
 
 def test_cli_resume(setup, tmp_path):
+    """The input is a directory of two files: a resume checks each file in it, so a file
+    rewritten inside it (the directory's own time unchanged) is refused."""
     base, corpus, _ = setup
     texts = json.loads(corpus.read_text())
-    jsonl = tmp_path / "c.jsonl"
-    jsonl.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)))
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    lines = [json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)]
+    (folder / "a.jsonl").write_text("".join(lines[:N // 2]))
+    second = folder / "b.jsonl"
+    second.write_text("".join(lines[N // 2:]))
     directory = tmp_path / "idx"
     Index.create(directory, "minhash", store_text=True).close()
-    command = [sys.executable, "-m", "neardup", "index", "add", str(directory), str(jsonl),
+    command = [sys.executable, "-m", "neardup", "index", "add", str(directory), str(folder),
                "--id-field", "id", "--bulk", "--batch-size", "250"]
     killed = subprocess.run(command, env=_env(**{KILL_ENV: "bulk-link"}), capture_output=True,
                             text=True, timeout=600)
     assert killed.returncode == -signal.SIGKILL
-    usage = invoke("index", "add", directory, jsonl, "--resume")  # tests/in_process.py
+    usage = invoke("index", "add", directory, folder, "--resume")  # tests/in_process.py
     assert usage.exit_code == 2 and "--bulk" in usage.stderr
+
+    before, stat = second.read_bytes(), second.stat()
+    second.write_text("".join(lines[N // 2:-1]) + json.dumps({"id": str(N - 1), "text": "new"}) + "\n")
+    refused = invoke("index", "add", directory, folder, "--id-field", "id", "--bulk",
+                     "--batch-size", "250", "--resume")
+    assert refused.exit_code == 1 and "another input" in refused.stderr, refused.stderr
+    assert "--resume" in refused.stderr and "resume=True" not in refused.stderr
+    assert list(directory.glob(".bulk-*"))  # the refused resume keeps the scratch
+    second.write_bytes(before)
+    os.utime(second, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     resumed = subprocess.run(command + ["--resume"], env=_env(), capture_output=True, text=True,
                              timeout=600)
     assert resumed.returncode == 0, resumed.stderr
