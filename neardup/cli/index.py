@@ -83,6 +83,8 @@ def _cli_errors(done: Any = None, own_account: bool = True) -> Iterator[None]:
             yield
     except (KeyboardInterrupt, Terminated) as stop:
         exit_for_signal(stop, f".{tail()}")
+    except BrokenPipeError:
+        raise  # stdout closed by its reader (`| head`): click exits quietly
     except (NeardupError, ValueError, ImportError) as exc:  # ImportError: a missing extra
         message = _message(exc)
         left = getattr(exc, "left", None)
@@ -475,23 +477,26 @@ def query_command(directory: Path, inputs: tuple[Path, ...], **opts: Any) -> Non
         with _open(directory, rerank) as index, outputs, \
                 progress_bar("querying", enabled=opts["progress"]) as advance:
             for batch in _batches(inputs, opts):
-                result = index.query(batch.texts, batch.ids, top_k=opts["top_k"])
-                tables.append(result.table())
+                table = index.query(batch.texts, batch.ids, top_k=opts["top_k"]).table()
                 advance(len(batch))
-            table = pa.concat_tables(tables) if tables else None
+                if opts["pairs_out"] is not None:
+                    tables.append(table)
+                else:  # each batch's matches as soon as they are found
+                    for row in table.to_pylist():
+                        click.echo(json.dumps(row))
             if opts["pairs_out"] is not None:
-                if table is None:
-                    import numpy as np
-
-                    from neardup.index import QueryResult
-
-                    table = QueryResult(np.empty(0, np.int64), [], [], np.empty(0, np.int64),
-                                        np.empty(0, np.float32), []).table()
+                table = pa.concat_tables(tables) if tables else _empty_query_table()
                 outputs.write_table("--pairs-out", table)
                 outputs.commit()
-            elif table is not None:
-                for row in table.to_pylist():
-                    click.echo(json.dumps(row))
+
+
+def _empty_query_table():
+    import numpy as np
+
+    from neardup.index import QueryResult
+
+    return QueryResult(np.empty(0, np.int64), [], [], np.empty(0, np.int64),
+                       np.empty(0, np.float32), []).table()
 
 
 def _read_ids(path: Path) -> list[str]:

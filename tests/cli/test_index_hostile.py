@@ -341,3 +341,27 @@ def test_any_id_round_trips_through_the_ids_file(tmp_path_factory, ids):
     assert r.exit_code == 0, r.output
     assert json.loads(r.output.splitlines()[0])["deleted"] == len(ids)
     assert _documents(tmp / "idx") == ["kept \u00e9"]
+
+
+def test_query_to_a_closed_pipe_ends_quietly(tmp_path):
+    """`index query ... | head -1`: the matches stream batch by batch, and the reader
+    closing the pipe ends the query without a message or a traceback."""
+    import subprocess
+    import sys
+
+    rows = [{"id": f"d{i}", "text": f"{STORIES[i % 3]} Item {i}."} for i in range(1200)]
+    corpus = _jsonl(tmp_path / "c.jsonl", rows)
+    idx = _index(tmp_path)
+    assert _run("index", "add", idx, corpus, "--id-field", "id", "-q").exit_code == 0
+    env = {**os.environ, "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
+                                                       os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-m", "neardup", "index", "query", str(idx),
+                             str(corpus), "--id-field", "id", "--batch-size", "10"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as `head -1` does
+    stderr = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert json.loads(first)["query_id"] == "d0"
+    assert stderr == "" and proc.returncode in (0, 1)
