@@ -975,6 +975,24 @@ class RerankMethod(Method):
                 prob[sure[guarded]] = 0.0
         return prob, passed & (prob >= self.threshold)
 
+    def pair_verdict(self, text_a: str, text_b: str,
+                     dates: np.ndarray | None = None) -> dict[str, Any]:
+        """How a run decides the pair of ``text_a`` and ``text_b``, step by step (for
+        ``neardup explain``): ``candidate`` (the candidate method's score, None when the
+        two are not candidates, so that a run never scores them), ``probability`` (the
+        scorer's, computed even then), ``template`` (the template guard keeps them apart)
+        and ``linked`` (this method links them). ``dates``: two datetime64[s] (NaT when
+        unknown) for the verifier's date features."""
+        sketch = self.sketch([text_a, text_b])
+        candidates = self._candidate.find_pairs(sketch)
+        one = Pairs(np.array([0]), np.array([1]), np.ones(1, np.float32))
+        probability = float(self._score_pairs(sketch, one, dates)[0])
+        template = bool(self.template_guard
+                        and _template_pairs([text_a, text_b], one.left, one.right)[0])
+        return {"candidate": float(candidates.score[0]) if len(candidates) else None,
+                "probability": probability, "template": template,
+                "linked": bool(len(self.find_pairs(sketch, dates)))}
+
     def find_pairs(self, sketch: Sketch, dates: np.ndarray | None = None) -> Pairs:
         if len(sketch) < 2:
             return Pairs.empty()

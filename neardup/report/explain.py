@@ -211,6 +211,31 @@ def _simhash_and_after(rows: list[dict[str, Any]], texts: list[str],
     return rows
 
 
+def _rerank_row(texts: list[str], normalized: list[str], params: dict[str, Any],
+                dates: np.ndarray) -> dict[str, Any]:
+    """rerank's verdict with its steps: the scorer's probability even for a pair that is
+    not a candidate (a run never scores it), and why a pair is not linked."""
+    from neardup.methods import make_method
+
+    model = make_method("rerank", **params)
+    if not all(text.split() for text in normalized):
+        return _row("rerank", "not scored", None, model.threshold, ">=", False,
+                    "nothing to compare")
+    verdict = model.pair_verdict(texts[0], texts[1], dates)
+    candidate = model.candidate
+    if verdict["candidate"] is None:
+        note = (f"not a candidate ({candidate.name} estimate under "
+                f"{candidate.threshold:g}): a run never scores this pair")
+    elif verdict["template"]:
+        note = "kept apart by the template guard (figures or names differ)"
+    elif verdict["probability"] >= model.threshold and not verdict["linked"]:
+        note = "a candidate, not linked"
+    else:
+        note = f"a candidate ({candidate.name} estimate {verdict['candidate']:.3f})"
+    return _row("rerank", f"duplicate probability ({model.scorer})", verdict["probability"],
+                model.threshold, ">=", verdict["linked"], note)
+
+
 def _neural_row(method: str, texts: list[str], params: dict[str, Any]) -> dict[str, Any]:
     from neardup.methods import make_method
 
@@ -286,16 +311,18 @@ def explain_pair(
     params: dict[str, dict[str, Any]] = {}
     if method is not None and method_params:
         params[method] = dict(method_params)
-    scores = _lexical_rows(texts, params)
-    # rerank is what the default method runs on small inputs: its verdict is always shown.
-    for scored in dict.fromkeys(m for m in (SMALL_INPUT_METHOD, method) if m in NEURAL_METHODS):
-        scores.append(_neural_row(scored, texts, params.get(scored, {})))
-    for row in scores:
-        row["selected"] = row["method"] == method
-
     nat = np.datetime64("NaT")
     dates = np.array([nat if date_a is None else date_a, nat if date_b is None else date_b],
                      dtype="datetime64[s]")
+    scores = _lexical_rows(texts, params)
+    # rerank is what the default method runs on small inputs: its verdict is always shown.
+    for scored in dict.fromkeys(m for m in (SMALL_INPUT_METHOD, method) if m in NEURAL_METHODS):
+        scores.append(_rerank_row(texts, normalized, params.get(scored, {}), dates)
+                      if scored == "rerank"
+                      else _neural_row(scored, texts, params.get(scored, {})))
+    for row in scores:
+        row["selected"] = row["method"] == method
+
     pair = Pairs(np.array([0]), np.array([1]), np.ones(1, np.float32))
     window = {} if time_window_hours is None else {"time_window_hours": time_window_hours}
     # A text with nothing to compare (no word after normalization) is never paired: it has

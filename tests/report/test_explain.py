@@ -68,6 +68,26 @@ def test_rerank_the_default_on_small_inputs_is_always_scored():
     assert [r["duplicate"] for r in unrelated["scores"] if r["method"] == "rerank"] == [False]
 
 
+def test_rerank_says_which_step_keeps_a_pair_apart():
+    """The scorer's probability is shown for every pair, and the note names the step: not
+    a candidate (a run never scores it), the template guard, or the probability."""
+    copy = STORY.replace("half a point", "a quarter point")
+    (linked,) = [r for r in explain_pair(STORY, copy)["scores"] if r["method"] == "rerank"]
+    assert linked["measure"] == "duplicate probability (verifier)"
+    assert linked["score"] >= 0.9 and linked["note"].startswith("a candidate (minhash estimate")
+
+    other = explain_pair(STORY, "Wheat futures fell sharply in Chicago on Monday.")
+    (apart,) = [r for r in other["scores"] if r["method"] == "rerank"]
+    assert 0.0 <= apart["score"] < 0.9 and apart["duplicate"] is False
+    assert apart["note"].startswith("not a candidate (minhash estimate under 0.1)")
+
+    notice = "Qtly div {} cts vs {} cts prior Pay {} Record {} Reuter"
+    a, b = notice.format(25, 25, "July 10", "June 12"), notice.format(96, 96, "August 1", "July 3")
+    (template,) = [r for r in explain_pair(a, b)["scores"] if r["method"] == "rerank"]
+    assert template["duplicate"] is False
+    assert template["note"] == "kept apart by the template guard (figures or names differ)"
+
+
 def test_method_parameters_change_its_verdict():
     copy = STORY.replace("half a point", "a quarter point")
     loose = _scores(explain_pair(STORY, copy, method="ngram", method_params={"threshold": 0.1}))
