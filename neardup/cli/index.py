@@ -56,15 +56,14 @@ _INDEX_FLAGS = {
 _CALLER = re.compile(r"^Index(?:\.\w+)?: ")
 
 
-def _spell(name: str) -> str | None:
+def spell_index_setting(name: str) -> str | None:
+    """A library setting as the index commands (and ``neardup serve``) name it."""
     return _INDEX_FLAGS.get(name) or spell_flag(name)
 
 
-
-
-def _message(exc: BaseException) -> str:
+def index_message(exc: BaseException) -> str:
     """A library error in the index commands' words: flags, no Python callers."""
-    return _CALLER.sub("", cli_message(exc, _spell))
+    return _CALLER.sub("", cli_message(exc, spell_index_setting))
 
 
 @contextmanager
@@ -79,14 +78,14 @@ def _cli_errors(done: Any = None, own_account: bool = True) -> Iterator[None]:
         return f" {text}" if text and text not in message else ""
 
     try:
-        with spelled_as(_spell), termination_as_exception():
+        with spelled_as(spell_index_setting), termination_as_exception():
             yield
     except (KeyboardInterrupt, Terminated) as stop:
         exit_for_signal(stop, f".{tail()}")
     except BrokenPipeError:
         raise  # stdout closed by its reader (`| head`): click exits quietly
     except (NeardupError, ValueError, ImportError) as exc:  # ImportError: a missing extra
-        message = _message(exc)
+        message = index_message(exc)
         left = getattr(exc, "left", None)
         if left and done is not None:
             if not own_account:

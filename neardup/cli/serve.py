@@ -10,7 +10,6 @@ as ``neardup dedup`` does, without a traceback.
 
 from __future__ import annotations
 
-import re
 import signal
 import socket
 import sys
@@ -90,23 +89,21 @@ def serve_command(directory: Path, host: str, port: int, max_documents: int,
     except ImportError as exc:
         raise click.ClickException(
             "neardup serve needs FastAPI and uvicorn: pip install 'neardup[serve]'") from exc
-    from neardup.cli.errors import cli_message
+    from neardup.cli.index import index_message, spell_index_setting
+    from neardup.errors import spelled_as
     from neardup.index.service import create_app
 
-    from neardup.cli.errors import spell_flag
-    from neardup.errors import spelled_as
-
     try:
-        # Hints in the CLI's spelling (`neardup index create ...`, not Index.create(...)).
-        with spelled_as(spell_flag):
+        # Hints in the index commands' spelling (`neardup index create DIR ...`).
+        with spelled_as(spell_index_setting):
             app = create_app(directory, max_documents=max_documents, max_text_chars=max_text_chars,
                              max_body_bytes=max_body_mib << 20, shutdown_timeout=shutdown_timeout)
     except ImportError as exc:
         raise click.ClickException(str(exc)) from None
     except (NeardupError, ValueError, OSError) as exc:
-        # The library names its Python callers ("Index.open: ", "(Index.create)"); the
-        # command names the directory instead.
-        message = re.sub(r"^Index(\.\w+)?: |\s*\(Index\.\w+\)", "", cli_message(exc))
+        # The library names its Python callers ("Index.open: "); the command names the
+        # directory instead.
+        message = index_message(exc)
         raise click.ClickException(message if str(directory) in message
                                    else f"{directory}: {message}") from None
     sock = _bind(host, port)

@@ -337,6 +337,8 @@ def test_unusable_index_is_refused_before_serving(tmp_path, monkeypatch, make):
     assert "Traceback" not in result.stderr and str(directory) in result.stderr
     assert "on http://" not in result.stderr  # never started serving
     assert "Index." not in result.stderr  # the CLI's words, not Python callers
+    if make != "damaged":  # the hint names the command that makes an index
+        assert "`neardup index create DIR" in result.stderr and "--param" not in result.stderr
     after = {p.name: p.read_bytes() for p in directory.iterdir()} if directory.exists() else None
     assert after == before  # nothing created or changed
 
