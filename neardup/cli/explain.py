@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +134,10 @@ def render_explanation(console: Any, ids: tuple[str, str], docs: dict, result: d
                    "(needs --date-field, or Reuters SGML).")
 @click.option("--ngram", type=click.IntRange(min=1), default=3, show_default=True,
               help="Words per shingle in the shared-shingle listing.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the explanation as one JSON object (ids, normalized texts, "
+                   "alignment, shingles, each method's row, pair type and features, dates, "
+                   "window), for scripts, instead of the tables.")
 @reader_options
 def explain_command(input_path: Path, id_a: str, id_b: str, **opts: Any) -> None:
     """Explain why documents ID_A and ID_B of INPUT are (not) near-duplicates.
@@ -176,4 +182,13 @@ def explain_command(input_path: Path, id_a: str, id_b: str, **opts: Any) -> None
             method=opts["method"], method_params=params,
             time_window_hours=opts["time_window_hours"], ngram=opts["ngram"],
         )  # fmt: skip
+    if opts["as_json"]:
+        click.echo(json.dumps({"ids": [id_a, id_b], **result}, ensure_ascii=False,
+                              default=_json_value))
+        return
     render_explanation(Console(), (id_a, id_b), docs, result)
+
+
+def _json_value(value: Any) -> Any:
+    """numpy scalars as Python numbers; anything else JSON lacks as its text."""
+    return value.item() if hasattr(value, "item") else str(value)

@@ -205,6 +205,18 @@ def test_explain_one_empty_document_names_it(corpus):
     assert "Nothing to compare: f is empty" in " ".join(result.output.split())
 
 
+def test_explain_json_is_one_object_with_every_row(corpus):
+    result = invoke("explain", corpus, "a", "b", "--id-field", "id", "--date-field", "date",
+                    "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["ids"] == ["a", "b"] and data["dates"][0].startswith("1987-04-01")
+    rows = {row["method"]: row for row in data["scores"]}
+    assert {"exact", "ngram", "minhash", "simhash", "rerank"} <= set(rows)
+    assert rows["rerank"]["duplicate"] is True and 0.9 <= rows["rerank"]["score"] <= 1.0
+    assert data["pair_type"] in ("expanded", "corrected", "near") and "jaccard" in data["features"]
+
+
 @pytest.mark.parametrize("args, code, phrases", [
     (["--date-field", "dte"], 1, ("--date-field", "'dte'")),
     (["--text-field", "body"], 1, ("--text-field", "'body'")),
