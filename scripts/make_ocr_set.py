@@ -1,6 +1,11 @@
 """Build data/multi-ocr/: copies typeset, scanned and read back by Tesseract (real OCR).
 
     python scripts/make_ocr_set.py [--seed 2024] [--stories 50] [--splits validation test]
+    python scripts/make_ocr_set.py --seed 2024 --stories 30 --splits train --train-stories 40 --out DIR
+
+``train`` (for training a verifier) takes whole pages that validation and test leave, from
+random streams of its own: give it the ``--seed`` and ``--stories`` validation and test were
+built with (data/multi-ocr: 2024 and 30) so that it avoids their pages.
 
 Needs the ``tesseract`` program with the pol, nld, deu, ces, fra and eng data, Debian's
 translated man pages (manpages-pl, -nl, -de, -cs, -fr and their -dev packages) and
@@ -33,7 +38,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--stories", type=int, default=50, help="source chunks per language per split")
     parser.add_argument("--languages", nargs="*", default=list(OCR_LANGUAGES))
-    parser.add_argument("--splits", nargs="*", default=["validation", "test"])
+    parser.add_argument("--splits", nargs="*", default=["validation", "test"],
+                        help="validation, test and/or train")
+    parser.add_argument("--train-stories", type=int, default=None,
+                        help="source chunks per language for train (default --stories)")
     parser.add_argument("--cache", type=Path, default=None, help="OCR output cache directory")
     parser.add_argument("--out", type=Path, default=ROOT / "data" / "multi-ocr")
     args = parser.parse_args()
@@ -42,9 +50,11 @@ def main() -> None:
     with progress_bar("OCR", unit="copies") as advance:
         records, info = make_ocr_set(languages=args.languages, seed=args.seed,
                                      stories_per_language=args.stories, splits=args.splits,
+                                     train_stories_per_language=args.train_stories,
                                      engine=engine, progress=lambda done, total: advance(1))
     info["command"] = (f"python scripts/make_ocr_set.py --seed {args.seed} --stories {args.stories}"
-                       f" --languages {' '.join(args.languages)} --splits {' '.join(args.splits)}")
+                       f" --languages {' '.join(args.languages)} --splits {' '.join(args.splits)}"
+                       + (f" --train-stories {args.train_stories}" if args.train_stories else ""))
     info["stats"] = _summary(records)
     sizes = write_set(records, args.out, info)
     print(f"multi-ocr: {len(records)} docs, {sizes} bytes, {engine.calls} OCR runs "

@@ -50,7 +50,10 @@ SOURCES = {
     "en": "Reuters-21578, Distribution 1.0 (free for research use; see its README.txt); "
           "English man pages when absent",
 }
-_OCR_SPLIT_CODE = {"validation": 0, "test": 1}
+# Codes in the per-split random streams. "train" was added after validation and test were
+# built: its pages are drawn, from a stream of their own, only among the pages validation
+# and test leave, so adding it changes neither of them (same seed and stories).
+_OCR_SPLIT_CODE = {"validation": 0, "test": 1, "train": 2}
 # Frequent function words: a man page paragraph counts as translated when more of its
 # words are the language's than English's (Dutch has too few diacritics for the
 # diacritics test multi-latin uses).
@@ -304,10 +307,14 @@ def _tesseract_languages(binary: str) -> frozenset[str]:
 # --------------------------------------------------------------------------------------
 
 
-def _split_pages(docs: list[dict], rng: np.random.Generator,
-                 stories: int) -> dict[str, list[int]]:
+def _split_pages(docs: list[dict], rng: np.random.Generator, stories: int,
+                 train_rng: np.random.Generator | None = None,
+                 train_stories: int = 0) -> dict[str, list[int]]:
     """Whole pages (topics) to validation, then test, up to ``stories`` chunks each
-    (half the language's chunks each when it has fewer)."""
+    (half the language's chunks each when it has fewer). With ``train_rng``, then up to
+    ``train_stories`` chunks for train, from whole pages neither validation nor test
+    touched (not even a sample of a big topic), drawn from ``train_rng`` alone: ``rng`` is
+    used exactly as without train."""
     pages: dict[str, list[int]] = {}
     for i, d in enumerate(docs):
         pages.setdefault(d["page"], []).append(i)
@@ -323,6 +330,19 @@ def _split_pages(docs: list[dict], rng: np.random.Generator,
                     members = [members[k] for k in picks.tolist()]
                 chosen[split] += members
                 break
+    if train_rng is not None:
+        used = {docs[i]["page"] for split in ("validation", "test") for i in chosen[split]}
+        left = [page for page in pages if page not in used]
+        chosen["train"] = []
+        for k in train_rng.permutation(len(left)).tolist():
+            if len(chosen["train"]) >= train_stories:
+                break
+            members = pages[left[k]]
+            if len(members) > train_stories:  # a big topic: a sample of it, as above
+                size = max(1, train_stories // 4)
+                picks = np.sort(train_rng.choice(len(members), size=size, replace=False))
+                members = [members[j] for j in picks.tolist()]
+            chosen["train"] += members
     return chosen
 
 
@@ -382,6 +402,7 @@ def make_ocr_set(
     seed: int = 0,
     stories_per_language: int = 60,
     splits: Sequence[str] = ("validation", "test"),
+    train_stories_per_language: int | None = None,
     hard_negative_share: float = 0.2,
     max_copies: int = 4,
     man_root: str | Path = "/usr/share/man",
@@ -396,6 +417,12 @@ def make_ocr_set(
     ``hard_negative_share`` of them) is a cluster of 1 to ``max_copies`` copies, every
     copy possibly edited as a reprint, then typeset, scanned and OCR'd in its language.
     Records use the multilingual sets' format (``lang`` field, ``date`` None).
+
+    ``splits`` may include ``"train"``: about ``train_stories_per_language`` chunks
+    (default ``stories_per_language``) per language from the pages validation and test
+    leave (page-disjoint from both), drawn from random streams of its own, so validation
+    and test stay as they are without it (give the ``stories_per_language`` they were
+    built with). A language whose pages all went to validation and test gets none.
     ``progress(done, total)`` is called after each copy.
 
     Raises
@@ -409,6 +436,9 @@ def make_ocr_set(
     seed = check_int(caller, "seed", seed, low=0)
     stories_per_language = check_int(caller, "stories_per_language", stories_per_language, low=1)
     max_copies = check_int(caller, "max_copies", max_copies, low=1)
+    train_stories = check_int(caller, "train_stories_per_language",
+                              stories_per_language if train_stories_per_language is None
+                              else train_stories_per_language, low=1)
     for language in languages:
         check_choice(caller, "languages", language, tuple(OCR_LANGUAGES))
     for split in splits:
@@ -423,12 +453,15 @@ def make_ocr_set(
             raise ValueError(f"{caller}: no {language} text found; install "
                              + SOURCES[language].split(" (")[0])
         rng = np.random.default_rng([seed, 31, li])
-        chosen = _split_pages(docs, rng, stories_per_language)
+        # train's own stream: validation's and test's draws from rng stay as they were.
+        train_rng = (np.random.default_rng([seed, 35, li]) if "train" in splits else None)
+        chosen = _split_pages(docs, rng, stories_per_language, train_rng, train_stories)
         for split in splits:
-            clusters = _language_clusters(docs, chosen[split], rng, hard_negative_share)
+            r = train_rng if split == "train" and train_rng is not None else rng
+            clusters = _language_clusters(docs, chosen[split], r, hard_negative_share)
             for c in clusters:
                 c["lang"] = language
-                c["size"] = 1 + int(rng.choice(max_copies, p=_copy_weights(max_copies)))
+                c["size"] = 1 + int(r.choice(max_copies, p=_copy_weights(max_copies)))
             plans[split] += clusters
             info[split]["stories"][language] = len(chosen[split])
             info[split]["updates"][language] = sum(c["kind"] != "reprint" for c in clusters)

@@ -83,3 +83,57 @@ def test_missing_tesseract_is_a_clear_error():
 def test_unknown_language_is_refused():
     with pytest.raises(ValueError, match="parameter 'languages' must be one of"):
         make_ocr_set(languages=("xx",))
+
+
+class _EchoEngine:
+    """Stands in for Tesseract: "reads" a page as a long text naming its image."""
+
+    version, calls, cached = "echo", 0, 0
+
+    def check_language(self, language):
+        pass
+
+    def read(self, png, language):
+        import hashlib
+
+        self.calls += 1
+        return "abc " * 100 + hashlib.sha1(png).hexdigest()
+
+
+def _train_split_checks(engine_of):
+    base = dict(languages=("nl",), seed=5, stories_per_language=3, hard_negative_share=0.3,
+                max_copies=2)
+    before, _ = make_ocr_set(**base, splits=("validation", "test"), engine=engine_of())
+    after, info = make_ocr_set(**base, splits=("validation", "test", "train"),
+                               train_stories_per_language=4, engine=engine_of())
+    only, _ = make_ocr_set(**base, splits=("train",), train_stories_per_language=4,
+                           engine=engine_of())
+    # Validation and test are exactly as without train; train alone is the same train.
+    assert [r for r in after if r["split"] != "train"] == before
+    train = [r for r in after if r["split"] == "train"]
+    assert train and train == only
+    assert all(r["id"].startswith("train-") for r in train)
+    assert info["splits"]["train"]["stories"]["nl"] >= 4
+    # Page-disjoint: no source chunk, and no other chunk of the same page, in both.
+    from neardup.datasets.ocr import source_documents
+
+    page_of = {d["source"]: d["page"] for d in source_documents("nl", Path("/usr/share/man"))}
+    held = {page_of[r["source"]] for r in before}
+    assert held and not held & {page_of[r["source"]] for r in train}
+
+
+def test_train_split_is_page_disjoint_and_leaves_validation_and_test_alone():
+    pytest.importorskip("PIL")
+    if not any(Path("/usr/share/man/nl").glob("man*/*.gz")):
+        pytest.skip("Debian manpages-nl is not installed")
+    _train_split_checks(_EchoEngine)
+
+
+@pytest.mark.slow
+def test_train_split_with_tesseract(tmp_path):
+    pytest.importorskip("PIL")
+    if not _tesseract_with("nld"):
+        pytest.skip("tesseract with Dutch data (tesseract-ocr-nld) is not installed")
+    if not any(Path("/usr/share/man/nl").glob("man*/*.gz")):
+        pytest.skip("Debian manpages-nl is not installed")
+    _train_split_checks(lambda: OcrEngine(cache_dir=tmp_path / "cache"))
