@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from experiments.verifier_transfer.verifier_transfer import (
-    CANDIDATES, SETS, THRESHOLDS, _languages, candidates, fit_model, maximin_threshold,
-    validation_curves, verifier_scores)
+    SETS, THRESHOLDS, fit_model, maximin_threshold, validation_curves, verifier_scores)
+from experiments.verifier_transfer.verifier_transfer import compute_features as transfer_features
 from neardup.datasets.independent import LANGUAGE_SPLIT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,40 +45,11 @@ ALL_SETS = SETS + [OCR]
 
 def compute_features(name: str, cache: Path, ocr_train: Path | None, max_pairs: int = 10000,
                      seed: int = 0) -> None:
-    from neardup.eval import load_labeled
-    from neardup.methods.pair_features import LEXICAL_FEATURES, pair_features
-    from neardup.train.cross_encoder import training_pairs
-    from neardup.train.data import load_training_corpus
-
-    features = list(LEXICAL_FEATURES)
-    out: dict[str, np.ndarray] = {"features": np.array(features), "fold_diacritics": np.array(False)}
-    wall0 = time.perf_counter()
-    train_path = ocr_train if name == OCR else ROOT / "data" / name / "train.jsonl.gz"
-    if train_path is not None and train_path.exists():
-        corpus, negative_of = load_training_corpus(train_path)
-        data = training_pairs(corpus, negative_of=negative_of, max_pairs=max_pairs,
-                              candidates="minhash", candidate_params=CANDIDATES["char5"],
-                              seed=seed, threads=1)
-        out["train_x"] = pair_features(corpus.texts, data["left"], data["right"],
-                                       dates=corpus.dates, features=features, threads=1)
-        out["train_y"] = data["label"].astype(np.int8)
-    for split in ("validation", LANGUAGE_SPLIT):  # never "test"
-        path = ROOT / "data" / name / f"{split}.jsonl.gz"
-        if split == LANGUAGE_SPLIT and not path.exists():
-            continue
-        corpus = load_labeled(path)
-        pairs = candidates(corpus, "char5")
-        out[f"{split}_x"] = pair_features(corpus.texts, pairs.left, pairs.right,
-                                          dates=corpus.dates, features=features, threads=1)
-        out[f"{split}_left"], out[f"{split}_right"] = pairs.left, pairs.right
-        out[f"{split}_clusters"] = np.asarray(corpus.clusters).astype(str)
-        out[f"{split}_lang"] = _languages(path).astype(str)
-    cache.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(cache / f"{name}-char5.npz", **out)
-    print(f"{name}: {len(out.get('train_y', []))} train pairs "
-          f"({int(out.get('train_y', np.zeros(0)).sum())} positive), "
-          f"{len(out['validation_left'])} validation candidates, "
-          f"{time.perf_counter() - wall0:.0f} s", flush=True)
+    """verifier_transfer's feature step without the test half (validation splits only),
+    multi-ocr's train pairs taken from ``ocr_train``."""
+    transfer_features(name, "char5", cache, max_pairs, seed,
+                      splits=("validation", LANGUAGE_SPLIT),  # never "test"
+                      train_path=ocr_train if name == OCR else None)
 
 
 def write_model(model, names: list[str], out: Path, trained_on: dict[str, int], note: str) -> None:

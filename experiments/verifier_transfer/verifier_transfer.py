@@ -92,7 +92,11 @@ def _languages(path: Path) -> np.ndarray:
 
 
 def compute_features(name: str, kind: str, cache: Path, max_pairs: int, seed: int,
-                     fold_diacritics: bool = False, retsim: bool = False) -> None:
+                     fold_diacritics: bool = False, retsim: bool = False,
+                     splits: tuple[str, ...] = ("validation", "test", LANGUAGE_SPLIT),
+                     train_path: Path | None = None) -> None:
+    """Pair features of set ``name``'s train pairs and ``splits``' candidates, cached as
+    ``cache/NAME-KIND.npz``; ``train_path``: another train file than the set's own."""
     from neardup.eval import load_labeled
     from neardup.methods.pair_features import LEXICAL_FEATURES, RETSIM_FEATURES, pair_features
     from neardup.train.cross_encoder import training_pairs
@@ -102,7 +106,7 @@ def compute_features(name: str, kind: str, cache: Path, max_pairs: int, seed: in
     out: dict[str, np.ndarray] = {"features": np.array(features),
                                   "fold_diacritics": np.array(fold_diacritics)}
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    train_path = ROOT / "data" / name / "train.jsonl.gz"
+    train_path = train_path or ROOT / "data" / name / "train.jsonl.gz"
     if train_path.exists() and kind == "char5":
         corpus, negative_of = load_training_corpus(train_path)
         data = training_pairs(corpus, negative_of=negative_of, max_pairs=max_pairs,
@@ -112,7 +116,7 @@ def compute_features(name: str, kind: str, cache: Path, max_pairs: int, seed: in
                                        dates=corpus.dates, features=features, threads=1,
                                        fold_diacritics=fold_diacritics)
         out["train_y"] = data["label"].astype(np.int8)
-    for split in ("validation", "test", LANGUAGE_SPLIT):
+    for split in splits:
         path = ROOT / "data" / name / f"{split}.jsonl.gz"
         if split == LANGUAGE_SPLIT and not path.exists():
             continue  # sets of one language have none
@@ -126,8 +130,9 @@ def compute_features(name: str, kind: str, cache: Path, max_pairs: int, seed: in
         out[f"{split}_lang"] = _languages(path).astype(str)
     cache.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(cache / f"{name}-{kind}.npz", **out)
+    shown = "/".join(str(len(out[f"{s}_left"])) for s in splits if f"{s}_left" in out)
     print(f"{name} ({kind} candidates): {len(out.get('train_y', []))} train pairs, "
-          f"{len(out['validation_left'])}/{len(out['test_left'])} validation/test candidates, "
+          f"{shown} {'/'.join(s for s in splits if f'{s}_left' in out)} candidates, "
           f"{time.process_time() - cpu0:.0f} CPU s, {time.perf_counter() - wall0:.0f} s",
           flush=True)
 
