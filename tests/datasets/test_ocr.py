@@ -49,13 +49,19 @@ def test_reprint_edits_shorten_or_change_the_lead():
     assert seen == {"abridge", "drop_lead", "change_first_line"}
 
 
-@pytest.mark.slow
-def test_tiny_set_has_the_labelled_record_format(tmp_path):
+def _needs_dutch_pages(tesseract: bool) -> None:
+    """Skip unless Pillow and Debian's Dutch man pages (and, with ``tesseract``, Tesseract
+    with Dutch data) are installed."""
     pytest.importorskip("PIL")
-    if not _tesseract_with("nld"):
+    if tesseract and not _tesseract_with("nld"):
         pytest.skip("tesseract with Dutch data (tesseract-ocr-nld) is not installed")
     if not any(Path("/usr/share/man/nl").glob("man*/*.gz")):
         pytest.skip("Debian manpages-nl is not installed")
+
+
+@pytest.mark.slow
+def test_tiny_set_has_the_labelled_record_format(tmp_path):
+    _needs_dutch_pages(tesseract=True)
     engine = OcrEngine(cache_dir=tmp_path / "cache")
     kwargs = dict(languages=("nl",), seed=3, stories_per_language=2, splits=("validation",),
                   hard_negative_share=0.0, max_copies=1, engine=engine)
@@ -123,17 +129,11 @@ def _train_split_checks(engine_of):
 
 
 def test_train_split_is_page_disjoint_and_leaves_validation_and_test_alone():
-    pytest.importorskip("PIL")
-    if not any(Path("/usr/share/man/nl").glob("man*/*.gz")):
-        pytest.skip("Debian manpages-nl is not installed")
+    _needs_dutch_pages(tesseract=False)
     _train_split_checks(_EchoEngine)
 
 
 @pytest.mark.slow
 def test_train_split_with_tesseract(tmp_path):
-    pytest.importorskip("PIL")
-    if not _tesseract_with("nld"):
-        pytest.skip("tesseract with Dutch data (tesseract-ocr-nld) is not installed")
-    if not any(Path("/usr/share/man/nl").glob("man*/*.gz")):
-        pytest.skip("Debian manpages-nl is not installed")
+    _needs_dutch_pages(tesseract=True)
     _train_split_checks(lambda: OcrEngine(cache_dir=tmp_path / "cache"))
