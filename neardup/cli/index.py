@@ -430,13 +430,17 @@ def _bulk_add(directory: Path, inputs: tuple[Path, ...], opts: dict[str, Any]) -
                     "--clusters-out was not written.")
         return "Nothing was added: a bulk add is all or nothing."
 
-    batches = ((b.texts, b.ids if opts["id_field"] else None) for b in _batches(inputs, opts))
+    from neardup.io import read_corpus
+
+    reader = _reader(opts)
+    batches = ((b.texts, b.ids if opts["id_field"] else None)
+               for b in read_corpus(list(inputs), reader))
     with _cli_errors(done, own_account=False):
         outputs = _output_set(directory, inputs, {"--clusters-out": opts["clusters_out"]})
         with _open(directory, opts["rerank"]) as index, outputs:
             # What --resume must find again: the files (a directory's entries, a URL's
             # size and ETag) and the reader options, as every out-of-core run records them.
-            input_key = reading_digest(inputs, _reader(opts))
+            input_key = reading_digest(inputs, reader)
             result = index.bulk_add(batches, table=opts["clusters_out"] is not None, log=log,
                                     progress=False if opts["quiet"] else opts["progress"],
                                     resume=opts["resume"], input_key=input_key)
