@@ -79,6 +79,8 @@ __all__ = ["BulkBuilder"]
 
 _SCRATCH = ".bulk-"
 _SIGN = np.uint64(1 << 63)
+#: Key rows the default partitions link together at most (about 32-48 MB of rows).
+LINK_ROWS = 1 << 21
 
 
 class BulkBuilder:
@@ -99,10 +101,12 @@ class BulkBuilder:
     cap : int
         Stored members above which a key group goes to ``big``.
     store_text : bool
-    partitions : int
+    partitions : int or None
         Key-range partitions (a power of two); each is sorted and linked in memory
         (about 25 rows of 16-24 bytes per MinHash document: 256 partitions keep one
-        partition of a 10M-document corpus near 25 MB).
+        partition of a 10M-document corpus near 25 MB). None: 256, linked in runs of
+        consecutive partitions of up to :data:`LINK_ROWS` key rows together (a small
+        corpus in one step: each step has a fixed cost of its own).
     log : callable str -> None
         Stage messages (a few per build, whatever the corpus size).
     progress : bool or None
@@ -116,9 +120,12 @@ class BulkBuilder:
     """
 
     def __init__(self, directory: Path, method, layout: RowLayout, meta: dict[str, Any],
-                 sketch: Callable, cap: int, *, store_text: bool, partitions: int = 256,
+                 sketch: Callable, cap: int, *, store_text: bool, partitions: int | None = None,
                  log: Callable[[str], None] | None = None, progress: bool | None = False,
                  rerank=None, checkpoint_docs: int = 1_000_000) -> None:
+        # Explicit partitions are linked one at a time; the default's are grouped.
+        self.link_rows = LINK_ROWS if partitions is None else 0
+        partitions = 256 if partitions is None else partitions
         if partitions < 1 or partitions & (partitions - 1):
             raise ValueError(f"Index.bulk_add: partitions must be a power of two; got {partitions}.")
         self.directory = Path(directory)
@@ -360,14 +367,16 @@ class BulkBuilder:
         # in its first partitions, while sampled RSS stayed under 0.9 GB).
         chunk_rows = 1 << 16
         self.log("bulk: linking key partitions" + (f" from {done}" if done else ""))
+        steps = self._link_steps(done, width)
         committed = 0
         with open(self.scratch / "forest.bin", "ab") as forest_f, \
                 progress_bar("linking", total=self.partitions - done, unit="partitions",
                              enabled=self.progress) as advance:
-            for p in range(done, self.partitions):
-                path = self.scratch / f"p-{p:05d}.bin"
-                if path.exists():
-                    raw = np.fromfile(path, np.int64).reshape(-1, width)
+            for step in steps:
+                paths = [self.scratch / f"p-{p:05d}.bin" for p in step]
+                parts = [np.fromfile(path, np.int64) for path in paths if path.exists()]
+                if parts:
+                    raw = np.concatenate(parts).reshape(-1, width)
                     keys, docs = raw[:, 0], raw[:, 1]
                     payload = raw[:, 2] if width == 3 else np.zeros(keys.size, np.int64)
                     t = time.perf_counter()
@@ -391,14 +400,36 @@ class BulkBuilder:
                         last = np.maximum.reduceat(docs, starts)[over]
                         insert_big_groups(con, keys[starts[over]], first, last, sizes[over])
                     t_post += time.perf_counter() - t
-                set_bulk_progress(con, partitions_done=p + 1, forest_bytes=forest_f.tell())
+                set_bulk_progress(con, partitions_done=step[-1] + 1, forest_bytes=forest_f.tell())
                 commit_step(con)
-                path.unlink(missing_ok=True)
+                for path in paths:
+                    path.unlink(missing_ok=True)
                 committed += 1
-                advance(1)
-                if committed == 2:
+                advance(len(step))
+                if committed == min(2, len(steps)):
                     faults.checkpoint("bulk-link")
         self.seconds["link"], self.seconds["postings"] = t_link, t_post
+
+    def _link_steps(self, done: int, width: int) -> list[list[int]]:
+        """Partitions ``done``.. in key order, cut into the steps that are linked and
+        committed together: one partition each when the caller chose the partitions,
+        else runs of consecutive partitions of up to ``link_rows`` key rows (a
+        partition bigger than that alone). Consecutive key ranges together are one key
+        range: every key's rows are still in one step, and the clusters are the same."""
+        rows = []
+        for p in range(done, self.partitions):
+            path = self.scratch / f"p-{p:05d}.bin"
+            rows.append(path.stat().st_size // (8 * width) if path.exists() else 0)
+        steps: list[list[int]] = []
+        held = 0
+        for p, n in zip(range(done, self.partitions), rows):
+            if steps and self.link_rows and held + n <= self.link_rows:
+                steps[-1].append(p)
+                held += n
+            else:
+                steps.append([p])
+                held = n
+        return steps
 
     # -- 3. documents ----------------------------------------------------------------------
 

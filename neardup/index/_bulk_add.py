@@ -26,7 +26,7 @@ __all__ = ["bulk_load"]
 
 def bulk_load(store: Store, meta: dict[str, Any], method: Any, layout: RowLayout, cap: int,
               batches: Iterable, *, store_text: bool, rerank: Any, scoring: AbstractContextManager,
-              table: bool, partitions: int, log: Any, progress: bool | None, resume: bool, input_key: Any,
+              table: bool, partitions: int | None, log: Any, progress: bool | None, resume: bool, input_key: Any,
               checkpoint_docs: int, identity: dict[str, Any]) -> tuple[BulkResult, dict[str, Any]]:
     """Build the empty index of ``store`` (its ``meta``; a keyed ``method``, its row
     ``layout`` and big-group ``cap``) from ``batches``; ``rerank``: the verifying rerank

@@ -282,7 +282,7 @@ class Index:
         f"directory) is kept: the same bulk add with {setting('resume', 'resume=True')} "
         "continues it from its last completed step, and one without discards it."))
     def bulk_add(self, batches: Iterable[tuple[Sequence[str], Sequence[str] | None]], *,
-                 table: bool = False, partitions: int = 256,
+                 table: bool = False, partitions: int | None = None,
                  log: Callable[[str], None] | None = None, progress: bool | None = False,
                  resume: bool = False, input_key: Any = None,
                  checkpoint_docs: int = 1_000_000) -> BulkResult:
@@ -296,8 +296,10 @@ class Index:
             The corpus in input order; ids None name documents by position.
         table : bool, default False
             Also return the per-document table (id, cluster, status, duplicate_of, score).
-        partitions : int, default 256
-            Key-range partitions (power of two) linked and sorted one at a time.
+        partitions : int or None, default None
+            Key-range partitions (power of two) linked and sorted one at a time. None:
+            256, of which consecutive ones are linked together up to about 2M key rows
+            (a small corpus in one step).
         log : callable str -> None, optional
             Stage messages: a few per bulk add, whatever the corpus size.
         progress : bool or None, default False

@@ -70,6 +70,38 @@ def test_bulk_gives_dedup_clusters_and_the_store_of_an_add(demo_texts, tmp_path,
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("link_rows", [None, 2000])
+def test_default_partitions_link_in_runs_and_store_what_one_at_a_time_stores(
+        tmp_path, monkeypatch, link_rows):
+    """The default bulk add links consecutive key partitions together (all at once for
+    a small corpus; ``link_rows`` forces several runs) and stores exactly what linking
+    its 256 partitions one by one stores."""
+    import neardup.index._bulk as bulk
+
+    if link_rows is not None:
+        monkeypatch.setattr(bulk, "LINK_ROWS", link_rows)
+    texts = synthetic_texts(800, seed=5)
+    stores, steps = [], []
+    real_steps = bulk.BulkBuilder._link_steps
+
+    def spy(self, done, width):
+        steps.append(real_steps(self, done, width))
+        return steps[-1]
+
+    monkeypatch.setattr(bulk.BulkBuilder, "_link_steps", spy)
+    for name, partitions in [("runs", None), ("each", 256)]:
+        with Index.create(tmp_path / name, "minhash") as index:
+            index.bulk_add(_batches(texts, 500), partitions=partitions)
+            stores.append(_store(index))
+            index.stats(check=True)
+    runs, each = steps
+    assert [p for step in runs for p in step] == list(range(256))
+    assert each == [[p] for p in range(256)]
+    assert len(runs) == 1 if link_rows is None else 1 < len(runs) < 256
+    assert stores[0] == stores[1]
+
+
+@pytest.mark.slow
 def test_adds_after_a_bulk_add_give_dedup_clusters(demo_texts, tmp_path):
     texts = demo_texts
     expected = neardup.dedup(texts, "minhash", pair_types=False, profile="clean").clusters
