@@ -60,10 +60,10 @@ def varied_texts() -> list[str]:
 
 class _RayNodes:
     """This test process's Ray cluster: started by the first test that asks, shared by
-    the tests after it, and stopped once the next test does not ask (an idle cluster
+    the tests after it, and stopped once none of the next tests asks (an idle cluster
     keeps using CPU: its daemons took 4.7 CPU seconds a minute here). The Ray files run
     one after another (tests/durations.py deals them to one run), so a process usually
-    starts one cluster; a Ray test after a gap starts it again."""
+    starts one cluster; a Ray test after a long gap starts it again."""
 
     def __init__(self) -> None:
         self._stack: contextlib.ExitStack | None = None
@@ -109,11 +109,36 @@ def ray_cluster(_ray_fault_marker):
     return _RAY_NODES.start(_ray_fault_marker)
 
 
+#: A Ray test this close after another (in the collected order) keeps the cluster up: a
+#: restart costs about 10 s, a few tests in between far less than the idle cluster's CPU.
+_RAY_LOOKAHEAD = 30
+_POSITIONS: dict = {}
+
+
+def _uses_ray(item) -> bool:
+    return "ray_cluster" in getattr(item, "fixturenames", ())
+
+
+def _ray_test_soon(nextitem) -> bool:
+    """True when ``nextitem`` or one of the tests collected just after it uses the
+    cluster. The Ray files run one after another, but some of their tests do not use
+    it; under xdist a worker may not get every test it looks at, and then the cluster
+    stops one test later."""
+    if nextitem is None:
+        return False
+    items = nextitem.session.items
+    if not _POSITIONS:
+        _POSITIONS.update((id(it), k) for k, it in enumerate(items))
+    at = _POSITIONS.get(id(nextitem))
+    ahead = [nextitem] if at is None else items[at:at + _RAY_LOOKAHEAD]
+    return any(_uses_ray(it) for it in ahead)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
-    """Stop the Ray cluster after the last of a run of tests that use it."""
-    if "ray_cluster" in getattr(item, "fixturenames", ()) and (
-            nextitem is None or "ray_cluster" not in getattr(nextitem, "fixturenames", ())):
+    """Stop the Ray cluster after the last of a run of tests that use it (checked after
+    every test while it is up: a test looked ahead to may have gone to another worker)."""
+    if _RAY_NODES.info is not None and not _ray_test_soon(nextitem):
         _RAY_NODES.stop()
 
 
