@@ -2,6 +2,7 @@
 
     python -m experiments.ocr_languages.per_language --split validation [--entries NAME ...]
     python -m experiments.ocr_languages.per_language --split validation --diagnose
+    python -m experiments.ocr_languages.per_language --set data/multi-ocr-es-bg --tag=-es-bg ...
 
 Each entry runs once over the whole split (its recommended clustering, as ``neardup
 dedup`` would) and is scored overall and per language
@@ -10,8 +11,8 @@ language's documents). ``--diagnose`` looks inside rerank at its defaults, per l
 the share of true pairs among its candidates (candidate recall), the verifier's misses
 among those candidates (false negatives at its threshold) and its false accepts.
 
-Results: experiments/ocr_languages/results/<split>.json (entries, merged on re-runs) and
-results/rerank-diagnosis-<split>.json. Read the test split once, after every choice.
+Results: experiments/ocr_languages/results/<split><tag>.json (entries, merged on re-runs) and
+results/rerank-diagnosis-<split><tag>.json; give another ``--set`` a ``--tag`` of its own. Read the test split once, after every choice.
 """
 
 from __future__ import annotations

@@ -9,10 +9,14 @@ newspapers reprint wire copy: the tail cut (abridged), the lead sentence dropped
 first sentence replaced.
 
 Source documents: chunks of Debian's translated man pages for pl, nl, de, cs and fr (as in
-multi-latin, plus Dutch), and Reuters-21578 stories for en (English man pages when
-Reuters is absent). Other chunks of the same page (stories of the same topic) and
-*updates* (a chunk's second half replaced by another chunk's of the same page) are the
-near-miss negatives.
+multi-latin, plus Dutch) and es, Reuters-21578 stories for en (English man pages when
+Reuters is absent), and for bg (no Debian man pages) the Bulgarian translations of
+program messages in the installed gettext catalogs (``/usr/share/locale/bg/LC_MESSAGES``:
+coreutils, bash, apt, git, glib, systemd, ...), one catalog a "page". Other chunks of the
+same page (stories of the same topic) and *updates* (a chunk's second half replaced by
+another chunk's of the same page) are the near-miss negatives. es and bg were added after
+data/multi-ocr was built: they are only built when asked for
+(:data:`DEFAULT_OCR_LANGUAGES` are the six it holds).
 
 Every random choice comes from ``seed``; the text Tesseract returns depends on its
 version and trained data too (recorded in ``info.json``). OCR output is cached by a hash of
@@ -22,6 +26,7 @@ Tesseract runs one process at a time, under ``nice`` and with ``OMP_THREAD_LIMIT
 
 from __future__ import annotations
 
+import gettext
 import hashlib
 import io
 import os
@@ -29,6 +34,7 @@ import re
 import shutil
 import subprocess
 import textwrap
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -37,18 +43,33 @@ from typing import Any
 
 import numpy as np
 
-from neardup.datasets.independent import MULTILINGUAL_SOURCES, man_documents, script_sentences
+from neardup.datasets.independent import (
+    MULTILINGUAL_SOURCES,
+    _chunks,
+    man_documents,
+    script_sentences,
+)
 from neardup.errors import check_choice, check_int
 
-__all__ = ["OCR_LANGUAGES", "OcrEngine", "make_ocr_set", "render_page", "reprint_edit"]
+__all__ = ["DEFAULT_OCR_LANGUAGES", "OCR_LANGUAGES", "OcrEngine", "make_ocr_set", "render_page",
+           "reprint_edit"]
 
 #: Language -> Tesseract trained-data name.
-OCR_LANGUAGES = {"pl": "pol", "nl": "nld", "de": "deu", "cs": "ces", "fr": "fra", "en": "eng"}
+OCR_LANGUAGES = {"pl": "pol", "nl": "nld", "de": "deu", "cs": "ces", "fr": "fra", "en": "eng",
+                 "es": "spa", "bg": "bul"}
+#: The languages built when none are given, in data/multi-ocr's order: a language's random
+#: stream is its position in ``languages``, so this order (and these six) must stay for
+#: data/multi-ocr to rebuild the same. es and bg are only built when asked for.
+DEFAULT_OCR_LANGUAGES = ("pl", "nl", "de", "cs", "fr", "en")
 SOURCES = {
     **{lang: MULTILINGUAL_SOURCES[lang] for lang in ("pl", "de", "cs", "fr")},
     "nl": "Debian manpages-nl 4.18.1 (manpages-l10n; translations GPL-3+)",
     "en": "Reuters-21578, Distribution 1.0 (free for research use; see its README.txt); "
           "English man pages when absent",
+    "es": "Debian manpages-es 4.18.1 (manpages-l10n; translations GPL-3+)",
+    "bg": "Bulgarian gettext catalogs of the installed Debian packages "
+          "(/usr/share/locale/bg/LC_MESSAGES/*.mo: coreutils, bash, apt, git, glib, gtk, systemd, "
+          "...; translated program messages, each package's licence, mostly GPL/LGPL)",
 }
 # Codes in the per-split random streams. "train" was added after validation and test were
 # built: its pages are drawn, from a stream of their own, only among the pages validation
@@ -64,6 +85,7 @@ _FUNCTION_WORDS = {
     "fr": "le la les et est un une des du de pour dans que qui pas sur par ou avec",
     "pl": "i w nie się na jest z do że to jak lub przez dla jeśli oraz być od po",
     "cs": "a v je se na že s z do pro jako nebo není být při od k to jsou",
+    "es": "el la los las de del y en que es un una para por con no se o al lo su como",
 }
 _FONTS = ("dejavu/DejaVuSerif.ttf", "dejavu/DejaVuSerifCondensed.ttf", "dejavu/DejaVuSans.ttf",
           "dejavu/DejaVuSansCondensed.ttf", "liberation/LiberationSerif-Regular.ttf",
@@ -124,9 +146,67 @@ def _reuters_documents(lo: int, hi: int) -> list[dict]:
     return docs
 
 
-def source_documents(language: str, man_root: Path) -> list[dict]:
+# A message with any of these is not prose: format directives (%s, %1$s), shell and
+# markup characters, paths, option names (-a, --all), URLs, abbreviations and names with
+# inner dots (e.g., file.txt), aligned columns (two spaces, tabs).
+_NOT_PROSE = re.compile(r"[%$\\{}<>|=@`_/*#~^\[\]]|https?:|(?<!\w)--?\w|\w\.\w|\s{2}|\t")
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+
+
+def _prose_message(message: str) -> str | None:
+    """A translated program message as one sentence or more of prose, or None: at least 8
+    words, none of :data:`_NOT_PROSE`, at least 90% of its letters Cyrillic; line breaks
+    joined, a full stop added when it has no final punctuation."""
+    if _NOT_PROSE.search(message):
+        return None
+    text = " ".join(message.split())
+    letters = sum(c.isalpha() for c in text)
+    if len(text.split()) < 8 or len(_CYRILLIC.findall(text)) < 0.9 * letters:
+        return None
+    return text if text[-1] in ".!?" else text.rstrip(":;,") + "."
+
+
+def _catalog_documents(language: str, locale_root: Path, lo: int, hi: int) -> list[dict]:
+    """Chunks of a language's translated program messages (gettext catalogs), as
+    :func:`~neardup.datasets.independent.man_documents` chunks man pages: each catalog's
+    prose messages (:func:`_prose_message`, in the catalog's order, that is by English
+    message id) are its "paragraphs", grouped into chunks of ``lo``-``hi`` words; a message
+    in more than one catalog is dropped, and the versions of one package (gtk20 and gtk30,
+    gtk20-properties and gtk30-properties) are one page, so that their near-identical
+    messages are not two stories of different pages."""
+    page_messages: dict[str, list[str]] = {}
+    for path in sorted((locale_root / language / "LC_MESSAGES").glob("*.mo")):
+        try:
+            with open(path, "rb") as f:
+                catalog = gettext.GNUTranslations(f)._catalog  # type: ignore[attr-defined]
+        except (OSError, UnicodeDecodeError, ValueError):  # not a readable catalog
+            continue
+        # One page per package: gtk20, gtk30 -> gtk; gstreamer-1.0 -> gstreamer.
+        page = re.sub(r"[-_]?\d[\d.]*", "", path.stem)
+        messages = page_messages.setdefault(f"{language}:{page}", [])
+        for key, value in catalog.items():
+            if isinstance(key, str) and key and isinstance(value, str):
+                text = _prose_message(value)
+                if text is not None and text not in messages:
+                    messages.append(text)
+    on_pages = Counter(m for messages in page_messages.values() for m in set(messages))
+    docs = []
+    for page, messages in page_messages.items():
+        own = [m for m in messages if on_pages[m] == 1]
+        docs += [{"page": page, "lang": language, "text": text}
+                 for text in _chunks(own, False, lo, hi)]
+    return docs
+
+
+def source_documents(language: str, man_root: Path,
+                     locale_root: Path = Path("/usr/share/locale")) -> list[dict]:
     """The source chunks of one language: ``{"page", "lang", "text", "source"}``."""
     lo, hi = _CHUNK_WORDS.get(language, (40, 120))
+    if language == "bg":
+        docs = _catalog_documents(language, Path(locale_root), lo, hi)
+        for i, d in enumerate(docs):
+            d["source"] = f"{language}-mo-{i}"
+        return docs
     if language == "en":
         docs = _reuters_documents(lo, hi)
         if docs:
@@ -398,7 +478,7 @@ def _copy_weights(max_copies: int) -> np.ndarray:
 
 def make_ocr_set(
     *,
-    languages: Sequence[str] = tuple(OCR_LANGUAGES),
+    languages: Sequence[str] = DEFAULT_OCR_LANGUAGES,
     seed: int = 0,
     stories_per_language: int = 60,
     splits: Sequence[str] = ("validation", "test"),
@@ -406,6 +486,7 @@ def make_ocr_set(
     hard_negative_share: float = 0.2,
     max_copies: int = 4,
     man_root: str | Path = "/usr/share/man",
+    locale_root: str | Path = "/usr/share/locale",
     engine: OcrEngine | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -416,7 +497,9 @@ def make_ocr_set(
     has fewer: Debian's Czech pages give about 40). Each chunk (and each *update*, a share
     ``hard_negative_share`` of them) is a cluster of 1 to ``max_copies`` copies, every
     copy possibly edited as a reprint, then typeset, scanned and OCR'd in its language.
-    Records use the multilingual sets' format (``lang`` field, ``date`` None).
+    Records use the multilingual sets' format (``lang`` field, ``date`` None). The default
+    ``languages`` are data/multi-ocr's six (:data:`DEFAULT_OCR_LANGUAGES`); es (man pages)
+    and bg (program messages under ``locale_root``) are built only when given.
 
     ``splits`` may include ``"train"``: about ``train_stories_per_language`` chunks
     (default ``stories_per_language``) per language from the pages validation and test
@@ -448,7 +531,7 @@ def make_ocr_set(
     info: dict[str, Any] = {split: {"stories": {}, "updates": {}, "docs": {}} for split in splits}
     for li, language in enumerate(languages):
         engine.check_language(language)
-        docs = source_documents(language, Path(man_root))
+        docs = source_documents(language, Path(man_root), Path(locale_root))
         if not docs:
             raise ValueError(f"{caller}: no {language} text found; install "
                              + SOURCES[language].split(" (")[0])
