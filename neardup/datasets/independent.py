@@ -552,16 +552,18 @@ def man_documents(language: str, man_root: Path, lo: int = 50, hi: int = 180,
     on_pages = Counter(p for _, paragraphs in page_paragraphs for p in set(paragraphs))
     docs, pages = [], {}
     for page, paragraphs in page_paragraphs:
-        first_built = len(_chunks(paragraphs, cjk, lo, hi))
+        first_built = len(paragraph_chunks(paragraphs, cjk, lo, hi))
         if first_built:
             pages[page] = first_built
         own = [p for p in paragraphs if on_pages[p] == 1]
         docs += [{"page": page, "lang": language, "text": text}
-                 for text in _chunks(own, cjk, lo, hi)]
+                 for text in paragraph_chunks(own, cjk, lo, hi)]
     return docs, pages
 
 
-def _chunks(paragraphs: list[str], cjk: bool, lo: int, hi: int) -> list[str]:
+def paragraph_chunks(paragraphs: list[str], cjk: bool, lo: int, hi: int) -> list[str]:
+    """Paragraphs joined in order into chunks of at least ``lo`` words (characters for
+    ``cjk``), a chunk longer than twice ``hi`` dropped."""
     out, chunk = [], []
     for p in paragraphs:
         chunk.append(p)

@@ -45,8 +45,8 @@ import numpy as np
 
 from neardup.datasets.independent import (
     MULTILINGUAL_SOURCES,
-    _chunks,
     man_documents,
+    paragraph_chunks,
     script_sentences,
 )
 from neardup.errors import check_choice, check_int
@@ -194,7 +194,7 @@ def _catalog_documents(language: str, locale_root: Path, lo: int, hi: int) -> li
     for page, messages in page_messages.items():
         own = [m for m in messages if on_pages[m] == 1]
         docs += [{"page": page, "lang": language, "text": text}
-                 for text in _chunks(own, False, lo, hi)]
+                 for text in paragraph_chunks(own, False, lo, hi)]
     return docs
 
 

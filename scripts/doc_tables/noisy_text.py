@@ -44,11 +44,11 @@ def _noisy_profile_cost() -> tuple[str, list[str]]:
 _OCR_LANGUAGES = ("pl", "nl", "de", "cs", "fr", "en")
 
 
-def _ocr(source: str) -> tuple[str, list[str]]:
-    rows = [[method, half_up(r["ari"], 3), *(half_up(r["ari_by_language"][lang], 3) for lang in _OCR_LANGUAGES)]
+def _ocr(source: str, languages: tuple[str, ...] = _OCR_LANGUAGES) -> tuple[str, list[str]]:
+    rows = [[method, half_up(r["ari"], 3), *(half_up(r["ari_by_language"][lang], 3) for lang in languages)]
             for method, r in load_json(source).items()  # type: ignore[union-attr]
             if isinstance(r, dict) and "ari_by_language" in r]
-    return table(["method", "all", *_OCR_LANGUAGES], ["l", *"r" * (1 + len(_OCR_LANGUAGES))], rows), [source]
+    return table(["method", "all", *languages], ["l", *"r" * (1 + len(languages))], rows), [source]
 
 
 TABLES: dict[str, Renderer] = {
@@ -56,4 +56,6 @@ TABLES: dict[str, Renderer] = {
     "noisy-profile-cost": _noisy_profile_cost,
     "ocr-validation": lambda: _ocr("ocr-validation"),
     "ocr-test": lambda: _ocr("ocr-test"),
+    "ocr-es-bg-validation": lambda: _ocr("ocr-es-bg-validation", ("es", "bg")),
+    "ocr-es-bg-test": lambda: _ocr("ocr-es-bg-test", ("es", "bg")),
 }

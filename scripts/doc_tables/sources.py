@@ -306,4 +306,12 @@ SOURCES: dict[str, Source] = {
     "ocr-test": Source("experiments/ocr_languages/results/test.json",
                        "python -m experiments.ocr_languages.per_language --split test --entries rerank minhash "
                        "ngram \"minhash --profile noisy\" \"ngram --profile noisy\" retsim static"),
+    "ocr-es-bg-validation": Source("experiments/ocr_languages/results/validation-es-bg.json",
+                                   "python -m experiments.ocr_languages.per_language --set data/multi-ocr-es-bg "
+                                   "--split validation --tag=-es-bg --entries rerank minhash ngram "
+                                   "\"minhash --profile noisy\" \"ngram --profile noisy\" retsim static"),
+    "ocr-es-bg-test": Source("experiments/ocr_languages/results/test-es-bg.json",
+                             "python -m experiments.ocr_languages.per_language --set data/multi-ocr-es-bg "
+                             "--split test --tag=-es-bg --entries rerank minhash ngram "
+                             "\"minhash --profile noisy\" \"ngram --profile noisy\" retsim static"),
 }
