@@ -92,7 +92,7 @@ def phase_build(args) -> dict:
         with Index.create(args.work, args.method) as index:
             batches = ((texts, ids) for ids, texts in
                        shard_batches(args.corpus, n_build, args.batch_size))
-            result = index.bulk_add(batches, log=_timed_log())
+            result = index.bulk_add(batches, log=_timed_log(), partitions=args.bulk_partitions)
             seconds = time.perf_counter() - start
             stats = index.stats()
         return {"docs": n_build, "path": "bulk_add", "seconds": round(seconds, 1),
@@ -312,6 +312,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--phases", default="build,query,add,load")
     parser.add_argument("--bulk", action="store_true",
                         help="Build with Index.bulk_add (one bulk load) instead of add per batch.")
+    parser.add_argument("--bulk-partitions", type=int, default=None,
+                        help="Index.bulk_add's partitions (default: its own, 256 linked in runs).")
     return parser
 
 

@@ -298,7 +298,7 @@ class Index:
             Also return the per-document table (id, cluster, status, duplicate_of, score).
         partitions : int or None, default None
             Key-range partitions (power of two) linked and sorted one at a time. None:
-            256, of which consecutive ones are linked together up to about 2M key rows
+            256, of which consecutive ones are linked together up to 262,144 key rows
             (a small corpus in one step).
         log : callable str -> None, optional
             Stage messages: a few per bulk add, whatever the corpus size.
