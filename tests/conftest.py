@@ -123,7 +123,7 @@ def _ray_test_soon(nextitem) -> bool:
     """True when ``nextitem`` or one of the tests collected just after it uses the
     cluster. The Ray files run one after another, but some of their tests do not use
     it; under xdist a worker may not get every test it looks at, and then the cluster
-    stops one test later."""
+    stops once those are out of sight (at most 30 tests later)."""
     if nextitem is None:
         return False
     items = nextitem.session.items
