@@ -174,7 +174,7 @@ def _catalog_documents(language: str, locale_root: Path, lo: int, hi: int) -> li
     in more than one catalog is dropped, and the versions of one package (gtk20 and gtk30,
     gtk20-properties and gtk30-properties) are one page, so that their near-identical
     messages are not two stories of different pages."""
-    page_messages: dict[str, list[str]] = {}
+    page_messages: dict[str, dict[str, None]] = {}  # each page's messages, in order, once
     for path in sorted((locale_root / language / "LC_MESSAGES").glob("*.mo")):
         try:
             with open(path, "rb") as f:
@@ -183,13 +183,13 @@ def _catalog_documents(language: str, locale_root: Path, lo: int, hi: int) -> li
             continue
         # One page per package: gtk20, gtk30 -> gtk; gstreamer-1.0 -> gstreamer.
         page = re.sub(r"[-_]?\d[\d.]*", "", path.stem)
-        messages = page_messages.setdefault(f"{language}:{page}", [])
+        messages = page_messages.setdefault(f"{language}:{page}", {})
         for key, value in catalog.items():
             if isinstance(key, str) and key and isinstance(value, str):
                 text = _prose_message(value)
-                if text is not None and text not in messages:
-                    messages.append(text)
-    on_pages = Counter(m for messages in page_messages.values() for m in set(messages))
+                if text is not None:
+                    messages.setdefault(text)
+    on_pages = Counter(m for messages in page_messages.values() for m in messages)
     docs = []
     for page, messages in page_messages.items():
         own = [m for m in messages if on_pages[m] == 1]
