@@ -123,8 +123,11 @@ def test_every_option_is_documented():
             assert param.help, f"{param.opts} has no help"
 
 
-def test_demo_runs_without_input(tmp_path):
-    result = _run(["dedup", "--clusters-out", str(tmp_path / "c.parquet")])
+# The default (auto: rerank on the demo's 4,919 documents) takes seconds: the slow lane.
+@pytest.mark.parametrize("method", [pytest.param([], marks=pytest.mark.slow, id="default"),
+                                    pytest.param(["--method", "minhash"], id="minhash")])
+def test_demo_runs_without_input(tmp_path, method):
+    result = _run(["dedup", *method, "--clusters-out", str(tmp_path / "c.parquet")])
     assert result.exit_code == 0
     assert "documents" in result.output and "clusters" in result.output
     table = pq.read_table(tmp_path / "c.parquet")

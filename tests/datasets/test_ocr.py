@@ -297,6 +297,7 @@ def _fake_sources(language, *_):
 _SIX_LANGUAGE_DIGEST = "e6fd7afdc2d4f572709b5fc011609192e9a60810e55858be105c633fcb457e12"
 
 
+@pytest.mark.slow  # builds and hashes the six languages' set: seconds of its own work
 def test_six_language_build_is_unchanged_by_the_new_languages(monkeypatch):
     pytest.importorskip("PIL")
     import hashlib
