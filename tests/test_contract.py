@@ -6,6 +6,7 @@ import pytest
 import neardup
 from neardup.eval.metrics import adjusted_rand_index
 from neardup.methods import METHODS, NEURAL_METHODS
+from neardup.text.shingle import ShingleConfig
 
 HOSTILE = [
     "",
@@ -112,6 +113,21 @@ def test_hostile_unicode_and_empties(method):
 def test_invalid_parameter_raises(method):
     with pytest.raises(ValueError, match="does not take parameter"):
         neardup.dedup(["a"], method=method, no_such_param=1)
+
+
+def test_settings_given_as_mappings_are_built_and_other_types_refused_by_name():
+    # A JSON --param (candidate_params={"shingle": {...}}) spells a ShingleConfig as a
+    # mapping: it is built into one, not left to fail inside the method.
+    texts = ["the quick brown fox jumps over the lazy dog today"] * 2 + ["another text"]
+    as_mapping = neardup.dedup(texts, method="minhash", shingle={"unit": "char", "n": 5})
+    as_object = neardup.dedup(texts, method="minhash", shingle=ShingleConfig("char", 5))
+    np.testing.assert_array_equal(as_mapping.clusters, as_object.clusters)
+    with pytest.raises(ValueError, match=r"parameter 'shingle' must be a ShingleConfig or a mapping"):
+        neardup.dedup(texts, method="minhash", shingle="char")
+    with pytest.raises(ValueError, match=r"parameter 'shingle' has no field\(s\) m; its fields: unit, n"):
+        neardup.dedup(texts, method="minhash", shingle={"unit": "char", "m": 5})
+    rerank = neardup.dedup(texts, method="rerank", candidate_params={"shingle": {"unit": "word", "n": 3}})
+    assert rerank.clusters[0] == rerank.clusters[1]
 
 
 def test_unknown_method():

@@ -41,9 +41,10 @@ Documents with ``n_features == 0`` (empty after normalization) are never paired.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -502,4 +503,30 @@ def build_method(cls: type[Method], name: str, params: dict[str, Any]) -> Method
             f"make_method: method {name!r} does not take parameter(s) {', '.join(unknown)}; "
             f"it accepts: {', '.join(accepted)}."
         )
-    return cls(**params)
+    return cls(**_settings_objects(cls, name, params))
+
+
+def _settings_objects(cls: type[Method], name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with each mapping given for a settings dataclass parameter (``shingle``,
+    ``normalize``: what a JSON ``--param`` can spell) built into that dataclass; any other
+    type there is refused by name, not left to fail inside the method."""
+    defaults = inspect.signature(cls.__init__).parameters
+    out = dict(params)
+    for key, value in params.items():
+        default = defaults[key].default
+        if not dataclasses.is_dataclass(default) or isinstance(default, type):
+            continue
+        kind = type(default)
+        fields = [f.name for f in dataclasses.fields(kind)]
+        if isinstance(value, Mapping):
+            unknown = sorted(set(value) - set(fields))
+            if unknown:
+                raise ValueError(
+                    f"make_method: method {name!r} parameter {key!r} has no field(s) "
+                    f"{', '.join(map(str, unknown))}; its fields: {', '.join(fields)}.")
+            out[key] = kind(**value)
+        elif not isinstance(value, kind):
+            raise ValueError(
+                f"make_method: method {name!r} parameter {key!r} must be a {kind.__name__} or "
+                f"a mapping of its fields ({', '.join(fields)}); got {value!r}.")
+    return out
