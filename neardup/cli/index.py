@@ -229,16 +229,18 @@ def index_command() -> None:
 def create_command(directory: Path, **opts: Any) -> None:
     """Create an empty index in DIRECTORY (new or empty) for one method and its parameters.
 
-    Methods: exact, minhash, simhash (keys in SQLite), retsim, biencoder (vectors in faiss
-    segment files beside it; exact cosine search). The method and parameters are
+    Methods: exact, minhash, simhash (keys in SQLite), retsim, biencoder, static (vectors in
+    faiss segment files beside it; exact cosine search). The method and parameters are
     recorded; every later add and query uses them.
 
     \b
     With --rerank verifier (minhash), candidates are verified as `dedup --method rerank`
     verifies them (pair classifier, then template guard): the clusters are those of
       neardup dedup --method rerank --param scorer=verifier --param candidates=minhash
-        --param 'candidate_params={"threshold": T}'
-    for an index made with --threshold T.
+        --param 'candidate_params={"threshold": T, "shingle": {"unit": "word", "n": 3}}'
+        --param low_partners=null --cluster components
+    for an index made with --threshold T and word 3-grams (an index links by connected
+    components and scores every candidate).
     """
     from neardup.index import Index
     from neardup.methods import make_method

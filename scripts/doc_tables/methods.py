@@ -31,7 +31,7 @@ class MethodRow:
 
 METHOD_ROWS = (
     MethodRow("`rerank`", "rerank (verifier), Leiden 0.4", Speed("scale-100k-rerank", "rerank"),
-              "best accuracy on every set: noisy copies (OCR, abridged), every language tried; "
+              "best accuracy on each of these ten sets: noisy copies (OCR, abridged), every script tried; "
               "what the default, `--method auto`, runs on inputs of up to 10,000 documents"),
     MethodRow("`minhash` (`--profile auto`)", "auto:minhash",
               Speed("scale-100k", "minhash"),
@@ -109,7 +109,7 @@ def _methods_table(full: bool) -> tuple[str, list[str]]:
         header = ["method", "when to use it", *SET_HEADERS, "docs/s", "peak RSS (MB)", "at documents"]
         align = ["l", "l", *"r" * len(SETS), "r", "r", "r"]
     else:
-        header = ["method", "reuters-news", "indep-noisocr (OCR)", "worst of 10 sets",
+        header = ["method", "reuters-news", "indep-noisocr (light OCR noise)", "worst of 10 sets",
                   "docs/s", "peak RSS (MB)", "when to use it"]
         align = ["l", "r", "r", "r", "r", "r", "l"]
     return table(header, align, rows), names

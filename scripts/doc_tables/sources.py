@@ -148,7 +148,7 @@ SOURCES: dict[str, Source] = {
         ("make-test-fast-2", "make-test-fast-620d0a1.txt"), ("make-test-4", "make-test-95aa10b.txt"),
         ("make-test-5", "make-test-a4ea8eb.txt"), ("make-test-fast-3", "make-test-fast-8600e7b.txt"),
         ("make-test-6", "make-test-6f3ad3f.txt"), ("make-test-7", "make-test-aa994bd.txt"),
-        ("make-test-8", "make-test-0eaa130.txt"), ("make-test-9", "make-test-da2e8ef.txt"), ("make-test-fast-4", "make-test-fast-fe2d973.txt"), ("make-test-10", "make-test-4598186.txt"), ("make-test-11", "make-test-14b279e.txt"), ("make-test-12", "make-test-6f457be.txt"), ("make-test-13", "make-test-365e215.txt"), ("make-test-14", "make-test-c36309f.txt"), ("make-test-15", "make-test-8e757f1.txt"), ("make-test-16", "make-test-cbead4d.txt"), ("make-test-fast-5", "make-test-fast-cbead4d.txt"), ("make-test-fast-6", "make-test-fast-488a967.txt"), ("make-test-fast-7", "make-test-fast-488a967-2.txt"))},
+        ("make-test-8", "make-test-0eaa130.txt"), ("make-test-9", "make-test-da2e8ef.txt"), ("make-test-fast-4", "make-test-fast-fe2d973.txt"), ("make-test-10", "make-test-4598186.txt"), ("make-test-11", "make-test-14b279e.txt"), ("make-test-12", "make-test-6f457be.txt"), ("make-test-13", "make-test-365e215.txt"), ("make-test-14", "make-test-c36309f.txt"), ("make-test-15", "make-test-8e757f1.txt"), ("make-test-16", "make-test-cbead4d.txt"), ("make-test-fast-5", "make-test-fast-cbead4d.txt"), ("make-test-fast-6", "make-test-fast-488a967.txt"), ("make-test-fast-7", "make-test-fast-488a967-2.txt"), ("make-test-17", "make-test-d940b32.txt"))},
     # --- rerank's cost per document (docs/rerank-cost.md) ---
     # A rerank_cost.py compare file: results -> data -> cpu_s -> label -> [seconds].
     "rerank-before-after": Source(
