@@ -126,6 +126,8 @@ def test_settings_given_as_mappings_are_built_and_other_types_refused_by_name():
         neardup.dedup(texts, method="minhash", shingle="char")
     with pytest.raises(ValueError, match=r"parameter 'shingle' has no field\(s\) m; its fields: unit, n"):
         neardup.dedup(texts, method="minhash", shingle={"unit": "char", "m": 5})
+    with pytest.raises(ValueError, match=r"NormalizeConfig: parameter 'casefold' must be one of True, False"):
+        neardup.dedup(texts, method="minhash", normalize={"casefold": "x"})
     rerank = neardup.dedup(texts, method="rerank", candidate_params={"shingle": {"unit": "word", "n": 3}})
     assert rerank.clusters[0] == rerank.clusters[1]
 

@@ -31,7 +31,7 @@ from itertools import accumulate
 import numpy as np
 from numba import njit
 
-from neardup.errors import check_int
+from neardup.errors import check_choice, check_int
 from neardup.text.hashing import readonly
 
 __all__ = ["NormalizeConfig", "normalize_text", "normalize_batch", "normalize_codes"]
@@ -102,6 +102,9 @@ class NormalizeConfig:
     spell_max_edit_distance: int = 2
 
     def __post_init__(self) -> None:
+        for name in ("remove_invisible", "nfkc", "repair_hyphens", "fold_homoglyphs", "casefold",
+                     "strip_punctuation", "collapse_whitespace", "spell_correct"):
+            check_choice("NormalizeConfig", name, getattr(self, name), (True, False))
         check_int("NormalizeConfig", "spell_max_edit_distance", self.spell_max_edit_distance, low=1, high=5)
 
     def get_params(self) -> dict:
