@@ -11,7 +11,7 @@ from doc_tables.sources import SOURCES
 
 
 #: The timed runs of the test-suite table, in row order (SOURCES names).
-MAKE_TEST_RUNS: tuple[str, ...] = ("make-test-1", "make-test-2", "make-test-3", "make-test-fast-1", "make-test-4", "make-test-fast-2", "make-test-5", "make-test-fast-3", "make-test-6", "make-test-7", "make-test-8", "make-test-9", "make-test-fast-4", "make-test-10", "make-test-11", "make-test-12", "make-test-13", "make-test-14", "make-test-15", "make-test-16", "make-test-fast-5", "make-test-fast-6", "make-test-fast-7", "make-test-17", "make-test-18", "make-test-fast-8", "make-test-19")
+MAKE_TEST_RUNS: tuple[str, ...] = ("make-test-1", "make-test-2", "make-test-3", "make-test-fast-1", "make-test-4", "make-test-fast-2", "make-test-5", "make-test-fast-3", "make-test-6", "make-test-7", "make-test-8", "make-test-9", "make-test-fast-4", "make-test-10", "make-test-11", "make-test-12", "make-test-13", "make-test-14", "make-test-15", "make-test-16", "make-test-fast-5", "make-test-fast-6", "make-test-fast-7", "make-test-17", "make-test-18", "make-test-fast-8", "make-test-19", "make-test-fast-9")
 _MAKE_TEST_HEADER = "# neardup make-test timing v1"
 _MAKE_TEST_COUNTS = re.compile(r"(\d+) (passed|failed|skipped|errors?)")
 
