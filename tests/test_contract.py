@@ -122,9 +122,9 @@ def test_settings_given_as_mappings_are_built_and_other_types_refused_by_name():
     as_mapping = neardup.dedup(texts, method="minhash", shingle={"unit": "char", "n": 5})
     as_object = neardup.dedup(texts, method="minhash", shingle=ShingleConfig("char", 5))
     np.testing.assert_array_equal(as_mapping.clusters, as_object.clusters)
-    with pytest.raises(ValueError, match=r"parameter 'shingle' must be a ShingleConfig or a mapping"):
+    with pytest.raises(ValueError, match=r"parameter 'shingle' must be a ShingleConfig or a dict of its fields"):
         neardup.dedup(texts, method="minhash", shingle="char")
-    with pytest.raises(ValueError, match=r"parameter 'shingle' has no field\(s\) m; its fields: unit, n"):
+    with pytest.raises(ValueError, match=r"dict of its fields \(unit, n\); got .* \(no field\(s\) m\)"):
         neardup.dedup(texts, method="minhash", shingle={"unit": "char", "m": 5})
     with pytest.raises(ValueError, match=r"NormalizeConfig: parameter 'casefold' must be one of True, False"):
         neardup.dedup(texts, method="minhash", normalize={"casefold": "x"})

@@ -16,10 +16,8 @@ over candidate pairs plug in alike.
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import is_dataclass
 from typing import Any
 
 import numpy as np
@@ -29,7 +27,7 @@ from neardup.eval.labeled import LabeledCorpus
 from neardup.eval.metrics import cluster_metrics, metrics_by_group
 from neardup.graph import Pairs, canonical_labels
 from neardup.io.batch import DocumentBatch
-from neardup.methods import METHODS, Method, make_method
+from neardup.methods import Method, make_method
 from neardup.pipeline import ClusterConfig, run, run_on_sketch, sketch_corpus
 
 __all__ = ["build_method", "cluster_config", "evaluate", "recall_at_k"]
@@ -49,27 +47,7 @@ def build_method(method: str, params: Mapping[str, Any] | None = None) -> Method
     ValueError
         For an unknown method or parameter, or an invalid value.
     """
-    if method not in METHODS:
-        make_method(method)  # raises the standard "must be one of" error
-    defaults = {
-        name: p.default
-        for name, p in inspect.signature(METHODS[method].__init__).parameters.items()
-        if name != "self"
-    }
-    resolved: dict[str, Any] = {}
-    for name, value in dict(params or {}).items():
-        default = defaults.get(name, inspect.Parameter.empty)
-        if isinstance(value, Mapping) and is_dataclass(default) and not isinstance(default, type):
-            try:
-                value = type(default)(**value)
-            except TypeError as exc:
-                raise ValueError(
-                    f"build_method: parameter {name!r} of method {method!r} must be a "
-                    f"{type(default).__name__} or a dict of its fields; got {dict(value)!r} "
-                    f"({exc})."
-                ) from None
-        resolved[name] = value
-    return make_method(method, **resolved)
+    return make_method(method, **dict(params or {}))
 
 
 def cluster_config(cluster: ClusterConfig | Mapping[str, Any] | None) -> ClusterConfig:

@@ -13,8 +13,6 @@ from neardup.engine.support import responsible_parameters
 from neardup.errors import InputError, setting, short_repr
 from neardup.methods import make_method
 from neardup.methods.base import Method
-from neardup.text.normalize import NormalizeConfig
-from neardup.text.shingle import ShingleConfig
 
 __all__ = [
     "DuplicateIdError",
@@ -88,11 +86,7 @@ def method_from_params(name: str, params: dict[str, Any]) -> Method:
         # Recorded before minhash had signature schemes: its signatures are "perm64" ones
         # (64-bit permutations, 32-bit values their top halves), whatever hash_bits says.
         p["signature_scheme"] = "perm64"
-    if isinstance(p.get("normalize"), dict):
-        p["normalize"] = NormalizeConfig(**p["normalize"])
-    if isinstance(p.get("shingle"), dict):
-        p["shingle"] = ShingleConfig(**p["shingle"])
-    return make_method(name, **p)
+    return make_method(name, **p)  # recorded shingle/normalize dicts: built by make_method
 
 
 def params_json(method: Method) -> str:

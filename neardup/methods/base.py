@@ -494,39 +494,35 @@ def init_parameters(cls: type[Method]) -> list[str]:
 
 def build_method(cls: type[Method], name: str, params: dict[str, Any]) -> Method:
     """``cls(**params)`` for the method called ``name``; unknown parameters raise a
-    ValueError listing the accepted ones. The registry (:func:`neardup.methods.make_method`)
-    and rerank's candidate methods build through this."""
-    accepted = init_parameters(cls)
+    ValueError listing the accepted ones. A dict given for a parameter whose default is a
+    settings dataclass (``shingle``, ``normalize``: what JSON, a tuning file or
+    ``Method.get_params()`` spells) is built into that dataclass. The registry
+    (:func:`neardup.methods.make_method`) and rerank's candidate methods build through this."""
+    signature = inspect.signature(cls.__init__).parameters
+    accepted = [p for p in signature if p != "self"]
     unknown = sorted(set(params) - set(accepted))
     if unknown:
         raise ValueError(
             f"make_method: method {name!r} does not take parameter(s) {', '.join(unknown)}; "
             f"it accepts: {', '.join(accepted)}."
         )
-    return cls(**_settings_objects(cls, name, params))
+    return cls(**{key: _settings_object(name, key, value, signature[key].default)
+                  for key, value in params.items()})
 
 
-def _settings_objects(cls: type[Method], name: str, params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` with each mapping given for a settings dataclass parameter (``shingle``,
-    ``normalize``: what a JSON ``--param`` can spell) built into that dataclass; any other
-    type there is refused by name, not left to fail inside the method."""
-    defaults = inspect.signature(cls.__init__).parameters
-    out = dict(params)
-    for key, value in params.items():
-        default = defaults[key].default
-        if not dataclasses.is_dataclass(default) or isinstance(default, type):
-            continue
-        kind = type(default)
-        fields = [f.name for f in dataclasses.fields(kind)]
-        if isinstance(value, Mapping):
-            unknown = sorted(set(value) - set(fields))
-            if unknown:
-                raise ValueError(
-                    f"make_method: method {name!r} parameter {key!r} has no field(s) "
-                    f"{', '.join(map(str, unknown))}; its fields: {', '.join(fields)}.")
-            out[key] = kind(**value)
-        elif not isinstance(value, kind):
-            raise ValueError(
-                f"make_method: method {name!r} parameter {key!r} must be a {kind.__name__} or "
-                f"a mapping of its fields ({', '.join(fields)}); got {value!r}.")
-    return out
+def _settings_object(name: str, key: str, value: Any, default: Any) -> Any:
+    """``value``, or the settings dataclass of ``default``'s type built from a dict of its
+    fields; any other type there is refused by name, not left to fail inside the method."""
+    if not dataclasses.is_dataclass(default) or isinstance(default, type):
+        return value
+    kind = type(default)
+    if isinstance(value, kind):
+        return value
+    fields = [f.name for f in dataclasses.fields(kind)]
+    unknown = sorted(set(value) - set(fields)) if isinstance(value, Mapping) else []
+    if not isinstance(value, Mapping) or unknown:
+        extra = f" (no field(s) {', '.join(map(str, unknown))})" if unknown else ""
+        raise ValueError(
+            f"make_method: method {name!r} parameter {key!r} must be a {kind.__name__} or a "
+            f"dict of its fields ({', '.join(fields)}); got {value!r}{extra}.")
+    return kind(**value)

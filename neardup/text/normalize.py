@@ -24,7 +24,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from dataclasses import replace as dataclass_replace
 from itertools import accumulate
 
@@ -102,9 +102,9 @@ class NormalizeConfig:
     spell_max_edit_distance: int = 2
 
     def __post_init__(self) -> None:
-        for name in ("remove_invisible", "nfkc", "repair_hyphens", "fold_homoglyphs", "casefold",
-                     "strip_punctuation", "collapse_whitespace", "spell_correct"):
-            check_choice("NormalizeConfig", name, getattr(self, name), (True, False))
+        for switch in fields(self):
+            if switch.type == "bool":
+                check_choice("NormalizeConfig", switch.name, getattr(self, switch.name), (True, False))
         check_int("NormalizeConfig", "spell_max_edit_distance", self.spell_max_edit_distance, low=1, high=5)
 
     def get_params(self) -> dict:
